@@ -38,6 +38,11 @@
  * the field FAIRSHARE_AT (unix s; '@' starts no user name). */
 #define KEY_FAIRSHARE "pacer:fairshare"
 #define FAIRSHARE_AT "@at"
+/* Limits (common/users.h): the jobs a user submitted that may still be queued (a set of ids,
+ * added at the submission, pruned of ended jobs when counted), and the count of user
+ * removals, whose number names a removed user's things ("NAME#removed-N"). */
+#define KEY_USER_QUEUED "pacer:user:%s:queued"
+#define KEY_USER_REMOVALS "pacer:user-removals"
 
 #define REDIS_KEYS(X)                                          \
     X(KEY_SEQ, "pacer:seq")                                    \
@@ -59,7 +64,9 @@
     X(KEY_HEALTHZ, "pacer:healthz")                            \
     X(KEY_USERS, "pacer:users")                                \
     X(KEY_MODEL_OWNERS, "pacer:model-owners")                  \
-    X(KEY_FAIRSHARE, "pacer:fairshare")
+    X(KEY_FAIRSHARE, "pacer:fairshare")                        \
+    X(KEY_USER_QUEUED, "pacer:user:{user}:queued")             \
+    X(KEY_USER_REMOVALS, "pacer:user-removals")
 
 /* Fields of KEY_JOB_NODE that more than one room reads by name: a GPU rank's device
  * utilisation and memory (worker/nvml.h samples them, the worker's sink writes them, the

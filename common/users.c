@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,32 +104,146 @@ out:
     return rc;
 }
 
-int users_update_parse(const char *body, size_t len, double *weight, char *err, size_t errlen)
+/* A limit's value in a body or record: an integer in [0, USER_LIMIT_MAX], or null
+ * (USER_LIMIT_UNSET). 0, or -1. */
+static int limit_value(const json_t *v, long *out)
 {
-    *weight = 0;
-    json_t *doc = body_object(body, len, "{\"weight\"}", err, errlen);
+    if (json_is_null(v)) return *out = USER_LIMIT_UNSET, 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > USER_LIMIT_MAX) return -1;
+    *out = (long)json_integer_value(v);
+    return 0;
+}
+
+/* A priority limit: "low", "normal", "high", or null (USER_PRIO_UNSET). 0, or -1. */
+static int priority_value(const json_t *v, int *out)
+{
+    if (json_is_null(v)) return *out = USER_PRIO_UNSET, 0;
+    return users_priority_parse(json_string_value(v), out);
+}
+
+static const struct {
+    const char *key;
+    unsigned bit;
+    size_t off; /* of the long in user_limits_t */
+} LIMIT_FIELDS[] = {
+    {"max_queued", USER_SET_QUEUED, offsetof(user_limits_t, max_queued)},
+    {"max_slots", USER_SET_SLOTS, offsetof(user_limits_t, max_slots)},
+    {"max_models", USER_SET_MODELS, offsetof(user_limits_t, max_models)},
+};
+#define NLIMIT_FIELDS (sizeof LIMIT_FIELDS / sizeof LIMIT_FIELDS[0])
+
+static long *limit_at(user_limits_t *l, size_t i) { return (long *)((char *)l + LIMIT_FIELDS[i].off); }
+
+const char *users_priority_name(int prio)
+{
+    return prio == USER_PRIO_HIGH ? "high" : prio == USER_PRIO_LOW ? "low" : "normal";
+}
+
+int users_priority_parse(const char *s, int *out)
+{
+    if (!s) return -1;
+    if (strcmp(s, "low") == 0) *out = USER_PRIO_LOW;
+    else if (strcmp(s, "normal") == 0) *out = USER_PRIO_NORMAL;
+    else if (strcmp(s, "high") == 0) *out = USER_PRIO_HIGH;
+    else return -1;
+    return 0;
+}
+
+user_limits_t users_limits_unset(void)
+{
+    return (user_limits_t){USER_LIMIT_UNSET, USER_LIMIT_UNSET, USER_LIMIT_UNSET, USER_PRIO_UNSET};
+}
+
+int users_update_parse(const char *body, size_t len, user_update_t *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    out->set = users_limits_unset();
+    json_t *doc = body_object(body, len, "{\"weight\", \"max_queued\", \"max_slots\", \"max_models\", \"max_priority\"}",
+                              err, errlen);
     if (!doc) return -1;
     int rc = -1;
     const char *key;
     json_t *v;
     json_object_foreach(doc, key, v)
     {
-        if (strcmp(key, "weight") != 0) {
-            errmsg(err, errlen, "%.64s: unknown field (weight is the one a user's update takes)", key);
+        int known = strcmp(key, "weight") == 0 || strcmp(key, "max_priority") == 0;
+        for (size_t i = 0; i < NLIMIT_FIELDS; i++) known |= strcmp(key, LIMIT_FIELDS[i].key) == 0;
+        if (!known) {
+            errmsg(err, errlen,
+                   "%.64s: unknown field (a user's update takes weight, max_queued, max_slots, max_models and "
+                   "max_priority)",
+                   key);
             goto out;
         }
     }
-    json_t *w = json_object_get(doc, "weight");
-    double x = json_number_value(w);
-    if (!json_is_number(w) || !isfinite(x) || x <= 0 || x > USER_WEIGHT_MAX) {
-        errmsg(err, errlen, "weight: required, a number > 0 and at most %.0f", USER_WEIGHT_MAX);
+    if (json_object_size(doc) == 0) {
+        errmsg(err, errlen,
+               "the body names nothing to change: weight, max_queued, max_slots, max_models or max_priority");
         goto out;
     }
-    *weight = x;
+    json_t *w = json_object_get(doc, "weight");
+    double x = json_number_value(w);
+    if (w && (!json_is_number(w) || !isfinite(x) || x <= 0 || x > USER_WEIGHT_MAX)) {
+        errmsg(err, errlen, "weight: must be a number > 0 and at most %.0f", USER_WEIGHT_MAX);
+        goto out;
+    }
+    out->weight = w ? x : 0;
+    for (size_t i = 0; i < NLIMIT_FIELDS; i++) {
+        json_t *l = json_object_get(doc, LIMIT_FIELDS[i].key);
+        if (!l) continue;
+        if (limit_value(l, limit_at(&out->set, i)) != 0) {
+            errmsg(err, errlen, "%s: an integer from 0 (no limit) to %ld, or null (the role's default)",
+                   LIMIT_FIELDS[i].key, USER_LIMIT_MAX);
+            goto out;
+        }
+        out->present |= LIMIT_FIELDS[i].bit;
+    }
+    json_t *p = json_object_get(doc, "max_priority");
+    if (p && priority_value(p, &out->set.max_priority) != 0) {
+        errmsg(err, errlen, "max_priority: one of low, normal, high, or null (the role's default)");
+        goto out;
+    }
+    if (p) out->present |= USER_SET_PRIORITY;
     rc = 0;
 out:
     json_decref(doc);
     return rc;
+}
+
+void users_update_apply(const user_update_t *u, user_limits_t *lim)
+{
+    for (size_t i = 0; i < NLIMIT_FIELDS; i++)
+        if (u->present & LIMIT_FIELDS[i].bit) *limit_at(lim, i) = *limit_at((user_limits_t *)&u->set, i);
+    if (u->present & USER_SET_PRIORITY) lim->max_priority = u->set.max_priority;
+}
+
+void users_limits_effective(const user_record_t *r, user_role_t role, const user_limits_t *member_defaults,
+                            user_limits_t *out)
+{
+    if (role == USER_ADMIN) *out = (user_limits_t){0, 0, 0, USER_PRIO_HIGH};
+    else *out = *member_defaults;
+    if (!r) return;
+    for (size_t i = 0; i < NLIMIT_FIELDS; i++)
+        if (*limit_at((user_limits_t *)&r->limits, i) >= 0)
+            *limit_at(out, i) = *limit_at((user_limits_t *)&r->limits, i);
+    if (r->limits.max_priority != USER_PRIO_UNSET) out->max_priority = r->limits.max_priority;
+}
+
+json_t *users_limits_json(const user_limits_t *l)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; o && i < NLIMIT_FIELDS; i++) {
+        long v = *limit_at((user_limits_t *)l, i);
+        json_object_set_new(o, LIMIT_FIELDS[i].key, v > 0 ? json_integer(v) : json_null());
+    }
+    if (o) json_object_set_new(o, "max_priority", json_string(users_priority_name(l->max_priority)));
+    return o;
+}
+
+int users_removed_owner(const char *name, long long n, char *out, size_t len)
+{
+    int k = snprintf(out, len, "%s#removed-%lld", name, n);
+    return k > 0 && (size_t)k < len ? 0 : -1;
 }
 
 static int random_hex(char *out, size_t nbytes)
@@ -184,9 +299,17 @@ int users_token_name(const char *token, size_t len, char *name, size_t namelen)
 
 json_t *users_record_json(const user_record_t *r)
 {
-    return json_pack("{s:s, s:s, s:s, s:f, s:f, s:s, s:f}", "role", users_role_name(r->role), "salt", r->salt, "hash",
-                     r->hash, "created", r->created, "expires", r->expires, "created_by", r->created_by, "weight",
-                     r->weight > 0 ? r->weight : 1.0);
+    json_t *j = json_pack("{s:s, s:s, s:s, s:f, s:f, s:s, s:f}", "role", users_role_name(r->role), "salt", r->salt,
+                          "hash", r->hash, "created", r->created, "expires", r->expires, "created_by", r->created_by,
+                          "weight", r->weight > 0 ? r->weight : 1.0);
+    /* only the limits an admin set: the others follow the role's default when it changes */
+    for (size_t i = 0; j && i < NLIMIT_FIELDS; i++) {
+        long v = *limit_at((user_limits_t *)&r->limits, i);
+        if (v >= 0) json_object_set_new(j, LIMIT_FIELDS[i].key, json_integer(v));
+    }
+    if (j && r->limits.max_priority != USER_PRIO_UNSET)
+        json_object_set_new(j, "max_priority", json_string(users_priority_name(r->limits.max_priority)));
+    return j;
 }
 
 int users_record_parse(const char *name, const char *text, size_t len, user_record_t *out, char *err, size_t errlen)
@@ -213,6 +336,14 @@ int users_record_parse(const char *name, const char *text, size_t len, user_reco
         /* absent (a record from before weights) or out of range: the default */
         double w = json_number_value(json_object_get(j, "weight"));
         out->weight = w > 0 && w <= USER_WEIGHT_MAX ? w : 1;
+        /* absent (a record from before limits): the role's default; out of range: damaged */
+        out->limits = users_limits_unset();
+        for (size_t i = 0; ok && i < NLIMIT_FIELDS; i++) {
+            json_t *l = json_object_get(j, LIMIT_FIELDS[i].key);
+            ok = !l || (!json_is_null(l) && limit_value(l, limit_at(&out->limits, i)) == 0);
+        }
+        json_t *p = json_object_get(j, "max_priority");
+        ok = ok && (!p || (!json_is_null(p) && priority_value(p, &out->limits.max_priority) == 0));
     }
     json_decref(j);
     return ok ? 0 : errmsg(err, errlen, "user %s: the stored record is damaged", name);

@@ -43,10 +43,53 @@ int users_name_check(const char *name, char *err, size_t errlen);
 int users_body_parse(const char *body, size_t len, char *name, size_t namelen, user_role_t *role, double *expires_in_s,
                      char *err, size_t errlen);
 
-/* The body of PUT /api/v1/users/{name}: {"weight": W}, W a number in (0, USER_WEIGHT_MAX].
- * Unknown keys, a key twice, a wrong type or a weight out of range are refused with err
+/* ---- limits ------------------------------------------------------------------------------------------------
+ * What one user may hold of the shared coordinator, so that nobody can fill it for the
+ * others: jobs waiting in the queue, slots (ranks) their running jobs hold, uploaded models
+ * they own, and the highest spec priority their jobs may ask for. Each is a user's own
+ * value (set by an admin, PUT /api/v1/users/{name}) or else their role's default: members
+ * the daemon's --member-max-* options, admins no count limit and priority high. A count of
+ * 0 means no limit. Refusals are 429 (a count) or 403 (a priority), naming the limit. */
+#define USER_LIMIT_MAX 1000000L /* the largest count a limit may be */
+#define USER_LIMIT_UNSET (-1L)  /* a record's count: the role's default applies */
+/* Spec priorities, as coordinator/policy.h numbers them (POLICY_PRIO_*). */
+#define USER_PRIO_LOW (-1)
+#define USER_PRIO_NORMAL 0
+#define USER_PRIO_HIGH 1
+#define USER_PRIO_UNSET (-9) /* a record's priority: the role's default applies */
+
+typedef struct {
+    long max_queued;  /* jobs of theirs in the queue at once */
+    long max_slots;   /* slots (ranks) their running jobs hold at once: a job past it waits */
+    long max_models;  /* uploaded models they own */
+    int max_priority; /* USER_PRIO_*: the highest spec priority they may submit */
+} user_limits_t;
+
+/* "low", "normal", "high" <-> USER_PRIO_*; parse returns 0, or -1. */
+const char *users_priority_name(int prio);
+int users_priority_parse(const char *s, int *out);
+/* A record's limits with none set (every field UNSET). */
+user_limits_t users_limits_unset(void);
+
+/* The body of PUT /api/v1/users/{name}: {"weight": W, "max_queued": N, "max_slots": N,
+ * "max_models": N, "max_priority": P}, at least one of them: W a number in (0,
+ * USER_WEIGHT_MAX]; N an integer from 0 (no limit) to USER_LIMIT_MAX; P "low", "normal" or
+ * "high"; a limit null goes back to the role's default. What the body leaves out is
+ * unchanged (weight 0, a limit field of `set` not in `present`). */
+typedef struct {
+    double weight;     /* 0: unchanged */
+    user_limits_t set; /* the limits given (USER_LIMIT_UNSET / USER_PRIO_UNSET: null) */
+    unsigned present;  /* USER_SET_* bits: which limits the body names */
+} user_update_t;
+#define USER_SET_QUEUED 1u
+#define USER_SET_SLOTS 2u
+#define USER_SET_MODELS 4u
+#define USER_SET_PRIORITY 8u
+/* Unknown keys, a key twice, a wrong type or a value out of range are refused with err
  * naming the field. 0, or -1. Pure (fuzz/fuzz_request.c drives it). */
-int users_update_parse(const char *body, size_t len, double *weight, char *err, size_t errlen);
+int users_update_parse(const char *body, size_t len, user_update_t *out, char *err, size_t errlen);
+/* Applies u's limits to a record's (lim). */
+void users_update_apply(const user_update_t *u, user_limits_t *lim);
 
 /* A new token for name into out (at least USER_TOKEN_LEN + 1 bytes), and a new salt
  * (USER_SALT_HEX + 1 bytes), from getrandom. 0, or -1 when the kernel has no randomness
@@ -77,6 +120,8 @@ typedef struct {
     /* Fair share (--policy fair, coordinator/policy.h): usage counts divided by it; 1
      * unless an admin set another (PUT /api/v1/users/{name}), in (0, USER_WEIGHT_MAX]. */
     double weight;
+    /* Its own limits (above, "limits"): each UNSET unless an admin set it. */
+    user_limits_t limits;
 } user_record_t;
 
 /* The record's stored JSON (new reference; NULL when out of memory). */
@@ -86,6 +131,23 @@ int users_record_parse(const char *name, const char *text, size_t len, user_reco
 /* What GET /api/v1/users shows of it: {"name", "role", "created", "expires" (or null),
  * "created_by", "weight"}: never the salt or hash. */
 json_t *users_record_public(const user_record_t *r);
+
+/* The limits that bind a user of role: the record's own where set (r may be NULL: the
+ * daemon's own admin, which has none), else the role's default: admins no count limit and
+ * USER_PRIO_HIGH, members and viewers member_defaults. */
+void users_limits_effective(const user_record_t *r, user_role_t role, const user_limits_t *member_defaults,
+                            user_limits_t *out);
+/* {"max_queued", "max_slots", "max_models" (null: no limit), "max_priority"}. */
+json_t *users_limits_json(const user_limits_t *l);
+
+/* ---- removed users ------------------------------------------------------------------------------------------
+ * A removed user's jobs and models are not handed to the next account of that name: their
+ * owner becomes "NAME#removed-N" (N counts removals, KEY_USER_REMOVALS), a name no account
+ * can have ('#' is not allowed), so only admins may change them and the listings say whose
+ * they were. */
+#define USER_OWNER_MAX (USER_NAME_MAX + 32) /* an owner: a user name or a removed one's */
+/* "NAME#removed-N" into out; 0, or -1 when it does not fit. */
+int users_removed_owner(const char *name, long long n, char *out, size_t len);
 
 /* ---- the rules ---------------------------------------------------------------------------------------------- */
 

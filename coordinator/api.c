@@ -23,6 +23,7 @@
 #include "dsprobe.h"
 #include "errmsg.h"
 #include "memest.h"
+#include "quotas.h"
 #include "policy.h"
 #include "record_fields.h"
 #include "run.h"
@@ -54,6 +55,8 @@ const char *coord_strerror(int code)
     case COORD_EINTERNAL: return "internal error";
     case COORD_ENOFIT: return "does not fit the cluster";
     case COORD_EDATA: return "the data set cannot be used";
+    case COORD_ELIMIT: return "a limit is reached";
+    case COORD_EDENIED: return "not allowed for this user";
     default: return "unknown error";
     }
 }
@@ -169,12 +172,12 @@ static void queue_attach(const coordinator_t *c, json_t *o);
 
 int coord_submit(coordinator_t *c, const char *spec_json, char *id, size_t idlen, char *err, size_t errlen)
 {
-    return coord_submit_as(c, spec_json, NULL, id, idlen, err, errlen);
+    return coord_submit_as(c, spec_json, NULL, NULL, id, idlen, err, errlen);
 }
 
 /* Parses spec_json and submits it; parent (may be NULL) is the job a retry comes from. */
-int coord_submit_as(coordinator_t *c, const char *spec_json, const char *parent, char *id, size_t idlen, char *err,
-                    size_t errlen)
+int coord_submit_as(coordinator_t *c, const char *spec_json, const char *parent, const coord_caller_t *by, char *id,
+                    size_t idlen, char *err, size_t errlen)
 {
     if (err && errlen) err[0] = 0;
     if (!spec_json || !*spec_json) {
@@ -191,7 +194,7 @@ int coord_submit_as(coordinator_t *c, const char *spec_json, const char *parent,
     int code = COORD_EINVAL;
     coord_userdata_sync(c, NULL); /* a user's data set named by dataset.name */
     if (spec_parse(spec_json, s, perr, sizeof perr) != 0) errmsg(err, errlen, "%s", perr);
-    else code = coord_submit_spec_as(c, s, parent, id, idlen, NULL, err, errlen);
+    else code = coord_submit_spec_as(c, s, parent, by, id, idlen, NULL, err, errlen);
     free(s);
     return code;
 }
@@ -199,7 +202,13 @@ int coord_submit_as(coordinator_t *c, const char *spec_json, const char *parent,
 int coord_submit_spec(coordinator_t *c, const job_spec_t *s, char *id, size_t idlen, json_t **job, char *err,
                       size_t errlen)
 {
-    return coord_submit_spec_as(c, s, NULL, id, idlen, job, err, errlen);
+    return coord_submit_spec_as(c, s, NULL, NULL, id, idlen, job, err, errlen);
+}
+
+int coord_submit_spec_by(coordinator_t *c, const job_spec_t *s, const coord_caller_t *by, char *id, size_t idlen,
+                         json_t **job, char *err, size_t errlen)
+{
+    return coord_submit_spec_as(c, s, NULL, by, id, idlen, job, err, errlen);
 }
 
 /* dataset.path, resolved (realpath: no "..", no symbolic link out), must be one of the
@@ -345,8 +354,37 @@ static int memory_fits(coordinator_t *c, const job_spec_t *s, int world, char *e
     return memest_check(&e, ranks, c->host_memory, where, err, errlen) == 0;
 }
 
-int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *parent, char *id, size_t idlen,
-                         json_t **job, char *err, size_t errlen)
+/* Admission: a job that could never run is refused now, not queued forever (or run
+ * hundreds of ranks to a core): 1, or 0 with err saying why. Only the daemon knows its slots
+ * (0 in coordinator_open's CLI mode, where the daemon's scheduler still runs it alone,
+ * oversubscribed). A simulated job's ranks are simulated hosts inside one pacer-sim process
+ * (one of --sim-slots), not ranks on the launcher's slots: its size is not counted here.
+ * oversub: the warning of a job accepted with more ranks than slots, else "". */
+static int admitted(coordinator_t *c, const job_spec_t *s, int world, char *oversub, size_t oversublen, char *err,
+                    size_t errlen)
+{
+    oversub[0] = 0;
+    if (c->slots_total > 0 && !s->simulate.enabled && world > c->slots_total * c->cfg.oversubscribe) {
+        errmsg(err, errlen,
+               "workers: %d ranks (world %d) do not fit the cluster's %d slot%s times the "
+               "oversubscription factor %g (--oversubscribe-factor): at most %d",
+               s->workers, world, c->slots_total, c->slots_total == 1 ? "" : "s", c->cfg.oversubscribe,
+               (int)(c->slots_total * c->cfg.oversubscribe) - (world - s->workers));
+        return 0;
+    }
+    if (c->slots_total > 0 && !s->simulate.enabled &&
+        policy_oversubscribed(world, c->slots_total, oversub, oversublen) && c->cfg.refuse_oversubscribed) {
+        errmsg(err, errlen,
+               "workers: %s; this coordinator refuses oversubscribed jobs (--refuse-oversubscribed): at most %d "
+               "workers",
+               oversub, c->slots_total - (world - s->workers));
+        return 0;
+    }
+    return !(c->daemon && !s->simulate.enabled && !memory_fits(c, s, world, err, errlen));
+}
+
+int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *parent, const coord_caller_t *by, char *id,
+                         size_t idlen, json_t **job, char *err, size_t errlen)
 {
     json_t *doc = NULL, *h = NULL;
     redisContext *rc = NULL;
@@ -400,31 +438,8 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
         rc_code = dataset_usable(s, err, errlen);
         if (rc_code != COORD_OK) goto out;
     }
-    /* Admission: a job that could never run is refused now, not queued forever (or run
-     * hundreds of ranks to a core). Only the daemon knows its slots (0 in coordinator_open's
-     * CLI mode, where the daemon's scheduler still runs it alone, oversubscribed). A
-     * simulated job's ranks are simulated hosts inside one pacer-sim process (one of
-     * --sim-slots), not ranks on the launcher's slots: its size is not counted here. */
-    if (c->slots_total > 0 && !s->simulate.enabled && j.world > c->slots_total * c->cfg.oversubscribe) {
-        rc_code = COORD_ENOFIT;
-        errmsg(err, errlen,
-               "workers: %d ranks (world %d) do not fit the cluster's %d slot%s times the "
-               "oversubscription factor %g (--oversubscribe-factor): at most %d",
-               s->workers, j.world, c->slots_total, c->slots_total == 1 ? "" : "s", c->cfg.oversubscribe,
-               (int)(c->slots_total * c->cfg.oversubscribe) - (j.world - s->workers));
-        goto out;
-    }
     char oversub[128] = "";
-    if (c->slots_total > 0 && !s->simulate.enabled &&
-        policy_oversubscribed(j.world, c->slots_total, oversub, sizeof oversub) && c->cfg.refuse_oversubscribed) {
-        rc_code = COORD_ENOFIT;
-        errmsg(err, errlen,
-               "workers: %s; this coordinator refuses oversubscribed jobs (--refuse-oversubscribed): at most %d "
-               "workers",
-               oversub, c->slots_total - (j.world - s->workers));
-        goto out;
-    }
-    if (c->daemon && !s->simulate.enabled && !memory_fits(c, s, j.world, err, errlen)) {
+    if (!admitted(c, s, j.world, oversub, sizeof oversub, err, errlen)) {
         rc_code = COORD_ENOFIT;
         goto out;
     }
@@ -449,11 +464,12 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
         errmsg(err, errlen, "Redis at %s is unreachable", c->redis_url_shown);
         goto out;
     }
-    int js = jobstore_submit(rc, &j, id, idlen, job ? &h : NULL);
-    conn_put(c, rc, js == JS_EREDIS);
-    rc_code = coord_js_to_coord(js);
+    /* the daemon's limits (quotas.h) are checked where the job is stored */
+    rc_code = quotas_submit(c, rc, &j, by, policy_priority(s->priority), s->simulate.enabled ? 0 : j.world, id, idlen,
+                            job ? &h : NULL, err, errlen);
+    conn_put(c, rc, rc_code == COORD_EUNAVAIL);
     if (rc_code != COORD_OK) {
-        errmsg(err, errlen, "could not store the job: %s", coord_strerror(rc_code));
+        if (!err || !err[0]) errmsg(err, errlen, "could not store the job: %s", coord_strerror(rc_code));
         goto out;
     }
     if (job && h) {

@@ -89,12 +89,20 @@ struct coordinator {
      * a client (coordinator_open), whose jobs show no queue object. */
     pthread_mutex_t queue_lock;
     json_t *queue_view; /* owned; under queue_lock */
+    /* Admission (quotas.c): one submission through the API at a time is counted against
+     * the queue's limits and stored, so that requests in parallel cannot pass a limit
+     * together. */
+    pthread_mutex_t admit_lock;
+    /* Bumped by a user's removal (users.c): the tick then reads its runs' and queued jobs'
+     * owners again (run.c), so that a removed user's jobs count to nobody's limits. */
+    atomic_long owners_gen;
 
     /* tick thread only */
     run_queued_t *qdemand; /* what the queued jobs ask for, parsed once per job (run.c) */
     hclass_cache_t hcache; /* the profiles --policy hetero|agnostic classes hosts by (hclass.h) */
     double hplan_at;       /* when the tick last planned with classes (run.c, run_schedule) */
     int nqdemand;
+    long owners_seen; /* the owners_gen the tick's runs and qdemand were read at */
     redisContext *rc;
     double rc_next_try, rc_backoff, redis_up_since;
     int rc_down_logged;
@@ -126,12 +134,18 @@ void coord_publish_info(coordinator_t *c, double now);
  * Returns 0, or -1 when id is not a job id or the path does not fit. */
 int coord_job_path(const coordinator_t *c, const char *id, const char *leaf, char *out, size_t len);
 
-/* coord_submit, recording parent (NULL = none) as the job this one retries (lifecycle.c). */
-int coord_submit_as(coordinator_t *c, const char *spec_json, const char *parent, char *id, size_t idlen, char *err,
-                    size_t errlen);
-/* coord_submit_spec, recording parent (NULL = none). */
-int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *parent, char *id, size_t idlen,
-                         json_t **job, char *err, size_t errlen);
+/* coord_submit, recording parent (NULL = none) as the job this one retries (lifecycle.c),
+ * by a caller (NULL: nobody; coord_submit_spec_by). */
+int coord_submit_as(coordinator_t *c, const char *spec_json, const char *parent, const coord_caller_t *by, char *id,
+                    size_t idlen, char *err, size_t errlen);
+/* coord_submit_spec, recording parent (NULL = none), by a caller (NULL: nobody). */
+int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *parent, const coord_caller_t *by, char *id,
+                         size_t idlen, json_t **job, char *err, size_t errlen);
+/* After writing user as the owner in field of hash key (a job's "owner", a model's in
+ * KEY_MODEL_OWNERS): when user was removed in between (a request checked before the
+ * removal, stored after it), the owner becomes "NAME#removed", never the next account of
+ * the name (users.c). The daemon's own "admin" has no record and is left alone. */
+void coord_owner_confirm(redisContext *rc, const char *key, const char *field, const char *user);
 /* A comma-separated list of job ids ("retries") as a JSON array of strings (lifecycle.c). */
 json_t *coord_id_list(const char *csv);
 

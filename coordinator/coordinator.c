@@ -54,6 +54,9 @@ void coord_config_defaults(coord_config_t *cfg)
     cfg->host_probe_s = 5;
     cfg->preflight_steps = 8;
     cfg->preflight_timeout_s = 120;
+    cfg->max_queued = COORD_MAX_QUEUED_DEFAULT;
+    /* a member may own an eighth of the catalog's uploads: eight of them cannot fill it */
+    cfg->member = (user_limits_t){COORD_MEMBER_MAX_QUEUED_DEFAULT, 0, CATALOG_ADDED_MAX / 8, USER_PRIO_NORMAL};
 }
 
 static int absolute(const char *in, char *out, size_t len)
@@ -285,6 +288,7 @@ static coordinator_t *alloc_coordinator(void)
     if (!c) return NULL;
     pthread_mutex_init(&c->lock, NULL);
     pthread_mutex_init(&c->queue_lock, NULL);
+    pthread_mutex_init(&c->admit_lock, NULL);
     pthread_mutex_init(&c->roots_lock, NULL);
     pthread_cond_init(&c->cond, NULL);
     pthread_cond_init(&c->reload_cond, NULL);
@@ -312,6 +316,7 @@ static void free_coordinator(coordinator_t *c)
     pthread_cond_destroy(&c->bench_cond);
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->queue_lock);
+    pthread_mutex_destroy(&c->admit_lock);
     pthread_mutex_destroy(&c->roots_lock);
     free(c);
 }
@@ -463,6 +468,13 @@ static int start_settings(coordinator_t *c, const coord_config_t *cfg, char *err
     if (c->cfg.kill_grace_s < 0) c->cfg.kill_grace_s = 0;
     if (c->cfg.default_checkpoint_steps <= 0) c->cfg.default_checkpoint_steps = 50;
     if (!(c->cfg.oversubscribe >= 1)) c->cfg.oversubscribe = COORD_OVERSUBSCRIBE_DEFAULT;
+    /* the tick reads at most COORD_QUEUE_MAX queued jobs: the limit is never above it */
+    if (c->cfg.max_queued <= 0 || c->cfg.max_queued > COORD_QUEUE_MAX) c->cfg.max_queued = COORD_QUEUE_MAX;
+    user_limits_t *m = &c->cfg.member;
+    long *counts[] = {&m->max_queued, &m->max_slots, &m->max_models};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
+        if (*counts[i] < 0 || *counts[i] > USER_LIMIT_MAX) *counts[i] = 0;
+    if (m->max_priority < USER_PRIO_LOW || m->max_priority > USER_PRIO_HIGH) m->max_priority = USER_PRIO_NORMAL;
     c->cfg.data_roots = NULL; /* copied by start_dirs, resolved */
     return COORD_OK;
 }

@@ -17,7 +17,8 @@
  * Errors: functions return COORD_OK (0) or a negative COORD_E* code; coord_strerror()
  * names it, and functions with an err buffer put one line there for the client (for
  * COORD_EINVAL it names the field: "optimizer.lr: must be > 0"). HTTP mapping:
- * EINVAL 400, ENOTFOUND 404, ESTATE 409, EUNAVAIL 503, anything else 500.
+ * EINVAL 400, ENOTFOUND 404, ESTATE 409, EUNAVAIL 503, ELIMIT 429, EDENIED 403, anything
+ * else 500.
  *
  * JSON results are new references (json_decref them). coord_get's "spec" and "summary"
  * members may be shared with a cache (finished jobs): read them, do not modify them.
@@ -42,6 +43,9 @@ enum {
     COORD_EINTERNAL = -5, /* out of memory, I/O error */
     COORD_ENOFIT = -6,    /* a valid spec the cluster cannot run: more ranks than it admits */
     COORD_EDATA = -7,     /* a valid spec whose data set (dataset.path) cannot be trained on */
+    COORD_ELIMIT = -8,    /* a count limit reached: the caller's (max_queued, max_models) or the
+                             coordinator's (--max-queued, the catalog's uploads); 429 */
+    COORD_EDENIED = -9,   /* not for this caller: a priority above their max_priority; 403 */
 };
 const char *coord_strerror(int code);
 
@@ -107,12 +111,22 @@ typedef struct {
                                      its model), "always", "off" */
     int preflight_steps;        /* 8: timed steps per host */
     double preflight_timeout_s; /* 120: a round's benchmarks that take longer fail */
+    /* Limits (common/users.h "limits"): jobs in the queue at once, whoever submits them
+     * through the API (max_queued, 4096, at most COORD_QUEUE_MAX: the scheduler reads the
+     * whole queue every tick), and a member's defaults, which an admin may override per
+     * user: queued jobs (256), slots their running jobs hold (0: no limit), uploaded models
+     * they own (CATALOG_ADDED_MAX / 8), the highest priority (USER_PRIO_NORMAL). */
+    long max_queued;
+    user_limits_t member;
 } coord_config_t;
 
 #define COORD_OVERSUBSCRIBE_DEFAULT 4.0
 #define COORD_OVERSUBSCRIBE_MAX 1024.0
 #define COORD_DATA_ROOTS_MAX 16
 #define COORD_KEEP_JOBS_DEFAULT 10000
+#define COORD_QUEUE_MAX 16384 /* the longest queue --max-queued allows (and the tick reads) */
+#define COORD_MAX_QUEUED_DEFAULT 4096
+#define COORD_MEMBER_MAX_QUEUED_DEFAULT 256
 #define COORD_DATA_ROOT_DEBIAN "/usr/share/datasets"
 
 void coord_config_defaults(coord_config_t *cfg);
@@ -150,6 +164,21 @@ int coord_submit(coordinator_t *c, const char *spec_json, char *id, size_t idlen
 int coord_submit_spec(coordinator_t *c, const job_spec_t *s, char *id, size_t idlen, json_t **job, char *err,
                       size_t errlen);
 
+/* Who asks, through the API: the owner of what they create and whose limits bind it
+ * (common/users.h). user NULL: nobody (a coordinator without users: no owner, no limit of a
+ * user's). */
+typedef struct {
+    const char *user;
+    user_role_t role;
+} coord_caller_t;
+
+/* coord_submit_spec by a caller: the job is theirs (its hash's "owner", written with it),
+ * and the daemon refuses it past a limit: COORD_ELIMIT with the queue at --max-queued or
+ * the caller at their max_queued, COORD_EDENIED for a priority above their max_priority;
+ * err names the limit and its value. */
+int coord_submit_spec_by(coordinator_t *c, const job_spec_t *s, const coord_caller_t *by, char *id, size_t idlen,
+                         json_t **job, char *err, size_t errlen);
+
 /* Jobs, newest first: {"jobs": [summary...], "total": N, "offset": O, "limit": L} where
  * total counts the jobs that match state (NULL or "" = any; QUEUED, RUNNING, ...; an
  * unknown state is COORD_EINVAL). limit <= 0 means 50; at most 1000. A summary has id,
@@ -176,6 +205,9 @@ int coord_cancel(coordinator_t *c, const char *id, char *err, size_t errlen);
  * COORD_ENOTFOUND for an unknown job, COORD_ESTATE for one that is queued or running
  * (cancel it first). lifecycle.c. */
 int coord_retry(coordinator_t *c, const char *id, char *new_id, size_t idlen, char *err, size_t errlen);
+/* The same by a caller: the retry is theirs and their limits apply (coord_submit_spec_by). */
+int coord_retry_by(coordinator_t *c, const char *id, const coord_caller_t *by, char *new_id, size_t idlen, char *err,
+                   size_t errlen);
 
 /* Per rank: {"job": id, "world": W, "ranks": [{"rank", "host", "device", "role", "pid",
  * "heartbeat", "heartbeat_age_s", "samples_per_s", "compute_s", "comm_s", "idle_s",
@@ -263,9 +295,15 @@ int coord_model(coordinator_t *c, const char *name, json_t **out);
  * "layers", "parameters", "buffers", "flops_per_sample", "bytes"} and *created 1 (new) or
  * 0 (replaced); COORD_EINVAL not an ONNX file (or a bad name); COORD_EDATA the importer
  * refuses it (err: its message, naming the node and operator); COORD_ESTATE a built-in
- * name, or one a queued or running job uses; COORD_EUNAVAIL Redis; COORD_EINTERNAL. */
-int coord_model_put(coordinator_t *c, const char *name, const void *data, size_t len, json_t **out, int *created,
-                    char *err, size_t errlen);
+ * name, one a queued or running job uses, or one another upload stored after this request
+ * began (since: its clock_mono_s(); 0 unknown): two uploads of a new name at once, one
+ * wins, and a request never replaces what it could not have seen; COORD_ELIMIT the
+ * catalog's uploads at CATALOG_ADDED_MAX, or by's models at their max_models (a new name);
+ * COORD_EUNAVAIL Redis; COORD_EINTERNAL. A new model is by's (KEY_MODEL_OWNERS, written
+ * under the store's lock; by NULL or without a user: no owner); a replacement keeps its
+ * owner; *out has it as "owner". */
+int coord_model_put(coordinator_t *c, const char *name, const void *data, size_t len, const coord_caller_t *by,
+                    double since, json_t **out, int *created, char *err, size_t errlen);
 /* DELETE /api/v1/models/{name}: COORD_OK, COORD_ENOTFOUND, COORD_ESTATE (built in, or in
  * use by a queued or running job; err says which), COORD_EUNAVAIL. */
 int coord_model_delete(coordinator_t *c, const char *name, char *err, size_t errlen);
@@ -318,20 +356,32 @@ int coord_user_add(coordinator_t *c, const char *name, user_role_t role, double 
                    char *token, size_t toklen, json_t **out, char *err, size_t errlen);
 /* One record: COORD_OK, COORD_ENOTFOUND (also a damaged record), COORD_EUNAVAIL. */
 int coord_user_get(coordinator_t *c, const char *name, user_record_t *out);
-/* {"users": [public records]}. */
+/* {"users": [public records, each with "limits": the effective ones (users_limits_json)]}. */
 int coord_user_list(coordinator_t *c, json_t **out);
-/* Removes a user: their token stops working at once. COORD_ENOTFOUND, COORD_ESTATE ("admin"). */
+/* Removes a user: their token stops working at once, and what they owned (jobs, uploaded
+ * models) is owned by "NAME#removed-N" from then on (users_removed_owner), never by a later
+ * user of the name; their queue count and fair-share usage go. COORD_ENOTFOUND,
+ * COORD_ESTATE ("admin"). */
 int coord_user_remove(coordinator_t *c, const char *name, char *err, size_t errlen);
 /* A new token for an existing user; the old one stops working (one token per user). */
 int coord_user_token_new(coordinator_t *c, const char *name, char *token, size_t toklen, char *err, size_t errlen);
-/* Sets user name's fair-share weight (--policy fair; common/users.h) and answers its
- * public record. COORD_ENOTFOUND (no such user), COORD_ESTATE (admin: no record). */
-int coord_user_weight_set(coordinator_t *c, const char *name, double weight, json_t **out, char *err, size_t errlen);
-/* The owner of a job (after coord_submit_spec or coord_retry) and of an uploaded model
- * (owner NULL or "": forget it); the model's owner into owner ("" when none). */
-int coord_job_owner_set(coordinator_t *c, const char *id, const char *owner);
-/* A job's owner into owner ("" when none is recorded) and whether the job exists. */
+/* PUT /api/v1/users/{name}: sets what u names of user name's record, their fair-share weight
+ * (--policy fair) and limits (common/users.h), and answers its public record with the
+ * effective limits. COORD_ENOTFOUND (no such user), COORD_ESTATE (admin: no record). */
+int coord_user_update(coordinator_t *c, const char *name, const user_update_t *u, json_t **out, char *err,
+                      size_t errlen);
+/* The limits that bind by (users_limits_effective with the daemon's member defaults; by NULL
+ * or without a user: none). COORD_OK, COORD_EUNAVAIL; a user without a record (removed since
+ * the request was checked) gets the member defaults. */
+int coord_limits_of(coordinator_t *c, const coord_caller_t *by, user_limits_t *out);
+/* A job's owner into owner ("" when none is recorded; one that does not fit len reads as
+ * "#unknown", never a user's name) and whether the job exists. Owners are at most
+ * USER_OWNER_MAX bytes: a user's name, or a removed user's (users_removed_owner). A job's
+ * owner is written with the job (coord_submit_spec_by, coord_retry_by). */
 int coord_job_owner(coordinator_t *c, const char *id, char *owner, size_t len, int *exists);
+/* An uploaded model's owner (owner NULL or "": forget it; coord_model_put and
+ * coord_model_delete write it under the store's lock), and the owner read back ("" when
+ * none; as coord_job_owner when it does not fit). */
 int coord_model_owner_set(coordinator_t *c, const char *name, const char *owner);
 int coord_model_owner(coordinator_t *c, const char *name, char *owner, size_t len);
 /* {model name: owner} of every uploaded model with a recorded owner. */

@@ -263,17 +263,27 @@ int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen,
         "0",
         "reason",
         "",
+        "owner", /* the last two pairs are left out when there is none */
+        j->owner ? j->owner : "",
         "parent",
-        j->parent ? j->parent : "", /* last: left out when there is none */
+        j->parent ? j->parent : "",
     };
-    int argc = (int)(sizeof argv / sizeof argv[0]) - (j->parent ? 0 : 2);
+    int argc = (int)(sizeof argv / sizeof argv[0]) - 4;
+    if (j->owner) argc += 2;
+    if (j->parent) {
+        argv[argc++] = "parent";
+        argv[argc++] = j->parent;
+    }
     size_t len[sizeof argv / sizeof argv[0]];
     for (int i = 0; i < argc; i++) len[i] = strlen(argv[i]);
+    char ukey[128];
+    snprintf(ukey, sizeof ukey, KEY_USER_QUEUED, j->owner ? j->owner : "");
     redisAppendCommand(c, "MULTI");
     redisAppendCommandArgv(c, argc, argv, len);
     redisAppendCommand(c, "ZADD %s %s %s", KEY_JOBS, t, id);
     redisAppendCommand(c, "RPUSH %s %s", KEY_QUEUE, id);
     redisAppendCommand(c, "XADD %s MAXLEN ~ %d * json %s", KEY_EVENTS, EVENTS_MAXLEN, ev);
+    if (j->owner) redisAppendCommand(c, "SADD %s %s", ukey, id);
     if (j->parent) {
         snprintf(pkey, sizeof pkey, KEY_JOB, j->parent);
         snprintf(max, sizeof max, "%d", JOB_RETRIES_MAX);
@@ -281,7 +291,7 @@ int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen,
     }
     redisAppendCommand(c, "EXEC");
     free(ev);
-    int rc = exec_pipeline(c, j->parent ? 5 : 4);
+    int rc = exec_pipeline(c, 4 + (j->owner != NULL) + (j->parent != NULL));
     if (rc == JS_OK && hash) {
         /* What HGETALL would return now, without asking (field order included). */
         json_t *h = json_object();

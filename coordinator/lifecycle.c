@@ -26,6 +26,12 @@ json_t *coord_id_list(const char *csv)
 
 int coord_retry(coordinator_t *c, const char *id, char *new_id, size_t idlen, char *err, size_t errlen)
 {
+    return coord_retry_by(c, id, NULL, new_id, idlen, err, errlen);
+}
+
+int coord_retry_by(coordinator_t *c, const char *id, const coord_caller_t *by, char *new_id, size_t idlen, char *err,
+                   size_t errlen)
+{
     if (err && errlen) err[0] = 0;
     if (!job_id_valid(id)) {
         errmsg(err, errlen, "no job %s", id ? id : "(null)");
@@ -61,7 +67,7 @@ int coord_retry(coordinator_t *c, const char *id, char *new_id, size_t idlen, ch
     } else {
         /* The stored spec is the normalised one and is validated again: a spec that this
          * version no longer accepts is refused with the field, like a new submit. */
-        code = coord_submit_as(c, spec, id, new_id, idlen, err, errlen);
+        code = coord_submit_as(c, spec, id, by, new_id, idlen, err, errlen);
     }
     json_decref(h);
     return code;

@@ -12,11 +12,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "clog.h"
 #include "coord_internal.h"
 #include "errmsg.h"
 #include "fs.h"
 #include "launch.h"
+#include "quotas.h"
 #include "memest.h"
 #include "redis_keys.h"
 #include "sha256.h"
@@ -25,6 +27,37 @@
 #define CHECK_OUT_MAX 8192        /* the validator's output: one JSON line, or its message */
 
 static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* When each uploaded name's current model was stored (clock_mono_s; names stored since
+ * start), under store_lock: an upload that began before it could not have seen it, and
+ * gets 409 instead of replacing it (coord_model_put's since). */
+static struct {
+    char name[CATALOG_NAME_MAX];
+    double at;
+} upload_times[CATALOG_ADDED_MAX];
+static int nupload_times;
+
+static double stored_at(const char *name)
+{
+    for (int i = 0; i < nupload_times; i++)
+        if (strcmp(upload_times[i].name, name) == 0) return upload_times[i].at;
+    return 0;
+}
+
+/* at > 0: name stored then; 0: name gone. */
+static void stored_set(const char *name, double at)
+{
+    int i = 0;
+    while (i < nupload_times && strcmp(upload_times[i].name, name) != 0) i++;
+    if (at <= 0) {
+        if (i < nupload_times) upload_times[i] = upload_times[--nupload_times];
+        return;
+    }
+    if (i == nupload_times && nupload_times == CATALOG_ADDED_MAX) return; /* the catalog holds no more */
+    if (i == nupload_times) nupload_times++;
+    snprintf(upload_times[i].name, sizeof upload_times[i].name, "%s", name);
+    upload_times[i].at = at;
+}
 
 void modelstore_dir(const coordinator_t *c, char *out, size_t len) { snprintf(out, len, "%s/models", c->state_dir); }
 
@@ -388,8 +421,87 @@ static int check_file(coordinator_t *c, const char *file, const char *name, cata
     return code;
 }
 
-int coord_model_put(coordinator_t *c, const char *name, const void *data, size_t len, json_t **out, int *created,
-                    char *err, size_t errlen)
+/* Whether a new upload fits: the catalog's room for uploads (CATALOG_ADDED_MAX) and by's
+ * models (max_models). COORD_OK, or COORD_ELIMIT / COORD_EUNAVAIL with err. Under
+ * store_lock, so two uploads cannot take the last place together. */
+static int upload_fits(coordinator_t *c, redisContext *rc, const coord_caller_t *by, char *err, size_t errlen)
+{
+    catalog_model_t m;
+    int added = 0;
+    for (size_t i = 0; catalog_model_at(i, &m) == 0; i++) added += m.source != CATALOG_BUILTIN;
+    if (added >= CATALOG_ADDED_MAX)
+        return errmsg(err, errlen,
+                      "the catalog holds at most %d uploaded models and has %d: delete one first (DELETE "
+                      "/api/v1/models/{name})",
+                      CATALOG_ADDED_MAX, added),
+               COORD_ELIMIT;
+    user_limits_t lim;
+    long owned = 0;
+    if (!by || !by->user) return COORD_OK;
+    if (coord_limits_of(c, by, &lim) != COORD_OK || (lim.max_models > 0 && quotas_models_owned(rc, by->user, &owned)))
+        return errmsg(err, errlen, "Redis did not answer how many models %s owns", by->user), COORD_EUNAVAIL;
+    if (lim.max_models > 0 && owned >= lim.max_models)
+        return errmsg(err, errlen,
+                      "max_models: %s may own at most %ld uploaded models and owns %ld: delete one first (DELETE "
+                      "/api/v1/models/{name})",
+                      by->user, lim.max_models, owned),
+               COORD_ELIMIT;
+    return COORD_OK;
+}
+
+/* Who owns name after its upload by by (created: a new name): the uploader of a new one, a
+ * replacement keeps its owner (an admin's replacement of a model without one takes it).
+ * Written under store_lock, so a later upload's count sees it. into owner ("" none). */
+static void upload_owner(coordinator_t *c, redisContext *rc, const char *name, const coord_caller_t *by, int created,
+                         char *owner, size_t len)
+{
+    owner[0] = 0;
+    if (!created && coord_model_owner(c, name, owner, len) == COORD_OK && owner[0]) return;
+    if (!by || !by->user) return;
+    if (coord_model_owner_set(c, name, by->user) != COORD_OK) {
+        clog_printf("models: %s: its owner %s was not recorded (Redis unreachable): only admins may change it", name,
+                    by->user);
+        return;
+    }
+    coord_owner_confirm(rc, KEY_MODEL_OWNERS, name, by->user);
+    snprintf(owner, len, "%s", by->user);
+}
+
+/* The validated upload m (sha's bytes: data, len; the file was there before: had_file)
+ * stored as name: Redis, the catalog (in place of had when exists), the index. COORD_OK,
+ * or an error with err, every part undone and bytes that nothing names removed. Under
+ * store_lock. */
+static int store_upload(coordinator_t *c, redisContext *rc, const catalog_model_t *m, const catalog_model_t *had,
+                        int exists, const void *data, size_t len, int had_file, char *err, size_t errlen)
+{
+    int code = COORD_OK;
+    if (redis_put(rc, m->sha256, data, len, 0) != 0) {
+        errmsg(err, errlen, "Redis did not store the model's bytes (%zu bytes)", len);
+        code = COORD_EUNAVAIL;
+    } else {
+        if (exists) catalog_model_remove(m->name);
+        if (catalog_model_add(m, err, errlen) != 0) {
+            code = COORD_EINTERNAL;
+        } else if (index_write(c) != 0) {
+            errmsg(err, errlen, "the model index could not be written (the coordinator's log says why)");
+            catalog_model_remove(m->name);
+            code = COORD_EINTERNAL;
+        }
+        char ignored[256];
+        if (code != COORD_OK && exists) catalog_model_add(had, ignored, sizeof ignored); /* the old one stays */
+    }
+    if (code != COORD_OK && !sha_referenced(m->sha256, "")) {
+        /* neither a file nor Redis bytes that no name refers to */
+        char file[PATH_MAX + 128];
+        content_path(c, m->sha256, file, sizeof file);
+        if (!had_file) unlink(file);
+        redis_del(rc, m->sha256);
+    }
+    return code;
+}
+
+int coord_model_put(coordinator_t *c, const char *name, const void *data, size_t len, const coord_caller_t *by,
+                    double since, json_t **out, int *created, char *err, size_t errlen)
 {
     *out = NULL;
     *created = 0;
@@ -399,12 +511,6 @@ int coord_model_put(coordinator_t *c, const char *name, const void *data, size_t
                COORD_ESTATE;
     if (!catalog_name_valid(name))
         return errmsg(err, errlen, "not a model name: " CATALOG_NAME_RULE, CATALOG_NAME_MAX - 1), COORD_EINVAL;
-    catalog_model_t had;
-    int exists = catalog_model_get(name, &had) == 0;
-    if (exists && had.source != CATALOG_UPLOADED)
-        return errmsg(err, errlen, "%s is a %s model; uploads take another name", name,
-                      had.source == CATALOG_BUILTIN ? "built-in" : catalog_source_name(had.source)),
-               COORD_ESTATE;
     if (len == 0) return errmsg(err, errlen, "the body is empty: send the ONNX file's bytes"), COORD_EINVAL;
     char sha[SHA256_HEX_LEN + 1];
     sha256_hex(data, len, sha);
@@ -413,13 +519,32 @@ int coord_model_put(coordinator_t *c, const char *name, const void *data, size_t
     content_path(c, sha, file, sizeof file);
 
     pthread_mutex_lock(&store_lock);
-    int code = COORD_OK;
+    /* The name as it is now, under the lock: an upload that waited for another's
+     * validation sees what that one stored. */
+    catalog_model_t had, m;
+    int exists = catalog_model_get(name, &had) == 0, code = COORD_OK;
     redisContext *rc = jobstore_pool_get(c->pool, err, errlen);
-    catalog_model_t m;
     if (!rc) {
         code = COORD_EUNAVAIL;
         goto out;
     }
+    if (exists && had.source != CATALOG_UPLOADED) {
+        errmsg(err, errlen, "%s is a %s model; uploads take another name", name,
+               had.source == CATALOG_BUILTIN ? "built-in" : catalog_source_name(had.source));
+        code = COORD_ESTATE;
+        goto out;
+    }
+    if (exists && since > 0 && stored_at(name) > since) {
+        /* stored by a request that finished while this one was on its way: replacing what
+         * it could not have seen is not this request's to do (nor, for a new name, was the
+         * permission it was let in with) */
+        errmsg(err, errlen, "%s was uploaded by another request while this one was on its way: PUT again to replace it",
+               name);
+        code = COORD_ESTATE;
+        goto out;
+    }
+    code = exists ? COORD_OK : upload_fits(c, rc, by, err, errlen);
+    if (code != COORD_OK) goto out;
     if (exists) {
         char job[JOB_ID_MAX] = "";
         int k = in_use(rc, name, job, sizeof job);
@@ -454,28 +579,15 @@ int coord_model_put(coordinator_t *c, const char *name, const void *data, size_t
         goto out;
     }
     snprintf(m.title, sizeof m.title, "%s", name);
-    if (redis_put(rc, sha, data, len, 0) != 0) {
-        errmsg(err, errlen, "Redis did not store the model's bytes (%zu bytes)", len);
-        if (!had_file && !sha_referenced(sha, "")) unlink(file);
-        code = COORD_EUNAVAIL;
-        goto out;
-    }
-    if (exists) catalog_model_remove(name);
-    if (catalog_model_add(&m, err, errlen) != 0) {
-        code = COORD_EINTERNAL;
-        if (exists) catalog_model_add(&had, err, errlen); /* the old one stays */
-        goto out;
-    }
-    if (index_write(c) != 0) {
-        errmsg(err, errlen, "the model index could not be written (the coordinator's log says why)");
-        catalog_model_remove(name);
-        if (exists) catalog_model_add(&had, err, errlen);
-        code = COORD_EINTERNAL;
-        goto out;
-    }
+    code = store_upload(c, rc, &m, &had, exists, data, len, had_file, err, errlen);
+    if (code != COORD_OK) goto out;
     if (exists && strcmp(had.sha256, sha) != 0) drop_bytes(c, rc, had.sha256, name);
+    stored_set(name, clock_mono_s());
     *created = !exists;
+    char owner[USER_OWNER_MAX + 1];
+    upload_owner(c, rc, name, by, *created, owner, sizeof owner);
     *out = summary_json(&m, len);
+    if (*out) json_object_set_new(*out, "owner", owner[0] ? json_string(owner) : json_null());
     if (!*out) code = COORD_EINTERNAL;
     clog_printf("models: %s %s (sha256 %.12s..., %zu bytes)", exists ? "replaced" : "uploaded", name, sha, len);
 out:
@@ -519,6 +631,9 @@ int coord_model_delete(coordinator_t *c, const char *name, char *err, size_t err
         goto out;
     }
     drop_bytes(c, rc, m.sha256, name);
+    /* under the lock: a later upload of the name is its own uploader's */
+    coord_model_owner_set(c, name, NULL);
+    stored_set(name, 0);
     clog_printf("models: deleted %s (sha256 %.12s...)", name, m.sha256);
 out:
     if (rc) jobstore_pool_put(c->pool, rc, code == COORD_EUNAVAIL);

@@ -59,7 +59,11 @@
 #include "tickconn.h"
 
 #define SCHEDULE_PER_TICK 16
-#define QUEUE_VIEW_MAX 256 /* queued jobs the policy sees (and the API shows a queue object for) */
+/* Queued jobs the policy decides on at a time: every queued job is read (up to
+ * COORD_QUEUE_MAX, the most --max-queued allows), and the view is chosen from them fairly
+ * (queue_view_pick: by priority, then each user's earliest first), so that nobody's many
+ * jobs hide anyone else's; the policy's cost grows with its square. */
+#define QUEUE_VIEW_MAX 256
 #define PLAN_PERIOD_S 1.0
 #define JPATH (PATH_MAX + 128) /* STATE_DIR/jobs/{id}/{leaf} always fits */
 
@@ -1604,22 +1608,6 @@ static int read_queued(coordinator_t *c, const char *id, run_queued_t *q, job_sp
     return JS_OK;
 }
 
-/* q's owner read again from its job hash (none recorded: left ""). JS_OK or JS_EREDIS. */
-static int queued_owner(coordinator_t *c, run_queued_t *q)
-{
-    char key[128];
-    snprintf(key, sizeof key, KEY_JOB, q->id);
-    redisReply *rep = redisCommand(c->rc, "HGET %s owner", key);
-    if (!rep) {
-        tickconn_broken(c, "job owner");
-        return JS_EREDIS;
-    }
-    if (rep->type == REDIS_REPLY_STRING && users_name_check(rep->str, NULL, 0) == 0)
-        snprintf(q->owner, sizeof q->owner, "%s", rep->str);
-    freeReplyObject(rep);
-    return JS_OK;
-}
-
 /* When r should end: from its measured progress (steps done of the total since it was
  * claimed, at the rate so far); -1 while nothing is measured. */
 static double run_finish_estimate(const coord_run_t *r, double now)
@@ -1947,9 +1935,10 @@ static int claim_and_launch(coordinator_t *c, const run_queued_t *q, const polic
 /* Fair share (--policy fair): brings each user's usage in KEY_FAIRSHARE up to now (the
  * decay since FAIRSHARE_AT, plus the slots their runs hold over that interval: runs of
  * jobs without an owner count to nobody; simulations hold no slots), writes it back, and
- * gives each queued job its owner's share, usage / weight (the user's record; 1 when it
- * has none, as admin). Redis failing leaves every share 0: arrival order within a class. */
-static void fair_share(coordinator_t *c, double now, policy_queued_t *pq, int n)
+ * gives each queued job its owner's share, usage / weight (weights: user name -> weight,
+ * from their records; 1 when it has none, as admin). Redis failing leaves every share 0:
+ * arrival order within a class. */
+static void fair_share(coordinator_t *c, double now, policy_queued_t *pq, int n, const json_t *weights)
 {
     redisReply *u = redisCommand(c->rc, "HGETALL %s", KEY_FAIRSHARE);
     if (!u) {
@@ -2015,51 +2004,98 @@ static void fair_share(coordinator_t *c, double now, policy_queued_t *pq, int n)
     }
     free(argv);
     free(num);
-    /* The weights, only when someone waits: one read of the users' records. */
-    json_t *weights = json_object();
+    for (int i = 0; i < n; i++)
+        if (pq[i].owner) {
+            const json_t *w = json_object_get(json_object_get(weights, pq[i].owner), "weight");
+            pq[i].share = policy_share(json_real_value(json_object_get(usage, pq[i].owner)), json_real_value(w));
+        }
+    json_decref(usage);
+}
+
+/* What the users' records say for the queued jobs' owners, while someone waits: one read
+ * of KEY_USERS into {name: {"weight", "max_slots"}} (a new object; empty when Redis fails,
+ * NULL when out of memory), max_slots the effective one (common/users.h: the record's
+ * own, else the role's default; 0 no limit). maxs[i] is pq[i]'s owner's; an owner without a
+ * record (the daemon's own admin) has none. */
+static json_t *owners_read(coordinator_t *c, const policy_queued_t *pq, int n, int *maxs)
+{
+    json_t *users = json_object();
     redisReply *ur = n > 0 && c->rc ? redisCommand(c->rc, "HGETALL %s", KEY_USERS) : NULL;
-    if (n > 0 && c->rc && !ur) tickconn_broken(c, "fair share");
-    for (size_t i = 0; ur && weights && ur->type == REDIS_REPLY_ARRAY && i + 1 < ur->elements; i += 2) {
+    if (n > 0 && c->rc && !ur) tickconn_broken(c, "users");
+    for (size_t i = 0; ur && users && ur->type == REDIS_REPLY_ARRAY && i + 1 < ur->elements; i += 2) {
         const redisReply *k = ur->element[i], *x = ur->element[i + 1];
         user_record_t rec;
-        if (k->type == REDIS_REPLY_STRING && x->type == REDIS_REPLY_STRING &&
-            users_record_parse(k->str, x->str, x->len, &rec, NULL, 0) == 0)
-            json_object_set_new(weights, k->str, json_real(rec.weight));
+        user_limits_t lim;
+        if (k->type != REDIS_REPLY_STRING || x->type != REDIS_REPLY_STRING ||
+            users_record_parse(k->str, x->str, x->len, &rec, NULL, 0) != 0)
+            continue;
+        users_limits_effective(&rec, rec.role, &c->cfg.member, &lim);
+        json_object_set_new(users, k->str,
+                            json_pack("{s:f, s:I}", "weight", rec.weight, "max_slots", (json_int_t)lim.max_slots));
     }
     freeReplyObject(ur);
-    for (int i = 0; i < n; i++)
-        if (pq[i].owner)
-            pq[i].share = policy_share(json_real_value(json_object_get(usage, pq[i].owner)),
-                                       json_real_value(json_object_get(weights, pq[i].owner)));
-    json_decref(weights);
-    json_decref(usage);
+    for (int i = 0; i < n; i++) {
+        json_int_t m = pq[i].owner
+                           ? json_integer_value(json_object_get(json_object_get(users, pq[i].owner), "max_slots"))
+                           : 0;
+        maxs[i] = pq[i].owner && m > 0 && m <= INT_MAX ? (int)m : 0;
+    }
+    return users;
+}
+
+/* After a user's removal (owners_gen, users.c): their runs' and queued jobs' owners are
+ * read again, so that what passed to "NAME#removed-N" counts to nobody (no fair share, no
+ * limit of a later account of the name). The queued jobs' cache is dropped: the tick reads
+ * their records again. */
+static void owners_refresh(coordinator_t *c)
+{
+    long gen = atomic_load(&c->owners_gen);
+    if (gen == c->owners_seen) return;
+    free(c->qdemand);
+    c->qdemand = NULL;
+    c->nqdemand = 0;
+    for (int i = 0; i < c->nruns && c->rc; i++) {
+        coord_run_t *r = c->runs[i];
+        char key[128];
+        snprintf(key, sizeof key, KEY_JOB, r->id);
+        redisReply *rep = redisCommand(c->rc, "HGET %s owner", key);
+        if (!rep) {
+            tickconn_broken(c, "job owner");
+            return; /* the next tick tries again */
+        }
+        int named = rep->type == REDIS_REPLY_STRING && users_name_check(rep->str, NULL, 0) == 0;
+        snprintf(r->owner, sizeof r->owner, "%s", named ? rep->str : "");
+        freeReplyObject(rep);
+    }
+    if (c->rc) c->owners_seen = gen;
 }
 
 /* --policy hetero|agnostic: how often the tick plans while no job waits (then only a grow
  * back or a move can change anything, none due before the minimum run time). */
 #define HPLAN_IDLE_S 5.0
 
-/* Asks the policy (policy.h, --policy) which queued jobs start, from a snapshot: the first
- * QUEUE_VIEW_MAX ids of the queue with what they ask for (read once per job and cached),
- * the slots, and the runs with their measured progress. Claims and launches the jobs it
- * starts (at most SCHEDULE_PER_TICK a tick), and publishes the others' positions, reasons
- * and estimated starts for the API (c->queue_view). */
-void run_schedule(coordinator_t *c, double now)
+/* The queue (at most COORD_QUEUE_MAX jobs, in order) with what each job asks for, from
+ * the cache where it has them (c->qdemand holds the last tick's queue in order: looked up
+ * from where the last hit was), else read (read_queued). *out: malloc'd, *n of them.
+ * JS_OK, or JS_EREDIS (nothing allocated). */
+static int queue_read(coordinator_t *c, job_spec_t *spec, run_queued_t **out, int *n)
 {
-    char(*ids)[JOB_ID_MAX] = malloc(QUEUE_VIEW_MAX * sizeof *ids);
-    run_queued_t *qd = calloc(QUEUE_VIEW_MAX, sizeof *qd);
-    policy_running_t *run = calloc((size_t)c->nruns + 1, sizeof *run);
-    coord_run_t **rr = calloc((size_t)c->nruns + 1, sizeof *rr);
-    int *minw = calloc((size_t)c->nruns + 1, sizeof *minw); /* their min_world: who may shrink */
-    policy_decision_t *dec = calloc(QUEUE_VIEW_MAX, sizeof *dec);
-    policy_queued_t *pq = calloc(QUEUE_VIEW_MAX, sizeof *pq);
-    job_spec_t *spec = malloc(sizeof *spec);
-    hsnap_t hs = {0};
-    int n = 0;
-    if (!ids || !qd || !run || !rr || !minw || !dec || !pq || !spec || !c->rc) goto out;
-    if (tickconn_check(c, jobstore_queue_ids(c->rc, ids, QUEUE_VIEW_MAX, &n), "queue") != JS_OK) goto out;
-    for (int i = 0, j = 0; i < n; i++) {
-        /* The cache holds the last tick's queue in order: look from where the last hit was. */
+    *out = NULL;
+    *n = 0;
+    redisReply *len = redisCommand(c->rc, "LLEN %s", KEY_QUEUE);
+    if (!len || len->type != REDIS_REPLY_INTEGER) {
+        freeReplyObject(len);
+        tickconn_broken(c, "queue");
+        return JS_EREDIS;
+    }
+    int cap = len->integer < COORD_QUEUE_MAX ? (int)(len->integer > 0 ? len->integer : 0) : COORD_QUEUE_MAX;
+    freeReplyObject(len);
+    char(*ids)[JOB_ID_MAX] = malloc(((size_t)cap + 1) * sizeof *ids);
+    run_queued_t *qd = calloc((size_t)cap + 1, sizeof *qd);
+    int got = 0, rc = !ids || !qd ? JS_ENOMEM
+                      : cap > 0   ? tickconn_check(c, jobstore_queue_ids(c->rc, ids, cap, &got), "queue")
+                                  : JS_OK;
+    for (int i = 0, j = 0; rc == JS_OK && i < got; i++) {
         int hit = -1;
         for (int k = 0; k < c->nqdemand && hit < 0; k++) {
             int at = (j + k) % c->nqdemand;
@@ -2068,49 +2104,215 @@ void run_schedule(coordinator_t *c, double now)
         if (hit >= 0) {
             qd[i] = c->qdemand[hit];
             j = hit + 1;
-            /* The API records a job's owner just after its submission (http/handlers.c,
-             * own_job): one read before then saw none. Fair share asks again while none. */
-            if (c->cfg.policy != POLICY_FIFO && !qd[i].owner[0] && !qd[i].bad && queued_owner(c, &qd[i]) != JS_OK)
-                goto out;
             continue;
         }
         char err[512];
-        if (read_queued(c, ids[i], &qd[i], spec, err, sizeof err) != JS_OK) goto out;
+        rc = read_queued(c, ids[i], &qd[i], spec, err, sizeof err);
     }
-    for (int i = 0; i < n; i++)
-        pq[i] = (policy_queued_t){qd[i].id,
-                                  qd[i].world,
-                                  qd[i].min_world,
-                                  qd[i].simulated,
-                                  qd[i].bad,
-                                  qd[i].priority,
-                                  qd[i].owner[0] ? qd[i].owner : NULL,
+    free(ids);
+    if (rc != JS_OK) {
+        free(qd);
+        return JS_EREDIS;
+    }
+    *out = qd;
+    *n = got;
+    return JS_OK;
+}
+
+/* One queued job's place in the view's order (queue_view_pick). */
+typedef struct {
+    int idx, prio, rank;
+} pick_t;
+
+static int pick_cmp(const void *a, const void *b)
+{
+    const pick_t *x = a, *y = b;
+    if (x->prio != y->prio) return x->prio > y->prio ? -1 : 1;
+    if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+static int int_cmp(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+/* The queued jobs qd[0..n) the policy decides on, fair by construction: ordered by priority
+ * (highest first), then by each owner's count of jobs ahead of it (its owner's jobs of a
+ * higher priority, and of its own before it in the queue; jobs without an owner count as one
+ * owner's), then by arrival; the first QUEUE_VIEW_MAX of that order into view in queue order
+ * (their count returned), the others into beyond in that order (*nbeyond): however many
+ * jobs one user queues, every other user's first ones are in the view, and every job of a
+ * higher priority before any of a lower. -1 when out of memory. */
+static int queue_view_pick(const run_queued_t *qd, int n, int *view, int *beyond, int *nbeyond)
+{
+    *nbeyond = 0;
+    pick_t *p = malloc(((size_t)n + 1) * sizeof *p);
+    int *cnt = calloc(((size_t)n + 1) * 3, sizeof *cnt), *seen = calloc(((size_t)n + 1) * 3, sizeof *seen);
+    json_t *owners = json_object();
+    int nv = -1, no = 0;
+    for (int i = 0; p && cnt && seen && owners && i < n; i++) {
+        json_t *k = json_object_get(owners, qd[i].owner);
+        if (!k) json_object_set_new(owners, qd[i].owner, k = json_integer(no++));
+        p[i] = (pick_t){i, qd[i].priority - POLICY_PRIO_LOW, (int)json_integer_value(k)};
+        cnt[p[i].rank * 3 + p[i].prio]++;
+    }
+    if (p && cnt && seen && owners && json_object_size(owners) == (size_t)no) {
+        for (int i = 0; i < n; i++) {
+            int o = p[i].rank, r = seen[o * 3 + p[i].prio]++;
+            for (int q = p[i].prio + 1; q < 3; q++) r += cnt[o * 3 + q];
+            p[i].rank = r;
+        }
+        qsort(p, (size_t)n, sizeof *p, pick_cmp);
+        nv = n < QUEUE_VIEW_MAX ? n : QUEUE_VIEW_MAX;
+        for (int i = 0; i < nv; i++) view[i] = p[i].idx;
+        qsort(view, (size_t)nv, sizeof *view, int_cmp);
+        for (int i = nv; i < n; i++) beyond[(*nbeyond)++] = p[i].idx;
+    }
+    free(p);
+    free(cnt);
+    free(seen);
+    json_decref(owners);
+    return nv;
+}
+
+/* The API's queue objects (c->queue_view): the waiting jobs of the view, qv[i] with dec[i],
+ * and after them the jobs beyond it, in the view's order, each saying so. */
+static void queue_publish(coordinator_t *c, const run_queued_t *qv, const policy_decision_t *dec, int nv,
+                          const run_queued_t *qd, const int *beyond, int nbeyond)
+{
+    json_t *view = json_object();
+    int waiting = 0;
+    for (int i = 0; view && i < nv; i++)
+        if (!dec[i].start) {
+            json_object_set_new(view, qv[i].id, queue_json(&dec[i]));
+            waiting++;
+        }
+    for (int k = 0; view && k < nbeyond; k++) {
+        policy_decision_t d = {.position = waiting + k + 1, .reason = POLICY_REASON_VIEW, .estimated_start = -1};
+        snprintf(d.detail, sizeof d.detail,
+                 "waits behind the %d queued jobs the scheduler considers at a time, chosen by priority, then each "
+                 "user's earliest jobs first: %d come before it",
+                 QUEUE_VIEW_MAX, QUEUE_VIEW_MAX + k);
+        json_object_set_new(view, qd[beyond[k]].id, queue_json(&d));
+    }
+    pthread_mutex_lock(&c->queue_lock);
+    json_decref(c->queue_view);
+    c->queue_view = view;
+    pthread_mutex_unlock(&c->queue_lock);
+}
+
+/* The runs not done as the policy sees them, into run[] (and rr[] the runs, minw[] their
+ * min_world: who may shrink, rowner[] whose slots they hold); *preempting: a stop or shrink
+ * for a preemption is under way, *resizing: a change of --policy hetero|agnostic is.
+ * Returns their count. */
+static int runs_snapshot(coordinator_t *c, double now, policy_running_t *run, coord_run_t **rr, int *minw,
+                         const char **rowner, int *preempting, int *resizing)
+{
+    int nrun = 0;
+    for (int i = 0; i < c->nruns; i++) {
+        coord_run_t *r = c->runs[i];
+        if (r->phase == PH_DONE) continue;
+        if (r->phase == PH_KILLING && r->kill_reason == KILL_PREEMPT) *preempting = 1;
+        /* a shrink for a preemption, until its smaller attempt holds only what it keeps */
+        if (r->world_cap > 0 && r->world > r->world_cap) *preempting = 1;
+        /* hetero and agnostic: a change of the policy's in flight (its slots are not free yet) */
+        if (r->hplan) *resizing = 1;
+        /* only an attempt that trains may be preempted: its start counts for the minimum run */
+        rr[nrun] = r;
+        run[nrun] = (policy_running_t){r->id,
+                                       r->simulated ? 0 : r->world,
+                                       r->simulated,
+                                       run_finish_estimate(r, now),
+                                       policy_priority(r->spec->priority),
+                                       r->phase == PH_ACTIVE ? r->started : 0};
+        rowner[nrun] = r->owner[0] ? r->owner : NULL;
+        minw[nrun++] = r->simulated ? 0 : r->min_world;
+    }
+    return nrun;
+}
+
+/* Stops or shrinks the running jobs (rr, min_world minw) policy_preempt_elastic names for
+ * the first waiting job of the view qv (decisions dec of state st). */
+static void preempt(coordinator_t *c, const policy_state_t *st, const policy_decision_t *dec, coord_run_t **rr,
+                    const int *minw, const run_queued_t *qv, double now)
+{
+    int victims[8], keep[8], who = -1;
+    int nv = policy_preempt_elastic((policy_kind_t)c->cfg.policy, st, dec, minw, victims, keep, 8, &who);
+    for (int v = 0; v < nv; v++) {
+        coord_run_t *r = rr[victims[v]];
+        snprintf(r->preempted_by, sizeof r->preempted_by, "%s", qv[who].id);
+        if (keep[v] > 0) shrink_for(c, r, keep[v], now);
+        else start_kill(c, r, KILL_PREEMPT, now);
+    }
+}
+
+/* The jobs a change in flight holds back (--policy hetero|agnostic) wait for its slots, and
+ * say so: first in line, in the policy's order (the others after them); when the relaunch
+ * ends is not known. Returns the jobs started now: none. */
+static int hold_for_resize(policy_decision_t *dec, int n)
+{
+    int held = 0, k = 0;
+    for (int i = 0; i < n; i++) held += dec[i].start != 0;
+    for (int i = 0; i < n; i++) {
+        if (!dec[i].start) {
+            if (dec[i].position > 0) dec[i].position += held;
+            continue;
+        }
+        dec[i] = (policy_decision_t){.position = ++k, .reason = POLICY_REASON_SLOTS, .estimated_start = -1};
+        snprintf(dec[i].detail, sizeof dec[i].detail,
+                 "waits for the slots a running job gives up: it is being resized from its checkpoint");
+    }
+    return 0;
+}
+
+/* Asks the policy (policy.h, --policy) which queued jobs start, from a snapshot: the
+ * queue's jobs with what they ask for (read once per job and cached; queue_read), the
+ * QUEUE_VIEW_MAX of them queue_view_pick chooses, each owner's max_slots,
+ * the slots, and the runs with their measured progress. Claims and launches the jobs it
+ * starts (at most SCHEDULE_PER_TICK a tick), and publishes the others' positions, reasons
+ * and estimated starts for the API (c->queue_view). */
+void run_schedule(coordinator_t *c, double now)
+{
+    owners_refresh(c);
+    run_queued_t *qd = NULL, *qv = NULL;
+    policy_running_t *run = calloc((size_t)c->nruns + 1, sizeof *run);
+    coord_run_t **rr = calloc((size_t)c->nruns + 1, sizeof *rr);
+    int *minw = calloc((size_t)c->nruns + 1, sizeof *minw);             /* their min_world: who may shrink */
+    const char **rowner = calloc((size_t)c->nruns + 1, sizeof *rowner); /* whose slots they hold */
+    policy_decision_t *dec = NULL;
+    policy_queued_t *pq = NULL;
+    int *maxs = NULL;
+    int *view = NULL, *beyond = NULL;
+    job_spec_t *spec = malloc(sizeof *spec);
+    hsnap_t hs = {0};
+    int n = 0, nall = 0, nbeyond = 0;
+    if (!run || !rr || !minw || !rowner || !spec || !c->rc || queue_read(c, spec, &qd, &nall) != JS_OK) goto out;
+    view = malloc(((size_t)nall + 1) * sizeof *view);
+    beyond = malloc(((size_t)nall + 1) * sizeof *beyond);
+    n = view && beyond ? queue_view_pick(qd, nall, view, beyond, &nbeyond) : -1;
+    qv = n >= 0 ? calloc((size_t)n + 1, sizeof *qv) : NULL;
+    dec = calloc((size_t)(n > 0 ? n : 0) + 1, sizeof *dec);
+    pq = calloc((size_t)(n > 0 ? n : 0) + 1, sizeof *pq);
+    maxs = calloc((size_t)(n > 0 ? n : 0) + 1, sizeof *maxs);
+    if (!qv || !dec || !pq || !maxs) goto out;
+    for (int i = 0; i < n; i++) {
+        qv[i] = qd[view[i]];
+        pq[i] = (policy_queued_t){qv[i].id,
+                                  qv[i].world,
+                                  qv[i].min_world,
+                                  qv[i].simulated,
+                                  qv[i].bad,
+                                  qv[i].priority,
+                                  qv[i].owner[0] ? qv[i].owner : NULL,
                                   0};
+    }
     /* hetero and agnostic place whole slots: an oversubscribed job asks for all of them */
     for (int i = 0; i < n && (c->cfg.policy == POLICY_HETERO || c->cfg.policy == POLICY_AGNOSTIC); i++)
         if (!pq[i].simulated && c->slots_usable > 0 && pq[i].world > c->slots_usable) pq[i].world = c->slots_usable;
     free(c->qdemand);
-    c->qdemand = qd;
-    c->nqdemand = n;
-    int nrun = 0, preempting = 0, resizing = 0;
-    for (int i = 0; i < c->nruns; i++) {
-        coord_run_t *r = c->runs[i];
-        if (r->phase == PH_DONE) continue;
-        if (r->phase == PH_KILLING && r->kill_reason == KILL_PREEMPT) preempting = 1;
-        /* a shrink for a preemption, until its smaller attempt holds only what it keeps */
-        if (r->world_cap > 0 && r->world > r->world_cap) preempting = 1;
-        /* hetero and agnostic: a change of the policy's in flight (its slots are not free yet) */
-        if (r->hplan) resizing = 1;
-        /* only an attempt that trains may be preempted: its start counts for the minimum run */
-        rr[nrun] = r;
-        run[nrun++] = (policy_running_t){r->id,
-                                         r->simulated ? 0 : r->world,
-                                         r->simulated,
-                                         run_finish_estimate(r, now),
-                                         policy_priority(r->spec->priority),
-                                         r->phase == PH_ACTIVE ? r->started : 0};
-        minw[nrun - 1] = r->simulated ? 0 : r->min_world;
-    }
+    c->qdemand = qd; /* the whole queue: the next tick's cache */
+    c->nqdemand = nall;
+    qd = NULL;
+    int preempting = 0, resizing = 0;
+    int nrun = runs_snapshot(c, now, run, rr, minw, rowner, &preempting, &resizing);
     policy_state_t st = {
         .now = now,
         .slots_total = c->slots_total,
@@ -2121,8 +2323,12 @@ void run_schedule(coordinator_t *c, double now)
         .queued = pq,
         .nqueued = n,
         .preempt_min_run_s = c->cfg.preempt_min_run_s,
+        .running_owner = rowner,
+        .queued_max_slots = maxs,
     };
-    if (c->cfg.policy != POLICY_FIFO) fair_share(c, now, pq, n);
+    json_t *users = owners_read(c, pq, n, maxs); /* each owner's max_slots, and their weights */
+    if (c->cfg.policy != POLICY_FIFO) fair_share(c, now, pq, n, users);
+    json_decref(users);
     /* hetero and agnostic: fair's admission, then places on host classes (policy_plan) */
     int classy = c->cfg.policy == POLICY_HETERO || c->cfg.policy == POLICY_AGNOSTIC, started = -1;
     /* (each tick while jobs wait; with none waiting, every HPLAN_IDLE_S while jobs run: a grow
@@ -2132,7 +2338,7 @@ void run_schedule(coordinator_t *c, double now)
      * (the slots it frees are not free until its stop is over). */
     int applied = 0;
     int replan = nrun > 0 && (now - c->hplan_at >= HPLAN_IDLE_S || now < c->hplan_at);
-    if (classy && (n > 0 || replan) && hsnap_build(c, now, rr, nrun, qd, n, &hs) == 0) {
+    if (classy && (n > 0 || replan) && hsnap_build(c, now, rr, nrun, qv, n, &hs) == 0) {
         c->hplan_at = now;
         st.hetero = &hs.h;
         policy_resize_t *rz = calloc((size_t)nrun + 1, sizeof *rz);
@@ -2153,52 +2359,25 @@ void run_schedule(coordinator_t *c, double now)
         started = policy_decide((policy_kind_t)c->cfg.policy, &st, dec);
     }
     /* Preemption: one at a time (the slots of jobs being stopped are not free yet). */
-    if (!preempting) {
-        int victims[8], keep[8], who = -1;
-        int nv = policy_preempt_elastic((policy_kind_t)c->cfg.policy, &st, dec, minw, victims, keep, 8, &who);
-        for (int v = 0; v < nv; v++) {
-            coord_run_t *r = rr[victims[v]];
-            snprintf(r->preempted_by, sizeof r->preempted_by, "%s", qd[who].id);
-            if (keep[v] > 0) shrink_for(c, r, keep[v], now);
-            else start_kill(c, r, KILL_PREEMPT, now);
-        }
-    }
-    /* the jobs a change in flight holds back wait for its slots, and say so: first in line,
-     * in the policy's order (the others after them); when the relaunch ends is not known */
-    if (classy && (resizing || applied)) {
-        int held = 0, k = 0;
-        for (int i = 0; i < n; i++) held += dec[i].start != 0;
-        for (int i = 0; i < n; i++) {
-            if (!dec[i].start) {
-                if (dec[i].position > 0) dec[i].position += held;
-                continue;
-            }
-            dec[i] = (policy_decision_t){.position = ++k, .reason = POLICY_REASON_SLOTS, .estimated_start = -1};
-            snprintf(dec[i].detail, sizeof dec[i].detail,
-                     "waits for the slots a running job gives up: it is being resized from its checkpoint");
-        }
-        started = 0;
-    }
-    json_t *view = json_object();
-    for (int i = 0; view && i < n; i++)
-        if (!dec[i].start) json_object_set_new(view, qd[i].id, queue_json(&dec[i]));
-    pthread_mutex_lock(&c->queue_lock);
-    json_decref(c->queue_view);
-    c->queue_view = view;
-    pthread_mutex_unlock(&c->queue_lock);
+    if (!preempting) preempt(c, &st, dec, rr, minw, qv, now);
+    if (classy && (resizing || applied)) started = hold_for_resize(dec, n);
+    queue_publish(c, qv, dec, n, c->qdemand, beyond, nbeyond);
     /* The jobs started, in the policy's decisions (fair's backfilled ones anywhere). */
     for (int i = 0, claims = 0; i < n && claims < started && claims < SCHEDULE_PER_TICK; i++) {
         if (!dec[i].start) continue;
         claims++;
-        if (claim_and_launch(c, &qd[i], &dec[i], st.hetero ? &hs : NULL, st.hetero ? &hs.hq[i] : NULL, now) != 0) break;
+        if (claim_and_launch(c, &qv[i], &dec[i], st.hetero ? &hs : NULL, st.hetero ? &hs.hq[i] : NULL, now) != 0) break;
     }
-    qd = NULL; /* the cache's now */
 out:
     hsnap_free(&hs);
     free(rr);
     free(minw);
-    free(ids);
+    free(rowner);
+    free(maxs);
+    free(view);
+    free(beyond);
     free(qd);
+    free(qv);
     free(run);
     free(dec);
     free(pq);

@@ -1,7 +1,8 @@
 /* coordinator/users.c - the users store (issue 45): KEY_USERS holds one field per user
  * (its record, common/users.h: role, salt, salted hash of its token, created, expires,
  * created_by), KEY_MODEL_OWNERS the uploader of each uploaded model; a job's owner is a
- * field of its hash. The audit trail goes into KEY_EVENTS with the job events. Nothing
+ * field of its hash. A removed user's jobs and models pass to "NAME#removed-N" (REMOVE_LUA),
+ * never to a later account of the name. The audit trail goes into KEY_EVENTS with the job events. Nothing
  * here keeps a token: coord_user_add and coord_user_token_new hand the new one to the
  * caller once, and only its hash is written. */
 #include "coord_internal.h"
@@ -12,7 +13,9 @@
 #include <string.h>
 
 #include "clock.h"
+#include "clog.h"
 #include "errmsg.h"
+#include "redis_keys.h"
 #include "users.h"
 
 
@@ -52,7 +55,7 @@ int coord_user_add(coordinator_t *c, const char *name, user_role_t role, double 
                USER_ADMIN_NAME);
         return COORD_ESTATE;
     }
-    user_record_t r = {.role = role};
+    user_record_t r = {.role = role, .limits = users_limits_unset()};
     snprintf(r.name, sizeof r.name, "%s", name);
     snprintf(r.created_by, sizeof r.created_by, "%s", by ? by : "");
     r.created = clock_wall_s();
@@ -113,12 +116,36 @@ int coord_user_list(coordinator_t *c, json_t **out)
         if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
             users_record_parse(k->str, v->str, v->len, &r, NULL, 0) != 0)
             continue; /* a damaged record authenticates nobody; not shown */
-        json_array_append_new(users, users_record_public(&r));
+        json_t *pub = users_record_public(&r);
+        user_limits_t eff;
+        users_limits_effective(&r, r.role, &c->cfg.member, &eff);
+        if (pub) json_object_set_new(pub, "limits", users_limits_json(&eff));
+        json_array_append_new(users, pub);
     }
     freeReplyObject(rep);
     *out = users ? json_pack("{s:o}", "users", users) : NULL;
     return *out ? COORD_OK : COORD_EINTERNAL;
 }
+
+/* KEYS: users, removals, model owners, jobs, fair share, the user's KEY_USER_QUEUED.
+ * ARGV: the name, the job key's prefix. Removes the record and hands what it owned to
+ * "NAME#removed-N" (users_removed_owner): its uploads and every job whose hash names it,
+ * in one step, so no request sees the name own anything without the account; nil when
+ * there was no such user. A scan of the jobs kept (--keep-jobs), once per removal. */
+static const char REMOVE_LUA[] =
+    "if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return false end\n"
+    "local tomb = ARGV[1] .. '#removed-' .. redis.call('INCR', KEYS[2])\n"
+    "local owners = redis.call('HGETALL', KEYS[3])\n"
+    "for i = 1, #owners, 2 do\n"
+    "  if owners[i + 1] == ARGV[1] then redis.call('HSET', KEYS[3], owners[i], tomb) end\n"
+    "end\n"
+    "for _, id in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do\n"
+    "  local k = ARGV[2] .. id\n"
+    "  if redis.call('HGET', k, 'owner') == ARGV[1] then redis.call('HSET', k, 'owner', tomb) end\n"
+    "end\n"
+    "redis.call('HDEL', KEYS[5], ARGV[1])\n"
+    "redis.call('DEL', KEYS[6])\n"
+    "return tomb";
 
 int coord_user_remove(coordinator_t *c, const char *name, char *err, size_t errlen)
 {
@@ -133,17 +160,36 @@ int coord_user_remove(coordinator_t *c, const char *name, char *err, size_t errl
     }
     redisContext *rc = borrow(c, err, errlen);
     if (!rc) return COORD_EUNAVAIL;
-    redisReply *rep = redisCommand(rc, "HDEL %s %s", KEY_USERS, name);
+    char queued[128], prefix[64];
+    snprintf(queued, sizeof queued, KEY_USER_QUEUED, name);
+    snprintf(prefix, sizeof prefix, KEY_JOB, "");
+    redisReply *rep = redisCommand(rc, "EVAL %s 6 %s %s %s %s %s %s %s %s", REMOVE_LUA, KEY_USERS, KEY_USER_REMOVALS,
+                                   KEY_MODEL_OWNERS, KEY_JOBS, KEY_FAIRSHARE, queued, name, prefix);
     int ok = reply_ok(rep);
-    long long n = reply_int(rep, 0);
+    int found = ok && rep->type == REDIS_REPLY_STRING;
+    if (found) clog_printf("users: %s removed; what they owned is %s's now", name, rep->str);
     freeReplyObject(rep);
     jobstore_pool_put(c->pool, rc, !ok);
     if (!ok) return COORD_EUNAVAIL;
-    if (n != 1) {
+    if (!found) {
         errmsg(err, errlen, "no user %s", name);
         return COORD_ENOTFOUND;
     }
+    atomic_fetch_add(&c->owners_gen, 1); /* the tick's runs and queued jobs: read their owners again */
     return COORD_OK;
+}
+
+/* KEYS: users, the hash holding the owner. ARGV: the user, the field. */
+static const char CONFIRM_LUA[] =
+    "if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 and redis.call('HGET', KEYS[2], ARGV[2]) == ARGV[1] then\n"
+    "  redis.call('HSET', KEYS[2], ARGV[2], ARGV[1] .. '#removed') end\n"
+    "return 0";
+
+void coord_owner_confirm(redisContext *rc, const char *key, const char *field, const char *user)
+{
+    if (!user || strcmp(user, USER_ADMIN_NAME) == 0) return;
+    redisReply *rep = redisCommand(rc, "EVAL %s 2 %s %s %s %s", CONFIRM_LUA, KEY_USERS, key, user, field);
+    freeReplyObject(rep);
 }
 
 /* Replaces the record only while the user still exists: a removal in between wins. */
@@ -186,23 +232,37 @@ int coord_user_token_new(coordinator_t *c, const char *name, char *token, size_t
     return replace_record(c, name, text, err, errlen);
 }
 
-int coord_user_weight_set(coordinator_t *c, const char *name, double weight, json_t **out, char *err, size_t errlen)
+int coord_user_update(coordinator_t *c, const char *name, const user_update_t *u, json_t **out, char *err, size_t errlen)
 {
     *out = NULL;
     user_record_t r;
     int code = strcmp(name, USER_ADMIN_NAME) == 0 ? COORD_ESTATE : coord_user_get(c, name, &r);
     if (code == COORD_ESTATE)
-        errmsg(err, errlen, "\"%s\" is the daemon's own token and has no record: its weight is 1", USER_ADMIN_NAME);
+        errmsg(err, errlen, "\"%s\" is the daemon's own token and has no record: its weight is 1, and no limit binds it",
+               USER_ADMIN_NAME);
     if (code == COORD_ENOTFOUND) errmsg(err, errlen, "no user %.64s", name);
     if (code != COORD_OK) return code;
-    r.weight = weight;
+    if (u->weight > 0) r.weight = u->weight;
+    users_update_apply(u, &r.limits);
     json_t *j = users_record_json(&r);
     char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (!text) return COORD_EINTERNAL;
     code = replace_record(c, name, text, err, errlen);
-    if (code == COORD_OK) *out = users_record_public(&r);
-    return code == COORD_OK && !*out ? COORD_EINTERNAL : code;
+    if (code != COORD_OK) return code;
+    *out = users_record_public(&r);
+    user_limits_t eff;
+    users_limits_effective(&r, r.role, &c->cfg.member, &eff);
+    if (*out) json_object_set_new(*out, "limits", users_limits_json(&eff));
+    return *out ? COORD_OK : COORD_EINTERNAL;
+}
+
+/* A stored owner into owner: one that does not fit is "#unknown", which no user is (a
+ * truncated "NAME#removed-N" must never read as NAME). */
+static void owner_copy(char *owner, size_t len, const char *stored)
+{
+    if (strlen(stored) < len) snprintf(owner, len, "%s", stored);
+    else snprintf(owner, len, "#unknown");
 }
 
 /* HSET or HDEL of one field; COORD_OK or COORD_EUNAVAIL. */
@@ -218,14 +278,6 @@ static int hash_field(coordinator_t *c, const char *key, const char *field, cons
     return ok ? COORD_OK : COORD_EUNAVAIL;
 }
 
-int coord_job_owner_set(coordinator_t *c, const char *id, const char *owner)
-{
-    if (!job_id_valid(id) || !owner || !*owner) return COORD_EINVAL;
-    char key[128];
-    snprintf(key, sizeof key, KEY_JOB, id);
-    return hash_field(c, key, "owner", owner);
-}
-
 int coord_model_owner_set(coordinator_t *c, const char *name, const char *owner)
 {
     return hash_field(c, KEY_MODEL_OWNERS, name, owner && *owner ? owner : NULL);
@@ -238,7 +290,7 @@ int coord_model_owner(coordinator_t *c, const char *name, char *owner, size_t le
     if (!rc) return COORD_EUNAVAIL;
     redisReply *rep = redisCommand(rc, "HGET %s %s", KEY_MODEL_OWNERS, name);
     int ok = reply_ok(rep);
-    if (ok && rep->type == REDIS_REPLY_STRING) snprintf(owner, len, "%s", rep->str);
+    if (ok && rep->type == REDIS_REPLY_STRING) owner_copy(owner, len, rep->str);
     freeReplyObject(rep);
     jobstore_pool_put(c->pool, rc, !ok);
     return ok ? COORD_OK : COORD_EUNAVAIL;
@@ -289,7 +341,7 @@ int coord_job_owner(coordinator_t *c, const char *id, char *owner, size_t len, i
     int ok = reply_ok(rep) && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2;
     if (ok) {
         *exists = rep->element[0]->type == REDIS_REPLY_STRING;
-        if (rep->element[1]->type == REDIS_REPLY_STRING) snprintf(owner, len, "%s", rep->element[1]->str);
+        if (rep->element[1]->type == REDIS_REPLY_STRING) owner_copy(owner, len, rep->element[1]->str);
     }
     freeReplyObject(rep);
     jobstore_pool_put(c->pool, rc, !ok);

@@ -96,6 +96,11 @@ enum {
     O_PREFLIGHT_TIMEOUT,
     O_TLS_CERT,
     O_TLS_KEY,
+    O_MAX_QUEUED,
+    O_MEMBER_MAX_QUEUED,
+    O_MEMBER_MAX_SLOTS,
+    O_MEMBER_MAX_MODELS,
+    O_MEMBER_MAX_PRIORITY,
 };
 
 typedef struct {
@@ -175,6 +180,26 @@ static const opt_row_t OPTIONS[] = {
      "hetero: fair's admission, then each started job placed on the host classes (hosts grouped by their "
      "measured speed) where it gains most for its model; agnostic: the same with every host alike",
      O_POLICY},
+    {"max-queued", 1, "N",
+     "jobs the queue may hold, whoever submits them through the API: one more is refused (429) "
+     "(default 4096, at most 16384)",
+     O_MAX_QUEUED},
+    {"member-max-queued", 1, "N",
+     "a member's jobs in the queue at once, unless an admin set theirs (PUT /api/v1/users/NAME "
+     "{\"max_queued\": N}): one more is refused (429) (default 256; 0 = no limit)",
+     O_MEMBER_MAX_QUEUED},
+    {"member-max-slots", 1, "N",
+     "slots (ranks) a member's running jobs may hold at once, unless an admin set theirs (max_slots): "
+     "a job past it waits in the queue (default 0 = no limit)",
+     O_MEMBER_MAX_SLOTS},
+    {"member-max-models", 1, "N",
+     "uploaded models a member may own, unless an admin set theirs (max_models): one more is refused (429) "
+     "(default 32, an eighth of the catalog's 256; 0 = no limit)",
+     O_MEMBER_MAX_MODELS},
+    {"member-max-priority", 1, "P",
+     "the highest spec priority a member may submit (low, normal, high), unless an admin set theirs "
+     "(max_priority): above it is refused (403) (default normal; admins: high)",
+     O_MEMBER_MAX_PRIORITY},
     {"fair-half-life", 1, "T",
      "--policy fair: a user's recorded usage (slot-seconds) halves every T; seconds, or a number with "
      "s, m, h or d (default 1h; 0 = never decays)",
@@ -345,6 +370,10 @@ static const struct {
     {O_SSE_MAX, SET_INT, offsetof(cli_t, http.sse_max), 0, 0},
     {O_SSE_PER_CLIENT, SET_INT, offsetof(cli_t, http.sse_per_client), 0, 0},
     {O_KEEP_JOBS, SET_LONG, offsetof(cli_t, cfg.keep_jobs), 0, 0},
+    {O_MAX_QUEUED, SET_LONG, offsetof(cli_t, cfg.max_queued), 1, COORD_QUEUE_MAX},
+    {O_MEMBER_MAX_QUEUED, SET_LONG, offsetof(cli_t, cfg.member.max_queued), 0, USER_LIMIT_MAX},
+    {O_MEMBER_MAX_SLOTS, SET_LONG, offsetof(cli_t, cfg.member.max_slots), 0, USER_LIMIT_MAX},
+    {O_MEMBER_MAX_MODELS, SET_LONG, offsetof(cli_t, cfg.member.max_models), 0, USER_LIMIT_MAX},
     {O_CONNS_PER_CLIENT, SET_INT, offsetof(cli_t, http.conns_per_client), 0, 0},
     {O_HEADER_TIMEOUT, SET_INT, offsetof(cli_t, http.header_timeout_s), 0, 0},
     {O_API_CACHE, SET_INT, offsetof(cli_t, http.cache_ms), 0, 0},
@@ -779,6 +808,12 @@ static int apply_option(cli_t *o, int ch, const char *name)
         o->cfg.policy = (int)k;
         return -1;
     }
+    case O_MEMBER_MAX_PRIORITY:
+        if (users_priority_parse(optarg, &o->cfg.member.max_priority) != 0) {
+            fprintf(stderr, "pacer-coordinator: --member-max-priority: '%.40s' is not low, normal or high\n", optarg);
+            return 2;
+        }
+        return -1;
     case O_AUTH_READS: return -1; /* the default now */
     case O_ALLOWED_HOST:
         if (o->http.nallowed_hosts == HTTP_ALLOWED_HOSTS_MAX) {

@@ -6,7 +6,7 @@
  *   0  a POST /api/v1/jobs body: handlers_body_problem (one decode, spec_from_json, the
  *      problem document with its field), serialised as the server would; the same bytes
  *      as a POST /api/v1/users body (users_body_parse, issue 45) and a PUT
- *      /api/v1/users/{name} body (users_update_parse);
+ *      /api/v1/users/{name} body (users_update_parse: a weight and limits);
  *   1  a query string: split at '&' and '=' as libmicrohttpd does, then every typed
  *      getter the handlers use (limit, offset, tail, state, since);
  *   2  a request line "METHOD PATH": the route matcher, the static path filter, the
@@ -58,11 +58,18 @@ static void body(const char *text, size_t len)
     } else if (!err[0]) {
         abort();
     }
-    /* A user update (PUT /api/v1/users/{name}): a weight in (0, USER_WEIGHT_MAX], or a message. */
-    double w = -1;
+    /* A user update (PUT /api/v1/users/{name}): something to change, a weight 0 (unchanged)
+     * or in (0, USER_WEIGHT_MAX], each limit it names null or in [0, USER_LIMIT_MAX] and a
+     * priority null or one of the three; or a message. */
+    user_update_t u;
     err[0] = 0;
-    if (users_update_parse(text, len, &w, err, sizeof err) == 0) {
-        if (!(w > 0 && w <= USER_WEIGHT_MAX)) abort();
+    if (users_update_parse(text, len, &u, err, sizeof err) == 0) {
+        const long counts[] = {u.set.max_queued, u.set.max_slots, u.set.max_models};
+        if (!(u.weight == 0 || (u.weight > 0 && u.weight <= USER_WEIGHT_MAX)) || (u.weight == 0 && !u.present)) abort();
+        for (int i = 0; i < 3; i++)
+            if (counts[i] != USER_LIMIT_UNSET && (counts[i] < 0 || counts[i] > USER_LIMIT_MAX)) abort();
+        int p = u.set.max_priority;
+        if (p != USER_PRIO_UNSET && (p < USER_PRIO_LOW || p > USER_PRIO_HIGH)) abort();
     } else if (!err[0]) {
         abort();
     }

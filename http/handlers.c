@@ -71,7 +71,7 @@ static const char *job_id(http_req_t *rq) { return rq->match.params[0]; }
 static int job_refused(http_req_t *rq, user_action_t act, int *ret)
 {
     if (rq->role == USER_ADMIN) return 0;
-    char owner[USER_NAME_MAX + 1];
+    char owner[USER_OWNER_MAX + 1];
     int exists = 0;
     int code = coord_job_owner(rq->srv->coord, job_id(rq), owner, sizeof owner, &exists);
     if (code != COORD_OK) {
@@ -81,18 +81,9 @@ static int job_refused(http_req_t *rq, user_action_t act, int *ret)
     return exists && handler_refused(rq, act, "job", job_id(rq), 1, owner, ret);
 }
 
-/* Records the caller as the owner of the job just created (submit or retry): in the job
- * answer and in Redis. Without it (Redis failed between the two writes) the job has no
- * owner, which leaves it to admins: logged. */
-static void own_job(http_req_t *rq, const char *id, json_t *job)
-{
-    snprintf(rq->target, sizeof rq->target, "%s", id);
-    if (!rq->authed) return;
-    if (coord_job_owner_set(rq->srv->coord, id, rq->user) != COORD_OK)
-        clog_printf("http: job %s: its owner %s was not recorded (Redis unreachable): only admins may change it", id,
-                    rq->user);
-    else if (job) json_object_set_new(job, "owner", json_string(rq->user));
-}
+/* The caller as the coordinator sees them: the owner of what they create, whose limits
+ * bind it (coordinator.h); nobody for an anonymous caller. */
+static coord_caller_t caller(const http_req_t *rq) { return (coord_caller_t){rq->authed ? rq->user : NULL, rq->role}; }
 
 /* ---- jobs ------------------------------------------------------------------------------------------ */
 
@@ -165,11 +156,13 @@ int handle_jobs_submit(http_req_t *rq)
     }
     char id[COORD_ID_MAX], err[1024] = "";
     json_t *job = NULL;
-    int code = coord_submit_spec(rq->srv->coord, s, id, sizeof id, &job, err, sizeof err);
+    coord_caller_t by = caller(rq);
+    /* the job is stored with its owner (and the caller's limits checked) in one step */
+    int code = coord_submit_spec_by(rq->srv->coord, s, &by, id, sizeof id, &job, err, sizeof err);
     free(s);
     if (code != COORD_OK) return handler_coord_error(rq, code, err);
     if (!job) job = json_pack("{s:s, s:s}", "id", id, "state", "QUEUED"); /* stored; out of memory here */
-    own_job(rq, id, job);
+    snprintf(rq->target, sizeof rq->target, "%s", id);
     char location[96];
     snprintf(location, sizeof location, "/api/v1/jobs/%s", id);
     http_header_t h[] = {{MHD_HTTP_HEADER_LOCATION, location}};
@@ -272,13 +265,14 @@ int handle_job_retry(http_req_t *rq)
     int ret;
     if (job_refused(rq, USER_ACT_RETRY, &ret)) return ret;
     char id[COORD_ID_MAX], err[1024] = "";
-    int code = coord_retry(rq->srv->coord, job_id(rq), id, sizeof id, err, sizeof err);
+    coord_caller_t by = caller(rq);
+    int code = coord_retry_by(rq->srv->coord, job_id(rq), &by, id, sizeof id, err, sizeof err);
     cache_drop(rq->srv, job_id(rq));
     if (code == COORD_ESTATE)
         return handler_problem(rq, problem_new(409, "job-not-finished", "The job has not finished", err, NULL, NULL));
     if (code != COORD_OK) return handler_coord_error(rq, code, err);
     json_t *job = NULL;
-    own_job(rq, id, NULL); /* before the read below, which then shows it */
+    snprintf(rq->target, sizeof rq->target, "%s", id);
     if (coord_get(rq->srv->coord, id, &job) != COORD_OK)
         job = json_pack("{s:s, s:s, s:s}", "id", id, "state", "QUEUED", "parent", job_id(rq));
     char location[96];

@@ -47,7 +47,7 @@ static int model_refused(http_req_t *rq, user_action_t act, int *ret)
     catalog_model_t m;
     int exists = catalog_model_get(name, &m) == 0;
     if (exists && m.source != CATALOG_UPLOADED) return 0; /* a built-in: the handler's own 409 */
-    char owner[USER_NAME_MAX + 1];
+    char owner[USER_OWNER_MAX + 1];
     int code = exists ? coord_model_owner(rq->srv->coord, name, owner, sizeof owner) : COORD_OK;
     if (code != COORD_OK) {
         *ret = handler_coord_error(rq, code, NULL);
@@ -100,6 +100,8 @@ static int model_problem(http_req_t *rq, int code, const char *err)
                                problem_new(422, "model-unsupported", "pacer cannot train this model", err, NULL, NULL));
     case COORD_ESTATE:
         return handler_problem(rq, problem_new(409, "model-conflict", "Not possible for this model", err, NULL, NULL));
+    case COORD_ELIMIT:
+        return handler_problem(rq, problem_new(429, "limit-reached", "A limit is reached", err, NULL, NULL));
     default: return handler_coord_error(rq, code, err);
     }
 }
@@ -118,15 +120,13 @@ int handle_model_put(http_req_t *rq)
     json_t *out = NULL;
     int created = 0;
     char err[1024];
-    int code = coord_model_put(rq->srv->coord, name, rq->body, rq->body_len, &out, &created, err, sizeof err);
+    /* the uploader owns a new model (recorded with it); a replacement keeps the model's
+     * owner. The store refuses (409) what another upload stored after this request began:
+     * of two uploads of a new name at once one wins, and none replaces unseen bytes. */
+    coord_caller_t by = {rq->authed ? rq->user : NULL, rq->role};
+    int code = coord_model_put(rq->srv->coord, name, rq->body, rq->body_len, &by, rq->started, &out, &created, err,
+                               sizeof err);
     if (code != COORD_OK) return model_problem(rq, code, err);
-    /* The uploader owns it; a replacement by an admin keeps the model's owner. */
-    char owner[USER_NAME_MAX + 1] = "";
-    if (rq->authed &&
-        (created || (coord_model_owner(rq->srv->coord, name, owner, sizeof owner) == COORD_OK && !owner[0])))
-        snprintf(owner, sizeof owner, "%s", rq->user);
-    if (owner[0] && coord_model_owner_set(rq->srv->coord, name, owner) != COORD_OK) owner[0] = 0;
-    json_object_set_new(out, "owner", owner[0] ? json_string(owner) : json_null());
     return respond_json(rq->conn, created ? MHD_HTTP_CREATED : MHD_HTTP_OK, out, NULL, 0);
 }
 
@@ -139,7 +139,6 @@ int handle_model_delete(http_req_t *rq)
     int code = coord_model_delete(rq->srv->coord, name, err, sizeof err);
     if (code == COORD_ENOTFOUND) return model_not_found(rq, name);
     if (code != COORD_OK) return model_problem(rq, code, err);
-    coord_model_owner_set(rq->srv->coord, name, NULL); /* a later upload of the name is its uploader's */
     return respond_buffer(rq->conn, MHD_HTTP_NO_CONTENT, NULL, NULL, 0, NULL, 0);
 }
 

@@ -77,21 +77,22 @@ int handle_user_delete(http_req_t *rq)
     return respond_buffer(rq->conn, MHD_HTTP_NO_CONTENT, NULL, NULL, 0, NULL, 0);
 }
 
-/* An admin's change of a user: {"weight": W}, its fair share under --policy fair. */
+/* An admin's change of a user: {"weight": W} (its fair share under --policy fair) and its
+ * limits (max_queued, max_slots, max_models, max_priority: common/users.h). */
 int handle_user_update(http_req_t *rq)
 {
     const char *name = rq->match.params[0];
     char err[256];
-    double weight;
-    if (users_update_parse(rq->body, rq->body_len, &weight, err, sizeof err) != 0)
+    user_update_t u;
+    if (users_update_parse(rq->body, rq->body_len, &u, err, sizeof err) != 0)
         return handler_problem(rq, problem_new(400, "invalid-user", "Invalid user", err, NULL, NULL));
     json_t *out = NULL;
-    int code = coord_user_weight_set(rq->srv->coord, name, weight, &out, err, sizeof err);
+    int code = coord_user_update(rq->srv->coord, name, &u, &out, err, sizeof err);
     if (code == COORD_ESTATE) return user_conflict(rq, err);
     if (code == COORD_ENOTFOUND)
         return handler_problem(rq, problem_new(404, "user-not-found", "No such user", err, NULL, NULL));
     if (code != COORD_OK) return handler_coord_error(rq, code, err);
-    clog_printf("http: user %s: weight %g, set by %s", name, weight, rq->user);
+    clog_printf("http: user %s updated by %s", name, rq->user);
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
 

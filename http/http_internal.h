@@ -108,6 +108,7 @@ struct http_req {
     char token_hash[SHA256_HEX_LEN + 1];
     char target[64]; /* what a change acted on, for the audit: set by the handler that
                            creates something (a new job's id); else the route's {param} */
+    double started;  /* clock_mono_s() when its headers were in: what it can have seen */
 };
 
 #endif

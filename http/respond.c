@@ -169,6 +169,12 @@ json_t *problem_from_coord(int code, const char *err)
                            has ? field : NULL);
     }
     case COORD_ESTATE: return problem_new(409, "job-finished", "Not possible in the job's state", detail, NULL, NULL);
+    case COORD_ELIMIT: return problem_new(429, "limit-reached", "A limit is reached", detail, NULL, NULL);
+    case COORD_EDENIED: {
+        char field[256];
+        int has = problem_field(detail, field, sizeof field) == 0;
+        return problem_new(403, "forbidden", NULL, detail, has ? "field" : NULL, has ? field : NULL);
+    }
     case COORD_EUNAVAIL:
         return problem_new(503, "redis-unavailable", "Redis unavailable",
                            err && *err ? err : "the job store (Redis) does not answer; try again later", NULL, NULL);

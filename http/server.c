@@ -572,6 +572,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             rq->target_nul = rq->raw_query ? ROUTE_NUL_QUERY : ROUTE_NUL_PATH;
         rq->srv = srv;
         rq->conn = conn;
+        rq->started = clock_mono_s();
         rq->method = method;
         rq->path = url;
         client_address(conn, rq->client, sizeof rq->client);

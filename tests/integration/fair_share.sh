@@ -32,18 +32,18 @@ got=$(call "$ADMIN" PUT /api/v1/users/bob -H "$JSON" -d '{"weight": 2}')
 call "$ADMIN" GET /api/v1/users >/dev/null
 jq -e '[.users[] | {(.name): .weight}] | add == {"admin": 1, "alice": 1, "bob": 2}' "$TMP/body" >/dev/null ||
     fail "GET /api/v1/users weights: $(cat "$TMP/body")"
-refused 400 "weight: required, a number > 0 and at most 1000" "$ADMIN" PUT /api/v1/users/bob -H "$JSON" \
+refused 400 "weight: must be a number > 0 and at most 1000" "$ADMIN" PUT /api/v1/users/bob -H "$JSON" \
     -d '{"weight": 0}'
-refused 400 "role: unknown field (weight is the one a user's update takes)" "$ADMIN" PUT /api/v1/users/bob \
-    -H "$JSON" -d '{"weight": 1, "role": "admin"}'
+refused 400 "role: unknown field (a user's update takes weight, max_queued, max_slots, max_models and max_priority)" \
+    "$ADMIN" PUT /api/v1/users/bob -H "$JSON" -d '{"weight": 1, "role": "admin"}'
 refused 404 "no user mallory" "$ADMIN" PUT /api/v1/users/mallory -H "$JSON" -d '{"weight": 1}'
-refused 409 "\"admin\" is the daemon's own token and has no record: its weight is 1" "$ADMIN" \
+refused 409 "\"admin\" is the daemon's own token and has no record: its weight is 1, and no limit binds it" "$ADMIN" \
     PUT /api/v1/users/admin -H "$JSON" -d '{"weight": 5}'
 refused 403 "only admins may list, create or remove users" "$ALICE" PUT /api/v1/users/alice -H "$JSON" \
     -d '{"weight": 1000}'
 # the CLI: pacer user weight NAME --weight W
 [ "$("$PACER" user weight bob --weight 1)" = "bob: weight 1" ] || fail "pacer user weight bob --weight 1"
-expect_error 1 "pacer user: Invalid user: weight: required, a number > 0 and at most 1000 (HTTP 400)" \
+expect_error 1 "pacer user: Invalid user: weight: must be a number > 0 and at most 1000 (HTTP 400)" \
     "$PACER" user weight bob --weight 1001
 expect_error 2 "pacer user: --weight goes with weight, and weight needs it" "$PACER" user weight bob
 call "$ADMIN" GET /api/v1/users >/dev/null

@@ -15,6 +15,7 @@
 
 #include "test_util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <math.h>
@@ -1349,6 +1350,162 @@ static void test_daemon_slots(void **state)
     free(log);
 }
 
+/* A job of spec text by caller who: COORD_* with the refusal in err, the id in id. */
+static int submit_by(fixture_t *fx, const char *text, const coord_caller_t *who, char *id, char *err)
+{
+    job_spec_t *s = malloc(sizeof *s);
+    assert_non_null(s);
+    assert_int_equal(spec_parse(text, s, err, ERRLEN), 0);
+    err[0] = 0;
+    int rc = coord_submit_spec_by(fx->daemon, s, who, id, COORD_ID_MAX, NULL, err, ERRLEN);
+    free(s);
+    return rc;
+}
+
+/* GET /api/v1/jobs/ID's queue object as the daemon publishes it (NULL: none). */
+static json_t *queue_of(fixture_t *fx, const char *id)
+{
+    json_t *j = NULL;
+    if (coord_get(fx->daemon, id, &j) != COORD_OK) return NULL;
+    json_t *q = json_incref(json_object_get(j, "queue"));
+    json_decref(j);
+    return json_is_object(q) ? q : (json_decref(q), NULL);
+}
+
+/* The user limits through the daemon (common/users.h "limits", quotas.h) and the policy's
+ * view of a long queue (run.c): on one slot held by an admin's job, a member's default
+ * max_queued refuses her 4th job and max_priority her high one, each naming the limit;
+ * raised to 1000, she queues 300, more than the policy decides on at a time. The admin's
+ * high job behind them still has a queue object, first in line, and starts first when the
+ * slot frees; her jobs beyond the view say why they wait. --max-queued refuses the next,
+ * and a job her max_slots could never run is refused. Removed, her jobs are
+ * "alice#removed-1"'s, and a new alice starts with nothing queued. */
+static void test_daemon_user_limits(void **state)
+{
+    fixture_t *fx = *state;
+    char hf[200], err[ERRLEN], id[COORD_ID_MAX], tok[USER_TOKEN_LEN + 1], first[COORD_ID_MAX], big[COORD_ID_MAX];
+    snprintf(hf, sizeof hf, "%s/hosts", fx->dir);
+    write_text(hf, "localhost slots=1\n");
+    fx->cfg.hostfile = hf;
+    fx->cfg.policy = 1; /* POLICY_FAIR: priorities count */
+    fx->cfg.member.max_queued = 3;
+    fx->cfg.max_queued = 301;
+    plan(fx, "wait\n");
+    start_daemon(fx);
+    json_t *o = NULL;
+    assert_int_equal(coord_user_add(fx->daemon, "alice", USER_MEMBER, 0, "admin", tok, sizeof tok, &o, err, ERRLEN),
+                     COORD_OK);
+    json_decref(o);
+    coord_caller_t alice = {"alice", USER_MEMBER}, admin = {"admin", USER_ADMIN};
+    static const char HIGH[] = "{\"name\": \"h\", \"model\": \"lenet5\", \"dataset\": {\"name\": \"fashion-mnist\"}, "
+                               "\"priority\": \"high\"}";
+    assert_int_equal(submit_by(fx, SPEC, &admin, id, err), COORD_OK);
+    char holder[COORD_ID_MAX];
+    snprintf(holder, sizeof holder, "%s", id);
+    json_decref(await_state(fx, holder, "RUNNING", AWAIT_S));
+    for (int i = 0; i < 3; i++) assert_int_equal(submit_by(fx, SPEC, &alice, i ? id : first, err), COORD_OK);
+    assert_int_equal(submit_by(fx, SPEC, &alice, id, err), COORD_ELIMIT);
+    assert_string_equal(err, "max_queued: alice may have at most 3 jobs queued and has 3: submit again once one has "
+                             "started, or cancel one");
+    assert_int_equal(submit_by(fx, HIGH, &alice, id, err), COORD_EDENIED);
+    assert_string_equal(err, "priority: high is above what alice may use (max_priority normal); an admin may raise it "
+                             "(PUT /api/v1/users/alice)");
+    user_update_t u;
+    const char *body = "{\"max_queued\": 1000, \"max_slots\": 1}";
+    assert_int_equal(users_update_parse(body, strlen(body), &u, err, ERRLEN), 0);
+    assert_int_equal(coord_user_update(fx->daemon, "alice", &u, &o, err, ERRLEN), COORD_OK);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(o, "limits"), "max_queued")), 1000);
+    json_decref(o);
+    static const char TWO[] = "{\"name\": \"t\", \"model\": \"lenet5\", \"dataset\": {\"name\": \"fashion-mnist\"}, "
+                              "\"algorithm\": {\"name\": \"ssgd\"}, \"workers\": 2}";
+    assert_int_equal(submit_by(fx, TWO, &alice, id, err), COORD_ELIMIT);
+    assert_string_equal(err, "max_slots: alice's running jobs may hold at most 1 slots at once, and this job asks for "
+                             "2 ranks: it could never start");
+    for (int i = 3; i < 300; i++) {
+        assert_int_equal(submit_by(fx, SPEC, &alice, id, err), COORD_OK);
+        if (i == 299) snprintf(big, sizeof big, "%s", id);
+    }
+    char high[COORD_ID_MAX];
+    assert_int_equal(submit_by(fx, HIGH, &admin, high, err), COORD_OK);
+    assert_int_equal(submit_by(fx, SPEC, &admin, id, err), COORD_ELIMIT);
+    assert_string_equal(err, "the queue holds 301 jobs, this coordinator's limit (--max-queued 301): submit again once "
+                             "some have started");
+    /* the high job, behind 300 of hers: first in line; her last, beyond the view, says why */
+    json_t *q = NULL;
+    double end = mono() + AWAIT_S;
+    while (!(q = queue_of(fx, high)) && mono() < end) nap();
+    assert_non_null(q);
+    assert_int_equal(json_integer_value(json_object_get(q, "position")), 1);
+    json_decref(q);
+    q = queue_of(fx, big);
+    assert_non_null(q);
+    assert_string_equal(json_string_value(json_object_get(q, "reason")), "behind the scheduler's view");
+    assert_true(json_integer_value(json_object_get(q, "position")) > 256);
+    json_decref(q);
+    assert_int_equal(coord_cancel(fx->client, holder, err, ERRLEN), COORD_OK);
+    json_decref(await_state(fx, high, "RUNNING", AWAIT_S));
+    char st[32];
+    job_state(fx, first, st, sizeof st);
+    assert_string_equal(st, "QUEUED");
+    /* removed: what she owned is no one's she could become again */
+    assert_int_equal(coord_user_remove(fx->daemon, "alice", err, ERRLEN), COORD_OK);
+    char owner[USER_OWNER_MAX + 1];
+    int exists = 0;
+    assert_int_equal(coord_job_owner(fx->client, first, owner, sizeof owner, &exists), COORD_OK);
+    assert_string_equal(owner, "alice#removed-1");
+    assert_int_equal(coord_user_add(fx->daemon, "alice", USER_MEMBER, 0, "admin", tok, sizeof tok, &o, err, ERRLEN),
+                     COORD_OK);
+    json_decref(o);
+    assert_int_equal(coord_cancel(fx->client, high, err, ERRLEN), COORD_OK);
+    json_decref(await_state(fx, high, "CANCELLED", AWAIT_S));
+    /* her 300 old jobs do not count to the new alice's max_queued (3 again) */
+    assert_int_equal(submit_by(fx, SPEC, &alice, id, err), COORD_OK);
+    assert_int_equal(coord_job_owner(fx->client, id, owner, sizeof owner, &exists), COORD_OK);
+    assert_string_equal(owner, "alice");
+}
+
+/* A full catalog is a limit, not an error: with CATALOG_ADDED_MAX models added, an upload
+ * of a new name is COORD_ELIMIT (429) naming the limit, before any byte is stored or
+ * validated; one place free again and the refusal is the validator's own. */
+static void test_daemon_catalog_full(void **state)
+{
+    fixture_t *fx = *state;
+    char err[ERRLEN];
+    plan(fx, "exit 0\n");
+    start_daemon(fx);
+    catalog_model_t m;
+    assert_int_equal(catalog_model_get("lenet5", &m), 0);
+    m.source = CATALOG_UPLOADED;
+    m.head_in = 0;
+    memset(m.sha256, 'a', 64);
+    m.sha256[64] = 0;
+    int added = 0;
+    for (; added < CATALOG_ADDED_MAX; added++) {
+        snprintf(m.name, sizeof m.name, "filler-%d", added);
+        if (catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
+    }
+    assert_int_equal(added, CATALOG_ADDED_MAX);
+    json_t *out = NULL;
+    int created = 0;
+    coord_caller_t bob = {"bob", USER_MEMBER};
+    assert_int_equal(coord_model_put(fx->daemon, "one-more", "ONNX?", 5, &bob, 0, &out, &created, err, ERRLEN),
+                     COORD_ELIMIT);
+    assert_string_equal(err, "the catalog holds at most 256 uploaded models and has 256: delete one first (DELETE "
+                             "/api/v1/models/{name})");
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s/models", fx->state_dir);
+    DIR *d = opendir(dir); /* nothing stored: no directory, or an empty one */
+    for (struct dirent *e; d && (e = readdir(d));) assert_true(e->d_name[0] == '.');
+    if (d) closedir(d);
+    assert_int_equal(catalog_model_remove("filler-0"), 0);
+    assert_int_not_equal(coord_model_put(fx->daemon, "one-more", "ONNX?", 5, &bob, 0, &out, &created, err, ERRLEN),
+                         COORD_ELIMIT);
+    for (int i = 1; i < added; i++) {
+        snprintf(m.name, sizeof m.name, "filler-%d", i);
+        assert_int_equal(catalog_model_remove(m.name), 0);
+    }
+}
+
 static void test_daemon_second_refused(void **state)
 {
     fixture_t *fx = *state;
@@ -1641,6 +1798,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_daemon_memory_admission, setup, teardown),
         cmocka_unit_test_setup_teardown(test_catalog_api, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_second_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_user_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_catalog_full, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

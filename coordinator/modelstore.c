@@ -442,9 +442,9 @@ static int upload_fits(coordinator_t *c, redisContext *rc, const coord_caller_t 
         return errmsg(err, errlen, "Redis did not answer how many models %s owns", by->user), COORD_EUNAVAIL;
     if (lim.max_models > 0 && owned >= lim.max_models)
         return errmsg(err, errlen,
-                      "max_models: %s may own at most %ld uploaded models and owns %ld: delete one first (DELETE "
+                      "max_models: %s may own at most %ld uploaded model%s and owns %ld: delete one first (DELETE "
                       "/api/v1/models/{name})",
-                      by->user, lim.max_models, owned),
+                      by->user, lim.max_models, lim.max_models == 1 ? "" : "s", owned),
                COORD_ELIMIT;
     return COORD_OK;
 }

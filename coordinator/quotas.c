@@ -85,9 +85,9 @@ static int queue_has_room(coordinator_t *c, redisContext *rc, const char *user, 
                COORD_ELIMIT;
     if (user && lim->max_queued > 0 && mine >= lim->max_queued)
         return errmsg(err, errlen,
-                      "max_queued: %s may have at most %ld jobs queued and has %lld: submit again once one has "
+                      "max_queued: %s may have at most %ld job%s queued and has %lld: submit again once one has "
                       "started, or cancel one",
-                      user, lim->max_queued, mine),
+                      user, lim->max_queued, lim->max_queued == 1 ? "" : "s", mine),
                COORD_ELIMIT;
     return COORD_OK;
 }
@@ -105,9 +105,9 @@ int quotas_submit(coordinator_t *c, redisContext *rc, job_new_t *j, const coord_
     if (code != COORD_OK) return code;
     if (user && lim.max_slots > 0 && ranks > lim.max_slots)
         return errmsg(err, errlen,
-                      "max_slots: %s's running jobs may hold at most %ld slots at once, and this job asks for %d "
+                      "max_slots: %s's running jobs may hold at most %ld slot%s at once, and this job asks for %d "
                       "ranks: it could never start",
-                      user, lim.max_slots, ranks),
+                      user, lim.max_slots, lim.max_slots == 1 ? "" : "s", ranks),
                COORD_ELIMIT;
     pthread_mutex_lock(&c->admit_lock);
     code = queue_has_room(c, rc, user, &lim, err, errlen);

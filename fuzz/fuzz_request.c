@@ -6,7 +6,8 @@
  *   0  a POST /api/v1/jobs body: handlers_body_problem (one decode, spec_from_json, the
  *      problem document with its field), serialised as the server would; the same bytes
  *      as a POST /api/v1/users body (users_body_parse, issue 45) and a PUT
- *      /api/v1/users/{name} body (users_update_parse: a weight and limits);
+ *      /api/v1/users/{name} body (users_update_parse: a weight and limits), and a stored
+ *      user record (users_record_parse: what KEY_USERS holds, read back from Redis);
  *   1  a query string: split at '&' and '=' as libmicrohttpd does, then every typed
  *      getter the handlers use (limit, offset, tail, state, since);
  *   2  a request line "METHOD PATH": the route matcher, the static path filter, the
@@ -69,6 +70,20 @@ static void body(const char *text, size_t len)
         for (int i = 0; i < 3; i++)
             if (counts[i] != USER_LIMIT_UNSET && (counts[i] < 0 || counts[i] > USER_LIMIT_MAX)) abort();
         int p = u.set.max_priority;
+        if (p != USER_PRIO_UNSET && (p < USER_PRIO_LOW || p > USER_PRIO_HIGH)) abort();
+    } else if (!err[0]) {
+        abort();
+    }
+    /* A stored user record (KEY_USERS, read back from Redis): accepted only with a weight
+     * in range and each limit unset or in range; refused always with a message. */
+    user_record_t rec;
+    err[0] = 0;
+    if (users_record_parse("alice", text, len, &rec, err, sizeof err) == 0) {
+        const long counts[] = {rec.limits.max_queued, rec.limits.max_slots, rec.limits.max_models};
+        if (!(rec.weight > 0 && rec.weight <= USER_WEIGHT_MAX)) abort();
+        for (int i = 0; i < 3; i++)
+            if (counts[i] != USER_LIMIT_UNSET && (counts[i] < 0 || counts[i] > USER_LIMIT_MAX)) abort();
+        int p = rec.limits.max_priority;
         if (p != USER_PRIO_UNSET && (p < USER_PRIO_LOW || p > USER_PRIO_HIGH)) abort();
     } else if (!err[0]) {
         abort();

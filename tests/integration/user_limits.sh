@@ -2,7 +2,7 @@
 # two slots under --policy fair. An admin's 2-worker job takes both slots (its workers are
 # stopped with SIGSTOP, so it holds them without using the CPU). alice (member) may not ask
 # for priority high (403) nor queue a 4th job (--member-max-queued 3: 429), each refusal
-# naming the limit and its value; an admin raises her max_queued to 300 and sets max_slots
+# naming the limit and its value (the CLI prints it); an admin raises her max_queued to 300 and sets max_slots
 # 1 (PUT /api/v1/users/alice, shown in GET /api/v1/users), so a 2-worker job of hers is
 # refused (429). She queues 260 jobs, more than the 256 the policy decides on at a time;
 # the admin's high-priority job and bob's behind them are queued, and the next job passes
@@ -52,6 +52,10 @@ refused 429 "max_queued: alice may have at most 3 jobs queued and has 3: submit 
     "$ALICE" POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/one.json"
 jq -e '.type == "urn:pacer:problem:limit-reached" and .status == 429' "$TMP/body" >/dev/null ||
     fail "the 429's problem document: $(cat "$TMP/body")"
+if [ -x "$BUILD/pacer" ]; then
+    expect_error 1 "pacer submit: A limit is reached: max_queued: alice may have at most 3 jobs queued and has 3" \
+        env PACER_URL="$BASE" PACER_TOKEN="$ALICE" "$BUILD/pacer" submit "$TMP/one.json"
+fi
 refused 400 "max_slots: an integer from 0 (no limit) to 1000000, or null (the role's default)" \
     "$ADMIN" PUT /api/v1/users/alice -H "$JSON" -d '{"max_slots": -1}'
 refused 403 "only admins may list, create or remove users" "$ALICE" PUT /api/v1/users/alice -H "$JSON" \
@@ -62,7 +66,7 @@ jq -e '.limits == {"max_queued": 300, "max_slots": 1, "max_models": 32, "max_pri
 call "$ADMIN" GET /api/v1/users >/dev/null
 jq -e '.users[] | select(.name == "bob") | .limits == {"max_queued": 3, "max_slots": null, "max_models": 32,
     "max_priority": "normal"}' "$TMP/body" >/dev/null || fail "GET /api/v1/users: bob's limits: $(cat "$TMP/body")"
-refused 429 "max_slots: alice's running jobs may hold at most 1 slots at once, and this job asks for 2 ranks: it could never start" \
+refused 429 "max_slots: alice's running jobs may hold at most 1 slot at once, and this job asks for 2 ranks: it could never start" \
     "$ALICE" POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/two.json"
 echo "ok: priority, max_queued and max_slots refused with their values; an admin sets a user's limits"
 

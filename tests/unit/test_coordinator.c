@@ -1419,7 +1419,7 @@ static void test_daemon_user_limits(void **state)
     static const char TWO[] = "{\"name\": \"t\", \"model\": \"lenet5\", \"dataset\": {\"name\": \"fashion-mnist\"}, "
                               "\"algorithm\": {\"name\": \"ssgd\"}, \"workers\": 2}";
     assert_int_equal(submit_by(fx, TWO, &alice, id, err), COORD_ELIMIT);
-    assert_string_equal(err, "max_slots: alice's running jobs may hold at most 1 slots at once, and this job asks for "
+    assert_string_equal(err, "max_slots: alice's running jobs may hold at most 1 slot at once, and this job asks for "
                              "2 ranks: it could never start");
     for (int i = 3; i < 300; i++) {
         assert_int_equal(submit_by(fx, SPEC, &alice, id, err), COORD_OK);

@@ -283,7 +283,7 @@ int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen,
     redisAppendCommand(c, "ZADD %s %s %s", KEY_JOBS, t, id);
     redisAppendCommand(c, "RPUSH %s %s", KEY_QUEUE, id);
     redisAppendCommand(c, "XADD %s MAXLEN ~ %d * json %s", KEY_EVENTS, EVENTS_MAXLEN, ev);
-    if (j->owner) redisAppendCommand(c, "SADD %s %s", ukey, id);
+    if (j->owner && j->counted) redisAppendCommand(c, "SADD %s %s", ukey, id);
     if (j->parent) {
         snprintf(pkey, sizeof pkey, KEY_JOB, j->parent);
         snprintf(max, sizeof max, "%d", JOB_RETRIES_MAX);
@@ -291,7 +291,7 @@ int jobstore_submit(redisContext *c, const job_new_t *j, char *id, size_t idlen,
     }
     redisAppendCommand(c, "EXEC");
     free(ev);
-    int rc = exec_pipeline(c, 4 + (j->owner != NULL) + (j->parent != NULL));
+    int rc = exec_pipeline(c, 4 + (j->owner && j->counted) + (j->parent != NULL));
     if (rc == JS_OK && hash) {
         /* What HGETALL would return now, without asking (field order included). */
         json_t *h = json_object();

@@ -75,9 +75,11 @@ typedef struct {
     int dynamic_batch;
     int simulated;      /* simulate.enabled: run by the sim launcher */
     const char *parent; /* a retry: the job it retries (NULL = a new job) */
-    /* Who submitted it (NULL = nobody recorded): its hash's "owner", and its id joins
-     * KEY_USER_QUEUED of the owner (the count of their queued jobs, quotas.c). */
+    /* Who submitted it (NULL = nobody recorded): its hash's "owner"; with counted, its id
+     * joins KEY_USER_QUEUED of the owner too (the count of their queued jobs, quotas.c:
+     * kept only for users with a max_queued, who prune it whenever they are counted). */
     const char *owner;
+    int counted;
 } job_new_t;
 
 /* INCR pacer:seq, then in one MULTI/EXEC: the job hash (state QUEUED), pacer:jobs,

@@ -109,6 +109,7 @@ int quotas_submit(coordinator_t *c, redisContext *rc, job_new_t *j, const coord_
                       "ranks: it could never start",
                       user, lim.max_slots, lim.max_slots == 1 ? "" : "s", ranks),
                COORD_ELIMIT;
+    j->counted = user && lim.max_queued > 0;
     pthread_mutex_lock(&c->admit_lock);
     code = queue_has_room(c, rc, user, &lim, err, errlen);
     if (code == COORD_OK) code = coord_js_to_coord(jobstore_submit(rc, j, id, idlen, hash));

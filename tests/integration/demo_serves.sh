@@ -20,6 +20,8 @@
 command -v curl >/dev/null || skip "curl not installed (make deps)"
 need_dir "$FASHION" "Fashion-MNIST (make deps)"
 PROBE=$BUILD/tools/netprobe
+# the makes below are the user's `make demo`, not children of make test's jobserver
+unset MAKEFLAGS MFLAGS MAKELEVEL
 [ -x "$PROBE" ] || fail "$PROBE not built (make $PROBE)"
 
 # ---- make -n demo: what it would install and build ------------------------------------------

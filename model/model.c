@@ -22,8 +22,10 @@
 struct model_builder {
     model_t *m;
     int cap_layers, cap_tensors;
-    int failed;      /* 1: geometry, a list bound or a name too long; 2: out of memory */
-    layer_t scratch; /* what a layer that could not be added writes into */
+    int failed;              /* 1: geometry, a list bound or a name too long; 2: out of memory */
+    int too_large;           /* 1 + the first layer whose output has more than MODEL_SAMPLE_MAX elements */
+    model_shape_t too_shape; /* that output's shape (rank -1 where it has no int dimensions) */
+    layer_t scratch;         /* what a layer that could not be added writes into */
 };
 typedef model_builder_t builder_t;
 
@@ -99,6 +101,16 @@ static int add_layer(builder_t *b, layer_kind_t kind, int in)
     return li;
 }
 
+/* Marks the builder failed for layer li's size, its output s (NULL: not representable);
+ * the first such layer is the one named. */
+static void too_large(builder_t *b, int li, const model_shape_t *s)
+{
+    b->failed = 1;
+    if (b->too_large) return;
+    b->too_large = 1 + (li >= 0 ? li : b->m->nlayers);
+    b->too_shape = s ? *s : (model_shape_t){.rank = -1};
+}
+
 /* The layer's output shape from its row's shape inference (model/op_table.c), given the
  * second input's shape (NULL for one input), folded into (OC, OH, OW); 0, or -1 with
  * b->failed set. */
@@ -107,9 +119,26 @@ static int infer_layer(builder_t *b, int li, const model_shape_t *in2)
     layer_t *l = layer_at(b, li);
     const model_op_t *op = model_op(l->kind); /* NULL: a builder was given no kind */
     const model_shape_t in = *shape_at(b, l->in);
-    const int ok = op && op->infer_shape(l, &in, in2) == 0;
+    int ok = op && op->infer_shape(l, &in, in2) == 0;
+    size_t n;
+    if (model_shape_count_checked(&l->shape, &n) != 0) {
+        /* an output no kernel can index (model.h, MODEL_SAMPLE_MAX), or no shape at all:
+         * the builder fails. Kept, sizes and workspace, where its folding (C, H, W) is
+         * still ints, so that the importer's memory bound counts it as it would any layer
+         * (its figure is the more useful one then: model_build_bytes); else replaced, so
+         * that nothing folds or sizes it. */
+        int dims_ok = l->shape.rank >= 0 && l->shape.rank <= MODEL_MAX_RANK;
+        int64_t w = 1;
+        for (int d = 0; dims_ok && d < l->shape.rank; d++) {
+            dims_ok = l->shape.dims[d] >= 0;
+            if (d >= 2 && w <= INT32_MAX) w *= l->shape.dims[d]; /* below 2^31 * 2^31 */
+        }
+        if (dims_ok) too_large(b, li, &l->shape);
+        b->failed = 1;
+        if (!dims_ok || w > INT32_MAX) l->shape = (model_shape_t){.rank = 0}, ok = 0;
+    }
     model_shape_fold(&l->shape, &l->OC, &l->OH, &l->OW);
-    if (ok) return 0;
+    if (ok) return 0; /* b->failed may be set all the same: a kept shape too large */
     b->failed = 1;
     return -1;
 }
@@ -344,10 +373,8 @@ int model_build_const(model_builder_t *b, const model_shape_t *s, const char *na
 {
     int ok = s->rank >= 0 && s->rank <= MODEL_MAX_RANK;
     size_t count = 1;
-    for (int d = 0; ok && d < s->rank; d++) {
-        ok = s->dims[d] >= 1;
-        count *= (size_t)s->dims[d];
-    }
+    for (int d = 0; ok && d < s->rank; d++) ok = s->dims[d] >= 1;
+    if (ok && model_shape_count_checked(s, &count) != 0) ok = 0, too_large(b, b->m->nlayers, s);
     if (!ok) b->failed = 1;
     int li = add_layer(b, LAYER_CONST, -1);
     layer_t *l = layer_at(b, li);
@@ -370,8 +397,9 @@ int model_build_gather_param(model_builder_t *b, const model_shape_t *s, const m
 {
     size_t count = 1, tcount = 1;
     int ok = s->rank >= 0 && s->rank <= MODEL_MAX_RANK && table->rank >= 1 && table->rank <= MODEL_MAX_RANK;
-    for (int d = 0; ok && d < s->rank; d++) ok = s->dims[d] >= 1, count *= (size_t)(ok ? s->dims[d] : 1);
-    for (int d = 0; ok && d < table->rank; d++) ok = table->dims[d] >= 1, tcount *= (size_t)(ok ? table->dims[d] : 1);
+    for (int d = 0; ok && d < s->rank; d++) ok = s->dims[d] >= 1;
+    for (int d = 0; ok && d < table->rank; d++) ok = table->dims[d] >= 1;
+    ok = ok && model_shape_count_checked(s, &count) == 0 && model_shape_count_checked(table, &tcount) == 0;
     /* float-coded indices are exact below 2^24 */
     ok = ok && tcount < ((size_t)1 << 24) && count <= ((size_t)1 << 24);
     if (!ok) b->failed = 1;
@@ -553,10 +581,19 @@ int model_build_concat(model_builder_t *b, int a, int x) { return model_build_co
 
 int model_build_concat_axis(model_builder_t *b, int a, int x, int axis)
 {
+    const model_shape_t *sa = shape_at(b, a), *sx = shape_at(b, x);
+    /* the joined axis's sum, in 64 bits: two axes of a sample each may be near the bound */
+    const int64_t joined = axis >= 0 && axis < sa->rank && axis < sx->rank ? (int64_t)sa->dims[axis] + sx->dims[axis]
+                                                                           : 0;
     int li = add_layer(b, LAYER_CONCAT, a);
     layer_t *l = layer_at(b, li);
     l->in2 = x;
     l->sl_axis = axis;
+    if (joined > MODEL_SAMPLE_MAX) {
+        too_large(b, li, NULL);
+        finish_layer(b, li, 0);
+        return li;
+    }
     finish_layer(b, li, infer_layer(b, li, shape_at(b, x)) == 0);
     return li;
 }
@@ -583,6 +620,12 @@ int model_build_shape_nd(const model_builder_t *b, int li, model_shape_t *out)
 }
 
 int model_build_failed(const model_builder_t *b) { return b->failed; }
+
+int model_build_too_large(const model_builder_t *b, model_shape_t *shape)
+{
+    if (shape) *shape = b->too_large ? b->too_shape : (model_shape_t){.rank = -1};
+    return b->too_large - 1;
+}
 
 /* a + k * n, saturating at SIZE_MAX */
 static size_t sat_add_mul(size_t a, size_t k, size_t n)
@@ -970,6 +1013,13 @@ int model_create_custom_shape(const char *name, const model_shape_t *in, int cla
     for (int d = 0; ok && d < in->rank; d++) ok = in->dims[d] >= 1;
     if (!ok) {
         snprintf(err, errlen, "model %s: input shape (rank 0 to %d) and classes must be positive", name, MODEL_MAX_RANK);
+        return -1;
+    }
+    size_t n;
+    if (model_shape_count_checked(in, &n) != 0) {
+        char t[96];
+        snprintf(err, errlen, "model %s: input shape %s has more than %lld elements per sample (too large)", name,
+                 model_shape_text(in, t, sizeof t), MODEL_SAMPLE_MAX);
         return -1;
     }
     return create_with(name, in, classes, max_batch, 0, build, ctx, out, err, errlen);

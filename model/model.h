@@ -63,6 +63,26 @@ size_t model_shape_count(const model_shape_t *s);
 /* s as "(4, 5, 6)" ("()" for rank 0), cut to len, always terminated; returns buf. */
 char *model_shape_text(const model_shape_t *s, char *buf, size_t len);
 
+/* Most elements of one sample's tensor (the batch axis not counted), at any layer and at
+ * the input: the kernels fold a sample into int (C, H, W) and index it with int
+ * (model_shape_fold), so one more element would wrap. A builder refuses a layer whose
+ * output is larger (model_build_too_large), model_create_custom_shape an input. */
+#define MODEL_SAMPLE_MAX 2147483647LL
+/* The elements of s (1 for rank 0) into *n: 0, or -1 when a dimension is negative or the
+ * product exceeds MODEL_SAMPLE_MAX (*n is then not set). Every count of a shape that came
+ * from outside goes through this before model_shape_fold or model_shape_count. */
+int model_shape_count_checked(const model_shape_t *s, size_t *n);
+
+/* Arithmetic on dimensions and shape values read from a file (an ONNX graph's shapes,
+ * attributes and the integers its shape arithmetic folds): a + b, a - b, a * b into *out,
+ * 0, or -1 when the exact result is beyond +-MODEL_DIM_ARITH_MAX (*out is then not set).
+ * The bound is far beyond any real size, and checked on the exact result (so never an
+ * int64 overflow); a caller refuses -1 as "overflows". */
+#define MODEL_DIM_ARITH_MAX ((int64_t)1 << 62)
+int model_dim_add(int64_t a, int64_t b, int64_t *out);
+int model_dim_sub(int64_t a, int64_t b, int64_t *out);
+int model_dim_mul(int64_t a, int64_t b, int64_t *out);
+
 typedef enum {
     LAYER_CONV,
     LAYER_MAXPOOL,
@@ -390,6 +410,10 @@ int model_build_shape(const model_builder_t *b, int li, int *C, int *H, int *W);
 int model_build_shape_nd(const model_builder_t *b, int li, model_shape_t *out);
 /* 0 while every call succeeded. */
 int model_build_failed(const model_builder_t *b);
+/* The first layer whose output has more than MODEL_SAMPLE_MAX elements per sample (a call
+ * refused for that: bad geometry is model_build_failed's alone), its shape in *shape
+ * (unless NULL; rank -1 when no shape of int dimensions holds it), else -1. */
+int model_build_too_large(const model_builder_t *b, model_shape_t *shape);
 /* The bytes model_create_custom will allocate for the lists built so far (alloc_buffers:
  * every fused buffer and arena at the builder's batch), saturating at SIZE_MAX: what an
  * importer of outside files bounds before anything large is allocated. */

@@ -386,17 +386,34 @@ static int auto_pad(const Onnx__NodeProto *n)
     return -1;
 }
 
-/* Pads of one dimension for auto_pad mode (ONNX's rule): SAME gives ceil(in / stride) outputs. */
-static void same_pads(int mode, int in, int k, int s, int d, int *begin, int *end)
+/* Pads of one dimension for auto_pad mode (ONNX's rule): SAME gives ceil(in / stride)
+ * outputs. Kernel sizes, strides and dilations are each up to DIM_MAX, so the padding is
+ * computed in 64 bits and refused (-1) beyond DIM_MAX on a side, like a pads attribute. */
+static int same_pads(int mode, int in, int k, int s, int d, int *begin, int *end)
 {
-    if (mode == 1) {
-        *begin = *end = 0;
-        return;
-    }
-    int out = (in + s - 1) / s, total = (out - 1) * s + (k - 1) * d + 1 - in;
+    *begin = *end = 0;
+    if (mode == 1) return 0;
+    const int64_t out = ((int64_t)in + s - 1) / s;
+    int64_t total = (out - 1) * s + ((int64_t)k - 1) * d + 1 - in; /* each term below 2^49 */
     if (total < 0) total = 0;
-    *begin = mode == 2 ? total / 2 : total - total / 2;
-    *end = total - *begin;
+    if (total > 2 * DIM_MAX) return -1;
+    *begin = (int)(mode == 2 ? total / 2 : total - total / 2);
+    *end = (int)(total - *begin);
+    return 0;
+}
+
+/* auto_pad's pads of node n on an H x W input (pd: top, left, bottom, right); 0, or -1
+ * with the reason. */
+static int auto_pads(imp_t *im, const Onnx__NodeProto *n, int mode, int H, int W, const int *ks, const int *st,
+                     const int *dl, int *pd)
+{
+    if (same_pads(mode, H, ks[0], st[0] ? st[0] : 1, dl[0] ? dl[0] : 1, &pd[0], &pd[2]) == 0 &&
+        same_pads(mode, W, ks[1], st[1] ? st[1] : 1, dl[1] ? dl[1] : 1, &pd[1], &pd[3]) == 0)
+        return 0;
+    return fail(im,
+                "node '%s' (%s): auto_pad's padding of a %dx%d kernel (strides %d, %d, dilations %d, %d) is too "
+                "large (more than %lld on a side)",
+                node_name(n), n->op_type, ks[0], ks[1], st[0], st[1], dl[0], dl[1], (long long)DIM_MAX);
 }
 
 /* The activation a node reads as input i: the graph input or a layer's output. */
@@ -525,7 +542,9 @@ static int do_conv(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     int C, H, W;
     model_build_shape(b, x->layer, &C, &H, &W);
     int ks[2], st[2], dl[2], pd[4];
-    const int group = (int)attr_int(n, "group", 1);
+    /* bounded before it becomes an int (a group of 2^32 + 1 is not a group of 1) */
+    const int64_t group64 = attr_int(n, "group", 1);
+    const int group = group64 >= 1 && group64 <= DIM_MAX ? (int)group64 : 0;
     if (attr_ints(im, n, "kernel_shape", 2, -1, ks) || attr_ints(im, n, "strides", 2, 1, st) ||
         attr_ints(im, n, "dilations", 2, 1, dl) || attr_ints(im, n, "pads", 4, 0, pd))
         return -1;
@@ -534,16 +553,14 @@ static int do_conv(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         return fail(im, "node '%s' (Conv): kernel_shape %dx%d differs from the weight's %dx%d", node_name(n), ks[0],
                     ks[1], KH, KW);
     if (group < 1 || group > C || (int64_t)w->dims[1] * group != C || OC % group != 0)
-        return fail(im, "node '%s' (Conv): weight (%d, %lld, %d, %d) with group %d does not fit %d input channels",
-                    node_name(n), OC, (long long)w->dims[1], KH, KW, group, C);
+        return fail(im, "node '%s' (Conv): weight (%d, %lld, %d, %d) with group %lld does not fit %d input channels",
+                    node_name(n), OC, (long long)w->dims[1], KH, KW, (long long)group64, C);
     if (bias && (bias->n_dims != 1 || bias->dims[0] != OC))
         return fail(im, "node '%s' (Conv): the bias must have %d elements", node_name(n), OC);
     const int ap = auto_pad(n);
     if (ap < 0) return fail(im, "node '%s' (Conv): unknown auto_pad", node_name(n));
-    if (ap > 0) {
-        same_pads(ap, H, KH, st[0] ? st[0] : 1, dl[0] ? dl[0] : 1, &pd[0], &pd[2]);
-        same_pads(ap, W, KW, st[1] ? st[1] : 1, dl[1] ? dl[1] : 1, &pd[1], &pd[3]);
-    }
+    const int kw[2] = {KH, KW};
+    if (ap > 0 && auto_pads(im, n, ap, H, W, kw, st, dl, pd)) return -1;
     if (x->kind == V_PADDED)
         for (int i = 0; i < 4; i++) pd[i] += x->pads[i];
     const conv2d_desc_t g = {.OC = OC,
@@ -585,11 +602,8 @@ static int do_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int 
     if (ks[0] < 1 || ks[1] < 1) return fail(im, "node '%s' (%s): kernel_shape is required", node_name(n), n->op_type);
     const int ap = auto_pad(n);
     if (ap < 0) return fail(im, "node '%s' (%s): unknown auto_pad", node_name(n), n->op_type);
-    if (ap > 0) {
-        same_pads(ap, H, ks[0], st[0] ? st[0] : 1, dl[0] ? dl[0] : 1, &pd[0], &pd[2]);
-        same_pads(ap, W, ks[1], st[1] ? st[1] : 1, dl[1] ? dl[1] : 1, &pd[1], &pd[3]);
-    }
-    int cip = (int)attr_int(n, "count_include_pad", 0);
+    if (ap > 0 && auto_pads(im, n, ap, H, W, ks, st, dl, pd)) return -1;
+    int cip = attr_int(n, "count_include_pad", 0) != 0;
     if (x->kind == V_PADDED) {
         /* zero Pad + AveragePool: the zeros are elements the average counts, which is
          * count_include_pad over the pool's own pads (ops.h); the pool's pads must be 0 */
@@ -608,7 +622,7 @@ static int do_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int 
                              .pad_r = pd[3],
                              .dH = dl[0],
                              .dW = dl[1],
-                             .ceil_mode = (int)attr_int(n, "ceil_mode", 0),
+                             .ceil_mode = attr_int(n, "ceil_mode", 0) != 0,
                              .count_include_pad = cip};
     int li = model_build_pool(b, is_max ? LAYER_MAXPOOL : LAYER_AVGPOOL, x->layer, &g);
     if (model_build_failed(b))
@@ -700,8 +714,9 @@ static int do_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (check_attrs(im, n, known) || input_layer(im, n, 0, &x)) return -1;
     if (attr_int(n, "transA", 0) != 0)
         return fail(im, "node '%s' (Gemm): transA = 1 is not supported (A is the activation)", node_name(n));
-    const int transB = (int)attr_int(n, "transB", 0);
-    if (transB != 0 && transB != 1) return fail(im, "node '%s' (Gemm): transB must be 0 or 1", node_name(n));
+    const int64_t tb = attr_int(n, "transB", 0);
+    if (tb != 0 && tb != 1) return fail(im, "node '%s' (Gemm): transB must be 0 or 1", node_name(n));
+    const int transB = (int)tb;
     int C, H, W;
     model_build_shape(b, x->layer, &C, &H, &W);
     if (!x->flat && (H != 1 || W != 1))
@@ -776,6 +791,28 @@ static int uses(const imp_t *im, const char *name)
     return k;
 }
 
+/* The shape sh of Reshape n as text, "[N * 2, 3, -1]" (the batch symbol by name). */
+static const char *ints_text(const int64_t *sh, int nsh, char *buf, size_t len)
+{
+    size_t o = 0;
+    for (int i = 0; i < nsh && o < len; i++) {
+        const int w = is_batch(sh[i])
+                          ? snprintf(buf + o, len - o, "%sN * %lld", i ? ", " : "[", (long long)batch_k(sh[i]))
+                          : snprintf(buf + o, len - o, "%s%lld", i ? ", " : "[", (long long)sh[i]);
+        if (w < 0) break;
+        o += (size_t)w;
+    }
+    if (o < len) snprintf(buf + o, len - o, nsh ? "]" : "[]");
+    return buf;
+}
+
+static int reshape_overflows(imp_t *im, const Onnx__NodeProto *n, const int64_t *sh, int nsh)
+{
+    char t[200];
+    return fail(im, "node '%s' (Reshape): the shape %s overflows (its product is beyond 2^62)", node_name(n),
+                ints_text(sh, nsh, t, sizeof t));
+}
+
 /* Reshape to (batch, -1): a constant shape [0 or -1 or the batch, -1 or C*H*W]. */
 static int do_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
@@ -817,15 +854,13 @@ static int do_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
                         "node '%s' (Reshape): dimension %d of the shape is %lld (at most one -1, 0 only where the "
                         "input has that axis, and no -1 with a -1 batch)",
                         node_name(n), d + 1, (long long)sh[d + 1]);
-        else {
-            prod *= v;
-            dims[d] = v;
-        }
+        else if (model_dim_mul(prod, v, &prod) != 0) return reshape_overflows(im, n, sh, nsh);
+        else dims[d] = v;
         if (prod > flat) break;
     }
     if (k == -1 && prod <= flat && flat % prod == 0) k = flat / prod, prod = flat;
     else if (k >= 1 && prod <= flat) {
-        prod *= k;
+        if (model_dim_mul(prod, k, &prod) != 0) return reshape_overflows(im, n, sh, nsh);
         if (infer >= 0 && prod <= flat && flat % prod == 0) dims[infer] = flat / prod, prod = flat;
     }
     if (prod != flat)
@@ -1014,6 +1049,65 @@ static int64_t batch_arith(const char *op, int64_t u, int64_t v)
     return INT64_MAX;
 }
 
+/* op (Add, Sub, Mul, Div, Equal, Mod) of two shape values read from the file (neither the
+ * batch symbol, v not 0 for Div and Mod) into *r: 0, or -1 when the result leaves
+ * +-MODEL_DIM_ARITH_MAX (784 * (2^60 + 1) must not wrap to 784). ONNX's integer Div
+ * truncates; its Mod takes the divisor's sign (Python's %) unless fmod = 1 (C's). */
+static int shape_arith(const char *op, int64_t u, int64_t v, int fmod, int64_t *r)
+{
+    if (op[0] == 'A') return model_dim_add(u, v, r);
+    if (op[0] == 'S') return model_dim_sub(u, v, r);
+    if (op[0] == 'E') return *r = u == v, 0;
+    if (op[0] == 'M' && op[1] == 'u') return model_dim_mul(u, v, r);
+    /* INT64_MIN / -1 is the one quotient that overflows: a value that large is refused */
+    if (u < -MODEL_DIM_ARITH_MAX || u > MODEL_DIM_ARITH_MAX) return -1;
+    if (op[0] == 'D') return *r = u / v, 0;
+    const int64_t q = u % v;
+    *r = !fmod && q != 0 && (q < 0) != (v < 0) ? q + v : q;
+    return 0;
+}
+
+/* Add, Sub, Mul, Div, Equal and Mod of shape vectors (the exporter's c // g), elementwise
+ * with a scalar broadcast; the batch, a symbol, may not enter it (batch_arith's
+ * exceptions); 1 when n's inputs are no int vectors. */
+static int fold_shape_arith(imp_t *im, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL}, *const fmod_attr[] = {"fmod", NULL};
+    const char *op = n->op_type;
+    int64_t a[INTS_MAX], c[INTS_MAX], r[INTS_MAX];
+    int na, sa, nc, scl;
+    if (input_ints(im, n, 0, a, &na, &sa) != 0 || input_ints(im, n, 1, c, &nc, &scl) != 0) return 1;
+    const int fmod = attr_int(n, "fmod", 0) != 0;
+    if (check_attrs(im, n, op[0] == 'M' && op[1] == 'o' ? fmod_attr : none) || (na != nc && na != 1 && nc != 1))
+        return fail(im, "node '%s' (%s): shape vectors of %d and %d values", node_name(n), op, na, nc);
+    const int nr = na > nc ? na : nc;
+    for (int i = 0; i < nr; i++) {
+        const int64_t u = a[na == 1 ? 0 : i], v = c[nc == 1 ? 0 : i];
+        const int mod = op[0] == 'M' && op[1] == 'o';
+        if (is_batch(u) || is_batch(v)) {
+            if ((r[i] = batch_arith(op, u, v)) == INT64_MAX)
+                return fail(im,
+                            "node '%s' (%s): the batch size enters shape arithmetic (only multiples of it, "
+                            "k * N, times or by a positive constant, compared with a constant below 1, "
+                            "pass)",
+                            node_name(n), op);
+            continue;
+        }
+        if ((op[0] == 'D' || mod) && v == 0)
+            return fail(im, "node '%s' (%s): an integer division by 0", node_name(n), op);
+        if (shape_arith(op, u, v, fmod, &r[i]) != 0)
+            return fail(im, "node '%s' (%s): shape arithmetic %lld %s %lld overflows (beyond 2^62)", node_name(n), op,
+                        (long long)u,
+                        op[0] == 'A'   ? "+"
+                        : op[0] == 'S' ? "-"
+                        : mod          ? "%"
+                        : op[0] == 'M' ? "*"
+                                       : "/",
+                        (long long)v);
+    }
+    return define_ints(im, n, r, nr, sa && scl);
+}
+
 /* Shape, Gather, Unsqueeze and Concat on small int vectors (the exporter's shape arithmetic);
  * 1 when n is not such a node. */
 static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
@@ -1087,43 +1181,8 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         return define_ints(im, n, a, na, sa);
     }
     if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0 ||
-        strcmp(op, "Equal") == 0 || strcmp(op, "Mod") == 0) {
-        /* integer arithmetic and comparison on shapes (c // g), elementwise with a scalar
-         * broadcast; the batch, a symbol, may not enter it */
-        static const char *const fmod_attr[] = {"fmod", NULL};
-        int64_t c[INTS_MAX];
-        int nc, scl;
-        if (input_ints(im, n, 0, a, &na, &sa) != 0 || input_ints(im, n, 1, c, &nc, &scl) != 0) return 1;
-        const int fmod = (int)attr_int(n, "fmod", 0);
-        if (check_attrs(im, n, op[0] == 'M' && op[1] == 'o' ? fmod_attr : none) || (na != nc && na != 1 && nc != 1))
-            return fail(im, "node '%s' (%s): shape vectors of %d and %d values", node_name(n), op, na, nc);
-        const int nr = na > nc ? na : nc;
-        for (int i = 0; i < nr; i++) {
-            const int64_t u = a[na == 1 ? 0 : i], v = c[nc == 1 ? 0 : i];
-            const int mod = op[0] == 'M' && op[1] == 'o';
-            if (is_batch(u) || is_batch(v)) {
-                if ((r[i] = batch_arith(op, u, v)) == INT64_MAX)
-                    return fail(im,
-                                "node '%s' (%s): the batch size enters shape arithmetic (only multiples of it, "
-                                "k * N, times or by a positive constant, compared with a constant below 1, "
-                                "pass)",
-                                node_name(n), op);
-                continue;
-            }
-            if ((op[0] == 'D' || mod) && v == 0)
-                return fail(im, "node '%s' (%s): an integer division by 0", node_name(n), op);
-            /* ONNX's integer Div truncates; its Mod takes the divisor's sign (Python's %)
-             * unless fmod = 1 (C's) */
-            const int64_t q = mod ? u % v : 0;
-            r[i] = op[0] == 'A'   ? u + v
-                   : op[0] == 'S' ? u - v
-                   : op[0] == 'E' ? u == v
-                   : mod          ? (!fmod && q != 0 && (q < 0) != (v < 0) ? q + v : q)
-                   : op[0] == 'M' ? u * v
-                                  : u / v;
-        }
-        return define_ints(im, n, r, nr, sa && scl);
-    }
+        strcmp(op, "Equal") == 0 || strcmp(op, "Mod") == 0)
+        return fold_shape_arith(im, n);
     if (strcmp(op, "Squeeze") == 0 || strcmp(op, "Slice") == 0 || strcmp(op, "Not") == 0 || strcmp(op, "Where") == 0 ||
         strcmp(op, "Range") == 0 || strcmp(op, "ConstantOfShape") == 0)
         return fold_ints(im, n);
@@ -1433,6 +1492,20 @@ static int fold_axes(imp_t *im, const Onnx__NodeProto *n, size_t ai, int r, int 
     return na;
 }
 
+/* Flatten of a folded constant: out's two dims, the products of a's before and from the
+ * axis; 0, or -1 with the reason. An array with a 0 axis holds nothing, so its other axes
+ * may multiply past any bound: checked. */
+static int flatten_dims(imp_t *im, const Onnx__NodeProto *n, const arr_t *a, arr_t *out)
+{
+    int64_t ax = attr_int(n, "axis", 1), d0 = 1, d1 = 1;
+    if (ax < 0) ax += a->rank;
+    for (int d = 0; d < a->rank; d++)
+        if (model_dim_mul(d < ax ? d0 : d1, a->dims[d], d < ax ? &d0 : &d1) != 0)
+            return fail(im, "node '%s' (Flatten): the folded constant's flattened shape overflows", node_name(n));
+    out->rank = 2, out->dims[0] = d0, out->dims[1] = d1;
+    return 0;
+}
+
 /* Movement of constants: Reshape, Transpose, Unsqueeze, Squeeze, Gather, Slice, Expand,
  * Concat, Identity (a tagged array stays tagged), and ConstantOfShape, Range, ScatterND, Shape. */
 static int fold_movement(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out)
@@ -1486,10 +1559,7 @@ static int fold_movement(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, 
                 for (int d = 0; d < in[0].rank; d++)
                     if (!(na ? (mask >> d) & 1 : in[0].dims[d] == 1)) out->dims[out->rank++] = in[0].dims[d];
         } else if (op[0] == 'F') {
-            int64_t ax = attr_int(n, "axis", 1), a = 1, b = 1;
-            if (ax < 0) ax += in[0].rank;
-            for (int d = 0; d < in[0].rank; d++) *(d < ax ? &a : &b) *= in[0].dims[d];
-            out->rank = 2, out->dims[0] = a, out->dims[1] = b;
+            if (flatten_dims(im, n, &in[0], out) != 0) return -1;
         } else {
             out->rank = in[0].rank;
             memcpy(out->dims, in[0].dims, sizeof out->dims);
@@ -1961,8 +2031,13 @@ static int do_split(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         ns = (int)n->n_output;
         for (int i = 0; i < ns; i++) sz[i] = dim / ns;
     }
+    /* each size in [1, dim] before any is summed: sizes of 2^63 - 1 must not wrap to dim */
     int64_t total = 0;
-    for (int i = 0; i < ns; i++) total += sz[i] > 0 ? sz[i] : DIM_MAX;
+    for (int i = 0; i < ns; i++)
+        if (sz[i] < 1 || sz[i] > dim)
+            return fail(im, "node '%s' (Split): size %d is %lld, not in [1, %d] (the axis)", node_name(n), i,
+                        (long long)sz[i], dim);
+        else total += sz[i];
     if (ns != (int)n->n_output || total != dim)
         return fail(im, "node '%s' (Split): %d sizes for %zu outputs do not split the axis of %d", node_name(n), ns,
                     n->n_output, dim);
@@ -2678,8 +2753,7 @@ static int view_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n,
             infer = i;
             continue;
         }
-        if (tk[i] < 1 || tk[i] > DIM_MAX || (tn[i] && known_n)) goto refuse;
-        known *= tk[i];
+        if (tk[i] < 1 || tk[i] > DIM_MAX || (tn[i] && known_n) || model_dim_mul(known, tk[i], &known) != 0) goto refuse;
         known_n |= tn[i];
         if (known > rest) goto refuse;
     }
@@ -2901,12 +2975,13 @@ static int view_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, co
     view_t v;
     int li;
     if (check_attrs(im, n, known) || view_last(im, b, n, x, &li, &v)) return -1;
-    const int transB = (int)attr_int(n, "transB", 0);
+    const int64_t tb = attr_int(n, "transB", 0);
+    const int transB = tb == 1;
     const Onnx__TensorProto *w = input_tensor(im, n, 1), *c = input_tensor(im, n, 2);
     const int IN = v.pd[v.np - 1];
-    if (v.ng != 2 || attr_int(n, "transA", 0) != 0 || (transB != 0 && transB != 1) ||
-        attr_float(n, "alpha", 1.0f) != 1.0f || attr_float(n, "beta", 1.0f) != 1.0f || !w || w->n_dims != 2 ||
-        w->dims[transB ? 1 : 0] != IN || w->dims[transB ? 0 : 1] < 1 || w->dims[transB ? 0 : 1] > DIM_MAX ||
+    if (v.ng != 2 || attr_int(n, "transA", 0) != 0 || (tb != 0 && tb != 1) || attr_float(n, "alpha", 1.0f) != 1.0f ||
+        attr_float(n, "beta", 1.0f) != 1.0f || !w || w->n_dims != 2 || w->dims[transB ? 1 : 0] != IN ||
+        w->dims[transB ? 0 : 1] < 1 || w->dims[transB ? 0 : 1] > DIM_MAX ||
         (n->n_input > 2 && n->input[2][0] && (!c || c->n_dims != 1 || c->dims[0] != w->dims[transB ? 0 : 1])))
         return fail(im,
                     "node '%s' (Gemm): of a view of the batch: alpha and beta 1, transA 0, B an initializer of %d "
@@ -3375,7 +3450,7 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         if (y->kind == V_PADDED) {
             /* x + channels of y zero-padded: LAYER_ADD's shortcut, whose C channels sit at
              * offset (OC - C) / 2 */
-            const int OC = C2 + y->cpads[0] + y->cpads[1];
+            const int64_t OC = (int64_t)C2 + y->cpads[0] + y->cpads[1]; /* each below 2^31 */
             if (OC != C1 || y->cpads[0] != (OC - C2) / 2 || H1 != H2 || W1 != W2 || x->layer < 0 || y->layer < 0)
                 return fail(im,
                             "node '%s' (Add): a shortcut of %d channels padded by %d before and %d after must "
@@ -3413,6 +3488,19 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
  * model's buffers so far (model_build_bytes, from the declared shapes and attributes)
  * exceed the memory bound: checked after each node, so that no list grows far past the
  * bound and nothing large is allocated before the refusal. *built: layers already checked. */
+/* Refuses node n for a layer it added whose output has more elements per sample than any
+ * kernel indexes (model.h's MODEL_SAMPLE_MAX: a Reshape, Expand, Concat or broadcast to an
+ * impossible shape); 0 when there is none. */
+static int check_too_large(imp_t *im, const model_builder_t *b, const Onnx__NodeProto *n)
+{
+    model_shape_t s;
+    if (model_build_too_large(b, &s) < 0) return 0;
+    char t[96] = "";
+    if (s.rank >= 0) batch_text(&s, t, sizeof t);
+    return fail(im, "node '%s' (%s): its output %s%shas more than %lld elements per sample: the shape is too large",
+                node_name(n), n->op_type, t, t[0] ? " " : "", MODEL_SAMPLE_MAX);
+}
+
 static int check_bound(imp_t *im, const model_builder_t *b, const Onnx__NodeProto *n, int *built)
 {
     /* a layer's output at the batch, in floats: 2^40 keeps every sum model.c makes exact */
@@ -3431,7 +3519,7 @@ static int check_bound(imp_t *im, const model_builder_t *b, const Onnx__NodeProt
                     "node '%s' (%s): the model needs %s or more at batch %d (its shapes as declared), more than the "
                     "memory bound of %s",
                     node_name(n), n->op_type, size_text(need).s, im->max_batch, size_text(bound).s);
-    return 0;
+    return check_too_large(im, b, n);
 }
 
 /* The model_build_fn: every node in order, then the output must be the last layer. */
@@ -3445,7 +3533,11 @@ static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
     in->layer = -1;
     int built = 0; /* layers checked against the bound */
     for (size_t i = 0; i < im->g->n_node; i++) {
-        if (do_node(im, b, im->g->node[i]) != 0) return -1;
+        /* a node refused after a layer it added was too large: the bounds give the reason */
+        if (do_node(im, b, im->g->node[i]) != 0) {
+            if (model_build_too_large(b, NULL) >= 0) check_bound(im, b, im->g->node[i], &built);
+            return -1;
+        }
         if (check_bound(im, b, im->g->node[i], &built) != 0) return -1;
     }
     value_t *o = find_value(im, im->output);
@@ -3575,6 +3667,14 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
                         "onnx: input '%s' must be a batch (N, ...) of rank 1 to %d with every dimension after N fixed",
                         input->name, 1 + MODEL_MAX_RANK),
                -1;
+    size_t in_count;
+    if (model_shape_count_checked(&in_shape, &in_count) != 0) {
+        char t[96];
+        return snprintf(err, errlen,
+                        "onnx: input '%s' is %s: more than %lld elements per sample: the shape is too large",
+                        input->name, batch_text(&in_shape, t, sizeof t), MODEL_SAMPLE_MAX),
+               -1;
+    }
     const int64_t batch = vi_dim(input, 0, &nod);
     int64_t classes = vi_dim(g->output[0], 1, &nod);
     /* a case's output of another rank than (N, classes): compared whole, as N-D */

@@ -118,7 +118,10 @@ static int infer_concat(layer_t *l, const model_shape_t *in, const model_shape_t
     if (ax < 0 || ax >= in->rank || in2->rank != in->rank) return -1;
     for (int d = 0; d < in->rank; d++)
         if (d != ax && in->dims[d] != in2->dims[d]) return -1;
-    l->shape.dims[ax] = in->dims[ax] + in2->dims[ax];
+    /* in 64 bits: model_build_concat_axis refuses a sum past the sample bound first */
+    const int64_t joined = (int64_t)in->dims[ax] + in2->dims[ax];
+    if (joined > MODEL_SAMPLE_MAX) return -1;
+    l->shape.dims[ax] = (int)joined;
     l->sl_start = in->dims[ax];
     return 0;
 }

@@ -1,6 +1,8 @@
-/* model/shape.c - model_shape_t's arithmetic (model.h): pure functions of a shape, on
- * their own so that code outside the model's room links them without its kernels (the
- * checkpoint reader's fuzzers, through model_buffers.c). */
+/* model/shape.c - model_shape_t's arithmetic (model.h): pure functions of a shape, and the
+ * checked arithmetic of dimensions read from files (model_dim_*: the one home of the
+ * overflow checks the ONNX importer makes), on their own so that code outside the model's
+ * room links them without its kernels (the checkpoint reader's fuzzers, through
+ * model_buffers.c). */
 #include <stdio.h>
 
 #include "model.h"
@@ -26,6 +28,49 @@ size_t model_shape_count(const model_shape_t *s)
     size_t n = 1;
     for (int d = 0; d < s->rank; d++) n *= (size_t)s->dims[d];
     return n;
+}
+
+int model_shape_count_checked(const model_shape_t *s, size_t *n)
+{
+    int64_t c = 1;
+    if (s->rank < 0 || s->rank > MODEL_MAX_RANK) return -1;
+    for (int d = 0; d < s->rank; d++) {
+        /* each step stays below 2^31 * 2^31: no overflow before the bound is seen */
+        if (s->dims[d] < 0) return -1;
+        c *= s->dims[d];
+        if (c > MODEL_SAMPLE_MAX) return -1;
+    }
+    *n = (size_t)c;
+    return 0;
+}
+
+/* The exact result of a checked operation within the bound, or -1. */
+static int dim_result(int overflowed, int64_t r, int64_t *out)
+{
+    if (overflowed || r > MODEL_DIM_ARITH_MAX || r < -MODEL_DIM_ARITH_MAX) return -1;
+    *out = r;
+    return 0;
+}
+
+int model_dim_add(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r;
+    const int o = __builtin_add_overflow(a, b, &r);
+    return dim_result(o, r, out);
+}
+
+int model_dim_sub(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r;
+    const int o = __builtin_sub_overflow(a, b, &r);
+    return dim_result(o, r, out);
+}
+
+int model_dim_mul(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r;
+    const int o = __builtin_mul_overflow(a, b, &r);
+    return dim_result(o, r, out);
 }
 
 char *model_shape_text(const model_shape_t *s, char *buf, size_t len)

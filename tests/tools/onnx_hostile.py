@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""tests/tools/onnx_hostile.py OUTDIR - writes the hostile ONNX files of issue 42 (item 3)
-into OUTDIR, at test time (never committed): the protobuf bytes are written by hand, so no
-onnx package is needed and nothing checks them on the way.
+"""tests/tools/onnx_hostile.py OUTDIR [overflow] - writes the hostile ONNX files of issue 42
+(item 3) into OUTDIR, at test time (never committed): the protobuf bytes are written by
+hand, so no onnx package is needed and nothing checks them on the way. With "overflow",
+the files whose shape arithmetic overflows instead (OVERFLOW below, each named for what it
+does; test_onnx_import's test_refuses_shape_overflow says what each must be refused for).
 
   pad8000.onnx        a Pad of 8000 on each side of an 8x8 image before a 16-filter Conv
                       (opset 13): about 33 GB of activations at batch 1 from 1.5 KB;
@@ -111,16 +113,105 @@ def nested_if(levels):
     return model(graph)
 
 
+def graph_of(nodes, inits, x_dims, y_dims):
+    """A model of nodes and initializers, input x and output y of the dims given."""
+    graph = (b"".join(field(1, n) for n in nodes) + field(2, "overflow") + b"".join(field(5, t) for t in inits) +
+             field(11, value_info("x", x_dims)) + field(12, value_info("y", y_dims)))
+    return model(graph)
+
+
+def ints(name, values):
+    return tensor(name, [len(values)], INT64, struct.pack("<%dq" % len(values), *values))
+
+
+def head(src, n_in):
+    """Gemm of src (N, n_in) to y (N, 10), and its two initializers."""
+    return (node("Gemm", [src, "hw", "hb"], ["y"], [int_attr("transB", 1)]),
+            [floats("hw", [10, n_in]), floats("hb", [10])])
+
+
+def mul_wrap(side=28):
+    """x (1, 1, side, side) flattened to f (N, side^2); Shape(f) = [N, 784] times [1, 2^60 + 1]
+    the shape of a Reshape of f: 784 * (2^60 + 1) wraps to 784 in int64 (any multiple of 16
+    does: the fuzzer's seed is side 4). A vector without the batch is folded in doubles,
+    which refuse an integer past 2^53; one with it is not."""
+    gemm, hinits = head("r", side * side)
+    nodes = [node("Flatten", ["x"], ["f"], [int_attr("axis", 1)]), node("Shape", ["f"], ["s"]),
+             node("Mul", ["s", "c"], ["m"]), node("Reshape", ["f", "m"], ["r"]), gemm]
+    return graph_of(nodes, [ints("c", [1, (1 << 60) + 1])] + hinits, [1, 1, side, side], [1, 10])
+
+
+def split_wrap():
+    """x (1, 4) split into sizes 2^63 - 1, 2^63 - 1 and 6, whose sum wraps to 4."""
+    big = (1 << 63) - 1
+    nodes = [node("Split", ["x", "sizes"], ["a", "b", "c"], [int_attr("axis", 1)]), node("Relu", ["c"], ["y"])]
+    return graph_of(nodes, [ints("sizes", [big, big, 6])], [1, 4], [1, 4])
+
+
+def conv_dilated(attrs, kh):
+    """x (1, 1, 8, 8) -> Conv of a (1, 1, kh, 1) weight and attrs -> GlobalAveragePool ->
+    Flatten -> Gemm -> y (1, 10)."""
+    gemm, hinits = head("f", 1)
+    nodes = [node("Conv", ["x", "w"], ["c"], attrs), node("GlobalAveragePool", ["c"], ["g"]),
+             node("Flatten", ["g"], ["f"], [int_attr("axis", 1)]), gemm]
+    return graph_of(nodes, [floats("w", [1, 1, kh, 1])] + hinits, [1, 1, 8, 8], [1, 10])
+
+
+def str_attr(name, value):
+    return field(1, name) + field(4, value) + vfield(20, 3)  # AttributeProto.STRING
+
+
+def expand_huge():
+    """x (1, 1, 1, 1, 1) expanded to the batch and (2^24, 2^24, 2^24, 2^24): 2^96 elements
+    per sample, whose folding's width 2^48 wraps an int."""
+    d = 1 << 24
+    nodes = [node("Expand", ["x", "to"], ["e"]), node("Relu", ["e"], ["y"])]
+    return graph_of(nodes, [ints("to", [1, d, d, d, d])], [1, 1, 1, 1, 1], [1, 10])
+
+
+def concat_huge():
+    """x (1, 2^24, 1) joined along axis 1, 129 times: the 128th join's axis is 2^31."""
+    nodes = [node("Concat", ["x"] * 129, ["k"], [int_attr("axis", 1)]), node("Relu", ["k"], ["y"])]
+    return graph_of(nodes, [], [1, 1 << 24, 1], [1, 10])
+
+
+def flatten_folded():
+    """A Constant of shape (0, 2^24, 2^24, 2^24, 2^24) (no elements) flattened at axis 1:
+    its second axis is 2^96, which wraps to 0 in int64."""
+    d = 1 << 24
+    value = field(1, "value") + field(5, tensor("empty", [0, d, d, d, d], FLOAT, b"")) + vfield(20, 4)
+    nodes = [node("Constant", [], ["k"], [value]), node("Flatten", ["k"], ["kf"], [int_attr("axis", 1)]),
+             node("Relu", ["x"], ["y"])]
+    return graph_of(nodes, [], [1, 10], [1, 10])
+
+
+BIG = 1 << 24
+OVERFLOW = {
+    "mul_wrap.onnx": mul_wrap,
+    "split_wrap.onnx": split_wrap,
+    "dilation_pads.onnx": lambda: conv_dilated([ints_attr("dilations", [BIG, 1]), str_attr("auto_pad", "SAME_UPPER")],
+                                               129),
+    "group_wrap.onnx": lambda: conv_dilated([int_attr("group", (1 << 32) + 1)], 3),
+    "input_huge.onnx": lambda: graph_of([node("Relu", ["x"], ["y"])], [], [1, BIG, BIG, BIG, BIG], [1, 10]),
+    "expand_huge.onnx": expand_huge,
+    "concat_huge.onnx": concat_huge,
+    "flatten_fold.onnx": flatten_folded,
+}
+
+
 def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: onnx_hostile.py OUTDIR")
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "overflow"):
+        sys.exit("usage: onnx_hostile.py OUTDIR [overflow]")
     out = sys.argv[1]
-    files = {
-        "pad8000.onnx": conv_net(True, False),
-        "convpads8000.onnx": conv_net(False, True),
-        "empty_inits.onnx": empty_inits(150000),
-        "nested_if.onnx": nested_if(3000),
-    }
+    if len(sys.argv) == 3:
+        files = {name: make() for name, make in OVERFLOW.items()}
+    else:
+        files = {
+            "pad8000.onnx": conv_net(True, False),
+            "convpads8000.onnx": conv_net(False, True),
+            "empty_inits.onnx": empty_inits(150000),
+            "nested_if.onnx": nested_if(3000),
+        }
     for name, data in files.items():
         with open(f"{out}/{name}", "wb") as f:
             f.write(data)

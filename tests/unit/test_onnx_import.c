@@ -533,6 +533,57 @@ static void test_refuses_hostile_bounds(void **state)
     rmdir(dir);
 }
 
+/* Shape arithmetic that overflows (tests/tools/onnx_hostile.py's "overflow" files): every
+ * product, sum and difference of dimensions read from a file is checked (model.h's
+ * model_dim_*, MODEL_SAMPLE_MAX), so each file is refused naming the node and saying what
+ * overflows or is too large, instead of wrapping into a shape that imports (784 * (2^60 +
+ * 1) was accepted as 784; under UBSan: "signed integer overflow"). The memory bound is
+ * lifted so that the shape's own bound is what refuses; nothing large is allocated. */
+static void test_refuses_shape_overflow(void **state)
+{
+    (void)state;
+    char dir[64], cmd[256];
+    snprintf(dir, sizeof dir, "/tmp/pacer-overflow-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 tests/tools/onnx_hostile.py %s overflow", dir);
+    assert_int_equal(system(cmd), 0);
+    static const struct {
+        const char *file, *want1, *want2;
+    } CASES[] = {
+        {"mul_wrap.onnx", "node 'Mul_m' (Mul): shape arithmetic 784 * 1152921504606846977 overflows", NULL},
+        {"split_wrap.onnx", "node 'Split_a' (Split): size 0 is 9223372036854775807, not in [1, 4]", NULL},
+        {"dilation_pads.onnx", "node 'Conv_c' (Conv): auto_pad's padding of a 129x1 kernel", "is too large"},
+        {"group_wrap.onnx", "node 'Conv_c' (Conv): weight (1, 1, 3, 1) with group 4294967297 does not fit", NULL},
+        {"input_huge.onnx", "input 'x' is (N, 16777216, 16777216, 16777216, 16777216): more than 2147483647",
+         "too large"},
+        {"expand_huge.onnx",
+         "node 'Expand_e' (Expand): its output (N, 16777216, 16777216, 16777216, 16777216) has more than "
+         "2147483647 elements per sample",
+         "too large"},
+        {"concat_huge.onnx", "node 'Concat_k' (Concat): its output has more than 2147483647 elements per sample",
+         "too large"},
+        {"flatten_fold.onnx", "node 'Flatten_kf' (Flatten): the folded constant's flattened shape overflows", NULL},
+    };
+    onnx_import_set_memory_bound((size_t)1 << 50);
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char p[128], err[512] = "";
+        snprintf(p, sizeof p, "%s/%s", dir, CASES[i].file);
+        uint8_t *data;
+        size_t len;
+        if (onnx_read_file(p, &data, &len, err, sizeof err) != 0) fail_msg("%s", err);
+        model_t *m = (model_t *)1;
+        const int rc = onnx_import_buffer(data, len, "x", 1, &m, err, sizeof err);
+        free(data);
+        unlink(p);
+        if (rc != -1 || m) fail_msg("%s: imported", CASES[i].file);
+        if (!strstr(err, CASES[i].want1) || (CASES[i].want2 && !strstr(err, CASES[i].want2)))
+            fail_msg("%s: refusal '%s' does not say '%s'", CASES[i].file, err, CASES[i].want1);
+        printf("refused %s: %s\n", CASES[i].file, err);
+    }
+    onnx_import_set_memory_bound(0);
+    rmdir(dir);
+}
+
 /* The memory bound is exact and counts the batch: the tiny network at batch 2 imports under
  * a bound of exactly what its buffers take (alloc_buffers' sum, from the built model), and
  * is refused, naming the batch, under one byte less. */
@@ -580,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_builtin_layers_round_trip),
         cmocka_unit_test(test_refuses_other_channel_pads),
         cmocka_unit_test(test_refuses_hostile_bounds),
+        cmocka_unit_test(test_refuses_shape_overflow),
         cmocka_unit_test(test_memory_bound_is_exact),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

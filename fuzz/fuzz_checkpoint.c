@@ -27,15 +27,20 @@
  * Invariants: a refusal leaves the model's weights untouched and says which file; an
  * accepted checkpoint, validated, holds batch sizes inside the buffers and a position
  * inside the run (with the goodput planner: a plan summing to the checkpoint's global
- * batch, within [B0, max_global], never leaving worker 0 out), and no batch or dropout
- * step past the workers.
+ * batch, within [B0, max_global], never leaving worker 0 out), no batch or dropout
+ * step past the workers, and restored only finite weights and momentum, a second moment
+ * finite and >= 0, and PowerSGD state finite and within its bounds (CKPT_Q_BOUND,
+ * CKPT_STATE_BOUND).
  *
  * PACER_FUZZ_WRITE_SEEDS=DIR writes the seed files (a fresh run, the same after 4 steps,
  * a finished run, a goodput run, a PowerSGD run, an AdamW run) into DIR at start-up:
  * fuzz/corpus/checkpoint/ holds their output, the first four as format 5 wrote them (kept,
  * so the fuzzer reads that format too), powersgd.bin in format 6, adamw.bin in format 7,
- * measured.bin (PowerSGD after min_gain's probe ruled plain: its verdict and sums) in 8.
+ * measured.bin (PowerSGD after min_gain's probe ruled plain: its verdict and sums) in 8,
+ * and three whose CRC is right but whose floats are damage: powersgd-huge-error.bin (an
+ * error of 1e30), adamw-negative-v.bin (a second moment of -1), nan-weight.bin.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,6 +211,26 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         memset(st.compress_probe, 0, sizeof st.compress_probe);
         /* mode byte 68: an AdamW run's, validated by an AdamW run */
         write_seed(seeds, "adamw", 68, valid_adamw, valid_adamw_len);
+        /* Damage behind a right CRC, each refused when validated: a PowerSGD error of 1e30
+         * (mode 36), an AdamW second moment of -1 (68), a NaN weight (4). */
+        const float huge[NW * CE] = {4, 5, 1e30f, 7};
+        state(&st, 1, 4);
+        st.compress_q = CQ_SAVED, st.compress_err = huge;
+        st.compress_q_floats = CQ, st.compress_err_floats = CE, st.compress_ranks = NW;
+        b = write_read(path, &st, &len);
+        write_seed(seeds, "powersgd-huge-error", 36, b, len);
+        free(b);
+        state(&st, 1, 4);
+        model.moment2 = moment2, moment2[2] = -1, st.opt_step = ADAMW_STEP;
+        b = write_read(path, &st, &len);
+        write_seed(seeds, "adamw-negative-v", 68, b, len);
+        free(b);
+        model.moment2 = NULL, moment2[2] = 0.75f, st.opt_step = 0;
+        params[3] = NAN;
+        b = write_read(path, &st, &len);
+        write_seed(seeds, "nan-weight", 4, b, len);
+        free(b);
+        params[3] = 3;
     }
     unlink(path);
     rmdir(dir);
@@ -288,6 +313,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             (st.compress_q_floats != want->compress_q_floats || st.compress_err_floats != want->compress_err_floats))
             abort();
         if (st.compress_ranks < 0 || st.compress_ranks > CKPT_MAX_WORKERS) abort();
+        /* every restored float as a resume may use it */
+        for (size_t i = 0; i < m->nparams; i++)
+            if (!isfinite(m->params[i]) || !isfinite(m->momentum[i]) ||
+                (adamw && (!isfinite(moment2[i]) || moment2[i] < 0)))
+                abort();
+        for (int i = 0; want == &WANT_PSGD && i < CQ; i++)
+            if (!isfinite(cq_buf[i]) || fabsf(cq_buf[i]) > CKPT_Q_BOUND) abort();
+        for (int i = 0; want == &WANT_PSGD && i < CE; i++)
+            if (!isfinite(ce_buf[i]) || fabsf(ce_buf[i]) > CKPT_STATE_BOUND) abort();
     }
     /* the measured choice: a verdict of three and sums of seconds and counts, bounded */
     if (rc == 0) {

@@ -451,12 +451,17 @@ double model_forward_flops(const model_t *m);
  * conv and fc; Kaiming normal for resnet20 convolutions; bn gamma 1, beta 0, running
  * mean 0, running var 1), drawn from seed. Zeroes the momentum. */
 void model_init_params(model_t *m, uint64_t seed);
-/* Whether the buffers a file filled (a checkpoint) hold what the layers can use: every
- * gathered parameter's index map (a float per output element) a whole index into its
- * table. 0, or -1 with err naming the layer, the element and its value. The kernels
- * bound the indices anyway (an index out of range reads 0): this is what makes a damaged
- * or forged map an error instead of silently wrong outputs. */
-int model_check_buffers(const model_t *m, char *err, size_t errlen);
+/* Whether buffers (nbuffers floats laid out as m's: what a file holds for them, a
+ * checkpoint's, before they are restored) hold what the layers can use: every gathered
+ * parameter's index map (a float per output element) a whole index into its table, every
+ * batch norm's running mean finite and running variance finite and >= 0. 0, or -1 with
+ * err naming the layer, the buffer (its tensor), the element and its value. The kernels
+ * bound the indices anyway (an index out of range reads 0), but not the statistics: this
+ * is what makes a damaged or forged buffer an error instead of silently wrong outputs. */
+int model_check_buffers(const model_t *m, const float *buffers, char *err, size_t errlen);
+/* The tensor of params (is_buffer 0) or buffers (1) that holds flat element off, or NULL:
+ * what a message about one element names. */
+const tensor_info_t *model_tensor_at(const model_t *m, size_t off, int is_buffer);
 
 /* Forward pass of B <= max_batch samples x (B, C, H, W). train selects batch-norm mode
  * (and running-stat updates). Returns the mean cross-entropy loss against y; the logits

@@ -202,6 +202,43 @@ void checkpoint_fix_crc(unsigned char *buf, size_t len)
     memcpy(buf + len - 4, &crc, 4);
 }
 
+int checkpoint_data_at(const unsigned char *buf, size_t len, const char *name, size_t *off)
+{
+    uint32_t version, hdr;
+    uint64_t np, nb, cq, ce, m2;
+    int32_t cr;
+    if (len < PREFIX_BYTES + HEADER_BYTES + 4) return -1;
+    memcpy(&version, buf + 8, 4);
+    memcpy(&hdr, buf + 12, 4);
+    if (version != CKPT_VERSION || hdr != HEADER_BYTES) return -1;
+    memcpy(&np, buf + PREFIX_BYTES + MODEL_NAME_MAX, 8);
+    memcpy(&nb, buf + PREFIX_BYTES + MODEL_NAME_MAX + 8, 8);
+    memcpy(&cq, buf + PREFIX_BYTES + HEADER_BYTES_V6 - 20, 8);
+    memcpy(&ce, buf + PREFIX_BYTES + HEADER_BYTES_V6 - 12, 8);
+    memcpy(&cr, buf + PREFIX_BYTES + HEADER_BYTES_V6 - 4, 4);
+    memcpy(&m2, buf + PREFIX_BYTES + HEADER_BYTES_V6 + 8, 8);
+    if (np > ((uint64_t)1 << 40) || nb > ((uint64_t)1 << 40) || cq > ((uint64_t)1 << 40) || ce > ((uint64_t)1 << 40) ||
+        cr < 0 || cr > CKPT_MAX_WORKERS || m2 > np)
+        return -1;
+    /* the arrays in file order, each with its count */
+    const struct {
+        const char *name;
+        uint64_t n;
+    } A[] = {{"params", np}, {"momentum", np}, {"buffers", nb}, {"compress_q", cq}, {"compress_err", ce * (uint64_t)cr},
+             {"moment2", m2}};
+    uint64_t at = PREFIX_BYTES + HEADER_BYTES;
+    for (size_t k = 0; k < sizeof A / sizeof A[0]; k++) {
+        const size_t w = strlen(A[k].name);
+        unsigned long long i;
+        char close = 0;
+        if (strncmp(name, A[k].name, w) == 0 && sscanf(name + w, "[%llu%c", &i, &close) == 2 && close == ']' &&
+            i < A[k].n && at + (i + 1) * sizeof(float) + 4 <= len)
+            return *off = (size_t)(at + i * sizeof(float)), 0;
+        at += A[k].n * sizeof(float);
+    }
+    return -1;
+}
+
 uint64_t checkpoint_layout_hash(const model_t *m)
 {
     uint64_t h = HASH_FNV1A_INIT, v[3];
@@ -410,37 +447,241 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
     return 0;
 }
 
-int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, model_t *m, const ckpt_expect_t *want,
-                     ckpt_state_t *st, char *err, size_t errlen)
+/* Version 6 to 8's fields at the header's end, read (and bounded) first: the compression
+ * counts and the second moment's size the file. All 0 in a file without them. */
+typedef struct {
+    uint64_t cq, ce, m2; /* PowerSGD's Q and per-rank error floats; the second moment's */
+    int32_t cr;          /* ranks whose errors the file holds */
+    int64_t opt_step;
+    int32_t verdict;
+    double probe[CKPT_PROBE_N];
+} tail_t;
+
+static int read_tail(const unsigned char *buf, uint32_t version, uint64_t np, const char *path, tail_t *t, char *err,
+                     size_t errlen)
 {
-    if (len < PREFIX_BYTES + 4) return refuse(err, errlen, path, "not a pacer checkpoint (only %zu bytes)", len);
-    if (memcmp(buf, CKPT_MAGIC, 8) != 0) return refuse(err, errlen, path, "not a pacer checkpoint (bad magic)");
-    rbuf_t r = {.p = buf, .off = 8};
-    uint32_t version, hdr;
-    get(&r, &version, 4);
-    get(&r, &hdr, 4);
-    if (version < 3)
+    memset(t, 0, sizeof *t);
+    if (version >= 6) {
+        size_t at = PREFIX_BYTES + HEADER_BYTES_V6 - 20;
+        memcpy(&t->cq, buf + at, 8);
+        memcpy(&t->ce, buf + at + 8, 8);
+        memcpy(&t->cr, buf + at + 16, 4);
+        if (t->cq > ((uint64_t)1 << 40) || t->ce > ((uint64_t)1 << 40) || t->cr < 0 || t->cr > CKPT_MAX_WORKERS ||
+            (t->cq == 0 && (t->ce != 0 || t->cr != 0)))
+            return refuse(err, errlen, path,
+                          "checkpoint fields compress_q_floats = %" PRIu64 ", compress_err_floats = %" PRIu64
+                          ", compress_ranks = %d are not a PowerSGD state (each at most 2^40 floats, ranks in [0, "
+                          "%d])",
+                          t->cq, t->ce, (int)t->cr, CKPT_MAX_WORKERS);
+    }
+    /* Version 7's optimizer fields follow; the second moment is all the parameters or none. */
+    if (version >= 7) {
+        memcpy(&t->opt_step, buf + PREFIX_BYTES + HEADER_BYTES_V6, 8);
+        memcpy(&t->m2, buf + PREFIX_BYTES + HEADER_BYTES_V6 + 8, 8);
+        if (t->m2 != 0 && t->m2 != np)
+            return refuse(err, errlen, path,
+                          "checkpoint field moment2_floats = %" PRIu64 ", want 0 or nparams (%" PRIu64 ")", t->m2, np);
+        if (t->opt_step < 0 || (t->m2 == 0 && t->opt_step != 0))
+            return refuse(err, errlen, path, "checkpoint field opt_step = %" PRId64 " is not an AdamW step count (%s)",
+                          t->opt_step, t->m2 ? ">= 0" : "0 without a second moment");
+    }
+    /* Version 8's measured choice: a verdict of three, sums of seconds and counts. */
+    if (version >= 8) {
+        memcpy(&t->verdict, buf + PREFIX_BYTES + HEADER_BYTES_V7, 4);
+        memcpy(t->probe, buf + PREFIX_BYTES + HEADER_BYTES_V7 + 4, sizeof t->probe);
+        if (t->verdict < 0 || t->verdict > 2)
+            return refuse(err, errlen, path,
+                          "checkpoint field compress_verdict = %d is not a verdict (0 undecided, 1 compress, 2 "
+                          "plain)",
+                          (int)t->verdict);
+        for (int i = 0; i < CKPT_PROBE_N; i++)
+            if (!(t->probe[i] >= 0 && t->probe[i] <= 1e12))
+                return refuse(err, errlen, path,
+                              "checkpoint field compress_probe[%d] = %g is not a sum of seconds or steps (want 0 "
+                              "to 1e12)",
+                              i, t->probe[i]);
+    }
+    return 0;
+}
+
+/* The state after the layout hash, in file order: the fields version has (read after the
+ * length and CRC are checked), the rest as a file of that version meant them. */
+static void read_state(rbuf_t *r, uint32_t version, const ckpt_expect_t *want, const tail_t *t, ckpt_state_t *s)
+{
+    get(r, &s->global_step, 8);
+    get(r, &s->epoch, 8);
+    get(r, &s->step_in_epoch, 8);
+    get(r, &s->cursor, 8);
+    get(r, &s->seed, 8);
+    get(r, s->aug_rng.s, 16);
+    get(r, &s->epoch_loss_sum, 8);
+    get(r, &s->epoch_loss_samples, 8);
+    get(r, &s->ps_version, 8);
+    get(r, &s->nworkers, 4);
+    get(r, s->batch_of, 4 * CKPT_MAX_WORKERS);
+    s->gain = s->efficiency = 1.0;
+    if (version >= 4) {
+        get(r, &s->global_batch, 4);
+        get(r, &s->progress, 8);
+        get(r, &s->pass, 8);
+        get(r, &s->gain, 8);
+        get(r, &s->efficiency, 8);
+        get(r, &s->gns_g2, 8);
+        get(r, &s->gns_trace, 8);
+        get(r, &s->gns_weight, 8);
+        get(r, &s->gns_samples, 8);
+    } else if (want) {
+        s->global_batch = want->global_batch; /* version 3: no goodput planner then */
+    }
+    if (version >= 5) get(r, s->dropout_step, 8 * CKPT_MAX_WORKERS);
+    else
+        for (int i = 0; i < s->nworkers && i < CKPT_MAX_WORKERS; i++) s->dropout_step[i] = (uint64_t)s->global_step;
+    if (version >= 6) r->off += 20;                  /* the compression counts: read_tail's */
+    if (version >= 7) r->off += 16;                  /* the optimizer's fields */
+    if (version >= 8) r->off += 4 + sizeof t->probe; /* the measured choice */
+    s->compress_q_floats = t->cq, s->compress_err_floats = t->ce, s->compress_ranks = t->cr;
+    s->compress_verdict = t->verdict;
+    memcpy(s->compress_probe, t->probe, sizeof t->probe);
+    s->opt_step = t->opt_step, s->moment2_floats = t->m2;
+}
+
+/* One float array of the file a resume restores, and what each element must be: finite,
+ * and where set >= 0 or of magnitude at most bound. */
+typedef struct {
+    const char *what;
+    size_t off, n; /* bytes into the file; floats */
+    int of_params; /* element i is parameter i (the message names its tensor) */
+    int rank;      /* >= 0: a rank's PowerSGD error (the message names the rank) */
+    int nonneg;
+    double bound;    /* 0: none */
+    const char *why; /* what the rule stands for, for the message */
+} region_t;
+
+static int check_region(const unsigned char *buf, const region_t *g, const model_t *m, const char *path, char *err,
+                        size_t errlen)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        float x;
+        memcpy(&x, buf + g->off + i * sizeof x, sizeof x);
+        if (isfinite(x) && !(g->nonneg && x < 0.0f) && !(g->bound > 0 && fabs((double)x) > g->bound)) continue;
+        const tensor_info_t *t = g->of_params ? model_tensor_at(m, i, 0) : NULL;
+        char where[200] = "", rank[32] = "";
+        if (t) snprintf(where, sizeof where, " (%s[%zu])", t->name, i - t->offset);
+        if (g->rank >= 0) snprintf(rank, sizeof rank, " of rank %d", g->rank);
+        return refuse(err, errlen, path, "checkpoint's %s%s: element %zu%s is %g, want %s", g->what, rank, i, where,
+                      (double)x, g->why);
+    }
+    return 0;
+}
+
+/* Every float array a resume restores (after the header's checks, before anything is
+ * restored): parameters and momentum (AdamW's first moment) finite, the second moment
+ * finite and >= 0, PowerSGD's Q and every rank's error finite and bounded (checkpoint.h,
+ * CKPT_STATE_BOUND). data: the parameters' offset. */
+static int check_restored(const unsigned char *buf, size_t data, const model_t *m, const tail_t *t, const char *path,
+                          char *err, size_t errlen)
+{
+    char why_err[160], why_q[160];
+    snprintf(why_err, sizeof why_err, "finite, of magnitude at most %g (gradient not yet sent)", CKPT_STATE_BOUND);
+    snprintf(why_q, sizeof why_q, "finite, of magnitude at most %g", CKPT_Q_BOUND);
+    const size_t np = m->nparams, f = sizeof(float);
+    const size_t comp = data + (2 * np + m->nbuffers) * f, m2 = comp + compress_floats(t->cq, t->ce, t->cr) * f;
+    region_t g[3 + CKPT_MAX_WORKERS] = {
+        {"parameters", data, np, 1, -1, 0, 0, "finite"},
+        {m->moment2 ? "AdamW first moment" : "momentum", data + np * f, np, 1, -1, 0, 0, "finite"},
+        {"AdamW second moment", m2, m->moment2 ? t->m2 : 0, 1, -1, 1, 0, "finite and >= 0 (a mean of squares)"},
+        {"PowerSGD Q", comp, t->cq, 0, -1, 0, CKPT_Q_BOUND, why_q},
+    };
+    int ng = 4;
+    for (int r = 0; r < t->cr; r++)
+        g[ng++] = (region_t){"PowerSGD error feedback",
+                             comp + (t->cq + t->ce * (uint64_t)r) * f,
+                             t->ce,
+                             0,
+                             r,
+                             0,
+                             CKPT_STATE_BOUND,
+                             why_err};
+    for (int i = 0; i < ng; i++)
+        if (check_region(buf, &g[i], m, path, err, errlen) != 0) return -1;
+    return 0;
+}
+
+/* The float arrays after the header into m (and want's PowerSGD buffers), once every check
+ * passed: the buffers are checked first on a copy (model_check_buffers), so that a refusal
+ * leaves m as it was. r is at the parameters. */
+static int restore(rbuf_t *r, model_t *m, const ckpt_expect_t *want, const tail_t *t, const char *path, char *err,
+                   size_t errlen)
+{
+    if (want && check_restored(r->p, r->off, m, t, path, err, errlen) != 0) return -1;
+    const size_t f = sizeof(float), at_buffers = r->off + 2 * m->nparams * f;
+    float *b = malloc((m->nbuffers ? m->nbuffers : 1) * f);
+    if (!b) return refuse(err, errlen, path, "out of memory for the checkpoint's %zu buffers", m->nbuffers);
+    memcpy(b, r->p + at_buffers, m->nbuffers * f);
+    char why[256];
+    const int bad = model_check_buffers(m, b, why, sizeof why);
+    free(b);
+    if (bad) return refuse(err, errlen, path, "checkpoint's %s", why);
+    get(r, m->params, m->nparams * f);
+    get(r, m->momentum, m->nparams * f);
+    get(r, m->buffers, m->nbuffers * f);
+    /* Q always (any world: it is every rank's); this worker's error only when the file has
+     * every rank's of a world of this size (an elastic restart drops them: the caller
+     * says so). */
+    if (want && t->cq && want->compress_q) {
+        memcpy(want->compress_q, r->p + r->off, t->cq * f);
+        int idx = want->compress_index;
+        if (want->compress_err && t->cr == want->nworkers && idx >= 0 && idx < t->cr)
+            memcpy(want->compress_err, r->p + r->off + (t->cq + t->ce * (uint64_t)idx) * f, t->ce * f);
+    }
+    if (t->m2 && m->moment2) memcpy(m->moment2, r->p + r->off + compress_floats(t->cq, t->ce, t->cr) * f, t->m2 * f);
+    return 0;
+}
+
+/* Magic, version and header size; the header's size for version, or 0 with err set. */
+static uint32_t check_prefix(const unsigned char *buf, size_t len, const char *path, uint32_t *version, char *err,
+                             size_t errlen)
+{
+    uint32_t hdr;
+    if (len < PREFIX_BYTES + 4) return refuse(err, errlen, path, "not a pacer checkpoint (only %zu bytes)", len), 0;
+    if (memcmp(buf, CKPT_MAGIC, 8) != 0) return refuse(err, errlen, path, "not a pacer checkpoint (bad magic)"), 0;
+    memcpy(version, buf + 8, 4);
+    memcpy(&hdr, buf + 12, 4);
+    if (*version < 3)
         return refuse(err, errlen, path,
                       "checkpoint format version %u is from an older pacer-worker, %s; this one reads versions 3 to "
                       "%u only: start the job afresh, or resume it with the pacer-worker that wrote it",
-                      version,
-                      version <= 1 ? "which did not record the job spec and model layout"
-                                   : "which kept model names in 32 bytes (now 64, and tensor names 128)",
-                      CKPT_VERSION);
-    if (version > CKPT_VERSION)
-        return refuse(err, errlen, path, "unsupported checkpoint version %u (this build reads 3 to %u)", version,
-                      CKPT_VERSION);
-    const uint32_t header = version == 3   ? HEADER_BYTES_V3
-                            : version == 4 ? HEADER_BYTES_V4
-                            : version == 5 ? HEADER_BYTES_V5
-                            : version == 6 ? HEADER_BYTES_V6
-                            : version == 7 ? HEADER_BYTES_V7
-                                           : HEADER_BYTES;
+                      *version,
+                      *version <= 1 ? "which did not record the job spec and model layout"
+                                    : "which kept model names in 32 bytes (now 64, and tensor names 128)",
+                      CKPT_VERSION),
+               0;
+    if (*version > CKPT_VERSION)
+        return refuse(err, errlen, path, "unsupported checkpoint version %u (this build reads 3 to %u)", *version,
+                      CKPT_VERSION),
+               0;
+    const uint32_t header = *version == 3   ? HEADER_BYTES_V3
+                            : *version == 4 ? HEADER_BYTES_V4
+                            : *version == 5 ? HEADER_BYTES_V5
+                            : *version == 6 ? HEADER_BYTES_V6
+                            : *version == 7 ? HEADER_BYTES_V7
+                                            : HEADER_BYTES;
     if (hdr != header)
-        return refuse(err, errlen, path, "checkpoint field header_bytes = %u, version %u has %u", hdr, version,
-                      (unsigned)header);
+        return refuse(err, errlen, path, "checkpoint field header_bytes = %u, version %u has %u", hdr, *version,
+                      (unsigned)header),
+               0;
     if (len < PREFIX_BYTES + (size_t)header + 4)
-        return refuse(err, errlen, path, "truncated checkpoint (%zu bytes)", len);
+        return refuse(err, errlen, path, "truncated checkpoint (%zu bytes)", len), 0;
+    return header;
+}
+
+int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, model_t *m, const ckpt_expect_t *want,
+                     ckpt_state_t *st, char *err, size_t errlen)
+{
+    uint32_t version;
+    const uint32_t header = check_prefix(buf, len, path, &version, err, errlen);
+    if (!header) return -1;
+    rbuf_t r = {.p = buf, .off = PREFIX_BYTES};
     char name[MODEL_NAME_MAX];
     uint64_t np, nb, layout;
     ckpt_state_t s;
@@ -449,59 +690,15 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
     name[MODEL_NAME_MAX - 1] = 0;
     get(&r, &np, 8);
     get(&r, &nb, 8);
-    /* Version 6's compression counts sit at the header's end; bounded before use. */
-    uint64_t cq = 0, ce = 0;
-    int32_t cr = 0;
-    if (version >= 6) {
-        size_t at = PREFIX_BYTES + HEADER_BYTES_V6 - 20;
-        memcpy(&cq, buf + at, 8);
-        memcpy(&ce, buf + at + 8, 8);
-        memcpy(&cr, buf + at + 16, 4);
-        if (cq > ((uint64_t)1 << 40) || ce > ((uint64_t)1 << 40) || cr < 0 || cr > CKPT_MAX_WORKERS ||
-            (cq == 0 && (ce != 0 || cr != 0)))
-            return refuse(err, errlen, path,
-                          "checkpoint fields compress_q_floats = %" PRIu64 ", compress_err_floats = %" PRIu64
-                          ", compress_ranks = %d are not a PowerSGD state (each at most 2^40 floats, ranks in [0, "
-                          "%d])",
-                          cq, ce, (int)cr, CKPT_MAX_WORKERS);
-    }
-    /* Version 7's optimizer fields follow; the second moment is all the parameters or none. */
-    int64_t opt_step = 0;
-    uint64_t m2 = 0;
-    if (version >= 7) {
-        memcpy(&opt_step, buf + PREFIX_BYTES + HEADER_BYTES_V6, 8);
-        memcpy(&m2, buf + PREFIX_BYTES + HEADER_BYTES_V6 + 8, 8);
-        if (m2 != 0 && m2 != np)
-            return refuse(err, errlen, path,
-                          "checkpoint field moment2_floats = %" PRIu64 ", want 0 or nparams (%" PRIu64 ")", m2, np);
-        if (opt_step < 0 || (m2 == 0 && opt_step != 0))
-            return refuse(err, errlen, path, "checkpoint field opt_step = %" PRId64 " is not an AdamW step count (%s)",
-                          opt_step, m2 ? ">= 0" : "0 without a second moment");
-    }
-    /* Version 8's measured choice: a verdict of three, sums of seconds and counts. */
-    int32_t verdict = 0;
-    double probe[CKPT_PROBE_N] = {0};
-    if (version >= 8) {
-        memcpy(&verdict, buf + PREFIX_BYTES + HEADER_BYTES_V7, 4);
-        memcpy(probe, buf + PREFIX_BYTES + HEADER_BYTES_V7 + 4, sizeof probe);
-        if (verdict < 0 || verdict > 2)
-            return refuse(err, errlen, path,
-                          "checkpoint field compress_verdict = %d is not a verdict (0 undecided, 1 compress, 2 "
-                          "plain)",
-                          (int)verdict);
-        for (int i = 0; i < CKPT_PROBE_N; i++)
-            if (!(probe[i] >= 0 && probe[i] <= 1e12))
-                return refuse(err, errlen, path,
-                              "checkpoint field compress_probe[%d] = %g is not a sum of seconds or steps (want 0 "
-                              "to 1e12)",
-                              i, probe[i]);
-    }
+    tail_t t;
+    if (read_tail(buf, version, np, path, &t, err, errlen) != 0) return -1;
     if (np > ((uint64_t)1 << 40) || nb > ((uint64_t)1 << 40) ||
-        len != PREFIX_BYTES + (size_t)header + (2 * np + nb + compress_floats(cq, ce, cr) + m2) * sizeof(float) + 4)
+        len != PREFIX_BYTES + (size_t)header +
+                   (2 * np + nb + compress_floats(t.cq, t.ce, t.cr) + t.m2) * sizeof(float) + 4)
         return refuse(err, errlen, path,
                       "truncated or oversized checkpoint (%zu bytes, header says %" PRIu64 " parameters, %" PRIu64
                       " buffers, %" PRIu64 " floats of compression state and %" PRIu64 " of second moment)",
-                      len, np, nb, compress_floats(cq, ce, cr), m2);
+                      len, np, nb, compress_floats(t.cq, t.ce, t.cr), t.m2);
     uint32_t crc_file, crc = (uint32_t)crc32(0L, buf, (uInt)(len - 4));
     memcpy(&crc_file, buf + len - 4, 4);
     if (crc != crc_file)
@@ -524,77 +721,28 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
                       "checkpoint's parameter layout (hash %016" PRIx64 ") is not model %s's "
                       "(%016" PRIx64 "): written by another version of the model",
                       layout, m->name, checkpoint_layout_hash(m));
-    get(&r, &s.global_step, 8);
-    get(&r, &s.epoch, 8);
-    get(&r, &s.step_in_epoch, 8);
-    get(&r, &s.cursor, 8);
-    get(&r, &s.seed, 8);
-    get(&r, s.aug_rng.s, 16);
-    get(&r, &s.epoch_loss_sum, 8);
-    get(&r, &s.epoch_loss_samples, 8);
-    get(&r, &s.ps_version, 8);
-    get(&r, &s.nworkers, 4);
-    get(&r, s.batch_of, 4 * CKPT_MAX_WORKERS);
-    s.gain = s.efficiency = 1.0;
-    if (version >= 4) {
-        get(&r, &s.global_batch, 4);
-        get(&r, &s.progress, 8);
-        get(&r, &s.pass, 8);
-        get(&r, &s.gain, 8);
-        get(&r, &s.efficiency, 8);
-        get(&r, &s.gns_g2, 8);
-        get(&r, &s.gns_trace, 8);
-        get(&r, &s.gns_weight, 8);
-        get(&r, &s.gns_samples, 8);
-    } else if (want) {
-        s.global_batch = want->global_batch; /* version 3: no goodput planner then */
-    }
-    if (version >= 5) get(&r, s.dropout_step, 8 * CKPT_MAX_WORKERS);
-    else
-        for (int i = 0; i < s.nworkers && i < CKPT_MAX_WORKERS; i++) s.dropout_step[i] = (uint64_t)s.global_step;
-    if (version >= 6) r.off += 20;               /* the compression counts, read above */
-    if (version >= 7) r.off += 16;               /* the optimizer's fields, read above */
-    if (version >= 8) r.off += 4 + sizeof probe; /* the measured choice, read above */
-    s.compress_q_floats = cq, s.compress_err_floats = ce, s.compress_ranks = cr;
-    s.compress_verdict = verdict;
-    memcpy(s.compress_probe, probe, sizeof probe);
-    s.opt_step = opt_step, s.moment2_floats = m2;
+    read_state(&r, version, want, &t, &s);
     /* An AdamW run (m->moment2, resuming: want) needs both moments and the step; an SGD
      * run reading an AdamW file takes the weights and the first moment only (its spec hash
      * refuses it first), a tool (want NULL) what the file has. */
-    if (want && m->moment2 && m2 == 0)
+    if (want && m->moment2 && t.m2 == 0)
         return refuse(err, errlen, path,
                       "checkpoint has no AdamW second moment (format version %u, written by an optimizer.kind sgd "
                       "run%s): an adamw job cannot resume from it; start afresh or resume with optimizer.kind sgd",
                       version, version < 7 ? " or an older pacer-worker" : "");
     /* The same spec (its hash) and model give the same PowerSGD plan: other sizes are a
      * damaged or forged file. */
-    if (want && cq && (cq != want->compress_q_floats || ce != want->compress_err_floats))
+    if (want && t.cq && (t.cq != want->compress_q_floats || t.ce != want->compress_err_floats))
         return refuse(err, errlen, path,
                       "checkpoint's PowerSGD state (Q %" PRIu64 " floats, error %" PRIu64
                       ") is not this run's plan (Q %" PRIu64 ", error %" PRIu64 ")",
-                      cq, ce, want->compress_q_floats, want->compress_err_floats);
+                      t.cq, t.ce, want->compress_q_floats, want->compress_err_floats);
     /* Counters any run needs sane, even a tool that compares weights (want NULL). */
     if (s.global_step < 0 || s.epoch < 0 || s.step_in_epoch < 0 || s.cursor < 0 || s.nworkers < 0 ||
         s.nworkers > CKPT_MAX_WORKERS || s.pass < 0 || s.global_batch < 0)
         return refuse(err, errlen, path, "checkpoint header has invalid counters");
     if (want && checkpoint_validate(&s, want, path, err, errlen) != 0) return -1;
-    get(&r, m->params, m->nparams * sizeof(float));
-    get(&r, m->momentum, m->nparams * sizeof(float));
-    get(&r, m->buffers, m->nbuffers * sizeof(float));
-    char why[256];
-    if (model_check_buffers(m, why, sizeof why) != 0) return refuse(err, errlen, path, "checkpoint's %s", why);
-    /* Q always (any world: it is every rank's); this worker's error only when the file has
-     * every rank's of a world of this size (an elastic restart drops them: the caller
-     * says so). */
-    if (want && cq && want->compress_q) {
-        memcpy(want->compress_q, r.p + r.off, cq * sizeof(float));
-        int idx = want->compress_index;
-        if (want->compress_err && cr == want->nworkers && idx >= 0 && idx < cr)
-            memcpy(want->compress_err, r.p + r.off + (cq + ce * (uint64_t)idx) * sizeof(float), ce * sizeof(float));
-    }
-    if (m2 && m->moment2)
-        memcpy(m->moment2, r.p + r.off + compress_floats(cq, ce, cr) * sizeof(float), m2 * sizeof(float));
+    if (restore(&r, m, want, &t, path, err, errlen) != 0) return -1;
     *st = s;
     return 0;
 }
@@ -642,6 +790,18 @@ out:
 
 /* ---- the parameter-server workers' error feedback (checkpoint.h) ------------------------- */
 
+/* CRC32 (zlib's) of n bytes after crc, in pieces zlib's uInt length holds. */
+static uint32_t crc_of(uint32_t crc, const unsigned char *p, size_t n)
+{
+    uLong c = crc;
+    for (size_t done = 0; done < n;) {
+        const size_t part = n - done > ((size_t)1 << 30) ? (size_t)1 << 30 : n - done;
+        c = crc32(c, p + done, (uInt)part);
+        done += part;
+    }
+    return (uint32_t)c;
+}
+
 void checkpoint_ef_path(const char *ckpt_path, int index, char *out, size_t len)
 {
     snprintf(out, len, "%s.ef%d", ckpt_path, index);
@@ -657,10 +817,13 @@ int checkpoint_ef_save(const char *path, int64_t version, int32_t workers, int32
     memcpy(h + 16, &workers, 4);
     memcpy(h + 20, &index, 4);
     memcpy(h + 24, &count, 8);
+    /* the CRC32 of the header and the floats, as the checkpoint's trailer */
+    const uint32_t crc = crc_of(crc_of(0, h, sizeof h), (const unsigned char *)err, n * sizeof(float));
     char tmp[1200];
     int fd = fs_atomic_begin(path, tmp, sizeof tmp, 0644);
     if (fd < 0) goto fail;
-    if (fs_write_all(fd, h, sizeof h) != 0 || fs_write_all(fd, err, n * sizeof(float)) != 0) {
+    if (fs_write_all(fd, h, sizeof h) != 0 || fs_write_all(fd, err, n * sizeof(float)) != 0 ||
+        fs_write_all(fd, &crc, sizeof crc) != 0) {
         int e = errno;
         fs_atomic_abort(fd, tmp);
         errno = e;
@@ -673,12 +836,56 @@ fail:
     return -1;
 }
 
+void checkpoint_ef_fix_crc(unsigned char *buf, size_t len)
+{
+    if (len < 4) return;
+    const uint32_t crc = crc_of(0, buf, len - 4);
+    memcpy(buf + len - 4, &crc, 4);
+}
+
+/* The floats of a whole, checked file (at p, n of them): each finite and within
+ * CKPT_STATE_BOUND; 0, or -1 naming the element. */
+static int ef_values_ok(const unsigned char *p, size_t n, const char *path, char *msg, size_t msglen)
+{
+    for (size_t i = 0; i < n; i++) {
+        float x;
+        memcpy(&x, p + i * sizeof x, sizeof x);
+        if (isfinite(x) && fabs((double)x) <= CKPT_STATE_BOUND) continue;
+        snprintf(msg, msglen,
+                 "%s: the error feedback's element %zu is %g, want finite, of magnitude at most %g (gradient not yet "
+                 "sent)",
+                 path, i, (double)x, CKPT_STATE_BOUND);
+        return -1;
+    }
+    return 0;
+}
+
 int checkpoint_ef_parse(const unsigned char *buf, size_t len, const char *path, int64_t version, int32_t workers,
                         int32_t index, float *err, size_t n, char *msg, size_t msglen)
 {
-    const size_t want = CKPT_EF_HEADER + n * sizeof(float);
-    if (len < CKPT_EF_HEADER || memcmp(buf, CKPT_EF_MAGIC, 8) != 0) {
-        snprintf(msg, msglen, "%s: not an error-feedback file (no %s header)", path, CKPT_EF_MAGIC);
+    const size_t want = CKPT_EF_HEADER + n * sizeof(float) + 4;
+    if (len >= 8 && memcmp(buf, CKPT_EF_MAGIC_V1, 8) == 0) {
+        snprintf(msg, msglen,
+                 "%s: an error-feedback file of the older format %s, without a checksum: not read (the errors it "
+                 "holds cannot be verified)",
+                 path, CKPT_EF_MAGIC_V1);
+        return CKPT_EF_OTHER;
+    }
+    if (len < 8 || memcmp(buf, CKPT_EF_MAGIC, 8) != 0) {
+        snprintf(msg, msglen, "%s: not an error-feedback file (no %s header): damaged or written by something else",
+                 path, CKPT_EF_MAGIC);
+        return -1;
+    }
+    if (len != want) {
+        snprintf(msg, msglen,
+                 "%s: %zu bytes, where this model's error feedback of %zu floats takes %zu (truncated or damaged)",
+                 path, len, n, want);
+        return -1;
+    }
+    uint32_t crc_file, crc = crc_of(0, buf, len - 4);
+    memcpy(&crc_file, buf + len - 4, 4);
+    if (crc != crc_file) {
+        snprintf(msg, msglen, "%s: the error feedback is corrupt (CRC32 %08x, stored %08x)", path, crc, crc_file);
         return -1;
     }
     int64_t v;
@@ -693,13 +900,14 @@ int checkpoint_ef_parse(const unsigned char *buf, size_t len, const char *path, 
                  "%s: the error feedback of version %" PRId64 ", worker %d of %d, not of this checkpoint's version "
                  "%" PRId64 ", worker %d of %d",
                  path, v, ix, wk, version, index, workers);
+        return CKPT_EF_OTHER;
+    }
+    if (count != n) {
+        snprintf(msg, msglen, "%s: the header announces %" PRIu64 " floats in a file of this model's %zu", path, count,
+                 n);
         return -1;
     }
-    if (count != n || len != want) {
-        snprintf(msg, msglen, "%s: %zu bytes announcing %" PRIu64 " floats, where this model's %zu take %zu bytes",
-                 path, len, count, n, want);
-        return -1;
-    }
+    if (ef_values_ok(buf + CKPT_EF_HEADER, n, path, msg, msglen) != 0) return -1;
     memcpy(err, buf + CKPT_EF_HEADER, n * sizeof(float));
     return 0;
 }
@@ -707,28 +915,34 @@ int checkpoint_ef_parse(const unsigned char *buf, size_t len, const char *path, 
 int checkpoint_ef_load(const char *path, int64_t version, int32_t workers, int32_t index, float *err, size_t n,
                        char *msg, size_t msglen)
 {
-    const size_t want = CKPT_EF_HEADER + n * sizeof(float);
+    const size_t want = CKPT_EF_HEADER + n * sizeof(float) + 4;
     int rc = -1;
     unsigned char *buf = NULL;
     FILE *f = fopen(path, "rbe");
     struct stat st;
-    if (!f || fstat(fileno(f), &st) != 0) {
+    if (!f) {
+        /* none written for this checkpoint (a worker stopped before its reply): not damage */
         snprintf(msg, msglen, "%s: %s", path, strerror(errno));
+        return errno == ENOENT ? CKPT_EF_OTHER : -1;
+    }
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(msg, msglen, "%s: not a regular file", path);
         goto out;
     }
-    /* bounded before reading: a file of another size is refused by its size alone */
-    if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != (uint64_t)want) {
-        snprintf(msg, msglen, "%s: %lld bytes, where this model's %zu floats take %zu", path, (long long)st.st_size, n,
-                 want);
+    /* bounded before reading: no file larger than this model's is read */
+    const size_t len = (size_t)st.st_size;
+    if ((uint64_t)st.st_size > (uint64_t)want) {
+        snprintf(msg, msglen, "%s: %lld bytes, more than this model's error feedback of %zu floats takes (%zu)", path,
+                 (long long)st.st_size, n, want);
         goto out;
     }
-    if (!(buf = malloc(want)) || fread(buf, 1, want, f) != want) {
-        snprintf(msg, msglen, "%s: cannot read %zu bytes", path, want);
+    if (!(buf = malloc(len ? len : 1)) || fread(buf, 1, len, f) != len) {
+        snprintf(msg, msglen, "%s: cannot read %zu bytes", path, len);
         goto out;
     }
-    rc = checkpoint_ef_parse(buf, want, path, version, workers, index, err, n, msg, msglen);
+    rc = checkpoint_ef_parse(buf, len, path, version, workers, index, err, n, msg, msglen);
 out:
-    if (f) fclose(f);
+    fclose(f);
     free(buf);
     return rc;
 }

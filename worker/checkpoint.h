@@ -126,7 +126,13 @@ int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st, 
 int checkpoint_load(const char *path, model_t *m, const ckpt_expect_t *want, ckpt_state_t *st, char *err, size_t errlen);
 /* The checkpoint in buf (len bytes; path only names it in messages): verifies magic,
  * version, size and CRC, that the model name, parameter counts and layout hash match m,
- * and, unless want is NULL (tools that only compare weights), checkpoint_validate. Then
+ * and, unless want is NULL (tools that only compare weights), checkpoint_validate and
+ * every float array it restores (a CRC only says the bytes are the ones written, and a
+ * diverged or damaged run writes a valid one): parameters and momentum (AdamW's first
+ * moment) finite, AdamW's second moment finite and >= 0, PowerSGD's Q and every rank's
+ * error finite and bounded (CKPT_Q_BOUND, CKPT_STATE_BOUND); and, want or not, the
+ * buffers (model_check_buffers: batch-norm statistics, gathered parameters' index maps).
+ * A refusal names the file, the array, the element (and its tensor) and its value. Then
  * restores params, momentum, buffers and st. On any failure m and st are unchanged. */
 int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, model_t *m, const ckpt_expect_t *want,
                      ckpt_state_t *st, char *err, size_t errlen);
@@ -143,17 +149,44 @@ int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const
  * two models with the same counts but another arrangement differ. */
 uint64_t checkpoint_layout_hash(const model_t *m);
 
+/* The largest magnitude an element of error feedback may have in a file (a checkpoint's
+ * PowerSGD errors, a CKPT.ef<index> file's bf16 errors): larger is refused as damage. The
+ * error is gradient not yet sent: bf16's is what rounding to 8 significant bits left of
+ * gradient plus error (|e| <= 2^-8 |g + e|, so about |g| / 255), PowerSGD's what its
+ * rank-r approximation left of the same sum (at most that sum). Either is of the
+ * gradients' size, which a run that still learns keeps near the weights' (of order 1 in
+ * the networks pacer trains: normalised inputs, initialised at +-1/sqrt(fan_in)): a
+ * gradient element of 1e6 moves its weight by 1e6 x lr in one step, which no run survives
+ * (a diverged run's gradients become infinite or NaN, refused as such). So 1e6 is far
+ * above any error of a healthy run and far below a forged 1e30, which trained on silently
+ * (0.13 accuracy where the run had 0.47, health "ok"). */
+#define CKPT_STATE_BOUND 1e6
+/* PowerSGD's Q: the sum over the ranks (at most CKPT_MAX_WORKERS) of M^T P, M = gradient +
+ * error (each element within CKPT_STATE_BOUND), P's columns orthonormal; an element is at
+ * most the ranks times a column norm of M, sqrt(rows) x CKPT_STATE_BOUND, rows below 2^24
+ * (4096 = sqrt(2^24)). */
+#define CKPT_Q_BOUND ((double)CKPT_MAX_WORKERS * 4096.0 * CKPT_STATE_BOUND)
+
 /* The parameter-server family's error feedback (algorithm.compression bf16, worker/ps.c):
  * each worker keeps its own, so each writes it beside the checkpoint the parameter server
  * wrote, in its own file CKPT.ef<index> (checkpoint_ef_path), once its next reply says
  * which checkpoint (its version) it belongs to. The file: CKPT_EF_MAGIC, int64 version,
- * int32 workers, int32 index, uint64 count, then count floats, in host order like the
- * checkpoint; written atomically. checkpoint_ef_parse takes a file's bytes and restores
- * err (n floats) only when the file is whole and for this version, workers, index and n:
- * 0, else -1 with a line naming the file and what differs (err untouched).
- * checkpoint_ef_load reads path (its size bounded by n first) through it. */
-#define CKPT_EF_MAGIC "PACEREF1"
+ * int32 workers, int32 index, uint64 count, then count floats, then the CRC32 (zlib) of
+ * every byte before it, in host order like the checkpoint; written atomically.
+ * checkpoint_ef_parse takes a file's bytes and restores err (n floats) only when the file
+ * is whole (its size, its CRC), for this version, workers, index and n, and every float
+ * finite and within CKPT_STATE_BOUND: 0. A whole file of another checkpoint (version,
+ * workers or index: an older checkpoint's, an elastic restart's), and a file of the
+ * first format (CKPT_EF_MAGIC_V1, before the checksum; not read: nothing verifies it), is
+ * CKPT_EF_OTHER: the caller starts the errors at zero, saying why (the line in msg).
+ * Anything else is damage, -1 with a line naming the file and what is wrong (the element
+ * and its value for a float): the caller refuses to train. err is untouched unless 0.
+ * checkpoint_ef_load reads path (its size bounded by n first) through it; a missing file
+ * is CKPT_EF_OTHER, one it cannot read -1. */
+#define CKPT_EF_MAGIC "PACEREF2"
+#define CKPT_EF_MAGIC_V1 "PACEREF1"
 #define CKPT_EF_HEADER 32
+#define CKPT_EF_OTHER 1
 void checkpoint_ef_path(const char *ckpt_path, int index, char *out, size_t len);
 int checkpoint_ef_save(const char *path, int64_t version, int32_t workers, int32_t index, const float *err, size_t n,
                        char *msg, size_t msglen);
@@ -161,6 +194,9 @@ int checkpoint_ef_parse(const unsigned char *buf, size_t len, const char *path, 
                         int32_t index, float *err, size_t n, char *msg, size_t msglen);
 int checkpoint_ef_load(const char *path, int64_t version, int32_t workers, int32_t index, float *err, size_t n,
                        char *msg, size_t msglen);
+/* Recomputes the trailing CRC32 of an error-feedback file image of len bytes in place
+ * (tests and tools that forge one). */
+void checkpoint_ef_fix_crc(unsigned char *buf, size_t len);
 
 /* For tests and tools that forge checkpoints: where a field sits in a file of this
  * version ("version", "header_bytes", "model", "nparams", "nbuffers", "spec_hash",
@@ -170,5 +206,11 @@ int checkpoint_ef_load(const char *path, int64_t version, int32_t workers, int32
 int checkpoint_field_at(const char *field, size_t *off, size_t *size);
 /* Recomputes the trailing CRC32 of a checkpoint image of len bytes in place. */
 void checkpoint_fix_crc(unsigned char *buf, size_t len);
+/* For the same: where element i of a float array sits in the checkpoint image buf of len
+ * bytes (this version's, its counts as its header says): name "params[i]", "momentum[i]"
+ * (AdamW's first moment), "buffers[i]", "compress_q[i]", "compress_err[i]" (rank after
+ * rank) or "moment2[i]". 0 with the byte offset, or -1 (unknown name, i past the array,
+ * or not a file of this version). */
+int checkpoint_data_at(const unsigned char *buf, size_t len, const char *name, size_t *off);
 
 #endif

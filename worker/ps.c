@@ -568,20 +568,31 @@ static void save_error(worker_t *w, const ps_reply_t *h, const float *err, const
 
 /* A resumed worker takes back the error feedback it wrote for the checkpoint it resumes
  * from (version w->global_step); another version, another number of workers (an elastic
- * restart) or no file: the errors start at zero, with a line that says why. */
-static void restore_error(worker_t *w, float *err)
+ * restart), the unchecked first format or no file: the errors start at zero, with a line
+ * that says why. A damaged file (its size, its CRC, a float not finite or out of bounds:
+ * checkpoint.h) is refused: -1, said, and the worker trains on nothing. */
+static int restore_error(worker_t *w, float *err)
 {
     char path[1200], msg[1400];
     error_path(w, path, sizeof path);
     const size_t np = w->model->nparams;
-    if (checkpoint_ef_load(path, w->global_step, w->nworkers, w->worker_index, err, np, msg, sizeof msg) != 0) {
+    const int rc = checkpoint_ef_load(path, w->global_step, w->nworkers, w->worker_index, err, np, msg, sizeof msg);
+    if (rc == CKPT_EF_OTHER) {
         fprintf(stderr, "pacer-worker: rank %d: bf16 error feedback starts at zero: %s\n", w->rank, msg);
-        return;
+        return 0;
+    }
+    if (rc != 0) {
+        fprintf(stderr,
+                "pacer-worker: rank %d: refusing to resume on a damaged error-feedback file: %s (move it away to "
+                "start this worker's errors at zero)\n",
+                w->rank, msg);
+        return -1;
     }
     double sum = 0;
     for (size_t i = 0; i < np; i++) sum += fabs((double)err[i]);
     fprintf(stderr, "pacer-worker: rank %d: bf16 error feedback of version %ld restored from %s (sum |e| %.9g)\n",
             w->rank, w->global_step, path, sum);
+    return 0;
 }
 
 static int run_worker(worker_t *w)
@@ -598,7 +609,7 @@ static int run_worker(worker_t *w)
     int rc = -1;
     long perm_epoch = -1;
     if (!in || !out || (bf16 && !err) || (keep && !prev)) goto done;
-    if (bf16 && w->global_step > 0) restore_error(w, err);
+    if (bf16 && w->global_step > 0 && restore_error(w, err) != 0) goto done;
     for (;;) {
         /* A worker's step (the breakdown): copy in the weights, gather, compute, push,
          * then wait for the PS (until its reply starts arriving) and receive the reply

@@ -17,8 +17,9 @@
 #      was saved (the sum of |e| the worker reports equals the file's, both workers, not
 #      zero). Not "bit for bit against an uninterrupted run": asgd's stop drops the pushes
 #      in flight (their ranges are lost on resume), so no resume of the family continues
-#      exactly, with or without compression. A file of another version or size is
-#      refused by name and the errors start at zero.
+#      exactly, with or without compression. A whole file of another version is named
+#      and the errors start at zero; a damaged one (truncated, a NaN or huge element, a
+#      wrong CRC) is refused by name and the run stops, non-zero, instead of training on.
 . tests/integration/compress_lib.inc
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 NP=61706 # LeNet-5's parameters (no batch-norm buffers)
@@ -92,16 +93,18 @@ cat >"$TMP/ck.json" <<JSON
 JSON
 run3 ck --stop-after-steps 40
 cp -r "$TMP/ck" "$TMP/ck.saved"
-# sum |e| of a saved file, summed in order in double as the worker does; its header checked
+# sum |e| of a saved file, summed in order in double as the worker does; its header and
+# trailing CRC32 checked
 efsum() { # FILE INDEX
     python3 - "$1" "$2" <<'PY' || fail "$1 is not worker $2's error feedback of version 40"
-import struct, sys
+import struct, sys, zlib
 b = open(sys.argv[1], "rb").read()
-assert b[:8] == b"PACEREF1", b[:8]
+assert b[:8] == b"PACEREF2", b[:8]
 assert struct.unpack("<qiiQ", b[8:32]) == (40, 2, int(sys.argv[2]), 61706), struct.unpack("<qiiQ", b[8:32])
-assert len(b) == 32 + 4 * 61706, len(b)
+assert len(b) == 32 + 4 * 61706 + 4, len(b)
+assert struct.unpack("<I", b[-4:])[0] == zlib.crc32(b[:-4]) & 0xffffffff, "CRC32"
 s = 0.0
-for (x,) in struct.iter_unpack("<f", b[32:]):
+for (x,) in struct.iter_unpack("<f", b[32:-4]):
     s += abs(x)
 assert s > 0, "all zero"
 print("%.9g" % s)
@@ -114,19 +117,37 @@ for i in 0 1; do
         "$TMP/ck2.log" || { cat "$TMP/ck2.log"; fail "worker $i did not restore its saved error feedback (sum $sum)"; }
 done
 echo "ok: both workers wrote their error feedback at update 40 and the resume restored it exactly"
-# Another version, a truncated file: refused by name, the errors start at zero.
+# A whole file of another version (its CRC right): named, the errors start at zero.
 rm -rf "$TMP/ck"
 cp -r "$TMP/ck.saved" "$TMP/ck"
-python3 - "$TMP/ck/ck.ckpt.ef0" "$TMP/ck/ck.ckpt.ef1" <<'PY'
-import struct, sys
+python3 - "$TMP/ck/ck.ckpt.ef0" <<'PY'
+import struct, sys, zlib
 b = bytearray(open(sys.argv[1], "rb").read())
 b[8:16] = struct.pack("<q", 41)
+b[-4:] = struct.pack("<I", zlib.crc32(bytes(b[:-4])) & 0xffffffff)
 open(sys.argv[1], "wb").write(b)
-open(sys.argv[2], "r+b").truncate(1000)
 PY
 SPEC=$TMP/ck.json run3 ck3 --resume
 grep -q "rank 1: bf16 error feedback starts at zero: .*ck.ckpt.ef0: the error feedback of version 41, worker 0 of 2, not of this checkpoint's version 40, worker 0 of 2" "$TMP/ck3.log" ||
-    { cat "$TMP/ck3.log"; fail "a side file of another version was not refused by name"; }
-grep -q "rank 2: bf16 error feedback starts at zero: .*ck.ckpt.ef1: 1000 bytes, where this model's 61706 floats take 246856" "$TMP/ck3.log" ||
-    { cat "$TMP/ck3.log"; fail "a truncated side file was not refused by its size"; }
-echo "ok: a side file of another version or size is refused by name; the errors start at zero"
+    { cat "$TMP/ck3.log"; fail "a side file of another version was not named"; }
+echo "ok: a side file of another version is named; the errors start at zero"
+# damaged INDEX EDIT REASON - the saved files, worker INDEX's damaged by EDIT (a command
+# on $f): the resume stops, non-zero, the worker naming the file and REASON.
+damaged() {
+    rm -rf "$TMP/ck"
+    cp -r "$TMP/ck.saved" "$TMP/ck"
+    f=$TMP/ck/ck.ckpt.ef$1
+    eval "$2" || fail "cannot damage $f"
+    $MPIRUN -np 3 $WORKER --spec "$TMP/ck.json" --ps-round-robin --resume >"$TMP/dmg.log" 2>&1 &&
+        { cat "$TMP/dmg.log"; fail "resumed on a damaged side file ($2)"; }
+    grep -qF "rank $(($1 + 1)): refusing to resume on a damaged error-feedback file: $f: $3" "$TMP/dmg.log" ||
+        { cat "$TMP/dmg.log"; fail "the damaged side file ($2) was not refused by name: $3"; }
+    echo "ok: worker $1's side file damaged ($2): the run stopped: $(grep -o "ck.ckpt.ef$1: .*" "$TMP/dmg.log" | head -1)"
+}
+damaged 1 'head -c 1000 "$TMP/ck.saved/ck.ckpt.ef1" >"$f"' \
+    "1000 bytes, where this model's error feedback of 61706 floats takes 246860 (truncated or damaged)"
+damaged 0 '$BUILD/tools/ckpt_patch "$f" "ef[3]" nan' "the error feedback's element 3 is nan, want finite"
+damaged 1 '$BUILD/tools/ckpt_patch "$f" "ef[7]" 1e30' "the error feedback's element 7 is 1e+30"
+# one bit of a float flipped, the CRC left as it was
+damaged 0 'python3 -c "import sys; b = bytearray(open(sys.argv[1], \"rb\").read()); b[100] ^= 1; open(sys.argv[1], \"wb\").write(b)" "$f"' \
+    "the error feedback is corrupt (CRC32 "

@@ -905,6 +905,295 @@ static void test_checkpoint_gather_map_checked(void **state)
     model_free(b);
 }
 
+/* ---- the float arrays a resume restores ------------------------------------------------- */
+
+/* A copy of from with the float element name (checkpoint_data_at's "params[123]", ...) set
+ * to v, the CRC fixed: a valid file whose contents are what a diverged or damaged run (or
+ * a forger) wrote. */
+static void forge_float(const char *from, const char *to, const char *name, float v)
+{
+    size_t len, off;
+    unsigned char *buf = read_all(from, &len);
+    if (checkpoint_data_at(buf, len, name, &off) != 0) fail_msg("no element %s in %s", name, from);
+    memcpy(buf + off, &v, sizeof v);
+    checkpoint_fix_crc(buf, len);
+    write_bytes(to, buf, len);
+    free(buf);
+}
+
+/* Resuming from a copy of good with what[i] (its array in the file) set to v is refused,
+ * naming the array (as the message calls it: label), the element, its tensor and value. */
+static void refused_float(worker_t *w, const char *good, const char *bad, const char *what, size_t i, float v,
+                          const char *label, const char *rule)
+{
+    char name[64], want[512];
+    snprintf(name, sizeof name, "%s[%zu]", what, i);
+    forge_float(good, bad, name, v);
+    const tensor_info_t *t = model_tensor_at(w->model, i, 0);
+    assert_non_null(t);
+    snprintf(want, sizeof want, "checkpoint's %s: element %zu (%s[%zu]) is %g, want %s", label, i, t->name,
+             i - t->offset, (double)v, rule);
+    expect_refused(w, bad, want);
+}
+
+/* Parameters and momentum of a checkpoint with a valid CRC must be finite: before, a NaN
+ * weight resumed (and trained on, every loss NaN, the worker exiting 0). */
+static void test_checkpoint_params_momentum_checked(void **state)
+{
+    fixture_t *fx = *state;
+    char good[512], bad[600], err[1024] = "";
+    make_checkpoint(fx, good, sizeof good);
+    snprintf(bad, sizeof bad, "%s/bad.ckpt", fx->dir);
+    static job_spec_t spec;
+    static worker_t w;
+    lenet_spec(fx, &spec, NULL);
+    if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    refused_float(&w, good, bad, "params", 123, NAN, "parameters", "finite");
+    refused_float(&w, good, bad, "params", 0, -INFINITY, "parameters", "finite");
+    refused_float(&w, good, bad, "params", w.model->nparams - 1, INFINITY, "parameters", "finite");
+    refused_float(&w, good, bad, "momentum", 7, INFINITY, "momentum", "finite");
+    refused_float(&w, good, bad, "momentum", 61000, NAN, "momentum", "finite");
+    /* large but finite is a weight, not damage */
+    forge_float(good, bad, "params[5]", 1e30f);
+    if (worker_resume(&w, bad, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_true(w.model->params[5] == 1e30f);
+    if (worker_resume(&w, good, err, sizeof err) != 0) fail_msg("%s", err);
+    worker_teardown(&w);
+}
+
+/* AdamW's moments: the first finite, the second finite and >= 0 (a mean of squared
+ * gradients; sqrt of a negative one is NaN in every later update). Both were resumed
+ * whatever they held. */
+static void test_checkpoint_adamw_moments_checked(void **state)
+{
+    fixture_t *fx = *state;
+    char bad[600], path[512], err[1024] = "";
+    make_data(fx, 28);
+    static job_spec_t spec;
+    static worker_t w;
+    lenet_spec(fx, &spec, ", \"optimizer\": {\"kind\": \"adamw\", \"lr\": 0.001, \"weight_decay\": 0.05}");
+    if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    train_opts_t o = {.stop_after_steps = 4};
+    if (worker_train(&w, &o, err, sizeof err) != 0) fail_msg("%s", err);
+    worker_checkpoint_path(&w, path, sizeof path);
+    worker_teardown(&w);
+    snprintf(bad, sizeof bad, "%s/bad.ckpt", fx->dir);
+    if (worker_setup(&w, &spec, 0, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    const char *sq = "finite and >= 0 (a mean of squares)";
+    refused_float(&w, path, bad, "moment2", 5, -1.0f, "AdamW second moment", sq);
+    refused_float(&w, path, bad, "moment2", 5, NAN, "AdamW second moment", sq);
+    refused_float(&w, path, bad, "moment2", 60000, INFINITY, "AdamW second moment", sq);
+    refused_float(&w, path, bad, "momentum", 3, NAN, "AdamW first moment", "finite");
+    /* a second moment of 0 is a parameter whose gradient was 0 so far */
+    forge_float(path, bad, "moment2[5]", 0.0f);
+    if (worker_resume(&w, bad, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_true(w.model->moment2[5] == 0.0f);
+    worker_teardown(&w);
+}
+
+/* PowerSGD's state in a checkpoint (lenet5 with a made-up plan of Q 6 floats and errors of
+ * 10 per rank, 2 ranks): Q and every rank's error finite and bounded (checkpoint.h,
+ * CKPT_STATE_BOUND, CKPT_Q_BOUND). An error of 1e30 used to resume: the next step sent it
+ * and the run went on at 0.13 accuracy (0.47 without), its health "ok". A refusal
+ * restores nothing: the weights and the plan's buffers keep what they held. */
+static void test_checkpoint_powersgd_state_checked(void **state)
+{
+    fixture_t *fx = *state;
+    enum { NQ = 6, NE = 10, NR = 2 };
+    model_t *a = NULL, *b = NULL;
+    char err[1024], path[600], bad[600];
+    assert_int_equal(model_create("lenet5", 48, &a, err, sizeof err), 0);
+    assert_int_equal(model_create("lenet5", 48, &b, err, sizeof err), 0);
+    model_init_params(a, 3);
+    float q[NQ], e[NR * NE], q2[NQ], e2[NE];
+    for (int i = 0; i < NQ; i++) q[i] = 0.5f * (float)(i + 1);
+    for (int i = 0; i < NR * NE; i++) e[i] = 0.01f * (float)(i - 7);
+    ckpt_state_t st;
+    memset(&st, 0, sizeof st);
+    st.spec_hash = 1, st.seed = 42, st.epoch = 1, st.step_in_epoch = 4, st.cursor = 256, st.global_step = 14;
+    st.aug_rng.s[0] = 7, st.aug_rng.s[1] = 9, st.epoch_loss_samples = 256, st.nworkers = NR;
+    st.batch_of[0] = 40, st.batch_of[1] = 24, st.global_batch = 64, st.gain = st.efficiency = 1;
+    st.compress_q = q, st.compress_err = e, st.compress_q_floats = NQ, st.compress_err_floats = NE;
+    st.compress_ranks = NR;
+    snprintf(path, sizeof path, "%s/psgd.ckpt", fx->dir);
+    snprintf(bad, sizeof bad, "%s/bad.ckpt", fx->dir);
+    assert_int_equal(checkpoint_save(path, a, &st, err, sizeof err), 0);
+    ckpt_expect_t want = {.spec_hash = 1,
+                          .seed = 42,
+                          .nworkers = NR,
+                          .spec_workers = NR,
+                          .epochs = 3,
+                          .steps_per_epoch = 10,
+                          .train_n = 640,
+                          .global_batch = 64,
+                          .min_batch = 8,
+                          .max_batch = 48,
+                          .compress_q_floats = NQ,
+                          .compress_err_floats = NE,
+                          .compress_q = q2,
+                          .compress_err = e2,
+                          .compress_index = 1};
+    ckpt_state_t got;
+    if (checkpoint_load(path, b, &want, &got, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_memory_equal(q2, q, sizeof q);
+    assert_memory_equal(e2, e + NE, sizeof e2);
+    static const struct {
+        const char *name;
+        float v;
+        const char *want;
+    } CASES[] = {
+        {"compress_err[14]", 1e30f,
+         "checkpoint's PowerSGD error feedback of rank 1: element 4 is 1e+30, want finite, of magnitude at most 1e+06"},
+        {"compress_err[0]", -2e6f, "checkpoint's PowerSGD error feedback of rank 0: element 0 is -2e+06"},
+        {"compress_err[9]", NAN, "checkpoint's PowerSGD error feedback of rank 0: element 9 is nan"},
+        {"compress_q[2]", INFINITY, "checkpoint's PowerSGD Q: element 2 is inf, want finite, of magnitude at most"},
+        {"compress_q[5]", 1e30f, "checkpoint's PowerSGD Q: element 5 is 1e+30"},
+    };
+    memset(b->params, 0, b->nparams * sizeof(float));
+    for (size_t k = 0; k < sizeof CASES / sizeof CASES[0]; k++) {
+        forge_float(path, bad, CASES[k].name, CASES[k].v);
+        memset(q2, 0, sizeof q2);
+        memset(e2, 0, sizeof e2);
+        assert_int_equal(checkpoint_load(bad, b, &want, &got, err, sizeof err), -1);
+        if (!strstr(err, CASES[k].want) || !strstr(err, bad))
+            fail_msg("%s: refusal '%s' does not say '%s'", CASES[k].name, err, CASES[k].want);
+        for (int i = 0; i < NQ; i++) assert_true(q2[i] == 0.0f);
+        for (int i = 0; i < NE; i++) assert_true(e2[i] == 0.0f);
+        for (size_t i = 0; i < b->nparams; i++) assert_true(b->params[i] == 0.0f);
+    }
+    /* the bound itself is an error a run may hold */
+    forge_float(path, bad, "compress_err[14]", 1e6f);
+    if (checkpoint_load(bad, b, &want, &got, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_true(e2[4] == 1e6f);
+    model_free(a);
+    model_free(b);
+}
+
+/* x (2, 3, 3) through a batch norm "bn", then the head. */
+static int build_bn(model_builder_t *b, void *ctx, char *err, size_t errlen)
+{
+    (void)ctx, (void)err, (void)errlen;
+    static const char *const names[4] = {"bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"};
+    const int x = model_build_bn(b, -1, names);
+    return model_build_fc(b, x, 3, "head.weight", "head.bias") < 0 ? -1 : 0;
+}
+
+/* A batch norm's running statistics in a checkpoint: the mean finite, the variance finite
+ * and >= 0 (evaluation divides by sqrt(var + eps)). Checked for any reader, as the gathered
+ * parameters' maps are, and a refusal leaves the model's buffers as they were. */
+static void test_checkpoint_bn_stats_checked(void **state)
+{
+    fixture_t *fx = *state;
+    model_t *a = NULL, *b = NULL;
+    char err[512], path[600];
+    for (int k = 0; k < 2; k++)
+        if (model_create_custom("bnnet", 2, 3, 3, 3, 2, build_bn, NULL, k ? &b : &a, err, sizeof err) != 0)
+            fail_msg("%s", err);
+    model_init_params(a, 7);
+    model_init_params(b, 8);
+    const layer_t *bn = &a->layers[0];
+    assert_int_equal(bn->kind, LAYER_BN);
+    snprintf(path, sizeof path, "%s/bn.ckpt", fx->dir);
+    ckpt_state_t st = {.seed = 7, .nworkers = 1, .aug_rng = {{1, 2}}}, got;
+    a->buffers[bn->rv_off + 1] = 0.0f; /* a constant channel's variance */
+    assert_int_equal(checkpoint_save(path, a, &st, err, sizeof err), 0);
+    if (checkpoint_load(path, b, NULL, &got, err, sizeof err) != 0) fail_msg("%s", err);
+    static const struct {
+        int var;
+        float v;
+        const char *want;
+    } CASES[] = {
+        {1, -1.0f,
+         "layer 0 (batch norm): element 1 of its running variance (bn.running_var) is -1, want finite and >= 0"},
+        {1, NAN, "element 1 of its running variance (bn.running_var) is nan"},
+        {0, INFINITY, "layer 0 (batch norm): element 1 of its running mean (bn.running_mean) is inf, want finite"},
+    };
+    float *keep = malloc(b->nbuffers * sizeof *keep);
+    assert_non_null(keep);
+    for (size_t k = 0; k < sizeof CASES / sizeof CASES[0]; k++) {
+        const float was = a->buffers[(CASES[k].var ? bn->rv_off : bn->rm_off) + 1];
+        a->buffers[(CASES[k].var ? bn->rv_off : bn->rm_off) + 1] = CASES[k].v;
+        assert_int_equal(checkpoint_save(path, a, &st, err, sizeof err), 0);
+        a->buffers[(CASES[k].var ? bn->rv_off : bn->rm_off) + 1] = was;
+        memcpy(keep, b->buffers, b->nbuffers * sizeof *keep);
+        assert_int_equal(checkpoint_load(path, b, NULL, &got, err, sizeof err), -1);
+        if (!strstr(err, CASES[k].want)) fail_msg("refusal '%s' does not say '%s'", err, CASES[k].want);
+        assert_memory_equal(keep, b->buffers, b->nbuffers * sizeof *keep);
+    }
+    free(keep);
+    model_free(a);
+    model_free(b);
+}
+
+/* The parameter-server workers' error-feedback files (CKPT.ef<index>): a CRC and finite,
+ * bounded floats. A NaN file used to be "restored (sum |e| nan)" and trained on. Damage is
+ * -1 with the element or what is wrong (the worker refuses to train); a whole file of
+ * another checkpoint, the first format without a checksum, or none: CKPT_EF_OTHER (the
+ * errors start at zero). err is untouched unless the file is restored. */
+static void test_checkpoint_ef_checked(void **state)
+{
+    fixture_t *fx = *state;
+    enum { N = 10 };
+    float e[N], got[N];
+    char path[600], msg[1024];
+    for (int i = 0; i < N; i++) e[i] = 0.001f * (float)(i - 4);
+    snprintf(path, sizeof path, "%s/ck.ckpt.ef1", fx->dir);
+    assert_int_equal(checkpoint_ef_load(path, 40, 2, 1, got, N, msg, sizeof msg), CKPT_EF_OTHER); /* none yet */
+    assert_int_equal(checkpoint_ef_save(path, 40, 2, 1, e, N, msg, sizeof msg), 0);
+    if (checkpoint_ef_load(path, 40, 2, 1, got, N, msg, sizeof msg) != 0) fail_msg("%s", msg);
+    assert_memory_equal(got, e, sizeof e);
+    size_t len;
+    unsigned char *good = read_all(path, &len);
+    assert_int_equal(len, CKPT_EF_HEADER + N * sizeof(float) + 4);
+    assert_memory_equal(good, CKPT_EF_MAGIC, 8);
+    unsigned char *buf = malloc(len);
+    assert_non_null(buf);
+    static const struct {
+        int what; /* 0: float 3 set to v, CRC fixed; 1: the same, CRC not fixed; 2: cut to len - 4; 3: the first
+                     format's magic; 4: version 41, CRC fixed; 5: count 11, CRC fixed */
+        float v;
+        int rc;
+        const char *want;
+    } CASES[] = {
+        {0, NAN, -1, "the error feedback's element 3 is nan, want finite, of magnitude at most 1e+06"},
+        {0, -INFINITY, -1, "the error feedback's element 3 is -inf"},
+        {0, 1e30f, -1, "the error feedback's element 3 is 1e+30"},
+        {1, 0.5f, -1, "the error feedback is corrupt (CRC32 "},
+        {2, 0, -1, "bytes, where this model's error feedback of 10 floats takes 76 (truncated or damaged)"},
+        {3, 0, CKPT_EF_OTHER, "an error-feedback file of the older format PACEREF1, without a checksum: not read"},
+        {4, 0, CKPT_EF_OTHER, "the error feedback of version 41, worker 1 of 2, not of this checkpoint's version 40"},
+        {5, 0, -1, "the header announces 11 floats in a file of this model's 10"},
+    };
+    for (size_t k = 0; k < sizeof CASES / sizeof CASES[0]; k++) {
+        size_t n = len;
+        memcpy(buf, good, len);
+        const int w = CASES[k].what;
+        if (w <= 1) memcpy(buf + CKPT_EF_HEADER + 3 * sizeof(float), &CASES[k].v, sizeof(float));
+        if (w == 2) n = len - 4;
+        if (w == 3) memcpy(buf, CKPT_EF_MAGIC_V1, 8);
+        if (w == 4) buf[8] = 41;
+        if (w == 5) buf[24] = 11;
+        if (w == 0 || w >= 4) checkpoint_ef_fix_crc(buf, n);
+        write_bytes(path, buf, n);
+        for (int i = 0; i < N; i++) got[i] = 7.0f;
+        const int rc = checkpoint_ef_load(path, 40, 2, 1, got, N, msg, sizeof msg);
+        if (rc != CASES[k].rc || !strstr(msg, CASES[k].want) || !strstr(msg, path))
+            fail_msg("case %zu: %d '%s', want %d '%s'", k, rc, msg, CASES[k].rc, CASES[k].want);
+        for (int i = 0; i < N; i++) assert_true(got[i] == 7.0f);
+    }
+    /* larger than the model's file: refused by its size, unread */
+    memcpy(buf, good, len);
+    write_bytes(path, buf, len);
+    FILE *f = fopen(path, "ab");
+    assert_non_null(f);
+    fputc(0, f);
+    fclose(f);
+    assert_int_equal(checkpoint_ef_load(path, 40, 2, 1, got, N, msg, sizeof msg), -1);
+    assert_non_null(strstr(msg, "77 bytes, more than this model's error feedback of 10 floats takes (76)"));
+    free(buf);
+    free(good);
+}
+
 /* ---- Redis replies ---------------------------------------------------------------------- */
 
 /* The reply hiredis builds from RESP bytes (what a Redis server, or something posing as
@@ -1027,6 +1316,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_checkpoint_adamw, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_long_tensor_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_gather_map_checked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_params_momentum_checked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_adamw_moments_checked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_powersgd_state_checked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_bn_stats_checked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_ef_checked, setup, teardown),
         cmocka_unit_test(test_redis_assignment_parser),
         cmocka_unit_test(test_redis_dynbatch_parsers),
     };

@@ -505,7 +505,8 @@ int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsloa
             if (strstr(why, "stale") || strstr(why, "damaged"))
                 snprintf(info->cache_note, sizeof info->cache_note, "rebuilt: %.500s", why);
             /* A builder of this file killed before (issue 42) left its temporary file. */
-            char tmps[600];
+            /* as long as any name path holds: a cut prefix would sweep other files */
+            char tmps[sizeof path + 8];
             const char *slash = strrchr(path, '/');
             snprintf(tmps, sizeof tmps, "%s.tmp.", slash ? slash + 1 : path);
             fs_atomic_sweep(o->cache_dir, tmps, NULL, NULL);

@@ -41,37 +41,39 @@ export PACER_SHARED
 passed=0 failed=0 skipped=0
 failures=""
 log=$(mktemp)
+# each test's seconds, one line each (lanes append whole lines), for the closing recap
+times=$(mktemp)
+began=$(date +%s)
 # Each failure's last lines again at the very end, just above the closing line: a CI log
 # is often read from its tail, where the failing check's own message then is.
 recap=$(mktemp)
-trap 'rm -f "$log" "$recap"' EXIT
+trap 'rm -f "$log" "$recap" "$times"' EXIT
 # recap_add NAME FILE - the last lines of a failed test's output, for the closing recap.
 recap_add() { { echo "--- $1 (its last lines; the whole output is above)"; tail -12 "$2"; } >>"$recap"; }
 
-count() { sed -n "s/^\[  *$1  *\] \([0-9][0-9]*\) test.*/\1/p" "$log" | tail -1; }
+count() { sed -n "s/^\[  *$1  *\] \([0-9][0-9]*\) test.*/\1/p" "$2" | tail -1; }
 
-if [ "$WHAT" = all ] || [ "$WHAT" = unit ] || [ "$WHAT" = only ]; then
-    for t in "$BUILD"/tests/test_*; do
-        [ -x "$t" ] || continue
-        name=$(basename "$t")
-        wanted "$name" || continue
-        start=$(date +%s)
-        "$t" >"$log" 2>&1
-        status=$?
-        p=$(count PASSED); f=$(count FAILED); s=$(count SKIPPED)
-        p=${p:-0}; f=${f:-0}; s=${s:-0}
-        # A crash or a non-zero exit with no cmocka failure line still counts as a failure.
-        if [ $status -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-        passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
-        echo "unit  $name: $p passed, $f failed, $s skipped ($(( $(date +%s) - start ))s)"
-        grep -E '^skip:' "$log" | sed 's/^/      /'
-        if [ "$f" -ne 0 ]; then
-            failures="$failures $name"
-            sed 's/^/      | /' "$log" | tail -60
-            recap_add "$name" "$log"
-        fi
-    done
-fi
+# run_unit PROGRAM LOG - one cmocka program: its verdict line, and the counters.
+run_unit() {
+    name=$(basename "$1")
+    start=$(date +%s)
+    "$1" >"$2" 2>&1
+    status=$?
+    p=$(count PASSED "$2"); f=$(count FAILED "$2"); s=$(count SKIPPED "$2")
+    p=${p:-0}; f=${f:-0}; s=${s:-0}
+    # A crash or a non-zero exit with no cmocka failure line still counts as a failure.
+    if [ $status -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+    passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+    dur=$(( $(date +%s) - start ))
+    echo "$dur $name" >>"$times"
+    echo "unit  $name: $p passed, $f failed, $s skipped (${dur}s)"
+    grep -E '^skip:' "$2" | sed 's/^/      /'
+    if [ "$f" -ne 0 ]; then
+        failures="$failures $name"
+        sed 's/^/      | /' "$2" | tail -60
+        recap_add "$name" "$2"
+    fi
+}
 
 # run_integ SCRIPT LOG - one integration script: its verdict line, and the counters.
 run_integ() {
@@ -80,6 +82,7 @@ run_integ() {
     sh "$1" >"$2" 2>&1
     status=$?
     dur=$(( $(date +%s) - start ))
+    echo "$dur $name" >>"$times"
     case $status in
         0) passed=$((passed + 1)); echo "integ $name: passed (${dur}s)" ;;
         77) skipped=$((skipped + 1)); echo "integ $name: skipped: $(grep -m1 -i 'skip' "$2")" ;;
@@ -89,36 +92,43 @@ run_integ() {
     esac
 }
 
-# Lanes (TEST_LANES, default 2; 1 runs everything in turn): the integration scripts run
-# TEST_LANES at a time, each lane taking the next script of one shared queue, longest
-# first (SLOW below) so that the last to finish is a short one. Most scripts spend much of
-# their time waiting (for a heartbeat, a lock timeout, a coordinator's tick, ranks polling
-# in an all-reduce): one alone kept 0.8 to 1.9 cores busy (docs/TESTING.md, "Time"). Every
-# test must pass on a loaded machine (tests/stress.sh checks the timing-dependent ones under
-# two busy processes). The scripts that build network namespaces, veth pairs or a Slurm
-# cluster (NETNS) share names and addresses among themselves, so they run in turn in lane 1.
-# A test's output comes whole when it ends, whichever lane ran it.
+# Lanes (TEST_LANES, default 2; 1 runs everything in turn): the tests run TEST_LANES at a
+# time, each lane taking the next of one shared queue, longest first (SLOW below, then the
+# unit programs, then the scripts) so that the last to finish is a short one. Most scripts
+# spend much of their time waiting (for a heartbeat, a lock timeout, a coordinator's tick,
+# ranks polling in an all-reduce): one alone kept 0.8 to 1.9 cores busy (docs/TESTING.md,
+# "Time"). Every test must pass on a loaded machine (tests/stress.sh checks the
+# timing-dependent ones under two busy processes). The scripts that build network
+# namespaces, veth pairs or a Slurm cluster (NETNS) share names and addresses among
+# themselves, so they run in turn in lane 1. A test's output comes whole when it ends,
+# whichever lane ran it.
 TEST_LANES=${TEST_LANES:-2}
 NETNS="deploy_config elastic hetero_adopt hetero_cluster_json hetero_grow hetero_netns hetero_resize hetero_start
  multihost partition preempt_netns slurm"
-SLOW="gpu_path_fake_device mpi_algorithms_accuracy onnx_torchvision elastic mpi_compress mpi_resume coordinator_restart
- partition coordinator_redis http_api http_browser async_accuracy onnx_zoo_families onnx_transformers_224"
+SLOW="onnx_zoo_families gpu_path_fake_device onnx_torchvision elastic mpi_compress mpi_resume coordinator_restart
+ partition test_ops coordinator_redis http_api onnx_zoo train_synthetic http_browser async_accuracy test_coordinator"
 in_list() { case " $(echo $2) " in *" $1 "*) true ;; *) false ;; esac; }
+# item NAME - how the queue names the test NAME ("u PROGRAM" or "i SCRIPT"), if this run has it
+item() {
+    wanted "$1" || return 1
+    if [ -x "$BUILD/tests/$1" ] && [ "$WHAT" != integration ]; then echo "u $BUILD/tests/$1"
+    elif [ -f "tests/integration/$1.sh" ] && [ "$WHAT" != unit ]; then echo "i tests/integration/$1.sh"
+    else return 1; fi
+}
 
-if [ "$WHAT" = all ] || [ "$WHAT" = integration ] || [ "$WHAT" = only ]; then
+if [ "$WHAT" = all ] || [ "$WHAT" = unit ] || [ "$WHAT" = integration ] || [ "$WHAT" = only ]; then
     qdir=$(mktemp -d)
-    trap 'rm -f "$log" "$recap"; rm -rf "$qdir"' EXIT
+    trap 'rm -f "$log" "$recap" "$times"; rm -rf "$qdir"' EXIT
     # the queues: lane 1's own (the NETNS scripts), then the shared one, SLOW first
     : >"$qdir/own" && : >"$qdir/shared"
     for n in $SLOW; do
-        [ -f "tests/integration/$n.sh" ] && wanted "$n" && ! in_list "$n" "$NETNS" && echo "$n" >>"$qdir/shared"
+        in_list "$n" "$NETNS" || item "$n" >>"$qdir/shared"
     done
-    for t in tests/integration/*.sh; do
-        [ -f "$t" ] || continue
+    for t in "$BUILD"/tests/test_* tests/integration/*.sh; do
         n=$(basename "$t" .sh)
-        wanted "$n" || continue
-        if [ "$TEST_LANES" -ge 2 ] && in_list "$n" "$NETNS"; then echo "$n" >>"$qdir/own"
-        elif ! in_list "$n" "$SLOW"; then echo "$n" >>"$qdir/shared"; fi
+        in_list "$n" "$SLOW" && ! in_list "$n" "$NETNS" && continue
+        if [ "$TEST_LANES" -ge 2 ] && in_list "$n" "$NETNS"; then item "$n" >>"$qdir/own"
+        else item "$n" >>"$qdir/shared"; fi
     done
     # take QUEUE - pops the queue's first name into $next (a mkdir lock: atomic in sh).
     take() {
@@ -129,11 +139,14 @@ if [ "$WHAT" = all ] || [ "$WHAT" = integration ] || [ "$WHAT" = only ]; then
         rmdir "$qdir/lock"
         [ -n "$next" ]
     }
-    # lane K - runs queued scripts until none is left; its counters into $qdir/counts.K
+    # lane K - runs queued tests until none is left; its counters into $qdir/counts.K
     lane() {
         passed=0 failed=0 skipped=0 failures="" out="$qdir/out.$1" llog="$qdir/log.$1" recap="$qdir/recap.$1"
         while { [ "$1" = 1 ] && take own; } || take shared; do
-            run_integ "tests/integration/$next.sh" "$llog" >"$out"
+            case $next in
+                u\ *) run_unit "${next#u }" "$llog" >"$out" ;;
+                *) run_integ "${next#i }" "$llog" >"$out" ;;
+            esac
             until mkdir "$qdir/print" 2>/dev/null; do sleep 0.1; done
             cat "$out"
             rmdir "$qdir/print"
@@ -161,6 +174,12 @@ for n in $ONLY; do
     [ -x "$BUILD/tests/$n" ] || [ -f "tests/integration/$n.sh" ] ||
         { echo "no test named $n"; failed=$((failed + 1)); failures="$failures $n"; }
 done
+# where the time went: the wall time, the sum of the tests' own times (above it by what the
+# lanes overlapped) and the longest tests
+if [ -s "$times" ]; then
+    echo "=== $(( $(date +%s) - began )) s of wall time for $(awk '{ s += $1 } END { print s }' "$times") s of tests in" \
+        "$TEST_LANES lane(s); the longest: $(sort -rn "$times" | head -12 | awk '{ printf "%s%s %ds", (NR > 1 ? ", " : ""), $2, $1 }')"
+fi
 [ -s "$recap" ] && { echo "=== failures, last lines of each"; cat "$recap"; }
 [ -n "$failures" ] && echo "failed:$failures"
 echo "$passed passed, $failed failed, $skipped skipped"

@@ -28,7 +28,7 @@ int cmd_datasets(cli_ctx_t *cx);
 int cmd_cluster_json(cli_ctx_t *cx);
 int cmd_upload(cli_ctx_t *cx);
 int cmd_rm_model(cli_ctx_t *cx);
-int cmd_user(cli_ctx_t *cx);   /* user add|ls|rm (issue 45) */
+int cmd_user(cli_ctx_t *cx);   /* user add|ls|rm */
 int cmd_token(cli_ctx_t *cx);  /* token new */
 int cmd_whoami(cli_ctx_t *cx); /* who the token is */
 

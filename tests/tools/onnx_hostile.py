@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""tests/tools/onnx_hostile.py OUTDIR [overflow] - writes the hostile ONNX files of issue 42
-(item 3) into OUTDIR, at test time (never committed): the protobuf bytes are written by
+"""tests/tools/onnx_hostile.py OUTDIR [overflow] - writes the hostile ONNX files (files
+built to cost the importer memory, time or stack) into OUTDIR, at test time (never committed): the protobuf bytes are written by
 hand, so no onnx package is needed and nothing checks them on the way. With "overflow",
 the files whose shape arithmetic overflows instead (OVERFLOW below, each named for what it
 does; test_onnx_import's test_refuses_shape_overflow says what each must be refused for).

@@ -160,7 +160,7 @@ def check_refusal_hints(softplus_refusal):
         fail("the Softplus refusal does not end with what to do: %s" % softplus_refusal)
     words = "node '/act/Clip': operator %s is not supported (supported: Conv, Relu)"
     for op, needle in (("Clip", "ReLU6 and Hardtanh export as Clip, supported since issue 43: update pacer"),
-                       ("LayerNormalization", "pacer trains it since the transformer operators (issue 44): update pacer"),
+                       ("LayerNormalization", "pacer trains it since its transformer operators: update pacer"),
                        ("Bernoulli", "StochasticDepth"), ("Foo", "not supported: replace the module")):
         hint = pacer.client._refusal_hint(words % op)
         if hint is None or hint[0] != op or needle not in hint[1]:

@@ -42,8 +42,8 @@ class PacerError(Exception):
 # _HINT_OTHER. "update pacer" rows are operators pacer trains since issue 43, so a
 # refusal naming one comes from a coordinator (and workers) older than that.
 _HINT_UPDATE = "supported since issue 43: update pacer (coordinator and workers) to a version that has it"
-_HINT_TRANSFORMER = ("pacer trains it since the transformer operators (issue 44): update pacer (coordinator and "
-                     "workers) to a version that has it")
+_HINT_TRANSFORMER = ("pacer trains it since its transformer operators: update pacer (coordinator and workers) "
+                     "to a version that has it")
 _HINT_OTHER = ("not supported: replace the module that exports it by one pacer trains (`pacer-worker --list-ops` "
                "lists them), "
                "or, for a layer that only matters in training (e.g. a random one), export it in inference form")

@@ -305,6 +305,36 @@ static void check_onnx_limits(const char *path, long mb)
     }
 }
 
+/* The modes that take no spec (--onnx-case, --check-onnx, --netprobe): the exit status of
+ * the one asked for, or -1 when none was. extra: arguments are left after the options. */
+static int tool_mode(const worker_args_t *a, int extra, const char *onnx_case, const char *check_onnx, long check_mb,
+                     double netprobe_s)
+{
+    if (onnx_case) {
+        if (extra || a->spec_path || check_onnx) {
+            fprintf(stderr, "pacer-worker: --onnx-case takes one directory and nothing else\n");
+            return 2;
+        }
+        return onnx_case_run(onnx_case);
+    }
+    if (check_onnx) {
+        if (extra || a->spec_path) {
+            fprintf(stderr, "pacer-worker: --check-onnx takes one file and no spec\n");
+            return 2;
+        }
+        check_onnx_limits(check_onnx, check_mb);
+        return modelfetch_check(check_onnx);
+    }
+    if (netprobe_s > 0) {
+        if (extra || a->spec_path) {
+            fprintf(stderr, "pacer-worker: --netprobe takes no spec and no other argument\n");
+            return 2;
+        }
+        return netprobe_run(netprobe_s);
+    }
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
     static worker_args_t args = {.lr_scale = 1.0, .fence = -1, .resume_before = -1};
@@ -396,28 +426,8 @@ int main(int argc, char **argv)
         default: usage(stderr); return 2;
         }
     }
-    if (onnx_case) {
-        if (optind != argc || a->spec_path || check_onnx) {
-            fprintf(stderr, "pacer-worker: --onnx-case takes one directory and nothing else\n");
-            return 2;
-        }
-        return onnx_case_run(onnx_case);
-    }
-    if (check_onnx) {
-        if (optind != argc || a->spec_path) {
-            fprintf(stderr, "pacer-worker: --check-onnx takes one file and no spec\n");
-            return 2;
-        }
-        check_onnx_limits(check_onnx, check_mb);
-        return modelfetch_check(check_onnx);
-    }
-    if (netprobe_s > 0) {
-        if (optind != argc || a->spec_path) {
-            fprintf(stderr, "pacer-worker: --netprobe takes no spec and no other argument\n");
-            return 2;
-        }
-        return netprobe_run(netprobe_s);
-    }
+    int tool = tool_mode(a, optind != argc, onnx_case, check_onnx, check_mb, netprobe_s);
+    if (tool >= 0) return tool;
     if ((a->redis_url != NULL) != (a->job_id != NULL) || (a->redis_password_file && !a->redis_url)) {
         fprintf(stderr, "pacer-worker: --redis and --job go together (and --redis-password-file needs them)\n");
         return 2;

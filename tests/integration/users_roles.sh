@@ -13,11 +13,7 @@
 need_api_tools
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 
-ADMIN=admin-token-$$-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
-export PACER_TOKEN=$ADMIN
-start_coord
-BASE=$(api_base)
-[ -n "$BASE" ] || fail "no 'REST API ... on http://' line in the log"
+start_coord_admin
 
 # ---- users --------------------------------------------------------------------------------------------------
 ALICE=$(adduser alice member) || exit 1

@@ -40,14 +40,13 @@ export PACER_SHARED
 
 passed=0 failed=0 skipped=0
 failures=""
-log=$(mktemp)
 # each test's seconds, one line each (lanes append whole lines), for the closing recap
 times=$(mktemp)
 began=$(date +%s)
 # Each failure's last lines again at the very end, just above the closing line: a CI log
 # is often read from its tail, where the failing check's own message then is.
 recap=$(mktemp)
-trap 'rm -f "$log" "$recap" "$times"' EXIT
+trap 'rm -f "$recap" "$times"' EXIT
 # recap_add NAME FILE - the last lines of a failed test's output, for the closing recap.
 recap_add() { { echo "--- $1 (its last lines; the whole output is above)"; tail -12 "$2"; } >>"$recap"; }
 
@@ -118,7 +117,7 @@ item() {
 
 if [ "$WHAT" = all ] || [ "$WHAT" = unit ] || [ "$WHAT" = integration ] || [ "$WHAT" = only ]; then
     qdir=$(mktemp -d)
-    trap 'rm -f "$log" "$recap" "$times"; rm -rf "$qdir"' EXIT
+    trap 'rm -f "$recap" "$times"; rm -rf "$qdir"' EXIT
     # the queues: lane 1's own (the NETNS scripts), then the shared one, SLOW first
     : >"$qdir/own" && : >"$qdir/shared"
     for n in $SLOW; do

@@ -107,6 +107,14 @@ static const cli_command_t COMMANDS[] = {
      "under --public-reads, none on a coordinator without a token, where everyone local is the\n"
      "admin) and when the token expires. A token the coordinator does not know is its 401.\n"
      "--json prints the API's answer."},
+    {"experiment", CMD_EXPERIMENT, 1, 2, "submit FILE | ls | get ID | cancel ID", OPT_LIMIT,
+     "hyperparameter searches: submit one, list them, show one's trials, cancel one",
+     "experiment submit FILE sends an experiment ({\"name\", \"spec\": a job spec, \"search\": {...}};\n"
+     "docs/EXPERIMENTS.md; - = stdin) to POST /api/v1/experiments and prints its id and\n"
+     "state. experiment ls lists experiments, newest first (--limit N); experiment get ID shows\n"
+     "one: its best trial, and per trial its job, state, the rungs it reached, epochs trained,\n"
+     "last metric and parameters; experiment cancel ID stops every trial (a member: only their\n"
+     "own experiments). --json prints the API's answer."},
     {"help", CMD_HELP, 0, 1, "[COMMAND]", 0, "this text, or the help of one command",
      "pacer help COMMAND is pacer COMMAND --help."},
 };

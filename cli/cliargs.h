@@ -45,6 +45,7 @@ typedef enum {
     CMD_USER,
     CMD_TOKEN,
     CMD_WHOAMI,
+    CMD_EXPERIMENT,
     CMD_HELP,
 } cli_cmd_t;
 

@@ -31,6 +31,8 @@ int cmd_rm_model(cli_ctx_t *cx);
 int cmd_user(cli_ctx_t *cx);   /* user add|ls|rm */
 int cmd_token(cli_ctx_t *cx);  /* token new */
 int cmd_whoami(cli_ctx_t *cx); /* who the token is */
+/* experiment submit FILE | ls | get ID | cancel ID (experiment.c) */
+int cmd_experiment(cli_ctx_t *cx);
 
 /* Follows job id until it ends (watch.c); the exit status of its final state, or of the
  * error that stopped it. */

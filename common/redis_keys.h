@@ -43,6 +43,12 @@
  * removals, whose number names a removed user's things ("NAME#removed-N"). */
 #define KEY_USER_QUEUED "pacer:user:%s:queued"
 #define KEY_USER_REMOVALS "pacer:user-removals"
+/* Experiments (coordinator/experiment.h): their ids' counter, all of them by submission
+ * time, those the tick still drives, and each one's hash. */
+#define KEY_EXPERIMENT_SEQ "pacer:experiment-seq"
+#define KEY_EXPERIMENTS "pacer:experiments"
+#define KEY_EXPERIMENTS_ACTIVE "pacer:experiments:active"
+#define KEY_EXPERIMENT "pacer:experiment:%s"
 
 #define REDIS_KEYS(X)                                          \
     X(KEY_SEQ, "pacer:seq")                                    \
@@ -66,7 +72,11 @@
     X(KEY_MODEL_OWNERS, "pacer:model-owners")                  \
     X(KEY_FAIRSHARE, "pacer:fairshare")                        \
     X(KEY_USER_QUEUED, "pacer:user:{user}:queued")             \
-    X(KEY_USER_REMOVALS, "pacer:user-removals")
+    X(KEY_USER_REMOVALS, "pacer:user-removals")                \
+    X(KEY_EXPERIMENT_SEQ, "pacer:experiment-seq")              \
+    X(KEY_EXPERIMENTS, "pacer:experiments")                    \
+    X(KEY_EXPERIMENTS_ACTIVE, "pacer:experiments:active")      \
+    X(KEY_EXPERIMENT, "pacer:experiment:{experiment}")
 
 /* Fields of KEY_JOB_NODE that more than one room reads by name: a GPU rank's device
  * utilisation and memory (worker/nvml.h samples them, the worker's sink writes them, the

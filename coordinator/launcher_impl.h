@@ -1,5 +1,4 @@
-/* coordinator/launcher_impl.h - what the launcher kinds share (launcher.c dispatches,
- * launcher_impl.c has the helpers every kind calls;
+/* coordinator/launcher_impl.h - what the launcher kinds share (launcher.c dispatches;
  * launch_local.c runs local and hostfile, launch_hostfile.c reads hostfiles,
  * launch_slurm.c talks to Slurm, launch_sim.c runs pacer-sim). Not for the rest of the
  * coordinator: launcher.h is. */

@@ -34,6 +34,10 @@ int handle_job_model_onnx(http_req_t *rq);
 int handle_job_trace(http_req_t *rq);   /* handlers_trace.c */
 int handle_job_history(http_req_t *rq); /* handlers_history.c */
 int handle_events(http_req_t *rq);
+int handle_experiments_list(http_req_t *rq);   /* handlers_experiments.c */
+int handle_experiments_submit(http_req_t *rq); /* handlers_experiments.c */
+int handle_experiment_get(http_req_t *rq);     /* handlers_experiments.c */
+int handle_experiment_cancel(http_req_t *rq);  /* handlers_experiments.c */
 int handle_cluster(http_req_t *rq);
 int handle_cluster_reload(http_req_t *rq);
 /* GET /api/v1/cluster/classes: the simulator's cluster file from the profiles (coord_cluster_classes). */

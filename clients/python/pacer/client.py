@@ -363,6 +363,106 @@ class Client:
         return job
 
 
+    # ---- experiments: hyperparameter searches ----------------------------------------
+    def submit_experiment(self, spec, search, name=None):
+        """Submits an experiment (POST /api/v1/experiments): spec a job spec, search the
+        search object (docs/EXPERIMENTS.md); returns its Experiment."""
+        body = {"spec": spec, "search": search}
+        if name is not None:
+            body["name"] = name
+        info = self._json("POST", "/api/v1/experiments", body)
+        return Experiment(self, info["id"], info)
+
+    def experiment(self, experiment_id):
+        return Experiment(self, experiment_id).refresh_self()
+
+    def experiments(self, limit=50):
+        """The experiments, newest first (summaries)."""
+        return self._json("GET", "/api/v1/experiments?limit=%d" % limit)["experiments"]
+
+    def search(self, module, example_input, spec, search, name=None, model_name=None):
+        """Like train, for a search: exports and uploads module, then submits an experiment
+        whose trials train it with the search's parameters set in spec (e.g. {"method":
+        "asha", "trials": 16, "space": {"optimizer.lr": {"log_uniform": [1e-3, 0.3]}}});
+        returns the Experiment. A refused experiment raises PacerError with its refusal,
+        after deleting the upload when this call created it."""
+        onnx_bytes = export_module(module, example_input)
+        model_name = model_name or _model_name(module, onnx_bytes)
+        status, summary = self._upload(model_name, onnx_bytes)
+        spec = copy.deepcopy(spec)
+        spec["model"] = {"onnx": model_name}
+        try:
+            exp = self.submit_experiment(spec, search, name)
+        except PacerError as e:
+            if status == 201:
+                try:
+                    self.delete_model(model_name)
+                except PacerError:
+                    pass
+            raise PacerError("experiment refused: %s" % e, e.status, e.problem) from None
+        exp.model = summary
+        return exp
+
+
+class Experiment:
+    """An experiment of the coordinator: id, info (its last JSON from
+    GET /api/v1/experiments/{id}: state, trials, best)."""
+
+    def __init__(self, client, experiment_id, info=None):
+        self.client = client
+        self.id = experiment_id
+        self.info = info or {}
+        self.model = None
+
+    def _path(self):
+        return "/api/v1/experiments/" + urllib.parse.quote(self.id, safe="")
+
+    def refresh(self):
+        self.info = self.client._json("GET", self._path())
+        return self.info
+
+    def refresh_self(self):
+        self.refresh()
+        return self
+
+    @property
+    def state(self):
+        return self.info.get("state")
+
+    @property
+    def trials(self):
+        return self.info.get("trials", [])
+
+    @property
+    def best(self):
+        """{"trial", "job", "params", "metric", "epochs_trained"} or None."""
+        return self.info.get("best")
+
+    def cancel(self):
+        self.info = self.client._json("DELETE", self._path())
+        return self.info
+
+    def wait(self, poll=2.0, timeout=None, out=sys.stdout):
+        """Waits until the experiment ends, printing each trial's change of state (to out;
+        None prints nothing); returns its final state. timeout raises TimeoutError."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        seen = {}
+        while True:
+            self.refresh()
+            for t in self.trials:
+                key = (t.get("state"), t.get("rung"))
+                if out is not None and seen.get(t["trial"]) != key:
+                    print("experiment %s: trial %d (%s) %s, rung %s, metric %s" % (
+                        self.id, t["trial"], t.get("job") or "-", t.get("state"), t.get("rung"),
+                        t.get("metric")), file=out, flush=True)
+                seen[t["trial"]] = key
+            if self.state in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                return self.state
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError("experiment %s still %s after %g s" % (self.id, self.state, timeout))
+            time.sleep(poll)
+
+
 class Job:
     """A job of the coordinator: id, info (its last JSON from GET /api/v1/jobs/{id})."""
 

@@ -1,0 +1,145 @@
+# Experiments (coordinator/experiment.c, docs/EXPERIMENTS.md) against the real
+# coordinator: an ASHA search of 6 small LeNet-5 trials on a Fashion-MNIST subset (2 at a
+# time, rungs at 1 and 3 of 4 epochs) whose learning rates are a good one and one too small
+# to learn: ASHA stops some trials at their rung (their jobs cancelled, their slots freed at
+# once) and promotes others, and every decision follows the rule, recomputed here from the
+# events in their order; the coordinator is restarted in the middle of it and the search goes
+# on from Redis, losing no trial and starting none twice. A viewer may not start an
+# experiment (403), a member may not cancel another's (403) but cancels their own (every
+# trial's job CANCELLED, then 409); bad searches are refused with the spec's own message;
+# the CLI (pacer experiment submit|ls|get|cancel) and the Python client's list.
+. tests/integration/coordinator_lib.inc
+need_api_tools
+need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
+PACER=$BUILD/pacer
+[ -x "$PACER" ] || skip "$PACER not built (libcurl missing: make deps)"
+
+start_coord_admin
+ALICE=$(adduser alice member) || exit 1
+BOB=$(adduser bob member) || exit 1
+CAROL=$(adduser carol viewer) || exit 1
+
+# body FILE NAME EPOCHS SEARCH - an experiment of the small LeNet-5 job.
+body() {
+    jq -n --arg n "$2" --argjson e "$3" --argjson s "$4" '{name: $n, spec: {model: "lenet5",
+        dataset: {name: "fashion-mnist", train_subset: 1024, test_subset: 500}, optimizer: {lr: 0.02, momentum: 0.9},
+        batch_size: 64, epochs: $e, seed: 7, log_every: 10, checkpoint: {every_steps: 8}}, search: $s}' >"$1"
+}
+# xq ID FILTER - jq -r FILTER over GET /api/v1/experiments/ID.
+xq() { curl -s -H "Authorization: Bearer $PACER_TOKEN" "$BASE/api/v1/experiments/$1" | jq -r "$2"; }
+
+# ---- refusals -----------------------------------------------------------------------------------------------
+body "$TMP/bad.json" bad 4 '{"method": "random", "trials": 2, "space": {"optimizer.lrr": {"log_uniform": [0.001, 0.1]}}}'
+ok 400 "$ALICE" POST /api/v1/experiments -H "$JSON" -d @"$TMP/bad.json"
+jq -e '.detail | startswith("optimizer.lrr: unknown field")' "$TMP/body" >/dev/null ||
+    { cat "$TMP/body"; fail "an unknown searched key: want the spec's own message"; }
+body "$TMP/bad.json" bad 4 '{"method": "pbt", "trials": 2, "space": {"optimizer.lr": {"log_uniform": [0.001, 0.1]}}}'
+refused 400 "search.method: pbt is not supported yet (asha, random or grid)" "$ALICE" POST /api/v1/experiments \
+    -H "$JSON" -d @"$TMP/bad.json"
+body "$TMP/bad.json" bad 4 '{"method": "random", "trials": 2, "space": {"optimizer.lr": {"uniform": [-1, -0.5]}}}'
+ok 400 "$ALICE" POST /api/v1/experiments -H "$JSON" -d @"$TMP/bad.json"
+jq -e '.detail | startswith("optimizer.lr: must be")' "$TMP/body" >/dev/null ||
+    { cat "$TMP/body"; fail "a sampled value the spec refuses: want the spec's own message"; }
+body "$TMP/grid.json" cx 40 '{"method": "grid", "max_concurrent": 1, "space": {"optimizer.lr": {"choice": [0.05, 0.02]}}}'
+ok 403 "$CAROL" POST /api/v1/experiments -H "$JSON" -d @"$TMP/grid.json"
+jq -e '.detail | test("viewers")' "$TMP/body" >/dev/null || { cat "$TMP/body"; fail "a viewer's 403 does not say why"; }
+ok 404 "$ALICE" GET /api/v1/experiments/e-999
+echo "ok: an unknown key and a refused value (the spec's messages), pbt, a viewer (403), an unknown id (404)"
+
+# ---- the ASHA search, with a coordinator restart in its middle ---------------------------------------------
+body "$TMP/asha.json" sweep 4 '{"method": "asha", "trials": 6, "max_concurrent": 2, "min_epochs": 1,
+    "reduction_factor": 3, "seed": 1, "space": {"optimizer.lr": {"choice": [0.05, 0.0001]}}}'
+ok 201 "$ADMIN" POST /api/v1/experiments -H "$JSON" -d @"$TMP/asha.json"
+X=$(jq -r .id "$TMP/body")
+jq -e '.state == "RUNNING" and .rungs == [1, 3] and (.trials | length) == 6 and .trials[0].state == "QUEUED"
+    and ([.trials[].params["optimizer.lr"]] == [0.05, 0.0001, 0.05, 0.0001, 0.0001, 0.0001])' "$TMP/body" >/dev/null ||
+    { cat "$TMP/body"; fail "the new experiment: want RUNNING, rungs [1, 3], 6 trials of seed 1's documented params"; }
+exp_events() { rcli XRANGE pacer:events - + | grep "\"experiment\":\"$X\""; }
+decided() { exp_events | grep -q '"action":"\(promoted\|stopped\)"'; }
+await 120 "experiment $X's first ASHA decision" decided
+stop_coord
+restart_at=$(date +%s.%N)
+start_coord
+BASE=$(api_base)
+is_x_state() { [ "$(xq "$X" .state)" = "$1" ]; }
+await 240 "experiment $X to succeed after the restart" is_x_state SUCCEEDED
+xq "$X" . >"$TMP/x.json"
+jq -e '[.trials[] | select(.job == null or (.state | IN("SUCCEEDED", "STOPPED") | not))] | length == 0' "$TMP/x.json" \
+    >/dev/null || { cat "$TMP/x.json"; fail "a trial of $X did not end SUCCEEDED or STOPPED"; }
+# none lost, none twice: one job per trial, named sweep-t0 .. sweep-t5
+curl -s -H "Authorization: Bearer $PACER_TOKEN" "$BASE/api/v1/jobs?limit=200" |
+    jq -r '.jobs[].name | select(startswith("sweep-t"))' | sort >"$TMP/names"
+printf 'sweep-t%d\n' 0 1 2 3 4 5 | diff - "$TMP/names" >/dev/null ||
+    { cat "$TMP/names"; fail "the jobs of $X are not one per trial (sweep-t0..5)"; }
+# the search went on after the restart: a trial's job was submitted by the new coordinator
+jq -r '.trials[].job' "$TMP/x.json" | while read -r j; do q "$j" .submitted; done >"$TMP/submitted"
+awk -v r="$restart_at" '$1 > r { n++ } END { exit !(n > 0) }' "$TMP/submitted" ||
+    fail "no trial of $X started after the coordinator's restart at $restart_at: $(cat "$TMP/submitted")"
+stopped=$(jq '[.trials[] | select(.state == "STOPPED")] | length' "$TMP/x.json")
+[ "$stopped" -ge 1 ] || { cat "$TMP/x.json"; fail "ASHA stopped no trial of $X"; }
+exp_events | grep -q '"action":"promoted"' || fail "ASHA promoted no trial of $X"
+# a stopped trial stopped at its rung: cancelled before its last epoch, its slots freed
+for t in $(jq -r '.trials[] | select(.state == "STOPPED") | .job' "$TMP/x.json"); do
+    st=$(q "$t" .state)
+    ep=$(jq --arg j "$t" '.trials[] | select(.job == $j) | .epochs_trained' "$TMP/x.json")
+    [ "$st" = CANCELLED ] && [ "$ep" -lt 4 ] || fail "stopped trial $t: job $st after $ep epochs, want CANCELLED before 4"
+done
+# every decision follows the rule: the (1 - 1/3) quantile of the metrics that reached the rung before
+exp_events | python3 -c '
+import json, sys
+recorded, bad, n = {}, [], 0
+for line in sys.stdin:
+    ev = json.loads(line[line.index("{"):])
+    if ev.get("action") not in ("promoted", "stopped"):
+        continue
+    n += 1
+    prev = sorted(recorded.setdefault(ev["rung"], []))
+    go = True
+    if prev:
+        pos = (1 - 1 / 3) * (len(prev) - 1)
+        lo = int(pos)
+        cut = prev[lo] + (pos - lo) * (prev[lo + 1] - prev[lo]) if lo + 1 < len(prev) else prev[lo]
+        go = ev["metric"] >= cut - 1e-12
+    if go != (ev["action"] == "promoted") or ev["compared"] != len(prev):
+        bad.append(ev)
+    recorded[ev["rung"]].append(ev["metric"])
+if bad or n == 0:
+    sys.exit("decisions against the rule (or none): %s" % bad)
+' || fail "experiment $X: a promotion or stop does not follow ASHA's rule"
+jq -e '.best.metric >= ([.trials[].metric | select(. != null)] | max) - 1e-9 or .best.epochs_trained == 4' \
+    "$TMP/x.json" >/dev/null || { cat "$TMP/x.json"; fail "experiment $X: best is not a trial that went furthest"; }
+echo "ok: ASHA experiment $X: $stopped of 6 trials stopped at a rung (jobs cancelled early), the rest promoted, every decision by the rule; a coordinator restart lost no trial and the search went on"
+
+# ---- a member's experiment: another member's cancel is refused, their own is not --------------------------
+out=$(PACER_TOKEN=$ALICE "$PACER" --url "$BASE" experiment submit "$TMP/grid.json") || fail "pacer experiment submit failed"
+G=$(echo "$out" | awk '{print $1}' | tr -d :)
+case "$G" in e-*) ;; *) fail "pacer experiment submit printed '$out', want the id" ;; esac
+running_trial() { [ "$(xq "$G" '.trials[0].state')" = RUNNING ]; }
+await 60 "experiment $G's first trial to run" running_trial
+ok 403 "$BOB" DELETE "/api/v1/experiments/$G"
+jq -e '.detail | test("alice")' "$TMP/body" >/dev/null || { cat "$TMP/body"; fail "bob's 403 does not name the owner"; }
+PACER_TOKEN=$ALICE "$PACER" --url "$BASE" experiment cancel "$G" | grep -q "^$G: CANCELLED" || fail "pacer experiment cancel $G"
+all_cancelled() {
+    [ "$(xq "$G" '[.trials[] | select(.state == "CANCELLED")] | length')" = 2 ] &&
+        [ "$(q "$(xq "$G" '.trials[0].job')" .state)" = CANCELLED ]
+}
+await 60 "experiment $G's trials to be cancelled" all_cancelled
+[ "$(xq "$G" .trials[1].job)" = null ] || fail "cancelled experiment $G started its second trial"
+ok 409 "$ALICE" DELETE "/api/v1/experiments/$G"
+echo "ok: bob may not cancel alice's experiment (403); alice's cancel stops every trial; a second cancel is 409"
+
+# ---- the CLI and the Python client ---------------------------------------------------------------------------
+"$PACER" --url "$BASE" experiment ls >"$TMP/ls.txt" || fail "pacer experiment ls"
+grep -q "^$X *SUCCEEDED *sweep *asha *6 " "$TMP/ls.txt" || { cat "$TMP/ls.txt"; fail "pacer experiment ls: no row for $X"; }
+"$PACER" --url "$BASE" experiment get "$X" >"$TMP/get.txt" || fail "pacer experiment get"
+grep -q "^best: " "$TMP/get.txt" && grep -q "STOPPED" "$TMP/get.txt" || { cat "$TMP/get.txt"; fail "pacer experiment get $X"; }
+PYTHONPATH=clients/python python3 - "$BASE" "$ALICE" "$X" <<'PY' || fail "the Python client's experiments"
+import sys
+import pacer
+c = pacer.Client(sys.argv[1], sys.argv[2])
+ids = [e["id"] for e in c.experiments()]
+assert sys.argv[3] in ids, ids
+x = c.experiment(sys.argv[3])
+assert x.state == "SUCCEEDED" and x.best is not None and len(x.trials) == 6, x.info
+PY
+echo "ok: pacer experiment submit|ls|get|cancel and the Python client's experiments"

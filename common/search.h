@@ -1,5 +1,5 @@
 /* common/search.h - the pure rules of a hyperparameter search (an experiment's "search"
- * object, docs/API.md "Experiments"): its parsing, the trial sets of the random and grid
+ * object, docs/EXPERIMENTS.md): its parsing, the trial sets of the random and grid
  * methods for a seed, ASHA's rungs and its decision at a rung. No I/O: the coordinator's
  * experiments (coordinator/experiment.c) and the scheduler simulator reuse them, and a
  * unit test (test_search) checks them against scripted metrics.

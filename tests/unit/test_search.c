@@ -1,6 +1,6 @@
 /* tests/unit/test_search.c - the pure rules of a search (common/search.h): ASHA's decision
  * for scripted sequences of metrics, its rungs, the trial sets of grid and random for a
- * seed (the ones docs/API.md documents), and the refusals of a bad search object. */
+ * seed (the ones docs/EXPERIMENTS.md documents), and the refusals of a bad search object. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -150,7 +150,7 @@ static void test_grid_set(void **state)
 {
     (void)state;
     search_t s;
-    /* keys in sorted order, the last varying fastest (docs/API.md's example) */
+    /* keys in sorted order, the last varying fastest (docs/EXPERIMENTS.md's example) */
     parse_ok("{\"method\":\"grid\",\"space\":{\"optimizer.lr\":{\"choice\":[0.1,0.01,0.001]},"
              "\"batch_size\":{\"int\":[32,33]}}}",
              2, &s);
@@ -189,7 +189,7 @@ static void test_random_set(void **state)
         assert_true(mom >= 0.5 && mom <= 0.99);
         assert_true(bs == 16 || bs == 32 || bs == 64);
     }
-    /* the documented set for seed 7 (docs/API.md) */
+    /* the documented set for seed 7 (docs/EXPERIMENTS.md) */
     char *dump = json_dumps(json_array_get(a, 0), JSON_COMPACT | JSON_REAL_PRECISION(6));
     assert_string_equal(dump, "{\"batch_size\":32,\"optimizer.lr\":0.00101321,\"optimizer.momentum\":0.561357}");
     free(dump);

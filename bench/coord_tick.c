@@ -104,6 +104,7 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 #include "../coordinator/launch_sim.c"
 #include "../coordinator/launch_slurm.c"
 #include "../coordinator/launcher.c"
+#include "../coordinator/launcher_impl.c"
 #include "../coordinator/lock.c"
 #include "../coordinator/modelstore.c"
 #include "../coordinator/netprobe.c"
@@ -112,16 +113,13 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 #include "../coordinator/preflight.c"
 #include "../coordinator/quotas.c"
 #include "../coordinator/run.c"
+#include "../coordinator/schedule.c"
 #include "../coordinator/simjob.c"
 #include "../coordinator/stall.c"
 #include "../coordinator/supervise.c"
 #include "../coordinator/tickconn.c"
 #include "../coordinator/users.c"
 #include "../coordinator/wcaps.c"
-
-/* users.c and quotas.c (modelstore.c's owners and limits) map job-store codes with api.c's
- * coord_js_to_coord; the tick never reaches those calls, and api.c is not included here. */
-int coord_js_to_coord(int js) { return js == JS_OK ? COORD_OK : COORD_EUNAVAIL; }
 
 #undef redisCommand
 #undef redisCommandArgv

@@ -61,17 +61,6 @@ const char *coord_strerror(int code)
     }
 }
 
-int coord_js_to_coord(int js)
-{
-    switch (js) {
-    case JS_OK: return COORD_OK;
-    case JS_ENOTFOUND: return COORD_ENOTFOUND;
-    case JS_ESTATE: return COORD_ESTATE;
-    case JS_ENOMEM: return COORD_EINTERNAL;
-    default: return COORD_EUNAVAIL;
-    }
-}
-
 /* ---- helpers ---------------------------------------------------------------------------------- */
 
 static redisContext *conn_get(coordinator_t *c)
@@ -661,7 +650,7 @@ static int checkpoint_file(const coordinator_t *c, const char *id, const char *n
 }
 
 /* A queued job's `queue` object (position, reason, detail, estimated_start), from what
- * the daemon's policy last decided (run.c, run_schedule); nothing in a client, nor for a
+ * the daemon's policy last decided (schedule.c, schedule_tick); nothing in a client, nor for a
  * job the policy has not seen yet (it looks every tick). */
 static void queue_attach(const coordinator_t *c, json_t *o)
 {
@@ -684,6 +673,19 @@ static void oversub_attach(const coordinator_t *c, json_t *o)
     if (json_is_true(json_object_get(o, "simulated")) || !json_is_integer(w)) return;
     if (policy_oversubscribed((int)json_integer_value(w), c->slots_total, text, sizeof text))
         json_object_set_new(o, "oversubscribed", json_string(text));
+}
+
+/* A comma-separated list of job ids (a job hash's "retries") as a JSON array of strings. */
+static json_t *id_list(const char *csv)
+{
+    json_t *a = json_array();
+    for (const char *p = csv ? csv : ""; a && *p;) {
+        size_t n = strcspn(p, ",");
+        if (n > 0 && n < JOB_ID_MAX) json_array_append_new(a, json_stringn(p, n));
+        p += n;
+        if (*p == ',') p++;
+    }
+    return a;
 }
 
 /* A job hash (jobstore_get's strings) as the API shows it; spec: the parsed "spec" field
@@ -709,7 +711,7 @@ static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_
         } else if (strcmp(key, "reason") == 0) {
             json_object_set_new(o, key, json_string(s));
         } else if (strcmp(key, "retries") == 0) {
-            json_object_set_new(o, key, coord_id_list(s)); /* "j-5,j-9" -> ["j-5", "j-9"] */
+            json_object_set_new(o, key, id_list(s)); /* "j-5,j-9" -> ["j-5", "j-9"] */
         } else if (strcmp(key, "stall") == 0) {
             /* The daemon's object (stall.h) and its sentence, the times counted to now. */
             json_t *st = s && strlen(s) < (1 << 20) ? json_loads(s, 0, NULL) : NULL;

@@ -18,6 +18,7 @@
 #include "preflight.h"
 #include "redis_url.h"
 #include "run.h"
+#include "schedule.h"
 #include "spec.h"
 #include "wcaps.h"
 
@@ -83,7 +84,7 @@ struct coordinator {
     char bench_err[512];
     json_t *bench_result;
 
-    /* The queue as the policy last saw it (run.c, run_schedule; coordinator/policy.h):
+    /* The queue as the policy last saw it (schedule.c; coordinator/policy.h):
      * queued job id -> its `queue` object ({"position", "reason", "detail",
      * "estimated_start"}), replaced whole by the tick, read by the API (job_json); NULL in
      * a client (coordinator_open), whose jobs show no queue object. */
@@ -94,13 +95,13 @@ struct coordinator {
      * together. */
     pthread_mutex_t admit_lock;
     /* Bumped by a user's removal (users.c): the tick then reads its runs' and queued jobs'
-     * owners again (run.c), so that a removed user's jobs count to nobody's limits. */
+     * owners again (schedule.c), so that a removed user's jobs count to nobody's limits. */
     atomic_long owners_gen;
 
     /* tick thread only */
-    run_queued_t *qdemand; /* what the queued jobs ask for, parsed once per job (run.c) */
-    hclass_cache_t hcache; /* the profiles --policy hetero|agnostic classes hosts by (hclass.h) */
-    double hplan_at;       /* when the tick last planned with classes (run.c, run_schedule) */
+    sched_queued_t *qdemand; /* what the queued jobs ask for, parsed once per job (schedule.c) */
+    hclass_cache_t hcache;   /* the profiles --policy hetero|agnostic classes hosts by (hclass.h) */
+    double hplan_at;         /* when the tick last planned with classes (schedule.c) */
     int nqdemand;
     long owners_seen; /* the owners_gen the tick's runs and qdemand were read at */
     redisContext *rc;
@@ -113,6 +114,9 @@ struct coordinator {
     int nruns, capruns;
     host_t *hosts; /* the cluster's hosts and their states (hosts.h) */
     int nhosts;
+    /* Called by hosts_set_state after a change (coordinator.c's coord_publish_info, set at
+     * start): a callback, so that hosts.c, below the tick, never calls up into it. */
+    void (*host_changed)(struct coordinator *c, double now);
     int slots_total, slots_usable; /* all their slots; those of up and slow hosts */
     int slots_max;                 /* the most slots one host has (memory admission) */
     double host_memory;            /* bytes per host for admission; 0 = unknown (set at start) */
@@ -122,12 +126,18 @@ struct coordinator {
     long netprobe_seq; /* network probes started (their directories' numbers) */
 };
 
-int coord_js_to_coord(int js); /* JS_* -> COORD_* */
-
-/* Writes the daemon's own hash (pacer:coordinator: hosts, slots, heartbeat) now, on the
- * tick's connection (coordinator.c). The tick does it once a second; hosts_set_state does
- * it at once, so that a job resized for a host's state never shows before the state. */
-void coord_publish_info(coordinator_t *c, double now);
+/* JS_* -> COORD_*: inline, so that quotas.c, users.c and lifecycle.c, below the API, need
+ * nothing of api.c for it. */
+static inline int coord_js_to_coord(int js)
+{
+    switch (js) {
+    case JS_OK: return COORD_OK;
+    case JS_ENOTFOUND: return COORD_ENOTFOUND;
+    case JS_ESTATE: return COORD_ESTATE;
+    case JS_ENOMEM: return COORD_EINTERNAL;
+    default: return COORD_EUNAVAIL;
+    }
+}
 
 /* STATE_DIR/jobs/{id}[/leaf] (run.c): the one place a job's file paths come from. The
  * API derives what it opens and shows from it, never from a path stored in Redis.
@@ -146,7 +156,5 @@ int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *pare
  * removal, stored after it), the owner becomes "NAME#removed", never the next account of
  * the name (users.c). The daemon's own "admin" has no record and is left alone. */
 void coord_owner_confirm(redisContext *rc, const char *key, const char *field, const char *user);
-/* A comma-separated list of job ids ("retries") as a JSON array of strings (lifecycle.c). */
-json_t *coord_id_list(const char *csv);
 
 #endif

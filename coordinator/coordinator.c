@@ -1,6 +1,6 @@
 /* coordinator/coordinator.c - the daemon's start and stop, and the tick that drives it:
- * every tick_s on its own thread, the lock (lock.c), adoption, one step of every run and
- * the schedule (run.c), and once a second the daemon's own hash (pacer:coordinator). The
+ * every tick_s on its own thread, the lock (lock.c), adoption, one step of every run (run.c) and
+ * the schedule (schedule.c), and once a second the daemon's own hash (pacer:coordinator). The
  * tick's Redis connection is tickconn.c. coordinator_open() makes a client instead: the
  * same object without the daemon parts, for the coord_* calls of api.c.
  */
@@ -77,9 +77,27 @@ static int absolute(const char *in, char *out, size_t len)
 
 /* ---- the tick ------------------------------------------------------------------------------ */
 
-void coord_publish_info(coordinator_t *c, double now)
+/* The hosts as pacer:coordinator and a reload's answer show them: hosts_json with, on each,
+ * the jobs whose ranks fill its slots (run_holds). */
+static json_t *cluster_hosts_json(coordinator_t *c)
 {
-    json_t *hosts = hosts_json(c);
+    json_t *arr = hosts_json(c);
+    for (int i = 0; arr && i < c->nhosts; i++) {
+        json_t *jobs = json_array();
+        for (int k = 0; jobs && k < c->nruns; k++)
+            if (run_holds(c, c->runs[k], i) > 0) json_array_append_new(jobs, json_string(c->runs[k]->id));
+        json_object_set_new(json_array_get(arr, (size_t)i), "jobs", jobs ? jobs : json_array());
+    }
+    return arr;
+}
+
+/* Writes the daemon's own hash (pacer:coordinator: hosts, slots, heartbeat) now, on the
+ * tick's connection. The tick does it once a second; hosts_set_state does it at once
+ * (c->host_changed), so that a job resized for a host's state never shows before the
+ * state. */
+static void coord_publish_info(coordinator_t *c, double now)
+{
+    json_t *hosts = cluster_hosts_json(c);
     char *htext = hosts ? json_dumps(hosts, JSON_COMPACT) : NULL;
     json_decref(hosts);
     /* What a client needs to offer simulation (the dashboard's form): whether it runs,
@@ -172,7 +190,7 @@ static void reload_hosts(coordinator_t *c, double now)
                 json_array_append_new(a, json_string(t));
             for (char *save = NULL, *t = strtok_r(removed, " ", &save); r && t; t = strtok_r(NULL, " ", &save))
                 json_array_append_new(r, json_string(t));
-            result = json_pack("{s:o, s:i, s:i, s:o, s:o}", "hosts", hosts_json(c), "slots", c->slots_total,
+            result = json_pack("{s:o, s:i, s:i, s:o, s:o}", "hosts", cluster_hosts_json(c), "slots", c->slots_total,
                                "slots_usable", c->slots_usable, "added", a ? a : json_array(), "removed",
                                r ? r : json_array());
         }
@@ -256,7 +274,7 @@ static void tick(coordinator_t *c)
     }
     /* experiments first: a trial that ASHA stops frees its slots, and a new one queues, before the schedule */
     if (c->rc && c->have_lock && c->adopted) experiment_tick(c, now);
-    if (c->rc && c->have_lock && c->adopted) run_schedule(c, now);
+    if (c->rc && c->have_lock && c->adopted) schedule_tick(c, now);
     if (c->rc && second) coord_publish_info(c, now);
     if (c->rc && c->have_lock && second && (c->cfg.keep_jobs > 0 || c->cfg.keep_jobs_age_s > 0)) prune(c);
 }
@@ -540,6 +558,7 @@ static int start_launcher(coordinator_t *c, const coord_config_t *cfg, char *err
         .slurm_args = cfg->slurm_args,
     };
     if (launcher_open(&lcfg, &c->launcher, err, errlen) != 0) return COORD_EINVAL;
+    c->host_changed = coord_publish_info;
     if (hosts_sync(c, clock_wall_s(), NULL, 0, NULL, 0) != 0) {
         snprintf(err, errlen, "out of memory");
         return COORD_EINTERNAL;

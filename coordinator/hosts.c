@@ -131,7 +131,7 @@ void hosts_set_state(coordinator_t *c, host_t *h, host_state_t st, const char *r
     /* At once, not at the next second: the caller may act on the new state (a resize
      * that names it) in this very tick, and a client that sees the action must find the
      * state in GET /api/v1/cluster. */
-    if (c->rc) coord_publish_info(c, now);
+    if (c->rc && c->host_changed) c->host_changed(c, now);
 }
 
 void hosts_probe(coordinator_t *c, const char *name, double now)
@@ -247,14 +247,9 @@ json_t *hosts_json(coordinator_t *c)
         const host_t *h = &c->hosts[i];
         json_t *b = json_null();
         if (h->bench.time > 0 || h->bench.running) b = bench_json(&h->bench);
-        /* who holds it: the jobs whose ranks fill its slots (run_holds) */
-        json_t *jobs = json_array();
-        for (int k = 0; jobs && k < c->nruns; k++)
-            if (run_holds(c, c->runs[k], i) > 0) json_array_append_new(jobs, json_string(c->runs[k]->id));
-        json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:s, s:f, s:f, s:o, s:o}", "name", h->name, "slots",
-                                             h->slots, "state", host_state_name(h->state), "reason", h->reason, "since",
-                                             h->since, "checked", h->checked, "benchmark", b ? b : json_null(), "jobs",
-                                             jobs ? jobs : json_array()));
+        json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:s, s:f, s:f, s:o}", "name", h->name, "slots", h->slots,
+                                             "state", host_state_name(h->state), "reason", h->reason, "since", h->since,
+                                             "checked", h->checked, "benchmark", b ? b : json_null()));
     }
     return arr;
 }

@@ -76,15 +76,17 @@ void hosts_tick(struct coordinator *c, double now);
 void hosts_probe(struct coordinator *c, const char *name, double now);
 /* Whether a probe of name still runs. */
 int hosts_probing(struct coordinator *c, const char *name);
-/* Changes a host's state (logged, an event, pacer:coordinator at once). Any
- * change clears net_failing: the network probe sets it after its own. */
+/* Changes a host's state (logged, an event, and c->host_changed: coordinator.c publishes
+ * pacer:coordinator at once). Any change clears net_failing: the network probe sets it
+ * after its own. */
 void hosts_set_state(struct coordinator *c, host_t *h, host_state_t st, const char *reason, double now);
 
 /* The usable hosts (up or slow), in the launcher's order: their names into names (at
  * most max) and their slots summed into *slots. Returns the count. */
 int hosts_usable(struct coordinator *c, const char **names, int max, int *slots);
 
-/* [{name, slots, state, reason, since, checked, benchmark: {...} or null}] (new ref). */
+/* [{name, slots, state, reason, since, checked, benchmark: {...} or null}] (new ref); the
+ * jobs on each host are the caller's to add (the runs are above this file). */
 json_t *hosts_json(struct coordinator *c);
 
 /* ---- policy (pure) ------------------------------------------------------------------- */

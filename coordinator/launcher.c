@@ -1,5 +1,6 @@
-/* coordinator/launcher.c - see launcher.h: picks the kind, dispatches, and keeps what all
- * kinds share: the log's header line, the handle file, the by-slot placement guess. */
+/* coordinator/launcher.c - see launcher.h: picks the kind, dispatches, and keeps the handle
+ * file and the by-slot placement guess. What the kinds call back for (the log's lines, the
+ * MCA defaults, a host by name) is launcher_impl.c's, so that no kind calls up into here. */
 #include "launcher_impl.h"
 
 #include <errno.h>
@@ -85,13 +86,6 @@ int launcher_reload(launcher_t *l, char *err, size_t errlen)
     }
     free(hosts);
     return rc;
-}
-
-const launch_host_t *launcher_host(const launcher_t *l, const char *name)
-{
-    for (int i = 0; i < l->nhosts; i++)
-        if (strcmp(l->hosts[i].name, name) == 0) return &l->hosts[i];
-    return NULL;
 }
 
 void launcher_probe_start(launcher_t *l, const char *host, double now, launch_probe_t *p)
@@ -184,55 +178,6 @@ int launcher_rank_hosts(const launcher_t *l, int world, const char *const *names
         used++;
     }
     return 0;
-}
-
-int launcher_mca_defaults(const char **argv, int a, int srun)
-{
-    /* The pair goes together: a user who set one chose the protocol, and half of pacer's
-     * default beside it would be a setting neither of us measured. */
-    static const char *const USER[] = {"OMPI_MCA_btl_tcp_eager_limit", "OMPI_MCA_btl_tcp_max_send_size"};
-    for (size_t i = 0; i < sizeof USER / sizeof USER[0]; i++)
-        if (getenv(USER[i])) return a;
-    if (srun) {
-        argv[a++] = "--export=ALL,OMPI_MCA_btl_tcp_eager_limit=" LAUNCH_TCP_EAGER_BYTES
-                    ",OMPI_MCA_btl_tcp_max_send_size=" LAUNCH_TCP_EAGER_BYTES;
-        return a;
-    }
-    argv[a++] = "--mca";
-    argv[a++] = "btl_tcp_eager_limit";
-    argv[a++] = LAUNCH_TCP_EAGER_BYTES;
-    argv[a++] = "--mca";
-    argv[a++] = "btl_tcp_max_send_size";
-    argv[a++] = LAUNCH_TCP_EAGER_BYTES;
-    return a;
-}
-
-void launcher_log_header(const char *log_path, const char *id, int attempt, const char *const *argv)
-{
-    FILE *lf = fopen(log_path, "a");
-    if (!lf) return;
-    time_t t = (time_t)clock_wall_s();
-    struct tm tm;
-    char when[32];
-    localtime_r(&t, &tm);
-    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-    fprintf(lf, "=== pacer-coordinator %s: job %s attempt %d:", when, id, attempt);
-    for (int i = 0; argv[i]; i++) fprintf(lf, " %s", argv[i]);
-    fprintf(lf, " ===\n");
-    fclose(lf);
-}
-
-void launcher_log_note(const char *log_path, const char *fmt, ...)
-{
-    FILE *lf = fopen(log_path, "a");
-    if (!lf) return;
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("pacer-coordinator: ", lf);
-    vfprintf(lf, fmt, ap);
-    fputc('\n', lf);
-    va_end(ap);
-    fclose(lf);
 }
 
 int launcher_start(launcher_t *l, const launch_req_t *req, launch_handle_t *h, char *err, size_t errlen)

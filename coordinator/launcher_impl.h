@@ -1,4 +1,5 @@
-/* coordinator/launcher_impl.h - what the launcher kinds share (launcher.c dispatches;
+/* coordinator/launcher_impl.h - what the launcher kinds share (launcher.c dispatches,
+ * launcher_impl.c has the helpers every kind calls;
  * launch_local.c runs local and hostfile, launch_hostfile.c reads hostfiles,
  * launch_slurm.c talks to Slurm, launch_sim.c runs pacer-sim). Not for the rest of the
  * coordinator: launcher.h is. */

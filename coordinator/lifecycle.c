@@ -12,18 +12,6 @@
 #include "errmsg.h"
 
 
-json_t *coord_id_list(const char *csv)
-{
-    json_t *a = json_array();
-    for (const char *p = csv ? csv : ""; a && *p;) {
-        size_t n = strcspn(p, ",");
-        if (n > 0 && n < JOB_ID_MAX) json_array_append_new(a, json_stringn(p, n));
-        p += n;
-        if (*p == ',') p++;
-    }
-    return a;
-}
-
 int coord_retry(coordinator_t *c, const char *id, char *new_id, size_t idlen, char *err, size_t errlen)
 {
     return coord_retry_by(c, id, NULL, new_id, idlen, err, errlen);

@@ -9,7 +9,7 @@
 #include "hosts.h"
 
 /* The policies by name; daemon: what pacer-coordinator --policy accepts (all of them: the
- * tick builds the class-aware ones' host classes, run.c run_schedule and hclass.h). */
+ * tick builds the class-aware ones' host classes, schedule.c and hclass.h). */
 static const struct {
     const char *name;
     policy_kind_t kind;

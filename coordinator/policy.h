@@ -3,7 +3,7 @@
  *
  * A pure function of a snapshot (policy_state_t: the slots, the running jobs with their
  * measured progress, the queued jobs in order with their demands), with no Redis, no I/O
- * and no clock inside: the daemon's tick (run.c, run_schedule) builds the snapshot from
+ * and no clock inside: the daemon's tick (schedule.c, schedule_tick) builds the snapshot from
  * Redis and its runs, claims the jobs the decisions start and publishes the rest (the
  * `queue` object of a queued job in the API); a unit test or a simulator calls it on
  * snapshots of its own. A new policy is a new value of policy_kind_t and a branch of

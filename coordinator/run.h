@@ -122,10 +122,10 @@ typedef struct {
     double lr_scale;
     long resume_before;
     /* Measured progress (the node hash of a training rank: step, total_steps), for the
-     * estimate of when it ends (run_schedule, coordinator/policy.h); 0 = not measured. */
+     * estimate of when it ends (schedule.c, coordinator/policy.h); 0 = not measured. */
     long long progress_step, progress_total;
     /* Its owner (the job hash's "owner"; "" for jobs from before users): whose fair-share
-     * usage its slots count to (run_schedule, --policy fair). */
+     * usage its slots count to (schedule.c, --policy fair). */
     char owner[USER_NAME_MAX + 1];
     /* Preemption: the job it is stopped for (KILL_PREEMPT), and whether this run is a
      * preempted job claimed again (its directory, checkpoints included, is its own). */
@@ -159,17 +159,6 @@ typedef struct {
  * job that has ended. For the policy's snapshot and the Cluster page (hosts_json). */
 int run_holds(const coordinator_t *c, const coord_run_t *r, int host);
 
-/* What a queued job asks for, read from its record once (run_schedule's cache). */
-typedef struct {
-    char id[JOB_ID_MAX];
-    int world, min_world, simulated, bad;
-    int max_world;                 /* the most ranks it may grow to (spec_max_workers; world when it never grows) */
-    int priority;                  /* POLICY_PRIO_* from the spec's priority */
-    char owner[USER_NAME_MAX + 1]; /* the job hash's "owner" ("" none) */
-    int requeued;                  /* preempted before ("preempted_by" in its hash) */
-    char model[SPEC_NAME_MAX];     /* its type for --policy hetero|agnostic (hclass.h) */
-    double work, submitted;        /* hetero: samples it trains (0 unknown), unix s (hclass_job_work) */
-} run_queued_t;
 
 void run_free(coord_run_t *r);
 /* Slots (ranks) of the real runs that are not done. */
@@ -178,8 +167,6 @@ int run_slots_used(const coordinator_t *c);
 int run_sims_used(const coordinator_t *c);
 /* One tick of r: see run.c. */
 void run_step(coordinator_t *c, coord_run_t *r, double now);
-/* Claims queued jobs while their worlds fit the free slots, and launches them. */
-void run_schedule(coordinator_t *c, double now);
 /* After a (re)start: jobs Redis says are RUNNING or RESTARTING become runs again. */
 void run_adopt(coordinator_t *c, double now);
 /* Has r's attempt ended? launcher_poll with r's exit-code file and log (coordinator_stop
@@ -196,5 +183,35 @@ json_t *run_health_clean(json_t *in);
 void run_set_state(coordinator_t *c, coord_run_t *r, job_state_t s, const char *reason);
 /* Stops r's network probe if one runs (the daemon stops). */
 void run_stop_probes(coordinator_t *c, coord_run_t *r);
+
+
+/* ---- for the scheduler (schedule.c), which calls down into a run, never the reverse ---- */
+
+/* The most ranks r may run as (spec_worlds). */
+int run_max_world(const coord_run_t *r);
+/* Whether r's checkpoint file exists (a stop loses nothing beyond it). */
+int run_has_checkpoint(coordinator_t *c, const coord_run_t *r);
+
+/* A job just claimed (QUEUED -> RUNNING): what it asks for, and why its record could not
+ * be read when bad (err: the reason it fails with). */
+typedef struct {
+    const char *id;
+    int world, min_world;
+    const char *owner; /* "" none */
+    int requeued;      /* preempted before: its directory is its own */
+    int bad;
+    const char *err;
+} run_claim_t;
+/* The claimed job k becomes a run with a copy of spec. Returns 0 with *out the run to
+ * place and launch (run_first_launch), or with *out NULL when it has failed at once (a
+ * spec that could not be read, a simulation this daemon cannot run; its state written);
+ * -1 when out of memory (logged). */
+int run_claimed(coordinator_t *c, const run_claim_t *k, const job_spec_t *spec, double now, coord_run_t **out);
+/* The first launch of a claimed run, after the pre-flight benchmark of the hosts when one
+ * is due (preflight.h): the job waits in PH_PREFLIGHT while a round runs. */
+void run_first_launch(coordinator_t *c, coord_run_t *r, double now);
+/* Stops r's attempt for why (SIGTERM now, SIGKILL after --kill-grace); what follows the
+ * stop (a relaunch, a requeue, the end) is run_step's, by the reason. */
+void run_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, double now);
 
 #endif

@@ -1,0 +1,37 @@
+/* coordinator/schedule.h - the scheduler of the daemon's tick: which queued jobs start, on
+ * which hosts, and which running jobs make room for them. Every tick schedule_tick
+ *   - reads the queue, each job's ask parsed once and cached (coordinator_t.qdemand),
+ *   - picks the QUEUE_VIEW_MAX jobs the policy decides on, fairly (by priority, then each
+ *     user's earliest first), with each owner's max_slots,
+ *   - brings the users' fair-share usage up to date (--policy fair and after),
+ *   - asks the policy (policy.h): admission, and with --policy hetero|agnostic the
+ *     host-class plan (policy_plan over the hosts' classes and each job type's speed on
+ *     them, hclass.h), whose shrinks, grows and moves of running jobs it applies,
+ *   - preempts (stops or shrinks) running jobs for a job of a higher priority,
+ *   - claims and launches the jobs it starts (run.h), and publishes the others' positions,
+ *     reasons and estimated starts for the API (coordinator_t.queue_view).
+ * Tick thread only. The policy is pure; this file is its I/O. */
+#ifndef PACER_SCHEDULE_H
+#define PACER_SCHEDULE_H
+
+#include "coordinator.h"
+#include "jobstore.h"
+#include "spec.h"
+#include "users.h"
+
+/* What a queued job asks for, read from its record once (the scheduler's cache: coordinator_t.qdemand). */
+typedef struct {
+    char id[JOB_ID_MAX];
+    int world, min_world, simulated, bad;
+    int max_world;                 /* the most ranks it may grow to (spec_max_workers; world when it never grows) */
+    int priority;                  /* POLICY_PRIO_* from the spec's priority */
+    char owner[USER_NAME_MAX + 1]; /* the job hash's "owner" ("" none) */
+    int requeued;                  /* preempted before ("preempted_by" in its hash) */
+    char model[SPEC_NAME_MAX];     /* its type for --policy hetero|agnostic (hclass.h) */
+    double work, submitted;        /* hetero: samples it trains (0 unknown), unix s (hclass_job_work) */
+} sched_queued_t;
+
+/* One round of scheduling (above), at the end of the tick. */
+void schedule_tick(coordinator_t *c, double now);
+
+#endif

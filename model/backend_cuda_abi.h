@@ -34,8 +34,10 @@ extern "C" {
  * 11: issue 44's kinds LAYER_SOFTMAX to LAYER_LAYERNORM (Erf and GELU through the unary
  * launcher);
  * 12: Swin's LAYER_GATHER_PARAM and layer_t's gp_table;
- * 13: issue 44's ViT kind LAYER_EXPAND */
-#define PACER_CUDA_ABI 13
+ * 13: issue 44's ViT kind LAYER_EXPAND;
+ * 14: the language models' kinds LAYER_EMBED and LAYER_CAUSAL_SOFTMAX (empty rows),
+ * layer_t's tied and model_t's positions */
+#define PACER_CUDA_ABI 14
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
 typedef struct cuda_model cuda_model_t;

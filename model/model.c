@@ -518,6 +518,45 @@ int model_build_layernorm(model_builder_t *b, int in, int axis, float eps, const
     return li;
 }
 
+int model_build_embed(model_builder_t *b, int in, int V, int E, const char *tname)
+{
+    int li = add_layer(b, LAYER_EMBED, in);
+    layer_t *l = layer_at(b, li);
+    const model_shape_t *s = shape_at(b, in);
+    const int ok_dims = V > 0 && E > 0 && (int64_t)V * E <= MODEL_SAMPLE_MAX && s->rank < MODEL_MAX_RANK;
+    if (!ok_dims) b->failed = 1;
+    l->gp_table = (model_shape_t){.rank = 2, .dims = {V, E}};
+    l->w_off = add_tensor_named(b, tname, ok_dims ? (size_t)V * (size_t)E : 0, 0);
+    finish_layer(b, li, ok_dims && infer_layer(b, li, NULL) == 0);
+    return li;
+}
+
+int model_build_linear_tied(model_builder_t *b, int in, int embed_li)
+{
+    const layer_t *e = layer_at(b, embed_li);
+    const int ok = embed_li >= 0 && embed_li < b->m->nlayers && e->kind == LAYER_EMBED;
+    const int V = e->gp_table.dims[0], E = e->gp_table.dims[1];
+    const size_t table = e->w_off;
+    int li = add_layer(b, LAYER_LINEAR, in);
+    layer_t *l = layer_at(b, li);
+    l->gemm = (gemm_desc_t){.layout = GEMM_W_OUT_IN, .alpha = 1.0f, .beta = 1.0f, .OUT = ok ? V : 0};
+    const int shaped = infer_layer(b, li, NULL) == 0; /* sets gemm.IN */
+    if (!ok || l->gemm.IN != E) b->failed = 1;
+    l->w_off = table; /* no tensor of its own: the embedding's */
+    finish_layer(b, li, ok && shaped);
+    return li;
+}
+
+int model_build_causal_softmax(model_builder_t *b, int in, float scale)
+{
+    int li = add_layer(b, LAYER_CAUSAL_SOFTMAX, in);
+    layer_t *l = layer_at(b, li);
+    l->alpha = scale;
+    if (!(scale > 0.0f) || !isfinite(scale)) b->failed = 1;
+    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
+    return li;
+}
+
 int model_build_softmax(model_builder_t *b, layer_kind_t kind, int in, int axis)
 {
     int li = add_layer(b, kind, in);
@@ -807,7 +846,7 @@ static int alloc_buffers(model_t *m)
     ALLOC(m->aux, m->aux_floats);
     ALLOC(m->argmax, m->argmax_ints);
     ALLOC(m->ws, m->ws_floats);
-    ALLOC(m->probs, (size_t)m->max_batch * m->num_classes);
+    ALLOC(m->probs, (size_t)m->max_batch * m->positions * m->num_classes);
 #undef ALLOC
     return 0;
 }
@@ -855,7 +894,7 @@ static int writes_whole_grad(layer_kind_t k)
 {
     return k == LAYER_BN || k == LAYER_CONV || k == LAYER_RELU || k == LAYER_FC || k == LAYER_LINEAR ||
            k == LAYER_TRANSPOSE || k == LAYER_RESHAPE || k == LAYER_DROPOUT || k == LAYER_STOCHASTIC_DEPTH ||
-           k == LAYER_SOFTMAX || k == LAYER_LOG_SOFTMAX || k == LAYER_LAYERNORM;
+           k == LAYER_SOFTMAX || k == LAYER_LOG_SOFTMAX || k == LAYER_LAYERNORM || k == LAYER_CAUSAL_SOFTMAX;
 }
 
 /* The kinds that run binary_rows_backward: it sets either input's gradient whose every
@@ -918,6 +957,34 @@ static void mark_set_grads(model_t *m)
         if (sets) m->layers[j].grad_setter = k;
         else m->layers[j].grad_split = split_by_slices(m, j);
     }
+}
+
+/* Marks the embeddings whose table a later layer reads as its weight (layer_t's tied). */
+static void mark_tied(model_t *m)
+{
+    for (int j = 0; j < m->nlayers; j++) {
+        layer_t *e = &m->layers[j];
+        if (e->kind != LAYER_EMBED) continue;
+        e->tied = 0;
+        for (int k = j + 1; k < m->nlayers; k++)
+            if (m->layers[k].kind == LAYER_LINEAR && m->layers[k].w_off == e->w_off) e->tied = 1;
+    }
+}
+
+/* model_t's positions: the last layer's elements per sample over the classes (1 for a
+ * classifier's (classes) output, T for a language model's (T, V)); -1 when they do not
+ * divide or the last axis is not the classes' (a (V, T) output would be read wrongly). */
+static int set_positions(model_t *m)
+{
+    const model_shape_t *s = &m->layers[m->nlayers - 1].shape;
+    const size_t n = model_shape_count(s);
+    m->positions = 1;
+    if (m->num_classes < 1 || n == (size_t)m->num_classes) return 0;
+    if (n % (size_t)m->num_classes != 0 || s->rank < 2 || s->dims[s->rank - 1] != m->num_classes ||
+        n / (size_t)m->num_classes > (size_t)INT32_MAX)
+        return -1;
+    m->positions = (int)(n / (size_t)m->num_classes);
+    return 0;
 }
 
 static int run_builtin(model_builder_t *b, void *ctx, char *err, size_t errlen);
@@ -989,6 +1056,13 @@ static int create_with(const char *name, const model_shape_t *in, int classes, i
     }
     fuse_layers(m);
     mark_set_grads(m);
+    mark_tied(m);
+    if (set_positions(m) != 0) {
+        snprintf(err, errlen, "model %s: its output (%zu values per sample) is no whole number of rows of %d classes",
+                 name, model_shape_count(&m->layers[m->nlayers - 1].shape), classes);
+        model_free(m);
+        return -1;
+    }
     if (mark_no_decay(m) != 0 || alloc_buffers(m) != 0) goto oom;
     *out = m;
     return 0;
@@ -1113,7 +1187,7 @@ double model_forward_flops(const model_t *m)
 {
     double f = 0;
     for (int i = 0; i < m->nlayers; i++) f += MODEL_OPS[m->layers[i].kind].flops(&m->layers[i]);
-    return f + 5.0 * m->num_classes; /* softmax and cross-entropy */
+    return f + 5.0 * m->num_classes * m->positions; /* softmax and cross-entropy */
 }
 
 void model_init_params(model_t *m, uint64_t seed)
@@ -1169,7 +1243,7 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
         MODEL_OPS[m->layers[i].kind].forward(m, i, x, B, train);
         if (m->progress) m->progress(m->progress_ctx);
     }
-    return softmax_xent_forward(B, m->num_classes, model_logits(m), y, m->label_smoothing, m->probs);
+    return softmax_xent_forward(B * m->positions, m->num_classes, model_logits(m), y, m->label_smoothing, m->probs);
 }
 
 void model_zero_dacts(model_t *m, int B)
@@ -1189,7 +1263,8 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
 {
     model_zero_dacts(m, B);
     const layer_t *last = &m->layers[m->nlayers - 1];
-    softmax_xent_backward(B, m->num_classes, m->probs, y, m->label_smoothing, loss_scale, m->dacts + last->out_off);
+    softmax_xent_backward(B * m->positions, m->num_classes, m->probs, y, m->label_smoothing, loss_scale,
+                          m->dacts + last->out_off);
 
     for (int i = m->nlayers - 1; i >= 0; i--) {
         MODEL_OPS[m->layers[i].kind].backward(m, i, x, B);

@@ -171,6 +171,17 @@ typedef enum {
      * batch too for a batch-less LAYER_CONST: ViT's class_token.expand(N, -1, -1)); its
      * backward sums over the repeated axes */
     LAYER_EXPAND,
+    /* The language models' rows (appended). LAYER_EMBED: an embedding table (params at w_off,
+     * of shape gp_table (V, E)) read by the float-coded token ids of its input (the model
+     * input (T) of a GPT): out (T, E) = table[ids]; an id outside [0, V) reads zeros (the
+     * data loader refuses such ids first). Its backward scatter-adds into the table, after
+     * zeroing it unless `tied` (model_create: a later layer reads the table as its weight
+     * and its backward, which runs first, wrote the table's gradient). LAYER_CAUSAL_SOFTMAX:
+     * row i of each (T, T) matrix of its input, softmax(alpha * x[i, 0..i]), zeros after i
+     * (attention's lower-triangular mask and its scale 1/sqrt(head size) in one row; the
+     * masked half is never computed). */
+    LAYER_EMBED,
+    LAYER_CAUSAL_SOFTMAX,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -208,7 +219,8 @@ typedef struct {
      * channels, the only one on the GPU), sl_start the first input's size along it. */
     int sl_axis, sl_start, sl_end, sl_step;
     size_t view_off;
-    model_shape_t gp_table; /* LAYER_GATHER_PARAM: the gathered table's shape (its params) */
+    model_shape_t gp_table; /* LAYER_GATHER_PARAM, LAYER_EMBED: the table's shape (its params) */
+    int tied;               /* LAYER_EMBED: its table is a later layer's weight too (set by model_create) */
     /* Fusions, set by model_create from the finished layer list; each gives bit for bit
      * the results of the layers it replaces.
      * fused_relu: LAYER_BN: the next layer is a ReLU and the only reader of this one's
@@ -262,7 +274,11 @@ typedef struct {
 typedef struct {
     char name[MODEL_NAME_MAX];
     int C, H, W, num_classes; /* input and output of the network (the catalog's) */
-    model_shape_t in_shape;   /* the input of one sample, N-D; (C, H, W) is its folding */
+    /* Loss rows per sample: the logits of one sample are (positions, num_classes) and each
+     * position has its label (a language model's T next tokens); 1 for a classifier. Set
+     * by model_create from the last layer's shape (its element count over num_classes). */
+    int positions;
+    model_shape_t in_shape; /* the input of one sample, N-D; (C, H, W) is its folding */
     int max_batch;
     int kaiming_conv; /* init: convolutions Kaiming normal (resnet20), else uniform */
     /* Dropout masks: training forward t (counted by model_forward, the backward after it
@@ -391,6 +407,15 @@ int model_build_layernorm(model_builder_t *b, int in, int axis, float eps, const
  * which is below 2^24) */
 int model_build_gather_param(model_builder_t *b, const model_shape_t *s, const model_shape_t *table, const char *tname,
                              const char *mname);
+/* A LAYER_EMBED of in's elements (float-coded ids) into rows of table tname (params, V x E):
+ * its output in's shape with an axis E appended (in of rank < MODEL_MAX_RANK) */
+int model_build_embed(model_builder_t *b, int in, int V, int E, const char *tname);
+/* A LAYER_LINEAR of in's last axis (E) to V outputs whose weight is embedding layer
+ * embed_li's table (V, E), read as an (OUT, IN) weight: tied input and output embeddings,
+ * both gradients summed into the one tensor */
+int model_build_linear_tied(model_builder_t *b, int in, int embed_li);
+/* A LAYER_CAUSAL_SOFTMAX of in (rank >= 2, its last two axes equal: T x T scores), scale > 0 */
+int model_build_causal_softmax(model_builder_t *b, int in, float scale);
 /* kind LAYER_SOFTMAX or LAYER_LOG_SOFTMAX of in along its non-batch axis axis (0 .. rank - 1) */
 int model_build_softmax(model_builder_t *b, layer_kind_t kind, int in, int axis);
 /* in (an activation, or a batch-less LAYER_CONST) broadcast to the sample shape to: its
@@ -464,8 +489,9 @@ int model_check_buffers(const model_t *m, const float *buffers, char *err, size_
 const tensor_info_t *model_tensor_at(const model_t *m, size_t off, int is_buffer);
 
 /* Forward pass of B <= max_batch samples x (B, C, H, W). train selects batch-norm mode
- * (and running-stat updates). Returns the mean cross-entropy loss against y; the logits
- * are model_logits(m). */
+ * (and running-stat updates). Returns the mean cross-entropy loss against y (B x
+ * positions labels: the mean over every position of every sample); the logits are
+ * model_logits(m), (B, positions, num_classes). */
 float model_forward(model_t *m, const float *x, const int32_t *y, int B, int train);
 /* Backward pass after a training forward on the same x, y, B: writes the gradient of
  * loss_scale * mean loss into m->grads (every tensor written, nothing accumulated). */

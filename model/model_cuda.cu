@@ -1133,6 +1133,9 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_GATHER_PARAM, gather_param_fwd, gather_param_bwd, NULL},
     /* issue 44's ViT rows */
     {LAYER_EXPAND, view_fwd, expand_bwd, NULL},
+    /* the language models' rows: not on the GPU yet (refused by name, the rank stays on the CPU) */
+    {LAYER_EMBED, NULL, NULL, NULL},
+    {LAYER_CAUSAL_SOFTMAX, NULL, NULL, NULL},
 };
 static_assert(sizeof CUDA_OPS / sizeof CUDA_OPS[0] == LAYER_KIND_COUNT, "one CUDA row per layer kind");
 static constexpr bool cuda_ops_in_order(int k)

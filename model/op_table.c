@@ -932,6 +932,70 @@ static int infer_expand(layer_t *l, const model_shape_t *in, const model_shape_t
 
 /* ---- the table ---------------------------------------------------------------------------- */
 
+/* ---- the language models' rows ------------------------------------------------------------ */
+
+/* the ids' shape with the table's width appended: (T) -> (T, E) */
+static int infer_embed(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    l->shape = *in;
+    if (in->rank >= MODEL_MAX_RANK) return -1;
+    l->shape.dims[in->rank] = l->gp_table.dims[1];
+    l->shape.rank = in->rank + 1;
+    return 0;
+}
+
+static size_t embed_rows(const layer_t *l, int B) { return out_count(l, B) / (size_t)l->gp_table.dims[1]; }
+
+static void embed_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    embed_forward(embed_rows(l, B), l->gp_table.dims[0], l->gp_table.dims[1], input_of(m, x, l->in),
+                  m->params + l->w_off, m->acts + l->out_off);
+}
+
+/* the ids get no gradient; the table's is scatter-added (onto the tied reader's, which ran
+ * first) */
+static void embed_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    embed_backward(embed_rows(l, B), l->gp_table.dims[0], l->gp_table.dims[1], input_of(m, x, l->in),
+                   m->dacts + l->out_off, m->grads + l->w_off, l->tied);
+}
+
+/* a copy per row read, no arithmetic */
+static double flops_embed(const layer_t *l) { return 0.0; }
+
+/* scores (..., T, T) */
+static int infer_causal(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    l->shape = *in;
+    return in->rank < 2 || in->dims[in->rank - 1] != in->dims[in->rank - 2] ? -1 : 0;
+}
+
+static int causal_T(const layer_t *l) { return l->shape.dims[l->shape.rank - 1]; }
+static size_t causal_mats(const layer_t *l, int B)
+{
+    return out_count(l, B) / ((size_t)causal_T(l) * (size_t)causal_T(l));
+}
+
+static void causal_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    causal_softmax_forward(causal_mats(l, B), causal_T(l), l->alpha, input_of(m, x, l->in), m->acts + l->out_off);
+}
+
+static void causal_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    float *dinp = dinput_of(m, l->in);
+    if (dinp)
+        causal_softmax_backward(causal_mats(l, B), causal_T(l), l->alpha, m->acts + l->out_off, m->dacts + l->out_off,
+                                dinp, sets_grad(m, l->in, i));
+}
+
+/* half the matrix: a scale, an exponential and a division per unmasked element */
+static double flops_causal(const layer_t *l) { return 1.5 * (double)l->C * l->H * l->W; }
+
 #define IN1 MODEL_OP_GRAD_IN
 #define IN12 (MODEL_OP_GRAD_IN | MODEL_OP_GRAD_IN2)
 
@@ -999,6 +1063,10 @@ const model_op_t MODEL_OPS[] = {
     /* the vision transformers' rows (appended) */
     /* exported as Expand to (the batch, the sample's shape) */
     [LAYER_EXPAND]     = {LAYER_EXPAND, "expand", "Expand (to the batch, a constant shape)", "Expand", 1, IN1, infer_expand, NULL, flops_none, view_fwd, view_bwd},
+
+    /* the language models' rows (appended): built in (model/gpt.c), not imported or exported yet */
+    [LAYER_EMBED]      = {LAYER_EMBED, "embedding", "", "", 1, 0, infer_embed, NULL, flops_embed, embed_fwd, embed_bwd},
+    [LAYER_CAUSAL_SOFTMAX] = {LAYER_CAUSAL_SOFTMAX, "causal softmax", "", "", 1, IN1, infer_causal, NULL, flops_causal, causal_fwd, causal_bwd},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

@@ -366,6 +366,19 @@ void bmm_backward_set(int G, int M, int K, int N, const float *a, const float *b
  * twin sums in the same order, without atomics). */
 void gather_param_forward(size_t n, size_t tcount, const float *map, const float *table, float *out);
 void gather_param_backward(size_t n, size_t tcount, const float *map, const float *dout, float *dtable);
+/* Language models (seq.c). An embedding: rows token ids (float-coded, exact below 2^24)
+ * each read row id of table (V, E) into out (rows, E); an id outside [0, V) reads zeros
+ * (the data loader refuses such ids before training). The backward scatter-adds dout into
+ * dtable (V, E) in the order of the rows, after zeroing it unless add (a table that a
+ * later layer's backward wrote first: tied input and output embeddings). */
+void embed_forward(size_t rows, int V, int E, const float *ids, const float *table, float *out);
+void embed_backward(size_t rows, int V, int E, const float *ids, const float *dout, float *dtable, int add);
+/* Causal softmax of mats (T, T) score matrices: row i is softmax(scale * x[i, 0..i]), the
+ * positions after i are 0 and never read or computed (GPT's masked attention). The backward
+ * reads the output: dinp[i, j] = scale * y (dout - sum(dout * y)) for j <= i, added (set 0)
+ * or written with the masked half 0 (set 1). */
+void causal_softmax_forward(size_t mats, int T, float scale, const float *inp, float *out);
+void causal_softmax_backward(size_t mats, int T, float scale, const float *out, const float *dout, float *dinp, int set);
 /* Layer normalisation (ONNX LayerNormalization, torch's nn.LayerNorm): each of rows rows of D
  * elements normalised by its mean and biased variance, times w, plus b (both (D)). The
  * backward recomputes the statistics from inp, adds the input's gradient (dinp may be

@@ -74,6 +74,12 @@ void ref_batchnorm_forward_train(int B, int C, int HW, const double *x, const do
 /* ops.h's layernorm_forward in double */
 void ref_layernorm_forward(int rows, int D, double eps, const double *x, const double *w, const double *b, double *y);
 
+/* ---- language models (seq.c) ---- */
+/* ops.h's embed_forward in double: y (rows, E) = table[ids] (0 outside the table) */
+void ref_embed_forward(size_t rows, int V, int E, const double *ids, const double *table, double *y);
+/* ops.h's causal_softmax_forward in double: the masked half 0 */
+void ref_causal_softmax(size_t mats, int T, double scale, const double *x, double *y);
+
 /* ---- loss (softmax.c) ---- */
 /* mean cross-entropy of softmax(x (B, N)) against labels, with label smoothing eps
  * (torch.nn.CrossEntropyLoss's: (1 - eps) * nll + eps * the mean over classes of -log p);

@@ -1,0 +1,241 @@
+/* tests/unit/test_gpt.c - the built-in language model (model/gpt.h) and its kernels: the
+ * embedding and the causal softmax against their double references (kernels/ref/seq.c),
+ * the causal softmax's backward against finite differences, and a tiny GPT whose every
+ * parameter's gradient (the tied embedding's two paths summed) matches central differences
+ * of its loss, whose logits at a position do not depend on later tokens, and whose refusals
+ * name the field. The comparison with torch from the same weights is
+ * tests/integration/gpt_torch.sh. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpt.h"
+#include "model.h"
+#include "ops.h"
+#include "ref.h"
+#include "rng.h"
+
+static double max_rel(const float *a, const double *b, size_t n)
+{
+    double e = 0, s = 0;
+    for (size_t i = 0; i < n; i++) {
+        e = fmax(e, fabs((double)a[i] - b[i]));
+        s = fmax(s, fabs(b[i]));
+    }
+    return s > 0 ? e / s : e;
+}
+
+/* Ids with repeats and one outside the table (reads zeros, gets no gradient). */
+static void test_embed_kernels(void **state)
+{
+    enum { V = 7, E = 5, R = 12 };
+    rng_t r;
+    rng_seed(&r, 3);
+    float table[V * E], ids[R], out[R * E], dout[R * E], dt[V * E];
+    double dtable[V * E], did[R], want[R * E], wdt[V * E];
+    for (int k = 0; k < V * E; k++) dtable[k] = table[k] = rng_normal(&r);
+    for (int k = 0; k < R; k++) did[k] = ids[k] = (float)(k == 4 ? V : (int)rng_below(&r, V));
+    for (int k = 0; k < R * E; k++) dout[k] = rng_normal(&r);
+    embed_forward(R, V, E, ids, table, out);
+    ref_embed_forward(R, V, E, did, dtable, want);
+    assert_true(max_rel(out, want, R * E) == 0.0);
+    for (int e = 0; e < E; e++) assert_true(out[4 * E + e] == 0.0f);
+    /* the gradient: each row's sum of the outputs that read it */
+    memset(wdt, 0, sizeof wdt);
+    for (int k = 0; k < R; k++)
+        if (k != 4)
+            for (int e = 0; e < E; e++) wdt[(int)ids[k] * E + e] += dout[k * E + e];
+    for (int k = 0; k < V * E; k++) dt[k] = 100.0f; /* overwritten */
+    embed_backward(R, V, E, ids, dout, dt, 0);
+    assert_true(max_rel(dt, wdt, V * E) < 1e-6);
+    /* add: onto what a tied reader wrote first */
+    for (int k = 0; k < V * E; k++) dt[k] = 1.0f, wdt[k] += 1.0;
+    embed_backward(R, V, E, ids, dout, dt, 1);
+    assert_true(max_rel(dt, wdt, V * E) < 1e-6);
+}
+
+/* f = sum(g * ref(x)): its central differences against the backward's input gradient */
+static void test_causal_softmax(void **state)
+{
+    enum { M = 3, T = 5, N = M * T * T };
+    const double scale = 0.7;
+    rng_t r;
+    rng_seed(&r, 5);
+    float x[N], y[N], g[N], dx[N], dxs[N];
+    double xd[N], yd[N], fd[N], yp[N], ym[N];
+    for (int k = 0; k < N; k++) xd[k] = x[k] = rng_normal(&r), g[k] = rng_normal(&r);
+    causal_softmax_forward(M, T, (float)scale, x, y);
+    ref_causal_softmax(M, T, scale, xd, yd);
+    printf("  causal softmax forward max_rel %.2e (tol 1e-6)\n", max_rel(y, yd, N));
+    assert_true(max_rel(y, yd, N) < 1e-6);
+    for (int m = 0; m < M; m++)
+        for (int i = 0; i < T; i++)
+            for (int j = i + 1; j < T; j++) assert_true(y[(m * T + i) * T + j] == 0.0f);
+    for (int k = 0; k < N; k++) {
+        const double h = 1e-5, keep = xd[k];
+        xd[k] = keep + h;
+        ref_causal_softmax(M, T, scale, xd, yp);
+        xd[k] = keep - h;
+        ref_causal_softmax(M, T, scale, xd, ym);
+        xd[k] = keep;
+        double s = 0;
+        for (int q = 0; q < N; q++) s += g[q] * (yp[q] - ym[q]);
+        fd[k] = s / (2 * h);
+    }
+    for (int k = 0; k < N; k++) dx[k] = 0.5f, dxs[k] = 99.0f;
+    causal_softmax_backward(M, T, (float)scale, y, g, dx, 0);
+    causal_softmax_backward(M, T, (float)scale, y, g, dxs, 1);
+    for (int k = 0; k < N; k++) dx[k] -= 0.5f;
+    printf("  causal softmax backward against finite differences: add %.2e, set %.2e (tol 1e-5)\n", max_rel(dx, fd, N),
+           max_rel(dxs, fd, N));
+    assert_true(max_rel(dx, fd, N) < 1e-5);
+    assert_true(max_rel(dxs, fd, N) < 1e-5);
+}
+
+static const model_gpt_t TINY = {
+    .layers = 2, .heads = 2, .embd = 8, .block = 6, .vocab = 13, .dropout = 0.0f, .bias = 1, .tie = 1};
+
+static model_t *tiny(const model_gpt_t *g, int B)
+{
+    char err[256];
+    model_t *m = NULL;
+    if (model_create_gpt("gpt", g, B, &m, err, sizeof err) != 0) fail_msg("%s", err);
+    model_gpt_init(m, g->layers, 11);
+    return m;
+}
+
+static void random_tokens(rng_t *r, int n, int V, float *x, int32_t *y)
+{
+    for (int k = 0; k < n; k++) {
+        x[k] = (float)rng_below(r, (uint32_t)V);
+        y[k] = (int32_t)rng_below(r, (uint32_t)V);
+    }
+}
+
+/* Every parameter tensor's gradient (four elements of each) against central differences
+ * of the mean loss over every position. At h = 1e-3 a float loss near log(13) (about 3e-7
+ * of rounding) gives quotients within 1.5e-4 of rounding, and the truncation, O(h^2), was
+ * measured below 1e-4 (it falls 10x from h = 3e-3 to 1e-3, as it must): 1e-3 + 2% of the
+ * quotient bounds both with room. */
+static void check_grads(const model_gpt_t *g)
+{
+    enum { B = 2 };
+    model_t *m = tiny(g, B);
+    assert_int_equal(m->positions, g->block);
+    rng_t r;
+    rng_seed(&r, 17);
+    float x[B * 64];
+    int32_t y[B * 64];
+    random_tokens(&r, B * g->block, g->vocab, x, y);
+    model_forward(m, x, y, B, 1);
+    model_backward(m, x, y, B, 1.0f);
+    float *grads = malloc(m->nparams * sizeof *grads);
+    assert_non_null(grads);
+    memcpy(grads, m->grads, m->nparams * sizeof *grads);
+    double worst = 0;
+    for (int t = 0; t < m->ntensors; t++) {
+        const tensor_info_t *ti = &m->tensors[t];
+        for (size_t q = 0; q < 4 && q < ti->count; q++) {
+            const size_t k = ti->offset + (q * 7919) % ti->count;
+            const float keep = m->params[k], h = 1e-3f;
+            m->params[k] = keep + h;
+            const double lp = model_forward(m, x, y, B, 1);
+            m->params[k] = keep - h;
+            const double lm = model_forward(m, x, y, B, 1);
+            m->params[k] = keep;
+            const double fd = (lp - lm) / (2.0 * h), err = fabs(fd - grads[k]);
+            if (err > 1e-3 + 0.02 * fabs(fd))
+                fail_msg("%s[%zu]: gradient %.6g, finite differences %.6g", ti->name, k - ti->offset, grads[k], fd);
+            worst = fmax(worst, err);
+        }
+    }
+    printf("  gpt %dx%d (tie %d, bias %d): %d tensors, largest gradient error %.2e\n", g->layers, g->embd, g->tie,
+           g->bias, m->ntensors, worst);
+    free(grads);
+    model_free(m);
+}
+
+static void test_gpt_gradients(void **state)
+{
+    check_grads(&TINY);
+    model_gpt_t untied = TINY;
+    untied.tie = 0;
+    untied.bias = 0;
+    check_grads(&untied);
+}
+
+/* The tied model has no head tensor of its own; the untied one has lm_head.weight. */
+static void test_gpt_tied(void **state)
+{
+    model_t *a = tiny(&TINY, 1);
+    model_gpt_t u = TINY;
+    u.tie = 0;
+    model_t *b = tiny(&u, 1);
+    assert_int_equal(b->nparams - a->nparams, (size_t)TINY.vocab * TINY.embd);
+    int head = 0;
+    for (int t = 0; t < b->ntensors; t++) head += strcmp(b->tensors[t].name, "lm_head.weight") == 0;
+    assert_int_equal(head, 1);
+    model_free(a);
+    model_free(b);
+}
+
+/* Causality: a changed token at position t changes no logit before t, and changes t's. */
+static void test_gpt_causal(void **state)
+{
+    model_t *m = tiny(&TINY, 1);
+    const int T = TINY.block, V = TINY.vocab;
+    float x[8];
+    int32_t y[8] = {0};
+    for (int k = 0; k < T; k++) x[k] = (float)(k % V);
+    model_forward(m, x, y, 1, 0);
+    float *before = malloc((size_t)T * V * sizeof *before);
+    memcpy(before, model_logits(m), (size_t)T * V * sizeof *before);
+    const int t = 3;
+    x[t] = (float)((int)x[t] + 5);
+    model_forward(m, x, y, 1, 0);
+    const float *after = model_logits(m);
+    for (int k = 0; k < t * V; k++) assert_true(after[k] == before[k]);
+    int changed = 0;
+    for (int k = t * V; k < (t + 1) * V; k++) changed += after[k] != before[k];
+    assert_true(changed > 0);
+    free(before);
+    model_free(m);
+}
+
+static void test_gpt_refusals(void **state)
+{
+    static const struct {
+        model_gpt_t g;
+        const char *field;
+    } bad[] = {
+        {{.layers = 0, .heads = 2, .embd = 8, .block = 4, .vocab = 5}, "model.gpt.layers"},
+        {{.layers = 1, .heads = 3, .embd = 8, .block = 4, .vocab = 5}, "model.gpt.embd"},
+        {{.layers = 1, .heads = 2, .embd = 8, .block = 0, .vocab = 5}, "model.gpt.block_size"},
+        {{.layers = 1, .heads = 2, .embd = 8, .block = 4, .vocab = 0}, "model.gpt.vocab_size"},
+        {{.layers = 1, .heads = 2, .embd = 8, .block = 4, .vocab = 5, .dropout = 1.0f}, "model.gpt.dropout"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char err[512] = "";
+        model_t *m = (model_t *)1;
+        assert_int_equal(model_create_gpt("gpt", &bad[i].g, 2, &m, err, sizeof err), -1);
+        assert_null(m);
+        if (!strstr(err, bad[i].field)) fail_msg("refusal '%s' does not name %s", err, bad[i].field);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_embed_kernels), cmocka_unit_test(test_causal_softmax),
+        cmocka_unit_test(test_gpt_gradients), cmocka_unit_test(test_gpt_tied),
+        cmocka_unit_test(test_gpt_causal),    cmocka_unit_test(test_gpt_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

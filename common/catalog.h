@@ -58,12 +58,16 @@ typedef enum {
  *   cifar        CIFAR-10 binary batches of 3073-byte records (worker/data.c)
  *   imagefolder  fixed_dir/train/CLASS/FILE, fixed_dir/test/CLASS/FILE (worker/dsload.c)
  *   npz          fixed_dir is a NumPy .npz: x_train, y_train, x_test, y_test (worker/dsload.c)
- * X(enum, name, a user's data set: read by worker/dsload.c from one path, what that path is) */
+ *   text         train.txt and val.txt, a token per byte (common/tokfile.h, worker/textdata.c)
+ *   tokens       train.bin and val.bin (or train_*.bin, val_*.bin) of uint16 ids (the same)
+ * X(enum, name, a user's data set: read by the worker from one path, what that path is) */
 #define CATALOG_FORMATS(X)                                                                    \
     X(CATALOG_FORMAT_IDX, "idx", 0, "")                                                       \
     X(CATALOG_FORMAT_CIFAR, "cifar", 0, "")                                                   \
     X(CATALOG_FORMAT_IMAGEFOLDER, "imagefolder", 1, "the folder that holds train/ and test/") \
-    X(CATALOG_FORMAT_NPZ, "npz", 1, "the .npz file")
+    X(CATALOG_FORMAT_NPZ, "npz", 1, "the .npz file")                                          \
+    X(CATALOG_FORMAT_TEXT, "text", 1, "the folder that holds train.txt and val.txt")          \
+    X(CATALOG_FORMAT_TOKENS, "tokens", 1, "the folder that holds train.bin and val.bin (or train_*.bin, val_*.bin)")
 
 #define CATALOG_FORMAT_ENUM(e, name, user, path_is) e,
 typedef enum { CATALOG_FORMATS(CATALOG_FORMAT_ENUM) CATALOG_FORMAT_N } catalog_format_t;

@@ -2,6 +2,7 @@
 #include "dsprobe.h"
 #include "errmsg.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "catalog.h"
 #include "imgfolder.h"
+#include "tokfile.h"
 
 #define DSPROBE_MAX_SIDE 16384
 
@@ -188,9 +190,47 @@ static int probe_folder(const char *path, const char *layout, dsprobe_t *out, ch
     return 0;
 }
 
+/* Text and token data sets: the tokens of each split from the files' sizes and headers
+ * (their ids are the worker's to check); classes the vocabulary where the format fixes it
+ * (256 for bytes), else 0 (dataset.vocab_size says). ntrain, ntest: tokens, at most
+ * INT_MAX counted. */
+static int probe_tokens_of(const char *path, int width, dsprobe_t *out, char *err, size_t errlen)
+{
+    static const char *const SPLITS[2] = {"train", "val"};
+    char(*paths)[TOKFILE_PATH_MAX] = malloc((size_t)TOKFILE_MAX_SHARDS * TOKFILE_PATH_MAX);
+    if (!paths) return errmsg(err, errlen, "%s: out of memory", path);
+    int rc = 0;
+    for (int s = 0; s < 2 && rc == 0; s++) {
+        const int n = tokfile_split_files(path, SPLITS[s], width, paths, err, errlen);
+        uint64_t total = 0;
+        rc = n < 0 ? -1 : 0;
+        for (int i = 0; i < n && rc == 0; i++) {
+            tokfile_layout_t lay;
+            rc = tokfile_open_layout(paths[i], width, &lay, err, errlen);
+            total += rc == 0 ? lay.ntokens : 0;
+        }
+        *(s == 0 ? &out->ntrain : &out->ntest) = total > INT_MAX ? INT_MAX : (int)total;
+    }
+    free(paths);
+    out->classes = width == 1 ? 256 : 0;
+    return rc;
+}
+
+static int probe_text(const char *path, const char *layout, dsprobe_t *out, char *err, size_t errlen)
+{
+    return probe_tokens_of(path, 1, out, err, errlen);
+}
+
+static int probe_tokens(const char *path, const char *layout, dsprobe_t *out, char *err, size_t errlen)
+{
+    return probe_tokens_of(path, 2, out, err, errlen);
+}
+
 static int (*const PROBES[CATALOG_FORMAT_N])(const char *, const char *, dsprobe_t *, char *, size_t) = {
     [CATALOG_FORMAT_IMAGEFOLDER] = probe_folder,
     [CATALOG_FORMAT_NPZ] = probe_npz,
+    [CATALOG_FORMAT_TEXT] = probe_text,
+    [CATALOG_FORMAT_TOKENS] = probe_tokens,
 };
 
 int dsprobe(const char *format, const char *path, const char *layout, dsprobe_t *out, char *err, size_t errlen)
@@ -198,5 +238,6 @@ int dsprobe(const char *format, const char *path, const char *layout, dsprobe_t 
     memset(out, 0, sizeof *out);
     catalog_format_t f;
     if (catalog_format_parse(format, &f) == 0 && PROBES[f]) return PROBES[f](path, layout, out, err, errlen);
-    return errmsg(err, errlen, "dataset.format: %s has nothing to probe (only imagefolder and npz)", format);
+    return errmsg(err, errlen, "dataset.format: %s has nothing to probe (only imagefolder, npz, text and tokens)",
+                  format);
 }

@@ -125,6 +125,7 @@ static const char *const PRIORITIES[] = {"high", "normal", "low", NULL};
 static const char *const FORMATS[] = {"auto", CATALOG_FORMATS(FORMAT_NAME) NULL};
 #undef FORMAT_NAME
 static const char *const LAYOUTS[] = {"nhwc", "nchw", NULL};
+static const char *const TOKENIZERS[] = {"bytes", NULL};
 #define MAX_SIDE 16384 /* dataset.resize: worker/image.h's IMAGE_MAX_SIDE */
 
 /* The job name ends up in file names (checkpoints, logs) and store keys, so it is kept
@@ -202,6 +203,25 @@ static const field_t FIELDS[] = {
      .doc = "SHA-256 of an uploaded model's ONNX file (`\"model\": {\"onnx\": NAME, \"sha256\": HEX}`): "
             "filled in by the coordinator when a spec names an uploaded model; the worker reads the "
             "bytes by it (its `--models-dir`, else Redis) and checks them against it."},
+    {.path = "model.gpt.layers", INT(gpt.layers), BETWEEN(0, 96), .def_num = 0, .default_doc = "none",
+     .allowed_doc = "1 to 96 in a gpt object",
+     .doc = "The built-in GPT (`\"model\": {\"gpt\": {...}}`, GPT-2's pre-norm blocks: docs/JOB_SPEC.md, "
+            "\"Language models\"): its transformer blocks. Required in a gpt object."},
+    {.path = "model.gpt.heads", INT(gpt.heads), BETWEEN(1, 128), .def_num = 4,
+     .doc = "gpt: attention heads per block (embd a multiple of them)."},
+    {.path = "model.gpt.embd", INT(gpt.embd), BETWEEN(1, 16384), .def_num = 128,
+     .doc = "gpt: the width of the residual stream (the MLP is 4x as wide)."},
+    {.path = "model.gpt.block_size", INT(gpt.block_size), BETWEEN(0, 8192), .def_num = 0,
+     .default_doc = "`dataset.block_size`, else 64",
+     .doc = "gpt: positions per window (learned position embeddings of this many)."},
+    {.path = "model.gpt.vocab_size", INT(gpt.vocab_size), BETWEEN(0, 1048576), .def_num = 0,
+     .default_doc = "the data set's (256 for text)", .doc = "gpt: the vocabulary (the embedding's rows, the logits)."},
+    {.path = "model.gpt.dropout", DBL(gpt.dropout), IN_CO(0, 1), .def_num = 0,
+     .doc = "gpt: dropout after the embeddings, on the attention weights and on each residual branch."},
+    {.path = "model.gpt.bias", BOOL(gpt.bias), .def_num = 1,
+     .doc = "gpt: biases in the linear layers (the layer norms keep theirs either way)."},
+    {.path = "model.gpt.tie_embeddings", BOOL(gpt.tie_embeddings), .def_num = 1,
+     .doc = "gpt: the head onto the vocabulary reads the token embedding (one tensor, both gradients summed)."},
     {.path = "dataset.name", STR(dataset.name), .catalog = CAT_DATASET, .def_str = "fashion-mnist",
      .doc = "Data set (`GET /api/v1/datasets`); its image shape must be the model's, its classes an imported "
             "model's outputs (a built-in model's last layer takes them). A user's "
@@ -223,7 +243,9 @@ static const field_t FIELDS[] = {
     {.path = "dataset.format", STR(dataset.format), .choices = FORMATS, .def_str = "auto",
      .doc = "How the data set is read: idx (MNIST's files), cifar (CIFAR-10 binary batches), "
             "imagefolder (`path`/train/CLASS/FILE and `path`/test/CLASS/FILE, PNG or JPEG), "
-            "npz (a NumPy .npz at `path` with x_train, y_train, x_test, y_test); "
+            "npz (a NumPy .npz at `path` with x_train, y_train, x_test, y_test), "
+            "text (`path`/train.txt and `path`/val.txt, a token per byte), tokens (`path`/train.bin and "
+            "`path`/val.bin, or train_*.bin and val_*.bin, of uint16 ids: llm.c's shards or nanoGPT's arrays); "
             "auto = the format of `dataset.name`."},
     {.path = "dataset.resize", .type = F_DOUBLES, MEMBER(job_spec_t, dataset.resize, double *),
      COUNT(dataset.nresize), BETWEEN(1, MAX_SIDE), .def_num = 0, .default_doc = "`[]` (no resizing)",
@@ -248,6 +270,15 @@ static const field_t FIELDS[] = {
      .doc = "imagefolder, npz: the directory of the decoded cache; \"\" = the worker's `--data-cache` "
             "(the coordinator passes STATE_DIR/data-cache), else $XDG_CACHE_HOME/pacer/data "
             "(~/.cache/pacer/data)."},
+    {.path = "dataset.block_size", INT(dataset.block_size), BETWEEN(0, 8192), .def_num = 0,
+     .default_doc = "the model's", .allowed_doc = "0 to 8192; text and tokens only",
+     .doc = "text, tokens: tokens per window (a sample); each position's target is the next token. 0 = the "
+            "model's positions (`model.gpt.block_size`, an imported model's input length)."},
+    {.path = "dataset.vocab_size", INT(dataset.vocab_size), BETWEEN(0, 65536), .def_num = 0,
+     .default_doc = "none", .allowed_doc = "tokens: 1 to 65536 (required); text: 0 or 256",
+     .doc = "tokens: every id of every file must be below it (checked before training)."},
+    {.path = "dataset.tokenizer", STR(dataset.tokenizer), .choices = TOKENIZERS, .def_str = "bytes",
+     .doc = "text: how text becomes tokens; bytes = each byte is a token (vocabulary 256)."},
     {.path = "batch_size", INT(batch_size), BETWEEN(1, MAX_BATCH), .def_num = 64,
      .doc = "Mini-batch size per worker (the starting size when batches are re-planned)."},
     {.path = "epochs", INT(epochs), BETWEEN(1, MAX_EPOCHS), .def_num = 1,
@@ -493,7 +524,7 @@ static const field_t FIELDS[] = {
 _Static_assert(SPEC_NAME_MAX == CATALOG_NAME_MAX, "a spec's model and data set names are catalog names");
 
 /* Walks keep a "seen" flag per row of the table being walked. */
-#define MAX_ROWS 96
+#define MAX_ROWS 128
 _Static_assert(ARRAY_LEN(FIELDS) <= MAX_ROWS, "raise MAX_ROWS");
 _Static_assert(ARRAY_LEN(SCHEDULE_FIELDS) <= MAX_ROWS, "raise MAX_ROWS");
 
@@ -911,6 +942,15 @@ const char *spec_dataset_format(const job_spec_t *s)
     return catalog_format_name(d.format);
 }
 
+int spec_model_is_gpt(const job_spec_t *s) { return s->gpt.layers > 0; }
+
+int spec_dataset_is_text(const job_spec_t *s)
+{
+    catalog_format_t f;
+    return catalog_format_parse(spec_dataset_format(s), &f) == 0 &&
+           (f == CATALOG_FORMAT_TEXT || f == CATALOG_FORMAT_TOKENS);
+}
+
 int spec_dataset_is_user(const job_spec_t *s)
 {
     catalog_format_t f;
@@ -956,6 +996,11 @@ static int cross_check_catalog(errbuf_t *e, const job_spec_t *s)
     catalog_model_t m;
     catalog_dataset_t d;
     char why[256];
+    /* a language model on text pairs by its vocabulary and window, which the worker checks
+     * against the files (the built-in GPT is in no catalog: its figures are its fields') */
+    if (spec_model_is_gpt(s) && !spec_dataset_is_text(s))
+        return fail(e, "model.gpt: trains on dataset.format text or tokens, not %s", spec_dataset_format(s));
+    if (spec_model_is_gpt(s)) return 0;
     if (catalog_model_get(s->model, &m) != 0) return fail(e, "model: %s is no longer in the catalog", s->model);
     if (spec_dataset_is_user(s)) return 0;
     if (catalog_dataset_get(s->dataset.name, &d) != 0)
@@ -1016,8 +1061,15 @@ void spec_onnx_name(const char *path, char *out, size_t len)
  * checks, so they read the imported model's figures. */
 static int resolve_model(errbuf_t *e, job_spec_t *s)
 {
+    if (s->gpt.layers > 0 && s->model_onnx[0]) return fail(e, "model: give onnx or gpt, not both");
+    if (s->gpt.layers > 0) {
+        snprintf(s->model, sizeof s->model, "gpt");
+        return 0;
+    }
     if (!s->model_onnx[0]) {
         if (s->model_sha256[0]) return fail(e, "model.sha256: only with model.onnx (an uploaded model's name)");
+        /* an object with neither onnx nor a gpt's layers */
+        if (!s->model[0]) return fail(e, "model.gpt.layers: required in a gpt object (1 to 96 transformer blocks)");
         return 0;
     }
     catalog_model_t m;
@@ -1454,9 +1506,28 @@ static const field_t *object_parent(const field_t *f)
 /* Row f's value; an or_object row as it was given: the object of its rows (F_STR, each
  * set one printed) when one is set, else its own string. The hash takes the string (the
  * catalog name), not where the model was read from. */
+/* "model": {"gpt": {...}}: every model.gpt row (the hash too: the shape is the model) */
+static json_t *gpt_json(const job_spec_t *s, int *prec)
+{
+    json_t *gpt = json_object(), *obj = json_object();
+    if (!gpt || !obj || json_object_set_new(obj, "gpt", gpt) < 0) {
+        json_decref(obj);
+        return NULL;
+    }
+    for (size_t k = 0; k < ARRAY_LEN(FIELDS); k++)
+        if (under(FIELDS[k].path, "model.gpt") &&
+            json_object_set_new(gpt, leaf_key(FIELDS[k].path), value_json(&FIELDS[k], (const unsigned char *)s, prec)) <
+                0) {
+            json_decref(obj);
+            return NULL;
+        }
+    return obj;
+}
+
 static json_t *row_json(const field_t *f, const job_spec_t *s, int for_hash, int *prec)
 {
     const unsigned char *base = (const unsigned char *)s;
+    if (f->or_object && spec_model_is_gpt(s)) return gpt_json(s, prec);
     if (!f->or_object || for_hash) return value_json(f, base, prec);
     json_t *obj = NULL;
     for (size_t k = 0; k < ARRAY_LEN(FIELDS); k++) {

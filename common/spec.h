@@ -40,6 +40,13 @@ typedef struct {
      * names an uploaded model; the worker then reads NAME's bytes by it (its
      * --models-dir, else Redis) and checks them against it. */
     char model_sha256[65];
+    /* "model": {"gpt": {...}}: the built-in language model (model/gpt.h); layers 0 = none.
+     * model is then "gpt". block_size and vocab_size 0 = the data set's. */
+    struct {
+        int layers, heads, embd, block_size, vocab_size;
+        double dropout;
+        int bias, tie_embeddings;
+    } gpt;
     struct {
         char name[SPEC_NAME_MAX]; /* a data set of the catalog */
         char path[SPEC_PATH_MAX]; /* "" = the data set's default directory */
@@ -57,6 +64,9 @@ typedef struct {
         int nstd;
         char layout[8];                /* npz 4-D x arrays: nhwc | nchw */
         char cache_dir[SPEC_PATH_MAX]; /* decoded cache; "" = the worker's --data-cache */
+        int block_size;                /* text, tokens: tokens per window; 0 = the model's */
+        int vocab_size;                /* tokens: ids are below it; text: 0 (bytes, 256) */
+        char tokenizer[16];            /* text: bytes */
     } dataset;
     struct {
         char name[SPEC_NAME_MAX]; /* sgd (single process) | ssgd | hier-bsp |
@@ -219,6 +229,10 @@ int spec_name_valid(const char *name);
 /* The format the data set is read in: dataset.format, or for "auto" the catalog's format
  * of dataset.name ("idx" for mnist and fashion-mnist, "cifar" for cifar10). */
 const char *spec_dataset_format(const job_spec_t *s);
+/* 1 when the model is the built-in GPT ("model": {"gpt": {...}}). */
+int spec_model_is_gpt(const job_spec_t *s);
+/* 1 when the data set is text or tokens (a sample is a window of tokens). */
+int spec_dataset_is_text(const job_spec_t *s);
 /* 1 when the data set is a user's (format imagefolder or npz: read from dataset.path,
  * decoded and cached), 0 for a built-in one. */
 int spec_dataset_is_user(const job_spec_t *s);

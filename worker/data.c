@@ -466,9 +466,24 @@ int dataset_load(const char *name, const char *dir, int train, dataset_t *out, c
 
 /* ---- fitting a model ---------------------------------------------------------------- */
 
+/* A text or token set: windows of the model's positions, ids below its outputs. */
+static int tokens_check_shape(const dataset_t *d, int C, int H, int W, int num_classes, const char *model, char *err,
+                              size_t errlen)
+{
+    if (d->C != C || H != 1 || W != 1)
+        return errmsg_code(err, errlen, DATA_EFORMAT,
+                           "%s: windows of %d tokens, model %s takes %dx%dx%d (a language model takes (block_size))",
+                           d->source, d->C, model, C, H, W);
+    if (d->tok->max_id >= num_classes)
+        return errmsg_code(err, errlen, DATA_ELABEL, "%s: token id %d, model %s has a vocabulary of %d (vocab_size)",
+                           d->source, d->tok->max_id, model, num_classes);
+    return DATA_OK;
+}
+
 int dataset_check_shape(const dataset_t *d, int C, int H, int W, int num_classes, const char *model, char *err,
                         size_t errlen)
 {
+    if (d->tok) return tokens_check_shape(d, C, H, W, num_classes, model, err, errlen);
     if (d->C != C || d->H != H || d->W != W)
         return errmsg_code(err, errlen, DATA_EFORMAT, "%s: images are %dx%dx%d, model %s takes %dx%dx%d", d->source,
                            d->C, d->H, d->W, model, C, H, W);
@@ -489,6 +504,15 @@ void dataset_truncate(dataset_t *d, int n)
 void dataset_free(dataset_t *d)
 {
     if (!d) return;
+    if (d->tok) {
+        for (int f = 0; f < d->tok->nfiles; f++)
+            if (d->tok->maps[f]) munmap(d->tok->maps[f], d->tok->map_lens[f]);
+        free(d->tok->tokens);
+        free(d->tok->first);
+        free(d->tok->maps);
+        free(d->tok->map_lens);
+        free(d->tok);
+    }
     if (d->map) {
         munmap(d->map, d->map_len);
     } else {
@@ -516,9 +540,39 @@ int data_batch_gather(const dataset_t *d, const int32_t *idx, int count, float *
     return data_batch_gather_aug(d, idx, count, x, x_floats, y, augment ? &CIFAR : NULL, r);
 }
 
+/* The token of file f at index k */
+static int token_at(const data_tokens_t *t, int f, int64_t k)
+{
+    const uint8_t *p = t->tokens[f] + (size_t)k * (size_t)t->width;
+    return t->width == 1 ? p[0] : p[0] | p[1] << 8;
+}
+
+/* Windows idx into x (the ids) and y (the next ids): the bounds checked first, as below. */
+static int gather_windows(const dataset_t *d, const int32_t *idx, int count, float *x, size_t x_floats, int32_t *y)
+{
+    const data_tokens_t *t = d->tok;
+    const int T = t->block;
+    if (count < 0 || T < 1 || (size_t)count > x_floats / (size_t)T) return -1;
+    for (int b = 0; b < count; b++)
+        if (idx[b] < 0 || idx[b] >= d->n) return -1;
+    for (int b = 0; b < count; b++) {
+        int f = 0;
+        while (f + 1 < t->nfiles && t->first[f + 1] <= idx[b]) f++; /* a few files: a walk */
+        const int64_t k0 = (idx[b] - t->first[f]) * (int64_t)T;
+        float *xs = x + (size_t)b * T;
+        int32_t *ys = y ? y + (size_t)b * T : NULL;
+        for (int i = 0; i < T; i++) {
+            xs[i] = (float)token_at(t, f, k0 + i);
+            if (ys) ys[i] = token_at(t, f, k0 + i + 1);
+        }
+    }
+    return 0;
+}
+
 int data_batch_gather_aug(const dataset_t *d, const int32_t *idx, int count, float *x, size_t x_floats, int32_t *y,
                           const data_augment_t *aug, rng_t *r)
 {
+    if (d->tok) return gather_windows(d, idx, count, x, x_floats, y);
     const int C = d->C, H = d->H, W = d->W;
     const size_t plane = (size_t)H * W, image = (size_t)C * plane;
     float lut[DATA_MAX_CHANNELS][256]; /* normalised value of each pixel byte, per channel */

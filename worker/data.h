@@ -20,8 +20,25 @@
 #define DATA_MAX_CHANNELS 3
 #define DATA_SOURCE_MAX 512 /* file names kept for error messages (truncated beyond) */
 
+/* A text or token data set's split (worker/textdata.h): its files mapped read-only (the
+ * page cache's one copy, shared by every rank of a host), each file's tokens in windows of
+ * block tokens, each window's targets the tokens one position on. Window w is file f's
+ * (w - first[f])-th, covering its tokens [k block, k block + block] (the last of them the
+ * last target): windows never overlap and a file's tail that fills none is left out. */
 typedef struct {
-    int n;                              /* number of samples */
+    int block;  /* tokens per window: the model's positions */
+    int vocab;  /* ids are below it (checked at load) */
+    int max_id; /* the largest id of the split */
+    int width;  /* bytes per token: 1 (text) or 2 (uint16 ids) */
+    int nfiles;
+    const uint8_t **tokens; /* (nfiles): each file's first token */
+    int64_t *first;         /* (nfiles + 1): the first window of each file; first[nfiles] = windows */
+    void **maps;            /* (nfiles): the mappings, unmapped by dataset_free */
+    size_t *map_lens;
+} data_tokens_t;
+
+typedef struct {
+    int n;                              /* number of samples (windows of a text or token set) */
     int C, H, W;                        /* image shape */
     int num_classes;                    /* the catalog's classes of the data set */
     uint8_t *pixels;                    /* (n, C, H, W) as stored in the file */
@@ -35,6 +52,9 @@ typedef struct {
      * worker/dcache.h), unmapped by dataset_free; NULL when both are malloc'ed. */
     void *map;
     size_t map_len;
+    /* A text or token data set: its windows (pixels and labels NULL; C = block, H = W = 1,
+     * num_classes = the vocabulary); NULL for images. Owned, freed by dataset_free. */
+    data_tokens_t *tok;
 } dataset_t;
 
 /* Error codes: every failure also writes into err one line naming the file and the
@@ -89,7 +109,8 @@ const char *data_strerror(int code);
 int data_shard(const int32_t *perm, int n, int rank, int world, int32_t *shard);
 
 /* Copies samples idx[0 .. count) into x (count, C, H, W), normalised, and y (count; may
- * be NULL). x holds x_floats floats: a batch that would not fit, or an index outside the
+ * be NULL). A text or token set's windows: x (count, block) the float-coded ids, y (count,
+ * block) the next token of each position (no augmentation). x holds x_floats floats: a batch that would not fit, or an index outside the
  * data set, writes nothing and returns -1 (the caller's bug, or a shape check that was
  * skipped: never a write past x); 0 otherwise. No allocation, no logging.
  * With augment != 0 (CIFAR): random crop from the image zero-padded by 4 pixels, and a

@@ -321,7 +321,8 @@ void worker_buffers_to_device(worker_t *w)
 }
 
 /* Mean loss and accuracy of the current weights on the first n samples of d, in
- * evaluation mode, in batches of the preallocated buffers. */
+ * evaluation mode, in batches of the preallocated buffers. A language model's: the mean
+ * over every position of every window (nats per token) and next-token accuracy. */
 static void evaluate_on(worker_t *w, const dataset_t *d, int n, float *loss, float *accuracy)
 {
     model_t *m = w->model;
@@ -345,18 +346,18 @@ static void evaluate_on(worker_t *w, const dataset_t *d, int n, float *loss, flo
             const float *logits = l < 0 ? NULL : cuda_model_logits_host(w->gpu, b);
             if (!logits) gpu_fail(w, "evaluation");
             loss_sum += (double)l * b;
-            correct += count_correct(b, m->num_classes, logits, w->y);
+            correct += count_correct(b * m->positions, m->num_classes, logits, w->y);
             continue;
         }
         loss_sum += (double)model_forward(m, w->x, w->y, b, 0) * b;
         sim_charge_eval(w, b);
-        correct += count_correct(b, m->num_classes, model_logits(m), w->y);
+        correct += count_correct(b * m->positions, m->num_classes, model_logits(m), w->y);
     }
     /* Nothing evaluated (no samples, or a simulation that skips the compute): not
      * measured, so NaN, never 0. */
     int measured = n > 0 && !sim_skip_compute(w);
     *loss = measured ? (float)(loss_sum / n) : NAN;
-    *accuracy = measured ? (float)correct / (float)n : NAN;
+    *accuracy = measured ? (float)((double)correct / ((double)n * m->positions)) : NAN;
 }
 
 void worker_evaluate(worker_t *w, float *loss, float *accuracy) { evaluate_on(w, &w->test, w->test.n, loss, accuracy); }

@@ -23,6 +23,7 @@
 #include "checkpoint.h"
 #include "ckptdir.h"
 #include "fs.h"
+#include "gpt.h"
 #include "clock.h"
 #include "compress.h"
 #include "dcache.h"
@@ -36,6 +37,7 @@
 #include "passert.h"
 #include "planner.h"
 #include "sim.h"
+#include "textdata.h"
 
 /* ---- set-up ------------------------------------------------------------------------------ */
 
@@ -112,7 +114,7 @@ static void pin_host_buffers(worker_t *w)
         size_t bytes;
     } bufs[] = {
         {w->x, (size_t)w->max_batch * img * sizeof(float)},
-        {w->y, (size_t)w->max_batch * sizeof(int32_t)},
+        {w->y, (size_t)w->max_batch * m->positions * sizeof(int32_t)},
         {m->params, m->nparams * sizeof(float)},
         {m->grads, (m->nparams + MODEL_GRAD_EXTRA) * sizeof(float)},
     };
@@ -223,6 +225,47 @@ static int apply_normalisation(worker_t *w, const job_spec_t *spec, const char *
  * the statistics they are normalised by, and records what they are in w->data. m is the
  * model's catalog entry: a built-in's head is then sized to w->data.classes; a model of
  * its own width (head_in 0) must have as many outputs. */
+/* A text or token data set in windows of block tokens (its vocabulary into w->data.classes). */
+static int load_text(worker_t *w, const job_spec_t *spec, int block, char *err, size_t errlen)
+{
+    catalog_format_t f = CATALOG_FORMAT_N;
+    catalog_format_parse(spec_dataset_format(spec), &f);
+    const textdata_opts_t o = {.format = f,
+                               .path = spec->dataset.path,
+                               .block = block,
+                               .vocab = spec->dataset.vocab_size};
+    snprintf(w->data_format, sizeof w->data_format, "%s", catalog_format_name(f));
+    memset(&w->data, 0, sizeof w->data);
+    const int rc = textdata_load(&o, &w->train, &w->test, err, errlen);
+    w->data.classes = textdata_vocab(&o);
+    return rc;
+}
+
+/* The built-in GPT on a text data set: the data first (the model's vocabulary and window
+ * default to the data set's), then the model, initialised as GPT-2 from the seed. */
+static int setup_gpt(worker_t *w, const job_spec_t *spec, char *err, size_t errlen)
+{
+    const int block = spec->gpt.block_size       ? spec->gpt.block_size
+                      : spec->dataset.block_size ? spec->dataset.block_size
+                                                 : 64;
+    if (spec->gpt.block_size && spec->dataset.block_size && spec->gpt.block_size != spec->dataset.block_size) {
+        snprintf(err, errlen, "dataset.block_size %d differs from model.gpt.block_size %d: give one, or both alike",
+                 spec->dataset.block_size, spec->gpt.block_size);
+        return -1;
+    }
+    int rc = load_text(w, spec, block, err, errlen);
+    if (rc != DATA_OK) return rc;
+    const model_gpt_t g = {.layers = spec->gpt.layers,
+                           .heads = spec->gpt.heads,
+                           .embd = spec->gpt.embd,
+                           .block = block,
+                           .vocab = spec->gpt.vocab_size ? spec->gpt.vocab_size : w->data.classes,
+                           .dropout = (float)spec->gpt.dropout,
+                           .bias = spec->gpt.bias,
+                           .tie = spec->gpt.tie_embeddings};
+    return model_create_gpt(spec->model, &g, sim_model_batch(w), &w->model, err, errlen) == 0 ? 0 : -1;
+}
+
 static int load_data(worker_t *w, const job_spec_t *spec, const catalog_model_t *m, char *err, size_t errlen)
 {
     const int resize = spec->dataset.nresize == 2;
@@ -315,9 +358,9 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
      * (its figures are its own) and a built-in one after the data. An imported model
      * starts from the file's initializers (the user's own initialisation), the same on
      * every rank; a built-in one from the job's seed. */
-    const int onnx = spec->model_onnx[0] != '\0';
+    const int onnx = spec->model_onnx[0] != '\0', gpt = spec_model_is_gpt(spec);
     catalog_model_t shape;
-    if (!onnx && catalog_model_get(spec->model, &shape) != 0) {
+    if (!onnx && !gpt && catalog_model_get(spec->model, &shape) != 0) {
         snprintf(err, errlen, "model: %s is not in the catalog", spec->model);
         return -1;
     }
@@ -331,9 +374,11 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     } else if (onnx) rc = onnx_import_file(spec->model_onnx, spec->model, sim_model_batch(w), &w->model, err, errlen);
     if (rc != 0) return -1;
     if (onnx) model_describe(w->model, &shape); /* head_in 0: its own width */
-    rc = load_data(w, spec, &shape, err, errlen);
+    if (gpt) rc = setup_gpt(w, spec, err, errlen);
+    else rc = load_data(w, spec, &shape, err, errlen);
     if (rc != 0) return rc;
-    if (!onnx && model_create_classes(spec->model, w->data.classes, sim_model_batch(w), &w->model, err, errlen) != 0)
+    if (!onnx && !gpt &&
+        model_create_classes(spec->model, w->data.classes, sim_model_batch(w), &w->model, err, errlen) != 0)
         return -1;
     model_t *m = w->model;
     /* Dropout masks differ between ranks (each its own samples), and between runs of
@@ -348,7 +393,8 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     rc = dataset_check_shape(&w->train, m->C, m->H, m->W, m->num_classes, m->name, err, errlen);
     if (rc == 0) rc = dataset_check_shape(&w->test, m->C, m->H, m->W, m->num_classes, m->name, err, errlen);
     if (rc != 0) return rc;
-    if (!onnx) model_init_params(m, spec->seed);
+    if (gpt) model_gpt_init(m, spec->gpt.layers, spec->seed);
+    else if (!onnx) model_init_params(m, spec->seed);
     /* The loss and the optimizer's state, before a device copy is made of the model. */
     m->label_smoothing = (float)spec->loss.label_smoothing;
     if (spec_is_adamw(spec) && model_alloc_moment2(m) != 0) {
@@ -365,7 +411,7 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
 
     size_t img = (size_t)m->C * m->H * m->W;
     w->x = page_alloc((size_t)w->max_batch * img * sizeof(float));
-    w->y = page_alloc((size_t)w->max_batch * sizeof *w->y);
+    w->y = page_alloc((size_t)w->max_batch * m->positions * sizeof *w->y); /* a label per position */
     w->eval_idx = calloc((size_t)w->max_batch, sizeof *w->eval_idx);
     w->perm = calloc((size_t)w->train.n, sizeof *w->perm);
     w->batch_of = calloc((size_t)w->nworkers, sizeof *w->batch_of);
@@ -909,6 +955,15 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
      * grew it, max_workers) and the global batch its ranks shared. */
     json_object_set_new(root, "world_workers", json_integer(w->nworkers));
     json_object_set_new(root, "global_batch", json_integer(w->global_batch));
+    if (w->train.tok) {
+        /* a text job: a sample is a window, its loss nats per token */
+        const double tokens = (double)train_samples * w->train.tok->block;
+        json_object_set_new(root, "block_size", json_integer(w->train.tok->block));
+        json_object_set_new(root, "vocab_size", json_integer(w->model->num_classes));
+        json_object_set_new(root, "train_tokens", json_integer((json_int_t)tokens));
+        json_object_set_new(root, "train_tokens_per_s", worker_json_rate(tokens, w->loop_s));
+        json_object_set_new(root, "test_perplexity", worker_json_finite(tested ? expf(w->test_loss) : NAN));
+    }
     json_object_set_new(root, "lr_scale", json_real(w->lr_scale));
     json_object_set_new(root, "device", job_device_json(s, per_rank));
     json_object_set_new(root, "emulation", emulate_summary_json(w));

@@ -631,10 +631,11 @@ static void test_unknown_field_suggestions(void **state)
 
 /* ---- bounds of every numeric field, from the table itself (issue 13) ---------------- */
 
-/* {"model":"lenet5","a":{"b":{"c":raw}}} for path "a.b.c". */
+/* {"model":"lenet5","a":{"b":{"c":raw}}} for path "a.b.c"; a row of the model object
+ * ("model.gpt.layers") without the name. */
 static void nest(char *buf, size_t len, const char *path, const char *raw)
 {
-    size_t o = (size_t)snprintf(buf, len, "{\"model\":\"lenet5\",");
+    size_t o = (size_t)snprintf(buf, len, strncmp(path, "model.", 6) == 0 ? "{" : "{\"model\":\"lenet5\",");
     const char *p = path, *dot;
     int depth = 0;
     for (; (dot = strchr(p, '.')) != NULL; p = dot + 1, depth++)
@@ -1262,6 +1263,7 @@ static void test_to_json_is_normalised(void **state)
         if (strstr(path, "[]")) continue; /* element fields: only with entries */
         /* "model": {"onnx": PATH} only when given (test_model_onnx) */
         if (strcmp(path, "model.onnx") == 0 || strcmp(path, "model.sha256") == 0) continue;
+        if (strncmp(path, "model.gpt.", 10) == 0) continue; /* {"gpt": {...}} only when given (test_gpt_spec) */
         char quoted[80];
         snprintf(quoted, sizeof quoted, "\"%s\":", key);
         if (!strstr(text, quoted)) fail_msg("%s missing from %s", path, text);
@@ -1488,6 +1490,8 @@ static json_t *spec_with(const char *path, json_t *value, char *where, size_t wl
         return root;
     }
     snprintf(where, wlen, "%s", path);
+    /* a row of the model object ("model.gpt.layers"): the object instead of the name */
+    if (strncmp(path, "model.", 6) == 0) json_object_set_new(root, "model", json_object());
     json_t *obj = root;
     char *key = p, *dot;
     while ((dot = strchr(key, '.')) != NULL) {
@@ -1774,6 +1778,53 @@ static void test_catalog_add_refusals(void **state)
 /* "model": {"onnx": PATH}: the loader adds the model under the file's base name before the
  * pairing checks read it; without a loader (the coordinator) the path is refused; the
  * normalised spec gives the object back, the hash takes the name, not the path. */
+/* "model": {"gpt": {...}} on a text data set: the name "gpt", the fields as given, written
+ * back as the same object (what the coordinator stores and the worker reads), and the
+ * refusals that name what is wrong. */
+static void test_gpt_spec(void **state)
+{
+    (void)state;
+    job_spec_t s, back;
+    char err[512];
+    parse_ok("{\"model\":{\"gpt\":{\"layers\":2,\"heads\":2,\"embd\":16,\"block_size\":32,\"tie_embeddings\":"
+             "false}},\"dataset\":{\"format\":\"text\",\"path\":\"/d\"}}",
+             &s);
+    assert_string_equal(s.model, "gpt");
+    assert_int_equal(s.gpt.layers, 2);
+    assert_int_equal(s.gpt.embd, 16);
+    assert_int_equal(s.gpt.block_size, 32);
+    assert_int_equal(s.gpt.tie_embeddings, 0);
+    assert_true(spec_model_is_gpt(&s) && spec_dataset_is_text(&s));
+    char *text = spec_to_json(&s);
+    assert_non_null(strstr(text, "\"model\":{\"gpt\":{\"layers\":2,"));
+    parse_ok(text, &back);
+    assert_true(spec_hash(&s) == spec_hash(&back));
+    free(text);
+    /* another shape is another run */
+    parse_ok("{\"model\":{\"gpt\":{\"layers\":3}},\"dataset\":{\"format\":\"tokens\",\"path\":\"/d\","
+             "\"vocab_size\":50257}}",
+             &back);
+    assert_true(spec_hash(&s) != spec_hash(&back));
+    static const char *const REFUSED[][2] = {
+        {"{\"model\":{\"gpt\":{\"heads\":2}},\"dataset\":{\"format\":\"text\",\"path\":\"/d\"}}",
+         "model.gpt.layers: required"},
+        {"{\"model\":{\"gpt\":{\"layers\":2}},\"dataset\":{\"name\":\"mnist\"}}",
+         "model.gpt: trains on dataset.format text or tokens, not idx"},
+        {"{\"model\":{\"gpt\":{\"layers\":2},\"onnx\":\"/a.onnx\"},\"dataset\":{\"format\":\"text\",\"path\":"
+         "\"/d\"}}",
+         "model: give onnx or gpt, not both"},
+        {"{\"model\":{\"gpt\":{\"layers\":2,\"block\":3}}}", "model.gpt.block: unknown field"},
+        {"{\"model\":{\"gpt\":{\"layers\":2}},\"dataset\":{\"format\":\"text\",\"path\":\"/d\",\"tokenizer\":"
+         "\"bpe\"}}",
+         "dataset.tokenizer: must be one of"},
+    };
+    for (size_t i = 0; i < sizeof REFUSED / sizeof REFUSED[0]; i++) {
+        assert_int_equal(spec_parse(REFUSED[i][0], &s, err, sizeof err), -1);
+        if (strncmp(err, REFUSED[i][1], strlen(REFUSED[i][1])) != 0)
+            fail_msg("%s: '%s', want '%s'", REFUSED[i][0], err, REFUSED[i][1]);
+    }
+}
+
 static void test_model_onnx(void **state)
 {
     (void)state;
@@ -2018,6 +2069,7 @@ int main(void)
         cmocka_unit_test(test_min_workers),
         cmocka_unit_test(test_sync_batchnorm),
         cmocka_unit_test(test_model_onnx),
+        cmocka_unit_test(test_gpt_spec),
         cmocka_unit_test(test_model_uploaded),
         cmocka_unit_test(test_onnx_name),
         cmocka_unit_test(test_catalog_user_dataset),

@@ -1,0 +1,231 @@
+/* tests/unit/test_textdata.c - text and token data sets (common/tokfile.h,
+ * worker/textdata.h): the layouts of llm.c's shards and nanoGPT's arrays, windows and their
+ * next-token targets, shards as one split, and every refusal naming its file: an id out of
+ * range, a header that lies about its count or its version, an odd byte count, an empty
+ * file, a split too short for one window, a missing split. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "data.h"
+#include "dsprobe.h"
+#include "test_util.h"
+#include "textdata.h"
+#include "tokfile.h"
+
+static char g_dir[256];
+
+static int setup(void **state)
+{
+    snprintf(g_dir, sizeof g_dir, "/tmp/pacer-textdata-%d", (int)getpid());
+    rm_tree(g_dir);
+    assert_int_equal(mkdir(g_dir, 0700), 0);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    rm_tree(g_dir);
+    return 0;
+}
+
+static void put(const char *name, const void *bytes, size_t n)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", g_dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(bytes, 1, n, f), n);
+    fclose(f);
+}
+
+/* uint16 ids, little-endian, after llm.c's header when header (count: what it says) */
+static void put_ids(const char *name, const uint16_t *ids, size_t n, int header, uint32_t version, uint32_t count)
+{
+    uint8_t *buf = calloc(1, TOKFILE_HEADER_BYTES + 2 * n);
+    size_t o = 0;
+    if (header) {
+        const uint32_t h[3] = {TOKFILE_MAGIC, version, count};
+        for (int k = 0; k < 3; k++)
+            for (int b = 0; b < 4; b++) buf[4 * k + b] = (uint8_t)(h[k] >> (8 * b));
+        o = TOKFILE_HEADER_BYTES;
+    }
+    for (size_t i = 0; i < n; i++) buf[o + 2 * i] = (uint8_t)ids[i], buf[o + 2 * i + 1] = (uint8_t)(ids[i] >> 8);
+    put(name, buf, o + 2 * n);
+    free(buf);
+}
+
+static int load(catalog_format_t f, int block, int vocab, dataset_t *tr, dataset_t *te, char *err, size_t len)
+{
+    const textdata_opts_t o = {.format = f, .path = g_dir, .block = block, .vocab = vocab};
+    return textdata_load(&o, tr, te, err, len);
+}
+
+/* Bytes as tokens: 21 bytes in windows of 4 -> 5 windows ((21 - 1) / 4), each target the
+ * next byte, the last window's last target byte 20. */
+static void test_text_windows(void **state)
+{
+    const char *text = "abcdefghijklmnopqrstu";
+    put("train.txt", text, strlen(text));
+    put("val.txt", "0123456789", 10);
+    dataset_t tr, te;
+    char err[512] = "";
+    if (load(CATALOG_FORMAT_TEXT, 4, 0, &tr, &te, err, sizeof err) != DATA_OK) fail_msg("%s", err);
+    assert_int_equal(tr.n, 5);
+    assert_int_equal(te.n, 2);
+    assert_int_equal(tr.C, 4);
+    assert_int_equal(tr.num_classes, 256);
+    assert_int_equal(dataset_check_shape(&tr, 4, 1, 1, 256, "gpt", err, sizeof err), DATA_OK);
+    const int32_t idx[2] = {4, 1};
+    float x[8];
+    int32_t y[8];
+    assert_int_equal(data_batch_gather(&tr, idx, 2, x, 8, y, 0, NULL), 0);
+    for (int i = 0; i < 4; i++) {
+        assert_true(x[i] == (float)text[16 + i]);
+        assert_int_equal(y[i], text[17 + i]);
+        assert_true(x[4 + i] == (float)text[4 + i]);
+        assert_int_equal(y[4 + i], text[5 + i]);
+    }
+    /* a batch past the buffer, an index past the windows: nothing written, -1 */
+    assert_int_equal(data_batch_gather(&tr, idx, 2, x, 7, y, 0, NULL), -1);
+    const int32_t bad[1] = {5};
+    assert_int_equal(data_batch_gather(&tr, bad, 1, x, 8, y, 0, NULL), -1);
+    /* a model of another window or a smaller vocabulary */
+    assert_int_equal(dataset_check_shape(&tr, 8, 1, 1, 256, "gpt", err, sizeof err), DATA_EFORMAT);
+    assert_int_equal(dataset_check_shape(&tr, 4, 1, 1, 100, "gpt", err, sizeof err), DATA_ELABEL);
+    assert_non_null(strstr(err, "token id 117, model gpt has a vocabulary of 100"));
+    dataset_free(&tr);
+    dataset_free(&te);
+}
+
+/* llm.c's header and nanoGPT's headerless array read alike; shards train_*.bin in name
+ * order are one split, windows never crossing a file. */
+static void test_token_shards(void **state)
+{
+    uint16_t a[9], b[7];
+    for (int i = 0; i < 9; i++) a[i] = (uint16_t)(1000 + i);
+    for (int i = 0; i < 7; i++) b[i] = (uint16_t)(2000 + i);
+    put_ids("train_000002.bin", b, 7, 0, 0, 0); /* nanoGPT: (7 - 1) / 3 = 2 windows */
+    put_ids("train_000001.bin", a, 9, 1, 1, 9); /* llm.c: (9 - 1) / 3 = 2 windows */
+    put_ids("val.bin", a, 5, 1, 1, 5);
+    dataset_t tr, te;
+    char err[512] = "";
+    if (load(CATALOG_FORMAT_TOKENS, 3, 50257, &tr, &te, err, sizeof err) != DATA_OK) fail_msg("%s", err);
+    assert_int_equal(tr.n, 4);
+    assert_int_equal(te.n, 1);
+    assert_int_equal(tr.tok->max_id, 2006);
+    const int32_t idx[2] = {1, 2};
+    float x[6];
+    int32_t y[6];
+    assert_int_equal(data_batch_gather(&tr, idx, 2, x, 6, y, 0, NULL), 0);
+    /* window 1: a[3..5] -> a[4..6]; window 2 is the second file's first: b[0..2] -> b[1..3] */
+    for (int i = 0; i < 3; i++) {
+        assert_true(x[i] == (float)a[3 + i]);
+        assert_int_equal(y[i], a[4 + i]);
+        assert_true(x[3 + i] == (float)b[i]);
+        assert_int_equal(y[3 + i], b[1 + i]);
+    }
+    dsprobe_t p;
+    if (dsprobe("tokens", g_dir, "nhwc", &p, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(p.ntrain, 16);
+    assert_int_equal(p.ntest, 5);
+    dataset_free(&tr);
+    dataset_free(&te);
+}
+
+/* Each bad file is refused by name with what is wrong, before any window is read. */
+static void test_token_refusals(void **state)
+{
+    uint16_t ids[10];
+    for (int i = 0; i < 10; i++) ids[i] = (uint16_t)i;
+    char err[512];
+    dataset_t tr, te;
+    static const struct {
+        int header;
+        uint32_t version, count;
+        size_t n;
+        int vocab;
+        const char *want;
+    } CASES[] = {
+        {0, 0, 0, 10, 9, "train.bin: id 9 at token 9 is outside the vocabulary (vocab_size 9)"},
+        {1, 1, 12, 10, 100, "train.bin: header says 12 tokens, the file holds 20 bytes after it (10 tokens)"},
+        {1, 2, 10, 10, 100, "train.bin: llm.c header version 2"},
+        {1, 1, 0, 0, 100, "train.bin: header says 0 tokens"},
+    };
+    for (size_t c = 0; c < sizeof CASES / sizeof CASES[0]; c++) {
+        put_ids("train.bin", ids, CASES[c].n, CASES[c].header, CASES[c].version, CASES[c].count);
+        put_ids("val.bin", ids, 10, 0, 0, 0);
+        err[0] = '\0';
+        assert_int_not_equal(load(CATALOG_FORMAT_TOKENS, 2, CASES[c].vocab, &tr, &te, err, sizeof err), DATA_OK);
+        if (!strstr(err, CASES[c].want)) fail_msg("case %zu: '%s', want '%s'", c, err, CASES[c].want);
+        assert_null(tr.tok);
+    }
+    put("train.bin", "abc", 3);
+    assert_int_not_equal(load(CATALOG_FORMAT_TOKENS, 2, 100, &tr, &te, err, sizeof err), DATA_OK);
+    assert_non_null(strstr(err, "train.bin: 3 bytes, an odd count"));
+    put("train.bin", "", 0);
+    assert_int_not_equal(load(CATALOG_FORMAT_TOKENS, 2, 100, &tr, &te, err, sizeof err), DATA_OK);
+    assert_non_null(strstr(err, "train.bin: empty file"));
+    put_ids("train.bin", ids, 3, 0, 0, 0);
+    assert_int_not_equal(load(CATALOG_FORMAT_TOKENS, 4, 100, &tr, &te, err, sizeof err), DATA_OK);
+    assert_non_null(strstr(err, "fewer than block_size + 1 = 5 tokens in train"));
+    assert_int_not_equal(load(CATALOG_FORMAT_TOKENS, 2, 0, &tr, &te, err, sizeof err), DATA_OK);
+    assert_non_null(strstr(err, "dataset.vocab_size: required with dataset.format tokens"));
+    /* a split that is not there */
+    char path[512];
+    snprintf(path, sizeof path, "%s/val.bin", g_dir);
+    unlink(path);
+    put_ids("train.bin", ids, 10, 0, 0, 0);
+    assert_int_not_equal(load(CATALOG_FORMAT_TOKENS, 2, 100, &tr, &te, err, sizeof err), DATA_OK);
+    assert_non_null(strstr(err, "neither val.bin nor val_*.bin"));
+    snprintf(path, sizeof path, "%s/val.txt", g_dir);
+    assert_int_not_equal(load(CATALOG_FORMAT_TEXT, 2, 0, &tr, &te, err, sizeof err), DATA_OK);
+    assert_non_null(strstr(err, "train.txt"));
+    assert_int_not_equal(load(CATALOG_FORMAT_TEXT, 2, 300, &tr, &te, err, sizeof err), DATA_OK);
+    assert_non_null(strstr(err, "dataset.vocab_size: 300, but text is read as bytes"));
+}
+
+/* The parsers alone, on bytes (what the fuzzer drives): a magic with too few bytes for a
+ * header is refused, a headerless even file is ids. */
+static void test_layout_parser(void **state)
+{
+    uint8_t head[16] = {0};
+    const uint32_t magic = TOKFILE_MAGIC;
+    memcpy(head, &magic, 4);
+    tokfile_layout_t l;
+    char err[256];
+    assert_int_equal(tokfile_layout(head, 16, 16, 2, "f", &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, "f: llm.c header (magic 20240520) cut short"));
+    head[0] = 1;
+    assert_int_equal(tokfile_layout(head, 16, 16, 2, "f", &l, err, sizeof err), 0);
+    assert_int_equal(l.ntokens, 8);
+    assert_int_equal(l.header, 0);
+    assert_int_equal(tokfile_layout(head, 16, 17, 1, "f", &l, err, sizeof err), 0);
+    assert_int_equal(l.ntokens, 17);
+    const uint8_t ids[4] = {0xff, 0xff, 1, 0};
+    int mx = -1;
+    assert_int_equal(tokfile_check_ids(ids + 2, 1, 2, "f", &mx, err, sizeof err), 0);
+    assert_int_equal(mx, 1);
+    assert_int_equal(tokfile_check_ids(ids, 2, 65535, "f", &mx, err, sizeof err), -1);
+    assert_non_null(strstr(err, "f: id 65535 at token 0"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_text_windows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_token_shards, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_token_refusals, setup, teardown),
+        cmocka_unit_test(test_layout_parser),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

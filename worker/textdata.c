@@ -1,0 +1,115 @@
+/* worker/textdata.c - see textdata.h. */
+#include "textdata.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "errmsg.h"
+#include "tokfile.h"
+
+int textdata_vocab(const textdata_opts_t *o) { return o->format == CATALOG_FORMAT_TEXT ? 256 : o->vocab; }
+
+/* Maps file f of the split: its layout, its ids checked, its windows counted. */
+static int map_file(const textdata_opts_t *o, const char *path, data_tokens_t *t, int f, char *err, size_t errlen)
+{
+    tokfile_layout_t lay;
+    if (tokfile_open_layout(path, t->width, &lay, err, errlen) != 0) return DATA_EFORMAT;
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errmsg_code(err, errlen, DATA_ENOENT, "%s: %s", path, strerror(errno));
+    const size_t len = (size_t)(lay.offset + lay.ntokens * (uint64_t)t->width);
+    void *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (map == MAP_FAILED) return errmsg_code(err, errlen, DATA_ENOMEM, "%s: cannot map: %s", path, strerror(errno));
+    t->maps[f] = map;
+    t->map_lens[f] = len;
+    t->tokens[f] = (const uint8_t *)map + lay.offset;
+    int max_id = 255;
+    if (t->width == 2 && tokfile_check_ids(t->tokens[f], lay.ntokens, t->vocab, path, &max_id, err, errlen) != 0)
+        return DATA_ELABEL;
+    if (t->width == 1) {
+        max_id = 0;
+        for (uint64_t k = 0; k < lay.ntokens && max_id < 255; k++)
+            if (t->tokens[f][k] > max_id) max_id = t->tokens[f][k];
+    }
+    if (max_id > t->max_id) t->max_id = max_id;
+    /* a window reads block + 1 tokens (its last target is the next window's first id) */
+    t->first[f + 1] = t->first[f] + (int64_t)((lay.ntokens - 1) / (uint64_t)o->block);
+    return DATA_OK;
+}
+
+static int load_split(const textdata_opts_t *o, const char *split, dataset_t *d, char *err, size_t errlen)
+{
+    memset(d, 0, sizeof *d);
+    data_tokens_t *t = calloc(1, sizeof *t);
+    char(*paths)[TOKFILE_PATH_MAX] = malloc((size_t)TOKFILE_MAX_SHARDS * TOKFILE_PATH_MAX);
+    if (!t || !paths) {
+        free(t);
+        free(paths);
+        return errmsg_code(err, errlen, DATA_ENOMEM, "%s: out of memory", o->path);
+    }
+    d->tok = t;
+    t->block = o->block;
+    t->vocab = textdata_vocab(o);
+    t->width = o->format == CATALOG_FORMAT_TEXT ? 1 : 2;
+    int rc = DATA_OK;
+    const int n = tokfile_split_files(o->path, split, t->width, paths, err, errlen);
+    if (n < 0) rc = DATA_ENOENT;
+    else {
+        t->tokens = calloc((size_t)n, sizeof *t->tokens);
+        t->first = calloc((size_t)n + 1, sizeof *t->first);
+        t->maps = calloc((size_t)n, sizeof *t->maps);
+        t->map_lens = calloc((size_t)n, sizeof *t->map_lens);
+        if (!t->tokens || !t->first || !t->maps || !t->map_lens)
+            rc = errmsg_code(err, errlen, DATA_ENOMEM, "%s: out of memory", o->path);
+        for (int f = 0; f < n && rc == DATA_OK; f++) {
+            t->nfiles = f + 1; /* what dataset_free unmaps */
+            rc = map_file(o, paths[f], t, f, err, errlen);
+        }
+        snprintf(d->source, sizeof d->source, "%s", paths[0]);
+    }
+    if (rc == DATA_OK && t->first[t->nfiles] < 1)
+        rc = errmsg_code(err, errlen, DATA_EFORMAT, "%s: fewer than block_size + 1 = %d tokens in %s", o->path,
+                         o->block + 1, split);
+    if (rc == DATA_OK && t->first[t->nfiles] > INT_MAX)
+        rc = errmsg_code(err, errlen, DATA_EFORMAT, "%s: more than %d windows of %d tokens in %s", o->path, INT_MAX,
+                         o->block, split);
+    free(paths);
+    if (rc != DATA_OK) {
+        dataset_free(d);
+        return rc;
+    }
+    d->n = (int)t->first[t->nfiles];
+    d->C = o->block;
+    d->H = d->W = 1;
+    d->num_classes = t->vocab;
+    snprintf(d->label_source, sizeof d->label_source, "%s", d->source);
+    return DATA_OK;
+}
+
+int textdata_load(const textdata_opts_t *o, dataset_t *train, dataset_t *test, char *err, size_t errlen)
+{
+    memset(train, 0, sizeof *train);
+    memset(test, 0, sizeof *test);
+    if (o->format != CATALOG_FORMAT_TEXT && o->format != CATALOG_FORMAT_TOKENS)
+        return errmsg_code(err, errlen, DATA_EUNKNOWN, "%s: dataset.format %s is not text or tokens", o->path,
+                           catalog_format_name(o->format));
+    if (o->block < 1) return errmsg_code(err, errlen, DATA_EFORMAT, "dataset.block_size: %d, must be >= 1", o->block);
+    if (o->format == CATALOG_FORMAT_TEXT && o->vocab != 0 && o->vocab != 256)
+        return errmsg_code(err, errlen, DATA_EFORMAT,
+                           "dataset.vocab_size: %d, but text is read as bytes (vocabulary 256): leave it out", o->vocab);
+    if (o->format == CATALOG_FORMAT_TOKENS && (o->vocab < 1 || o->vocab > 65536))
+        return errmsg_code(err, errlen, DATA_EFORMAT,
+                           "dataset.vocab_size: required with dataset.format tokens (1 to 65536: uint16 ids), got %d",
+                           o->vocab);
+    int rc = load_split(o, "train", train, err, errlen);
+    if (rc == DATA_OK) rc = load_split(o, "val", test, err, errlen);
+    if (rc != DATA_OK) dataset_free(train);
+    return rc;
+}

@@ -1,0 +1,34 @@
+/* worker/textdata.h - a text or token data set (dataset.format "text" or "tokens":
+ * common/tokfile.h has the files) ready as two dataset_t of windows.
+ *
+ * Nothing is decoded: a byte of text and a uint16 id are read where they lie, so every file
+ * is mapped read-only (the page cache holds one copy for every rank of a host, and a file
+ * larger than memory is paged in as windows are read). Every id of a token file is checked
+ * against the vocabulary once, here, so that a batch can never index past the model's
+ * embedding: a file with an id out of range is refused by name before training.
+ */
+#ifndef PACER_TEXTDATA_H
+#define PACER_TEXTDATA_H
+
+#include <stddef.h>
+
+#include "catalog.h"
+#include "data.h"
+
+typedef struct {
+    catalog_format_t format; /* CATALOG_FORMAT_TEXT or CATALOG_FORMAT_TOKENS */
+    const char *path;        /* the folder */
+    int block;               /* tokens per window, >= 1 */
+    int vocab;               /* tokens: dataset.vocab_size (required); text: 0 or 256 */
+} textdata_opts_t;
+
+/* Loads the train split (train.*) into train and the validation split (val.*) into test.
+ * 0 (DATA_OK), or a DATA_* code with err naming the file and what is wrong: no file, an
+ * empty or odd-sized one, an llm.c header that lies, an id outside the vocabulary, fewer
+ * than block + 1 tokens in a split, more than INT_MAX windows. */
+int textdata_load(const textdata_opts_t *o, dataset_t *train, dataset_t *test, char *err, size_t errlen);
+
+/* The vocabulary of o's format: 256 for text, o->vocab for tokens. */
+int textdata_vocab(const textdata_opts_t *o);
+
+#endif

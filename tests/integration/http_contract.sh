@@ -272,8 +272,23 @@ via 204 DELETE /api/v1/users/ct
 via 404 DELETE /api/v1/users/ct
 echo "ok: users, whoami and token (201, 200, 204, 400, 403, 404, 409) conform"
 
+# ---- experiments (docs/EXPERIMENTS.md): submit, list, one, cancel, and their problems ----------------------
+xbody=$(jq -nc '{name: "ct", spec: {model: "lenet5", dataset: {name: "fashion-mnist", train_subset: 256,
+    test_subset: 100}, batch_size: 64, epochs: 30}, search: {method: "grid", max_concurrent: 1,
+    space: {"optimizer.lr": {choice: [0.05, 0.02]}}}}')
+via 201 POST /api/v1/experiments -H "Content-Type: application/json" -d "$xbody"
+xid=$(jq -r .id "$TMP/body")
+via 200 GET "/api/v1/experiments?limit=5"
+via 200 GET "/api/v1/experiments/$xid"
+via 404 GET /api/v1/experiments/e-999999
+via 400 POST /api/v1/experiments -H "Content-Type: application/json" -d "$(echo "$xbody" | jq -c '.search.space =
+    {"optimizer.lrr": {choice: [0.1]}}')"
+via 200 DELETE "/api/v1/experiments/$xid"
+via 409 DELETE "/api/v1/experiments/$xid"
+echo "ok: experiments (201, 200, 404, 400, 409) conform"
+
 # ---- every documented operation went through the proxy ----------------------------------------------
-sed -e 's#/api/v1/jobs/[^/]*#/api/v1/jobs/{id}#' -e 's#^\([A-Z]*\) /api/v1/models/.*#\1 /api/v1/models/{name}#' -e 's#^\([A-Z]* /static/\).*#\1{path}#' -e 's#^\([A-Z]*\) /api/v1/users/.*#\1 /api/v1/users/{name}#' "$TMP/covered" | sort -u >"$TMP/cov"
+sed -e 's#/api/v1/jobs/[^/]*#/api/v1/jobs/{id}#' -e 's#^\([A-Z]*\) /api/v1/models/.*#\1 /api/v1/models/{name}#' -e 's#^\([A-Z]* /static/\).*#\1{path}#' -e 's#^\([A-Z]*\) /api/v1/users/.*#\1 /api/v1/users/{name}#' -e 's#^\([A-Z]*\) /api/v1/experiments/.*#\1 /api/v1/experiments/{id}#' "$TMP/covered" | sort -u >"$TMP/cov"
 jq -r '.paths | to_entries[] | .key as $p | .value | keys[] | select(test("^(get|post|delete|put|patch)$")) |
     "\(ascii_upcase) \($p)"' docs/openapi.json | grep -v '^GET /api/v1/events$' | sort -u >"$TMP/ops"
 missing=$(comm -23 "$TMP/ops" "$TMP/cov")

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm.h"
+#include "comm_mpi.h"
 #include "planner.h"
-#include "train.h"
+#include "step.h"
 
 int adaptive_setup(worker_t *w, char *err, size_t errlen)
 {

@@ -1,8 +1,8 @@
 /* worker/algo.c - the table of training algorithms built into this worker. Adding an
  * algorithm is one file with an algo_ops_t and one row here. */
-#include <string.h>
+#include "algo.h"
 
-#include "worker.h"
+#include <string.h>
 
 extern const algo_ops_t algo_sgd, algo_ssgd, algo_local_sgd, algo_hier_bsp, algo_hpsgd;
 extern const algo_ops_t algo_asgd, algo_dbs_sgd, algo_nsoftsync, algo_dc_asgd, algo_ddc_asgd;

@@ -5,6 +5,7 @@
  * The update: w = w - eta * g with the PS's momentum and weight decay; t = t + 1.
  * algorithm.tau_max > 0 drops gradients staler than it. */
 #include "ps.h"
+#include "step.h"
 
 int ps_rule_asgd_apply(ps_t *ps, int m, float *g, float scale, int64_t tau)
 {

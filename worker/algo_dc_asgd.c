@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "ps.h"
+#include "step.h"
 
 typedef struct {
     float **ms;

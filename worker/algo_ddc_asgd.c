@@ -12,6 +12,8 @@
  * refused by the spec validator). tau = 0 gives momentum SGD; lambda0 = 0
  * gives staleness-aware momentum ASGD. The pure pieces live in kernels/cpu/async_ops.c
  * and ddc_step below, which the unit tests call directly. */
+#include "algo_ddc_asgd.h"
+
 #include <math.h>
 #include <stdlib.h>
 

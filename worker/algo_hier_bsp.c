@@ -15,9 +15,11 @@
 #include <stdlib.h>
 
 #include "adaptive.h"
+#include "algo_local_sgd.h"
 #include "comm.h"
+#include "comm_mpi.h"
 #include "compress.h"
-#include "train.h"
+#include "step.h"
 
 typedef struct {
     MPI_Comm group;   /* my group */

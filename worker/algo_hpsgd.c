@@ -42,10 +42,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo_local_sgd.h"
 #include "comm.h"
+#include "comm_mpi.h"
 #include "compress.h"
 #include "sim.h"
-#include "train.h"
+#include "step.h"
 
 typedef struct {
     MPI_Comm comm;

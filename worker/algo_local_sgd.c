@@ -13,14 +13,17 @@
  * rank's error feedback, which joins the next round's delta. The new model is
  * w_avg + sum(s_p d_p)^ / sum(s_p); the batch-norm buffers (few floats) are averaged
  * uncompressed in a second all-reduce. Warm-up counts global steps as in ssgd. */
+#include "algo_local_sgd.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm.h"
+#include "comm_mpi.h"
 #include "compress.h"
 #include "sim.h"
-#include "train.h"
+#include "step.h"
 
 typedef struct {
     int since;            /* local steps since the last average */

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ps.h"
+#include "step.h"
 
 typedef struct {
     int c;      /* gradients per update */

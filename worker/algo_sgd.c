@@ -1,5 +1,6 @@
 /* worker/algo_sgd.c - "sgd": single-process minibatch SGD, the reference every distributed
  * algorithm is compared with. One step: batch, gradient, update. */
+#include "step.h"
 #include "worker.h"
 
 static int sgd_step(worker_t *w)

@@ -16,9 +16,10 @@
 
 #include "adaptive.h"
 #include "comm.h"
+#include "comm_mpi.h"
 #include "compress.h"
 #include "sim.h"
-#include "train.h"
+#include "step.h"
 
 /* Benchmark mode (--comm-baseline): each step also times a raw MPI_Allreduce of the
  * same count on a scratch buffer, before or after the real one on alternate steps, so the

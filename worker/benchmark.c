@@ -7,13 +7,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "comm_mpi.h"
 #include "parallel.h"
 #include <jansson.h>
 
 #include "clock.h"
-#include "comm.h"
 #include "fs.h"
 #include "spec.h"
+#include "step.h"
 #include "train.h"
 
 /* The result, atomically (the coordinator reads it when the process has ended). */

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "comm.h"
+#include "comm_mpi.h"
 #include "compress_mem.h"
 #include "rng.h"
 

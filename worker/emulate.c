@@ -7,8 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "comm.h"
+#include "comm_mpi.h"
 #include "sim.h"
+#include "step.h"
 
 /* Cores this worker rank keeps busy: threads / f for the smallest factor it will run
  * with (a schedule may speed it up mid-run). A GPU rank drives its device from one host

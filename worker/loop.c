@@ -2,8 +2,8 @@
  * metrics records, collapse detection, checkpoints, the epoch end and the end-of-step
  * policies. The synchronous loop (train.c's train_loop) and the parameter server's
  * (ps.c's serve) both call these; these call neither loop, nor the algorithms, so the
- * parameter server's rules link without train.c. Declared in worker.h and train.h. */
-#include "train.h"
+ * parameter server's rules link without train.c. Declared in loop.h. */
+#include "loop.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +37,7 @@
 #include "passert.h"
 #include "planner.h"
 #include "sim.h"
+#include "step.h"
 
 /* The checkpoint keeps compress.h's probe sums as they are. */
 _Static_assert(CKPT_PROBE_N == COMPRESS_PROBE_N, "checkpoint.h's probe sums are compress.h's");

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "comm_mpi.h"
+#include "loop.h"
 #include "parallel.h"
 
 #include "backend_cuda.h"
@@ -30,6 +32,7 @@
 #include "redis_report.h"
 #include "sim.h"
 #include "spec.h"
+#include "step.h"
 #include "trace.h"
 #include "train.h"
 #include "userdata.h"

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "clock.h"
-#include "comm.h"
+#include "comm_mpi.h"
 #include "hostname.h"
 
 /* "[0,2]" of the ranks whose flag is set, into out (room for every rank of a world the

@@ -8,9 +8,10 @@
 
 #include "adaptive.h"
 #include "checkpoint.h"
-#include "comm.h"
+#include "comm_mpi.h"
 #include "compress.h"
-#include "train.h"
+#include "loop.h"
+#include "step.h"
 
 #define TAG_PUSH 101
 #define TAG_REPLY 102

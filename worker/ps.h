@@ -86,11 +86,6 @@ typedef struct ps {
                             n = 1); 0: it gets the current weights at once */
 } ps_t;
 
-/* DDC-ASGD's whole update for one push (exposed for the unit tests); mu is the momentum in
- * force (worker_t.momentum: optimizer.momentum, or its compensated value). */
-void ddc_step(const job_spec_t *s, size_t np, float *w, float *u, const float *w_bak, float *v, double *tau_avg,
-              const float *g, float scale, int64_t tau, float eta, float mu, float *scratch);
-
 /* The one entry point of every asynchronous algorithm: runs the PS loop on rank 0 and the
  * worker loop on the other ranks, for the whole job. */
 int ps_run(worker_t *w, const ps_rule_t *rule);

@@ -5,8 +5,8 @@
  * algorithms (algo_*.c), adaptive.c, comm.c, emulate.c and the loops call these, and these
  * call none of them: not the loops (train.c's train_loop, ps.c's server) nor what the
  * loops share (loop.c: records, checkpoints, epoch ends, the end-of-step policies).
- * Declared in worker.h and train.h. */
-#include "train.h"
+ * Declared in step.h. */
+#include "step.h"
 
 #include <math.h>
 #include <sys/resource.h>
@@ -20,7 +20,6 @@
 #include "compress.h"
 #include "dcache.h"
 #include "conv_direct.h"
-#include "emulate.h"
 #include "passert.h"
 #include "planner.h"
 #include "sim.h"

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "adaptive.h"
+#include "algo.h"
 #include "backend_cuda.h"
 #include "blas_core.h"
 #include "conv_direct.h"
@@ -30,6 +31,7 @@
 #include "emulate.h"
 #include "hash.h"
 #include "hostname.h"
+#include "loop.h"
 #include "memest.h"
 #include "modelfetch.h"
 #include "onnx_export.h"
@@ -37,6 +39,7 @@
 #include "passert.h"
 #include "planner.h"
 #include "sim.h"
+#include "step.h"
 #include "textdata.h"
 
 /* ---- set-up ------------------------------------------------------------------------------ */

@@ -217,6 +217,21 @@ typedef struct worker {
     double wall_s; /* the whole training loop */
 } worker_t;
 
+/* The options of a run the loops read (worker_t.opts): test hooks and budgets, from the
+ * command line (main.c). */
+typedef struct train_opts {
+    long stop_after_steps;     /* test hook: stop (as if killed) after this global step; 0 = off */
+    const char *batch_plan;    /* "b0,b1,..." initial per-worker batches (tests); NULL = even */
+    int ps_round_robin;        /* test hook: the PS takes pushes in worker order */
+    double time_budget_s;      /* stop (evaluating first) once training has run this long */
+    int comm_baseline;         /* ssgd: also time a raw allreduce per step (benchmarks) */
+    int hpsgd_round_steps;     /* test hook: hpsgd merges each round after exactly this many
+                                local steps (0: when MPI_Test finds it done) */
+    const char *weight_digest; /* test hook: each rank appends "STEP DIGEST" at the start,
+                                  after every step and at every epoch end to this path +
+                                  ".rank<N>" */
+} train_opts_t;
+
 /* The plug-in interface. Every callback returns 0 or a negative error after printing one
  * line that says what failed. */
 typedef struct algo_ops {
@@ -230,98 +245,5 @@ typedef struct algo_ops {
     int (*run)(worker_t *w);
     void (*fini)(worker_t *w);
 } algo_ops_t;
-
-const algo_ops_t *algo_find(const char *name);
-
-/* Shared machinery for algorithms. */
-void worker_next_batch(worker_t *w);
-/* Gathers b samples from position offset of the epoch order into x/y. */
-void worker_gather(worker_t *w, long offset, int b);
-/* Computes the epoch's sample order (seed, epoch) into perm. */
-void worker_epoch_order(worker_t *w);
-/* The emulated slowdown in force at the current step (spec factor or schedule). */
-double worker_slowdown_now(const worker_t *w);
-/* emulate.slowdown's entry for this worker; 1 without one (no list, the parameter server,
- * or a rank past the spec's workers in a job grown to max_workers). */
-double worker_slowdown_base(const worker_t *w);
-/* Re-plans batch_of from per-worker speeds (or takes the coordinator's assignment);
- * returns 1 when the plan changed. Pure bookkeeping: the caller distributes it. */
-int worker_replan(worker_t *w, const double *speeds);
-void worker_print_plan(const worker_t *w);
-/* Epoch end after evaluation: record, progress line, counters, early stop, and (rank 0,
- * checkpoint.keep_best) a checkpoint that carries the accuracy just measured. Returns 0, or
- * -1 with err when that checkpoint cannot be written. */
-int worker_epoch_done(worker_t *w, char *err, size_t errlen);
-/* Emulation only: five untimed forward/backward passes of this rank's batch before
- * training, to seed the undisturbed step cost (weights and batch-norm statistics are left
- * as they were; a no-op on a GPU rank); emulate_check then gives every rank of the host
- * with the same batch size the smallest seed among them. */
-void worker_calibrate(worker_t *w);
-/* The undisturbed step cost (undisturbed_s) for batch size b, or 0 where none was measured
- * for it (or b is out of range). */
-double worker_undisturbed_s(const worker_t *w, int b);
-/* Forward + backward of the gathered batch into model->grads; returns the mean loss.
- * With an emulated slowdown f it then sleeps until the step has taken f times the
- * rank's undisturbed step (see step.c). Times the step in wall-clock seconds. */
-float worker_compute_grad(worker_t *w, float loss_scale);
-/* SGD with the spec's momentum, nesterov and weight decay at the current learning rate,
- * over the whole fused buffer, on the gradient grad_scale * model->grads (clipped to
- * optimizer.clip_norm first). grad_scale lets ssgd apply 1/sum(b) without another pass. */
-void worker_apply_update(worker_t *w, float grad_scale);
-/* The same update from another gradient buffer of nparams floats. */
-void worker_apply_gradient(worker_t *w, const float *g, float grad_scale);
-/* Emits this rank's metrics record for the step just done (no-op without a reporter). */
-void worker_report_step(worker_t *w);
-
-/* The collapse detector (health.h) at rank 0: a step's training loss, an evaluation's
- * test accuracy. On a collapse they say so (stderr, the Redis node hash) and, with
- * on_collapse fail or restart, set collapse_stop. No-ops on the other ranks. */
-void worker_health_loss(worker_t *w, long step, float loss);
-void worker_health_eval(worker_t *w);
-/* Every HEALTH_AGREE_STEPS steps, or now with now (an epoch end, where the ranks meet
- * anyway), and always in one process: stop (STOP_COLLAPSE) when rank 0 has set
- * collapse_stop; one broadcast of an int among the ranks. */
-#define HEALTH_AGREE_STEPS 10
-void worker_health_agree(worker_t *w, int now);
-
-/* Evaluates model on the test set in batches; fills loss and accuracy (NaN when nothing
- * was evaluated: an empty set, a simulation that skips the compute). A GPU rank
- * evaluates on its device, with the device's weights and batch-norm statistics. */
-void worker_evaluate(worker_t *w, float *loss, float *accuracy);
-/* The summary's train_loss: the loss of the current weights on the first
- * min(TRAIN_LOSS_SAMPLES, train.n) samples of the training set in file order, without
- * augmentation, in evaluation mode; the same samples for every algorithm and run, so
- * runs compare (the running mean over an epoch mixes weights of different ages). */
-#define TRAIN_LOSS_SAMPLES 10000
-float worker_final_train_loss(worker_t *w);
-/* A run resumed from a checkpoint written after its last epoch end (an elastic relaunch
- * as the job was finishing) has nothing left to train: this evaluates the restored
- * weights as an epoch end would (every rank of a synchronous job; the PS alone), so the
- * summary reports them instead of zeros, and marks the run (nothing_left): the last
- * epoch's running loss is not in the checkpoint, so train_loss_running is null, which
- * does not count as a divergence. */
-void worker_finish_resumed(worker_t *w);
-
-/* GPU ranks (w->gpu != NULL): who owns the model when. On a CPU rank the host owns all of it
- * and these calls do nothing.
- *   params, momentum  the host copy (model->params, ->momentum) is the truth unless
- *                     w->gpu_ahead: the device optimizer (worker_apply_gradient and
- *                     worker_apply_local_update run cuda_model_sgd) has moved them since.
- *                     An algorithm that writes model->params on the host (an average, a
- *                     broadcast, a parameter-server reply, hpsgd's replica at a merge) has
- *                     nothing more to do: worker_compute_grad uploads the host params
- *                     whenever !gpu_ahead, and so does a device evaluation.
- *   grads             worker_compute_grad leaves the rank's gradient in model->grads (and
- *                     on the device); what an algorithm hands to the update is uploaded.
- *   buffers           the batch-norm running statistics: every training forward updates
- *                     the device's copy, which is therefore the truth while training.
- * So: call worker_model_to_host before anything reads the model on the host (a checkpoint,
- * an average, a broadcast from this rank), and worker_buffers_to_device after anything wrote
- * model->buffers on the host (an average, a broadcast to this rank, a restore). */
-void worker_model_to_host(worker_t *w);
-void worker_buffers_to_device(worker_t *w);
-/* worker_apply_update(w, 1) of the gradient this rank has just computed, unchanged (sgd,
- * local-sgd's and hpsgd's local steps): a GPU rank uses the device's own copy of it, without an upload. */
-void worker_apply_local_update(worker_t *w);
 
 #endif

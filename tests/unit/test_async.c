@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "algo_ddc_asgd.h"
 #include "ps.h"
 #include "spec.h"
 

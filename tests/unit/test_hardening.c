@@ -13,6 +13,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "loop.h"
+#include "step.h"
 #include "test_util.h"
 
 #include <math.h>

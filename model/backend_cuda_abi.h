@@ -35,7 +35,7 @@ extern "C" {
  * launcher);
  * 12: Swin's LAYER_GATHER_PARAM and layer_t's gp_table;
  * 13: issue 44's ViT kind LAYER_EXPAND;
- * 14: the language models' kinds LAYER_EMBED and LAYER_CAUSAL_SOFTMAX (empty rows),
+ * 14: the language models' kinds LAYER_EMBED and LAYER_CAUSAL_SOFTMAX,
  * layer_t's tied and model_t's positions */
 #define PACER_CUDA_ABI 14
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"

@@ -366,6 +366,13 @@ static const char *cuda_layer_unsupported(const layer_t *l);
 
 static cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, size_t errlen)
 {
+    /* the loss, its labels and probabilities here are one row per sample */
+    if (m->positions > 1) {
+        snprintf(err, errlen,
+                 "cuda model %s: a loss over %d positions per sample (a language model's) is not on the GPU yet",
+                 m->name, m->positions);
+        return NULL;
+    }
     for (int i = 0; i < m->nlayers; i++) {
         const char *what = cuda_layer_unsupported(&m->layers[i]);
         if (what) {
@@ -913,6 +920,39 @@ static int gather_param_bwd(cuda_model_t *cm, int i, int B)
                                       dout_of(cm, i), cm->grads + l->w_off);
 }
 
+/* The language models' rows (op_table.c's embed_fwd .. causal_bwd). The device zeroes
+ * every output gradient before the backward, so the causal softmax adds; the embedding's
+ * table gradient is written whole unless a tied reader wrote it first, as on the CPU. */
+static size_t embed_rows(const layer_t *l, int B) { return out_count(l, B) / (size_t)l->gp_table.dims[1]; }
+static int embed_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_embed_forward(cm->ctx, embed_rows(l, B), l->gp_table.dims[0], l->gp_table.dims[1],
+                              layer_input(cm, l->in), cm->params + l->w_off, out_of(cm, i));
+}
+static int embed_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_embed_backward(cm->ctx, embed_rows(l, B), l->gp_table.dims[0], l->gp_table.dims[1],
+                               layer_input(cm, l->in), dout_of(cm, i), cm->grads + l->w_off, l->tied);
+}
+static int causal_T(const layer_t *l) { return l->shape.dims[l->shape.rank - 1]; }
+static size_t causal_mats(const layer_t *l, int B) { return out_count(l, B) / ((size_t)causal_T(l) * causal_T(l)); }
+static int causal_fwd(cuda_model_t *cm, int i, int B, int train)
+{
+    const layer_t *l = layer_of(cm, i);
+    return cuda_causal_softmax_forward(cm->ctx, causal_mats(l, B), causal_T(l), l->alpha, layer_input(cm, l->in),
+                                       out_of(cm, i));
+}
+static int causal_bwd(cuda_model_t *cm, int i, int B)
+{
+    const layer_t *l = layer_of(cm, i);
+    float *dinp = dinput_of(cm, l->in);
+    return dinp ? cuda_causal_softmax_backward(cm->ctx, causal_mats(l, B), causal_T(l), l->alpha, out_of(cm, i),
+                                               dout_of(cm, i), dinp, 0)
+                : 0;
+}
+
 static binary_op_t binary_of(const layer_t *l)
 {
     return l->kind == LAYER_SUB    ? BINARY_SUB
@@ -1133,9 +1173,10 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_GATHER_PARAM, gather_param_fwd, gather_param_bwd, NULL},
     /* issue 44's ViT rows */
     {LAYER_EXPAND, view_fwd, expand_bwd, NULL},
-    /* the language models' rows: not on the GPU yet (refused by name, the rank stays on the CPU) */
-    {LAYER_EMBED, NULL, NULL, NULL},
-    {LAYER_CAUSAL_SOFTMAX, NULL, NULL, NULL},
+    /* the language models' rows (a model whose loss covers several positions is refused
+     * by cuda_model_create: the rank stays on the CPU) */
+    {LAYER_EMBED, embed_fwd, embed_bwd, NULL},
+    {LAYER_CAUSAL_SOFTMAX, causal_fwd, causal_bwd, NULL},
 };
 static_assert(sizeof CUDA_OPS / sizeof CUDA_OPS[0] == LAYER_KIND_COUNT, "one CUDA row per layer kind");
 static constexpr bool cuda_ops_in_order(int k)

@@ -176,6 +176,14 @@ int cuda_gather_param_forward(cuda_ctx_t *ctx, size_t n, size_t tcount, const fl
                               float *out);
 int cuda_gather_param_backward(cuda_ctx_t *ctx, size_t n, size_t tcount, const float *map, const float *dout,
                                float *dtable);
+/* The language models' kernels, as ops.h's embed_* and causal_softmax_* (the CPU's bits:
+ * one thread per table element walks the rows in order, one thread per score row). */
+int cuda_embed_forward(cuda_ctx_t *ctx, size_t rows, int V, int E, const float *ids, const float *table, float *out);
+int cuda_embed_backward(cuda_ctx_t *ctx, size_t rows, int V, int E, const float *ids, const float *dout, float *dtable,
+                        int add);
+int cuda_causal_softmax_forward(cuda_ctx_t *ctx, size_t mats, int T, float scale, const float *inp, float *out);
+int cuda_causal_softmax_backward(cuda_ctx_t *ctx, size_t mats, int T, float scale, const float *out, const float *dout,
+                                 float *dinp, int set);
 /* Mul as ops.h's (b (B, C, HW2), HW2 HW or 1; da and db may be one buffer, either NULL). */
 int cuda_mul_forward(cuda_ctx_t *ctx, int B, int C, int HW, int HW2, const float *a, const float *b, float *out);
 int cuda_mul_backward(cuda_ctx_t *ctx, int B, int C, int HW, int HW2, const float *a, const float *b, const float *dout,

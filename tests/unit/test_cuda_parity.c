@@ -121,7 +121,7 @@
     X(test_sgd) X(test_adamw) X(test_norm_clip) X(test_model_mlp) X(test_model_lenet5)    \
     X(test_model_cifar10_quick) X(test_model_resnet20) X(test_model_onnx_layers) \
     X(test_model_nd_rows) X(test_model_attention) \
-    X(test_gather_param) X(test_expand)
+    X(test_gather_param) X(test_expand) X(test_seq)
 /* clang-format on */
 /* Tests that need no device: they run in every CUDA build. */
 #define HOST_TESTS(X) X(test_cudnn_status_categories) X(test_cuda_error_classes) X(test_cuda_rows_complete)
@@ -2529,6 +2529,56 @@ static void test_cuda_error_classes(void **state)
         bad += got != cases[i].kind;
     }
     if (bad) fail_msg("%d CUDA errors misclassified", bad);
+}
+
+/* The language models' kernels: an embedding with repeated ids and one outside the table
+ * (its gradient summed in the CPU's order, written whole and added onto a tied reader's),
+ * and the causal softmax (expf against glibc's: TOL_SOFTMAX; its backward added). */
+static void test_seq(void **state)
+{
+    (void)state;
+    need_gpu();
+    enum { V = 11, E = 6, R = 40, M = 6, T = 9 };
+    lcg_t r = {60};
+    float *ids = halloc(R), *table = halloc(V * E), *out = halloc(R * E), *g = halloc(R * E), *dt = halloc(V * E);
+    for (int j = 0; j < R; j++) ids[j] = (float)((5 * j + 2) % V);
+    ids[3] = -1.0f, ids[7] = (float)V;
+    fill(&r, table, V * E, -1, 1);
+    fill(&r, g, R * E, -1, 1);
+    float *d_ids = dcopy(ids, R), *d_t = dcopy(table, V * E), *d_g = dcopy(g, R * E), *d_out = dalloc(R * E),
+          *d_dt = dalloc(V * E);
+    embed_forward(R, V, E, ids, table, out);
+    embed_backward(R, V, E, ids, g, dt, 0);
+    check_rc(cuda_embed_forward(g_ctx, R, V, E, d_ids, d_t, d_out), "embed fwd");
+    check_rc(cuda_embed_backward(g_ctx, R, V, E, d_ids, d_g, d_dt, 0), "embed bwd");
+    compare_dev("embed.out", d_out, out, R * E, TOL_EXACT);
+    compare_dev("embed.dtable (=)", d_dt, dt, V * E, TOL_EXACT);
+    embed_backward(R, V, E, ids, g, dt, 1);
+    check_rc(cuda_embed_backward(g_ctx, R, V, E, d_ids, d_g, d_dt, 1), "embed bwd (add)");
+    compare_dev("embed.dtable (+=)", d_dt, dt, V * E, TOL_EXACT);
+    const size_t n = (size_t)M * T * T;
+    float *x = halloc(n), *y = halloc(n), *dy = halloc(n), *dx = halloc(n);
+    fill(&r, x, n, -3, 3);
+    fill(&r, dy, n, -1, 1);
+    fill(&r, dx, n, -1, 1);
+    float *d_x = dcopy(x, n), *d_dy = dcopy(dy, n), *d_dx = dcopy(dx, n), *d_y = dalloc(n);
+    causal_softmax_forward(M, T, 0.4f, x, y);
+    causal_softmax_backward(M, T, 0.4f, y, dy, dx, 0);
+    check_rc(cuda_causal_softmax_forward(g_ctx, M, T, 0.4f, d_x, d_y), "causal softmax fwd");
+    check_rc(cuda_causal_softmax_backward(g_ctx, M, T, 0.4f, d_y, d_dy, d_dx, 0), "causal softmax bwd");
+    compare_dev("causal_softmax.out", d_y, y, n, TOL_SOFTMAX);
+    compare_dev("causal_softmax.dinp (+=)", d_dx, dx, n, TOL_SOFTMAX);
+    free(ids);
+    free(table);
+    free(out);
+    free(g);
+    free(dt);
+    free(x);
+    free(y);
+    free(dy);
+    free(dx);
+    dfree_all();
+    end_test();
 }
 
 /* Every row of the operator table has its CUDA twin: a model of one layer of each kind,

@@ -8,7 +8,7 @@ import os, re, subprocess, sys
 
 ROOMS = ['kernels/cpu', 'kernels/cuda', 'kernels/ref', 'model', 'worker', 'common',
          'coordinator', 'http', 'daemon', 'cli', 'sim', 'tools']
-EXTS = ('.c', '.h', '.cu', '.py', '.inc')
+EXTS = ('.c', '.h', '.cu', '.py', '.inc', '.sh')
 
 
 def opening(path):
@@ -17,19 +17,24 @@ def opening(path):
         text = open(path, encoding='utf-8', errors='replace').read(4000)
     except OSError:
         return ''
-    m = re.match(r'\s*/\*(.*?)\*/', text, re.S) or re.match(r'\s*((?:#[^\n]*\n)+)', text) \
-        or re.match(r'(?:#![^\n]*\n)?\s*"""(.*?)"""', text, re.S)
+    text = re.sub(r'^#![^\n]*\n', '', text)
+    m = re.match(r'\s*/\*(.*?)\*/', text, re.S) or re.match(r'\s*"""(.*?)"""', text, re.S) \
+        or re.match(r'\s*((?:#[^\n]*\n)+)', text)
     if not m:
         return ''
     body = ' '.join(l.strip().lstrip('*#').strip() for l in m.group(1).split('\n'))
     body = re.sub(r'\s+', ' ', body).strip()
     body = re.sub(r'^[\w./+-]*' + re.escape(os.path.basename(path)) + r'(\s+\S+)*?\s+-\s+', '', body, count=1)
-    depth = 0
+    body = body.replace('<', '&lt;')
+    # the first sentence (a '.' or ';' outside brackets), a long one cut at a word
+    depth, end = 0, len(body)
     for i, c in enumerate(body):
         depth += (c in '([') - (c in ')]')
-        if depth == 0 and c in '.:;' and (i + 1 == len(body) or body[i + 1] == ' '):
-            return body[:i]
-    return body
+        if depth == 0 and c in '.;' and (i + 1 == len(body) or body[i + 1] == ' '):
+            end = i
+            break
+    body = body[:end]
+    return body if len(body) <= 200 else body[:body.rindex(' ', 0, 200)] + ' ...'
 
 
 def main():

@@ -105,8 +105,8 @@ static int param_parse(const char *key, const json_t *v, search_param_t *p, char
         return errmsg(err, errlen, "search.space.%s: %s needs [a, b], two finite numbers", key, kind);
     if (p->dist == SEARCH_LOG_UNIFORM && !(p->lo > 0 && p->lo < p->hi))
         return errmsg(err, errlen, "search.space.%s: log_uniform needs 0 < a < b", key);
-    if (p->dist == SEARCH_UNIFORM && !(p->lo < p->hi))
-        return errmsg(err, errlen, "search.space.%s: uniform needs a < b", key);
+    if (p->dist == SEARCH_UNIFORM && !(p->lo < p->hi && isfinite(p->hi - p->lo)))
+        return errmsg(err, errlen, "search.space.%s: uniform needs a < b (and b - a a finite number)", key);
     if (p->dist == SEARCH_INT && (!json_is_integer(json_array_get(arg, 0)) || !json_is_integer(json_array_get(arg, 1)) ||
                                   p->lo > p->hi || fabs(p->lo) > 1e9 || fabs(p->hi) > 1e9))
         return errmsg(err, errlen, "search.space.%s: int needs [a, b], integers with a <= b (at most 1e9)", key);

@@ -296,17 +296,22 @@ static json_t *exp_json(const exp_t *e, int full)
 
 static int load_code(int js) { return js == -100 ? COORD_EINTERNAL : coord_js_to_coord(js); }
 
-int coord_experiment_get(coordinator_t *c, const char *id, json_t **out)
+int coord_experiment_get(coordinator_t *c, const char *id, json_t **out, char *err, size_t errlen)
 {
     *out = NULL;
-    if (!experiment_id_valid(id)) return COORD_ENOTFOUND;
-    redisContext *rc = borrow(c, NULL, 0);
+    if (err && errlen) err[0] = 0;
+    if (!experiment_id_valid(id)) return errmsg_code(err, errlen, COORD_ENOTFOUND, "no experiment %.64s", id ? id : "");
+    redisContext *rc = borrow(c, err, errlen);
     if (!rc) return COORD_EUNAVAIL;
     exp_t e;
-    char err[256] = "";
-    int js = exp_load(rc, id, &e, err, sizeof err);
+    char lerr[256] = "";
+    int js = exp_load(rc, id, &e, lerr, sizeof lerr);
     jobstore_pool_put(c->pool, rc, js == JS_EREDIS);
-    if (js == -100) clog_printf("%s", err);
+    if (js == -100) {
+        clog_printf("%s", lerr);
+        errmsg(err, errlen, "%s", lerr);
+    }
+    if (js == JS_ENOTFOUND) errmsg(err, errlen, "no experiment %s", id);
     if (js == 0) *out = exp_json(&e, 1);
     exp_free(&e);
     if (js != 0) return load_code(js);

@@ -42,8 +42,9 @@ int coord_experiment_list(coordinator_t *c, long offset, long limit, json_t **ou
 /* {"id", "name", "owner", "state", "reason", "submitted", "finished", "spec", "search",
  * "rungs", "trials": [{"trial", "job", "params", "state", "rung", "epochs_trained",
  * "metric", "rung_metrics"}], "best": {"trial", "job", "params", "metric"} or null,
- * "counts"}. COORD_ENOTFOUND for an unknown id. */
-int coord_experiment_get(coordinator_t *c, const char *id, json_t **out);
+ * "counts"}. COORD_ENOTFOUND for an unknown id; COORD_EINTERNAL with err naming the field
+ * when what Redis holds for it is damaged. */
+int coord_experiment_get(coordinator_t *c, const char *id, json_t **out, char *err, size_t errlen);
 
 /* Cancels a running experiment: no trial starts any more and every trial's job is
  * cancelled. COORD_ESTATE when it has already finished. */

@@ -74,13 +74,9 @@ int handle_experiments_submit(http_req_t *rq)
 int handle_experiment_get(http_req_t *rq)
 {
     json_t *out = NULL;
-    int code = coord_experiment_get(rq->srv->coord, exp_id(rq), &out);
-    if (code == COORD_ENOTFOUND) {
-        char err[128];
-        snprintf(err, sizeof err, "no experiment %.64s", exp_id(rq));
-        return exp_error(rq, code, err);
-    }
-    if (code != COORD_OK) return exp_error(rq, code, NULL);
+    char err[512] = "";
+    int code = coord_experiment_get(rq->srv->coord, exp_id(rq), &out, err, sizeof err);
+    if (code != COORD_OK) return exp_error(rq, code, err);
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
 
@@ -98,7 +94,7 @@ int handle_experiment_cancel(http_req_t *rq)
     int code = coord_experiment_cancel(rq->srv->coord, exp_id(rq), err, sizeof err);
     if (code != COORD_OK) return exp_error(rq, code, err);
     json_t *out = NULL;
-    if (coord_experiment_get(rq->srv->coord, exp_id(rq), &out) != COORD_OK)
+    if (coord_experiment_get(rq->srv->coord, exp_id(rq), &out, NULL, 0) != COORD_OK)
         out = json_pack("{s:s, s:s}", "id", exp_id(rq), "state", "CANCELLED");
     clog_printf("http: experiment %s cancelled", exp_id(rq));
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);

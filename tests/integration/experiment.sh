@@ -127,6 +127,10 @@ await 60 "experiment $G's trials to be cancelled" all_cancelled
 [ "$(xq "$G" .trials[1].job)" = null ] || fail "cancelled experiment $G started its second trial"
 ok 409 "$ALICE" DELETE "/api/v1/experiments/$G"
 echo "ok: bob may not cancel alice's experiment (403); alice's cancel stops every trial; a second cancel is 409"
+# what Redis holds is outside input: a damaged trial is named, never shown as if whole
+rcli HSET "pacer:experiment:$G" trial:1 '{"job":"../../etc","state":"PENDING","epochs":0,"rungs":[],"cursor":"0"}' >/dev/null
+refused 500 "experiment $G: trial:1 is damaged" "$ALICE" GET "/api/v1/experiments/$G"
+echo "ok: a damaged trial record is a 500 naming it"
 
 # ---- the CLI and the Python client ---------------------------------------------------------------------------
 "$PACER" --url "$BASE" experiment ls >"$TMP/ls.txt" || fail "pacer experiment ls"

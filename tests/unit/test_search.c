@@ -230,6 +230,9 @@ static void test_refusals(void **state)
     parse_bad(buf, "search.budget: unknown field");
     parse_bad("{\"method\":\"random\",\"trials\":2,\"space\":{\"optimizer.lr\":{\"log_uniform\":[0,0.1]}}}",
               "search.space.optimizer.lr: log_uniform needs 0 < a < b");
+    /* a range whose width overflows would draw infinities (fuzz_search's finding) */
+    parse_bad("{\"method\":\"random\",\"trials\":2,\"space\":{\"x\":{\"uniform\":[-1e308,1e308]}}}",
+              "b - a a finite number");
     parse_bad("{\"method\":\"random\",\"trials\":2,\"space\":{\"optimizer.lr\":{\"normal\":[0,1]}}}",
               "unknown distribution normal");
     parse_bad("{\"method\":\"random\",\"trials\":2,\"space\":{\"batch_size\":{\"choice\":[]}}}",

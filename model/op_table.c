@@ -48,25 +48,42 @@ static int infer_same(layer_t *l, const model_shape_t *in, const model_shape_t *
     return 0;
 }
 
-/* Convolutions and pools take images (C, H, W) only: another rank is refused, not folded. */
+/* Convolutions and pools take images (C, H, W) and sequences (C, L): a sequence folds to
+ * (C, L, 1), so its geometry is the 2-D one's with a width of 1 (KW, sW, dW 1, no pads
+ * left or right: the importer's), and its output stays (OC, OL). Another rank is refused,
+ * not folded. */
+static int conv_rank_ok(const model_shape_t *in, int KW, int sW, int dW, int pad_l, int pad_r)
+{
+    return in->rank == 3 || (in->rank == 2 && KW == 1 && sW == 1 && dW == 1 && pad_l == 0 && pad_r == 0);
+}
+
+/* The (C, H, W) output, or (C, H) for a sequence's input (rank 2). */
+static void set_conv_shape(layer_t *l, int in_rank, int C, int H, int W)
+{
+    set_chw(l, C, H, W);
+    if (in_rank == 2) l->shape.rank = 2;
+}
+
 static int infer_conv(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
     /* the geometry's filters, stride, pads, dilation and groups on this layer's input */
+    const conv2d_desc_t *g = &l->conv;
     l->conv.C = l->C;
     l->conv.H = l->H;
     l->conv.W = l->W;
-    const int bad = in->rank != 3 || conv2d_setup(&l->conv) != 0;
-    set_chw(l, l->conv.OC, l->conv.OH, l->conv.OW);
+    const int bad = !conv_rank_ok(in, g->KW, g->sW, g->dW, g->pad_l, g->pad_r) || conv2d_setup(&l->conv) != 0;
+    set_conv_shape(l, in->rank, l->conv.OC, l->conv.OH, l->conv.OW);
     return bad ? -1 : 0;
 }
 
 static int infer_pool(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
+    const pool2d_desc_t *g = &l->pool;
     l->pool.C = l->C;
     l->pool.H = l->H;
     l->pool.W = l->W;
-    const int bad = in->rank != 3 || pool2d_setup(&l->pool) != 0;
-    set_chw(l, l->C, l->pool.OH, l->pool.OW);
+    const int bad = !conv_rank_ok(in, g->KW, g->sW, g->dW, g->pad_l, g->pad_r) || pool2d_setup(&l->pool) != 0;
+    set_conv_shape(l, in->rank, l->C, l->pool.OH, l->pool.OW);
     return bad ? -1 : 0;
 }
 

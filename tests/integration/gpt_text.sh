@@ -4,9 +4,11 @@
 # pacer-worker on 2 ranks (ssgd, AdamW): the job finishes, its loss falls far below a
 # uniform guess over the 256 bytes (ln 256 = 5.55 nats per token), and the summary reports
 # the language model's figures (test_perplexity = exp(test_loss), next-token accuracy,
-# train_tokens_per_s = 32 x train_samples_per_s). Then bad data stops the job before
-# training with the file named: a token file with an id past dataset.vocab_size, one whose
-# llm.c header says more tokens than it holds, and a GPT on an image data set.
+# train_tokens_per_s = 32 x train_samples_per_s). A GPT job stopped after 10 steps and
+# resumed from its checkpoint ends bit for bit where the uninterrupted one does. Then bad
+# data stops the job before training with the file named: a token file with an id past
+# dataset.vocab_size, one whose llm.c header says more tokens than it holds, and a GPT on
+# an image data set.
 . tests/lib.sh
 LIC=/usr/share/common-licenses
 [ -r "$LIC/GPL-3" ] && [ -r "$LIC/Apache-2.0" ] && [ -r "$LIC/LGPL-2.1" ] || skip "$LIC (Debian's base-files) is not here"
@@ -32,6 +34,23 @@ jq -e '.block_size == 32 and .vocab_size == 256 and
        ((.train_tokens_per_s - 32 * .train_samples_per_s) | fabs) < 1e-6 * .train_tokens_per_s' "$S" >/dev/null ||
     fail "train_tokens_per_s is not block_size x train_samples_per_s"
 echo "ok: a GPT trains on text through pacer-worker on 2 ranks, test_loss $(json "$S" .test_loss) nats per token"
+
+# a checkpoint of a GPT resumes bit for bit (weights, AdamW's moments, the window order)
+ck() { # NAME DIR
+    jq -n --arg data "$TMP/text" --arg dir "$2" --arg name "$1" \
+        '{name: $name, model: {gpt: {layers: 1, heads: 2, embd: 16, block_size: 16}},
+          dataset: {format: "text", path: $data, train_subset: 96, test_subset: 16}, batch_size: 8, epochs: 2,
+          seed: 5, device: "cpu", log_every: 0, optimizer: {kind: "adamw", lr: 0.003},
+          checkpoint: {every_steps: 4, dir: $dir}}'
+}
+ck g "$TMP/full" >"$TMP/full.json"
+ck g "$TMP/cut" >"$TMP/cut.json"
+$WORKER --spec "$TMP/full.json" >"$TMP/full.log" 2>&1 || { cat "$TMP/full.log"; fail "the uninterrupted GPT job failed"; }
+$WORKER --spec "$TMP/cut.json" --stop-after-steps 10 >"$TMP/cut1.log" 2>&1 || { cat "$TMP/cut1.log"; fail "the cut GPT job failed"; }
+$WORKER --spec "$TMP/cut.json" --resume >"$TMP/cut2.log" 2>&1 || { cat "$TMP/cut2.log"; fail "the resumed GPT job failed"; }
+grep -q "resumed from .* at step 8" "$TMP/cut2.log" || { cat "$TMP/cut2.log"; fail "the GPT job did not resume at step 8"; }
+cmp "$TMP/full/g.ckpt" "$TMP/cut/g.ckpt" || fail "the GPT stopped at step 10 and resumed differs from the uninterrupted run"
+echo "ok: a GPT job stopped and resumed from its checkpoint ends bit for bit where the uninterrupted one does"
 
 # bad token files: refused by name before training (exit 2)
 mkdir -p "$TMP/tok"

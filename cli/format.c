@@ -508,14 +508,11 @@ static void placement_add(char *buf, size_t len, size_t *used, const char *a, co
     *used = k < 0 ? *used : *used + (size_t)k < len ? *used + (size_t)k : len - 1;
 }
 
-void fmt_job(FILE *f, json_t *job, double now)
+/* fmt_job's rows of where the job stands in the scheduler: its preemption, placement and
+ * shrink, what it waits for, its place in the queue. */
+static void job_scheduling_rows(FILE *f, json_t *job, double now)
 {
     char buf[1024], t1[64], t2[64];
-    row(f, "id", str(job, "id"));
-    row(f, "name", str(job, "name"));
-    if (*str(job, "owner")) row(f, "owner", str(job, "owner")); /* issue 45; absent from before users */
-    row(f, "state", str(job, "state"));
-    if (*str(job, "reason")) row(f, "reason", str(job, "reason"));
     if (*str(job, "preempted_by")) { /* --policy fair: its last preemption */
         fmt_time(num(job, "preempted_at"), t1, sizeof t1);
         snprintf(buf, sizeof buf, "by %s at %s", str(job, "preempted_by"), t1);
@@ -566,6 +563,12 @@ void fmt_job(FILE *f, json_t *job, double now)
     if (*str(job, "oversubscribed")) row(f, "oversubscribed", str(job, "oversubscribed"));
     if (json_object_get(job, "cancel_requested") && fmt_state_exit(str(job, "state")) < 0)
         row(f, "cancel", "requested");
+}
+
+/* fmt_job's rows of what the job trains: model, algorithm, workers and data. */
+static void job_work_rows(FILE *f, json_t *job)
+{
+    char buf[1024];
     char workers[24], world[24];
     int_cell(job, "workers", workers, sizeof workers);
     int_cell(job, "world", world, sizeof world);
@@ -591,6 +594,12 @@ void fmt_job(FILE *f, json_t *job, double now)
                  json_is_true(json_object_get(job, "dynamic_batch")) ? " (dynamic)" : "");
         row(f, "data", buf);
     }
+}
+
+/* fmt_job's rows of when: submitted, started, finished or elapsed, restarts. */
+static void job_time_rows(FILE *f, json_t *job, double now)
+{
+    char buf[1024], t1[64], t2[64];
     double sub = num(job, "submitted"), st = num(job, "started"), fin = num(job, "finished");
     fmt_time(sub, t1, sizeof t1);
     fmt_age(now - sub, t2, sizeof t2);
@@ -619,6 +628,13 @@ void fmt_job(FILE *f, json_t *job, double now)
     int_cell(job, "attempts", attempts, sizeof attempts);
     snprintf(buf, sizeof buf, "%s (%s attempt%s)", restarts, attempts, plural(attempts));
     row(f, "restarts", buf);
+}
+
+/* fmt_job's rows of the run's health: the collapse detector's verdict, the learning-rate
+ * scale after collapse restarts, retries. */
+static void job_health_rows(FILE *f, json_t *job)
+{
+    char buf[1024];
     /* The detector's verdict (worker/health.h): the current attempt's, else the summary's. */
     json_t *health = json_object_get(job, "health");
     if (!json_is_object(health)) health = json_object_get(json_object_get(job, "summary"), "health");
@@ -651,6 +667,12 @@ void fmt_job(FILE *f, json_t *job, double now)
         }
         row(f, "retries", buf);
     }
+}
+
+/* fmt_job's rows of the outcome: the summary's figures, the log, the checkpoints. */
+static void job_result_rows(FILE *f, json_t *job)
+{
+    char buf[1024];
     json_t *sum = json_object_get(job, "summary");
     if (json_is_object(sum)) {
         char acc[32], tl[32], trl[32], steps[24], wall[32], tp[32];
@@ -668,6 +690,20 @@ void fmt_job(FILE *f, json_t *job, double now)
     if (*str(job, "log")) row(f, "log", str(job, "log"));
     if (*str(job, "checkpoint")) row(f, "checkpoint", str(job, "checkpoint"));
     if (json_is_object(json_object_get(job, "checkpoints"))) fmt_checkpoints(f, json_object_get(job, "checkpoints"));
+}
+
+void fmt_job(FILE *f, json_t *job, double now)
+{
+    row(f, "id", str(job, "id"));
+    row(f, "name", str(job, "name"));
+    if (*str(job, "owner")) row(f, "owner", str(job, "owner")); /* absent from jobs submitted before users */
+    row(f, "state", str(job, "state"));
+    if (*str(job, "reason")) row(f, "reason", str(job, "reason"));
+    job_scheduling_rows(f, job, now);
+    job_work_rows(f, job);
+    job_time_rows(f, job, now);
+    job_health_rows(f, job);
+    job_result_rows(f, job);
 }
 
 void fmt_problem(long status, const char *body, size_t body_len, char *out, size_t len)

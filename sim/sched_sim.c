@@ -408,6 +408,53 @@ static int usage(const char *why)
     return 2;
 }
 
+/* The files a run reads and writes (main's options besides opts_t). */
+typedef struct {
+    const char *cluster, *trace, *jobsout, *policy;
+} files_t;
+
+/* The command line into o and f. Returns 0, or usage's exit status (2) after saying why. */
+static int parse_options(int argc, char **argv, opts_t *o, files_t *f)
+{
+    char err[512];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) return usage("an option without its value, or an unknown argument");
+        i++;
+        if (strcmp(a, "--cluster") == 0) f->cluster = v;
+        else if (strcmp(a, "--trace") == 0) f->trace = v;
+        else if (strcmp(a, "--jobs-out") == 0) f->jobsout = v;
+        else if (strcmp(a, "--policy") == 0) f->policy = v;
+        else if (strcmp(a, "--seed") == 0) {
+            if (numarg_long(v, 0, 1L << 40, &o->seed) != 0) return usage("--seed: must be an integer >= 0");
+        } else if (strcmp(a, "--round-s") == 0) {
+            if (numarg_double(v, 1, 1e6, &o->round_s) != 0) return usage("--round-s: must be a number in [1, 1e6]");
+        } else if (strcmp(a, "--min-run-s") == 0) {
+            if (numarg_double(v, 0, 1e7, &o->min_run_s) != 0) return usage("--min-run-s: must be a number in [0, 1e7]");
+        } else if (strcmp(a, "--restart-cost-s") == 0) {
+            if (numarg_double(v, 0, 1e5, &o->restart_cost_s) != 0)
+                return usage("--restart-cost-s: must be a number in [0, 1e5]");
+        } else if (strcmp(a, "--max-decisions") == 0) {
+            if (numarg_long(v, 1, 1000000000L, &o->max_decisions) != 0)
+                return usage("--max-decisions: must be an integer in [1, 1e9]");
+        } else if (strcmp(a, "--hysteresis") == 0) {
+            if (numarg_double(v, 0, 10, &o->hysteresis) != 0) return usage("--hysteresis: must be a number in [0, 10]");
+        } else if (strcmp(a, "--grow-past-ask") == 0) {
+            if (numarg_double(v, 1, 64, &o->grow_past_ask) != 0)
+                return usage("--grow-past-ask: must be a number in [1, 64]");
+        } else if (strcmp(a, "--grow-overhead") == 0) {
+            if (numarg_double(v, 0, 0.99, &o->grow_overhead) != 0)
+                return usage("--grow-overhead: must be a number in [0, 0.99]");
+        } else {
+            snprintf(err, sizeof err, "unknown option '%.60s'", a);
+            return usage(err);
+        }
+    }
+    if (!f->cluster || !f->trace || !f->policy) return usage("--cluster, --trace and --policy are required");
+    if (policy_parse_any(f->policy, &o->kind, err, sizeof err) != 0) return usage(err);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     opts_t o = {.round_s = 360,
@@ -418,43 +465,11 @@ int main(int argc, char **argv)
                 .grow_overhead = 0.2,
                 .max_decisions = 200000,
                 .kind = POLICY_FIFO};
-    const char *cluster = NULL, *trace = NULL, *jobsout = NULL, *policy = NULL;
+    files_t fl = {0};
+    int bad = parse_options(argc, argv, &o, &fl);
+    if (bad) return bad;
+    const char *cluster = fl.cluster, *trace = fl.trace, *jobsout = fl.jobsout;
     char err[512];
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v) return usage("an option without its value, or an unknown argument");
-        i++;
-        if (strcmp(a, "--cluster") == 0) cluster = v;
-        else if (strcmp(a, "--trace") == 0) trace = v;
-        else if (strcmp(a, "--jobs-out") == 0) jobsout = v;
-        else if (strcmp(a, "--policy") == 0) policy = v;
-        else if (strcmp(a, "--seed") == 0) {
-            if (numarg_long(v, 0, 1L << 40, &o.seed) != 0) return usage("--seed: must be an integer >= 0");
-        } else if (strcmp(a, "--round-s") == 0) {
-            if (numarg_double(v, 1, 1e6, &o.round_s) != 0) return usage("--round-s: must be a number in [1, 1e6]");
-        } else if (strcmp(a, "--min-run-s") == 0) {
-            if (numarg_double(v, 0, 1e7, &o.min_run_s) != 0) return usage("--min-run-s: must be a number in [0, 1e7]");
-        } else if (strcmp(a, "--restart-cost-s") == 0) {
-            if (numarg_double(v, 0, 1e5, &o.restart_cost_s) != 0)
-                return usage("--restart-cost-s: must be a number in [0, 1e5]");
-        } else if (strcmp(a, "--max-decisions") == 0) {
-            if (numarg_long(v, 1, 1000000000L, &o.max_decisions) != 0)
-                return usage("--max-decisions: must be an integer in [1, 1e9]");
-        } else if (strcmp(a, "--hysteresis") == 0) {
-            if (numarg_double(v, 0, 10, &o.hysteresis) != 0) return usage("--hysteresis: must be a number in [0, 10]");
-        } else if (strcmp(a, "--grow-past-ask") == 0) {
-            if (numarg_double(v, 1, 64, &o.grow_past_ask) != 0)
-                return usage("--grow-past-ask: must be a number in [1, 64]");
-        } else if (strcmp(a, "--grow-overhead") == 0) {
-            if (numarg_double(v, 0, 0.99, &o.grow_overhead) != 0)
-                return usage("--grow-overhead: must be a number in [0, 0.99]");
-        } else {
-            snprintf(err, sizeof err, "unknown option '%.60s'", a);
-            return usage(err);
-        }
-    }
-    if (!cluster || !trace || !policy) return usage("--cluster, --trace and --policy are required");
-    if (policy_parse_any(policy, &o.kind, err, sizeof err) != 0) return usage(err);
 
     static sched_cluster_t c;
     sched_job_t *in = NULL;

@@ -1,6 +1,6 @@
 # Experiments (coordinator/experiment.c, docs/EXPERIMENTS.md) against the real
 # coordinator: an ASHA search of 6 small LeNet-5 trials on a Fashion-MNIST subset (2 at a
-# time, rungs at 1 and 3 of 4 epochs) whose learning rates are a good one and one too small
+# time, rungs at 1 and 3 of 6 epochs) whose learning rates are a good one and one too small
 # to learn: ASHA stops some trials at their rung (their jobs cancelled, their slots freed at
 # once) and promotes others, and every decision follows the rule, recomputed here from the
 # events in their order; the coordinator is restarted in the middle of it and the search goes
@@ -47,7 +47,7 @@ ok 404 "$ALICE" GET /api/v1/experiments/e-999
 echo "ok: an unknown key and a refused value (the spec's messages), pbt, a viewer (403), an unknown id (404)"
 
 # ---- the ASHA search, with a coordinator restart in its middle ---------------------------------------------
-body "$TMP/asha.json" sweep 4 '{"method": "asha", "trials": 6, "max_concurrent": 2, "min_epochs": 1,
+body "$TMP/asha.json" sweep 6 '{"method": "asha", "trials": 6, "max_concurrent": 2, "min_epochs": 1,
     "reduction_factor": 3, "seed": 1, "space": {"optimizer.lr": {"choice": [0.05, 0.0001]}}}'
 ok 201 "$ADMIN" POST /api/v1/experiments -H "$JSON" -d @"$TMP/asha.json"
 X=$(jq -r .id "$TMP/body")
@@ -82,7 +82,7 @@ exp_events | grep -q '"action":"promoted"' || fail "ASHA promoted no trial of $X
 for t in $(jq -r '.trials[] | select(.state == "STOPPED") | .job' "$TMP/x.json"); do
     await 60 "stopped trial $t's job to be cancelled" is_api_state "$t" CANCELLED
     ep=$(jq --arg j "$t" '.trials[] | select(.job == $j) | .epochs_trained' "$TMP/x.json")
-    [ "$ep" -lt 4 ] || fail "stopped trial $t: trained $ep epochs, want fewer than 4"
+    [ "$ep" -lt 6 ] || fail "stopped trial $t: trained $ep epochs, want fewer than 6"
 done
 # every decision follows the rule: the (1 - 1/3) quantile of the metrics that reached the rung before
 exp_events | python3 -c '
@@ -106,7 +106,7 @@ for line in sys.stdin:
 if bad or n == 0:
     sys.exit("decisions against the rule (or none): %s" % bad)
 ' || fail "experiment $X: a promotion or stop does not follow ASHA's rule"
-jq -e '.best.metric >= ([.trials[].metric | select(. != null)] | max) - 1e-9 or .best.epochs_trained == 4' \
+jq -e '.best.metric >= ([.trials[].metric | select(. != null)] | max) - 1e-9 or .best.epochs_trained == 6' \
     "$TMP/x.json" >/dev/null || { cat "$TMP/x.json"; fail "experiment $X: best is not a trial that went furthest"; }
 echo "ok: ASHA experiment $X: $stopped of 6 trials stopped at a rung (jobs cancelled early), the rest promoted, every decision by the rule; a coordinator restart lost no trial and the search went on"
 

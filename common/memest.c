@@ -7,6 +7,7 @@
 #include "compress_mem.h"
 #include "dsprobe.h"
 #include "planner.h"
+#include "shard_plan.h"
 
 /* The classes of s's data set, which a built-in model's head is sized to: the catalog's
  * (a built-in set, or a user's the catalog lists by dataset.name), else the probe of
@@ -90,6 +91,7 @@ int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, siz
     double per_sample;
     out->max_batch = max_b;
     memest_model(&m, &out->model_bytes, &per_sample);
+    out->params = (double)m.params;
     /* threads: T > 1 gives each of the CPU kernels' threads its own slice of the
      * convolution workspace and its own weight-gradient partial (kernels/cpu/conv.c), each
      * at most one thread's workspace (within fixed) plus one layer's weights (within
@@ -111,6 +113,57 @@ int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, siz
     out->load_bytes = (double)(train_n + test_n) * (double)(img + 4);
     double run = out->model_bytes + out->batch_bytes + out->data_bytes;
     out->rank_bytes = run > out->load_bytes ? run : out->load_bytes;
+    return 0;
+}
+
+int memest_rank_of(const job_spec_t *s, int nworkers, int rank, const double *mem, memest_t *out, char *err,
+                   size_t errlen)
+{
+    if (memest_rank(s, nworkers, out, err, errlen) != 0) return -1;
+    const int n = nworkers >= 1 ? nworkers : s->workers;
+    if (s->algorithm.shard.stage <= 0 || n < 2 || rank < 0 || rank >= n) return 0;
+    if (rank == 0 && s->checkpoint.every_steps > 0) return 0;
+    const double params = out->params;
+    double w[SPEC_MAX_WORKERS];
+    size_t bounds[SPEC_MAX_WORKERS + 1];
+    int fallback;
+    if (n > SPEC_MAX_WORKERS) return 0;
+    shard_weights(s, n, mem, w, &fallback);
+    if (shard_plan((size_t)params, w, n, bounds) != 0) return 0;
+    /* SGD's momentum buffer (allocated with or without momentum) and AdamW's second moment */
+    const double state = 4.0 * params * (spec_is_adamw(s) ? 2.0 : 1.0);
+    const double share = params > 0 ? (double)(bounds[rank + 1] - bounds[rank]) / params : 1.0;
+    out->model_bytes -= state * (1.0 - share);
+    double run = out->model_bytes + out->batch_bytes + out->data_bytes;
+    out->rank_bytes = run > out->load_bytes ? run : out->load_bytes;
+    return 0;
+}
+
+int memest_host_rank(const job_spec_t *s, int nworkers, int ranks, memest_t *out, char *err, size_t errlen)
+{
+    const int n = nworkers >= 1 ? nworkers : s->workers;
+    if (memest_rank(s, n, out, err, errlen) != 0) return -1;
+    if (s->algorithm.shard.stage <= 0 || n < 2 || n > SPEC_MAX_WORKERS) return 0;
+    double each[SPEC_MAX_WORKERS];
+    for (int r = 0; r < n; r++) {
+        memest_t e;
+        if (memest_rank_of(s, n, r, NULL, &e, err, errlen) != 0) return -1;
+        each[r] = e.rank_bytes;
+        if (r == 0 || e.model_bytes > out->model_bytes) *out = e; /* the largest rank's breakdown */
+    }
+    /* the `ranks` largest, by selection (n is at most SPEC_MAX_WORKERS) */
+    const int k = ranks < 1 ? 1 : ranks > n ? n : ranks;
+    double sum = 0;
+    for (int i = 0; i < k; i++) {
+        int best = i;
+        for (int j = i + 1; j < n; j++)
+            if (each[j] > each[best]) best = j;
+        double t = each[i];
+        each[i] = each[best];
+        each[best] = t;
+        sum += each[i];
+    }
+    out->rank_bytes = sum / k;
     return 0;
 }
 

@@ -47,6 +47,7 @@ typedef struct {
     double data_bytes;  /* data sets as kept (after subsets) + the permutation */
     double load_bytes;  /* data sets as loaded (every sample of both files) */
     double rank_bytes;  /* the peak: max(load_bytes, model + batch + data) */
+    double params;      /* the model's trainable parameters (what a sharded job splits) */
 } memest_t;
 
 /* The estimate for one rank of s when it runs with nworkers gradient workers (fewer
@@ -57,6 +58,19 @@ typedef struct {
  * looked up: its decoded cache is a read-only mapping shared by the ranks of a host (page
  * cache, not a rank's own memory), so its data_bytes and load_bytes are 0. */
 int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, size_t errlen);
+
+/* The estimate for rank `rank` of nworkers when s shards its optimizer state
+ * (algorithm.shard, common/shard_plan.h): memest_rank's, less the state outside the rank's
+ * range (rank 0 with checkpoints keeps all of it: it writes them). mem: the ranks' available
+ * bytes for split "memory" (NULL: even). The gradient is counted whole at every stage:
+ * the backward pass writes all of it before stage 2 lets the rest go. Without sharding,
+ * memest_rank's estimate. */
+int memest_rank_of(const job_spec_t *s, int nworkers, int rank, const double *mem, memest_t *out, char *err,
+                   size_t errlen);
+/* For a check of `ranks` ranks on one host (memest_check): memest_rank's estimate, or for
+ * a sharded job the mean of its `ranks` largest per-rank estimates, so that ranks x
+ * rank_bytes bounds what any `ranks` of its ranks need together. */
+int memest_host_rank(const job_spec_t *s, int nworkers, int ranks, memest_t *out, char *err, size_t errlen);
 
 /* Writes "N MiB" (or "N GiB" from 10 GiB on) into out; returns out. */
 const char *memest_fmt(double bytes, char *out, size_t len);

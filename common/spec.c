@@ -48,6 +48,7 @@ enum { R_MIN = 1, R_MAX = 2, R_MIN_EXCL = 4, R_MAX_EXCL = 8 };
 enum { CAT_NONE, CAT_MODEL, CAT_DATASET };
 
 typedef struct field field_t;
+struct errbuf;
 struct field {
     const char *path; /* "optimizer.lr"; sub-table rows: "emulate.schedule[].rank" */
     ftype_t type;
@@ -63,6 +64,12 @@ struct field {
     size_t count_offset;                 /* F_DOUBLES, F_OBJECTS: the int count */
     const field_t *sub;                  /* F_OBJECTS: the element's rows */
     size_t nsub, elem_size;
+    /* A row that takes more than one JSON type (algorithm.shard.split: a name or a list of
+     * numbers): its own parser and printer replace the type's; type_doc names its type in
+     * the field table. */
+    int (*parse)(struct errbuf *e, const field_t *f, json_t *v, unsigned char *base, const char *where);
+    json_t *(*to_json)(const field_t *f, const unsigned char *base, int *prec);
+    const char *type_doc;
     double def_num;          /* numbers, booleans, F_DOUBLES entries */
     const char *def_str;     /* strings */
     int required;            /* no default: must be given */
@@ -119,6 +126,8 @@ static const char *const COMPRESSIONS[] = {"none", "bf16", "powersgd", NULL};
 static const char *const OPTIMIZERS[] = {"sgd", "adamw", NULL};
 static const char *const NO_DECAY[] = {"default", "auto", "none", NULL};
 static const char *const ASYNC_MOMENTA[] = {"explicit", "compensated", NULL};
+static const char *const SHARD_SPLITS[] = {"even", "memory", NULL};
+#define MAX_SHARD_WEIGHT 1e12 /* a weight may be bytes of memory */
 static const char *const ON_COLLAPSE[] = {"continue", "fail", "restart", NULL};
 static const char *const PRIORITIES[] = {"high", "normal", "low", NULL};
 #define FORMAT_NAME(e, name, user, path_is) name,
@@ -183,6 +192,10 @@ static const field_t SCHEDULE_FIELDS[] = {
      MEMBER(spec_slowdown_change_t, slowdown, double), BETWEEN(1, MAX_SLOWDOWN), .required = 1,
      .doc = "New slowdown factor of that rank (1 = full speed)."},
 };
+
+static int parse_shard_split(struct errbuf *e, const field_t *f, json_t *v, unsigned char *base, const char *where);
+static json_t *shard_split_json(const field_t *f, const unsigned char *base, int *prec);
+static json_t *real_json(double x, int *prec);
 
 /* Table order is document order: spec_to_json and spec_print_fields follow it. */
 static const field_t FIELDS[] = {
@@ -452,6 +465,17 @@ static const field_t FIELDS[] = {
             "else the job goes on uncompressed (\"Compress only where it pays\" below)."},
     {.path = "algorithm.compression.probe_steps", INT(algorithm.compression.probe_steps), BETWEEN(1, 10000),
      .def_num = 20, .doc = "powersgd with min_gain: the steps timed on each side (at most warmup_steps)."},
+    {.path = "algorithm.shard.stage", INT(algorithm.shard.stage), BETWEEN(0, 2), .def_num = 0, .resume_free = 1,
+     .allowed_doc = "0, 1, 2; above 0 ssgd only",
+     .doc = "ZeRO sharding of ssgd (\"Sharded optimizer state\" below): 0 = off; 1 = each rank keeps the "
+            "optimizer state (momentum, AdamW's moments) of its range of the parameters only, gradients "
+            "reduce-scattered and the updated parameters all-gathered; 2 = also the gradient outside the "
+            "range is not kept after its reduction."},
+    {.path = "algorithm.shard.split", STR(algorithm.shard.split), .choices = SHARD_SPLITS, .def_str = "even",
+     .resume_free = 1, .parse = parse_shard_split, .to_json = shard_split_json, .type_doc = "enum or array of numbers",
+     .allowed_doc = "`even`, `memory`, or one weight > 0 per worker",
+     .doc = "How the parameters are split over the ranks: even; memory = by the memory each rank's host has "
+            "available (MemAvailable shared by its ranks on that host); `[w0, w1, ...]` = by these weights."},
 
     {.path = "checkpoint.every_steps", LONG(checkpoint.every_steps), BETWEEN(0, MAX_STEPS), .def_num = 0,
      .resume_free = 1,
@@ -530,7 +554,7 @@ _Static_assert(ARRAY_LEN(SCHEDULE_FIELDS) <= MAX_ROWS, "raise MAX_ROWS");
 
 /* ---- small helpers ------------------------------------------------------------------ */
 
-typedef struct {
+typedef struct errbuf {
     char *buf;
     size_t len;
 } errbuf_t;
@@ -747,6 +771,7 @@ static int parse_objects(errbuf_t *e, const field_t *f, json_t *v, unsigned char
 
 static int parse_value(errbuf_t *e, const field_t *f, json_t *v, unsigned char *base, const char *where)
 {
+    if (f->parse) return f->parse(e, f, v, base, where);
     void *p = base + f->offset;
     switch (f->type) {
     case F_STR: {
@@ -1249,6 +1274,87 @@ static int cross_check_sync_bn(errbuf_t *e, const job_spec_t *s)
     return 0;
 }
 
+/* algorithm.shard.split: a name (even, memory), or a list of weights, one per worker, kept
+ * in algorithm.shard.weights with split "weights". Top-level row: base is the spec. */
+static int parse_shard_split(errbuf_t *e, const field_t *f, json_t *v, unsigned char *base, const char *where)
+{
+    job_spec_t *s = (job_spec_t *)base;
+    s->algorithm.shard.nweights = 0;
+    if (json_is_string(v)) {
+        field_t name = *f;
+        name.parse = NULL;
+        return parse_value(e, &name, v, base, where);
+    }
+    if (!json_is_array(v)) return fail(e, "%s: must be \"even\", \"memory\" or an array of weights", where);
+    size_t n = json_array_size(v);
+    if (n == 0) return fail(e, "%s: an empty list (give one weight per worker)", where);
+    if (n > SPEC_MAX_WORKERS) return fail(e, "%s: at most %d entries, has %zu", where, SPEC_MAX_WORKERS, n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *item = json_array_get(v, i);
+        double x = json_is_number(item) ? json_number_value(item) : NAN;
+        if (!(x > 0 && x <= MAX_SHARD_WEIGHT))
+            return fail(e, "%s[%zu]: must be a number > 0 and <= 1e12 (a rank's share is its weight over the sum)",
+                        where, i);
+        s->algorithm.shard.weights[i] = x;
+    }
+    s->algorithm.shard.nweights = (int)n;
+    snprintf(s->algorithm.shard.split, sizeof s->algorithm.shard.split, "weights");
+    return 0;
+}
+
+static json_t *shard_split_json(const field_t *f, const unsigned char *base, int *prec)
+{
+    const job_spec_t *s = (const job_spec_t *)base;
+    (void)f;
+    if (strcmp(s->algorithm.shard.split, "weights") != 0) return json_string(s->algorithm.shard.split);
+    json_t *arr = json_array();
+    for (int i = 0; arr && i < s->algorithm.shard.nweights; i++) {
+        const double x = s->algorithm.shard.weights[i];
+        /* whole weights as written ([1, 2, 3], not [1.0, 2.0, 3.0]) */
+        json_t *v = x == floor(x) && x < 9007199254740992.0 ? json_integer((json_int_t)x) : real_json(x, prec);
+        if (json_array_append_new(arr, v) < 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+/* algorithm.shard: the sharded update is ssgd's (worker/shard.h). What does not work on a
+ * rank's range of the gradient is refused by name rather than run unsharded: compression
+ * (PowerSGD's factors and bf16's error feedback span whole tensors of the full gradient),
+ * the device optimizer (it updates the whole buffer), a simulation (pacer-sim's cost model
+ * has no reduce-scatter) and an explicit list of weights whose length is not workers (an
+ * elastic restart on another world splits evenly instead: worker/shard.c says so). */
+static int cross_check_shard(errbuf_t *e, const job_spec_t *s)
+{
+    const int stage = s->algorithm.shard.stage, nw = s->algorithm.shard.nweights;
+    if (stage == 0) {
+        if (nw > 0 || strcmp(s->algorithm.shard.split, "even") != 0)
+            return fail(e, "algorithm.shard.split: only with algorithm.shard.stage 1 or 2 (stage is 0: no sharding)");
+        return 0;
+    }
+    if (strcmp(s->algorithm.name, "ssgd") != 0)
+        return fail(e,
+                    "algorithm.shard: implemented for ssgd only (algorithm.name is %s: its ranks do not apply one "
+                    "update to one gradient together); use ssgd, or leave algorithm.shard out",
+                    s->algorithm.name);
+    if (strcmp(s->algorithm.compression.kind, "none") != 0)
+        return fail(e,
+                    "algorithm.shard: does not work with algorithm.compression.kind %s (its error feedback and "
+                    "factors span whole tensors of the full gradient); set kind none or leave algorithm.shard out",
+                    s->algorithm.compression.kind);
+    if (strcmp(s->device, "cuda") == 0)
+        return fail(e, "algorithm.shard: implemented on CPU ranks only (the device optimizer updates the whole "
+                       "buffer); use device cpu or auto (which then computes on the CPU)");
+    if (s->simulate.enabled)
+        return fail(e, "algorithm.shard: not simulated (pacer-sim's cost model has no reduce-scatter); leave "
+                       "simulate.enabled false or algorithm.shard out");
+    if (nw > 0 && nw != s->workers)
+        return fail(e, "algorithm.shard.split: has %d weights, workers is %d (one weight per worker)", nw, s->workers);
+    return 0;
+}
+
 /* Rules between fields, checked once every field has its value. */
 static int cross_check(errbuf_t *e, const job_spec_t *s)
 {
@@ -1299,6 +1405,7 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
     if (cross_check_compression(e, s) < 0) return -1;
     if (cross_check_growth(e, s) < 0) return -1;
     if (cross_check_sync_bn(e, s) < 0) return -1;
+    if (cross_check_shard(e, s) < 0) return -1;
 
     if (s->optimizer.nbetas != 0 && s->optimizer.nbetas != 2)
         return fail(e, "optimizer.betas: must be [b1, b2], has %d entries", s->optimizer.nbetas);
@@ -1471,6 +1578,7 @@ static json_t *real_json(double x, int *prec)
 
 static json_t *value_json(const field_t *f, const unsigned char *base, int *prec)
 {
+    if (f->to_json) return f->to_json(f, base, prec);
     const void *p = base + f->offset;
     switch (f->type) {
     case F_STR: return json_string(p); /* NULL if not UTF-8 (only if set by hand) */
@@ -1704,6 +1812,7 @@ int spec_field_info(size_t i, spec_field_info_t *out)
 
 static const char *type_name(const field_t *f)
 {
+    if (f->type_doc) return f->type_doc;
     switch (f->type) {
     case F_STR: return f->choices ? "enum" : "string"; /* a catalog name is a string */
     case F_INT:

@@ -96,6 +96,16 @@ typedef struct {
             double min_gain;  /* powersgd: > 0 keeps it only if it saves this much of a step */
             int probe_steps;  /* ... timed on each side of the warm-up's end */
         } compression;
+        /* Sharding of ssgd's optimizer state (stage 1) and gradient (stage 2) over the
+         * ranks (worker/shard.h); stage 0 = off. split: "even", "memory" (each rank's
+         * share of its host's available memory) or "weights" (the spec gave split as a
+         * list: weights[nweights], one per worker). */
+        struct {
+            int stage;
+            char split[16];
+            double weights[SPEC_MAX_WORKERS];
+            int nweights;
+        } shard;
     } algorithm;
     struct {
         char kind[8]; /* sgd | adamw */

@@ -330,13 +330,14 @@ static int memory_fits(coordinator_t *c, const job_spec_t *s, int world, char *e
 {
     memest_t e;
     if (!(c->host_memory > 0) || c->slots_total <= 0) return 1;
-    if (memest_rank(s, s->workers, &e, err, errlen) != 0) return 0;
     int ranks = world;
     if (launcher_kind(c->launcher) != LAUNCHER_LOCAL && c->slots_max > 0) {
         long rounds = (world + c->slots_total - 1) / c->slots_total;
         long most = rounds * c->slots_max;
         if (most < ranks) ranks = (int)most;
     }
+    /* a sharded job's ranks differ: its `ranks` largest */
+    if (memest_host_rank(s, s->workers, ranks, &e, err, errlen) != 0) return 0;
     char where[sizeof c->hostname + 64];
     snprintf(where, sizeof where, "%s%s (%s)", c->nhosts > 1 ? "each host of " : "host ",
              c->nhosts > 1 ? "the cluster" : c->hostname, c->host_memory_from);

@@ -197,6 +197,12 @@ void adaptive_pack(worker_t *w, float loss)
 
 float adaptive_reduced(worker_t *w)
 {
+    const model_t *m = w->model;
+    return adaptive_reduced_sumsq(w, sum_squares(m->nparams, m->grads));
+}
+
+float adaptive_reduced_sumsq(worker_t *w, double sumsq)
+{
     adaptive_t *ad = w->adapt;
     model_t *m = w->model;
     const float *x = m->grads + m->nparams;
@@ -204,7 +210,7 @@ float adaptive_reduced(worker_t *w)
     w->step_loss = x[1] / total;
     w->step_samples = (int)total;
     int n = (int)lrintf(x[3]);
-    double t = sum_squares(m->nparams, m->grads) / ((double)total * total);
+    double t = sumsq / ((double)total * total);
     gns_sample_t e;
     if (n >= 2 && gns_sample(x[2], t, total, n, &e) == 0) {
         gns_update(&ad->gns, &e, total / ad->b0);

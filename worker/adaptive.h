@@ -83,6 +83,9 @@ void adaptive_pack(worker_t *w, float loss);
 /* After the reduction: the step's loss and samples from the extras, the noise-scale
  * estimate (when n >= 2 gradients were reduced); returns 1 / sum(b), the update's scale. */
 float adaptive_reduced(worker_t *w);
+/* The same where the reduced gradient is spread over the ranks (worker/shard.h): sumsq is
+ * its squared norm, summed over their ranges. */
+float adaptive_reduced_sumsq(worker_t *w, double sumsq);
 /* After the update (update_s: its time): this rank's compute model, rank 0's collective
  * time, the progress. */
 void adaptive_step_done(worker_t *w, double update_s);

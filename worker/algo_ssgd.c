@@ -18,6 +18,7 @@
 #include "comm.h"
 #include "comm_mpi.h"
 #include "compress.h"
+#include "shard.h"
 #include "sim.h"
 #include "step.h"
 
@@ -42,6 +43,10 @@ static int ssgd_init(worker_t *w)
         fprintf(stderr, "%s\n", err);
         return -1;
     }
+    if (shard_setup(w, err, sizeof err) != 0) { /* algorithm.shard: this rank's range and state */
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
     if (w->use_mpi && w->opts && w->opts->comm_baseline)
         w->algo_state = calloc(w->model->nparams + MODEL_GRAD_EXTRA, sizeof(float));
     return 0;
@@ -57,6 +62,21 @@ static void baseline_allreduce(worker_t *w)
     phase_mark(&w->phases, PHASE_COMM); /* benchmark mode only (--comm-baseline) */
 }
 
+/* algorithm.shard (worker/shard.h): a reduce-scatter, the update of this rank's range and
+ * an all-gather in place of the all-reduce and the whole update. */
+static int sharded_step(worker_t *w)
+{
+    double sumsq = shard_reduce(w);
+    float scale = adaptive_reduced_sumsq(w, sumsq);
+    /* the update's own time for the goodput model: the all-gather is communication */
+    const double t0 = clock_mono_s(), comm0 = w->stats.step_comm_s;
+    shard_update(w, scale, sumsq);
+    adaptive_step_done(w, clock_mono_s() - t0 - (w->stats.step_comm_s - comm0));
+    shard_gather_state(w, 0);
+    staleness_add(&w->staleness, 0);
+    return 0;
+}
+
 static int ssgd_step(worker_t *w)
 {
     comm_replan(w, MPI_COMM_WORLD);
@@ -67,6 +87,7 @@ static int ssgd_step(worker_t *w)
     adaptive_pack(w, loss);
 
     comm_wait_peers(w, MPI_COMM_WORLD);
+    if (w->shard) return sharded_step(w);
     int baseline_first = w->algo_state && w->global_step % 2 == 0;
     if (baseline_first) baseline_allreduce(w);
     const double t_probe = clock_mono_s();  /* min_gain's probe: pacer-sim's charge included */
@@ -99,16 +120,26 @@ static int ssgd_step(worker_t *w)
     return 0;
 }
 
+/* The epoch end precedes keep_best's and the final checkpoints: the sharded state is
+ * gathered for them. */
+static int ssgd_epoch_end(worker_t *w)
+{
+    shard_gather_state(w, 1);
+    return 0;
+}
+
 static void ssgd_fini(worker_t *w)
 {
     free(w->algo_state);
     w->algo_state = NULL;
+    shard_free(w);
 }
 
 const algo_ops_t algo_ssgd = {
     .name = "ssgd",
     .init = ssgd_init,
     .step = ssgd_step,
+    .epoch_end = ssgd_epoch_end,
     .evaluate = comm_evaluate_root,
     .fini = ssgd_fini,
 };

@@ -36,6 +36,7 @@
 #include "onnx_import.h"
 #include "passert.h"
 #include "planner.h"
+#include "shard.h"
 #include "sim.h"
 #include "step.h"
 
@@ -299,6 +300,7 @@ int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
     ckpt_state_t st;
     worker_checkpoint_path(w, path, sizeof path);
     fill_ckpt(w, &st);
+    shard_before_checkpoint(w); /* algorithm.shard: is every rank's state this step's? */
     /* The records of these weights (the epoch's evaluation) reach Redis before the
      * checkpoint appears: the coordinator stops an attempt for an elastic resize as soon
      * as it sees a new checkpoint, and a record still queued then would be lost. (No

@@ -220,7 +220,7 @@ float worker_compute_grad(worker_t *w, float loss_scale)
 /* This step's optimizer settings (optim_step_t): the spec's rule, groups and
  * hyper-parameters at this step's learning rate and momentum. An AdamW step counts here:
  * every call is one update applied. */
-static void optim_step(worker_t *w, float grad_scale, optim_step_t *o)
+void worker_optim_step(worker_t *w, float grad_scale, optim_step_t *o)
 {
     const job_spec_t *s = w->spec;
     memset(o, 0, sizeof *o);
@@ -247,7 +247,7 @@ static void apply_on_device(worker_t *w, const float *g, float grad_scale)
 {
     if (g && cuda_model_upload_grads(w->gpu, g) != 0) gpu_fail(w, "uploading the gradient");
     optim_step_t o;
-    optim_step(w, grad_scale, &o);
+    worker_optim_step(w, grad_scale, &o);
     if (cuda_model_optimize(w->gpu, &o) != 0) gpu_fail(w, "optimizer step");
     w->gpu_ahead = 1;
     /* The kernels are queued, not waited for: the device runs them before the next
@@ -269,7 +269,7 @@ void worker_apply_gradient(worker_t *w, const float *g, float grad_scale)
         return;
     }
     optim_step_t o;
-    optim_step(w, grad_scale, &o);
+    worker_optim_step(w, grad_scale, &o);
     model_apply_optimizer(w->model, g, &o);
     sim_charge_update(w);
     phase_mark(&w->phases, PHASE_OPTIMIZER);

@@ -44,6 +44,10 @@ float worker_compute_grad(worker_t *w, float loss_scale);
 void worker_apply_update(worker_t *w, float grad_scale);
 /* The same update from another gradient buffer of nparams floats. */
 void worker_apply_gradient(worker_t *w, const float *g, float grad_scale);
+/* This step's optimizer settings (the spec's rule, groups and hyper-parameters at this
+ * step's learning rate); counts an AdamW step: call it once per update applied (the
+ * sharded update, worker/shard.c, applies them to a rank's range). */
+void worker_optim_step(worker_t *w, float grad_scale, optim_step_t *o);
 
 /* Evaluates model on the test set in batches; fills loss and accuracy (NaN when nothing
  * was evaluated: an empty set, a simulation that skips the compute). A GPU rank

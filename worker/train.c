@@ -38,6 +38,7 @@
 #include "onnx_import.h"
 #include "passert.h"
 #include "planner.h"
+#include "shard.h"
 #include "sim.h"
 #include "step.h"
 #include "textdata.h"
@@ -73,6 +74,12 @@ static int select_device(worker_t *w, char *err, size_t errlen)
     /* The spec refuses cuda with it: only the CPU path synchronises batch norms. */
     if (w->spec->sync_batchnorm) {
         snprintf(w->device_reason, sizeof w->device_reason, "sync_batchnorm computes on the CPU");
+        fprintf(stderr, "device auto: rank %d: %s; training on the CPU\n", w->rank, w->device_reason);
+        return 0;
+    }
+    /* Likewise the sharded optimizer (worker/shard.h) runs on the host. */
+    if (w->spec->algorithm.shard.stage > 0) {
+        snprintf(w->device_reason, sizeof w->device_reason, "algorithm.shard updates on the CPU");
         fprintf(stderr, "device auto: rank %d: %s; training on the CPU\n", w->rank, w->device_reason);
         return 0;
     }
@@ -154,8 +161,9 @@ static double mapped_bytes(void)
 
 int worker_check_memory(const job_spec_t *spec, int nworkers, int host_ranks, char *err, size_t errlen)
 {
-    memest_t e;
-    if (memest_rank(spec, nworkers, &e, err, errlen) != 0) return -1; /* never unchecked */
+    memest_t e, eh; /* one rank (a sharded job's largest), and the mean of the host's ranks */
+    if (memest_host_rank(spec, nworkers, 1, &e, err, errlen) != 0) return -1; /* never unchecked */
+    if (memest_host_rank(spec, nworkers, host_ranks, &eh, err, errlen) != 0) return -1;
     struct rlimit rl;
     if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
         double mapped = mapped_bytes(), limit = (double)rl.rlim_cur;
@@ -173,7 +181,7 @@ int worker_check_memory(const job_spec_t *spec, int nworkers, int host_ranks, ch
         hostname_once(host, sizeof host);
         snprintf(where, sizeof where, "MemAvailable on %s (for its %d rank%s)", host, host_ranks,
                  host_ranks == 1 ? "" : "s");
-        if (memest_check(&e, host_ranks, avail, where, err, errlen) != 0) return -1;
+        if (memest_check(&eh, host_ranks, avail, where, err, errlen) != 0) return -1;
     }
     return 0;
 }
@@ -972,6 +980,7 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
     json_object_set_new(root, "emulation", emulate_summary_json(w));
     adaptive_summary(w, root);
     compression_summary(w, root);
+    if (w->shard) json_object_set_new(root, "shard", shard_json(w));
     /* Training seconds until the first evaluation that reached the target (simulated
      * seconds under pacer-sim); null when it was never reached. */
     if (s->target_accuracy > 0) json_object_set_new(root, "time_to_target_s", worker_json_finite(w->time_to_target_s));

@@ -157,6 +157,9 @@ typedef struct worker {
     long plan_version;
     /* The gradient noise scale and the goodput planner (adaptive.h), owned by adaptive.c. */
     struct adaptive *adapt;
+    /* algorithm.shard: this rank's range of the parameters and its optimizer state
+     * (worker/shard.h); NULL: every rank updates the whole buffer. */
+    struct shard *shard;
     /* Passes over the training set begun inside this epoch after its first: a global
      * batch the goodput planner grew past what is left of the epoch order starts one. */
     long pass;

@@ -1,0 +1,305 @@
+/* worker/shard.c - see shard.h. */
+#include "shard.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "comm_mpi.h"
+#include "memest.h"
+#include "shard_plan.h"
+#include "step.h"
+
+/* A range-sized state buffer, 64-byte aligned as the model's (the vector loops' reach),
+ * zeroed, with src's range copied in when given (a restored state). */
+static float *range_buffer(size_t n, const float *src)
+{
+    size_t bytes = (n * sizeof(float) + 63) & ~(size_t)63;
+    float *p = aligned_alloc(64, bytes ? bytes : 64);
+    if (!p) return NULL;
+    memset(p, 0, bytes ? bytes : 64);
+    if (src && n) memcpy(p, src, n * sizeof(float));
+    return p;
+}
+
+/* "memory": each rank's weight is what its host has available (MemAvailable) shared by
+ * the ranks of this job on that host, gathered from every rank; NULL in one process or
+ * when a rank cannot read it (the split is then even, shard_weights). */
+static double *memory_weights(worker_t *w, int n)
+{
+    if (strcmp(w->spec->algorithm.shard.split, "memory") != 0) return NULL;
+    double *mem = calloc((size_t)n, sizeof *mem);
+    if (!mem) return NULL;
+    double mine = memest_meminfo("MemAvailable");
+    if (!w->use_mpi) {
+        mem[0] = mine;
+        return mem;
+    }
+    MPI_Comm host;
+    int on_host = 1;
+    comm_split_machine(w->rank, &host);
+    MPI_Comm_size(host, &on_host);
+    MPI_Comm_free(&host);
+    if (mine > 0) mine /= on_host;
+    MPI_CHECK(MPI_Allgather(&mine, 1, MPI_DOUBLE, mem, 1, MPI_DOUBLE, MPI_COMM_WORLD));
+    return mem;
+}
+
+static int make_plan(worker_t *w, shard_t *sh, char *err, size_t errlen)
+{
+    const int n = sh->n;
+    sh->bounds = calloc((size_t)n + 1, sizeof *sh->bounds);
+    sh->counts = calloc((size_t)n, sizeof *sh->counts);
+    sh->displs = calloc((size_t)n, sizeof *sh->displs);
+    sh->weights = calloc((size_t)n, sizeof *sh->weights);
+    double *mem = memory_weights(w, n);
+    if (!sh->bounds || !sh->counts || !sh->displs || !sh->weights) {
+        free(mem);
+        snprintf(err, errlen, "algorithm.shard: out of memory for the plan of %d ranks", n);
+        return -1;
+    }
+    shard_weights(w->spec, n, mem, sh->weights, &sh->fallback);
+    free(mem);
+    const size_t np = w->model->nparams;
+    if (np > (size_t)INT32_MAX || shard_plan(np, sh->weights, n, sh->bounds) != 0) {
+        snprintf(err, errlen, "algorithm.shard: cannot split %zu parameters over %d ranks (MPI counts are ints)", np, n);
+        return -1;
+    }
+    for (int r = 0; r < n; r++) {
+        sh->displs[r] = (int)sh->bounds[r];
+        sh->counts[r] = (int)(sh->bounds[r + 1] - sh->bounds[r]);
+    }
+    const int me = w->use_mpi ? w->rank : 0;
+    sh->lo = sh->bounds[me];
+    sh->hi = sh->bounds[me + 1];
+    if (sh->fallback && w->rank == 0)
+        fprintf(stderr, "algorithm.shard.split: %d weights for a world of %d ranks (an elastic restart): split evenly\n",
+                w->spec->algorithm.shard.nweights, n);
+    return 0;
+}
+
+/* The model's full-size state (restored or zero) becomes the range's: copied into
+ * range-sized buffers and freed, except at rank 0 with checkpoints, whose range is a view
+ * into the full buffers the checkpoints write. */
+static int take_state(worker_t *w, shard_t *sh, char *err, size_t errlen)
+{
+    model_t *m = w->model;
+    const size_t n = sh->hi - sh->lo;
+    sh->states = m->moment2 ? 2 : 1;
+    sh->full_at_root = w->rank == 0 && w->spec->checkpoint.every_steps > 0;
+    if (sh->full_at_root) {
+        sh->mom = m->momentum + sh->lo;
+        sh->mom2 = m->moment2 ? m->moment2 + sh->lo : NULL;
+        return 0;
+    }
+    sh->own_state = 1;
+    sh->mom = range_buffer(n, m->momentum + sh->lo);
+    sh->mom2 = m->moment2 ? range_buffer(n, m->moment2 + sh->lo) : NULL;
+    if (!sh->mom || (m->moment2 && !sh->mom2)) {
+        snprintf(err, errlen, "algorithm.shard: out of memory for the optimizer state of %zu parameters", n);
+        return -1;
+    }
+    free(m->momentum);
+    free(m->moment2);
+    m->momentum = m->moment2 = NULL;
+    return 0;
+}
+
+int shard_setup(worker_t *w, char *err, size_t errlen)
+{
+    const job_spec_t *s = w->spec;
+    if (s->algorithm.shard.stage <= 0 || w->shard) return 0;
+    if (w->gpu) {
+        snprintf(err, errlen, "algorithm.shard: implemented on CPU ranks only");
+        return -1;
+    }
+    shard_t *sh = calloc(1, sizeof *sh);
+    if (!sh) {
+        snprintf(err, errlen, "algorithm.shard: out of memory");
+        return -1;
+    }
+    w->shard = sh;
+    sh->stage = s->algorithm.shard.stage;
+    sh->n = w->use_mpi ? w->world : 1;
+    sh->gathered_step = w->global_step;
+    if (make_plan(w, sh, err, errlen) != 0 || take_state(w, sh, err, errlen) != 0) return -1;
+    return 0;
+}
+
+void shard_free(worker_t *w)
+{
+    shard_t *sh = w->shard;
+    if (!sh) return;
+    if (sh->own_state) {
+        free(sh->mom);
+        free(sh->mom2);
+    }
+    free(sh->bounds);
+    free(sh->counts);
+    free(sh->displs);
+    free(sh->weights);
+    free(sh);
+    w->shard = NULL;
+}
+
+/* Stage 2: the pages of the gradient buffer wholly past this rank's summed range and
+ * before the extras are handed back; the next backward pass gets them zeroed. */
+static void release_rest(const worker_t *w, const shard_t *sh)
+{
+    const model_t *m = w->model;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)(m->grads + (sh->hi - sh->lo)) + page - 1) & ~(page - 1);
+    uintptr_t b = (uintptr_t)(m->grads + m->nparams) & ~(page - 1);
+    if (b > a) (void)madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+double shard_reduce(worker_t *w)
+{
+    shard_t *sh = w->shard;
+    model_t *m = w->model;
+    const size_t n = sh->hi - sh->lo;
+    double t0 = clock_mono_s();
+    waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
+    if (w->use_mpi)
+        MPI_CHECK(MPI_Reduce_scatter(MPI_IN_PLACE, m->grads, sh->counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+    phase_mark(&w->phases, PHASE_COMM);
+    /* the extras and the range's squared norm, summed in double (exact for the batch
+     * sizes and counts; the loss and the norms lose nothing a float sum keeps) */
+    double x[MODEL_GRAD_EXTRA + 1];
+    for (int i = 0; i < MODEL_GRAD_EXTRA; i++) x[i] = m->grads[m->nparams + i];
+    x[MODEL_GRAD_EXTRA] = sum_squares(n, m->grads);
+    if (w->use_mpi)
+        MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, x, MODEL_GRAD_EXTRA + 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+    waitmark_leave(&w->wait);
+    for (int i = 0; i < MODEL_GRAD_EXTRA; i++) m->grads[m->nparams + i] = (float)x[i];
+    if (sh->stage >= 2) release_rest(w, sh);
+    phase_mark(&w->phases, PHASE_COMM);
+    const double dt = clock_mono_s() - t0;
+    w->stats.step_comm_s += dt;
+    w->stats.comm_s += dt;
+    if (w->use_mpi) { /* the gradient once, as ssgd's all-reduce counts it */
+        w->stats.comm_bytes += (double)(m->nparams + MODEL_GRAD_EXTRA) * sizeof(float);
+        w->stats.comm_steps++;
+    }
+    return x[MODEL_GRAD_EXTRA];
+}
+
+/* The update of [lo, hi): the rule over each weight-decay run's part inside the range,
+ * the gradient at grads[0] (where the reduce-scatter put it), the state at mom[0]. */
+static void update_range(worker_t *w, const shard_t *sh, float grad_scale, double sumsq)
+{
+    model_t *m = w->model;
+    optim_step_t o;
+    worker_optim_step(w, grad_scale, &o);
+    float gs = o.grad_scale;
+    if (o.clip_norm > 0) { /* model_apply_optimizer's clipping, on the global norm */
+        float norm = gs * (float)sqrt(sumsq);
+        if (norm > o.clip_norm) gs *= o.clip_norm / norm;
+    }
+    adamw_hparams_t h = o.h;
+    int ti = 0, exempt;
+    size_t off, cnt;
+    while (model_decay_run(m, o.groups, &ti, &off, &cnt, &exempt)) {
+        size_t a = off > sh->lo ? off : sh->lo, b = off + cnt < sh->hi ? off + cnt : sh->hi;
+        if (a >= b) continue;
+        const size_t k = a - sh->lo;
+        h.weight_decay = exempt ? 0.0 : o.h.weight_decay;
+        if (o.adamw) adamw_update(b - a, m->params + a, m->grads + k, sh->mom + k, sh->mom2 + k, &h, o.step, gs);
+        else
+            sgd_update(b - a, m->params + a, m->grads + k, sh->mom + k, (float)h.lr, o.momentum, o.nesterov,
+                       (float)h.weight_decay, gs);
+    }
+    phase_mark(&w->phases, PHASE_OPTIMIZER);
+}
+
+void shard_update(worker_t *w, float grad_scale, double sumsq)
+{
+    shard_t *sh = w->shard;
+    update_range(w, sh, grad_scale, sumsq);
+    if (!w->use_mpi) return;
+    double t0 = clock_mono_s();
+    waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
+    MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, w->model->params, sh->counts, sh->displs, MPI_FLOAT,
+                             MPI_COMM_WORLD));
+    waitmark_leave(&w->wait);
+    phase_mark(&w->phases, PHASE_COMM);
+    const double dt = clock_mono_s() - t0;
+    w->stats.step_comm_s += dt;
+    w->stats.comm_s += dt;
+}
+
+static void gather_one(worker_t *w, const shard_t *sh, float *full, float *mine)
+{
+    if (w->rank == 0)
+        MPI_CHECK(MPI_Gatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, full, sh->counts, sh->displs, MPI_FLOAT, 0,
+                              MPI_COMM_WORLD));
+    else
+        MPI_CHECK(MPI_Gatherv(mine, (int)(sh->hi - sh->lo), MPI_FLOAT, NULL, NULL, NULL, MPI_FLOAT, 0, MPI_COMM_WORLD));
+}
+
+void shard_gather_state(worker_t *w, int at_epoch_end)
+{
+    shard_t *sh = w->shard;
+    const job_spec_t *s = w->spec;
+    const long every = s->checkpoint.every_steps;
+    if (!sh || every <= 0) return;
+    /* in a step, the checkpoint the loop writes after it at every_steps (the epoch end's
+     * own gather covers keep_best's and the final one) */
+    const long next = at_epoch_end ? w->global_step : w->global_step + 1;
+    if (!at_epoch_end && next % every != 0) return;
+    if (w->use_mpi) {
+        waitmark_enter(&w->wait, WAIT_GATHER, -1);
+        gather_one(w, sh, w->model->momentum, sh->mom);
+        if (sh->states == 2) gather_one(w, sh, w->model->moment2, sh->mom2);
+        waitmark_leave(&w->wait);
+        phase_mark(&w->phases, PHASE_COMM);
+    }
+    sh->gathered_step = next;
+}
+
+void shard_before_checkpoint(const worker_t *w)
+{
+    const shard_t *sh = w->shard;
+    if (!sh || sh->n < 2 || w->rank != 0 || sh->gathered_step == w->global_step) return;
+    fprintf(stderr,
+            "checkpoint at step %ld: the optimizer state of ranks 1 to %d in it is that of step %ld (gathered for "
+            "the last planned checkpoint); the weights are this step's\n",
+            w->global_step, sh->n - 1, sh->gathered_step);
+}
+
+/* What rank r keeps: the state of its range (rank 0 with checkpoints: all of it), and the
+ * gradient buffer (stage 2: its range and the extras once reduced). */
+static void rank_bytes(const worker_t *w, const shard_t *sh, int r, double *state, double *grad)
+{
+    const double np = (double)w->model->nparams, mine = (double)(sh->bounds[r + 1] - sh->bounds[r]);
+    *state = 4.0 * sh->states * (r == 0 && sh->full_at_root ? np : mine);
+    *grad = 4.0 * ((sh->stage >= 2 ? mine : np) + MODEL_GRAD_EXTRA);
+}
+
+json_t *shard_json(const worker_t *w)
+{
+    const shard_t *sh = w->shard;
+    if (!sh) return NULL;
+    const job_spec_t *s = w->spec;
+    json_t *split;
+    if (sh->fallback || strcmp(s->algorithm.shard.split, "weights") != 0) {
+        split = json_string(sh->fallback ? "even" : s->algorithm.shard.split);
+    } else {
+        split = json_array();
+        for (int r = 0; r < sh->n; r++) json_array_append_new(split, json_real(sh->weights[r]));
+    }
+    json_t *state = json_array(), *grad = json_array(), *share = json_array();
+    for (int r = 0; r < sh->n; r++) {
+        double a, b;
+        rank_bytes(w, sh, r, &a, &b);
+        json_array_append_new(state, json_integer((json_int_t)a));
+        json_array_append_new(grad, json_integer((json_int_t)b));
+        json_array_append_new(share, json_integer((json_int_t)(sh->bounds[r + 1] - sh->bounds[r])));
+    }
+    return json_pack("{s:i, s:o, s:o, s:o, s:o}", "stage", sh->stage, "split", split, "params_per_rank", share,
+                     "state_bytes_per_rank", state, "gradient_bytes_per_rank", grad);
+}

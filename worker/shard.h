@@ -1,0 +1,75 @@
+/* worker/shard.h - ZeRO-style sharding of ssgd (algorithm.shard; Rajbhandari et al., SC
+ * 2020): each rank owns a contiguous range of the fused parameter buffer
+ * (common/shard_plan.h) and keeps the optimizer state of that range only.
+ *
+ * A sharded step, in place of ssgd's one all-reduce and whole-buffer update:
+ *   1. MPI_Reduce_scatter(SUM) of the fused gradient with per-rank counts: each rank
+ *      receives the sum of its range, at the start of model->grads;
+ *   2. one MPI_Allreduce of five doubles: the four extras of adaptive_pack (batch, loss,
+ *      the noise scale's norms) and the sum of the ranks' squared range norms, the global
+ *      gradient norm that clipping and the noise-scale estimate need;
+ *   3. stage 2: the pages of model->grads past the rank's range are given back to the
+ *      kernel (madvise DONTNEED): the gradient outside the range is not kept after its
+ *      reduction (the next backward pass touches them again);
+ *   4. the optimizer rule (SGD, momentum, AdamW, no-decay groups, clipping) over the
+ *      range, with the state of the range;
+ *   5. MPI_Allgatherv of the updated parameters.
+ * Each element's update is the same arithmetic as the unsharded one; what can differ is
+ * the order in which MPI sums the ranks' gradients (a reduce-scatter and an all-reduce
+ * may associate the three or more addends differently), and the global norm's double
+ * sum (by ranges, then across them): docs/JOB_SPEC.md says what the tests bound.
+ *
+ * Checkpoints stay one gathered file: rank 0, which writes them, holds the full-size
+ * state buffers when checkpoints are on (its own range is a view into them) and gathers
+ * the other ranks' ranges before each checkpoint the loop will write (every_steps, and
+ * every epoch end, which precedes keep_best's and the final checkpoints). A resume reads
+ * the whole state (every rank, as without sharding) and keeps its range: a checkpoint
+ * resumes on any world size and split, sharded or not.
+ */
+#ifndef PACER_SHARD_H
+#define PACER_SHARD_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "worker.h"
+
+typedef struct shard {
+    int stage;            /* 1 or 2 */
+    int n;                /* ranks the buffer is split over */
+    size_t *bounds;       /* (n + 1) rank r owns [bounds[r], bounds[r + 1]) */
+    int *counts, *displs; /* (n) the same as MPI counts */
+    size_t lo, hi;        /* this rank's range */
+    int states;           /* optimizer state buffers: 1 (SGD's momentum) or 2 (AdamW's moments) */
+    float *mom, *mom2;    /* the state of [lo, hi) (mom2 NULL without AdamW) */
+    int own_state;        /* mom/mom2 allocated here (else views into the model's buffers) */
+    int full_at_root;     /* rank 0 keeps the full-size state for the checkpoints */
+    long gathered_step;   /* rank 0: the global step of the last gather of the state */
+    int fallback;         /* a list of weights not of the world's length: split evenly */
+    double *weights;      /* (n) the split's weights, as used */
+} shard_t;
+
+/* ssgd's init with algorithm.shard.stage > 0, after any resume: the split (collective over
+ * MPI_COMM_WORLD for "memory"), this rank's state moved into a range-sized buffer and the
+ * full-size ones freed (except rank 0's with checkpoints). 0, or -1 with err. */
+int shard_setup(worker_t *w, char *err, size_t errlen);
+void shard_free(worker_t *w);
+
+/* Steps 1 to 3 above, after adaptive_pack; returns the global squared norm of the summed
+ * gradient. Books the collectives' time and bytes as the step's communication. */
+double shard_reduce(worker_t *w);
+/* Steps 4 and 5: the update of this rank's range on grad_scale x its summed gradient, then
+ * the parameters all-gathered. */
+void shard_update(worker_t *w, float grad_scale, double sumsq);
+/* When a checkpoint follows this step or this epoch end (at_epoch_end): rank 0 gathers
+ * every rank's state into its full-size buffers (collective; nothing without
+ * checkpoints). */
+void shard_gather_state(worker_t *w, int at_epoch_end);
+/* Rank 0, right before it writes a checkpoint: says on stderr when the other ranks'
+ * state in it is older than the weights (a checkpoint at a step the gather did not
+ * foresee). */
+void shard_before_checkpoint(const worker_t *w);
+/* The summary's "shard": {stage, split, state_bytes_per_rank, gradient_bytes_per_rank}. */
+json_t *shard_json(const worker_t *w);
+
+#endif

@@ -840,7 +840,7 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
     case LAYER_EMBED:
     case LAYER_CAUSAL_SOFTMAX:
         /* the built-in language model's rows have no export yet: refused by name */
-        snprintf(err, errlen, "onnx: layer %d: a %s is not exported to ONNX yet", li, MODEL_OPS[l->kind].name);
+        snprintf(err, errlen, "onnx: layer %d (%s): not exported to ONNX yet", li, MODEL_OPS[l->kind].name);
         x->failed = 1;
         return;
     case LAYER_SOFTMAX:

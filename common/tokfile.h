@@ -1,5 +1,6 @@
 /* common/tokfile.h - the files of a text or token data set (dataset.format "text" and
- * "tokens", docs/JOB_SPEC.md "Text"): which files a split is, and where a file's tokens are.
+ * "tokens", docs/JOB_SPEC.md "Language models"): which files a split is, and where a
+ * file's tokens are.
  *
  * text: DIR/train.txt and DIR/val.txt, any bytes; each byte is a token (vocabulary 256).
  * tokens: DIR/train.bin and DIR/val.bin, or shards DIR/train_*.bin and DIR/val_*.bin (one

@@ -1,5 +1,5 @@
-/* coordinator/experiment.h - experiments: a hyperparameter search run as jobs (docs/EXPERIMENTS.md
- * "Experiments"). An experiment is a base job spec and a search (common/search.h); each of
+/* coordinator/experiment.h - experiments: a hyperparameter search run as jobs
+ * (docs/EXPERIMENTS.md). An experiment is a base job spec and a search (common/search.h); each of
  * its trials is a job of the spec with the trial's parameters set, submitted as the
  * experiment's owner (the same owner, priority, queue and limit rules as any job). The
  * daemon's tick drives every running experiment from Redis alone (KEY_EXPERIMENT: the

@@ -206,12 +206,15 @@
     const h = location.hash || '#/';
     const m = h.match(/^#\/jobs\/(j-[0-9]+)$/);
     const cmp = h.match(/^#\/compare\?ids=([^&]*)$/);
+    const xm = h.match(/^#\/experiments\/(e-[0-9]+)$/);
     let nav = 'jobs';
     if (m) current = jobView(m[1]);
     else if (cmp && window.pacerCompare) {   // compare.js
       current = window.pacerCompare.view({ api, el, mount, $, banner, apiError }, decodeURIComponent(cmp[1]).split(','));
     } else if (h === '#/new') { current = newView(); nav = 'new'; }
     else if (h === '#/cluster' && window.pacerCluster) { current = window.pacerCluster.mount(view, banner); nav = 'cluster'; }   // cluster.js
+    else if (h === '#/experiments' && window.pacerExperiments) { current = window.pacerExperiments.list(view, banner); nav = 'experiments'; }   // experiments.js
+    else if (xm && window.pacerExperiments) { current = window.pacerExperiments.page(view, banner, xm[1]); nav = 'experiments'; }
     else current = jobsView();
     for (const a of document.querySelectorAll('[data-nav]')) a.classList.toggle('active', a.dataset.nav === nav && !m);
   }

@@ -7,7 +7,8 @@
 # on from Redis, losing no trial and starting none twice. A viewer may not start an
 # experiment (403), a member may not cancel another's (403) but cancels their own (every
 # trial's job CANCELLED, then 409); bad searches are refused with the spec's own message;
-# the CLI (pacer experiment submit|ls|get|cancel) and the Python client's list.
+# the CLI (pacer experiment submit|ls|get|cancel), the Python client's list, and the dashboard's
+# Experiments pages in headless Chromium (tests/browser/experiment.mjs) where it is installed.
 . tests/integration/coordinator_lib.inc
 need_api_tools
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
@@ -147,3 +148,13 @@ x = c.experiment(sys.argv[3])
 assert x.state == "SUCCEEDED" and x.best is not None and len(x.trials) == 6, x.info
 PY
 echo "ok: pacer experiment submit|ls|get|cancel and the Python client's experiments"
+
+# ---- the dashboard's pages (static/experiments.js), in a real browser where there is one ------------------
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+if [ -x "$CHROMIUM" ] && command -v node >/dev/null && [ -d tests/browser/node_modules/playwright-core ]; then
+    CHROMIUM=$CHROMIUM timeout 120 node tests/browser/experiment.mjs "$BASE" "$ADMIN" "$X" "$BUILD/experiment.png" ||
+        fail "the dashboard's experiment pages"
+    echo "ok: the dashboard's Experiments list and page: curves, scatter, stopped grey, best highlighted ($BUILD/experiment.png)"
+else
+    echo "ok (the dashboard's pages not checked: they need chromium, node and tests/browser's playwright-core, npm ci there)"
+fi

@@ -22,7 +22,8 @@ static pthread_mutex_t g_add_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int nroots_now(void) { return atomic_load_explicit(&g_nroots, memory_order_acquire); }
 
-int dataroot_holds(const char *const *roots, int nroots, const char *real)
+/* 1 when real (already resolved) is one of roots or below one. */
+static int dataroot_holds(const char *const *roots, int nroots, const char *real)
 {
     for (int i = 0; i < nroots; i++) {
         size_t n = strlen(roots[i]);

@@ -36,9 +36,6 @@ enum {
  * DATAROOT_MISSING errno is the resolution's. */
 int dataroot_resolve(const char *const *roots, int nroots, const char *path, char *real);
 
-/* 1 when real (already resolved) is one of roots or below one. */
-int dataroot_holds(const char *const *roots, int nroots, const char *real);
-
 /* The process-wide roots, each resolved: 0, or -1 with err naming the root that cannot
  * be resolved (none is set then). nroots 0 clears them. */
 int dataroot_set(const char *const *roots, int nroots, char *err, size_t errlen);

@@ -1724,7 +1724,9 @@ int spec_is_async(const job_spec_t *s) { return in_list(s->algorithm.name, ASYNC
 
 int spec_max_workers(const job_spec_t *s) { return s->max_workers > s->workers ? s->max_workers : s->workers; }
 
-int spec_min_workers(const job_spec_t *s)
+/* The fewest training ranks the job may start on or shrink to: min_workers, 1 when not
+ * given (0 in a spec built by hand), never more than workers. */
+static int spec_min_workers(const job_spec_t *s)
 {
     return s->min_workers < 1 ? 1 : s->min_workers > s->workers ? s->workers : s->min_workers;
 }

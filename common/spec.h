@@ -252,9 +252,6 @@ int spec_is_async(const job_spec_t *s);
 /* The most training ranks the job may run on: max_workers, never fewer than workers (a
  * spec built by hand may leave max_workers 0). */
 int spec_max_workers(const job_spec_t *s);
-/* The fewest training ranks the job may start on or shrink to: min_workers, 1 when not
- * given (0 in a spec built by hand), never more than workers. */
-int spec_min_workers(const job_spec_t *s);
 /* The processes a job runs as (the parameter-server family adds its server): full, what it
  * asks (workers); least, the fewest it may start on or shrink to (spec_min_workers); most,
  * the most it may grow to (spec_max_workers; the parameter-server family never grows). One

@@ -17,8 +17,6 @@ int staleness_bucket(int64_t tau)
     return b;
 }
 
-int64_t staleness_bucket_low(int b) { return LOW[b]; }
-
 int64_t staleness_quantile(const staleness_acc_t *a, double q)
 {
     const staleness_t *s = &a->s;

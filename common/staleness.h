@@ -39,8 +39,6 @@ typedef struct {
 
 /* Bucket of a staleness value; lower bounds are 0,1,2,3,4,8,16,32,64. */
 int staleness_bucket(int64_t tau);
-/* Lower bound of bucket b (its label): 0,1,2,3,4,8,16,32,64. */
-int64_t staleness_bucket_low(int b);
 /* Records one applied update (negative tau counts as 0) and refreshes a->s, quantiles
  * included (a scan of at most min(max, STALENESS_EXACT_MAX) + 1 counts: no allocation). */
 void staleness_add(staleness_acc_t *a, int64_t tau);

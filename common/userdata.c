@@ -204,7 +204,11 @@ static uint64_t fnv_split(uint64_t h, const char *dir)
     return h;
 }
 
-uint64_t userdata_fingerprint(const char *const *roots, int nroots)
+/* What the roots hold, as far as a sync could see it without probing: the roots, the
+ * names and stat (size, modification time, inode) of the entries directly under them,
+ * and of a folder's train/, test/, val/ and their class folders (whose mtime changes when
+ * an image is added, removed or renamed). Lists folders, never a class folder's files. */
+static uint64_t userdata_fingerprint(const char *const *roots, int nroots)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     for (int r = 0; r < nroots; r++) {

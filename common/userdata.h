@@ -27,12 +27,6 @@
  * run one after the other. */
 int userdata_sync(const char *const *roots, int nroots, json_t *refused);
 
-/* What the roots hold, as far as a sync could see it without probing: the roots, the
- * names and stat (size, modification time, inode) of the entries directly under them,
- * and of a folder's train/, test/, val/ and their class folders (whose mtime changes when
- * an image is added, removed or renamed). Lists folders, never a class folder's files. */
-uint64_t userdata_fingerprint(const char *const *roots, int nroots);
-
 /* userdata_sync when the roots' fingerprint changed since the last sync made here (or
  * there was none), else nothing: what GET /api/v1/datasets and a submission call, so
  * that a request probes (lists image folders, reads .npz labels) only after a change.

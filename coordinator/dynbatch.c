@@ -15,7 +15,8 @@
 #include "planner.h"
 #include "record_fields.h"
 
-int dynbatch_rank_of(const job_spec_t *s, int w) { return spec_is_async(s) ? w + 1 : w; }
+/* MPI rank of worker w. */
+static int dynbatch_rank_of(const job_spec_t *s, int w) { return spec_is_async(s) ? w + 1 : w; }
 
 static double slowdown_of(const job_spec_t *s, int w)
 {

@@ -21,9 +21,6 @@
 
 #define DYNBATCH_PROFILE_ALPHA 0.3 /* weight of a new job in a profile's EWMA */
 
-/* MPI rank of worker w. */
-int dynbatch_rank_of(const job_spec_t *s, int w);
-
 /* n is the number of workers the job runs with now: the spec's, or fewer after an
  * elastic restart (coordinator/run.c). The global batch is the spec's workers x
  * batch_size either way; with fewer workers the upper bound is raised to what they need

@@ -20,7 +20,8 @@
 #define BACKOFF_MIN_S 0.5
 #define BACKOFF_MAX_S 5.0
 
-int embedded_ping(const char *sock, double timeout_s)
+/* 1 when something answers PING on the socket within timeout_s. */
+static int embedded_ping(const char *sock, double timeout_s)
 {
     struct timeval tv = {(time_t)timeout_s, (suseconds_t)((timeout_s - (double)(time_t)timeout_s) * 1e6)};
     redisContext *c = redisConnectUnixWithTimeout(sock, tv);

@@ -38,7 +38,4 @@ int embedded_check(embedded_t *e);
 /* SIGTERM (the server writes its AOF and exits), then SIGKILL after timeout_s. */
 void embedded_stop(embedded_t *e, double timeout_s);
 
-/* 1 when something answers PING on the socket within timeout_s. */
-int embedded_ping(const char *sock, double timeout_s);
-
 #endif

@@ -99,7 +99,8 @@ void hclass_free(hclass_cache_t *cache)
     memset(cache, 0, sizeof *cache);
 }
 
-double hclass_profile_speed(const hclass_profile_t *p, int np, const char *host, const char *model)
+/* A profile's speed of model on host; 0 when none is stored. */
+static double hclass_profile_speed(const hclass_profile_t *p, int np, const char *host, const char *model)
 {
     for (int i = 0; i < np; i++)
         if (strcmp(p[i].host, host) == 0 && strcmp(p[i].model, model) == 0) return p[i].samples_per_s;

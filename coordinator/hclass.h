@@ -46,9 +46,6 @@ void hclass_free(hclass_cache_t *cache);
  * profile that is skipped). */
 int hclass_parse_profile(const redisReply *r, hclass_profile_t *out);
 
-/* A profile's speed of model on host; 0 when none is stored. */
-double hclass_profile_speed(const hclass_profile_t *p, int np, const char *host, const char *model);
-
 /* Groups the usable hosts (usable[i] != 0) into classes by measured speed, deterministic
  * for the same profiles: a host's relative speed is the geometric mean, over the models
  * profiled on it, of its speed over the fastest host's for that model; its class is that

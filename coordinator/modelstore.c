@@ -82,7 +82,14 @@ static int get_long(const json_t *j, const char *key, long lo, long hi, long *ou
     return 0;
 }
 
-int modelstore_entry_parse(const json_t *j, const char *name_given, catalog_model_t *out, char *err, size_t errlen)
+/* The catalog entry of an index entry or of `pacer-worker --check-onnx`'s line: name (when
+ * name_given is NULL, the entry's "name"), "sha256" (64 hex digits), "input" [C, H, W],
+ * "classes", "layers", "parameters", "buffers", "fixed", "activations_per_sample",
+ * "argmax_per_sample", "flops_per_sample"; "title" optional. Source uploaded. Every value
+ * is checked for its type and range here, and catalog_model_add checks the figures again.
+ * 0, or -1 with err naming the field. */
+static int modelstore_entry_parse(const json_t *j, const char *name_given, catalog_model_t *out, char *err,
+                                  size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!json_is_object(j)) return errmsg(err, errlen, "a model entry must be an object");

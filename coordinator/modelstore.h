@@ -27,14 +27,6 @@ typedef struct coordinator coordinator_t;
 #define MODELSTORE_CHECK_TIMEOUT_S 60.0  /* the validator's time: a large model imports in seconds */
 #define MODELSTORE_CHECK_DEFAULT_MB 4096 /* the validator's memory when this machine's is unknown */
 
-/* The catalog entry of an index entry or of `pacer-worker --check-onnx`'s line: name (when
- * name_given is NULL, the entry's "name"), "sha256" (64 hex digits), "input" [C, H, W],
- * "classes", "layers", "parameters", "buffers", "fixed", "activations_per_sample",
- * "argmax_per_sample", "flops_per_sample"; "title" optional. Source uploaded. Every value
- * is checked for its type and range here, and catalog_model_add checks the figures again.
- * 0, or -1 with err naming the field. */
-int modelstore_entry_parse(const json_t *j, const char *name_given, catalog_model_t *out, char *err, size_t errlen);
-
 /* The index file's text (len bytes, not NUL-terminated) into at most max entries: the
  * count, or -1 with err (not JSON, not {"models": [...]}, an entry that does not parse,
  * a name twice, more than max). */

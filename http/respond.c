@@ -82,7 +82,7 @@ enum MHD_Result respond_problem(struct MHD_Connection *conn, json_t *problem, co
 
 /* ---- problems -------------------------------------------------------------------------------- */
 
-const char *http_status_title(int status)
+static const char *http_status_title(int status)
 {
     switch (status) {
     case 400: return "Bad Request";

@@ -56,9 +56,6 @@ json_t *problem_from_coord(int code, const char *err);
  * into field; 0 when there is one, -1 when the message does not start with a path. */
 int problem_field(const char *msg, char *field, size_t len);
 
-/* The reason phrase of an HTTP status ("Not Found"); "Error" when unknown. */
-const char *http_status_title(int status);
-
 /* Sets "instance" of a problem (borrowed pointer) to the request path. */
 void problem_set_instance(json_t *problem, const char *path);
 

@@ -163,7 +163,11 @@ int cuda_device_pci_bus_id(int device, char *buf, size_t len)
     return rc;
 }
 
-int cuda_driver_probe(cuda_probe_t *p)
+/* What the CUDA driver says (libcuda.so.1: cuDriverGetVersion, cuInit, cuDeviceGetCount),
+ * without loading the backend and the libraries it maps: what device "auto" asks before it
+ * loads anything. Fills p (kind, devices, driver_version, reason) and returns p->kind:
+ * CUDA_PROBE_OK when at least one device is visible, else NO_DRIVER, NO_DEVICE or ERROR. */
+static int cuda_driver_probe(cuda_probe_t *p)
 {
     memset(p, 0, sizeof *p);
     p->device = -1;

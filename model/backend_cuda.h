@@ -54,11 +54,6 @@ int cuda_backend_load(char *err, size_t errlen);
 /* $PACER_CUDA_LIB when set, else libpacer_cuda.so in the directory of this executable
  * (symbolic links resolved). Returns buf. */
 const char *cuda_backend_path(char *buf, size_t len);
-/* What the CUDA driver says (libcuda.so.1: cuDriverGetVersion, cuInit, cuDeviceGetCount),
- * without loading the backend and the libraries it maps: what device "auto" asks before it
- * loads anything. Fills p (kind, devices, driver_version, reason) and returns p->kind:
- * CUDA_PROBE_OK when at least one device is visible, else NO_DRIVER, NO_DEVICE or ERROR. */
-int cuda_driver_probe(cuda_probe_t *p);
 /* Whether a rank can train on device (-1: the local rank's, as cuda_pick_device): the
  * driver probe, the backend loaded, the driver's CUDA version against the runtime the
  * backend was built with, the runtime's device count, the device activated and a trivial

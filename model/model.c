@@ -1149,6 +1149,16 @@ void model_free(model_t *m)
     free(m);
 }
 
+/* FLOPs of the forward pass of one sample, counted from the layer list: convolutions and
+ * fully connected layers 2 per multiply-add, other layers one per input element, the
+ * loss 5 per class (the simulator's cost model, sim/cost.c). */
+static double model_forward_flops(const model_t *m)
+{
+    double f = 0;
+    for (int i = 0; i < m->nlayers; i++) f += MODEL_OPS[m->layers[i].kind].flops(&m->layers[i]);
+    return f + 5.0 * m->num_classes * m->positions; /* softmax and cross-entropy */
+}
+
 size_t model_param_count(const model_t *m) { return m->nparams; }
 
 /* The batch at which a convolution's workspace is measured for model_describe: the spec's
@@ -1181,13 +1191,6 @@ void model_describe(const model_t *m, catalog_model_t *out)
     out->acts_per_sample = (long)(m->act_floats / (size_t)m->max_batch);
     out->argmax_per_sample = (long)argmax;
     out->flops_per_sample = model_forward_flops(m);
-}
-
-double model_forward_flops(const model_t *m)
-{
-    double f = 0;
-    for (int i = 0; i < m->nlayers; i++) f += MODEL_OPS[m->layers[i].kind].flops(&m->layers[i]);
-    return f + 5.0 * m->num_classes * m->positions; /* softmax and cross-entropy */
 }
 
 void model_init_params(model_t *m, uint64_t seed)

@@ -467,11 +467,6 @@ void model_free(model_t *m);
  * them. Independent of m->max_batch. */
 void model_describe(const model_t *m, catalog_model_t *out);
 
-/* FLOPs of the forward pass of one sample, counted from the layer list: convolutions and
- * fully connected layers 2 per multiply-add, other layers one per input element, the
- * loss 5 per class (the simulator's cost model, sim/cost.c). */
-double model_forward_flops(const model_t *m);
-
 /* PyTorch's default initialisation (uniform +-1/sqrt(fan_in) for weights and biases of
  * conv and fc; Kaiming normal for resnet20 convolutions; bn gamma 1, beta 0, running
  * mean 0, running var 1), drawn from seed. Zeroes the momentum. */

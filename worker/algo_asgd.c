@@ -7,7 +7,7 @@
 #include "ps.h"
 #include "step.h"
 
-int ps_rule_asgd_apply(ps_t *ps, int m, float *g, float scale, int64_t tau)
+static int ps_rule_asgd_apply(ps_t *ps, int m, float *g, float scale, int64_t tau)
 {
     (void)m;
     int tau_max = ps->w->spec->algorithm.tau_max;

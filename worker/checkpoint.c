@@ -50,6 +50,23 @@ static void put(wbuf_t *b, const void *src, size_t n)
     b->len += n;
 }
 
+/* FNV-1a of the model's name, counts and every tensor's name, offset, size and kind:
+ * two models with the same counts but another arrangement differ. */
+static uint64_t checkpoint_layout_hash(const model_t *m)
+{
+    uint64_t h = HASH_FNV1A_INIT, v[3];
+    h = hash_fnv1a(h, m->name, strnlen(m->name, sizeof m->name) + 1);
+    v[0] = m->nparams, v[1] = m->nbuffers, v[2] = (uint64_t)m->ntensors;
+    h = hash_fnv1a(h, v, sizeof v);
+    for (int t = 0; t < m->ntensors && t < MODEL_MAX_TENSORS; t++) {
+        const tensor_info_t *ti = &m->tensors[t];
+        h = hash_fnv1a(h, ti->name, strnlen(ti->name, sizeof ti->name) + 1);
+        v[0] = ti->offset, v[1] = ti->count, v[2] = (uint64_t)ti->is_buffer;
+        h = hash_fnv1a(h, v, sizeof v);
+    }
+    return h;
+}
+
 int checkpoint_save(const char *path, const model_t *m, const ckpt_state_t *st, char *err, size_t errlen)
 {
     int rc = -1;
@@ -237,21 +254,6 @@ int checkpoint_data_at(const unsigned char *buf, size_t len, const char *name, s
         at += A[k].n * sizeof(float);
     }
     return -1;
-}
-
-uint64_t checkpoint_layout_hash(const model_t *m)
-{
-    uint64_t h = HASH_FNV1A_INIT, v[3];
-    h = hash_fnv1a(h, m->name, strnlen(m->name, sizeof m->name) + 1);
-    v[0] = m->nparams, v[1] = m->nbuffers, v[2] = (uint64_t)m->ntensors;
-    h = hash_fnv1a(h, v, sizeof v);
-    for (int t = 0; t < m->ntensors && t < MODEL_MAX_TENSORS; t++) {
-        const tensor_info_t *ti = &m->tensors[t];
-        h = hash_fnv1a(h, ti->name, strnlen(ti->name, sizeof ti->name) + 1);
-        v[0] = ti->offset, v[1] = ti->count, v[2] = (uint64_t)ti->is_buffer;
-        h = hash_fnv1a(h, v, sizeof v);
-    }
-    return h;
 }
 
 /* ---- reading: every field is checked before it is used --------------------------------- */

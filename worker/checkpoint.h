@@ -145,9 +145,6 @@ int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, mod
  * one per sample of the epochs so far, and zero past nworkers; the loss accumulators and
  * the rng state. Returns 0, or -1 with one line naming path and the field. */
 int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const char *path, char *err, size_t errlen);
-/* FNV-1a of the model's name, counts and every tensor's name, offset, size and kind:
- * two models with the same counts but another arrangement differ. */
-uint64_t checkpoint_layout_hash(const model_t *m);
 
 /* The largest magnitude an element of error feedback may have in a file (a checkpoint's
  * PowerSGD errors, a CKPT.ef<index> file's bf16 errors): larger is refused as damage. The

@@ -107,7 +107,9 @@ static void bf16_op(void *in, void *inout, int *len, MPI_Datatype *type)
     compress_bf16_sum(in, inout, (size_t)*len);
 }
 
-void compress_orthogonalise(float *p, int n, int r)
+/* Orthonormalises the r columns of p (n x r, row-major) in place by Gram-Schmidt; a
+ * column that is (numerically) in the span of the ones before it becomes 0. */
+static void compress_orthogonalise(float *p, int n, int r)
 {
     for (int j = 0; j < r; j++) {
         for (int k = 0; k < j; k++) {

@@ -189,8 +189,4 @@ int compress_create_push(const model_t *m, const char *kind, size_t header_bytes
  * as half floats), for the memory estimate: computed by the same plan. */
 size_t compress_state_floats(const compress_t *c);
 
-/* Orthonormalises the r columns of p (n x r, row-major) in place by Gram-Schmidt; a
- * column that is (numerically) in the span of the ones before it becomes 0. */
-void compress_orthogonalise(float *p, int n, int r);
-
 #endif

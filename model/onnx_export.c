@@ -557,14 +557,17 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
         const char *w = tensor_name_at(m, l->w_off, 0), *b = l->has_bias ? tensor_name_at(m, l->b_off, 0) : NULL;
         char *name = gen_module(x, m, l, op, li);
         n = b ? gen_node(x, op, name, out, 3, in, w, b) : gen_node(x, op, name, out, 2, in, w);
-        const int ks[2] = {c->KH, c->KW}, st[2] = {c->sH, c->sW}, dl[2] = {c->dH, c->dW}, pd[4] = GEN_PADS(*c);
-        gen_attr_ints(x, n, "kernel_shape", 2, ks);
-        gen_attr_ints(x, n, "strides", 2, st);
-        gen_attr_ints(x, n, "pads", 4, pd);
-        gen_attr_ints(x, n, "dilations", 2, dl);
+        /* a sequence (N, C, L) runs as an image of width 1: written with one spatial axis */
+        const int sp = l->shape.rank == 2 ? 1 : 2;
+        const int ks[2] = {c->KH, c->KW}, st[2] = {c->sH, c->sW}, dl[2] = {c->dH, c->dW}, pd[4] = GEN_PADS(*c),
+                  pd1[2] = {c->pad_t, c->pad_b};
+        gen_attr_ints(x, n, "kernel_shape", sp, ks);
+        gen_attr_ints(x, n, "strides", sp, st);
+        gen_attr_ints(x, n, "pads", 2 * sp, sp == 2 ? pd : pd1);
+        gen_attr_ints(x, n, "dilations", sp, dl);
         gen_attr_int(x, n, "group", c->groups > 0 ? c->groups : 1);
         const int64_t dims[4] = {l->OC, l->C / (c->groups > 0 ? c->groups : 1), c->KH, c->KW}, bd[1] = {l->OC};
-        gen_init(x, m, w, 4, dims);
+        gen_init(x, m, w, sp + 2, dims);
         if (b) gen_init(x, m, b, 1, bd);
         flat[li] = 0;
         break;
@@ -579,12 +582,14 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
             return;
         }
         n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
-        const int ks[2] = {p->KH, p->KW}, st[2] = {p->sH, p->sW}, dl[2] = {p->dH, p->dW}, pd[4] = GEN_PADS(*p);
-        gen_attr_ints(x, n, "kernel_shape", 2, ks);
-        gen_attr_ints(x, n, "strides", 2, st);
-        gen_attr_ints(x, n, "pads", 4, pd);
+        const int sp = l->shape.rank == 2 ? 1 : 2; /* a sequence's pool: one spatial axis */
+        const int ks[2] = {p->KH, p->KW}, st[2] = {p->sH, p->sW}, dl[2] = {p->dH, p->dW}, pd[4] = GEN_PADS(*p),
+                  pd1[2] = {p->pad_t, p->pad_b};
+        gen_attr_ints(x, n, "kernel_shape", sp, ks);
+        gen_attr_ints(x, n, "strides", sp, st);
+        gen_attr_ints(x, n, "pads", 2 * sp, sp == 2 ? pd : pd1);
         gen_attr_int(x, n, "ceil_mode", p->ceil_mode);
-        if (mx && (p->dH != 1 || p->dW != 1)) gen_attr_ints(x, n, "dilations", 2, dl);
+        if (mx && (p->dH != 1 || p->dW != 1)) gen_attr_ints(x, n, "dilations", sp, dl);
         if (!mx) gen_attr_int(x, n, "count_include_pad", p->count_include_pad);
         flat[li] = 0;
         break;

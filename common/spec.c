@@ -1025,6 +1025,14 @@ static int cross_check_catalog(errbuf_t *e, const job_spec_t *s)
      * against the files (the built-in GPT is in no catalog: its figures are its fields') */
     if (spec_model_is_gpt(s) && !spec_dataset_is_text(s))
         return fail(e, "model.gpt: trains on dataset.format text or tokens, not %s", spec_dataset_format(s));
+    if (spec_dataset_is_text(s) && !spec_model_is_gpt(s))
+        return fail(e, "dataset.format %s: trains the built-in GPT (\"model\": {\"gpt\": {...}}); %s takes images",
+                    spec_dataset_format(s), s->model);
+    if (spec_dataset_is_text(s) && s->dataset.augment)
+        return fail(e, "dataset.augment: crops and flips images, not text");
+    if (!spec_dataset_is_text(s) && (s->dataset.block_size || s->dataset.vocab_size))
+        return fail(e, "dataset.%s: only with dataset.format text or tokens",
+                    s->dataset.block_size ? "block_size" : "vocab_size");
     if (spec_model_is_gpt(s)) return 0;
     if (catalog_model_get(s->model, &m) != 0) return fail(e, "model: %s is no longer in the catalog", s->model);
     if (spec_dataset_is_user(s)) return 0;

@@ -1815,6 +1815,12 @@ static void test_gpt_spec(void **state)
          "\"/d\"}}",
          "model: give onnx or gpt, not both"},
         {"{\"model\":{\"gpt\":{\"layers\":2,\"block\":3}}}", "model.gpt.block: unknown field"},
+        {"{\"model\":\"mlp\",\"dataset\":{\"format\":\"text\",\"path\":\"/d\"}}",
+         "dataset.format text: trains the built-in GPT"},
+        {"{\"model\":{\"gpt\":{\"layers\":2}},\"dataset\":{\"format\":\"text\",\"path\":\"/d\",\"augment\":true}}",
+         "dataset.augment: crops and flips images, not text"},
+        {"{\"model\":\"mlp\",\"dataset\":{\"name\":\"mnist\",\"vocab_size\":3}}",
+         "dataset.vocab_size: only with dataset.format text or tokens"},
         {"{\"model\":{\"gpt\":{\"layers\":2}},\"dataset\":{\"format\":\"text\",\"path\":\"/d\",\"tokenizer\":"
          "\"bpe\"}}",
          "dataset.tokenizer: must be one of"},

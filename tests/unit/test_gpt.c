@@ -135,6 +135,8 @@ static void check_grads(const model_gpt_t *g)
     int32_t y[B * 64];
     random_tokens(&r, B * g->block, g->vocab, x, y);
     model_forward(m, x, y, B, 1);
+    /* every forward below draws the dropout masks of this one (the step counter set back) */
+    const uint64_t step = m->dropout_step;
     model_backward(m, x, y, B, 1.0f);
     float *grads = malloc(m->nparams * sizeof *grads);
     assert_non_null(grads);
@@ -146,8 +148,10 @@ static void check_grads(const model_gpt_t *g)
             const size_t k = ti->offset + (q * 7919) % ti->count;
             const float keep = m->params[k], h = 1e-3f;
             m->params[k] = keep + h;
+            m->dropout_step = step - 1;
             const double lp = model_forward(m, x, y, B, 1);
             m->params[k] = keep - h;
+            m->dropout_step = step - 1;
             const double lm = model_forward(m, x, y, B, 1);
             m->params[k] = keep;
             const double fd = (lp - lm) / (2.0 * h), err = fabs(fd - grads[k]);
@@ -156,8 +160,8 @@ static void check_grads(const model_gpt_t *g)
             worst = fmax(worst, err);
         }
     }
-    printf("  gpt %dx%d (tie %d, bias %d): %d tensors, largest gradient error %.2e\n", g->layers, g->embd, g->tie,
-           g->bias, m->ntensors, worst);
+    printf("  gpt %dx%d (tie %d, bias %d, dropout %.1f): %d tensors, largest gradient error %.2e\n", g->layers, g->embd,
+           g->tie, g->bias, g->dropout, m->ntensors, worst);
     free(grads);
     model_free(m);
 }
@@ -169,6 +173,11 @@ static void test_gpt_gradients(void **state)
     untied.tie = 0;
     untied.bias = 0;
     check_grads(&untied);
+    /* dropout after the embeddings, on the attention weights and on each branch: the
+     * backward through the forward's masks */
+    model_gpt_t dropped = TINY;
+    dropped.dropout = 0.1f;
+    check_grads(&dropped);
 }
 
 /* The tied model has no head tensor of its own; the untied one has lm_head.weight. */

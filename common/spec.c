@@ -742,6 +742,21 @@ void spec_defaults(job_spec_t *s)
 
 /* ---- parsing ------------------------------------------------------------------------ */
 
+/* "model": {"gpt": "gpt2"}: GPT-2 124M's shape (12 blocks of 12 heads, width 768, block
+ * 1024, GPT-2's vocabulary of 50257, biases, the head tied), the fields' other values the
+ * defaults. */
+static int gpt_preset(errbuf_t *e, const char *name, job_spec_t *s, const char *where)
+{
+    if (strcmp(name, "gpt2") != 0)
+        return fail(e, "%s: must be an object of the GPT's fields, or \"gpt2\" (GPT-2 124M's shape)", where);
+    s->gpt.layers = 12;
+    s->gpt.heads = 12;
+    s->gpt.embd = 768;
+    s->gpt.block_size = 1024;
+    s->gpt.vocab_size = 50257;
+    return 0;
+}
+
 static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nrows, const char *prefix,
                        const char *shown, int params_only, unsigned char *base, unsigned char *seen);
 
@@ -913,6 +928,9 @@ static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nro
             }
             seen[idx] = 1;
             if (parse_value(e, leaf, v, base, where) < 0) return -1;
+        } else if (nested && !params_only && json_is_string(v) && strcmp(prefix, "model") == 0 &&
+                   strcmp(key, "gpt") == 0) {
+            if (gpt_preset(e, json_string_value(v), (job_spec_t *)base, where) < 0) return -1;
         } else if (nested && !params_only) {
             if (!json_is_object(v)) return fail(e, "%s: must be an object", where);
             char sub[128];

@@ -1806,7 +1806,17 @@ static void test_gpt_spec(void **state)
              "\"vocab_size\":50257}}",
              &back);
     assert_true(spec_hash(&s) != spec_hash(&back));
+    /* GPT-2 124M's shape by name */
+    parse_ok("{\"model\":{\"gpt\":\"gpt2\"},\"dataset\":{\"format\":\"tokens\",\"path\":\"/d\",\"vocab_size\":50257}}",
+             &back);
+    assert_int_equal(back.gpt.layers, 12);
+    assert_int_equal(back.gpt.heads, 12);
+    assert_int_equal(back.gpt.embd, 768);
+    assert_int_equal(back.gpt.block_size, 1024);
+    assert_int_equal(back.gpt.vocab_size, 50257);
+    assert_int_equal(back.gpt.tie_embeddings, 1);
     static const char *const REFUSED[][2] = {
+        {"{\"model\":{\"gpt\":\"gpt3\"}}", "model.gpt: must be an object of the GPT's fields, or \"gpt2\""},
         {"{\"model\":{\"gpt\":{\"heads\":2}},\"dataset\":{\"format\":\"text\",\"path\":\"/d\"}}",
          "model.gpt.layers: required"},
         {"{\"model\":{\"gpt\":{\"layers\":2}},\"dataset\":{\"name\":\"mnist\"}}",

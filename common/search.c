@@ -74,6 +74,11 @@ static int param_parse(const char *key, const json_t *v, search_param_t *p, char
         return errmsg(err, errlen, "search.space: a key must be a spec field's path of 1 to %d bytes",
                       SEARCH_KEY_MAX - 1);
     snprintf(p->key, sizeof p->key, "%s", key);
+    /* a trial's name is NAME-tI, and epochs is the most a trial trains (ASHA's rungs are
+     * counted against it): neither is the search's to change */
+    if (strcmp(key, "name") == 0 || strcmp(key, "epochs") == 0)
+        return errmsg(err, errlen, "search.space.%s: set by the experiment (%s), not searched", key,
+                      key[0] == 'n' ? "each trial's job is NAME-tI" : "the spec's epochs is the most a trial trains");
     if (!json_is_object(v) || json_object_size(v) != 1)
         return errmsg(err, errlen,
                       "search.space.%s: must be an object of one of log_uniform, uniform, int ([a, b]) or choice "

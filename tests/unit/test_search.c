@@ -230,6 +230,10 @@ static void test_refusals(void **state)
     parse_bad(buf, "search.budget: unknown field");
     parse_bad("{\"method\":\"random\",\"trials\":2,\"space\":{\"optimizer.lr\":{\"log_uniform\":[0,0.1]}}}",
               "search.space.optimizer.lr: log_uniform needs 0 < a < b");
+    parse_bad("{\"method\":\"asha\",\"trials\":2,\"space\":{\"epochs\":{\"int\":[1,9]}}}",
+              "search.space.epochs: set by the experiment (the spec's epochs is the most a trial trains)");
+    parse_bad("{\"method\":\"grid\",\"space\":{\"name\":{\"choice\":[\"a\",\"b\"]}}}",
+              "search.space.name: set by the experiment");
     /* a range whose width overflows would draw infinities (fuzz_search's finding) */
     parse_bad("{\"method\":\"random\",\"trials\":2,\"space\":{\"x\":{\"uniform\":[-1e308,1e308]}}}",
               "b - a a finite number");

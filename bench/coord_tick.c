@@ -93,6 +93,7 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 #include "../coordinator/clog.c"
 #include "../coordinator/coordinator.c"
 #include "../coordinator/dataroots.c"
+#include "../coordinator/drain.c"
 #include "../coordinator/dynbatch.c"
 #include "../coordinator/embedded.c"
 #include "../coordinator/hclass.c"

@@ -722,7 +722,7 @@ static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_
                 json_object_set_new(o, "stall", st);
                 json_object_set_new(o, "stall_text", json_string(text));
             } else json_decref(st);
-        } else if (strcmp(key, "hosts") == 0 || strcmp(key, "resizes") == 0) {
+        } else if (strcmp(key, "hosts") == 0 || strcmp(key, "resizes") == 0 || strcmp(key, "interruptions") == 0) {
             /* JSON arrays the daemon wrote (run.c); anything else is left out. */
             json_t *a = s && strlen(s) < (1 << 20) ? json_loads(s, 0, NULL) : NULL;
             if (json_is_array(a)) json_object_set_new(o, key, a);
@@ -755,6 +755,14 @@ static json_t *job_json(const coordinator_t *c, const char *id, json_t *h, json_
     json_t *summary = json_object_get(h, "summary_path") && coord_job_path(c, id, "summary.json", path, sizeof path) == 0
                           ? api_cache_summary(path, final)
                           : NULL;
+    if (summary && json_is_object(summary)) {
+        /* the run's count of stops with notice (drain.h), which the worker cannot know: on
+         * a shallow copy, the cached summary being shared */
+        json_t *n = json_object_get(o, "interruptions_total"), *copy = json_copy(summary);
+        json_decref(summary);
+        summary = copy;
+        if (summary) json_object_set_new(summary, "interruptions", json_integer(json_integer_value(n)));
+    }
     if (summary) json_object_set_new(o, "summary", summary);
     queue_attach(c, o);
     oversub_attach(c, o);

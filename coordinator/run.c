@@ -45,12 +45,14 @@
 #include "ckptdir.h"
 #include "clog.h"
 #include "dataroots.h"
+#include "drain.h"
 #include "dynbatch.h"
 #include "fs.h"
 #include "hosts.h"
 #include "launch.h"
 #include "launcher.h"
 #include "modelstore.h"
+#include "notice.h"
 #include "policy.h"
 #include "record_fields.h"
 #include "simjob.h"
@@ -99,6 +101,7 @@ void run_free(coord_run_t *r)
     json_decref(r->placement);
     json_decref(r->stall);
     json_decref(r->resize_log);
+    json_decref(r->interruptions);
     free(r->spec);
     free(r);
 }
@@ -159,6 +162,7 @@ static coord_run_t *run_new(coordinator_t *c, const char *id)
     r->lr_scale = 1.0;
     r->saved_state = r->state = JOB_RUNNING;
     r->resize_log = json_array();
+    r->interruptions = json_array();
     c->runs[c->nruns++] = r;
     return r;
 }
@@ -222,7 +226,7 @@ void run_persist(coordinator_t *c, coord_run_t *r)
         return;
     }
     char restarts[16], attempts[16], pid[16], pstart[32], ec[16], world[16], started[32], finished[32];
-    char lr_scale[32], resume_before[24], world_cap[16];
+    char lr_scale[32], resume_before[24], world_cap[16], ninterruptions[16];
     char log[JPATH], ckdir[JPATH], summary[JPATH];
     snprintf(restarts, sizeof restarts, "%d", r->restarts);
     snprintf(attempts, sizeof attempts, "%d", r->attempts);
@@ -246,7 +250,9 @@ void run_persist(coordinator_t *c, coord_run_t *r)
     char *hosts = hj ? json_dumps(hj, JSON_COMPACT) : NULL,
          *resizes = r->resize_log ? json_dumps(r->resize_log, JSON_COMPACT) : NULL,
          *stall = r->stall ? json_dumps(r->stall, JSON_COMPACT) : NULL,
-         *placement = r->placement ? json_dumps(r->placement, JSON_COMPACT) : NULL;
+         *placement = r->placement ? json_dumps(r->placement, JSON_COMPACT) : NULL,
+         *interruptions = r->interruptions ? json_dumps(r->interruptions, JSON_COMPACT) : NULL;
+    snprintf(ninterruptions, sizeof ninterruptions, "%d", r->interruptions_total);
     json_decref(hj);
     const char *kv[] = {
         "restarts",
@@ -287,6 +293,10 @@ void run_persist(coordinator_t *c, coord_run_t *r)
         stall ? stall : "",
         "placement",
         placement ? placement : "",
+        "interruptions",
+        interruptions ? interruptions : "[]",
+        "interruptions_total",
+        ninterruptions,
         "reason",
         r->reason,
     };
@@ -300,6 +310,7 @@ void run_persist(coordinator_t *c, coord_run_t *r)
     free(resizes);
     free(stall);
     free(placement);
+    free(interruptions);
     if (rc != JS_OK) {
         r->dirty = 1;
         return;
@@ -1485,6 +1496,9 @@ static void attempt_over(coordinator_t *c, coord_run_t *r, double now)
     const char *lost = r->end_lost;
     kill_reason_t why = r->kill_reason;
     r->draining = 0;
+    /* Stopped on notice from outside (SIGTERM to its ranks): an interruption, whatever
+     * comes next (a relaunch here or, a host gone, elsewhere) */
+    if (why == KILL_NONE && oc == SV_EXITED && code == NOTICE_EXIT_STATUS) drain_interruption(c, r, "notice", now);
     if (why == KILL_NONE) { /* it ended on its own */
         note_silent(r, NULL);
         if (should_probe(c, r, oc, code)) begin_probing(c, r, oc, code, lost, now);
@@ -1720,6 +1734,7 @@ void run_adopt(coordinator_t *c, double now)
         r->world = !bad && w >= r->min_world && w <= most ? w : r->full_world;
         r->world_grow = r->world > r->full_world ? r->world : 0;
         adopt_hosts_and_resizes(r, hstr(h, "hosts"), hstr(h, "resizes"));
+        drain_adopt_interruptions(r, hstr(h, "interruptions"), hstr(h, "interruptions_total"));
         /* Below its ask by the policy's decision (a start short, a shrink): the cap stays
          * until the policy lifts it, and a placed job keeps its hosts. */
         int cap = atoi(hstr(h, "world_cap"));

@@ -151,6 +151,10 @@ typedef struct {
      * finds no usable host: it then holds nothing). While set, the tick starts
      * no job and changes no other (one change at a time: the slots are not free yet). */
     int hplan;
+    /* Stops with notice (drain.h): the newest RUN_INTERRUPTIONS_KEPT [{reason, host,
+     * at_step, checkpoint_step, lost_steps, at}], and how many there were in all. */
+    json_t *interruptions;
+    int interruptions_total;
 } coord_run_t;
 
 /* The slots of c->hosts[host] r holds: its ranks fill its hosts (its placement, else the

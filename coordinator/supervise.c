@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "notice.h"
+
 /* Exit 3: training collapsed and on_collapse said to stop (worker/health.h). */
 static void collapsed(const sv_in_t *in, sv_out_t *out, const char *line)
 {
@@ -54,6 +56,16 @@ void supervise_decide(const sv_in_t *in, sv_out_t *out)
         }
         if (in->code == 3) {
             collapsed(in, out, line);
+            return;
+        }
+        if (in->code == NOTICE_EXIT_STATUS) {
+            /* Not a failure: the work is in the checkpoint, and a spot host's or a
+             * drain's notices must not use up the restarts meant for crashes. */
+            out->state = JOB_RESTARTING;
+            out->notice = 1;
+            snprintf(out->reason, sizeof out->reason,
+                     "interrupted with notice (exit %d): resuming from the checkpoint it wrote (no restart used): %s",
+                     NOTICE_EXIT_STATUS, line);
             return;
         }
         snprintf(what, sizeof what, "mpirun exited %d", in->code);

@@ -8,6 +8,9 @@
  *                                   last checkpoint before the collapse with the learning
  *                                   rate halved), FAILED once max_restarts are used;
  *                                   otherwise ("fail") FAILED at once
+ *   exit 75 (NOTICE_EXIT_STATUS, -> RESTARTING at once, no restart used: its ranks agreed on
+ *     common/notice.h: stopped     a step, checkpointed there and left; the next attempt
+ *     on notice, SIGTERM)            resumes from that checkpoint ("interrupted with notice")
  *   cancelled by request         -> CANCELLED
  *   any other exit, a lost process (no exit code after a coordinator restart) or a
  *   stale heartbeat              -> RESTARTING after backoff_base x 2^restarts seconds,
@@ -51,6 +54,7 @@ typedef struct {
     double delay_s;       /* RESTARTING: wait this long before launching again */
     char reason[768];     /* "" for SUCCEEDED */
     int collapse_restart; /* RESTARTING after a collapse: halve the rate, resume before it */
+    int notice;           /* RESTARTING after a stop on notice (exit 75): an interruption */
 } sv_out_t;
 
 void supervise_decide(const sv_in_t *in, sv_out_t *out);

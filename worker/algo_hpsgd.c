@@ -420,11 +420,11 @@ static void hp_fini(worker_t *w)
 {
     hp_state_t *st = w->algo_state;
     if (!st) return;
-    /* Stopped mid-epoch by --stop-after-steps (every rank after the same step): the
+    /* Stopped mid-epoch by --stop-after-steps or a notice (every rank after the same step): the
      * ranks may have started different numbers of rounds, so a plain wait on this rank's
      * round can wait for peers that never start it. The epoch end's catch-up matches them
      * (after the checkpoint, so what a resume sees is unchanged). */
-    if (w->stop == STOP_TEST_HOOK && w->use_mpi) hp_epoch_end(w);
+    if ((w->stop == STOP_TEST_HOOK || w->stop == STOP_NOTICE) && w->use_mpi) hp_epoch_end(w);
     else if (st->in_flight && !st->done_early && w->compress && st->stage != STAGE_REDUCED)
         MPI_Waitall(st->ncreq, st->creq, MPI_STATUSES_IGNORE);
     else if (st->in_flight && !st->done_early && !w->compress) MPI_Wait(&st->req, MPI_STATUS_IGNORE);

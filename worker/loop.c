@@ -37,6 +37,7 @@
 #include "passert.h"
 #include "planner.h"
 #include "shard.h"
+#include "sigterm.h"
 #include "sim.h"
 #include "step.h"
 
@@ -401,8 +402,30 @@ int worker_checkpoint_due(const worker_t *w)
 
 int worker_final_checkpoint_due(const worker_t *w)
 {
+    /* A notice always leaves a checkpoint: the run resumes from it, whatever every_steps. */
+    if (w->stop == STOP_NOTICE) return w->rank == 0 && w->ckpt_step != w->global_step;
     return w->spec->checkpoint.every_steps > 0 && w->rank == 0 && w->stop != STOP_TEST_HOOK &&
            w->stop != STOP_COLLAPSE && w->ckpt_step != w->global_step;
+}
+
+/* A notice to stop (sigterm.h), at this step boundary: each rank's flag is its rank + 1
+ * when it heard one, and the largest wins on every rank, so all stop after the same step
+ * and know who heard it. The all-reduce is one int a step; alone (one process, the
+ * parameter server) the rank's own flag decides. */
+static int notice_agreed(worker_t *w, int alone)
+{
+    int sig = sigterm_heard();
+    int flag = sig ? w->rank + 1 : 0;
+    if (!alone && w->notice_agree) flag = w->notice_agree(w, flag);
+    if (!flag) return 0;
+    w->notice_signal = sig ? sig : 15; /* another rank heard it: SIGTERM is the one handled */
+    w->notice_rank = flag - 1;
+    w->notice_step = w->global_step;
+    w->stop = STOP_NOTICE;
+    if (w->rank == 0)
+        fprintf(stderr, "notice: signal %d heard by rank %d: every rank stops after step %ld and checkpoints\n",
+                w->notice_signal, w->notice_rank, w->global_step);
+    return 1;
 }
 
 /* eval_every_steps: an evaluation between epoch ends, outside the training time (the
@@ -426,6 +449,7 @@ step_verdict_t worker_step_end(worker_t *w, const step_end_t *c)
         w->stop = STOP_TEST_HOOK; /* test hook: simulate an interruption */
         return STEP_HALT;
     }
+    if (notice_agreed(w, c->alone)) return STEP_HALT;
     if (c->may_evaluate && s->eval_every_steps > 0 && w->global_step % s->eval_every_steps == 0) {
         evaluate_between(w, c);
         if (w->stop) return STEP_FINISH; /* the target was reached */

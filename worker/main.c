@@ -5,6 +5,7 @@
  * checkpoint), each with one line on stderr that names what is wrong; 3 training collapsed
  * and on_collapse is fail or restart (health.h; the summary's "health" says why and since
  * when, and the coordinator fails or restarts the job). */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -26,10 +27,12 @@
 #include "emulate.h"
 #include "modelfetch.h"
 #include "netprobe.h"
+#include "notice.h"
 #include "numarg.h"
 #include "onnx_case.h"
 #include "onnx_import.h"
 #include "redis_report.h"
+#include "sigterm.h"
 #include "sim.h"
 #include "spec.h"
 #include "step.h"
@@ -473,6 +476,15 @@ static int agree(int use_mpi, int failed)
     return any;
 }
 
+/* The notice flags of every rank combined (worker_t.notice_agree): the largest. */
+static int notice_agree_mpi(worker_t *w, int flag)
+{
+    (void)w;
+    int any = 0;
+    MPI_CHECK(MPI_Allreduce(&flag, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD));
+    return any;
+}
+
 /* A figure for the final line: v in fmt (nan or inf when a measured figure diverged), or
  * "-" when it was not measured. */
 static void figure(char *out, size_t len, const char *fmt, double v, int measured)
@@ -615,6 +627,8 @@ static int phase_setup(run_t *r)
     if (agree(r->use_mpi, failed)) return 2;
     w->use_mpi = r->use_mpi;
     if (r->use_mpi) w->agree = comm_agree;
+    /* a simulated run hears no notice: no all-reduce in its simulated steps */
+    if (r->use_mpi && !sim_active()) w->notice_agree = notice_agree_mpi;
     w->lr_scale = a->lr_scale;
     w->fence = a->fence;
     if (a->lr_scale != 1.0) SAY("learning rate x%g of the spec's (--lr-scale)\n", a->lr_scale);
@@ -772,6 +786,10 @@ static int phase_train(run_t *r)
     else if (w->nworkers > spec->workers)
         SAY("elastic: grown to %d workers (the spec's %d, max_workers %d) sharing its global batch of %d\n",
             w->nworkers, spec->workers, spec->max_workers, w->global_batch);
+    /* A notice is heard where a loop reads it at its step boundaries: every rank of the
+     * synchronous loop, the parameter server (its workers keep SIGTERM's default). */
+    if (!sim_active() && (!r->async || r->rank == 0) && sigterm_install() != 0)
+        fprintf(stderr, "pacer-worker: rank %d: no SIGTERM handler: %s\n", r->rank, strerror(errno));
     int rc = worker_train(w, &r->a->opts, r->err, sizeof r->err);
     if (w->metrics) {
         metrics_stop(w->metrics, 5.0);
@@ -788,6 +806,45 @@ static int phase_train(run_t *r)
     return PHASE_GO_ON;
 }
 
+static void notice_leave(run_t *r, int who, const char *host);
+
+/* After a run stopped on notice (every rank, one reduction: the parameter server's
+ * workers learn it here): the heard rank's host on rank 0, which leaves the note beside
+ * the checkpoint (common/notice.h) for the coordinator. 1 when it stopped so. */
+static int notice_report(run_t *r)
+{
+    worker_t *w = &r->w;
+    if (!agree(r->use_mpi, w->stop == STOP_NOTICE)) return 0;
+    int who = w->notice_rank;
+    if (r->use_mpi) MPI_CHECK(MPI_Bcast(&who, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    char host[NOTICE_HOST_MAX];
+    snprintf(host, sizeof host, "%s", w->record.host);
+    if (r->use_mpi && who > 0 && who < r->world) MPI_CHECK(MPI_Bcast(host, sizeof host, MPI_CHAR, who, MPI_COMM_WORLD));
+    host[sizeof host - 1] = 0;
+    if (r->rank == 0) notice_leave(r, who, host);
+    /* mpirun ends every rank once one exits non-zero: none exits before the note is written */
+    agree(r->use_mpi, 0);
+    return 1;
+}
+
+/* Rank 0's part of notice_report: the note beside the checkpoint and the last line. */
+static void notice_leave(run_t *r, int who, const char *host)
+{
+    worker_t *w = &r->w;
+    const job_spec_t *spec = &r->spec;
+    notice_t n = {.signal = w->notice_signal,
+                  .rank = who < 0 ? 0 : who,
+                  .at_step = w->notice_step,
+                  .checkpoint_step = w->ckpt_step};
+    snprintf(n.host, sizeof n.host, "%s", host);
+    char path[SPEC_PATH_MAX + SPEC_NAME_MAX + 16];
+    if (notice_path(path, sizeof path, spec->checkpoint.dir, spec->name) != 0 ||
+        notice_write(path, &n, r->err, sizeof r->err) != 0)
+        fprintf(stderr, "pacer-worker: the notice's note: %s\n", r->err);
+    fprintf(stderr, "notice: stopped after step %lld with the checkpoint of step %lld: exit status %d\n", n.at_step,
+            n.checkpoint_step, NOTICE_EXIT_STATUS);
+}
+
 /* The verdict, the trace, the exports, the final line and the summary: the exit status. */
 static int phase_report(run_t *r)
 {
@@ -799,6 +856,8 @@ static int phase_report(run_t *r)
     int collapsed = w->stop == STOP_COLLAPSE ||
                     (w->health.state == HEALTH_COLLAPSED && strcmp(spec->on_collapse, "continue") != 0);
     collapsed = agree(r->use_mpi, collapsed);
+    /* A notice: the checkpoint is written; no final line or summary (the run resumes). */
+    if (!collapsed && notice_report(r)) return NOTICE_EXIT_STATUS;
     if (collapsed) SAY("collapse: on_collapse %s: exit status 3\n", spec->on_collapse);
     int status = collapsed ? 3 : 0;
     if (w->trace) {

@@ -337,6 +337,7 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
 {
     memset(w, 0, sizeof *w);
     w->eval_step = w->ckpt_step = -1;
+    w->notice_rank = -1;
     w->time_to_target_s = NAN;
     /* Not measured until they are (the summary shows null, never a 0 from memset). */
     w->test_loss = w->test_accuracy = w->train_loss = w->train_loss_running = NAN;
@@ -721,7 +722,8 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
         /* The PS (rank 0) holds the final weights: their loss on the fixed subset, and its
          * last checkpoint is the end of the job, as for the step loop below. */
         if (w->role == ROLE_PS && w->stop != STOP_TEST_HOOK) {
-            w->train_loss = worker_final_train_loss(w);
+            /* a notice leaves little time: the checkpoint only */
+            if (w->stop != STOP_NOTICE) w->train_loss = worker_final_train_loss(w);
             if (worker_final_checkpoint_due(w) && worker_save_checkpoint(w, err, errlen) != 0) return -1;
         }
         return 0;
@@ -775,7 +777,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
             step_end_t end = {.may_evaluate = adaptive_epoch_running(w)};
             if (worker_step_end(w, &end) != STEP_GO_ON) break; /* STEP_FINISH: the epoch end below */
         }
-        if (w->stop == STOP_TEST_HOOK) break;
+        if (w->stop == STOP_TEST_HOOK || w->stop == STOP_NOTICE) break;
         if (w->algo->epoch_end && (rc = w->algo->epoch_end(w)) != 0) {
             snprintf(err, errlen, "algorithm %s: epoch end failed", w->algo->name);
             return rc;
@@ -794,7 +796,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
     w->wall_s = clock_mono_s() - t_start;
     worker_report_epoch(w, METRICS_FINAL, w->nothing_left);
     /* Rank 0 holds the final (merged) weights after the last epoch end. */
-    if (w->rank == 0 && w->stop != STOP_TEST_HOOK) w->train_loss = worker_final_train_loss(w);
+    if (w->rank == 0 && w->stop != STOP_TEST_HOOK && w->stop != STOP_NOTICE) w->train_loss = worker_final_train_loss(w);
     if (worker_final_checkpoint_due(w) && worker_save_checkpoint(w, err, errlen) != 0) return -1;
     return 0;
 }

@@ -64,6 +64,9 @@ typedef enum {
     STOP_BUDGET = 3,    /* the time budget ran out */
     /* collapsed with on_collapse fail or restart (every rank agreed: worker_health_agree) */
     STOP_COLLAPSE = 4,
+    /* a notice to stop (SIGTERM, worker/sigterm.h) heard by some rank, agreed by all at a
+     * step boundary: checkpointed there, exit status NOTICE_EXIT_STATUS (common/notice.h) */
+    STOP_NOTICE = 5,
 } stop_reason_t;
 
 typedef struct worker {
@@ -169,6 +172,13 @@ typedef struct worker {
     int coordinator_plans; /* a coordinator assignment has been applied */
     /* Rank 0's value of flag, on every rank (a broadcast); NULL in one process. */
     int (*agree)(struct worker *w, int flag);
+    /* The largest of every rank's flag, on every rank (an all-reduce); NULL in one process.
+     * The notice to stop is agreed through it at every step boundary (worker_step_end). */
+    int (*notice_agree)(struct worker *w, int flag);
+    /* STOP_NOTICE: the signal, the (highest) rank that heard it and the step every rank
+     * stopped after; notice_rank -1 while none was heard. */
+    int notice_signal, notice_rank;
+    long notice_step;
     /* sync_batchnorm (comm_bn_sync_setup): the batch norms' all-reduce over the job's
      * ranks, handed to the model for each training step only (worker_compute_grad);
      * bn_sync_on 0: each rank normalises by its own batch. bn_sync_s: the seconds the

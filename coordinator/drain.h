@@ -1,0 +1,25 @@
+/* coordinator/drain.h - hosts taken away with notice, and the interruptions they cause.
+ *
+ * Interruptions: an attempt that ended with NOTICE_EXIT_STATUS (its ranks heard SIGTERM,
+ * agreed on a step, checkpointed there and left: common/notice.h) is an interruption, not
+ * a failure. The job's "interruptions" list ([{reason, host, at_step, checkpoint_step,
+ * lost_steps, at}], the newest RUN_INTERRUPTIONS_KEPT), an event {"type":
+ * "interruption"} (which webhooks deliver as job.interrupted) and a log line record it;
+ * "interruptions_total" counts them all. */
+#ifndef PACER_DRAIN_H
+#define PACER_DRAIN_H
+
+#include "run.h"
+
+#define RUN_INTERRUPTIONS_KEPT 20
+
+/* r's attempt stopped on notice: reads and removes the worker's note beside the
+ * checkpoint, records the interruption (why: "notice", or the drain's reason). A note
+ * that is missing or wrong is said in the log, and the interruption recorded without
+ * its figures (null). */
+void drain_interruption(coordinator_t *c, coord_run_t *r, const char *why, double now);
+/* The "interruptions" field of an adopted job (JSON run_persist wrote); anything else
+ * leaves the list empty. */
+void drain_adopt_interruptions(coord_run_t *r, const char *text, const char *total);
+
+#endif

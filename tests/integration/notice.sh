@@ -1,0 +1,45 @@
+# A worker rank SIGTERMed mid-training (Slurm's notice, a spot instance's, `kill`): every
+# rank stops after the same step, rank 0 checkpoints there, all exit 75, and the
+# coordinator reads that as "interrupted with notice": the job resumes at once from that
+# checkpoint without using a restart (--max-restarts 0: a failure would end it FAILED),
+# and SUCCEEDS with as many steps as an uninterrupted run. The job shows the interruption
+# ({reason, host, at_step, checkpoint_step, lost_steps <= 1, at}), its summary counts it,
+# and pacer:events has it.
+. tests/integration/coordinator_lib.inc
+need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
+start_coord --max-restarts 0
+
+epochs=6
+spec2 "$TMP/n.json" notice $epochs
+jq '.log_every = 2 | .checkpoint.every_steps = 1000' "$TMP/n.json" >"$TMP/n.t" && mv "$TMP/n.t" "$TMP/n.json"
+id=$(submit "$TMP/n.json")
+log="$STATE/jobs/$id/log"
+trained_past() { grep -q "epoch 1/$epochs step [1-9][0-9]*/" "$log" 2>/dev/null && [ "$(grep -c ' step ' "$log")" -ge 3 ]; }
+await 180 "job $id to train a few steps" trained_past
+# the second pacer-worker of the job's session (one rank; which one does not matter)
+s=$(job_pid "$id")
+victim=$(ps -eo pid=,sid=,comm= | awk -v s="$s" '$2 == s && $3 == "pacer-worker" { print $1 }' | tail -1)
+[ -n "$victim" ] || fail "no pacer-worker in the session of $id"
+kill -TERM "$victim" || fail "cannot signal worker $victim"
+echo "ok: SIGTERM to pacer-worker $victim of $id mid-training"
+cli wait "$id" --timeout 600 || { tail -30 "$log"; tail -20 "$TMP/coord.log"; fail "job $id did not succeed"; }
+grep -q "notice: signal 15 heard by rank [01]: every rank stops after step" "$log" || { tail -30 "$log"; fail "no notice line in the log"; }
+[ "$(field_of "$id" restarts)" = 0 ] || fail "restarts = $(field_of "$id" restarts), want 0 (a notice is no failure)"
+[ "$(field_of "$id" attempts)" = 2 ] || fail "attempts = $(field_of "$id" attempts), want 2"
+states=$(job_states "$id")
+[ "$states" = "QUEUED RUNNING RESTARTING RUNNING SUCCEEDED " ] || fail "states of $id: $states"
+cli status "$id" >"$TMP/job.json"
+jq -e '.interruptions | length == 1' "$TMP/job.json" >/dev/null || { jq .interruptions "$TMP/job.json"; fail "want one interruption"; }
+jq -e '.interruptions[0] | .reason == "notice" and (.host | type == "string") and (.at_step | type == "number")
+       and (.checkpoint_step | type == "number") and .lost_steps <= 1 and .lost_steps >= 0 and (.at | type == "number")' \
+    "$TMP/job.json" >/dev/null || { jq .interruptions "$TMP/job.json"; fail "the interruption's fields"; }
+ck=$(jq -r '.interruptions[0].checkpoint_step' "$TMP/job.json")
+at_least "checkpoint step" "$ck" 2
+[ "$(resumed_step "$id")" = "$ck" ] || fail "resumed at step $(resumed_step "$id"), the note says $ck"
+want=$((epochs * 2048 / 128))
+[ "$(jq -r .summary.steps "$TMP/job.json")" = "$want" ] || fail "summary.steps $(jq -r .summary.steps "$TMP/job.json"), want $want"
+[ "$(jq -r .summary.interruptions "$TMP/job.json")" = 1 ] || fail "summary.interruptions is not 1"
+rcli XRANGE pacer:events - + | grep "\"job\":\"$id\"" | grep -q '"type":"interruption"' || fail "no interruption event"
+[ -e "$STATE/jobs/$id/checkpoints/notice.notice" ] && fail "the note was not removed"
+echo "ok: $states; interruption $(jq -c '.interruptions[0] | {at_step, checkpoint_step, lost_steps, host}' "$TMP/job.json"), restarts 0, $want steps"
+stop_coord

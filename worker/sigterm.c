@@ -1,0 +1,22 @@
+/* worker/sigterm.c - see sigterm.h. */
+#include "sigterm.h"
+
+#include <signal.h>
+#include <string.h>
+
+/* Written by the handler only; a sig_atomic_t is the one type it may write. */
+static volatile sig_atomic_t heard;
+
+static void on_notice(int sig) { heard = sig; }
+
+int sigterm_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_notice;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    return sigaction(SIGTERM, &sa, NULL);
+}
+
+int sigterm_heard(void) { return (int)heard; }

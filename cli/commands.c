@@ -595,7 +595,7 @@ static int download_job_file(cli_ctx_t *cx, const char *suffix, const char *ext,
     int ok = rc == 0 && r.status >= 200 && r.status < 300, local = 0;
     if (to_stdout) fflush(stdout);
     else if (fclose(f) != 0 && ok) local = errno;
-    if (ok && !local && !to_stdout && rename(part, out) != 0) local = errno;
+    if (ok && !local && !to_stdout && fs_rename(part, out) != 0) local = errno;
     if ((!ok || local) && !to_stdout) unlink(part);
     int status = CLI_EXIT_OK;
     if (local) {

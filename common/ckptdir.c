@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fs.h"
+
 #define STEP_MAX 1000000000000LL /* common/spec.c's MAX_STEPS */
 #define EPOCH_MAX 100000L        /* common/spec.c's MAX_EPOCHS */
 #define ACC_SCALE 1000000.0
@@ -191,7 +193,7 @@ int ckptdir_retain(const char *dir, const char *name, long long step, long epoch
     /* Link under a temporary name, then rename: a checkpoint of the same step (a re-save,
      * or a run that resumed from an older one) is replaced in one step. */
     unlink(tmp);
-    if (link(latest, tmp) != 0 || rename(tmp, linked) != 0) {
+    if (link(latest, tmp) != 0 || fs_rename(tmp, linked) != 0) {
         snprintf(err, errlen, "%s: cannot link %s as %s: %s", dir, latest, file, strerror(errno));
         unlink(tmp);
         return -1;

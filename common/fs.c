@@ -71,15 +71,21 @@ int fs_atomic_commit(int fd, const char *tmp, const char *path)
 {
     int rc = fsync(fd), e = errno;
     if (close(fd) != 0 && rc == 0) rc = -1, e = errno;
-    if (rc == 0 && rename(tmp, path) != 0) rc = -1, e = errno;
+    if (rc == 0 && fs_rename(tmp, path) != 0) rc = -1, e = errno;
     if (rc != 0) {
         unlink(tmp);
         errno = e;
         return -1;
     }
-    /* The rename itself durable: sync the directory that holds both names. */
+    return 0;
+}
+
+int fs_rename(const char *from, const char *to)
+{
+    if (rename(from, to) != 0) return -1;
+    /* The rename itself durable: sync the directory that holds the new name. */
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
+    snprintf(dir, sizeof dir, "%s", to);
     char *slash = strrchr(dir, '/');
     if (slash) *(slash == dir ? slash + 1 : slash) = 0;
     else snprintf(dir, sizeof dir, ".");

@@ -27,6 +27,10 @@ int fs_atomic_commit(int fd, const char *tmp, const char *path);
 void fs_atomic_abort(int fd, const char *tmp);
 /* Makes the renames and links in dir durable (fsync of the directory; best effort). */
 void fs_sync_dir(const char *dir);
+/* rename(2) of from over to, then the directory that holds to made durable (fs_sync_dir):
+ * every rename of the code base goes through here or fs_atomic_commit, so that none is
+ * left to a crash's luck. 0, or -1 with errno from rename (nothing changed). */
+int fs_rename(const char *from, const char *to);
 /* The three in one for len bytes in memory: path holds data whole, or is left as it was.
  * 0, or -1 with errno. This is the one temp-file-and-rename writer: the worker's
  * checkpoints, summaries and traces and the exported ONNX use it (several processes may

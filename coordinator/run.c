@@ -482,7 +482,7 @@ static int move_aside(coordinator_t *c, const coord_run_t *r, const char *dir, c
         if (k == 0) snprintf(aside, sizeof aside, "%s.old-%ld", dir, t);
         else snprintf(aside, sizeof aside, "%s.old-%ld-%d", dir, t, k);
         if (lstat(aside, &st) == 0) continue;
-        if (rename(dir, aside) != 0) break;
+        if (fs_rename(dir, aside) != 0) break;
         clog_printf("job %s: %s held an earlier job's files with this id (did Redis lose its data?); moved to %s",
                     r->id, dir, aside);
         return 0;

@@ -322,13 +322,12 @@ int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
     if (checkpoint_save(w->fence >= 0 ? own : path, w->model, &st, err, errlen) != 0) return -1;
     if (w->fence >= 0) {
         if (ckptdir_fence_enter(s->checkpoint.dir, s->name, w->fence, &fence_fd, err, errlen) != 0 ||
-            rename(own, path) != 0) {
+            fs_rename(own, path) != 0) {
             if (fence_fd >= 0) snprintf(err, errlen, "%s: rename from %s failed: %s", path, own, strerror(errno));
             unlink(own);
             ckptdir_fence_leave(fence_fd);
             return -1;
         }
-        fs_sync_dir(s->checkpoint.dir);
     }
     w->ckpt_step = w->global_step;
     /* The same weights as ONNX for the coordinator to serve; a failure costs the download,

@@ -222,7 +222,7 @@ static void queue_cell(json_t *job, double now, char *out, size_t len)
 
 void fmt_jobs(FILE *f, json_t *list, double now)
 {
-    /* OWNER: "-" for a job from before users (issue 45) */
+    /* OWNER: "-" for a job from before users */
     static const char *const H[] = {"ID",      "STATE", "NAME", "OWNER",    "MODEL", "ALGORITHM",
                                     "WORKERS", "AGE",   "RAN",  "RESTARTS", "REASON"};
     table_t *t = table_new(11, H);

@@ -48,7 +48,7 @@ int fs_write_all(int fd, const void *data, size_t len);
 
 /* Removes the temporary files of fs_atomic_begin left in dir by processes that died before
  * they committed or aborted (a worker killed while it built a 4.7 GB data cache left its
- * PATH.tmp.PID.N behind, issue 42): every regular file named PREFIX*.tmp.PID.N whose PID
+ * PATH.tmp.PID.N behind): every regular file named PREFIX*.tmp.PID.N whose PID
  * is not a live process of this host (kill(PID, 0) fails with ESRCH). A live PID's file
  * is kept, as it may be a build under way (the folder may be shared by several daemons
  * and hand-run workers of one host; a PID reused since is only a late removal). prefix

@@ -26,7 +26,7 @@
  * correction, so the first steps are not pulled toward 0), and phi is the ratio of the
  * averages (a ratio of the two means, not a mean of noisy ratios, which would be biased).
  *
- * The window is a trade (issue 28, docs/RESULTS.md, bench/gns_check.sh). |G|^2 falls
+ * The window is a trade (docs/RESULTS.md, bench/gns_check.sh). |G|^2 falls
  * about 20x in LeNet-5's first 200 steps; 0.99 (mean age 99) kept enough of those early
  * values in its tail to report 0.53-0.70 of the direct noise scale of the last 100 steps
  * at step 300, where 0.98 reports 0.83-0.98. A shorter average is noisier: one step's

@@ -1,4 +1,4 @@
-/* common/phases.h - the phases a training step's wall time is split into (issue 15), named
+/* common/phases.h - the phases a training step's wall time is split into, named
  * once for the worker that measures them (worker/phase.h), the metrics record and its JSON
  * ("phases" object), the Redis node hash (phase_<name>_s), the Prometheus counters and the
  * coordinator's Chrome trace (coordinator/trace.c).

@@ -10,7 +10,7 @@
 #define AT(m) offsetof(rank_record_t, m)
 
 /* Prometheus families read the API's rank object, where an unmeasured value is null and
- * exports no sample (issue 29). */
+ * exports no sample. */
 const record_field_t RECORD_FIELDS[RF_N] = {
     [RF_RANK] = {"rank", RF_INT, RFG_ALWAYS, AT(rank), NULL, NULL, NULL},
     [RF_HOST] = {"host", RF_STR, RFG_ALWAYS, AT(host), NULL, NULL, NULL},

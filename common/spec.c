@@ -101,7 +101,7 @@ struct field {
 #define GE(lo) .range = R_MIN, .min = (lo)
 #define GT(lo) .range = R_MIN | R_MIN_EXCL, .min = (lo)
 
-/* Upper bounds. Every numeric field has one (issue 13): a value the worker would have to
+/* Upper bounds. Every numeric field has one: a value the worker would have to
  * convert to a narrower type (a float learning rate, a long step count made from epochs
  * x steps per epoch, a nanosleep from a slowdown) must fit it, and a sane job is far
  * inside each of them. tests/unit/test_spec.c checks every row has both bounds. */

@@ -50,7 +50,7 @@ double staleness_mean(const staleness_t *s);
  *   {"count","sum","sumsq","mean","p50","p95","max","overflow","hist":[9]}
  * written into buf without a newline; returns the length, or -1 when it does not fit.
  * With count 0 (no update applied yet) "mean", "p50", "p95" and "max" are null: the
- * statistics of no values are missing, never 0 (issue 29). */
+ * statistics of no values are missing, never 0. */
 int staleness_to_json(const staleness_t *s, char *buf, size_t len);
 #define STALENESS_JSON_MAX 512 /* always enough for staleness_to_json */
 /* The same object for jansson users (summary, coordinator API): a new reference, NULL

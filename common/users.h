@@ -1,4 +1,4 @@
-/* common/users.h - the users of a shared coordinator (issue 45): names, roles, tokens,
+/* common/users.h - the users of a shared coordinator: names, roles, tokens,
  * and the one rule table that says which role may do what to whose job or model.
  *
  * Everything here is pure except the token and salt generators (getrandom). The store

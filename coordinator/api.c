@@ -532,7 +532,7 @@ static int list_read(redisContext *rc, const char *const *ids, size_t n, int fil
                         int str = f <= 4 || f == 10; /* id..algorithm, reason */
                         if (f == 11)                 /* simulated: a flag ("1"; absent before it existed) */
                             json_object_set_new(o, SUMMARY_FIELDS[f], json_boolean(v && strcmp(v, "1") == 0));
-                        else if (f == 12) { /* owner (issue 45): absent for jobs from before users */
+                        else if (f == 12) { /* owner: absent for jobs from before users */
                             if (v) json_object_set_new(o, SUMMARY_FIELDS[f], json_string(v));
                         } else json_object_set_new(o, SUMMARY_FIELDS[f], str ? json_string(v ? v : "") : typed(v));
                     }
@@ -1389,7 +1389,7 @@ int coord_events_wait(coordinator_t *c, coord_cursor_t *cur, int timeout_ms, int
                 if (!ev) continue;
                 if (is_events) snprintf(cur->events_id, sizeof cur->events_id, "%s", sid);
                 else snprintf(cur->metrics_id, sizeof cur->metrics_id, "%s", sid);
-                /* The audit trail (issue 45) shares pacer:events but is not for the
+                /* The audit trail shares pacer:events but is not for the
                  * streams: it names users and every caller's requests (docs/REDIS.md). */
                 const char *type = json_string_value(json_object_get(ev, "type"));
                 if (is_events && type && strcmp(type, "audit") == 0) {

@@ -454,7 +454,7 @@ static void log_swept(const char *path, long long bytes, void *ctx)
 }
 
 /* A worker killed while it built a data cache (a heartbeat timeout, the OOM killer) leaves
- * its temporary file, as large as the data set (issue 42): remove those of dead processes
+ * its temporary file, as large as the data set: remove those of dead processes
  * at start (fs_atomic_sweep; a live one may be a hand-run worker's build under way). The
  * workers sweep their own cache file's before each build (worker/dsload.c). */
 static void sweep_data_cache(const char *dir)

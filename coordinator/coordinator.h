@@ -183,14 +183,14 @@ int coord_submit_spec_by(coordinator_t *c, const job_spec_t *s, const coord_call
  * total counts the jobs that match state (NULL or "" = any; QUEUED, RUNNING, ...; an
  * unknown state is COORD_EINVAL). limit <= 0 means 50; at most 1000. A summary has id,
  * name, state, model, algorithm, workers, submitted, started, finished, restarts, reason,
- * simulated and owner (the submitter; absent for jobs from before users, issue 45). */
+ * simulated and owner (the submitter; absent for jobs from before users). */
 int coord_list(coordinator_t *c, const char *state, long offset, long limit, json_t **out);
 
 /* One job: {"id", "name", "state", "model", "algorithm", "workers", "world",
  * "dynamic_batch", "simulated", "spec": {...}, "submitted", "started", "finished", "restarts",
  * "attempts", "reason", "pid", "exit_code", "log", "checkpoint_dir", "checkpoint",
  * "cancel_requested", "summary": {...} (the worker's summary file, once written),
- * "parent" (a retry: the job it retries), "retries": [ids of its retries, oldest first], "owner" (issue 45)}.
+ * "parent" (a retry: the job it retries), "retries": [ids of its retries, oldest first], "owner"}.
  * Fields not known yet are absent. */
 int coord_get(coordinator_t *c, const char *id, json_t **out);
 
@@ -344,7 +344,7 @@ int coord_events_open(coordinator_t *c, const char *job, coord_cursor_t *cur);
  * cur. Blocks one pooled connection while it waits. */
 int coord_events_wait(coordinator_t *c, coord_cursor_t *cur, int timeout_ms, int max, json_t **out);
 
-/* ---- users (users.c; common/users.h; issue 45) -------------------------------------------------------------
+/* ---- users (users.c; common/users.h) -------------------------------------------------------------
  * Records live in Redis (KEY_USERS), a model's uploader in KEY_MODEL_OWNERS, a job's in
  * its hash ("owner"). The daemon's own token is the user "admin" and has no record. */
 

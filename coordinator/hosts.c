@@ -222,7 +222,7 @@ int hosts_usable(coordinator_t *c, const char **names, int max, int *slots)
     return n < max ? n : max;
 }
 
-/* A host's last benchmark, with only what it measured (issue 29): one under way has no
+/* A host's last benchmark, with only what it measured: one under way has no
  * figures yet, a failed one its error and no speed, and the ratio comes once its round has
  * ended (the API showed 0 for each of them). */
 static json_t *bench_json(const host_bench_t *b)

@@ -133,7 +133,7 @@ static void cell_add(cell_t *c, ends_t *e, double t, double v)
     c->n++;
 }
 
-/* The accuracy series (issue 29): one evaluation per epoch, the one of the rank that made
+/* The accuracy series: one evaluation per epoch, the one of the rank that made
  * it. A record carries an evaluation when its test_accuracy is a number (the worker writes
  * it only into the record of the rank that evaluated, in the epoch record of the epoch it
  * ends: worker/train.c). Per epoch, the latest epoch record's evaluation stands: an attempt

@@ -1,4 +1,4 @@
-/* coordinator/jobhistory.h - GET /api/v1/jobs/{id}/history (issue 15): a job's metric
+/* coordinator/jobhistory.h - GET /api/v1/jobs/{id}/history: a job's metric
  * history, downsampled so that a long job's charts stay light, built from the metrics
  * records its ranks report (docs/REDIS.md): the job's full stream holds the newest
  * ~20000 records; what it has trimmed comes from the coarse stream, which keeps the whole

@@ -1,4 +1,4 @@
-/* coordinator/jobtrace.h - GET /api/v1/jobs/{id}/trace (issue 15): a job's recent steps as
+/* coordinator/jobtrace.h - GET /api/v1/jobs/{id}/trace: a job's recent steps as
  * Chrome trace event JSON (Perfetto, chrome://tracing), built from the metrics records
  * the ranks report (docs/REDIS.md, the job's stream).
  *

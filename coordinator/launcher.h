@@ -102,7 +102,7 @@ typedef struct {
                                        heartbeat can be expected yet */
     /* Hosts the attempt lost (space-separated; "" = none known): Slurm reports a node
      * that failed under a job (NODE_FAIL, or DOWN while the job ran). The seam for
-     * elastic restarts (issue 14, phase 2): relaunch on the hosts that remain. */
+     * elastic restarts: relaunch on the hosts that remain. */
     char lost_hosts[512];
 } launch_status_t;
 

@@ -1,5 +1,5 @@
 /* coordinator/netprobe.h - the job's network between hosts, probed the way a job is
- * launched (issue 30; the worker side is worker/netprobe.h).
+ * launched (the worker side is worker/netprobe.h).
  *
  * The remote-shell probe (launcher.h) says a host answers on the network ssh uses. A job
  * needs more: the launcher's control channel from here to the host, and MPI's messages

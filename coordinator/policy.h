@@ -176,7 +176,7 @@ int policy_ranks(const policy_state_t *s, const policy_queued_t *q);
  * 1 then, else 0 with out "". */
 int policy_oversubscribed(int ranks, int slots, char *out, size_t len);
 
-/* ---- Host classes (issue 46) -------------------------------------------------------
+/* ---- Host classes -------------------------------------------------------
  * Hosts grouped by class (fast, half, quarter: one GPU generation each), each job type with
  * a measured speed per class. A job's throughput on an allocation is the sum of its slots'
  * speeds: pacer's per-node batch split (dynamic batching) gives each slot a batch in

@@ -1,4 +1,4 @@
-/* coordinator/preflight.h - benchmarks of the cluster's hosts (issue 14's pre-flight, the
+/* coordinator/preflight.h - benchmarks of the cluster's hosts (the pre-flight, the
  * coordinator side; `pacer-worker --benchmark N` is the worker side, worker/benchmark.h).
  *
  * A round measures one model on some hosts: on each, `pacer-worker --spec S --benchmark

@@ -7,7 +7,7 @@
  *   heartbeats, batch plans, log size -> on exit, supervise_decide() says SUCCEEDED,
  *   FAILED, CANCELLED or RESTARTING (relaunched with --resume after a backoff).
  *
- * Elastic restarts (issue 14): an attempt that fails on a multi-host launcher has its
+ * Elastic restarts: an attempt that fails on a multi-host launcher has its
  * hosts probed first (PH_PROBING, hosts.h); when one is gone the job is relaunched at
  * once, without using a restart, on the hosts that remain, with the world that fits them
  * (hosts_elastic_world) and the same global batch, from its last checkpoint. While a job
@@ -15,7 +15,7 @@
  * its next checkpoint (KILL_RESIZE) and relaunched on more. Each change of world is a
  * resize: logged, an event {"type": "resize"}, and the job's "resizes" field.
  *
- * A host cut off from the job's network (issue 30) answers the remote shell, so after
+ * A host cut off from the job's network answers the remote shell, so after
  * the remote-shell probes found no host down, the attempt's hosts get a network probe
  * (netprobe.h: MPI messages between them, launched as a job is); a host it finds failing
  * is left out as a lost one is, and comes back when a later probe passes (hosts.c).

@@ -1,4 +1,4 @@
-/* coordinator/stall.h - a job whose ranks wait and none trains (issue 30): the policy
+/* coordinator/stall.h - a job whose ranks wait and none trains: the policy
  * that reads the ranks' waiting reports and heartbeats, and the words that say it.
  *
  * A rank waiting in a collective far longer than its steps take says so in its node hash

@@ -1,4 +1,4 @@
-/* coordinator/users.c - the users store (issue 45): KEY_USERS holds one field per user
+/* coordinator/users.c - the users store: KEY_USERS holds one field per user
  * (its record, common/users.h: role, salt, salted hash of its token, created, expires,
  * created_by), KEY_MODEL_OWNERS the uploader of each uploaded model; a job's owner is a
  * field of its hash. A removed user's jobs and models pass to "NAME#removed-N" (REMOVE_LUA),

@@ -65,7 +65,7 @@ int handler_refused(http_req_t *rq, int act, const char *kind, const char *id, i
 
 static const char *job_id(http_req_t *rq) { return rq->match.params[0]; }
 
-/* A member may change only their own jobs (issue 45): 0 when rq's caller may do act to
+/* A member may change only their own jobs: 0 when rq's caller may do act to
  * the job of the route; else 1 with the answer queued in *ret (403, or 503 when the owner
  * cannot be read). An unknown job goes on to the handler's own 404. */
 static int job_refused(http_req_t *rq, user_action_t act, int *ret)
@@ -258,7 +258,7 @@ int handle_job_cancel(http_req_t *rq)
     return respond_json(rq->conn, status, job, NULL, 0);
 }
 
-/* POST /api/v1/jobs/{id}/retry (issue 15): the new job, 201 with its Location. The
+/* POST /api/v1/jobs/{id}/retry: the new job, 201 with its Location. The
  * parent's cached answer is dropped: it now lists the retry. */
 int handle_job_retry(http_req_t *rq)
 {

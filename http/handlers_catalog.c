@@ -12,7 +12,7 @@
 #include "http_internal.h"
 #include "respond.h"
 
-/* An uploaded model's "owner" (its uploader, issue 45; null when none is recorded: a
+/* An uploaded model's "owner" (its uploader; null when none is recorded: a
  * model from before users); other models have none. */
 static void set_owner(json_t *m, json_t *owners)
 {
@@ -38,7 +38,7 @@ int handle_models(http_req_t *rq)
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
 
-/* A member may replace or delete only the models they uploaded (issue 45): 0, or 1 with
+/* A member may replace or delete only the models they uploaded: 0, or 1 with
  * the answer (403, 503) in *ret. */
 static int model_refused(http_req_t *rq, user_action_t act, int *ret)
 {

@@ -1,4 +1,4 @@
-/* http/handlers_users.c - users and tokens (issue 45): GET, POST /api/v1/users and
+/* http/handlers_users.c - users and tokens: GET, POST /api/v1/users and
  * PUT (a weight), DELETE /api/v1/users/{name} (admins: server.c's route_forbidden checks the role before
  * these run), POST /api/v1/token (the caller's own new token) and GET /api/v1/whoami (who
  * the presented token is, for the dashboard's buttons). coordinator/users.c stores them. */

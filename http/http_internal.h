@@ -97,7 +97,7 @@ struct http_req {
     size_t raw_len;
     int raw_query;
     int target_nul;
-    /* The caller (server.c's authorized, issue 45): "admin" for the daemon's token and for
+    /* The caller (server.c's authorized): "admin" for the daemon's token and for
      * everyone when no token is configured; a user's name for their token; "" for an
      * anonymous reader (--public-reads). */
     char user[USER_NAME_MAX + 1];

@@ -71,7 +71,7 @@ static void rank_label(json_t *rank, char *lab, size_t len)
 
 /* One family with labels job and rank: each rank's field key, of the rank object itself or
  * (stale) of its "staleness" object. A value that is not a number (null: not measured, or
- * absent) exports no sample at all, never a 0 (issue 29). */
+ * absent) exports no sample at all, never a 0. */
 static void rank_family(textbuf_t *b, const prom_input_t *in, const char *name, const char *type, const char *help,
                         int stale, const char *key)
 {
@@ -87,7 +87,7 @@ static void rank_family(textbuf_t *b, const prom_input_t *in, const char *name, 
             json_t *v = json_object_get(src, key);
             if (!json_is_number(v)) continue;
             /* A statistic of the rank's updates (all but their count) is absent until it
-             * has applied one, even where a worker from before issue 29 wrote 0 for the
+             * has applied one, even where an older worker wrote 0 for the
              * mean of none. */
             if (stale && strcmp(key, "count") != 0 && !(json_number_value(json_object_get(src, "count")) > 0)) continue;
             rank_label(rank, lab, sizeof lab);

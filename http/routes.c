@@ -9,7 +9,7 @@
 #include "users.h"
 
 /* What each route that is not a plain read does, for the role rules (common/users.h's
- * user_action_t, issue 45; http/server.c's route_forbidden asks routes_action). A separate
+ * user_action_t; http/server.c's route_forbidden asks routes_action). A separate
  * table, so that a new row of ROUTES needs no field more. */
 static const struct {
     const char *method, *pattern;

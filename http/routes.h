@@ -56,11 +56,11 @@ int route_pattern_match(const char *pattern, const char *path, route_match_t *m)
  * holds an encoded NUL: ROUTE_NUL_NONE, ROUTE_NUL_PATH or ROUTE_NUL_QUERY. libmicrohttpd
  * decodes %00 into the C string it hands the handlers, which would then read "/a" for
  * "/a%00b": a name cut short, another resource than the one asked for. The server
- * refuses such a request with 400 (issue 42). */
+ * refuses such a request with 400. */
 enum { ROUTE_NUL_NONE = 0, ROUTE_NUL_PATH = 1, ROUTE_NUL_QUERY = 2 };
 int routes_target_nul(const char *raw);
 
-/* What route r does, for the role rules (common/users.h's user_action_t; issue 45): its
+/* What route r does, for the role rules (common/users.h's user_action_t): its
  * entry in routes.c's action table; else USER_ACT_READ for a read, and USER_ACT_ADMIN
  * (admins only) for a ROUTE_MUTATES route nobody classified, so that a new change is not
  * opened to members by default. */

@@ -194,7 +194,7 @@ static void set_caller(http_req_t *rq, const char *user, user_role_t role)
     rq->authed = 1;
 }
 
-/* Who is calling (issue 45): sets rq->user and rq->role and returns NULL, or returns the
+/* Who is calling: sets rq->user and rq->role and returns NULL, or returns the
  * 401's detail. No token configured: everyone is the local admin (the listen address is
  * loopback and the Host rule holds), but a request that presents a token is refused: this
  * coordinator checks none, and answering it as the admin would tell its sender that a
@@ -401,7 +401,7 @@ static json_t *early_problem(http_req_t *rq, http_header_t *hdrs, size_t *nhdrs)
     return NULL;
 }
 
-/* The audit trail (issue 45): every call to a route that changes something, by a known
+/* The audit trail: every call to a route that changes something, by a known
  * caller, refused or not, appends who, what, the target and the answer's status to the
  * events stream (coord_audit). Anonymous and unauthenticated requests are not recorded:
  * they change nothing, and a flood of them must not fill the stream. */

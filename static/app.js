@@ -134,7 +134,7 @@
     loadMe().then(route);
   });
 
-  // Who the token is (GET /api/v1/whoami, issue 45): the page shows only the buttons the
+  // Who the token is (GET /api/v1/whoami): the page shows only the buttons the
   // role can use. The server decides in any case (403 naming the rule); unknown (an old
   // coordinator, a wrong token) shows everything.
   let me = null;

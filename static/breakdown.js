@@ -1,4 +1,4 @@
-// static/breakdown.js - the job page's "Where the time goes" panel (issue 15): per rank, a
+// static/breakdown.js - the job page's "Where the time goes" panel: per rank, a
 // stacked bar of the mean step over its last N step records, split into the phases the
 // worker measures (common/phases.h: data, compute, comm, compress, wait, optimizer,
 // emulated, other; they add up to step_s), and the rank that holds the job back.

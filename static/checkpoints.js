@@ -1,4 +1,4 @@
-// static/checkpoints.js - the job page's "Checkpoints" panel (issue 15, job lifecycle): the
+// static/checkpoints.js - the job page's "Checkpoints" panel (job lifecycle): the
 // checkpoints the job keeps (checkpoint.keep_last, keep_best; docs/JOB_SPEC.md "Checkpoint
 // retention") as GET /api/v1/jobs/{id} lists them in "checkpoints": step, epoch, test
 // accuracy, size, which is the latest and which the best, and the space they use. app.js

@@ -1,4 +1,4 @@
-// static/cluster.js - the dashboard's Cluster page (#/cluster, issue 14): the hosts of the
+// static/cluster.js - the dashboard's Cluster page (#/cluster): the hosts of the
 // coordinator's launcher with their state (up, slow, failing, down, and why), slots, the
 // jobs that hold them, devices, measured speeds per model and device (their profiles: the last benchmark's or
 // the jobs'), and the last benchmark; a button runs a benchmark of a model on every host
@@ -95,7 +95,7 @@
     const status = el('span', { id: 'bench-status', class: 'muted' });
     const label = el('label', {}, 'Model ');
     label.append(pick);
-    // A benchmark is an admin's (issue 45): other roles see the results, not the button.
+    // A benchmark is an admin's: other roles see the results, not the button.
     // (marked data-needs: app.js hides them again once it knows who the caller is)
     label.dataset.needs = run.dataset.needs = 'cluster';
     const role = window.pacerRole;

@@ -1,4 +1,4 @@
-// static/compare.js - the compare view (issue 15), #/compare?ids=j-1,j-2[,...]: two or
+// static/compare.js - the compare view, #/compare?ids=j-1,j-2[,...]: two or
 // more jobs' training loss and test accuracy overlaid against a selectable x axis (time
 // since the start, epochs, samples), and their specs side by side with the fields that
 // differ highlighted. Reached from the job list (tick two or more jobs, "Compare").

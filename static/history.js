@@ -1,4 +1,4 @@
-// static/history.js - the job page's chart data (issue 15): the whole run, as the server
+// static/history.js - the job page's chart data: the whole run, as the server
 // downsampled it (GET /api/v1/jobs/{id}/history?points=N: min/max per time bucket,
 // coordinator/jobhistory.h), with the live records of the event stream appended after it.
 // When the appended points outgrow their budget (app.js: 3000 per rank) the page fetches

@@ -1,5 +1,5 @@
 /* worker/benchmark.h - pacer-worker --benchmark N: the node speed of this host for a job's
- * model, measured the way training measures it: the worker side of issue 14's pre-flight.
+ * model, measured the way training measures it: the worker side of the pre-flight.
  * The coordinator side (running it on each host before a job's first launch and on
  * demand, storing the speed in the host's profile) is coordinator/preflight.c.
  *

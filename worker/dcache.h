@@ -115,7 +115,7 @@ void dcache_build_abort(dcache_build_t *b);
 /* File: the first `bytes` bytes of split s's pixels are written; their whole pages leave
  * this process's mapping (madvise MADV_DONTNEED of a shared file mapping: the dirty pages
  * stay in the page cache, commit's msync writes them), so that the builder's resident
- * size stays at a chunk, not at the data set (issue 42). Memory builds: nothing. */
+ * size stays at a chunk, not at the data set. Memory builds: nothing. */
 void dcache_build_release(dcache_build_t *b, int s, uint64_t bytes);
 
 /* How much of the cache file at path this process has mapped, from /proc/self/smaps:

@@ -199,8 +199,8 @@ static int fill_folder(const dsload_opts_t *o, source_t *src, int split, dcache_
 
 /* Streams an .npz's x array of a split into the build, a chunk of samples at a time:
  * read, convert each image, write it, release the written pages, so that neither the
- * array nor the decoded split is ever resident whole (a 4.7 GB array grew the worker to
- * 8.5 GB before issue 42). A C-order array holds each sample's bytes together; a
+ * array nor the decoded split is ever resident whole (read whole, a 4.7 GB array grew the
+ * worker to 8.5 GB). A C-order array holds each sample's bytes together; a
  * Fortran-order one spreads every sample over the whole array, so it is read whole (a
  * rare layout, within the same bound, dsload_user). */
 static int fill_npz(const dsload_opts_t *o, source_t *src, int split, dcache_build_t *b, chstats_t *stats, char *err,
@@ -351,7 +351,7 @@ static int build(const dsload_opts_t *o, source_t *src, dcache_header_t *h, cons
     chstats_t stats = {0};
     for (int s = 0; s < 2 && rc == DATA_OK; s++) rc = src->reader->fill(o, src, s, &b, s ? NULL : &stats, err, errlen);
     if (rc != DATA_OK) {
-        /* the one cleanup of a failed build: the temporary file goes (issue 42) */
+        /* the one cleanup of a failed build: the temporary file goes */
         dcache_build_abort(&b);
         return rc;
     }
@@ -396,7 +396,7 @@ static const char *shape_str(const npy_header_t *h, char *out, size_t len)
 
 /* Refuses, before anything is decoded, a data set whose declared size is beyond
  * data_max_bytes: an .npz's x array by its header (a 4.6 MB archive of deflated zeros may
- * declare 4.7 GB, issue 42), and what the cache would hold at the model's shape. */
+ * declare 4.7 GB), and what the cache would hold at the model's shape. */
 static int check_size(const dsload_opts_t *o, const source_t *src, const dcache_header_t *h, char *err, size_t errlen)
 {
     const char *from = "";
@@ -504,7 +504,7 @@ int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsloa
         } else if (lock >= 0) {
             if (strstr(why, "stale") || strstr(why, "damaged"))
                 snprintf(info->cache_note, sizeof info->cache_note, "rebuilt: %.500s", why);
-            /* A builder of this file killed before (issue 42) left its temporary file. */
+            /* A builder of this file killed before left its temporary file. */
             /* as long as any name path holds: a cut prefix would sweep other files */
             char tmps[sizeof path + 8];
             const char *slash = strrchr(path, '/');

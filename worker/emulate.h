@@ -1,5 +1,5 @@
 /* worker/emulate.h - whether an emulated heterogeneous cluster is faithful on this
- * machine (issue 11).
+ * machine.
  *
  * emulate.slowdown[i] = f makes worker i's step take f times its undisturbed step
  * (step.c, worker_compute_grad): the rank computes for u and sleeps for (f - 1) u, so

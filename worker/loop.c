@@ -155,7 +155,7 @@ json_t *worker_health_json(const worker_t *w)
  * family; in the synchronous ones the root, which evaluates and broadcasts the result
  * (comm_evaluate_root), so that every rank can stop at a target accuracy; sgd has one
  * rank. The other ranks know the result without having measured it, and a record of
- * theirs that carried it would make one evaluation look like several (issue 29: the
+ * theirs that carried it would make one evaluation look like several (the
  * history had one point per rank and epoch, and a parameter server's workers, which never
  * evaluate, reported 0). Each evaluation is reported once: in its epoch's record, or in
  * the final record of a run resumed after its last epoch end (worker_finish_resumed),

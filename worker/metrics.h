@@ -10,7 +10,7 @@
  * never waits for a slow disk or an unreachable Redis.
  *
  * A figure a rank did not measure is null (NaN here) or absent in the JSON, never 0 or
- * the last value (issue 29): see the members below.
+ * the last value: see the members below.
  */
 #ifndef PACER_METRICS_H
 #define PACER_METRICS_H

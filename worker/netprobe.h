@@ -1,5 +1,5 @@
 /* worker/netprobe.h - pacer-worker --netprobe S: does the job's network carry MPI
- * messages between these hosts? The worker side of issue 30's network probe; the
+ * messages between these hosts? The worker side of the coordinator's network probe; the
  * coordinator side (when it runs, what it concludes) is coordinator/netprobe.h.
  *
  * Launched the way a job is (mpirun over the attempt's hosts, one rank per host), so the

@@ -1,4 +1,4 @@
-/* worker/phase.h - where a training step's time goes (issue 15): the step's wall time,
+/* worker/phase.h - where a training step's time goes: the step's wall time,
  * partitioned into the phases of common/phases.h.
  *
  * The step timer is marks on one clock (clock_mono_s): phase_mark(p, PHASE_X) books the

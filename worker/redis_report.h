@@ -80,7 +80,7 @@ void redis_report_watch_gpu(metrics_sink_t *s, nvml_t *gpu);
 #define REDIS_REPORT_HEALTH_MAX 512
 void redis_report_health(metrics_sink_t *s, const char *json);
 
-/* A rank stuck in a collective (issue 30): the sink thread reads the rank's wait mark
+/* A rank stuck in a collective: the sink thread reads the rank's wait mark
  * (worker/waitmark.h) every round trip and, once the wait has lasted longer than
  * waitmark_limit_s of the median of the rank's last REDIS_REPORT_STEP_WINDOW step times,
  * writes it into the node hash (waiting, waiting_peer, waiting_since, waiting_limit_s;

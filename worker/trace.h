@@ -1,4 +1,4 @@
-/* worker/trace.h - the worker's timeline (--trace FILE, issue 15): a bounded ring of the
+/* worker/trace.h - the worker's timeline (--trace FILE): a bounded ring of the
  * rank's most recent phase slices and step events, written at the end of the job as
  * Chrome trace event JSON (Perfetto, chrome://tracing).
  *

@@ -1,4 +1,4 @@
-/* worker/waitmark.h - "this rank has been waiting in collective X since t" (issue 30):
+/* worker/waitmark.h - "this rank has been waiting in collective X since t":
  * what a training step publishes when it enters a blocking MPI call, for the Redis sink's
  * thread (worker/redis_report.c) to read and report when the wait lasts far longer than
  * the rank's steps take.

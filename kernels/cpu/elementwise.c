@@ -206,7 +206,7 @@ __attribute__((target_clones("avx2", "default"))) void hardswish_backward(size_t
  * the ViT, where 89% of GELU's arguments are small from init but only 2.5% of its blocks of
  * 32, a block costs the small branch, the listing (erf_list_avx2: 8 positions at a time,
  * about 0.1 ns an element; one at a time, branch-free, was 0.5) and the full function of
- * its large elements only (issue 44). A block of more than ERF_LIST_MAX large arguments
+ * its large elements only. A block of more than ERF_LIST_MAX large arguments
  * takes the full function whole, as all blocks did before (listing them one at a time cost
  * more there: 2.75 against 2.05 ns an element with two thirds of them large). */
 enum { ERF_BLOCK = 32, ERF_CHUNK = 8 * ERF_BLOCK, ERF_LIST_MAX = ERF_BLOCK / 3 };

@@ -6,7 +6,7 @@
  * axis, after merging the axes that are contiguous with each other. A ViT's head split (a
  * (T, heads, D) tensor read as (heads, T, D)), its attention scale (q / sqrt(D)), ConvNeXt's
  * NCHW <-> NHWC permutes and its layer scale are then loops over runs of 16 to 200k floats
- * instead of one carry test per float (issue 44's speed goal). */
+ * instead of one carry test per float (the copy runs at memory speed). */
 #include <stddef.h>
 
 /* The binary rows' selects and divisions are followed by arithmetic gcc would otherwise

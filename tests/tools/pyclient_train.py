@@ -153,13 +153,13 @@ def check_refusal_hints(softplus_refusal):
     """A 422 naming an operator pacer does not know ends with what to do about it: from a
     real coordinator for Softplus (no row: replace the module); from the client's table,
     on the importer's own words, for an operator this coordinator trains (Clip, ReLU6's: a
-    refusal of it means an older pacer), a transformer's (issue 44) and Bernoulli."""
+    refusal of it means an older pacer), a transformer's and Bernoulli."""
     if not softplus_refusal.endswith("[Softplus: not supported: replace the module that exports it by one pacer "
                                      "trains (`pacer-worker --list-ops` lists them), or, for a layer that only "
                                      "matters in training (e.g. a random one), export it in inference form]"):
         fail("the Softplus refusal does not end with what to do: %s" % softplus_refusal)
     words = "node '/act/Clip': operator %s is not supported (supported: Conv, Relu)"
-    for op, needle in (("Clip", "ReLU6 and Hardtanh export as Clip, supported since issue 43: update pacer"),
+    for op, needle in (("Clip", "ReLU6 and Hardtanh export as Clip, supported by newer versions of pacer: update pacer"),
                        ("LayerNormalization", "pacer trains it since its transformer operators: update pacer"),
                        ("Bernoulli", "StochasticDepth"), ("Foo", "not supported: replace the module")):
         hint = pacer.client._refusal_hint(words % op)

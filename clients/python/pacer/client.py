@@ -39,9 +39,9 @@ class PacerError(Exception):
 
 # What to do about an operator the coordinator refused (422 model-unsupported): a short
 # table for the operators people meet first, keyed by ONNX op_type; anything else gets
-# _HINT_OTHER. "update pacer" rows are operators pacer trains since issue 43, so a
+# _HINT_OTHER. "update pacer" rows are operators newer versions of pacer train, so a
 # refusal naming one comes from a coordinator (and workers) older than that.
-_HINT_UPDATE = "supported since issue 43: update pacer (coordinator and workers) to a version that has it"
+_HINT_UPDATE = "supported by newer versions of pacer: update pacer (coordinator and workers) to a version that has it"
 _HINT_TRANSFORMER = ("pacer trains it since its transformer operators: update pacer (coordinator and workers) "
                      "to a version that has it")
 _HINT_OTHER = ("not supported: replace the module that exports it by one pacer trains (`pacer-worker --list-ops` "
@@ -207,7 +207,7 @@ class Client:
     """A coordinator at url (e.g. "http://127.0.0.1:8080", "https://pacer.example:8443");
     token is a user's token (from `pacer user add`) or the daemon's own (sent as
     "Authorization: Bearer"), None for a daemon that needs none. What the token may do is
-    its role's (issue 45): a refusal raises PacerError with status 403 and the rule in its
+    its role's: a refusal raises PacerError with status 403 and the rule in its
     message.
 
     https: the coordinator's certificate is verified against the CA certificate(s) in
@@ -300,7 +300,7 @@ class Client:
     def delete_model(self, name):
         self.request("DELETE", "/api/v1/models/" + urllib.parse.quote(name, safe=""))
 
-    # ---- users (issue 45) ------------------------------------------------------------
+    # ---- users ------------------------------------------------------------
     def whoami(self):
         """{"name", "role", "auth", ...}: who this client's token is."""
         return self._json("GET", "/api/v1/whoami")

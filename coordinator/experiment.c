@@ -519,11 +519,12 @@ static int trial_submit(coordinator_t *c, exp_t *e, int i, const coord_caller_t 
     snprintf(t->job, sizeof t->job, "%s", job);
     snprintf(t->state, sizeof t->state, "QUEUED");
     t->reason[0] = 0;
-    e->dirty[i] = 1;
+    e->dirty[i] = 2; /* a new job: its hash gets the experiment's id (exp_save) */
     return COORD_OK;
 }
 
-/* HSET of the trials marked dirty (and the job hashes' "experiment" of new ones). */
+/* HSET of the trials marked dirty (1), and of new trials' jobs (2) also the job hash's
+ * "experiment" and "trial". */
 static int exp_save(redisContext *rc, exp_t *e)
 {
     int n = 0;
@@ -538,7 +539,7 @@ static int exp_save(redisContext *rc, exp_t *e)
         int ok = reply_ok(r);
         if (r) freeReplyObject(r);
         if (!ok) return JS_EREDIS;
-        if (e->trials[i].job[0]) {
+        if (e->dirty[i] == 2 && e->trials[i].job[0]) {
             r = redisCommand(rc, "HSET " KEY_JOB " experiment %s trial %d", e->trials[i].job, e->id, i);
             if (r) freeReplyObject(r);
         }
@@ -665,7 +666,7 @@ int coord_experiment_submit(coordinator_t *c, const json_t *body, const coord_ca
     if (code == COORD_OK) {
         int js = exp_store(rc, &e);
         if (js == JS_OK) {
-            e.dirty[0] = 1;
+            e.dirty[0] = 2;
             exp_save(rc, &e); /* the first job's "experiment" */
             exp_event(rc, &e, 0, "submitted", NULL, e.submitted);
         }
@@ -844,9 +845,10 @@ static int trials_advance(coordinator_t *c, redisContext *rc, exp_t *e, double n
     return code;
 }
 
-/* Starts pending trials while fewer than max_concurrent are live. A refusal for a limit
- * (the owner's queue is full) waits; any other fails that trial. */
-static void trials_start(coordinator_t *c, exp_t *e, char *waiting, size_t wlen)
+/* Starts pending trials while fewer than max_concurrent are live, each recorded as soon
+ * as its job is stored. A refusal for a limit (the owner's queue is full) waits; any other
+ * fails that trial. */
+static void trials_start(coordinator_t *c, redisContext *rc, exp_t *e, char *waiting, size_t wlen)
 {
     int live = 0;
     for (int i = 0; i < e->search.trials; i++) live += e->trials[i].job[0] && !state_final(e->trials[i].state);
@@ -868,6 +870,9 @@ static void trials_start(coordinator_t *c, exp_t *e, char *waiting, size_t wlen)
             continue;
         }
         clog_printf("experiment %s: trial %d started as %s", e->id, i, t->job);
+        /* recorded at once: a coordinator that stops before the tick's save would else
+         * submit the trial again */
+        exp_save(rc, e);
         live++;
     }
 }
@@ -910,7 +915,7 @@ static int exp_step(coordinator_t *c, redisContext *rc, const char *id, double n
     if (!running) cancel_trial_jobs(c, &e); /* cancelled: a trial started meanwhile stops too */
     js = trials_advance(c, rc, &e, now);
     char waiting[EXP_REASON_MAX] = "";
-    if (js == JS_OK && running) trials_start(c, &e, waiting, sizeof waiting);
+    if (js == JS_OK && running) trials_start(c, rc, &e, waiting, sizeof waiting);
     if (js == JS_OK && exp_save(rc, &e) >= 0 && running) {
         if (strcmp(waiting, e.reason) != 0) {
             redisReply *r = redisCommand(rc, "HSET " KEY_EXPERIMENT " reason %s", id, waiting);

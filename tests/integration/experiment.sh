@@ -76,6 +76,8 @@ printf 'sweep-t%d\n' 0 1 2 3 4 5 | diff - "$TMP/names" >/dev/null ||
 jq -r '.trials[].job' "$TMP/x.json" | while read -r j; do q "$j" .submitted; done >"$TMP/submitted"
 awk -v r="$restart_at" '$1 > r { n++ } END { exit !(n > 0) }' "$TMP/submitted" ||
     fail "no trial of $X started after the coordinator's restart at $restart_at: $(cat "$TMP/submitted")"
+j0=$(jq -r '.trials[0].job' "$TMP/x.json")
+[ "$(q "$j0" '"\(.experiment) \(.trial)"')" = "$X 0" ] || fail "job $j0 does not say it is trial 0 of $X"
 stopped=$(jq '[.trials[] | select(.state == "STOPPED")] | length' "$TMP/x.json")
 [ "$stopped" -ge 1 ] || { cat "$TMP/x.json"; fail "ASHA stopped no trial of $X"; }
 exp_events | grep -q '"action":"promoted"' || fail "ASHA promoted no trial of $X"

@@ -83,7 +83,9 @@ size_t onnx_supported_ops(char *buf, size_t len) { return model_op_onnx_names(bu
 void onnx_print_supported_ops(FILE *f)
 {
     fprintf(f, "| ONNX operators | pacer layer |\n| --- | --- |\n");
-    for (int k = 0; k < LAYER_KIND_COUNT; k++) fprintf(f, "| %s | %s |\n", MODEL_OPS[k].onnx_import, MODEL_OPS[k].name);
+    /* a row with no ONNX operator (built in only: the language models') imports nothing */
+    for (int k = 0; k < LAYER_KIND_COUNT; k++)
+        if (*MODEL_OPS[k].onnx_import) fprintf(f, "| %s | %s |\n", MODEL_OPS[k].onnx_import, MODEL_OPS[k].name);
     fprintf(f,
             "| %s | none: folded into constants, aliases of their input, or the padding of the layer after them "
             "|\n",

@@ -165,6 +165,12 @@ int coord_submit(coordinator_t *c, const char *spec_json, char *id, size_t idlen
 }
 
 /* Parses spec_json and submits it; parent (may be NULL) is the job a retry comes from. */
+/* coord_submit_spec, recording parent (NULL = none), by a caller (NULL: nobody): what
+ * coord_submit_as and the coord_submit_spec* calls share (defined with the admission
+ * checks, below). */
+static int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *parent, const coord_caller_t *by,
+                                char *id, size_t idlen, json_t **job, char *err, size_t errlen);
+
 int coord_submit_as(coordinator_t *c, const char *spec_json, const char *parent, const coord_caller_t *by, char *id,
                     size_t idlen, char *err, size_t errlen)
 {
@@ -373,8 +379,8 @@ static int admitted(coordinator_t *c, const job_spec_t *s, int world, char *over
     return !(c->daemon && !s->simulate.enabled && !memory_fits(c, s, world, err, errlen));
 }
 
-int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *parent, const coord_caller_t *by, char *id,
-                         size_t idlen, json_t **job, char *err, size_t errlen)
+static int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *parent, const coord_caller_t *by,
+                                char *id, size_t idlen, json_t **job, char *err, size_t errlen)
 {
     json_t *doc = NULL, *h = NULL;
     redisContext *rc = NULL;

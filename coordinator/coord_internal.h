@@ -148,9 +148,6 @@ int coord_job_path(const coordinator_t *c, const char *id, const char *leaf, cha
  * by a caller (NULL: nobody; coord_submit_spec_by). */
 int coord_submit_as(coordinator_t *c, const char *spec_json, const char *parent, const coord_caller_t *by, char *id,
                     size_t idlen, char *err, size_t errlen);
-/* coord_submit_spec, recording parent (NULL = none), by a caller (NULL: nobody). */
-int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *parent, const coord_caller_t *by, char *id,
-                         size_t idlen, json_t **job, char *err, size_t errlen);
 /* After writing user as the owner in field of hash key (a job's "owner", a model's in
  * KEY_MODEL_OWNERS): when user was removed in between (a request checked before the
  * removal, stored after it), the owner becomes "NAME#removed", never the next account of

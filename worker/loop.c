@@ -115,7 +115,8 @@ void worker_health_loss(worker_t *w, long step, float loss)
     if (w->rank == 0 && w->health.state == HEALTH_OK && health_step(&w->health, step, loss)) health_collapsed(w);
 }
 
-void worker_health_eval(worker_t *w)
+/* The collapse detector fed an evaluation's test accuracy (worker_health_loss's twin). */
+static void worker_health_eval(worker_t *w)
 {
     /* NaN: nothing was evaluated (worker_evaluate); a missing figure is not judged. */
     if (isnan(w->test_accuracy)) return;
@@ -177,7 +178,10 @@ void worker_report_epoch(worker_t *w, metrics_kind_t kind, int with_eval)
     metrics_push(w->metrics, r);
 }
 
-int worker_target_reached(worker_t *w)
+/* After an evaluation (test_accuracy just measured, the same on every rank): 1 when it
+ * reaches target_accuracy, and the first time also time_to_target_s = loop_s (the
+ * caller keeps loop_s current). */
+static int worker_target_reached(worker_t *w)
 {
     const job_spec_t *s = w->spec;
     if (!(s->target_accuracy > 0) || !(w->test_accuracy >= s->target_accuracy)) return 0;
@@ -185,7 +189,9 @@ int worker_target_reached(worker_t *w)
     return 1;
 }
 
-void worker_evaluated_between(worker_t *w)
+/* After an evaluation between epoch ends (eval_every_steps): its record, and the stop
+ * when it reaches the target. */
+static void worker_evaluated_between(worker_t *w)
 {
     w->eval_step = w->global_step;
     worker_health_eval(w);

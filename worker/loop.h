@@ -27,11 +27,12 @@ void worker_report_step(worker_t *w);
  * loop.c for which ranks carry an evaluation. */
 void worker_report_epoch(worker_t *w, metrics_kind_t kind, int with_eval);
 
-/* The collapse detector (health.h) at rank 0: a step's training loss, an evaluation's
- * test accuracy. On a collapse they say so (stderr, the Redis node hash) and, with
- * on_collapse fail or restart, set collapse_stop. No-ops on the other ranks. */
+/* The collapse detector (health.h) at rank 0 fed a step's training loss (loop.c feeds it
+ * the evaluations' test accuracy itself). On a collapse it says so (stderr, the Redis node
+ * hash) and, with on_collapse fail or restart, sets collapse_stop. A no-op on the other
+ * ranks. */
 void worker_health_loss(worker_t *w, long step, float loss);
-void worker_health_eval(worker_t *w);
+
 /* Every HEALTH_AGREE_STEPS steps, or now with now (an epoch end, where the ranks meet
  * anyway), and always in one process: stop (STOP_COLLAPSE) when rank 0 has set
  * collapse_stop; one broadcast of an int among the ranks. */
@@ -45,14 +46,6 @@ void worker_health_agree(worker_t *w, int now);
  * epoch's running loss is not in the checkpoint, so train_loss_running is null, which
  * does not count as a divergence. */
 void worker_finish_resumed(worker_t *w);
-
-/* After an evaluation (test_accuracy just measured, the same on every rank): 1 when it
- * reaches target_accuracy, and the first time also time_to_target_s = loop_s (the
- * caller keeps loop_s current). */
-int worker_target_reached(worker_t *w);
-/* After an evaluation between epoch ends (eval_every_steps): its record, and the stop
- * when it reaches the target. */
-void worker_evaluated_between(worker_t *w);
 
 /* ---- end-of-step policies: one home for the synchronous loop (train_loop) and the
  * parameter server's (worker/ps.c serve) ---- */

@@ -333,6 +333,32 @@ static int load_data(worker_t *w, const job_spec_t *spec, const catalog_model_t 
     return rc;
 }
 
+/* The batch buffers (x, y: max_batch samples; pinned on a GPU rank), the epoch order, the
+ * per-worker plan arrays with an even first plan, and the undisturbed step costs. 0, or -1
+ * with err when out of memory. */
+static int alloc_batch_buffers(worker_t *w, char *err, size_t errlen)
+{
+    const model_t *m = w->model;
+    size_t img = (size_t)m->C * m->H * m->W;
+    w->x = page_alloc((size_t)w->max_batch * img * sizeof(float));
+    w->y = page_alloc((size_t)w->max_batch * m->positions * sizeof *w->y); /* a label per position */
+    w->eval_idx = calloc((size_t)w->max_batch, sizeof *w->eval_idx);
+    w->perm = calloc((size_t)w->train.n, sizeof *w->perm);
+    w->batch_of = calloc((size_t)w->nworkers, sizeof *w->batch_of);
+    w->dropout_of = calloc((size_t)w->nworkers, sizeof *w->dropout_of);
+    w->plan_next = calloc((size_t)w->nworkers, sizeof *w->plan_next);
+    w->plan_speeds = calloc((size_t)w->nworkers, sizeof *w->plan_speeds);
+    w->undisturbed_s = calloc((size_t)w->max_batch + 1, sizeof *w->undisturbed_s);
+    if (!w->x || !w->y || !w->eval_idx || !w->perm || !w->batch_of || !w->dropout_of || !w->plan_next ||
+        !w->plan_speeds || !w->undisturbed_s) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (w->gpu) pin_host_buffers(w);
+    planner_even(w->global_batch, w->nworkers, w->batch_of);
+    return 0;
+}
+
 int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world, int nworkers, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
@@ -421,23 +447,7 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
      * loss); a simulation that skips the computation learns nothing by design. */
     if (rank == 0 && !sim_skip_compute(w)) health_init(&w->health, m->num_classes);
 
-    size_t img = (size_t)m->C * m->H * m->W;
-    w->x = page_alloc((size_t)w->max_batch * img * sizeof(float));
-    w->y = page_alloc((size_t)w->max_batch * m->positions * sizeof *w->y); /* a label per position */
-    w->eval_idx = calloc((size_t)w->max_batch, sizeof *w->eval_idx);
-    w->perm = calloc((size_t)w->train.n, sizeof *w->perm);
-    w->batch_of = calloc((size_t)w->nworkers, sizeof *w->batch_of);
-    w->dropout_of = calloc((size_t)w->nworkers, sizeof *w->dropout_of);
-    w->plan_next = calloc((size_t)w->nworkers, sizeof *w->plan_next);
-    w->plan_speeds = calloc((size_t)w->nworkers, sizeof *w->plan_speeds);
-    w->undisturbed_s = calloc((size_t)w->max_batch + 1, sizeof *w->undisturbed_s);
-    if (!w->x || !w->y || !w->eval_idx || !w->perm || !w->batch_of || !w->dropout_of || !w->plan_next ||
-        !w->plan_speeds || !w->undisturbed_s) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    if (w->gpu) pin_host_buffers(w);
-    planner_even(w->global_batch, w->nworkers, w->batch_of);
+    if (alloc_batch_buffers(w, err, errlen) != 0) return -1;
 
     w->steps_per_epoch = w->train.n / w->global_batch;
     if (w->steps_per_epoch < 1) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "op_table.h"
 #include "rng.h"
@@ -814,13 +815,24 @@ static int mark_no_decay(model_t *m)
     return 0;
 }
 
+/* Zeroes a buffer of whole pages (its start page-aligned, its size a multiple of 4096, as
+ * every fused buffer here is) without touching them: the kernel hands them back and maps
+ * zero pages on the next access, so a buffer nobody writes (the optimizer state of a
+ * sharded job outside a rank's range, worker/shard.h) never becomes resident. memset
+ * where the kernel says no. */
+static void zero_pages(void *p, size_t bytes)
+{
+    if (bytes && ((uintptr_t)p & 4095) == 0 && (bytes & 4095) == 0 && madvise(p, bytes, MADV_DONTNEED) == 0) return;
+    memset(p, 0, bytes);
+}
+
 int model_alloc_moment2(model_t *m)
 {
     if (m->moment2) return 0;
     const size_t bytes = (m->nparams * sizeof(float) + 4095) & ~(size_t)4095;
     m->moment2 = aligned_alloc(4096, bytes ? bytes : 4096);
     if (!m->moment2) return -1;
-    memset(m->moment2, 0, bytes ? bytes : 4096);
+    zero_pages(m->moment2, bytes ? bytes : 4096);
     return 0;
 }
 
@@ -837,9 +849,17 @@ static int alloc_buffers(model_t *m)
         if (!(ptr)) return -1;                                        \
         memset((ptr), 0, bytes_ ? bytes_ : 4096);                     \
     } while (0)
+    /* the optimizer state: zero but not resident until written (zero_pages) */
+#define ALLOC_UNTOUCHED(ptr, n)                                       \
+    do {                                                              \
+        size_t bytes_ = ((n) * sizeof *(ptr) + 4095) & ~(size_t)4095; \
+        (ptr) = aligned_alloc(4096, bytes_ ? bytes_ : 4096);          \
+        if (!(ptr)) return -1;                                        \
+        zero_pages((ptr), bytes_ ? bytes_ : 4096);                    \
+    } while (0)
     ALLOC(m->params, m->nparams);
     ALLOC(m->grads, m->nparams + MODEL_GRAD_EXTRA);
-    ALLOC(m->momentum, m->nparams);
+    ALLOC_UNTOUCHED(m->momentum, m->nparams);
     ALLOC(m->buffers, m->nbuffers);
     ALLOC(m->acts, m->act_floats);
     ALLOC(m->dacts, m->act_floats);
@@ -848,6 +868,7 @@ static int alloc_buffers(model_t *m)
     ALLOC(m->ws, m->ws_floats);
     ALLOC(m->probs, (size_t)m->max_batch * m->positions * m->num_classes);
 #undef ALLOC
+#undef ALLOC_UNTOUCHED
     return 0;
 }
 
@@ -1231,8 +1252,10 @@ void model_init_params(model_t *m, uint64_t seed)
             }
         }
     }
-    memset(m->momentum, 0, m->nparams * sizeof(float));
-    if (m->moment2) memset(m->moment2, 0, m->nparams * sizeof(float));
+    /* whole pages, as allocated: zero without making them resident (zero_pages) */
+    const size_t state = (m->nparams * sizeof(float) + 4095) & ~(size_t)4095;
+    zero_pages(m->momentum, state ? state : 4096);
+    if (m->moment2) zero_pages(m->moment2, state ? state : 4096);
 }
 
 /* ---- forward / backward ----------------------------------------------------------------- */

@@ -14,6 +14,10 @@
 #include "shard_plan.h"
 #include "step.h"
 
+/* The reduce-scatter's chunk (1 MiB of floats; reduce_scatter) and its messages' tag. */
+#define SHARD_CHUNK ((size_t)1 << 18)
+#define SHARD_TAG 0x5a4d
+
 /* A range-sized state buffer, 64-byte aligned as the model's (the vector loops' reach),
  * zeroed, with src's range copied in when given (a restored state). */
 static float *range_buffer(size_t n, const float *src)
@@ -56,8 +60,10 @@ static int make_plan(worker_t *w, shard_t *sh, char *err, size_t errlen)
     sh->counts = calloc((size_t)n, sizeof *sh->counts);
     sh->displs = calloc((size_t)n, sizeof *sh->displs);
     sh->weights = calloc((size_t)n, sizeof *sh->weights);
+    sh->reqs = calloc(2 * (size_t)n, sizeof *sh->reqs);
+    sh->scratch = n > 1 ? range_buffer((size_t)n * SHARD_CHUNK, NULL) : NULL;
     double *mem = memory_weights(w, n);
-    if (!sh->bounds || !sh->counts || !sh->displs || !sh->weights) {
+    if (!sh->bounds || !sh->counts || !sh->displs || !sh->weights || !sh->reqs || (n > 1 && !sh->scratch)) {
         free(mem);
         snprintf(err, errlen, "algorithm.shard: out of memory for the plan of %d ranks", n);
         return -1;
@@ -125,6 +131,10 @@ int shard_setup(worker_t *w, char *err, size_t errlen)
     w->shard = sh;
     sh->stage = s->algorithm.shard.stage;
     sh->n = w->use_mpi ? w->world : 1;
+    if (sh->n > SPEC_MAX_WORKERS) {
+        snprintf(err, errlen, "algorithm.shard: at most %d ranks, the world has %d", SPEC_MAX_WORKERS, sh->n);
+        return -1;
+    }
     sh->gathered_step = w->global_step;
     if (make_plan(w, sh, err, errlen) != 0 || take_state(w, sh, err, errlen) != 0) return -1;
     return 0;
@@ -142,19 +152,69 @@ void shard_free(worker_t *w)
     free(sh->counts);
     free(sh->displs);
     free(sh->weights);
+    free(sh->reqs);
+    free(sh->scratch);
     free(sh);
     w->shard = NULL;
 }
 
-/* Stage 2: the pages of the gradient buffer wholly past this rank's summed range and
- * before the extras are handed back; the next backward pass gets them zeroed. */
-static void release_rest(const worker_t *w, const shard_t *sh)
+/* Hands back the pages wholly inside [a, b) (stage 2: the gradient outside the range, not
+ * kept once reduced; the next backward pass gets them zeroed). */
+static void release_pages(const float *a, const float *b)
 {
-    const model_t *m = w->model;
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t a = ((uintptr_t)(m->grads + (sh->hi - sh->lo)) + page - 1) & ~(page - 1);
-    uintptr_t b = (uintptr_t)(m->grads + m->nparams) & ~(page - 1);
-    if (b > a) (void)madvise((void *)a, b - a, MADV_DONTNEED);
+    const uintptr_t lo = ((uintptr_t)a + page - 1) & ~(page - 1), hi = (uintptr_t)b & ~(page - 1);
+    if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+/* One chunk of the owner's sum, in the order of Open MPI's basic linear reduction
+ * (g0 + (g1 + (... + g[n-1]))): in[i] is rank i's part, acc receives the sum. */
+static void sum_in_rank_order(int n, const float *const *in, float *acc, size_t c)
+{
+    memcpy(acc, in[n - 1], c * sizeof *acc);
+    for (int i = n - 2; i >= 0; i--) {
+        const float *x = in[i];
+        for (size_t k = 0; k < c; k++) acc[k] = x[k] + acc[k];
+    }
+}
+
+/* The reduce-scatter, in chunks of SHARD_CHUNK floats: each rank sends every other rank
+ * its part of that rank's range and sums the parts of its own range, in place at
+ * grads[lo, hi), in one fixed order. MPI_Reduce_scatter would do it in one call, but Open
+ * MPI's allocates scratch the size of the whole buffer (what the sharding saves), and its
+ * summation order differs from the all-reduce's. Scratch here: n chunks. */
+static void reduce_scatter(worker_t *w, shard_t *sh)
+{
+    float *g = w->model->grads;
+    const int n = sh->n, me = w->rank;
+    const size_t len = sh->hi - sh->lo;
+    size_t most = 0;
+    for (int r = 0; r < n; r++)
+        if ((size_t)sh->counts[r] > most) most = (size_t)sh->counts[r];
+    const float *in[SPEC_MAX_WORKERS];
+    for (size_t off = 0; off < most; off += SHARD_CHUNK) {
+        int nreq = 0;
+        const size_t c = off < len ? (len - off < SHARD_CHUNK ? len - off : SHARD_CHUNK) : 0;
+        for (int r = 0; r < n; r++) {
+            in[r] = r == me ? g + sh->lo + off : sh->scratch + (size_t)r * SHARD_CHUNK;
+            if (r != me && c > 0)
+                MPI_CHECK(MPI_Irecv(sh->scratch + (size_t)r * SHARD_CHUNK, (int)c, MPI_FLOAT, r, SHARD_TAG,
+                                    MPI_COMM_WORLD, &sh->reqs[nreq++]));
+        }
+        for (int r = 0; r < n; r++) {
+            const size_t have = (size_t)sh->counts[r];
+            if (r == me || off >= have) continue;
+            const size_t cr = have - off < SHARD_CHUNK ? have - off : SHARD_CHUNK;
+            MPI_CHECK(MPI_Isend(g + sh->displs[r] + off, (int)cr, MPI_FLOAT, r, SHARD_TAG, MPI_COMM_WORLD,
+                                &sh->reqs[nreq++]));
+        }
+        MPI_CHECK(MPI_Waitall(nreq, sh->reqs, MPI_STATUSES_IGNORE));
+        if (c == 0) continue;
+        /* the sum into my slot of the scratch, then over my part (read as an input first) */
+        float *acc = sh->scratch + (size_t)me * SHARD_CHUNK;
+        sum_in_rank_order(n, in, acc, c);
+        memcpy(g + sh->lo + off, acc, c * sizeof *acc);
+    }
 }
 
 double shard_reduce(worker_t *w)
@@ -164,19 +224,21 @@ double shard_reduce(worker_t *w)
     const size_t n = sh->hi - sh->lo;
     double t0 = clock_mono_s();
     waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
-    if (w->use_mpi)
-        MPI_CHECK(MPI_Reduce_scatter(MPI_IN_PLACE, m->grads, sh->counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+    if (w->use_mpi && sh->n > 1) reduce_scatter(w, sh);
     phase_mark(&w->phases, PHASE_COMM);
     /* the extras and the range's squared norm, summed in double (exact for the batch
      * sizes and counts; the loss and the norms lose nothing a float sum keeps) */
     double x[MODEL_GRAD_EXTRA + 1];
     for (int i = 0; i < MODEL_GRAD_EXTRA; i++) x[i] = m->grads[m->nparams + i];
-    x[MODEL_GRAD_EXTRA] = sum_squares(n, m->grads);
+    x[MODEL_GRAD_EXTRA] = sum_squares(n, m->grads + sh->lo);
     if (w->use_mpi)
         MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, x, MODEL_GRAD_EXTRA + 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
     waitmark_leave(&w->wait);
     for (int i = 0; i < MODEL_GRAD_EXTRA; i++) m->grads[m->nparams + i] = (float)x[i];
-    if (sh->stage >= 2) release_rest(w, sh);
+    if (sh->stage >= 2) {
+        release_pages(m->grads, m->grads + sh->lo);
+        release_pages(m->grads + sh->hi, m->grads + m->nparams);
+    }
     phase_mark(&w->phases, PHASE_COMM);
     const double dt = clock_mono_s() - t0;
     w->stats.step_comm_s += dt;
@@ -189,7 +251,7 @@ double shard_reduce(worker_t *w)
 }
 
 /* The update of [lo, hi): the rule over each weight-decay run's part inside the range,
- * the gradient at grads[0] (where the reduce-scatter put it), the state at mom[0]. */
+ * the summed gradient in place, the state at mom[0]. */
 static void update_range(worker_t *w, const shard_t *sh, float grad_scale, double sumsq)
 {
     model_t *m = w->model;
@@ -208,9 +270,9 @@ static void update_range(worker_t *w, const shard_t *sh, float grad_scale, doubl
         if (a >= b) continue;
         const size_t k = a - sh->lo;
         h.weight_decay = exempt ? 0.0 : o.h.weight_decay;
-        if (o.adamw) adamw_update(b - a, m->params + a, m->grads + k, sh->mom + k, sh->mom2 + k, &h, o.step, gs);
+        if (o.adamw) adamw_update(b - a, m->params + a, m->grads + a, sh->mom + k, sh->mom2 + k, &h, o.step, gs);
         else
-            sgd_update(b - a, m->params + a, m->grads + k, sh->mom + k, (float)h.lr, o.momentum, o.nesterov,
+            sgd_update(b - a, m->params + a, m->grads + a, sh->mom + k, (float)h.lr, o.momentum, o.nesterov,
                        (float)h.weight_decay, gs);
     }
     phase_mark(&w->phases, PHASE_OPTIMIZER);

@@ -3,21 +3,24 @@
  * (common/shard_plan.h) and keeps the optimizer state of that range only.
  *
  * A sharded step, in place of ssgd's one all-reduce and whole-buffer update:
- *   1. MPI_Reduce_scatter(SUM) of the fused gradient with per-rank counts: each rank
- *      receives the sum of its range, at the start of model->grads;
+ *   1. a reduce-scatter of the fused gradient with per-rank counts, in chunks: each rank
+ *      sends every other rank its part of that rank's range and sums its own range's
+ *      parts in place, in the order of Open MPI's linear reduction (shard.c says why
+ *      not MPI_Reduce_scatter);
  *   2. one MPI_Allreduce of five doubles: the four extras of adaptive_pack (batch, loss,
  *      the noise scale's norms) and the sum of the ranks' squared range norms, the global
  *      gradient norm that clipping and the noise-scale estimate need;
- *   3. stage 2: the pages of model->grads past the rank's range are given back to the
+ *   3. stage 2: the pages of model->grads outside the rank's range are given back to the
  *      kernel (madvise DONTNEED): the gradient outside the range is not kept after its
  *      reduction (the next backward pass touches them again);
  *   4. the optimizer rule (SGD, momentum, AdamW, no-decay groups, clipping) over the
  *      range, with the state of the range;
  *   5. MPI_Allgatherv of the updated parameters.
  * Each element's update is the same arithmetic as the unsharded one; what can differ is
- * the order in which MPI sums the ranks' gradients (a reduce-scatter and an all-reduce
- * may associate the three or more addends differently), and the global norm's double
- * sum (by ranges, then across them): docs/JOB_SPEC.md says what the tests bound.
+ * the order in which the ranks' gradients are summed (ssgd's all-reduce associates three
+ * or more addends as Open MPI chooses; the reduce-scatter here always as its linear
+ * reduction does) and the global norm's double sum (by ranges, then across them):
+ * docs/JOB_SPEC.md says what the tests bound.
  *
  * Checkpoints stay one gathered file: rank 0, which writes them, holds the full-size
  * state buffers when checkpoints are on (its own range is a view into them) and gathers
@@ -30,6 +33,7 @@
 #define PACER_SHARD_H
 
 #include <jansson.h>
+#include <mpi.h>
 #include <stddef.h>
 
 #include "worker.h"
@@ -47,6 +51,8 @@ typedef struct shard {
     long gathered_step;   /* rank 0: the global step of the last gather of the state */
     int fallback;         /* a list of weights not of the world's length: split evenly */
     double *weights;      /* (n) the split's weights, as used */
+    float *scratch;       /* the reduce-scatter's chunks: n x SHARD_CHUNK floats */
+    MPI_Request *reqs;    /* (2n) its sends and receives */
 } shard_t;
 
 /* ssgd's init with algorithm.shard.stage > 0, after any resume: the split (collective over

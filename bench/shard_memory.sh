@@ -1,0 +1,80 @@
+# Peak resident memory per rank, measured from outside the processes, of plain ssgd
+# against algorithm.shard stage 1 and stage 2 (ZeRO, worker/shard.h) on NP ranks
+# (default 4), AdamW, the same spec otherwise; and the median step time of each.
+#
+# Every 0.1 s the script reads VmHWM (the kernel's high-water mark of the resident set)
+# of each pacer-worker process mpirun started, from /proc/PID/status, and keeps the last
+# value per process (VmHWM only grows, so the last reading is the peak up to ~0.1 s
+# before the exit). The summary's own peak_rss_mb (getrusage, inside the process) is
+# printed beside it.
+#
+# MODEL: the spec's "model" and "dataset" members (JSON). The default is the built-in
+# GPT of about 100 M parameters (12 blocks of width 800, 256 tokens of 64 positions) on
+# a text file of random words made here: it needs the built-in GPT ("model": {"gpt":
+# ...}). A CNN works too, e.g.
+#   MODEL='"model": "resnet20", "dataset": {"name": "cifar10", "train_subset": 2048}'
+# (its 270 k parameters make the state a few MB: the saving is then lost in the rest).
+#
+# usage: sh bench/shard_memory.sh   (NP=4 STEPS=6 BATCH=4 MODEL=... override)
+. bench/lib.sh
+NP=${NP:-4}
+STEPS=${STEPS:-6}
+BATCH=${BATCH:-4}
+if [ -z "${MODEL:-}" ]; then
+    # a text set of random words (the GPT reads bytes): train.txt and val.txt
+    mkdir -p "$TMP/text"
+    awk 'BEGIN { srand(7); for (i = 0; i < 60000; i++) { w = ""; n = 2 + int(rand() * 6);
+         for (k = 0; k < n; k++) w = w sprintf("%c", 97 + int(rand() * 26)); printf "%s%s", w, (i % 12 == 11) ? "\n" : " " } }' \
+        >"$TMP/text/train.txt"
+    head -c 20000 "$TMP/text/train.txt" >"$TMP/text/val.txt"
+    MODEL="\"model\": {\"gpt\": {\"layers\": 14, \"heads\": 12, \"embd\": 768, \"block_size\": 64}},
+ \"dataset\": {\"format\": \"text\", \"path\": \"$TMP/text\", \"test_subset\": 16}, \"device\": \"cpu\""
+fi
+spec() { # FILE [SHARD-JSON]
+    cat >"$1" <<JSON
+{"name": "mem", $MODEL,
+ "algorithm": {"name": "ssgd"${2:+, \"shard\": $2}}, "workers": $NP, "batch_size": $BATCH, "epochs": 1, "seed": 1,
+ "log_every": 0, "optimizer": {"kind": "adamw", "lr": 0.0003, "weight_decay": 0.1}}
+JSON
+}
+
+# run NAME [SHARD-JSON]: prints "NAME peak_mb_rank0 ... | summary peak_rss_mb ... | median step s"
+run() {
+    spec "$TMP/$1.json" "${2:-}"
+    $MPIRUN -np "$NP" $WORKER --spec "$TMP/$1.json" --stop-after-steps "$STEPS" --summary "$TMP/$1.out" \
+        --metrics "$TMP/$1.jsonl" >"$TMP/$1.log" 2>&1 &
+    launcher=$!
+    : >"$TMP/$1.hwm"
+    while kill -0 "$launcher" 2>/dev/null; do
+        for pid in $(pgrep -P "$launcher" -f pacer-worker 2>/dev/null) $(pgrep -f "pacer-worker --spec $TMP/$1.json" 2>/dev/null); do
+            [ "$pid" = "$launcher" ] && continue # mpirun's own arguments name the spec too
+            kb=$(awk '/^VmHWM:/ { h = $2 } /^VmRSS:/ { r = $2 } END { if (h) print h, r }' "/proc/$pid/status" 2>/dev/null)
+            [ -n "$kb" ] && echo "$pid $kb" >>"$TMP/$1.hwm"
+        done
+        sleep 0.1
+    done
+    wait "$launcher" || { tail -20 "$TMP/$1.log"; echo "$1: the run failed"; exit 1; }
+    # per process: the last VmHWM (the peak), and the largest VmRSS of the second half of
+    # its readings (the training steps, after set-up), largest first
+    peaks=$(awk '{ n[$1]++; h[$1] = $2; r[$1, n[$1]] = $3 }
+        END { for (k in n) { m = 0; for (i = int(n[k] / 2) + 1; i <= n[k]; i++) if (r[k, i] > m) m = r[k, i];
+              printf "%d %d\n", h[k], m } }' "$TMP/$1.hwm" | sort -rn)
+    hwm=$(echo "$peaks" | awk '{ printf "%s%.0f", (NR > 1 ? " " : ""), $1 / 1024 }')
+    rss=$(echo "$peaks" | awk '{ printf "%s%.0f", (NR > 1 ? " " : ""), $2 / 1024 }')
+    inside=$(jq -r '[.per_rank[].peak_rss_mb | floor] | map(tostring) | join(" ")' "$TMP/$1.out")
+    step=$(jq -r 'select(.kind == "step" and .rank == 0) | .step_s // .wall_s // empty' "$TMP/$1.jsonl" | tail -n +2 | median)
+    echo "$1|$hwm|$rss|$inside|$step"
+}
+
+md ""
+md "### Peak resident memory per rank, plain ssgd against algorithm.shard (\`sh bench/shard_memory.sh\`, $NP ranks, $(nproc) cores)"
+md ""
+md "| run | VmHWM per rank, MiB (from /proc, largest first) | VmRSS while training, MiB | peak_rss_mb per rank (summary) | median step, s |"
+md "|---|---|---|---|---|"
+for cfg in "plain|" "stage 1|{\"stage\": 1}" "stage 2|{\"stage\": 2}"; do
+    name=${cfg%%|*}
+    line=$(run "$(echo "$name" | tr -d ' ')" "${cfg#*|}") || { echo "$line"; exit 1; }
+    md "| $name | $(echo "$line" | cut -d'|' -f2) | $(echo "$line" | cut -d'|' -f3) | $(echo "$line" | cut -d'|' -f4) | $(echo "$line" | cut -d'|' -f5) |"
+done
+md ""
+md "Parameters: $(jq -r '.model.params // .params // "?"' "$TMP/plain.out" 2>/dev/null); shard object of stage 2: \`$(jq -c '.shard | {state_bytes_per_rank, gradient_bytes_per_rank}' "$TMP/stage2.out")\`."

@@ -43,7 +43,8 @@ done
 echo "ok: at_least, at_most, between, equals_num, ratio_at_least fail on null, nan, inf, empty and text"
 
 # tests/tools/mpirun.sh ($MPIRUN): a stand-in mpirun first on PATH. Open MPI's finalize race
-# message ("with PID 0 ... exiting improperly") makes it run the job once more; any other
+# message ("with PID 0 ... exiting improperly", or "... with PID 0 ... exited on signal 15")
+# makes it run the job once more; any other
 # failure, the same message with a real PID included, comes back unchanged and once.
 mkdir -p "$TMP/bin"
 cat >"$TMP/bin/mpirun" <<'SH'
@@ -53,6 +54,8 @@ echo "rank output $n"
 case "$FAKE_MODE:$n" in
 race:1) printf 'mpirun has exited due to process rank 3 with PID 0 on\nnode vm exiting improperly. There are three reasons\n' >&2; exit 1 ;;
 race:*) exit 0 ;;
+race15:1) printf 'Primary job  terminated normally, but 1 process returned\na non-zero exit code.\nmpirun noticed that process rank 1 with PID 0 on node vm exited on signal 15 (Terminated).\n' >&2; exit 1 ;;
+race15:*) exit 0 ;;
 real:*) printf 'mpirun has exited due to process rank 3 with PID 4242 on\nnode vm exiting improperly. There are three reasons\n' >&2; exit 1 ;;
 fail:*) echo "pacer-worker: bad spec" >&2; exit 2 ;;
 esac
@@ -65,6 +68,8 @@ fake() { # MODE -> exit status; output in $TMP/fake.out, runs in $FAKE_COUNT
 fake race || { cat "$TMP/fake.out"; fail "mpirun.sh did not run the job again after Open MPI's finalize race"; }
 [ "$(cat "$TMP/count.race")" = 2 ] || fail "mpirun.sh ran the job $(cat "$TMP/count.race") times after the race, want 2"
 grep -q 'running the job once more' "$TMP/fake.out" || fail "mpirun.sh did not say it ran the job again"
+fake race15 || { cat "$TMP/fake.out"; fail "mpirun.sh did not run the job again after the race's signal-15 form"; }
+[ "$(cat "$TMP/count.race15")" = 2 ] || fail "mpirun.sh ran the job $(cat "$TMP/count.race15") times after the signal-15 form, want 2"
 fake real; [ $? = 1 ] || fail "a rank with a real PID exiting improperly must fail"
 [ "$(cat "$TMP/count.real")" = 1 ] || fail "mpirun.sh ran a real improper exit again"
 fake fail; [ $? = 2 ] || fail "mpirun.sh changed the exit status of a failed job"

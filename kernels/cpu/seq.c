@@ -43,7 +43,10 @@ void causal_softmax_forward(size_t mats, int T, float scale, const float *inp, f
             float *y = out + (m * (size_t)T + (size_t)i) * (size_t)T;
             /* only positions 0..i are read: the masked half is never computed */
             float mx = x[0] * scale;
-            for (int j = 1; j <= i; j++) mx = fmaxf(mx, x[j] * scale);
+            for (int j = 1; j <= i; j++) {
+                const float v = x[j] * scale;
+                mx = v > mx ? v : mx; /* fmaxf without its call: a NaN is skipped alike */
+            }
             float sum = 0.0f;
             for (int j = 0; j <= i; j++) {
                 y[j] = expf(x[j] * scale - mx);

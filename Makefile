@@ -57,7 +57,10 @@ BLAS_CFLAGS := $(shell pkg-config --cflags openblas 2>/dev/null)
 BLAS_LIBS   := $(shell pkg-config --libs openblas 2>/dev/null)
 MPI_CFLAGS  := $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIBS    := $(shell mpicc --showme:link 2>/dev/null)
-DEP_LIBS    := -ljansson -lz -lzip -lhiredis -lpthread -lm -ldl
+# libcurl, where there is one, lets the coordinator call webhooks (coordinator/webhook.c;
+# without it a subscription is refused, saying so).
+CURL_LIBS   := $(if $(filter yes,$(HAVE_CURL)),-lcurl)
+DEP_LIBS    := -ljansson -lz -lzip -lhiredis -lpthread -lm -ldl $(CURL_LIBS)
 # The worker's image decoders (worker/image.c); the coordinator reads .npz headers only.
 IMG_LIBS    := -lpng16 -ljpeg
 
@@ -95,6 +98,7 @@ $(BUILD)/obj/kernels/ref/%.o: INCLUDES = $(INC_kernels_ref)
 $(BUILD)/obj/model/%.o:       INCLUDES = $(INC_model)
 $(BUILD)/obj/worker/%.o:      INCLUDES = $(INC_worker) $(EXT_worker)
 $(BUILD)/obj/coordinator/%.o: INCLUDES = $(INC_coordinator)
+$(BUILD)/obj/coordinator/webhook.o: CPPFLAGS += $(if $(CURL_LIBS),-DPACER_HAVE_CURL)
 $(BUILD)/obj/http/%.o:        INCLUDES = $(INC_http)
 $(BUILD)/obj/daemon/%.o:      INCLUDES = $(INC_daemon)
 $(BUILD)/obj/cli/%.o:         INCLUDES = $(INC_cli)

@@ -121,6 +121,7 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 #include "../coordinator/tickconn.c"
 #include "../coordinator/users.c"
 #include "../coordinator/wcaps.c"
+#include "../coordinator/webhook.c"
 
 /* The experiments' step (coordinator/experiment.c) submits and cancels through the API,
  * which this program leaves out: here its cost while no experiment runs, the one SMEMBERS

@@ -1,5 +1,5 @@
 /* common/sha256.c - see sha256.h. One pass over a buffer in memory: the callers hold the
- * whole file (an upload's body, a model read for import). */
+ * whole file (an upload's body, a model read for import, a webhook's body). */
 #include "sha256.h"
 
 #include <string.h>
@@ -36,9 +36,12 @@ static void block(uint32_t h[8], const uint8_t *p)
     h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += k;
 }
 
-void sha256_hex(const void *data, size_t len, char hex[SHA256_HEX_LEN + 1])
+/* The digest of an optional first block (pre: 64 bytes, or NULL) followed by len bytes at
+ * data: HMAC's inner and outer hashes start with the padded key's block. */
+static void digest(const uint8_t *pre, const void *data, size_t len, uint8_t out[32])
 {
     uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    if (pre) block(h, pre);
     const uint8_t *p = data;
     size_t n = len;
     for (; n >= 64; p += 64, n -= 64) block(h, p);
@@ -47,17 +50,42 @@ void sha256_hex(const void *data, size_t len, char hex[SHA256_HEX_LEN + 1])
     if (n) memcpy(last, p, n);
     last[n] = 0x80;
     size_t total = n + 1 + 8 <= 64 ? 64 : 128;
-    uint64_t bits = (uint64_t)len * 8;
+    uint64_t bits = ((uint64_t)len + (pre ? 64 : 0)) * 8;
     for (int i = 0; i < 8; i++) last[total - 1 - i] = (uint8_t)(bits >> (8 * i));
     block(h, last);
     if (total == 128) block(h, last + 64);
+    for (int i = 0; i < 32; i++) out[i] = (uint8_t)(h[i / 4] >> (24 - 8 * (i % 4)));
+}
+
+static void to_hex(const uint8_t d[32], char hex[SHA256_HEX_LEN + 1])
+{
     static const char digits[] = "0123456789abcdef";
     for (int i = 0; i < 32; i++) {
-        uint8_t byte = (uint8_t)(h[i / 4] >> (24 - 8 * (i % 4)));
-        hex[2 * i] = digits[byte >> 4];
-        hex[2 * i + 1] = digits[byte & 15];
+        hex[2 * i] = digits[d[i] >> 4];
+        hex[2 * i + 1] = digits[d[i] & 15];
     }
     hex[SHA256_HEX_LEN] = '\0';
+}
+
+void sha256_hex(const void *data, size_t len, char hex[SHA256_HEX_LEN + 1])
+{
+    uint8_t d[32];
+    digest(NULL, data, len, d);
+    to_hex(d, hex);
+}
+
+void hmac_sha256_hex(const void *key, size_t keylen, const void *data, size_t len, char hex[SHA256_HEX_LEN + 1])
+{
+    uint8_t k[64] = {0}, pad[64], inner[32], outer[32];
+    if (keylen > 64) digest(NULL, key, keylen, k); /* a long key is hashed first (RFC 2104) */
+    else if (keylen) memcpy(k, key, keylen);
+    for (int i = 0; i < 64; i++) pad[i] = k[i] ^ 0x36;
+    digest(pad, data, len, inner);
+    for (int i = 0; i < 64; i++) pad[i] = k[i] ^ 0x5c;
+    digest(pad, inner, sizeof inner, outer);
+    to_hex(outer, hex);
+    memset(k, 0, sizeof k); /* the key's copies do not outlive the call */
+    memset(pad, 0, sizeof pad);
 }
 
 int sha256_hex_valid(const char *s)

@@ -24,6 +24,8 @@
 
 struct coordinator {
     int daemon;
+    /* the daemon's webhooks (webhook.h); NULL on a client handle */
+    struct webhooks *webhooks;
     coord_config_t cfg; /* string members point into the buffers below */
     char listen[256];
     char state_dir[PATH_MAX];

@@ -26,6 +26,7 @@
 #include "modelstore.h"
 #include "simjob.h"
 #include "tickconn.h"
+#include "webhook.h"
 #include "version.h"
 #include "wcaps.h"
 
@@ -680,8 +681,11 @@ static int start_catalog(coordinator_t *c, const coord_config_t *cfg, char *err,
 /* The supervision tick, last: from here on the coordinator runs. */
 static int start_tick(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
 {
-    (void)cfg;
+    /* webhooks first: a subscriptions file it cannot read stops the start */
+    if (!(c->webhooks = webhooks_start(c, c->state_dir, cfg->webhook_hosts, err, errlen))) return COORD_EINVAL;
     if (pthread_create(&c->tick_thread, NULL, tick_main, c) != 0) {
+        webhooks_stop(c->webhooks);
+        c->webhooks = NULL;
         snprintf(err, errlen, "cannot start the tick thread");
         return COORD_EINTERNAL;
     }
@@ -728,6 +732,8 @@ void coordinator_stop(coordinator_t *c)
         pthread_cond_broadcast(&c->bench_cond);
         pthread_mutex_unlock(&c->lock);
         if (c->tick_running) pthread_join(c->tick_thread, NULL);
+        webhooks_stop(c->webhooks); /* before the connections it reads events on go */
+        c->webhooks = NULL;
         /* The tick thread is gone: this thread owns c->rc and the runs now. */
         double now = clock_wall_s();
         tickconn_ensure(c, now);

@@ -110,6 +110,8 @@ typedef struct {
                                      "auto" (NULL: when a usable host of 2+ has no profile for
                                      its model), "always", "off" */
     int preflight_steps;        /* 8: timed steps per host */
+    const char *webhook_hosts;  /* --webhook-hosts: the hosts webhooks may call (webhook.h);
+                                     NULL = WEBHOOK_HOSTS_DEFAULT */
     double preflight_timeout_s; /* 120: a round's benchmarks that take longer fail */
     /* Limits (common/users.h "limits"): jobs in the queue at once, whoever submits them
      * through the API (max_queued, 4096, at most COORD_QUEUE_MAX: the scheduler reads the

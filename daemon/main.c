@@ -93,6 +93,7 @@ enum {
     O_KEEP_JOBS_AGE,
     O_PREFLIGHT,
     O_PREFLIGHT_STEPS,
+    O_WEBHOOK_HOSTS,
     O_PREFLIGHT_TIMEOUT,
     O_TLS_CERT,
     O_TLS_KEY,
@@ -263,6 +264,10 @@ static const opt_row_t OPTIONS[] = {
      "POST /api/v1/cluster/benchmark runs one on demand",
      O_PREFLIGHT},
     {"preflight-steps", 1, "N", "timed steps of a host's benchmark (1 to 1000, default 8)", O_PREFLIGHT_STEPS},
+    {"webhook-hosts", 1, "LIST",
+     "the hosts webhooks may call, comma-separated, or * (default): any host but a literal loopback, private or "
+     "link-local address or localhost, which the list must name",
+     O_WEBHOOK_HOSTS},
     {"preflight-timeout", 1, "S", "a benchmark still running after S seconds fails its host (default 120)",
      O_PREFLIGHT_TIMEOUT},
     {"worker", 1, "PATH", "pacer-worker binary (default: next to this executable)", O_WORKER},
@@ -382,6 +387,7 @@ static const struct {
     {O_HOST_PROBE, SET_DBL, offsetof(cli_t, cfg.host_probe_s), 0, 0},
     {O_HOST_MEMORY, SET_DBL, offsetof(cli_t, cfg.host_memory_mb), 0, 0},
     {O_PREFLIGHT_STEPS, SET_INT, offsetof(cli_t, cfg.preflight_steps), 1, 1000},
+    {O_WEBHOOK_HOSTS, SET_STR, offsetof(cli_t, cfg.webhook_hosts), 0, 0},
     {O_PREFLIGHT_TIMEOUT, SET_DBL, offsetof(cli_t, cfg.preflight_timeout_s), 0, 0},
 };
 #define NSETTERS (sizeof SETTERS / sizeof SETTERS[0])

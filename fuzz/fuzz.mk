@@ -27,7 +27,7 @@ FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-fr
 FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lzip -lpng16 -ljpeg -lpthread -lm
 
 FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file \
-                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef ckptfence tokfile search
+                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef ckptfence tokfile search notice webhook
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 # What each harness links besides its own file: the code it drives, no more (the worker's
@@ -45,6 +45,9 @@ FUZZ_SRC_host       := http/auth.c $(COMMON_SRC)
 FUZZ_SRC_cli_url    := cli/cliargs.c http/auth.c $(COMMON_SRC)
 FUZZ_SRC_password_file := $(COMMON_SRC)
 FUZZ_SRC_ckptfence  := common/ckptdir.c
+# the note a worker leaves on notice (common/notice.h), and a webhook's body and URL rules
+FUZZ_SRC_notice     := $(COMMON_SRC)
+FUZZ_SRC_webhook    := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_history    := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_netprobe   := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_modelindex := $(FUZZ_COORD_SRC) $(COMMON_SRC)

@@ -54,6 +54,10 @@ int handle_user_delete(http_req_t *rq);  /* handlers_users.c */
 int handle_user_update(http_req_t *rq);  /* handlers_users.c */
 int handle_token_new(http_req_t *rq);    /* handlers_users.c */
 int handle_whoami(http_req_t *rq);       /* handlers_users.c */
+/* handlers_webhooks.c */
+int handle_webhooks_add(http_req_t *rq);
+int handle_webhooks_list(http_req_t *rq);
+int handle_webhook_delete(http_req_t *rq);
 int handle_openapi(http_req_t *rq);
 int handle_healthz(http_req_t *rq);
 int handle_prometheus(http_req_t *rq);

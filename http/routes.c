@@ -29,6 +29,9 @@ static const struct {
     {"PUT", "/api/v1/users/{name}", USER_ACT_USERS},
     {"DELETE", "/api/v1/users/{name}", USER_ACT_USERS},
     {"POST", "/api/v1/token", USER_ACT_TOKEN_NEW},
+    /* members subscribe to their own jobs: the coordinator checks whose (webhook.h) */
+    {"POST", "/api/v1/webhooks", USER_ACT_SUBMIT},
+    {"DELETE", "/api/v1/webhooks/{id}", USER_ACT_SUBMIT},
 };
 
 static const route_t ROUTES[] = {
@@ -64,6 +67,9 @@ static const route_t ROUTES[] = {
     {"PUT", "/api/v1/users/{name}", handle_user_update, ROUTE_MUTATES | ROUTE_JSON_BODY},
     {"DELETE", "/api/v1/users/{name}", handle_user_delete, ROUTE_MUTATES},
     {"POST", "/api/v1/token", handle_token_new, ROUTE_MUTATES},
+    {"GET", "/api/v1/webhooks", handle_webhooks_list, 0},
+    {"POST", "/api/v1/webhooks", handle_webhooks_add, ROUTE_MUTATES | ROUTE_JSON_BODY},
+    {"DELETE", "/api/v1/webhooks/{id}", handle_webhook_delete, ROUTE_MUTATES},
     {"GET", "/api/v1/whoami", handle_whoami, 0},
     {"GET", "/api/v1/openapi.json", handle_openapi, 0},
     {"GET", "/healthz", handle_healthz, ROUTE_PUBLIC},

@@ -287,8 +287,18 @@ via 200 DELETE "/api/v1/experiments/$xid"
 via 409 DELETE "/api/v1/experiments/$xid"
 echo "ok: experiments (201, 200, 404, 400, 409) conform"
 
+# ---- webhooks: subscribe, list, remove, and a bad URL -------------------------------------------------------
+hbody='{"url": "https://hooks.example.com/pacer", "events": ["experiment.succeeded"], "secret": "contract-secret-0123"}'
+via 201 POST /api/v1/webhooks -H "Content-Type: application/json" -d "$hbody"
+hid=$(jq -r .id "$TMP/body")
+via 400 POST /api/v1/webhooks -H "Content-Type: application/json" -d "$(echo "$hbody" | jq -c '.url = "ftp://x/"')"
+via 200 GET /api/v1/webhooks
+via 204 DELETE "/api/v1/webhooks/$hid"
+via 404 DELETE "/api/v1/webhooks/$hid"
+echo "ok: webhooks (201, 400, 200, 204, 404) conform"
+
 # ---- every documented operation went through the proxy ----------------------------------------------
-sed -e 's#/api/v1/jobs/[^/]*#/api/v1/jobs/{id}#' -e 's#^\([A-Z]*\) /api/v1/models/.*#\1 /api/v1/models/{name}#' -e 's#^\([A-Z]* /static/\).*#\1{path}#' -e 's#^\([A-Z]*\) /api/v1/users/.*#\1 /api/v1/users/{name}#' -e 's#^\([A-Z]*\) /api/v1/experiments/.*#\1 /api/v1/experiments/{id}#' "$TMP/covered" | sort -u >"$TMP/cov"
+sed -e 's#/api/v1/jobs/[^/]*#/api/v1/jobs/{id}#' -e 's#^\([A-Z]*\) /api/v1/models/.*#\1 /api/v1/models/{name}#' -e 's#^\([A-Z]* /static/\).*#\1{path}#' -e 's#^\([A-Z]*\) /api/v1/users/.*#\1 /api/v1/users/{name}#' -e 's#^\([A-Z]*\) /api/v1/experiments/.*#\1 /api/v1/experiments/{id}#' -e 's#^\([A-Z]*\) /api/v1/webhooks/.*#\1 /api/v1/webhooks/{id}#' "$TMP/covered" | sort -u >"$TMP/cov"
 jq -r '.paths | to_entries[] | .key as $p | .value | keys[] | select(test("^(get|post|delete|put|patch)$")) |
     "\(ascii_upcase) \($p)"' docs/openapi.json | grep -v '^GET /api/v1/events$' | sort -u >"$TMP/ops"
 missing=$(comm -23 "$TMP/ops" "$TMP/cov")

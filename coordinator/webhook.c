@@ -1,0 +1,694 @@
+/* coordinator/webhook.c - see webhook.h. */
+#include "webhook.h"
+
+#include "coord_internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#ifdef PACER_HAVE_CURL
+#include <curl/curl.h>
+#endif
+
+#include "clock.h"
+#include "clog.h"
+#include "errmsg.h"
+#include "fs.h"
+#include "jobstore.h"
+#include "sha256.h"
+#include "users.h"
+
+const char *const WEBHOOK_EVENTS[] = {"job.succeeded",        "job.failed",
+                                      "job.cancelled",        "job.interrupted",
+                                      "experiment.succeeded", "experiment.failed",
+                                      "experiment.cancelled", NULL};
+
+typedef struct {
+    char id[32];
+    char event[32];
+    char job[COORD_ID_MAX];
+    char status[12]; /* "pending", "delivered", "failed" */
+    int attempts, http_status;
+    char error[160];
+    double time, next_at;
+    char *body; /* while pending */
+} wh_delivery_t;
+
+typedef struct {
+    char id[24];
+    webhook_req_t req;
+    char owner[USER_OWNER_MAX + 1];
+    int admin; /* made by an admin: every job's events (or its job's) */
+    double created;
+    wh_delivery_t dl[WEBHOOK_DELIVERIES_KEPT]; /* a ring, newest at (ndl - 1) % KEPT */
+    int ndl;
+} wh_hook_t;
+
+struct webhooks {
+    coordinator_t *c;
+    char path[PATH_MAX + 32];
+    char allow[1024];
+    pthread_mutex_t lock;
+    pthread_t thread;
+    int started, stop;
+    wh_hook_t hooks[WEBHOOKS_MAX];
+    int n;
+    long next_id, next_delivery;
+};
+
+/* ---- the pure parts: the URL, the body, the event ------------------------------------------ */
+
+static int wh_host_internal(const char *host)
+{
+    if (strcasecmp(host, "localhost") == 0) return 1;
+    unsigned char a[16];
+    if (inet_pton(AF_INET, host, a) == 1)
+        return a[0] == 127 || a[0] == 10 || a[0] == 0 || (a[0] == 172 && (a[1] & 0xf0) == 16) ||
+               (a[0] == 192 && a[1] == 168) || (a[0] == 169 && a[1] == 254) || (a[0] == 100 && (a[1] & 0xc0) == 64);
+    if (inet_pton(AF_INET6, host, a) == 1) {
+        static const unsigned char lo[16] = {[15] = 1}, any[16] = {0};
+        return memcmp(a, lo, 16) == 0 || memcmp(a, any, 16) == 0 || (a[0] & 0xfe) == 0xfc ||
+               (a[0] == 0xfe && (a[1] & 0xc0) == 0x80) || (a[10] == 0xff && a[11] == 0xff);
+    }
+    return 0;
+}
+
+static int wh_host_listed(const char *host, const char *allow)
+{
+    size_t hl = strlen(host);
+    for (const char *p = allow; *p;) {
+        size_t k = strcspn(p, ",");
+        while (k && (*p == ' ')) p++, k--;
+        size_t e = k;
+        while (e && p[e - 1] == ' ') e--;
+        if (e == hl && strncasecmp(p, host, hl) == 0) return 1;
+        p += k;
+        if (*p == ',') p++;
+    }
+    return 0;
+}
+
+int webhook_url_check(const char *url, const char *allow_hosts, char *err, size_t errlen)
+{
+    size_t len = strlen(url);
+    if (len == 0 || len >= WEBHOOK_URL_MAX)
+        return errmsg(err, errlen, "url: empty or longer than %d bytes", WEBHOOK_URL_MAX - 1);
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)url[i] <= 0x20 || (unsigned char)url[i] >= 0x7f)
+            return errmsg(err, errlen, "url: a space, control or non-ASCII byte at offset %zu", i);
+    const char *rest;
+    if (strncasecmp(url, "http://", 7) == 0) rest = url + 7;
+    else if (strncasecmp(url, "https://", 8) == 0) rest = url + 8;
+    else return errmsg(err, errlen, "url: only http:// and https:// URLs are called");
+    size_t auth = strcspn(rest, "/?#");
+    if (memchr(rest, '@', auth)) return errmsg(err, errlen, "url: credentials (user@ or user:password@) are refused");
+    char host[256];
+    const char *h = rest, *end = rest + auth;
+    if (*h == '[') { /* an IPv6 literal */
+        const char *close = memchr(h, ']', auth);
+        if (!close) return errmsg(err, errlen, "url: an IPv6 address without its ']'");
+        h++;
+        if ((size_t)(close - h) >= sizeof host) return errmsg(err, errlen, "url: host too long");
+        memcpy(host, h, (size_t)(close - h));
+        host[close - h] = 0;
+        end = close + 1;
+        if (end < rest + auth && *end != ':') return errmsg(err, errlen, "url: bytes after the IPv6 address's ']'");
+    } else {
+        const char *colon = memchr(h, ':', auth);
+        const char *he = colon ? colon : end;
+        if ((size_t)(he - h) >= sizeof host) return errmsg(err, errlen, "url: host too long");
+        memcpy(host, h, (size_t)(he - h));
+        host[he - h] = 0;
+        end = he;
+    }
+    if (!host[0]) return errmsg(err, errlen, "url: no host");
+    if (end < rest + auth) { /* ":port" */
+        const char *p = end + 1;
+        long port = 0;
+        int digits = 0;
+        for (; p < rest + auth && *p >= '0' && *p <= '9' && digits < 6; p++, digits++) port = port * 10 + (*p - '0');
+        if (!digits || p != rest + auth || port < 1 || port > 65535)
+            return errmsg(err, errlen, "url: the port is not a number from 1 to 65535");
+    }
+    const char *allow = allow_hosts && *allow_hosts ? allow_hosts : WEBHOOK_HOSTS_DEFAULT;
+    if (wh_host_listed(host, allow)) return 0;
+    if (!wh_host_listed("*", allow))
+        return errmsg(err, errlen, "url: host %s is not on the coordinator's webhook allow-list (--webhook-hosts)",
+                      host);
+    if (wh_host_internal(host))
+        return errmsg(err, errlen,
+                      "url: host %s is a loopback, private or link-local address: allowed only when --webhook-hosts "
+                      "names it",
+                      host);
+    return 0;
+}
+
+static int wh_events_parse(json_t *v, unsigned *bits, char *err, size_t errlen)
+{
+    if (!json_is_array(v) || json_array_size(v) == 0 || json_array_size(v) > 16)
+        return errmsg(err, errlen, "events: must be a list of 1 to 16 event names");
+    *bits = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(v, i, e)
+    {
+        const char *name = json_string_value(e);
+        int k = 0;
+        while (name && WEBHOOK_EVENTS[k] && strcmp(WEBHOOK_EVENTS[k], name) != 0) k++;
+        if (!name || !WEBHOOK_EVENTS[k])
+            return errmsg(err, errlen,
+                          "events: %s%.60s%s is not an event (job.succeeded, job.failed, job.cancelled, "
+                          "job.interrupted, experiment.succeeded, experiment.failed, experiment.cancelled)",
+                          name ? "\"" : "", name ? name : "a non-string", name ? "\"" : "");
+        *bits |= 1u << k;
+    }
+    return 0;
+}
+
+int webhook_body_parse(const char *body, size_t len, const char *allow_hosts, webhook_req_t *out, char *err,
+                       size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    json_error_t je;
+    json_t *o = body ? json_loadb(body, len, JSON_REJECT_DUPLICATES, &je) : NULL;
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return errmsg(err, errlen, "the body is not a JSON object");
+    }
+    int rc = -1;
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v) if (strcmp(key, "url") && strcmp(key, "events") && strcmp(key, "secret") &&
+                                       strcmp(key, "job"))
+    {
+        errmsg(err, errlen, "%.40s: not a field of a webhook (url, events, secret, job)", key);
+        goto out;
+    }
+    const char *url = json_string_value(json_object_get(o, "url"));
+    const char *secret = json_string_value(json_object_get(o, "secret"));
+    json_t *job = json_object_get(o, "job");
+    if (!url) {
+        errmsg(err, errlen, "url: missing or not a string");
+        goto out;
+    }
+    if (webhook_url_check(url, allow_hosts, err, errlen) != 0) goto out;
+    if (wh_events_parse(json_object_get(o, "events"), &out->events, err, errlen) != 0) goto out;
+    if (!secret || strlen(secret) < WEBHOOK_SECRET_MIN || strlen(secret) > WEBHOOK_SECRET_MAX) {
+        errmsg(err, errlen, "secret: must be a string of %d to %d bytes", WEBHOOK_SECRET_MIN, WEBHOOK_SECRET_MAX);
+        goto out;
+    }
+    if (job && (!json_is_string(job) || !job_id_valid(json_string_value(job)))) {
+        errmsg(err, errlen, "job: must be a job id (j-N)");
+        goto out;
+    }
+    snprintf(out->url, sizeof out->url, "%s", url);
+    snprintf(out->secret, sizeof out->secret, "%s", secret);
+    if (job) snprintf(out->job, sizeof out->job, "%s", json_string_value(job));
+    rc = 0;
+out:
+    json_decref(o);
+    return rc;
+}
+
+const char *webhook_event_of(const json_t *ev)
+{
+    const char *type = json_string_value(json_object_get(ev, "type"));
+    const char *state = json_string_value(json_object_get(ev, "state"));
+    if (!type) return NULL;
+    if (strcmp(type, "interruption") == 0) return "job.interrupted";
+    int exp = strcmp(type, "experiment") == 0;
+    if (!state || (!exp && strcmp(type, "state") != 0)) return NULL;
+    if (strcmp(state, "SUCCEEDED") == 0) return exp ? "experiment.succeeded" : "job.succeeded";
+    if (strcmp(state, "FAILED") == 0) return exp ? "experiment.failed" : "job.failed";
+    if (strcmp(state, "CANCELLED") == 0) return exp ? "experiment.cancelled" : "job.cancelled";
+    return NULL;
+}
+
+/* ---- the subscriptions' file ------------------------------------------------------------------ */
+
+static json_t *wh_events_json(unsigned bits)
+{
+    json_t *a = json_array();
+    for (int k = 0; WEBHOOK_EVENTS[k]; k++)
+        if (bits & (1u << k)) json_array_append_new(a, json_string(WEBHOOK_EVENTS[k]));
+    return a;
+}
+
+/* One subscription as the file (with_secret) or the API (without) has it. */
+static json_t *wh_hook_json(const wh_hook_t *h, int with_secret)
+{
+    json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:s, s:b, s:f}", "id", h->id, "url", h->req.url, "events",
+                          wh_events_json(h->req.events), "job", h->req.job[0] ? json_string(h->req.job) : json_null(),
+                          "owner", h->owner, "admin", h->admin, "created", h->created);
+    if (o && with_secret) json_object_set_new(o, "secret", json_string(h->req.secret));
+    return o;
+}
+
+/* Writes every subscription (under w->lock). 0, or -1 with err. */
+static int wh_store_save(webhooks_t *w, char *err, size_t errlen)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < w->n; i++) json_array_append_new(a, wh_hook_json(&w->hooks[i], 1));
+    json_t *o = json_pack("{s:o, s:I}", "webhooks", a, "next_id", (json_int_t)w->next_id);
+    char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!text) return errmsg(err, errlen, "out of memory");
+    int rc = fs_atomic_write_fixed(w->path, text, strlen(text), 0600);
+    int e = errno;
+    memset(text, 0, strlen(text)); /* the secrets */
+    free(text);
+    return rc == 0 ? 0 : errmsg(err, errlen, "%s: %s", w->path, strerror(e));
+}
+
+static int wh_store_load_one(webhooks_t *w, json_t *e, char *err, size_t errlen)
+{
+    wh_hook_t *h = &w->hooks[w->n];
+    memset(h, 0, sizeof *h);
+    json_t *copy = json_deep_copy(e);
+    const char *id = json_string_value(json_object_get(e, "id"));
+    const char *owner = json_string_value(json_object_get(e, "owner"));
+    if (json_is_null(json_object_get(copy, "job"))) json_object_del(copy, "job");
+    json_object_del(copy, "id");
+    json_object_del(copy, "owner");
+    json_object_del(copy, "admin");
+    json_object_del(copy, "created");
+    char *body = copy ? json_dumps(copy, JSON_COMPACT) : NULL;
+    json_decref(copy);
+    /* the allow-list may have narrowed since: a subscription it no longer allows is kept
+     * (and shown) but its deliveries fail with the reason */
+    int rc = body ? webhook_body_parse(body, strlen(body), "*", &h->req, err, errlen) : -1;
+    free(body);
+    if (rc != 0) return -1;
+    if (!id || strlen(id) >= sizeof h->id || !owner || strlen(owner) > USER_OWNER_MAX)
+        return errmsg(err, errlen, "no id or owner");
+    snprintf(h->id, sizeof h->id, "%s", id);
+    snprintf(h->owner, sizeof h->owner, "%s", owner);
+    h->admin = json_is_true(json_object_get(e, "admin"));
+    h->created = json_number_value(json_object_get(e, "created"));
+    w->n++;
+    return 0;
+}
+
+static int wh_store_load(webhooks_t *w, char *err, size_t errlen)
+{
+    struct stat st;
+    if (stat(w->path, &st) != 0) return errno == ENOENT ? 0 : errmsg(err, errlen, "%s: %s", w->path, strerror(errno));
+    if (st.st_size > 4 << 20) return errmsg(err, errlen, "%s: larger than 4 MiB", w->path);
+    json_error_t je;
+    json_t *o = json_load_file(w->path, JSON_REJECT_DUPLICATES, &je);
+    json_t *a = json_object_get(o, "webhooks");
+    if (!json_is_array(a)) {
+        json_decref(o);
+        return errmsg(err, errlen, "%s: not a webhooks file: %s", w->path, je.text);
+    }
+    w->next_id = (long)json_integer_value(json_object_get(o, "next_id"));
+    size_t i;
+    json_t *e;
+    char why[256];
+    json_array_foreach(a, i, e)
+    {
+        if (w->n >= WEBHOOKS_MAX || wh_store_load_one(w, e, why, sizeof why) != 0) {
+            json_decref(o);
+            return errmsg(err, errlen, "%s: entry %zu: %s", w->path, i, w->n >= WEBHOOKS_MAX ? "too many" : why);
+        }
+    }
+    json_decref(o);
+    return 0;
+}
+
+/* ---- deliveries ----------------------------------------------------------------------------- */
+
+#ifdef PACER_HAVE_CURL
+static size_t wh_discard(char *p, size_t size, size_t n, void *u)
+{
+    (void)p, (void)u;
+    return size * n;
+}
+
+/* One POST: 0 on a 2xx, else -1 with why. */
+static int wh_post(const char *url, const char *secret, const wh_delivery_t *d, int *status, char *why, size_t whylen)
+{
+    char sig[SHA256_HEX_LEN + 1], h_sig[96], h_event[64], h_id[64];
+    hmac_sha256_hex(secret, strlen(secret), d->body, strlen(d->body), sig);
+    snprintf(h_sig, sizeof h_sig, "X-Pacer-Signature: sha256=%s", sig);
+    snprintf(h_event, sizeof h_event, "X-Pacer-Event: %s", d->event);
+    snprintf(h_id, sizeof h_id, "X-Pacer-Delivery: %s", d->id);
+    CURL *k = curl_easy_init();
+    if (!k) return errmsg(why, whylen, "curl_easy_init failed");
+    struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
+    hdr = curl_slist_append(hdr, h_sig);
+    hdr = curl_slist_append(hdr, h_event);
+    hdr = curl_slist_append(hdr, h_id);
+    char ebuf[CURL_ERROR_SIZE] = "";
+    curl_easy_setopt(k, CURLOPT_URL, url);
+    curl_easy_setopt(k, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(k, CURLOPT_POSTFIELDS, d->body);
+    curl_easy_setopt(k, CURLOPT_TIMEOUT, (long)WEBHOOK_TIMEOUT_S);
+    curl_easy_setopt(k, CURLOPT_CONNECTTIMEOUT, (long)WEBHOOK_TIMEOUT_S);
+    curl_easy_setopt(k, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(k, CURLOPT_FOLLOWLOCATION, 0L); /* a redirect could lead off the allow-list */
+    curl_easy_setopt(k, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(k, CURLOPT_WRITEFUNCTION, wh_discard);
+    curl_easy_setopt(k, CURLOPT_ERRORBUFFER, ebuf);
+    CURLcode rc = curl_easy_perform(k);
+    long code = 0;
+    curl_easy_getinfo(k, CURLINFO_RESPONSE_CODE, &code);
+    curl_slist_free_all(hdr);
+    curl_easy_cleanup(k);
+    *status = (int)code;
+    if (rc != CURLE_OK) return errmsg(why, whylen, "%s", ebuf[0] ? ebuf : curl_easy_strerror(rc));
+    if (code < 200 || code > 299) return errmsg(why, whylen, "HTTP %ld", code);
+    return 0;
+}
+#else
+static int wh_post(const char *url, const char *secret, const wh_delivery_t *d, int *status, char *why, size_t whylen)
+{
+    (void)url, (void)secret, (void)d;
+    *status = 0;
+    return errmsg(why, whylen, "this coordinator was built without libcurl");
+}
+#endif
+
+/* The next due delivery (under w->lock): its hook index and slot, or -1. *wait_s: until
+ * the earliest pending one is due (at most 0.5 s). */
+static int wh_next_due(webhooks_t *w, double now, int *slot, double *wait_s)
+{
+    int best = -1;
+    double at = now + 0.5;
+    for (int i = 0; i < w->n; i++)
+        for (int k = 0; k < WEBHOOK_DELIVERIES_KEPT; k++) {
+            const wh_delivery_t *d = &w->hooks[i].dl[k];
+            if (!d->body || d->next_at >= at) continue;
+            at = d->next_at;
+            best = i;
+            *slot = k;
+        }
+    *wait_s = at > now ? at - now : 0;
+    return at <= now ? best : -1;
+}
+
+/* Tries the due deliveries, one POST at a time, without the lock held during a POST. */
+static void wh_deliver_due(webhooks_t *w, double *wait_s)
+{
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        int slot = 0, i = wh_next_due(w, clock_wall_s(), &slot, wait_s);
+        if (i < 0 || w->stop) {
+            pthread_mutex_unlock(&w->lock);
+            return;
+        }
+        wh_hook_t *h = &w->hooks[i];
+        wh_delivery_t d = h->dl[slot];
+        char url[WEBHOOK_URL_MAX], secret[WEBHOOK_SECRET_MAX + 1], hid[24];
+        memcpy(url, h->req.url, sizeof url);
+        memcpy(secret, h->req.secret, sizeof secret);
+        memcpy(hid, h->id, sizeof hid);
+        d.body = strdup(d.body);
+        pthread_mutex_unlock(&w->lock);
+        char why[160] = "";
+        int status = 0, rc = d.body ? wh_post(url, secret, &d, &status, why, sizeof why) : -1;
+        memset(secret, 0, sizeof secret);
+        free(d.body);
+        pthread_mutex_lock(&w->lock);
+        /* the hook may have been removed meanwhile: find it and its delivery again */
+        for (int j = 0; j < w->n; j++) {
+            wh_delivery_t *x = &w->hooks[j].dl[slot];
+            if (strcmp(w->hooks[j].id, hid) != 0 || strcmp(x->id, d.id) != 0) continue;
+            x->attempts++;
+            x->http_status = status;
+            snprintf(x->error, sizeof x->error, "%s", rc == 0 ? "" : why);
+            if (rc == 0 || x->attempts >= WEBHOOK_ATTEMPTS) {
+                snprintf(x->status, sizeof x->status, "%s", rc == 0 ? "delivered" : "failed");
+                free(x->body);
+                x->body = NULL;
+                if (rc != 0)
+                    clog_printf("webhook %s: %s of %s not delivered after %d attempts: %s", hid, x->event, x->job,
+                                x->attempts, why);
+            } else {
+                x->next_at = clock_wall_s() + (double)(1 << (x->attempts - 1)); /* 1, 2, 4, 8, 16 s */
+            }
+        }
+        pthread_mutex_unlock(&w->lock);
+    }
+}
+
+/* ---- events to deliveries ----------------------------------------------------------------- */
+
+static int wh_event_bit(const char *name)
+{
+    for (int k = 0; WEBHOOK_EVENTS[k]; k++)
+        if (strcmp(WEBHOOK_EVENTS[k], name) == 0) return k;
+    return -1;
+}
+
+/* A new pending delivery of ev to h (under w->lock); the oldest kept one gives way. */
+static void wh_enqueue(webhooks_t *w, wh_hook_t *h, const char *name, const char *subject, json_t *ev)
+{
+    wh_delivery_t *d = &h->dl[h->ndl % WEBHOOK_DELIVERIES_KEPT];
+    free(d->body);
+    memset(d, 0, sizeof *d);
+    snprintf(d->id, sizeof d->id, "d-%ld", ++w->next_delivery);
+    snprintf(d->event, sizeof d->event, "%s", name);
+    snprintf(d->job, sizeof d->job, "%s", subject);
+    snprintf(d->status, sizeof d->status, "pending");
+    d->time = d->next_at = clock_wall_s();
+    json_t *body = json_pack("{s:s, s:s, s:s, s:f, s:O}", "event", name, "webhook", h->id, "delivery", d->id, "time",
+                             d->time, "data", ev);
+    d->body = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!d->body) snprintf(d->status, sizeof d->status, "failed");
+    h->ndl++;
+}
+
+/* Whether a member's subscription (not an admin's) wants events of bit (under w->lock). */
+static int wh_member_wants(const webhooks_t *w, int bit)
+{
+    for (int i = 0; i < w->n; i++)
+        if (!w->hooks[i].admin && (w->hooks[i].req.events & (1u << bit))) return 1;
+    return 0;
+}
+
+/* The subscriptions that want ev get a delivery. The job's owner is read (outside the
+ * lock) only when a member's subscription might want the event. */
+static void wh_dispatch(webhooks_t *w, json_t *ev)
+{
+    const char *name = webhook_event_of(ev);
+    int bit = name ? wh_event_bit(name) : -1;
+    if (bit < 0) return;
+    const char *job = json_string_value(json_object_get(ev, "job"));
+    const char *subject = job ? job : json_string_value(json_object_get(ev, "experiment"));
+    if (!subject) subject = json_string_value(json_object_get(ev, "id"));
+    if (!subject) subject = "";
+    char owner[USER_OWNER_MAX + 1] = "";
+    const char *evowner = json_string_value(json_object_get(ev, "owner"));
+    if (evowner) snprintf(owner, sizeof owner, "%s", evowner);
+    pthread_mutex_lock(&w->lock);
+    int want = wh_member_wants(w, bit);
+    pthread_mutex_unlock(&w->lock);
+    if (want && !owner[0] && job) {
+        int exists = 0;
+        if (coord_job_owner(w->c, job, owner, sizeof owner, &exists) != COORD_OK) owner[0] = 0;
+    }
+    pthread_mutex_lock(&w->lock);
+    for (int i = 0; i < w->n; i++) {
+        wh_hook_t *h = &w->hooks[i];
+        if (!(h->req.events & (1u << bit))) continue;
+        if (h->req.job[0] && strcmp(h->req.job, subject) != 0) continue;
+        if (!h->admin && (!owner[0] || strcmp(owner, h->owner) != 0)) continue;
+        wh_enqueue(w, h, name, subject, ev);
+    }
+    pthread_mutex_unlock(&w->lock);
+}
+
+static void *wh_deliver_thread(void *arg)
+{
+    webhooks_t *w = arg;
+    coord_cursor_t cur;
+    int open = 0;
+    double wait_s = 0.5;
+    while (!w->stop) {
+        if (!open && !(open = coord_events_open(w->c, NULL, &cur) == COORD_OK)) {
+            clock_sleep_s(1.0); /* Redis not there yet */
+            continue;
+        }
+        json_t *list = NULL;
+        int ms = (int)(wait_s * 1000);
+        if (coord_events_wait(w->c, &cur, ms < 1 ? 1 : ms > 500 ? 500 : ms, 100, &list) != COORD_OK) clock_sleep_s(0.5);
+        size_t i;
+        json_t *e;
+        json_array_foreach(list, i, e) wh_dispatch(w, json_object_get(e, "event"));
+        json_decref(list);
+        wh_deliver_due(w, &wait_s);
+    }
+    return NULL;
+}
+
+webhooks_t *webhooks_start(coordinator_t *c, const char *state_dir, const char *allow_hosts, char *err, size_t errlen)
+{
+    webhooks_t *w = calloc(1, sizeof *w);
+    if (!w) {
+        errmsg(err, errlen, "out of memory");
+        return NULL;
+    }
+    w->c = c;
+    snprintf(w->path, sizeof w->path, "%s/webhooks.json", state_dir);
+    snprintf(w->allow, sizeof w->allow, "%s", allow_hosts && *allow_hosts ? allow_hosts : WEBHOOK_HOSTS_DEFAULT);
+    pthread_mutex_init(&w->lock, NULL);
+    if (wh_store_load(w, err, errlen) != 0) {
+        webhooks_stop(w);
+        return NULL;
+    }
+#ifdef PACER_HAVE_CURL
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+#endif
+    if (pthread_create(&w->thread, NULL, wh_deliver_thread, w) != 0) {
+        errmsg(err, errlen, "cannot start the webhook thread");
+        webhooks_stop(w);
+        return NULL;
+    }
+    w->started = 1;
+    if (w->n) clog_printf("webhooks: %d subscription%s from %s", w->n, w->n == 1 ? "" : "s", w->path);
+    return w;
+}
+
+void webhooks_stop(webhooks_t *w)
+{
+    if (!w) return;
+    w->stop = 1;
+    if (w->started) pthread_join(w->thread, NULL);
+    for (int i = 0; i < w->n; i++)
+        for (int k = 0; k < WEBHOOK_DELIVERIES_KEPT; k++) free(w->hooks[i].dl[k].body);
+    memset(w->hooks, 0, sizeof w->hooks); /* the secrets */
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+}
+
+/* ---- the API ---------------------------------------------------------------------------------- */
+
+static json_t *wh_deliveries_json(const wh_hook_t *h)
+{
+    json_t *a = json_array();
+    for (int k = 0; k < WEBHOOK_DELIVERIES_KEPT && k < h->ndl; k++) {
+        const wh_delivery_t *d = &h->dl[(h->ndl - 1 - k) % WEBHOOK_DELIVERIES_KEPT]; /* newest first */
+        json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s, s:i, s:o, s:o, s:f}", "id", d->id, "event", d->event,
+                                           "subject", d->job, "status", d->status, "attempts", d->attempts,
+                                           "http_status", d->http_status ? json_integer(d->http_status) : json_null(),
+                                           "error", d->error[0] ? json_string(d->error) : json_null(), "time", d->time));
+    }
+    return a;
+}
+
+/* The caller's name as a subscription's owner: an anonymous admin (no token configured:
+ * the local admin) is "admin"; an anonymous reader owns nothing (""). */
+static const char *wh_who(const coord_caller_t *by)
+{
+    if (by && by->user) return by->user;
+    return !by || by->role == USER_ADMIN ? USER_ADMIN_NAME : "";
+}
+
+int coord_webhook_add(coordinator_t *c, const coord_caller_t *by, const char *body, size_t len, json_t **out, char *err,
+                      size_t errlen)
+{
+    webhooks_t *w = c->webhooks;
+    if (!w) return errmsg(err, errlen, "webhooks are served by the daemon only"), COORD_ESTATE;
+#ifndef PACER_HAVE_CURL
+    return errmsg(err, errlen, "this coordinator was built without libcurl: it cannot call webhooks"), COORD_ESTATE;
+#endif
+    webhook_req_t req;
+    if (webhook_body_parse(body, len, w->allow, &req, err, errlen) != 0) return COORD_EINVAL;
+    int admin = !by || by->role == USER_ADMIN;
+    if (req.job[0]) {
+        char owner[USER_OWNER_MAX + 1] = "";
+        int exists = 0, code = coord_job_owner(c, req.job, owner, sizeof owner, &exists);
+        if (code != COORD_OK) return code;
+        if (!exists) return errmsg(err, errlen, "job: no job %s", req.job), COORD_ENOTFOUND;
+        if (!admin && strcmp(owner, wh_who(by)) != 0)
+            return errmsg(err, errlen, "members may subscribe only to their own jobs: %s is %s's", req.job,
+                          owner[0] ? owner : "nobody"),
+                   COORD_EDENIED;
+    }
+    pthread_mutex_lock(&w->lock);
+    int code = COORD_OK;
+    if (w->n >= WEBHOOKS_MAX) {
+        errmsg(err, errlen, "the coordinator holds %d webhooks, its most: remove one first", WEBHOOKS_MAX);
+        code = COORD_ELIMIT;
+    } else {
+        wh_hook_t *h = &w->hooks[w->n];
+        memset(h, 0, sizeof *h);
+        h->req = req;
+        snprintf(h->id, sizeof h->id, "w-%ld", ++w->next_id);
+        snprintf(h->owner, sizeof h->owner, "%s", wh_who(by));
+        h->admin = admin;
+        h->created = clock_wall_s();
+        w->n++;
+        if (wh_store_save(w, err, errlen) != 0) {
+            w->n--;
+            code = COORD_EINTERNAL;
+        } else {
+            *out = wh_hook_json(h, 0);
+            clog_printf("webhook %s added by %s (%s)", h->id, h->owner, admin ? "every job" : "their jobs");
+        }
+    }
+    pthread_mutex_unlock(&w->lock);
+    memset(&req, 0, sizeof req);
+    return code;
+}
+
+int coord_webhook_list(coordinator_t *c, const coord_caller_t *by, json_t **out)
+{
+    webhooks_t *w = c->webhooks;
+    if (!w) return COORD_ESTATE;
+    int admin = !by || by->role == USER_ADMIN;
+    json_t *a = json_array();
+    pthread_mutex_lock(&w->lock);
+    for (int i = 0; i < w->n; i++) {
+        const wh_hook_t *h = &w->hooks[i];
+        if (!admin && (!wh_who(by)[0] || strcmp(h->owner, wh_who(by)) != 0)) continue;
+        json_t *o = wh_hook_json(h, 0);
+        json_object_set_new(o, "deliveries", wh_deliveries_json(h));
+        json_array_append_new(a, o);
+    }
+    pthread_mutex_unlock(&w->lock);
+    *out = json_pack("{s:o, s:s}", "webhooks", a, "allowed_hosts", w->allow);
+    return *out ? COORD_OK : COORD_EINTERNAL;
+}
+
+int coord_webhook_remove(coordinator_t *c, const coord_caller_t *by, const char *id, char *err, size_t errlen)
+{
+    webhooks_t *w = c->webhooks;
+    if (!w) return COORD_ESTATE;
+    int admin = !by || by->role == USER_ADMIN, code = COORD_ENOTFOUND;
+    pthread_mutex_lock(&w->lock);
+    for (int i = 0; i < w->n; i++) {
+        wh_hook_t *h = &w->hooks[i];
+        if (strcmp(h->id, id) != 0) continue;
+        if (!admin && strcmp(h->owner, wh_who(by)) != 0) {
+            errmsg(err, errlen, "members may remove only their own webhooks: %s is %s's", id, h->owner);
+            code = COORD_EDENIED;
+            break;
+        }
+        wh_hook_t gone = *h;
+        for (int k = 0; k < WEBHOOK_DELIVERIES_KEPT; k++) free(h->dl[k].body);
+        memmove(h, h + 1, sizeof *h * (size_t)(w->n - i - 1));
+        w->n--;
+        code = COORD_OK;
+        if (wh_store_save(w, err, errlen) != 0) { /* put back: the file still has it */
+            memmove(h + 1, h, sizeof *h * (size_t)(w->n - i));
+            for (int k = 0; k < WEBHOOK_DELIVERIES_KEPT; k++) gone.dl[k].body = NULL;
+            *h = gone;
+            w->n++;
+            code = COORD_EINTERNAL;
+        } else clog_printf("webhook %s removed by %s", id, wh_who(by));
+        memset(&gone, 0, sizeof gone);
+        break;
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (code == COORD_ENOTFOUND) errmsg(err, errlen, "no webhook %s", id);
+    return code;
+}

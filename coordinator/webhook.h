@@ -1,0 +1,74 @@
+/* coordinator/webhook.h - webhooks: a JSON POST to a URL when a job (or an experiment)
+ * ends, fails or is interrupted, signed with the subscription's secret (HMAC-SHA256 of
+ * the body, header X-Pacer-Signature: sha256=HEX), retried with backoff, delivered by a
+ * thread of its own that follows pacer:events (coord_events_wait), so that no request
+ * and no tick ever waits for a receiver. The subscriptions live in STATE_DIR/webhooks.json
+ * (0600: it holds the secrets, which no answer and no log line shows); the last
+ * WEBHOOK_DELIVERIES_KEPT deliveries of each are kept in memory for GET /api/v1/webhooks.
+ *
+ * Who may subscribe: an admin to any job (or all of them); a member to their own jobs
+ * only (all of them, or one named by "job"). A URL is http or https, without user or
+ * password, and its host on the allow-list (--webhook-hosts, webhook_url_check). */
+#ifndef PACER_WEBHOOK_H
+#define PACER_WEBHOOK_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "coordinator.h"
+
+#define WEBHOOKS_MAX 256
+#define WEBHOOK_URL_MAX 512
+#define WEBHOOK_SECRET_MIN 16
+#define WEBHOOK_SECRET_MAX 256
+#define WEBHOOK_EVENTS_MAX 8
+#define WEBHOOK_DELIVERIES_KEPT 10
+#define WEBHOOK_ATTEMPTS 6        /* a delivery's tries: at once, then after 1, 2, 4, 8, 16 s */
+#define WEBHOOK_TIMEOUT_S 10      /* one POST, connection included */
+#define WEBHOOK_HOSTS_DEFAULT "*" /* --webhook-hosts: any host but an internal address's literal */
+
+/* The event names a subscription may ask for (docs/openapi.json's WebhookEvent). */
+extern const char *const WEBHOOK_EVENTS[];
+
+typedef struct {
+    char url[WEBHOOK_URL_MAX];
+    char secret[WEBHOOK_SECRET_MAX + 1];
+    char job[COORD_ID_MAX]; /* "" = every job the owner may see */
+    unsigned events;        /* a bit per WEBHOOK_EVENTS entry */
+} webhook_req_t;
+
+/* A POST /api/v1/webhooks body: {"url", "events": [...], "secret", "job"?}. 0, or -1 with
+ * err naming the field (an unknown event by name, a secret shorter than
+ * WEBHOOK_SECRET_MIN, an unknown field). The URL is checked by webhook_url_check. */
+int webhook_body_parse(const char *body, size_t len, const char *allow_hosts, webhook_req_t *out, char *err,
+                       size_t errlen);
+/* Whether url may be called: http:// or https://, a host (no user or password, no
+ * spaces or control bytes), an optional port, on allow_hosts: a comma-separated list of
+ * host names (case-insensitive) or "*", which allows any host except a literal loopback,
+ * private or link-local address and "localhost" (a list names those to allow them).
+ * 0, or -1 with err saying why. */
+int webhook_url_check(const char *url, const char *allow_hosts, char *err, size_t errlen);
+/* The webhook event a pacer:events event is ("job.succeeded", ...), or NULL for none. */
+const char *webhook_event_of(const json_t *ev);
+
+typedef struct webhooks webhooks_t;
+
+/* The daemon's webhooks: loads STATE_DIR/webhooks.json and starts the delivery thread.
+ * NULL with err on a file that cannot be read (the daemon refuses to start: a
+ * subscription silently dropped would be silent data loss). */
+webhooks_t *webhooks_start(coordinator_t *c, const char *state_dir, const char *allow_hosts, char *err, size_t errlen);
+void webhooks_stop(webhooks_t *w);
+
+/* The API's side (http/handlers_webhooks.c). COORD_EINVAL (400) with err for a bad body
+ * or URL, COORD_EDENIED (403) for a member's subscription to a job that is not theirs,
+ * COORD_ENOTFOUND for an unknown job or webhook, COORD_ELIMIT past WEBHOOKS_MAX,
+ * COORD_ESTATE on a coordinator built without libcurl or a client handle. */
+int coord_webhook_add(coordinator_t *c, const coord_caller_t *by, const char *body, size_t len, json_t **out, char *err,
+                      size_t errlen);
+/* {"webhooks": [{id, url, events, job, owner, created, deliveries: [...]}]}: an admin's
+ * view has all of them, a member's their own; never a secret. */
+int coord_webhook_list(coordinator_t *c, const coord_caller_t *by, json_t **out);
+int coord_webhook_remove(coordinator_t *c, const coord_caller_t *by, const char *id, char *err, size_t errlen);
+
+#endif

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "step.h"
 #include "worker.h"
 
 static int arg_long(const char *s, long lo, long hi, long *out)

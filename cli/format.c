@@ -692,6 +692,34 @@ static void job_result_rows(FILE *f, json_t *job)
     if (json_is_object(json_object_get(job, "checkpoints"))) fmt_checkpoints(f, json_object_get(job, "checkpoints"));
 }
 
+/* An integer field as text, "-" when it is null or absent (a stop whose note was lost). */
+static const char *int_or_dash(json_t *o, const char *key, char *out, size_t len)
+{
+    json_t *v = json_object_get(o, key);
+    if (json_is_integer(v)) snprintf(out, len, "%lld", (long long)json_integer_value(v));
+    else snprintf(out, len, "-");
+    return out;
+}
+
+/* Stops with notice (docs/JOB_SPEC.md, "Stopping on notice"): how many, and the last one. */
+static void job_interruption_rows(FILE *f, json_t *job)
+{
+    json_t *list = json_object_get(job, "interruptions");
+    size_t n = json_array_size(list);
+    if (n == 0) return;
+    json_t *e = json_array_get(list, n - 1);
+    long long total = json_integer_value(json_object_get(job, "interruptions_total"));
+    char when[64], why[80], host[80], at[24], ck[24], lost[24], buf[512];
+    fmt_time(num(e, "at"), when, sizeof when);
+    fmt_clean(str(e, "reason"), 64, why, sizeof why);
+    fmt_clean(*str(e, "host") ? str(e, "host") : "?", 64, host, sizeof host);
+    snprintf(buf, sizeof buf, "%lld time%s; the last: %s on %s after step %s, resumed from step %s (%s lost), %s",
+             total > 0 ? total : (long long)n, total == 1 || (total <= 0 && n == 1) ? "" : "s", why, host,
+             int_or_dash(e, "at_step", at, sizeof at), int_or_dash(e, "checkpoint_step", ck, sizeof ck),
+             int_or_dash(e, "lost_steps", lost, sizeof lost), when);
+    row(f, "interrupted", buf);
+}
+
 void fmt_job(FILE *f, json_t *job, double now)
 {
     row(f, "id", str(job, "id"));
@@ -703,6 +731,7 @@ void fmt_job(FILE *f, json_t *job, double now)
     job_work_rows(f, job);
     job_time_rows(f, job, now);
     job_health_rows(f, job);
+    job_interruption_rows(f, job);
     job_result_rows(f, job);
 }
 

@@ -4,7 +4,9 @@
  * Exit status: 0 success, 1 a failure while training, 2 bad input (usage, spec, data set,
  * checkpoint), each with one line on stderr that names what is wrong; 3 training collapsed
  * and on_collapse is fail or restart (health.h; the summary's "health" says why and since
- * when, and the coordinator fails or restarts the job). */
+ * when, and the coordinator fails or restarts the job); 75 (NOTICE_EXIT_STATUS) stopped on
+ * notice: a rank heard SIGTERM, every rank stopped after the same step and rank 0 left a
+ * checkpoint there (common/notice.h). */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>

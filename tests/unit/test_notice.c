@@ -13,6 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "format.h"
 #include "notice.h"
 #include "supervise.h"
 
@@ -94,12 +97,35 @@ static void test_supervise_notice(void **state)
     assert_int_equal(o.notice, 0);
 }
 
+/* pacer get's row for a job's interruptions (cli/format.c). */
+static void test_get_row(void **state)
+{
+    (void)state;
+    json_t *job = json_loads("{\"id\": \"j-1\", \"name\": \"n\", \"state\": \"RUNNING\", \"interruptions_total\": 2, "
+                             "\"interruptions\": [{\"reason\": \"notice\", \"host\": \"pw1\", \"at_step\": 4, "
+                             "\"checkpoint_step\": 4, \"lost_steps\": 0, \"at\": 1},"
+                             "{\"reason\": \"notice\", \"host\": \"pw2\", \"at_step\": 41, \"checkpoint_step\": 40, "
+                             "\"lost_steps\": 1, \"at\": 2}]}",
+                             0, NULL);
+    assert_non_null(job);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    fmt_job(f, job, 10);
+    fclose(f);
+    if (!strstr(text, "2 times; the last: notice on pw2 after step 41, resumed from step 40 (1 lost)"))
+        fail_msg("pacer get shows no interruption row:\n%s", text);
+    free(text);
+    json_decref(job);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_notice_round_trip),
         cmocka_unit_test(test_notice_refusals),
         cmocka_unit_test(test_supervise_notice),
+        cmocka_unit_test(test_get_row),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

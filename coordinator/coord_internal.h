@@ -6,6 +6,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <sys/types.h>
 
@@ -141,10 +142,18 @@ static inline int coord_js_to_coord(int js)
     }
 }
 
-/* STATE_DIR/jobs/{id}[/leaf] (run.c): the one place a job's file paths come from. The
- * API derives what it opens and shows from it, never from a path stored in Redis.
- * Returns 0, or -1 when id is not a job id or the path does not fit. */
-int coord_job_path(const coordinator_t *c, const char *id, const char *leaf, char *out, size_t len);
+/* STATE_DIR/jobs/{id}[/leaf]: the one place a job's file paths come from, for the daemon
+ * and the API alike. The API derives what it opens and shows from it, never from a path
+ * stored in Redis. Returns 0, or -1 when id is not a job id ("j-" and digits) or the path
+ * does not fit (the state dir is checked at start to leave room, so the daemon's callers,
+ * whose ids it made, may ignore it). Inline: run.c, drain.c, api.c and coordinator.c all
+ * need it, and none of them should call another for it. */
+static inline int coord_job_path(const coordinator_t *c, const char *id, const char *leaf, char *out, size_t len)
+{
+    int n = leaf ? snprintf(out, len, "%s/jobs/%s/%s", c->state_dir, id, leaf)
+                 : snprintf(out, len, "%s/jobs/%s", c->state_dir, id);
+    return n >= 0 && (size_t)n < len && job_id_valid(id) ? 0 : -1;
+}
 
 /* coord_submit, recording parent (NULL = none) as the job this one retries (lifecycle.c),
  * by a caller (NULL: nobody; coord_submit_spec_by). */

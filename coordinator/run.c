@@ -63,17 +63,6 @@
 #define PLAN_PERIOD_S 1.0
 #define JPATH (PATH_MAX + 128) /* STATE_DIR/jobs/{id}/{leaf} always fits */
 
-/* STATE_DIR/jobs/{id}[/leaf]: where a job's files live, for the daemon and the API alike
- * (the API never uses a path read back from Redis). Returns 0, or -1 when the id is not a
- * job id ("j-" and digits) or the path did not fit (the state dir is checked at start to
- * leave room, so the daemon's callers, whose ids it made, may ignore it). */
-int coord_job_path(const coordinator_t *c, const char *id, const char *leaf, char *out, size_t len)
-{
-    int n = leaf ? snprintf(out, len, "%s/jobs/%s/%s", c->state_dir, id, leaf)
-                 : snprintf(out, len, "%s/jobs/%s", c->state_dir, id);
-    return n >= 0 && (size_t)n < len && job_id_valid(id) ? 0 : -1;
-}
-
 static void run_clear_hosts(coord_run_t *r)
 {
     for (int i = 0; i < r->nhosts; i++) free(r->hosts[i]);

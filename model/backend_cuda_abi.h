@@ -24,17 +24,18 @@ extern "C" {
 
 /* 4: MODEL_GRAD_EXTRA 4 (the noise scale's extras), the grads buffers' size; 5: every layer
  * kind runs, upload and download_params carry the dropout seed and step; 6: layer_t's clip,
- * hard sigmoid, mul and batch-norm momentum fields (issue 43's convolutional families); 7:
+ * hard sigmoid, mul and batch-norm momentum fields (ReLU6, hard-swish, SiLU and
+ * squeeze-excitation networks); 7:
  * LAYER_STOCHASTIC_DEPTH; 8: model_t's moment2 and label_smoothing, tensor_info_t's no_decay,
  * model_optimize (AdamW, parameter groups);
  * 9: layer_t's and model_t's N-D shapes (model_shape_t), the unary kinds LAYER_EXP to LAYER_POW
  * and the broadcast, constant and movement kinds (empty rows: not on the GPU);
  * 10: layer_t's red_mask and red_keep, LAYER_REDUCE_MEAN, LAYER_REDUCE_SUM and
  * LAYER_LINEAR (empty rows);
- * 11: issue 44's kinds LAYER_SOFTMAX to LAYER_LAYERNORM (Erf and GELU through the unary
+ * 11: the transformers' kinds LAYER_SOFTMAX to LAYER_LAYERNORM (Erf and GELU through the unary
  * launcher);
  * 12: Swin's LAYER_GATHER_PARAM and layer_t's gp_table;
- * 13: issue 44's ViT kind LAYER_EXPAND;
+ * 13: the vision transformers' LAYER_EXPAND (the class token);
  * 14: the language models' kinds LAYER_EMBED and LAYER_CAUSAL_SOFTMAX,
  * layer_t's tied and model_t's positions */
 #define PACER_CUDA_ABI 14

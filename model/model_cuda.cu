@@ -1162,16 +1162,16 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_REDUCE_MEAN, reduce_fwd, reduce_bwd, NULL},
     {LAYER_REDUCE_SUM, reduce_fwd, reduce_bwd, NULL},
     {LAYER_LINEAR, linear_fwd, linear_bwd, NULL},
-    /* issue 44's kinds; Erf and GELU through the unary launcher */
+    /* the transformers' kinds; Erf and GELU through the unary launcher */
     {LAYER_SOFTMAX, softmax_fwd, softmax_bwd, NULL},
     {LAYER_LOG_SOFTMAX, softmax_fwd, softmax_bwd, NULL},
     {LAYER_ERF, unary_fwd, unary_bwd, NULL},
     {LAYER_GELU, unary_fwd, unary_bwd, NULL},
     {LAYER_BMM, bmm_fwd, bmm_bwd, NULL},
     {LAYER_LAYERNORM, layernorm_fwd, layernorm_bwd, NULL},
-    /* Swin's (appended) */
+    /* Swin's relative position bias */
     {LAYER_GATHER_PARAM, gather_param_fwd, gather_param_bwd, NULL},
-    /* issue 44's ViT rows */
+    /* the vision transformers' class token */
     {LAYER_EXPAND, view_fwd, expand_bwd, NULL},
     /* the language models' rows (a model whose loss covers several positions is refused
      * by cuda_model_create: the rank stays on the CPU) */

@@ -62,6 +62,28 @@ void drain_interruption(coordinator_t *c, coord_run_t *r, const char *why, doubl
     r->dirty = 1;
 }
 
+/* Whether r's ended attempt left a note (its ranks stopped on notice), and the note's path. */
+static int drain_note_path(coordinator_t *c, const coord_run_t *r, char *path, size_t len)
+{
+    char dir[JPATH_DRAIN];
+    return coord_job_path(c, r->id, "checkpoints", dir, sizeof dir) == 0 &&
+           notice_path(path, len, dir, r->spec->name) == 0;
+}
+
+int drain_noticed(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int code)
+{
+    char path[JPATH_DRAIN + SPEC_NAME_MAX + 16];
+    if (oc == SV_EXITED && code == NOTICE_EXIT_STATUS) return 1;
+    if (oc == SV_EXITED && code == 0) return 0;
+    return drain_note_path(c, r, path, sizeof path) && access(path, F_OK) == 0;
+}
+
+void drain_forget_note(coordinator_t *c, const coord_run_t *r)
+{
+    char path[JPATH_DRAIN + SPEC_NAME_MAX + 16];
+    if (drain_note_path(c, r, path, sizeof path)) unlink(path);
+}
+
 void drain_adopt_interruptions(coord_run_t *r, const char *text, const char *total)
 {
     json_t *l = text && *text ? json_loads(text, 0, NULL) : NULL;

@@ -18,6 +18,14 @@
  * that is missing or wrong is said in the log, and the interruption recorded without
  * its figures (null). */
 void drain_interruption(coordinator_t *c, coord_run_t *r, const char *why, double now);
+/* Whether r's attempt, ended so, stopped on notice: exit 75, or any other end but success
+ * with the worker's note there (mpirun told to terminate exits 1 after its ranks, which
+ * heard the SIGTERM it forwards, checkpointed and left the note). */
+int drain_noticed(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int code);
+/* Removes a note an attempt stopped by the coordinator left (a cancel, a preemption, a
+ * resize: their SIGTERM too is a notice to the ranks), so that no later attempt's end
+ * reads it as its own. */
+void drain_forget_note(coordinator_t *c, const coord_run_t *r);
 /* The "interruptions" field of an adopted job (JSON run_persist wrote); anything else
  * leaves the list empty. */
 void drain_adopt_interruptions(coord_run_t *r, const char *text, const char *total);

@@ -1485,9 +1485,15 @@ static void attempt_over(coordinator_t *c, coord_run_t *r, double now)
     const char *lost = r->end_lost;
     kill_reason_t why = r->kill_reason;
     r->draining = 0;
-    /* Stopped on notice from outside (SIGTERM to its ranks): an interruption, whatever
-     * comes next (a relaunch here or, a host gone, elsewhere) */
-    if (why == KILL_NONE && oc == SV_EXITED && code == NOTICE_EXIT_STATUS) drain_interruption(c, r, "notice", now);
+    /* Stopped on notice from outside (SIGTERM to its ranks or to mpirun): an interruption,
+     * whatever comes next (a relaunch here or, a host gone, elsewhere) */
+    if (why == KILL_NONE && drain_noticed(c, r, oc, code)) {
+        drain_interruption(c, r, "notice", now);
+        oc = SV_EXITED;
+        code = NOTICE_EXIT_STATUS;
+    } else {
+        drain_forget_note(c, r);
+    }
     if (why == KILL_NONE) { /* it ended on its own */
         note_silent(r, NULL);
         if (should_probe(c, r, oc, code)) begin_probing(c, r, oc, code, lost, now);

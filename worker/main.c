@@ -788,9 +788,12 @@ static int phase_train(run_t *r)
     else if (w->nworkers > spec->workers)
         SAY("elastic: grown to %d workers (the spec's %d, max_workers %d) sharing its global batch of %d\n",
             w->nworkers, spec->workers, spec->max_workers, w->global_batch);
-    /* A notice is heard where a loop reads it at its step boundaries: every rank of the
-     * synchronous loop, the parameter server (its workers keep SIGTERM's default). */
-    if (!sim_active() && (!r->async || r->rank == 0) && sigterm_install() != 0)
+    /* A notice is read where a loop agrees at its step boundaries: every rank of the
+     * synchronous loop, the parameter server. Its workers take the handler too and leave
+     * the decision to it: a SIGTERM sent to every rank (srun's, mpirun's) then ends in the
+     * server's checkpoint instead of a worker's death; one that reaches only a worker is
+     * not acted on. */
+    if (!sim_active() && sigterm_install() != 0)
         fprintf(stderr, "pacer-worker: rank %d: no SIGTERM handler: %s\n", r->rank, strerror(errno));
     int rc = worker_train(w, &r->a->opts, r->err, sizeof r->err);
     if (w->metrics) {

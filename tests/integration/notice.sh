@@ -42,4 +42,19 @@ want=$((epochs * 2048 / 128))
 rcli XRANGE pacer:events - + | grep "\"job\":\"$id\"" | grep -q '"type":"interruption"' || fail "no interruption event"
 [ -e "$STATE/jobs/$id/checkpoints/notice.notice" ] && fail "the note was not removed"
 echo "ok: $states; interruption $(jq -c '.interruptions[0] | {at_step, checkpoint_step, lost_steps, host}' "$TMP/job.json"), restarts 0, $want steps"
+
+# SIGTERM to mpirun itself (a batch script's notice): it forwards it to the ranks, which
+# checkpoint and leave the note, and exits 1 itself: still a notice, no restart used.
+id=$(submit "$TMP/n.json")
+log="$STATE/jobs/$id/log"
+await 180 "job $id to train a few steps" trained_past
+s=$(job_pid "$id")
+mp=$(ps -eo pid=,sid=,comm= | awk -v s="$s" '$2 == s && ($3 == "mpirun" || $3 == "orterun" || $3 == "prterun") { print $1; exit }')
+[ -n "$mp" ] || fail "no mpirun in the session of $id"
+kill -TERM "$mp" || fail "cannot signal mpirun $mp"
+cli wait "$id" --timeout 600 || { tail -30 "$log"; tail -20 "$TMP/coord.log"; fail "job $id (mpirun SIGTERMed) did not succeed"; }
+[ "$(field_of "$id" restarts)" = 0 ] || fail "$id: restarts = $(field_of "$id" restarts), want 0"
+cli status "$id" | jq -e '(.interruptions | length == 1) and .interruptions[0].lost_steps <= 1' >/dev/null ||
+    fail "$id: want one interruption with lost_steps <= 1"
+echo "ok: SIGTERM to mpirun: the job resumed without a restart and SUCCEEDED"
 stop_coord

@@ -146,6 +146,5 @@ void model_gpt_init(model_t *m, int layers, uint64_t seed)
             for (size_t k = 0; k < ti->count; k++) w[k] = sd * rng_normal(&r);
         }
     }
-    memset(m->momentum, 0, m->nparams * sizeof(float));
-    if (m->moment2) memset(m->moment2, 0, m->nparams * sizeof(float));
+    model_zero_state(m);
 }

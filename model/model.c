@@ -1252,9 +1252,14 @@ void model_init_params(model_t *m, uint64_t seed)
             }
         }
     }
+    model_zero_state(m);
+}
+
+void model_zero_state(model_t *m)
+{
     /* whole pages, as allocated: zero without making them resident (zero_pages) */
     const size_t state = (m->nparams * sizeof(float) + 4095) & ~(size_t)4095;
-    zero_pages(m->momentum, state ? state : 4096);
+    if (m->momentum) zero_pages(m->momentum, state ? state : 4096);
     if (m->moment2) zero_pages(m->moment2, state ? state : 4096);
 }
 

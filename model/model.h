@@ -471,6 +471,10 @@ void model_describe(const model_t *m, catalog_model_t *out);
  * conv and fc; Kaiming normal for resnet20 convolutions; bn gamma 1, beta 0, running
  * mean 0, running var 1), drawn from seed. Zeroes the momentum. */
 void model_init_params(model_t *m, uint64_t seed);
+/* Zeroes the optimizer state (momentum, and moment2 when allocated) without making its
+ * pages resident: what a sharded job never writes outside a rank's range stays out of
+ * its memory (worker/shard.h). The initialisers call it. */
+void model_zero_state(model_t *m);
 /* Whether buffers (nbuffers floats laid out as m's: what a file holds for them, a
  * checkpoint's, before they are restored) hold what the layers can use: every gathered
  * parameter's index map (a float per output element) a whole index into its table, every

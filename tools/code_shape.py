@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""tools/code_shape.py - the two measures issue 48 asks for, as one command anyone can rerun.
+"""tools/code_shape.py - the shape of the rooms (long functions, circles of calls and of
+includes), as commands anyone can rerun.
 
   python3 tools/code_shape.py functions [N] [FILES...]
       the N (20) longest C functions: lines from a definition's first line at column 0 to
@@ -11,6 +12,9 @@
       undefined symbols (nm U) include one of b's defined global symbols (nm T, D, R, B, C:
       a function, or a table such as an algorithm's ops, read through a pointer). A component
       of one file is no circle. Tarjan's algorithm, iterative.
+  python3 tools/code_shape.py includes FOLDER
+      the largest circle of #include "x.h" between the modules of FOLDER (x.c and x.h
+      together, e.g. worker): a header per file and includes that point one way make none.
 
 Reads only; prints plain text. Owned by nobody in particular: docs/ARCHITECTURE.md quotes
 its numbers, so rerun it when the rooms change."""
@@ -67,8 +71,17 @@ def circles(objdir):
         defined[o], undefined[o] = d, u
     owner = {s: o for o in objs for s in defined[o]}
     edges = {o: sorted({owner[s] for s in undefined[o] if s in owner and owner[s] != o}) for o in objs}
+    big = largest_scc(objs, edges)
+    print(f"{len(objs)} object files; largest strongly connected component: {len(big)} file(s)")
+    if len(big) > 1:
+        print("  " + " ".join(big))
+
+
+def largest_scc(nodes, edges):
+    """The largest strongly connected component of the graph (edges: node -> sorted list),
+    sorted; Tarjan's algorithm, iterative."""
     index, low, on, stack, comps, counter = {}, {}, set(), [], [], [0]
-    for root in objs:
+    for root in nodes:
         if root in index:
             continue
         work = [(root, 0)]
@@ -100,8 +113,25 @@ def circles(objdir):
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[v])
     comps.sort(key=lambda c: -len(c))
-    big = comps[0] if comps else []
-    print(f"{len(objs)} object files; largest strongly connected component: {len(big)} file(s)")
+    return comps[0] if comps else []
+
+
+INCLUDE = re.compile(r'^#include "([A-Za-z0-9_]+)\.h"', re.M)
+
+
+def includes(folder):
+    """The largest circle of includes between the modules of folder: a module is x.c and
+    x.h together, with an edge x -> y when either includes y.h of the same folder."""
+    names = sorted(f for f in os.listdir(folder) if f.endswith((".c", ".h")))
+    mods = sorted({n[:-2] for n in names})
+    edges = {m: set() for m in mods}
+    for n in names:
+        with open(os.path.join(folder, n), encoding="utf-8", errors="replace") as f:
+            for inc in INCLUDE.findall(f.read()):
+                if inc in edges and inc != n[:-2]:
+                    edges[n[:-2]].add(inc)
+    big = largest_scc(mods, {m: sorted(e) for m, e in edges.items()})
+    print(f"{len(mods)} modules; largest circle of includes: {len(big)} module(s)")
     if len(big) > 1:
         print("  " + " ".join(big))
 
@@ -113,6 +143,8 @@ def main(argv):
         functions(n, rest)
     elif len(argv) == 3 and argv[1] == "circles":
         circles(argv[2])
+    elif len(argv) == 3 and argv[1] == "includes":
+        includes(argv[2])
     else:
         print(__doc__, file=sys.stderr)
         return 2

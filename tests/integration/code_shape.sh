@@ -1,0 +1,31 @@
+# The rooms keep their shape: no circle of calls between the object files of worker/ or
+# coordinator/ (a file that calls up into a file that calls it: the scheduler apart from
+# a job's run, hosts.c no longer calling the tick), and no circle of includes between
+# worker/'s modules (a header per file; the MPI floor, comm_mpi.h, below comm.h's
+# orchestration). tools/code_shape.py measures both; this also checks that it can see a
+# circle, on two objects made here that call each other.
+. tests/lib.sh
+command -v python3 >/dev/null || skip "python3 not installed"
+command -v nm >/dev/null || skip "nm not installed"
+for room in worker coordinator; do
+    [ -d "$BUILD/obj/$room" ] || skip "$BUILD/obj/$room not built"
+    out=$(python3 tools/code_shape.py circles "$BUILD/obj/$room") || fail "code_shape.py circles $room"
+    echo "$room: $out"
+    echo "$out" | grep -q "largest strongly connected component: 1 file(s)" || fail "a circle of calls in $room/: $out"
+done
+out=$(python3 tools/code_shape.py includes worker) || fail "code_shape.py includes worker"
+echo "worker includes: $out"
+echo "$out" | grep -q "largest circle of includes: 1 module(s)" || fail "a circle of includes in worker/: $out"
+
+# the check itself: a.o calls b(), b.o calls a()
+mkdir -p "$TMP/obj" "$TMP/src"
+printf 'int b(int);\nint a(int x) { return x > 0 ? b(x - 1) : 0; }\n' >"$TMP/src/a.c"
+printf 'int a(int);\nint b(int x) { return x > 0 ? a(x - 1) : 1; }\n' >"$TMP/src/b.c"
+printf '#include "b.h"\n' >"$TMP/src/a.h"
+printf '#include "a.h"\n' >"$TMP/src/b.h"
+cc -c "$TMP/src/a.c" -o "$TMP/obj/a.o" && cc -c "$TMP/src/b.c" -o "$TMP/obj/b.o" || fail "cc"
+out=$(python3 tools/code_shape.py circles "$TMP/obj")
+echo "$out" | grep -q "component: 2 file(s)" || fail "circles missed a.o <-> b.o: $out"
+out=$(python3 tools/code_shape.py includes "$TMP/src")
+echo "$out" | grep -q "includes: 2 module(s)" || fail "includes missed a.h <-> b.h: $out"
+echo "ok: a circle of two calls and of two includes is seen"

@@ -134,8 +134,7 @@ void experiment_tick(coordinator_t *c, double now)
 
 /* Webhooks (coordinator/webhook.c) follow the events through the API, which this program
  * leaves out, on a thread of their own: nothing of theirs runs in the tick. */
-webhooks_t *webhooks_start(coordinator_t *c, const char *state_dir, const char *allow_hosts, char *err,
-                           size_t errlen)
+webhooks_t *webhooks_start(coordinator_t *c, const char *state_dir, const char *allow_hosts, char *err, size_t errlen)
 {
     (void)c, (void)state_dir, (void)allow_hosts, (void)err, (void)errlen;
     static char none;

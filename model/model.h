@@ -142,9 +142,9 @@ typedef enum {
      * (torch.nn.Linear on (B, T, C)): gemm over the last axis, IN its size, B * T rows of
      * one GEMM; an Add of a bias after it joins it (has_bias). LAYER_FC flattens instead. */
     LAYER_LINEAR,
-    /* issue 44's operators (appended: the table's order is the enum's). LAYER_SOFTMAX,
-     * LAYER_LOG_SOFTMAX: along the non-batch axis sl_axis (ONNX opset 13's Softmax and
-     * LogSoftmax). */
+    /* The transformers' operators (after the older kinds: a kind's value never changes, the
+     * CUDA backend's ABI counts on it). LAYER_SOFTMAX, LAYER_LOG_SOFTMAX: along the
+     * non-batch axis sl_axis (ONNX opset 13's Softmax and LogSoftmax). */
     LAYER_SOFTMAX,
     LAYER_LOG_SOFTMAX,
     /* ONNX's Erf, and the exact GELU (torch 1.13's nn.GELU export, x * 0.5 * (1 + Erf(x /
@@ -159,19 +159,19 @@ typedef enum {
      * over the non-batch axes sl_axis.. to the last, eps, weight w_off and bias b_off of those
      * axes' size (has_bias 1) */
     LAYER_LAYERNORM,
-    /* Swin's (issue 44; appended). LAYER_GATHER_PARAM: a parameter table gathered by constant
+    /* Swin's relative position bias. LAYER_GATHER_PARAM: a parameter table gathered by constant
      * indices (a relative position bias: table[index]), without a batch axis like a
      * LAYER_CONST (in -1, read by a broadcasting operator): out (shape) = params[w_off +
      * map[j]], map the float-coded flat indices into the table (buffers at rm_off, exact
      * below 2^24), the table's shape gp_table; the backward scatter-adds into the table. An
      * index outside the table (a hostile checkpoint's buffer) reads 0 and gets no gradient. */
     LAYER_GATHER_PARAM,
-    /* issue 44's ViT rows (appended). LAYER_EXPAND: ONNX Expand, in broadcast to the shape
+    /* The vision transformers' class token. LAYER_EXPAND: ONNX Expand, in broadcast to the shape
      * (NumPy's rules, bc: sa the input's strides, 0 along the axes it is repeated on, the
      * batch too for a batch-less LAYER_CONST: ViT's class_token.expand(N, -1, -1)); its
      * backward sums over the repeated axes */
     LAYER_EXPAND,
-    /* The language models' rows (appended). LAYER_EMBED: an embedding table (params at w_off,
+    /* The language models' rows. LAYER_EMBED: an embedding table (params at w_off,
      * of shape gp_table (V, E)) read by the float-coded token ids of its input (the model
      * input (T) of a GPT): out (T, E) = table[ids]; an id outside [0, V) reads zeros (the
      * data loader refuses such ids first). Its backward scatter-adds into the table, after

@@ -2,14 +2,17 @@
  * case of ONNX's backend tests (worker/onnx_case.c): a TensorProto file (input_K.pb,
  * output_K.pb: onnx_tensor_decode), and a case's model.onnx (onnx_graph_ops and
  * onnx_import_case, whose graph inputs after the activation are bound to given tensors and
- * whose output may be 4-D). Build and run: make fuzz-onnx_case.
+ * whose output may be 4-D; onnx_import_case_inputs, which feeds the inputs of the
+ * activation's batch with it and imports each output alone). Build and run: make
+ * fuzz-onnx_case.
  *
  * Every input is tried as both. Seeds (fuzz/corpus/onnx_case/): a float tensor in raw data,
  * one in float_data, and a Conv case's model whose weight is a graph input
  * (tests/tools/onnx_case_make.py's good/). Invariants: a refused tensor leaves no data and
  * says why; a decoded one holds the product of its dims; the operator list is a string
  * within its buffer; an imported case's logits layer holds num_classes values per sample
- * and a forward of one zero image runs inside its buffers (AddressSanitizer).
+ * and a forward of one zero image runs inside its buffers (AddressSanitizer); with every
+ * input given, the first is always fed, and a forward of the packed zeros runs too.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -41,6 +44,30 @@ static void try_case(const uint8_t *data, size_t size, const onnx_tensor_t *boun
     model_free(m);
 }
 
+/* The case with its inputs in (in[0] the activation) for output k. */
+static void try_inputs(const uint8_t *data, size_t size, const onnx_tensor_t *in, int nin, int k)
+{
+    model_t *m = NULL;
+    char err[512];
+    int packed[ONNX_CASE_MAX_TENSORS + 1];
+    err[0] = '\0';
+    if (onnx_import_case_inputs(data, size, in, nin, 2, k, packed, &m, err, sizeof err) != 0) {
+        if (m || !err[0]) abort();
+        return;
+    }
+    if (!packed[0]) abort();
+    size_t n = 1;
+    for (int d = 0; d < m->in_shape.rank; d++) n *= (size_t)m->in_shape.dims[d];
+    if (m->act_floats <= RUN_MAX_FLOATS && n <= RUN_MAX_FLOATS) {
+        float *x = calloc(2 * n, sizeof(float));
+        if (!x) abort();
+        const int32_t y[2] = {0, 0};
+        model_forward(m, x, y, 2, 0);
+        free(x);
+    }
+    model_free(m);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[512], ops[256];
@@ -64,5 +91,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const onnx_tensor_t w = {.name = "W", .ndims = 4, .dims = {4, 3, 3, 3}, .count = 108, .data = ones};
     try_case(data, size, NULL, 0);
     try_case(data, size, &w, 1);
+    /* x (2, 3, 5, 5) and z of its shape (an activation where a graph reads it as data), or
+     * the weight (a constant) */
+    static float zeros[2 * 3 * 5 * 5];
+    const onnx_tensor_t xz[2] = {{.name = "x", .ndims = 4, .dims = {2, 3, 5, 5}, .count = 150, .data = zeros},
+                                 {.name = "z", .ndims = 4, .dims = {2, 3, 5, 5}, .count = 150, .data = zeros}};
+    const onnx_tensor_t xw[2] = {xz[0], w};
+    for (int k = 0; k < 2; k++) {
+        try_inputs(data, size, xz, 2, k);
+        try_inputs(data, size, xw, 2, k);
+    }
     return 0;
 }

@@ -366,8 +366,8 @@ static int attr_ints(imp_t *im, const Onnx__NodeProto *n, const char *name, int 
     for (int i = 0; i < count; i++) out[i] = dflt;
     if (!a) return 0;
     if ((int)a->n_ints != count)
-        return fail(im, "node '%s' (%s): attribute %s has %zu values, want %d (2-D images only)", node_name(n),
-                    n->op_type, name, a->n_ints, count);
+        return fail(im, "node '%s' (%s): attribute %s has %zu values, want %d (one or two per spatial axis)",
+                    node_name(n), n->op_type, name, a->n_ints, count);
     for (int i = 0; i < count; i++) {
         if (a->ints[i] < 0 || a->ints[i] > DIM_MAX)
             return fail(im, "node '%s' (%s): attribute %s[%d] = %lld is out of range", node_name(n), n->op_type, name,
@@ -517,8 +517,8 @@ static const char *batch_text(const model_shape_t *s, char *buf, size_t len)
     return buf;
 }
 
-/* Refuses an input x that is not an image batch (N, C, H, W): what Conv, the pools and
- * the global average pool take (the operator table's rows refuse another rank too). */
+/* Refuses an input x that is not an image batch (N, C, H, W): what the global average pool
+ * takes (the operator table's rows refuse another rank too). */
 static int image_input(imp_t *im, const model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
 {
     model_shape_t s;
@@ -529,14 +529,48 @@ static int image_input(imp_t *im, const model_builder_t *b, const Onnx__NodeProt
                 n->input[0], batch_text(&s, t, sizeof t), x->flat ? " flattened" : "", n->op_type);
 }
 
+/* The spatial axes of Conv's and the pools' input x: 2 for images (N, C, H, W), 1 for
+ * sequences (N, C, L), which run as images of width 1 (the layer keeps their rank);
+ * another rank is refused (0). */
+static int spatial_axes(imp_t *im, const model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
+{
+    model_shape_t s;
+    char t[96];
+    model_build_shape_nd(b, x->layer, &s);
+    if (!x->flat && (s.rank == 3 || s.rank == 2)) return s.rank - 1;
+    fail(im, "node '%s' (%s): input '%s' is %s%s: %s takes images (N, C, H, W) and sequences (N, C, L) only",
+         node_name(n), n->op_type, n->input[0], batch_text(&s, t, sizeof t), x->flat ? " flattened" : "", n->op_type);
+    return 0;
+}
+
+/* kernel_shape, strides, dilations and pads for sp spatial axes as the 2-D ones (top,
+ * left, bottom, right): a sequence's are the height's, its width 1 and unpadded. */
+static int window_attrs(imp_t *im, const Onnx__NodeProto *n, int sp, int *ks, int *st, int *dl, int *pd)
+{
+    if (sp == 2)
+        return attr_ints(im, n, "kernel_shape", 2, -1, ks) || attr_ints(im, n, "strides", 2, 1, st) ||
+                       attr_ints(im, n, "dilations", 2, 1, dl) || attr_ints(im, n, "pads", 4, 0, pd)
+                   ? -1
+                   : 0;
+    int p2[2];
+    if (attr_ints(im, n, "kernel_shape", 1, -1, ks) || attr_ints(im, n, "strides", 1, 1, st) ||
+        attr_ints(im, n, "dilations", 1, 1, dl) || attr_ints(im, n, "pads", 2, 0, p2))
+        return -1;
+    ks[1] = st[1] = dl[1] = 1;
+    pd[0] = p2[0], pd[2] = p2[1], pd[1] = pd[3] = 0;
+    return 0;
+}
+
 static int do_conv(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const known[] = {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad", NULL};
     const value_t *x;
-    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x) || image_input(im, b, n, x)) return -1;
+    int sp;
+    if (check_attrs(im, n, known) || input_layer(im, n, 0, &x) || !(sp = spatial_axes(im, b, n, x))) return -1;
     const Onnx__TensorProto *w = input_tensor(im, n, 1), *bias = input_tensor(im, n, 2);
-    if (!w || w->n_dims != 4 || tensor_count(w) <= 0)
-        return fail(im, "node '%s' (Conv): the weight must be a 4-D initializer (OC, C/group, KH, KW)", node_name(n));
+    if (!w || w->n_dims != (size_t)sp + 2 || tensor_count(w) <= 0)
+        return fail(im, "node '%s' (Conv): the weight must be a %d-D initializer (OC, C/group, %s)", node_name(n),
+                    sp + 2, sp == 2 ? "KH, KW" : "K");
     if (n->n_input > 2 && n->input[2][0] && !bias)
         return fail(im, "node '%s' (Conv): the bias must be an initializer", node_name(n));
     if (n->n_input > 3) return fail(im, "node '%s' (Conv): more than 3 inputs", node_name(n));
@@ -547,10 +581,8 @@ static int do_conv(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     /* bounded before it becomes an int (a group of 2^32 + 1 is not a group of 1) */
     const int64_t group64 = attr_int(n, "group", 1);
     const int group = group64 >= 1 && group64 <= DIM_MAX ? (int)group64 : 0;
-    if (attr_ints(im, n, "kernel_shape", 2, -1, ks) || attr_ints(im, n, "strides", 2, 1, st) ||
-        attr_ints(im, n, "dilations", 2, 1, dl) || attr_ints(im, n, "pads", 4, 0, pd))
-        return -1;
-    const int KH = (int)w->dims[2], KW = (int)w->dims[3], OC = (int)w->dims[0];
+    if (window_attrs(im, n, sp, ks, st, dl, pd)) return -1;
+    const int KH = (int)w->dims[2], KW = sp == 2 ? (int)w->dims[3] : 1, OC = (int)w->dims[0];
     if ((ks[0] != -1 && ks[0] != KH) || (ks[1] != -1 && ks[1] != KW))
         return fail(im, "node '%s' (Conv): kernel_shape %dx%d differs from the weight's %dx%d", node_name(n), ks[0],
                     ks[1], KH, KW);
@@ -590,7 +622,9 @@ static int do_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int 
     static const char *const kavg[] = {"kernel_shape",      "strides",  "pads", "ceil_mode",
                                        "count_include_pad", "auto_pad", NULL};
     const value_t *x;
-    if (check_attrs(im, n, is_max ? kmax : kavg) || input_layer(im, n, 0, &x) || image_input(im, b, n, x)) return -1;
+    int sp;
+    if (check_attrs(im, n, is_max ? kmax : kavg) || input_layer(im, n, 0, &x) || !(sp = spatial_axes(im, b, n, x)))
+        return -1;
     if (is_max && attr_int(n, "storage_order", 0) != 0)
         return fail(im, "node '%s' (MaxPool): storage_order 1 is not supported", node_name(n));
     if (n->n_output > 1 && n->output[1] && n->output[1][0])
@@ -598,9 +632,7 @@ static int do_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int 
     int C, H, W;
     model_build_shape(b, x->layer, &C, &H, &W);
     int ks[2], st[2], dl[2], pd[4];
-    if (attr_ints(im, n, "kernel_shape", 2, -1, ks) || attr_ints(im, n, "strides", 2, 1, st) ||
-        attr_ints(im, n, "dilations", 2, 1, dl) || attr_ints(im, n, "pads", 4, 0, pd))
-        return -1;
+    if (window_attrs(im, n, sp, ks, st, dl, pd)) return -1;
     if (ks[0] < 1 || ks[1] < 1) return fail(im, "node '%s' (%s): kernel_shape is required", node_name(n), n->op_type);
     const int ap = auto_pad(n);
     if (ap < 0) return fail(im, "node '%s' (%s): unknown auto_pad", node_name(n), n->op_type);
@@ -830,6 +862,13 @@ static int do_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     const int64_t flat = (int64_t)C * H * W;
     const int batch0 = input_ints(im, n, 1, sh, &nsh, &ssh) == 0 && nsh >= 1 && nsh <= 1 + MODEL_MAX_RANK &&
                        (is_batch(sh[0]) || sh[0] == 0 || sh[0] == -1 || (im->batch_dim > 0 && sh[0] == im->batch_dim));
+    if (!batch0 && im->batch_dim > 0 && nsh >= 1)
+        /* torch folded the example input's batch into the shape (Swin's B * windows) */
+        return fail(im,
+                    "node '%s' (Reshape): the shape's first value %lld is a constant that is not the batch: the "
+                    "file fixes the batch to %d, so the shape no longer says which axis holds it; export with a "
+                    "dynamic batch (torch.onnx.export(..., dynamic_axes={'%.64s': {0: 'N'}}))",
+                    node_name(n), (long long)sh[0], im->batch_dim, im->input ? im->input : "input");
     if (!batch0)
         return fail(im,
                     "node '%s' (Reshape): the shape must be a constant of 1 to %d values whose first is the batch "
@@ -1430,7 +1469,11 @@ static int arr_bcast(imp_t *im, const Onnx__NodeProto *n, const arr_t *in, int k
  * Where, Cast, Neg, Sqrt. Ints stay exact (a result beyond 2^53 is refused). */
 static int fold_elementwise(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out)
 {
+    static const char *const cast_attrs[] = {"to", NULL}, *const mod_attrs[] = {"fmod", NULL}, *const none[] = {NULL};
     const char *op = n->op_type;
+    /* an attribute is refused, not ignored: opset 6's broadcast and axis of Add, Sub, Mul,
+     * Div and Pow align the second operand otherwise than NumPy's rule */
+    if (check_attrs(im, n, strcmp(op, "Cast") == 0 ? cast_attrs : strcmp(op, "Mod") == 0 ? mod_attrs : none)) return -1;
     for (int i = 0; i < k; i++)
         if (in[i].table)
             return fail(im,
@@ -2614,6 +2657,9 @@ static model_shape_t view_sample(const view_t *v)
     return s;
 }
 
+/* view_normal's mark of a physical axis of 1 dropped from the batch's group */
+#define DROPPED INT32_MIN
+
 /* Rewrites layer *li and v into the normal form: the physical axes in the graph's order but
  * the batch first (a LAYER_TRANSPOSE), and each group without the batch one physical axis
  * (a LAYER_RESHAPE). Then a group without the batch is one axis in place, the last group is
@@ -2638,7 +2684,8 @@ static void view_normal(model_builder_t *b, int *li, view_t *v)
         memcpy(v->pd, pd, sizeof pd);
         for (int e = 0; e < v->np; e++) v->ax[e] = pos[v->ax[e]];
     }
-    /* merge each batch-less group into one axis: they are adjacent now, in order */
+    /* merge each batch-less group into one axis: they are adjacent now, in order; the axes
+     * of 1 in the batch's group are dropped (DROPPED: what a Squeeze left beside it) */
     view_t w = {.np = 1, .pd = {1}, .ng = v->ng};
     int map[VIEW_AXES], merged = 0;
     map[0] = 0;
@@ -2646,8 +2693,11 @@ static void view_normal(model_builder_t *b, int *li, view_t *v)
         int nb = 0;
         for (int f = 0; f < v->gn[g]; f++) nb |= v->ax[e + f] == 0;
         if (nb) {
-            for (int f = 0; f < v->gn[g]; f++)
-                if (v->ax[e + f] != 0) map[v->ax[e + f]] = w.np, w.pd[w.np++] = v->pd[v->ax[e + f]];
+            for (int f = 0; f < v->gn[g]; f++) {
+                const int a = v->ax[e + f];
+                if (a != 0 && v->pd[a] == 1) map[a] = DROPPED, merged = 1;
+                else if (a != 0) map[a] = w.np, w.pd[w.np++] = v->pd[a];
+            }
             continue;
         }
         int p = 1;
@@ -2658,14 +2708,16 @@ static void view_normal(model_builder_t *b, int *li, view_t *v)
     if (!merged) return;
     /* the physical axes are numbered in order: rebuild the groups from the merged ones */
     for (int g = 0, e = 0, o = 0; g < v->ng; e += v->gn[g++]) {
-        const int first = map[v->ax[e]];
-        if (first < 0) {
+        int nb = 0;
+        for (int f = 0; f < v->gn[g]; f++) nb |= v->ax[e + f] == 0;
+        if (!nb) {
             w.gn[g] = 1;
-            w.ax[o++] = -1 - first;
-        } else {
-            w.gn[g] = v->gn[g];
-            for (int f = 0; f < v->gn[g]; f++) w.ax[o++] = map[v->ax[e + f]];
+            w.ax[o++] = -1 - map[v->ax[e]];
+            continue;
         }
+        w.gn[g] = 0;
+        for (int f = 0; f < v->gn[g]; f++)
+            if (map[v->ax[e + f]] != DROPPED) w.ax[o++] = map[v->ax[e + f]], w.gn[g]++;
     }
     model_shape_t to = view_sample(&w);
     *li = model_build_reshape(b, *li, &to);
@@ -2683,8 +2735,8 @@ static int view_plain(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, v
     if (!view_is_plain(&v))
         return fail(im,
                     "node '%s' (%s): input '%s' is %s, its batch axis moved or merged by a Transpose or Reshape; "
-                    "only Transpose, Reshape, Shape, MatMul, Gemm, Softmax, Slice, Gather and elementwise operators "
-                    "read such a tensor",
+                    "only Transpose, Reshape, Squeeze, Unsqueeze, Shape, MatMul, Gemm, Softmax, Slice, Split, Gather and "
+                    "elementwise operators read such a tensor",
                     node_name(n), n->op_type, x->name, view_text(&x->view, t, sizeof t));
     x->layer = li;
     x->viewed = 0;
@@ -2831,8 +2883,17 @@ static int view_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n,
     }
     return view_define(im, n, 0, li, &w);
 refuse:
-    return fail(im, "node '%s' (Reshape): %s cannot be read as the shape given (its axes regrouped in order)",
-                node_name(n), view_text(&v, t, sizeof t));
+    if (im->batch_dim > 0 && !known_n)
+        /* torch folded the batch of the example input into the shape: (L, N * heads, d)
+         * and (L * N, E) both became constants without N, so where N goes is lost */
+        return fail(im,
+                    "node '%s' (%s): %s to a constant shape of %d axes without the batch: the file fixes the "
+                    "batch to %d, so the shape no longer says which axis holds it; export with a dynamic batch "
+                    "(torch.onnx.export(..., dynamic_axes={'%.64s': {0: 'N'}}))",
+                    node_name(n), n->op_type, view_text(&v, t, sizeof t), nsh, im->batch_dim,
+                    im->input ? im->input : "input");
+    return fail(im, "node '%s' (%s): %s cannot be read as the shape given (its axes regrouped in order)", node_name(n),
+                n->op_type, view_text(&v, t, sizeof t));
 }
 
 /* Runs n's own handler on the physical layers of its viewed inputs (all of view v, layer li
@@ -2942,6 +3003,102 @@ static int view_gather(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, 
     return view_define(im, n, 0, model_build_reshape(b, li, &to), &w);
 }
 
+/* Split of a view along a graph axis that is one physical axis without the batch (timm's
+ * q, k, v = qkv.unbind(0) after qkv.permute(2, 0, 3, 1, 4), which torch writes as a Split
+ * on axis 0 and a Squeeze of each part): a LAYER_SLICE per output, each the view with that
+ * axis's size its part. Sizes as do_split takes them: the attribute (before opset 13), the
+ * constant input, or equal parts. */
+static int view_split(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
+{
+    static const char *const known[] = {"axis", "split", NULL};
+    int64_t sz[INTS_MAX];
+    int ns = 0, sc, first[VIEW_AXES];
+    view_t v;
+    char t[96];
+    view_get(b, x, &v);
+    for (int g = 0, e = 0; g < v.ng; e += v.gn[g++]) first[g] = e;
+    if (check_attrs(im, n, known)) return -1;
+    const int64_t given = attr_int(n, "axis", 0), g = given < 0 ? given + v.ng : given;
+    const int p = g >= 0 && g < v.ng && v.gn[g] == 1 ? v.ax[first[g]] : 0;
+    if (p == 0 || n->n_output < 1 || n->n_output > INTS_MAX)
+        return fail(im, "node '%s' (Split): axis %lld of %s: only an axis without the batch, into 1 to %d outputs",
+                    node_name(n), (long long)given, view_text(&v, t, sizeof t), INTS_MAX);
+    const int dim = v.pd[p];
+    const Onnx__AttributeProto *a = attr(n, "split");
+    if (a && a->n_ints <= INTS_MAX)
+        for (size_t i = 0; i < a->n_ints; i++) sz[ns++] = a->ints[i];
+    else if (n->n_input > 1 && n->input[1][0] && input_ints(im, n, 1, sz, &ns, &sc) != 0)
+        return fail(im, "node '%s' (Split): split must be a constant", node_name(n));
+    if (!ns) {
+        ns = (int)n->n_output;
+        for (int i = 0; i < ns; i++) sz[i] = dim / ns;
+    }
+    int64_t total = 0; /* each size bounded before any is summed */
+    for (int i = 0; i < ns; i++) {
+        if (sz[i] < 1 || sz[i] > dim)
+            return fail(im, "node '%s' (Split): size %d is %lld, not in [1, %d] (the axis)", node_name(n), i,
+                        (long long)sz[i], dim);
+        total += sz[i];
+    }
+    if (ns != (int)n->n_output || total != dim)
+        return fail(im, "node '%s' (Split): %d sizes for %zu outputs do not split the axis of %d", node_name(n), ns,
+                    n->n_output, dim);
+    for (int i = 0, off = 0; i < ns; off += (int)sz[i++]) {
+        if (!n->output[i][0]) continue;
+        view_t w = v;
+        w.pd[p] = (int)sz[i];
+        if (view_define(im, n, (size_t)i, model_build_slice(b, x->layer, p - 1, off, off + (int)sz[i], 1), &w))
+            return -1;
+    }
+    return 0;
+}
+
+/* Squeeze or Unsqueeze of a view: a Reshape of it (view_reshape) to its shape without the
+ * axes of 1 named (all of them when none are), or with axes of 1 inserted there. The axes:
+ * an attribute before opset 13, a constant input from it. */
+static int view_squeeze(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x, int unsqueeze)
+{
+    static const char *const known[] = {"axes", NULL};
+    int64_t axes[INTS_MAX], cur[VIEW_AXES], sh[VIEW_AXES];
+    int na = 0, sc, nsh = 0;
+    unsigned named = 0;
+    view_t v;
+    char t[96];
+    view_get(b, x, &v);
+    view_dims(&v, cur);
+    if (check_attrs(im, n, known)) return -1;
+    const Onnx__AttributeProto *a = attr(n, "axes");
+    if (a && a->n_ints <= INTS_MAX)
+        for (size_t i = 0; i < a->n_ints; i++) axes[na++] = a->ints[i];
+    else if (a || (n->n_input > 1 && n->input[1][0] && input_ints(im, n, 1, axes, &na, &sc) != 0))
+        return fail(im, "node '%s' (%s): axes must be a constant of at most %d values", node_name(n), n->op_type,
+                    INTS_MAX);
+    const int out_rank = unsqueeze ? v.ng + na : v.ng;
+    for (int i = 0; i < na; i++) {
+        const int64_t k = axes[i] < 0 ? axes[i] + out_rank : axes[i];
+        if (k < 0 || k >= out_rank || k >= VIEW_AXES || (named >> k & 1))
+            return fail(im, "node '%s' (%s): axis %lld of %s: out of range or named twice", node_name(n), n->op_type,
+                        (long long)axes[i], view_text(&v, t, sizeof t));
+        named |= 1u << k;
+    }
+    for (int d = 0, g = 0; d < out_rank; d++) {
+        const int pick = (named >> d & 1) || (!unsqueeze && !na && cur[g] == 1);
+        if (unsqueeze) {
+            sh[nsh++] = pick ? 1 : cur[g++];
+            continue;
+        }
+        if (pick && cur[g] != 1)
+            return fail(im, "node '%s' (Squeeze): axis %d of %s is not of size 1", node_name(n), d,
+                        view_text(&v, t, sizeof t));
+        if (!pick) sh[nsh++] = cur[g];
+        g++;
+    }
+    if (nsh < 1 || nsh > VIEW_AXES)
+        return fail(im, "node '%s' (%s): %s would have %d axes (1 to %d)", node_name(n), n->op_type,
+                    view_text(&v, t, sizeof t), nsh, VIEW_AXES);
+    return view_reshape(im, b, n, x, sh, nsh);
+}
+
 /* MatMul of two activations, either a view: both in normal form with the batch in their
  * first axis and grouped alike ((N * heads, L, d) times (N * heads, d, L)) */
 static int view_bmm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x, const value_t *y)
@@ -3008,6 +3165,19 @@ static int last_axis_const(imp_t *im, const Onnx__NodeProto *n, size_t i)
     return 1;
 }
 
+/* The rank of Concat input i when it is a constant (an initializer, or a constant folded at
+ * import: V_ARRAY), its dimensions into dims (at most ARR_DIMS); -1 for an activation. */
+#define ARR_DIMS 8
+static int concat_constant_dims(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *dims)
+{
+    const value_t *v = i < n->n_input && n->input[i][0] ? find_value(im, n->input[i]) : NULL;
+    if (!v || v->transposed || (v->kind != V_TENSOR && v->kind != V_ARRAY)) return -1;
+    const int rank = v->kind == V_TENSOR ? (int)v->tensor->n_dims : v->arank;
+    if (rank > ARR_DIMS) return ARR_DIMS + 1; /* refused by the caller's shape check */
+    for (int d = 0; d < rank; d++) dims[d] = v->kind == V_TENSOR ? v->tensor->dims[d] : v->adims[d];
+    return rank;
+}
+
 /* Input i of a Concat along sample axis ax as a layer: an activation, or a parameter of
  * the activations' shape but along ax with a leading 1 for the batch, expanded to every
  * sample (torch.cat([cls, x], dim=1) exported with the batch fixed to 1: the class token
@@ -3015,16 +3185,17 @@ static int last_axis_const(imp_t *im, const Onnx__NodeProto *n, size_t i)
 static int concat_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, const model_shape_t *like,
                           int ax, int *li)
 {
-    const Onnx__TensorProto *t = input_tensor(im, n, i);
+    int64_t dims[ARR_DIMS];
+    const int rank = concat_constant_dims(im, n, i, dims);
     const value_t *y;
-    if (!t) {
+    if (rank < 0) {
         if (input_layer(im, n, i, &y)) return -1;
         *li = y->layer;
         return 0;
     }
-    int ok = t->n_dims == (size_t)like->rank + 1 && t->dims[0] == 1;
+    int ok = rank == like->rank + 1 && dims[0] == 1;
     for (int d = 0; ok && d < like->rank; d++)
-        ok = d == ax ? t->dims[d + 1] >= 1 && t->dims[d + 1] <= DIM_MAX : t->dims[d + 1] == like->dims[d];
+        ok = d == ax ? dims[d + 1] >= 1 && dims[d + 1] <= DIM_MAX : dims[d + 1] == like->dims[d];
     char s[96];
     if (!ok)
         return fail(im,
@@ -3032,7 +3203,7 @@ static int concat_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *
                     "%d: one parameter for every sample",
                     node_name(n), i, batch_text(like, s, sizeof s), ax + 1);
     model_shape_t to = *like;
-    to.dims[ax] = (int)t->dims[ax + 1];
+    to.dims[ax] = (int)dims[ax + 1];
     int lc;
     if (binary_operand(im, b, n, i, like->rank, &lc)) return -1;
     *li = model_build_expand(b, lc, &to);
@@ -3129,6 +3300,9 @@ static int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "MatMul") == 0 && n->n_input == 2 && in[0] && in[1]) return view_bmm(im, b, n, in[0], in[1]);
     if (strcmp(op, "Slice") == 0 && x && x->viewed) return view_slice(im, b, n, x);
     if (strcmp(op, "Gather") == 0 && x && x->viewed) return view_gather(im, b, n, x);
+    if (strcmp(op, "Split") == 0 && x && x->viewed) return view_split(im, b, n, x);
+    if ((strcmp(op, "Squeeze") == 0 || strcmp(op, "Unsqueeze") == 0) && x && x->viewed)
+        return view_squeeze(im, b, n, x, op[0] == 'U');
 plain:
     /* every input, a Concat's fifth too */
     for (size_t i = 0; i < n->n_input; i++) {
@@ -3356,7 +3530,8 @@ static int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
          * chain of two-input concatenations */
         static const char *const known[] = {"axis", NULL};
         size_t first = 0; /* the first activation: a parameter may come before it */
-        while (first + 1 < n->n_input && input_tensor(im, n, first)) first++;
+        int64_t cd[ARR_DIMS];
+        while (first + 1 < n->n_input && concat_constant_dims(im, n, first, cd) >= 0) first++;
         if (check_attrs(im, n, known)) return -1;
         if (n->n_input < 1 || input_layer(im, n, first, &x))
             return fail(im, "node '%s' (Concat): no inputs", node_name(n));
@@ -3560,10 +3735,20 @@ static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
         o->layer = li;
         o->viewed = 0;
     }
-    if (!o || o->kind != V_LAYER || o->layer < 0)
-        return fail(im, "the graph's output '%s' is not computed by a supported node", im->output);
     int C, H, W, Cl, Hl, Wl, last = 0;
     while (model_build_shape(b, last + 1, &Cl, &Hl, &Wl) == 0) last++;
+    if (im->any_output && o && o->kind == V_LAYER && !o->viewed && (o->layer < 0 || o->layer != last)) {
+        /* a case's output that is the input itself (Identity, a Reshape to its own shape) or
+         * not the last layer (one of a Split's outputs): a copy of it is the model's output
+         * (a flat value: its samples flat) */
+        model_shape_t s;
+        model_build_shape_nd(b, o->layer, &s);
+        if (o->flat) s = (model_shape_t){.rank = 1, .dims = {(int)model_shape_count(&s)}};
+        o->layer = last = model_build_reshape(b, o->layer, &s);
+        o->flat = 0;
+    }
+    if (!o || o->kind != V_LAYER || o->layer < 0)
+        return fail(im, "the graph's output '%s' is not computed by a supported node", im->output);
     model_build_shape(b, o->layer, &C, &H, &W);
     if (o->layer != last)
         return fail(im, "the graph's output '%s' is not its last layer (a branch computed after it is unused)",
@@ -3640,8 +3825,9 @@ static int import_model(const Onnx__ModelProto *mp, const char *name, int max_ba
         const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
         if (!o->domain || !o->domain[0] || strcmp(o->domain, "ai.onnx") == 0) opset = o->has_version ? o->version : -1;
     }
-    if (opset < 11 || opset > 17)
-        return snprintf(err, errlen, "onnx: opset %lld is not supported (11 to 17)", (long long)opset), -1;
+    /* from 6: what changed since is read by version or refused as an unknown attribute */
+    if (opset < 6 || opset > 17)
+        return snprintf(err, errlen, "onnx: opset %lld is not supported (6 to 17)", (long long)opset), -1;
     if (g->n_node > ONNX_MAX_NODES || g->n_initializer > ONNX_MAX_INITIALIZERS)
         return snprintf(err, errlen, "onnx: %zu nodes and %zu initializers exceed the bounds (%d, %d)", g->n_node,
                         g->n_initializer, ONNX_MAX_NODES, ONNX_MAX_INITIALIZERS),
@@ -4111,8 +4297,206 @@ int onnx_graph_ops(const uint8_t *data, size_t len, char *out, size_t outlen)
     return 0;
 }
 
-int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound, int nbound, int max_batch,
-                     model_t **out, char *err, size_t errlen)
+/* ---- a case's inputs fed as activations ----------------------------------------------------
+ * A case's graph input that has the activation's rank and batch (input_0's first
+ * dimension), is float32 and is read as data, not as a weight (Conv's, Gemm's and a
+ * normalisation's parameters, a 2-D MatMul's second operand), is an activation like
+ * input_0, not a constant: onnx_import_case_inputs feeds them all as one model input of
+ * (N, S), each sample theirs one after the other, and puts in front of the graph a Slice of
+ * its part and a Reshape to its shape for each (the importer's own layers), so that an Add
+ * of two (3, 4, 5) inputs is an Add of two activations. The Slice takes its bounds as
+ * inputs (opset 10 on): in older opsets the inputs stay constants. */
+
+#define PACK_INPUT "pacer_case_inputs"
+#define NPACK (ONNX_CASE_MAX_TENSORS + 1)
+
+/* Whether graph input `name` is read by some node as a weight (see above). */
+static int read_as_weight(const Onnx__GraphProto *g, const char *name, int ndims)
+{
+    static const char *const weights[] = {
+        "Conv", "ConvTranspose", "Gemm", "BatchNormalization", "LayerNormalization", "InstanceNormalization", "PRelu",
+        NULL};
+    for (size_t i = 0; i < g->n_node && i < ONNX_MAX_NODES; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        for (size_t k = 1; k < n->n_input; k++) {
+            if (!n->input[k] || strcmp(n->input[k], name) != 0 || !n->op_type) continue;
+            for (const char *const *w = weights; *w; w++)
+                if (strcmp(n->op_type, *w) == 0) return 1;
+            if (strcmp(n->op_type, "MatMul") == 0 && ndims == 2) return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether case input t (after the first; graph input name) is an activation like in0. */
+static int is_activation(const Onnx__GraphProto *g, const char *name, const onnx_tensor_t *t, const onnx_tensor_t *in0)
+{
+    return t->data && t->ndims == in0->ndims && t->ndims >= 1 && t->dims[0] == in0->dims[0] && t->dims[0] >= 1 &&
+           !read_as_weight(g, name, t->ndims);
+}
+
+/* The rewritten graph's parts, which the graph borrows while it is imported: the packed
+ * input vi, and per packed input k the constants starts, ends and shape, a Slice into
+ * name[k][0] and a Reshape into the input's own name. */
+typedef struct {
+    Onnx__ValueInfoProto vi, *vip;
+    Onnx__TypeProto tp;
+    Onnx__TypeProto__Tensor tt;
+    Onnx__TensorShapeProto sh;
+    Onnx__TensorShapeProto__Dimension dim[2], *dimp[2];
+    Onnx__NodeProto nodes[2 * NPACK];
+    Onnx__TensorProto consts[3 * NPACK + 1];
+    int64_t starts[NPACK], ends[NPACK], shapes[NPACK][8], axis1, cdims[3 * NPACK + 1];
+    char axes_name[48], name[NPACK][4][48];
+    char *slice_in[NPACK][4], *slice_out[NPACK], *reshape_in[NPACK][2], *reshape_out[NPACK];
+} pack_t;
+
+static void int64_const(pack_t *p, size_t c, char *name, int64_t *v, size_t n)
+{
+    Onnx__TensorProto *t = &p->consts[c];
+    onnx__tensor_proto__init(t);
+    t->name = name;
+    t->has_data_type = 1;
+    t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+    t->n_int64_data = n;
+    t->int64_data = v;
+    p->cdims[c] = (int64_t)n;
+    t->n_dims = 1;
+    t->dims = &p->cdims[c];
+}
+
+static void node_init(Onnx__NodeProto *n, char *op, char *name, char **in, size_t nin, char **out)
+{
+    onnx__node_proto__init(n);
+    n->op_type = op;
+    n->name = name;
+    n->n_input = nin;
+    n->input = in;
+    n->n_output = 1;
+    n->output = out;
+}
+
+/* The packed input's value info: float32 (N, S). */
+static void pack_input(pack_t *p, int64_t N, int64_t S)
+{
+    static char input[] = PACK_INPUT;
+    onnx__value_info_proto__init(&p->vi);
+    onnx__type_proto__init(&p->tp);
+    onnx__type_proto__tensor__init(&p->tt);
+    onnx__tensor_shape_proto__init(&p->sh);
+    for (int d = 0; d < 2; d++) {
+        onnx__tensor_shape_proto__dimension__init(&p->dim[d]);
+        p->dim[d].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+        p->dim[d].dim_value = d ? S : N;
+        p->dimp[d] = &p->dim[d];
+    }
+    p->sh.n_dim = 2;
+    p->sh.dim = p->dimp;
+    p->tt.has_elem_type = 1;
+    p->tt.elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    p->tt.shape = &p->sh;
+    p->tp.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    p->tp.tensor_type = &p->tt;
+    p->vi.name = input;
+    p->vi.type = &p->tp;
+    p->vip = &p->vi;
+}
+
+/* p for the npk packed inputs in[k] (graph inputs names[k]): the packed input (N, S), and
+ * per input a Slice of elements [off, off + its sample size) of each sample and a Reshape
+ * to its shape (p->nodes[2k], [2k + 1]), their constants (p->consts, 3 npk + 1). */
+static void pack_graph(pack_t *p, const onnx_tensor_t *const *in, char *const *names, int npk, int64_t S)
+{
+    static char slice[] = "Slice", reshape[] = "Reshape", input[] = PACK_INPUT;
+    memset(p, 0, sizeof *p);
+    pack_input(p, in[0]->dims[0], S);
+    p->axis1 = 1;
+    snprintf(p->axes_name, sizeof p->axes_name, "%s_axes", PACK_INPUT);
+    int64_const(p, 0, p->axes_name, &p->axis1, 1);
+    int64_t off = 0;
+    for (int k = 0; k < npk; k++) {
+        const onnx_tensor_t *t = in[k];
+        char(*nm)[48] = p->name[k];
+        snprintf(nm[0], 48, "%s_%d", PACK_INPUT, k);
+        snprintf(nm[1], 48, "%s_%d_starts", PACK_INPUT, k);
+        snprintf(nm[2], 48, "%s_%d_ends", PACK_INPUT, k);
+        snprintf(nm[3], 48, "%s_%d_shape", PACK_INPUT, k);
+        p->starts[k] = off;
+        off += (int64_t)t->count / t->dims[0];
+        p->ends[k] = off;
+        p->shapes[k][0] = 0; /* the batch, copied */
+        for (int d = 1; d < t->ndims && d < 8; d++) p->shapes[k][d] = t->dims[d];
+        int64_const(p, 1 + 3 * (size_t)k, nm[1], &p->starts[k], 1);
+        int64_const(p, 2 + 3 * (size_t)k, nm[2], &p->ends[k], 1);
+        int64_const(p, 3 + 3 * (size_t)k, nm[3], p->shapes[k], (size_t)t->ndims);
+        p->slice_in[k][0] = input;
+        p->slice_in[k][1] = nm[1];
+        p->slice_in[k][2] = nm[2];
+        p->slice_in[k][3] = p->axes_name;
+        p->slice_out[k] = nm[0];
+        p->reshape_in[k][0] = nm[0];
+        p->reshape_in[k][1] = nm[3];
+        p->reshape_out[k] = names[k];
+        node_init(&p->nodes[2 * k], slice, nm[0], p->slice_in[k], 4, &p->slice_out[k]);
+        node_init(&p->nodes[2 * k + 1], reshape, names[k], p->reshape_in[k], 2, &p->reshape_out[k]);
+    }
+}
+
+/* Whether g has a node that computes its training form (BatchNormalization's
+ * training_mode 1: the batch's statistics), which --onnx-case's forward in evaluation mode
+ * (the running statistics) does not: 1 with err set naming it. */
+static int training_node(const Onnx__GraphProto *g, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < g->n_node && i < ONNX_MAX_NODES; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        if (!n->op_type || strcmp(n->op_type, "BatchNormalization") != 0) continue;
+        for (size_t a = 0; a < n->n_attribute; a++)
+            if (n->attribute[a]->name && strcmp(n->attribute[a]->name, "training_mode") == 0 && n->attribute[a]->i)
+                return snprintf(err, errlen,
+                                "node '%s' (BatchNormalization): training_mode 1: a case runs the forward in evaluation "
+                                "mode (the running statistics)",
+                                n->name ? n->name : "?"),
+                       1;
+    }
+    return 0;
+}
+
+/* The ai.onnx opset mp imports, or -1. */
+static int64_t case_opset(const Onnx__ModelProto *mp)
+{
+    int64_t opset = -1;
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+        if (!o->domain || !o->domain[0] || strcmp(o->domain, "ai.onnx") == 0) opset = o->has_version ? o->version : -1;
+    }
+    return opset;
+}
+
+/* t as the constant b of graph input name (its data borrowed). */
+static Onnx__TensorProto *bound_tensor(Onnx__TensorProto *t, char *name, const onnx_tensor_t *b)
+{
+    onnx__tensor_proto__init(t);
+    t->name = name;
+    t->has_data_type = 1;
+    t->n_dims = (size_t)b->ndims;
+    t->dims = (int64_t *)b->dims;
+    if (b->ints) {
+        /* a shape argument: a constant the importer folds (input_ints) */
+        t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+        t->n_int64_data = b->count;
+        t->int64_data = b->ints;
+    } else {
+        t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+        t->n_float_data = b->count;
+        t->float_data = b->data;
+    }
+    return t;
+}
+
+/* onnx_import_case and onnx_import_case_inputs: in0 NULL (no input fed as an activation
+ * but the first) or the first input, whose batch the others' is compared with. */
+static int case_import(const uint8_t *data, size_t len, const onnx_tensor_t *in0, const onnx_tensor_t *bound,
+                       int nbound, int max_batch, int output, int *packed, model_t **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (len == 0 || len > ONNX_MAX_BYTES)
@@ -4123,17 +4507,24 @@ int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
     if (!mp) return snprintf(err, errlen, "onnx: not an ONNX model, or truncated (the protobuf does not decode)"), -1;
     Onnx__GraphProto *g = mp->graph;
-    int rc = -1;
+    int rc = -1, npk = 0;
     Onnx__TensorProto tp[ONNX_CASE_MAX_TENSORS];
     Onnx__TensorProto **inits = NULL;
+    Onnx__NodeProto **nodes = NULL;
+    pack_t *p = NULL;
+    const onnx_tensor_t *pk[NPACK];
+    char *pk_names[NPACK];
     size_t n_init = g ? g->n_initializer : 0;
     if (!g) {
         snprintf(err, errlen, "onnx: the model has no graph");
         goto out;
     }
+    if (training_node(g, err, errlen)) goto out;
     /* The graph inputs that no initializer fills: the first is the activation, the others
-     * (a single-operator case's weights) are bound, in order, to the given tensors: they
-     * become initializers of the graph for the importer, which then sees one input. */
+     * (a single-operator case's weights and data) are bound, in order, to the given
+     * tensors: activations like the first (is_activation) join it in the packed input,
+     * the rest become initializers of the graph for the importer, which then sees one
+     * input. */
     int k = 0;
     for (size_t i = 0; i < g->n_input; i++)
         if (g->input[i]->name && !is_initializer(g, g->input[i]->name)) k++;
@@ -4141,48 +4532,90 @@ int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound
         snprintf(err, errlen, "onnx: the graph has %d inputs, the case gives %d", k, nbound + 1);
         goto out;
     }
-    inits = malloc((n_init + (size_t)nbound + 1) * sizeof *inits);
+    inits = malloc((n_init + (size_t)nbound + 3 * NPACK + 1) * sizeof *inits);
     if (!inits) {
         snprintf(err, errlen, "onnx: out of memory");
         goto out;
     }
     if (n_init) memcpy(inits, g->initializer, n_init * sizeof *inits);
-    int j = -1; /* -1: the activation is still to come */
+    const int feed = in0 && case_opset(mp) >= 10;
+    int j = -1, nb = 0; /* j -1: the activation is still to come */
     for (size_t i = 0; i < g->n_input; i++) {
         if (!g->input[i]->name || is_initializer(g, g->input[i]->name)) continue;
         if (j < 0) {
+            pk[0] = in0, pk_names[0] = g->input[i]->name;
             j = 0;
             continue;
         }
         const onnx_tensor_t *b = &bound[j];
-        Onnx__TensorProto *t = &tp[j];
-        onnx__tensor_proto__init(t);
-        t->name = g->input[i]->name;
-        t->has_data_type = 1;
-        t->n_dims = (size_t)b->ndims;
-        t->dims = (int64_t *)b->dims;
-        if (b->ints) {
-            /* a shape argument: a constant the importer folds (input_ints) */
-            t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
-            t->n_int64_data = b->count;
-            t->int64_data = b->ints;
-        } else {
-            t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-            t->n_float_data = b->count;
-            t->float_data = b->data;
+        if (packed) packed[j + 1] = 0;
+        if (feed && is_activation(g, g->input[i]->name, b, in0)) {
+            if (packed) packed[j + 1] = 1;
+            pk[++npk] = b, pk_names[npk] = g->input[i]->name;
+            j++;
+            continue;
         }
-        inits[n_init + (size_t)j++] = t;
+        inits[n_init + (size_t)nb++] = bound_tensor(&tp[j++], g->input[i]->name, b);
     }
-    /* the graph borrows the array and the tensors only for the import: restored below,
+    if (packed) packed[0] = 1;
+    /* the graph borrows the arrays and the tensors only for the import: restored below,
      * before free_unpacked frees what protobuf-c allocated */
     Onnx__TensorProto **orig = g->initializer;
+    Onnx__ValueInfoProto **orig_in = g->input;
+    Onnx__NodeProto **orig_nodes = g->node;
+    Onnx__ValueInfoProto **orig_out = g->output;
+    const size_t orig_nin = g->n_input, orig_nn = g->n_node, orig_nout = g->n_output;
+    if (output >= 0 && (size_t)output >= g->n_output) {
+        snprintf(err, errlen, "onnx: the graph has %zu outputs, the case gives more", g->n_output);
+        goto out;
+    }
+    if (output >= 0) g->output += output, g->n_output = 1; /* that output alone */
+    size_t n_new = n_init + (size_t)nb;
+    if (npk > 0) {
+        int64_t S = 0;
+        npk++; /* the first input's part too */
+        for (int q = 0; q < npk; q++) S += (int64_t)pk[q]->count / pk[q]->dims[0];
+        if (!(p = malloc(sizeof *p)) || !(nodes = malloc((orig_nn + 2 * (size_t)npk) * sizeof *nodes))) {
+            snprintf(err, errlen, "onnx: out of memory");
+            goto out;
+        }
+        pack_graph(p, pk, pk_names, npk, S);
+        for (size_t c = 0; c < 3 * (size_t)npk + 1; c++) inits[n_new++] = &p->consts[c];
+        for (int q = 0; q < 2 * npk; q++) nodes[q] = &p->nodes[q];
+        if (orig_nn) memcpy(nodes + 2 * npk, orig_nodes, orig_nn * sizeof *nodes);
+        g->node = nodes;
+        g->n_node = orig_nn + 2 * (size_t)npk;
+        g->input = &p->vip;
+        g->n_input = 1;
+    }
     g->initializer = inits;
-    g->n_initializer = n_init + (size_t)nbound;
+    g->n_initializer = n_new;
     rc = import_model(mp, "onnx-case", max_batch, 1, out, err, errlen);
     g->initializer = orig;
     g->n_initializer = n_init;
+    g->input = orig_in;
+    g->n_input = orig_nin;
+    g->node = orig_nodes;
+    g->n_node = orig_nn;
+    g->output = orig_out;
+    g->n_output = orig_nout;
 out:
     free(inits);
+    free(nodes);
+    free(p);
     onnx__model_proto__free_unpacked(mp, NULL);
     return rc;
+}
+
+int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound, int nbound, int max_batch,
+                     model_t **out, char *err, size_t errlen)
+{
+    return case_import(data, len, NULL, bound, nbound, max_batch, -1, NULL, out, err, errlen);
+}
+
+int onnx_import_case_inputs(const uint8_t *data, size_t len, const onnx_tensor_t *in, int nin, int max_batch,
+                            int output, int *packed, model_t **out, char *err, size_t errlen)
+{
+    if (nin < 1) return *out = NULL, snprintf(err, errlen, "onnx: no input"), -1;
+    return case_import(data, len, &in[0], &in[1], nin - 1, max_batch, output, packed, out, err, errlen);
 }

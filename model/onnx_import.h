@@ -129,5 +129,14 @@ int onnx_graph_ops(const uint8_t *data, size_t len, char *out, size_t outlen);
  * (everything onnx_import_buffer refuses, or a count of inputs that does not match). */
 int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound, int nbound, int max_batch,
                      model_t **out, char *err, size_t errlen);
+/* The same with every input, for the graph's output `output` alone (its index; the model's
+ * output is a copy of it where it is no layer's, or not the last: an Identity, one of a
+ * Split's outputs): in[0] the activation, in[1..nin) the graph's other inputs in order;
+ * those that are activations like in[0] (its rank and batch, float32, not read as a weight;
+ * opset 10 on) are fed with it, packed[k] set to 1 for them (packed[0] too) and 0 for the
+ * inputs bound as constants: the model's input is then (N, S), each sample the packed
+ * inputs' samples one after the other (in order, their elements flat). */
+int onnx_import_case_inputs(const uint8_t *data, size_t len, const onnx_tensor_t *in, int nin, int max_batch,
+                            int output, int *packed, model_t **out, char *err, size_t errlen);
 
 #endif

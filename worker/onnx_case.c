@@ -94,14 +94,102 @@ static int compare(const char *set, int k, const onnx_tensor_t *want, const floa
     return bad ? 1 : 0;
 }
 
-/* One data set; returns the exit status. */
+/* The model's input: input_0's data alone (*shape its shape), or with the other inputs fed as
+ * activations (packed[k]: onnx_import_case_inputs) each sample theirs one after the other,
+ * (N, S), malloc'ed, into *out; 0, or -1 when out of memory. */
+static int pack_inputs(const onnx_tensor_t *in, int nin, const int *packed, float **out, onnx_tensor_t *shape)
+{
+    const size_t N = (size_t)in[0].dims[0];
+    size_t S = 0;
+    int more = 0;
+    for (int k = 0; k < nin; k++)
+        if (packed[k]) S += in[k].count / N, more |= k > 0;
+    *shape = (onnx_tensor_t){.ndims = in[0].ndims};
+    memcpy(shape->dims, in[0].dims, sizeof shape->dims);
+    *out = in[0].data;
+    if (!more) return 0;
+    *shape = (onnx_tensor_t){.ndims = 2, .dims = {(int64_t)N, (int64_t)S}};
+    float *x = malloc((N * S > 0 ? N * S : 1) * sizeof *x);
+    if (!(*out = x)) return -1;
+    for (size_t b = 0, o = 0; b < N; b++)
+        for (int k = 0; k < nin; k++) {
+            if (!packed[k]) continue;
+            const size_t per = in[k].count / N;
+            memcpy(x + o, in[k].data + b * per, per * sizeof *x);
+            o += per;
+        }
+    return 0;
+}
+
+/* The verdict of two: a mismatch (1) over a refusal (2) over a pass (0), so that a refused
+ * output never hides another's wrong values. */
+static int worse(int a, int b) { return a == 1 || b == 1 ? 1 : a > b ? a : b; }
+
+/* Output k of one data set (want, its expected values): the model of the case for that
+ * output, run on the inputs; the exit status, err set for 2. */
+static int run_output(const char *set, const uint8_t *onnx, size_t onnx_len, const onnx_tensor_t *in, int nin,
+                      const onnx_tensor_t *want, int k, char *err, size_t errlen)
+{
+    const onnx_tensor_t *x = &in[0];
+    const int N = (int)x->dims[0];
+    int packed[NT + 1], rc = 2;
+    model_t *m = NULL;
+    int32_t *y = NULL;
+    float *xp = NULL;
+    onnx_tensor_t pshape;
+    /* The batch is the file's: the model is built for one sample first, so that a batch
+     * whose activations would not fit is refused before they are allocated and touched.
+     * The inputs that are activations like input_0 are fed with it (packed). */
+    if (onnx_import_case_inputs(onnx, onnx_len, in, nin, 1, k, packed, &m, err, errlen) != 0) goto out;
+    if ((double)m->act_floats * (double)N > (double)ONNX_CASE_MAX_ACT_FLOATS) {
+        snprintf(err, errlen, "%s/input_0.pb: a batch of %d needs %.3g floats of activations (at most %.3g)", set, N,
+                 (double)m->act_floats * (double)N, (double)ONNX_CASE_MAX_ACT_FLOATS);
+        goto out;
+    }
+    model_free(m);
+    m = NULL;
+    if (onnx_import_case_inputs(onnx, onnx_len, in, nin, N, k, packed, &m, err, errlen) != 0) goto out;
+    if (pack_inputs(in, nin, packed, &xp, &pshape) != 0) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    int same = m->in_shape.rank == pshape.ndims - 1;
+    for (int d = 0; same && d < m->in_shape.rank; d++) same = m->in_shape.dims[d] == pshape.dims[d + 1];
+    if (!same) {
+        char s[160], t[96];
+        shape_str(x, s, sizeof s);
+        snprintf(err, errlen, "%s/input_0.pb: shape %s, the graph's input is (N, %s", set, s,
+                 model_shape_text(&m->in_shape, t, sizeof t) + 1);
+        goto out;
+    }
+    rc = 1;
+    if (want->count != (size_t)N * (size_t)m->num_classes) {
+        printf("%s output_%d '%s': %zu values expected, the model computes %d x %d: MISMATCH\n", set, k, want->name,
+               want->count, N, m->num_classes);
+        goto out;
+    }
+    /* the loss the forward also computes is not looked at: labels 0 are valid ones */
+    if (!(y = calloc((size_t)N, sizeof *y))) {
+        snprintf(err, errlen, "out of memory");
+        rc = 2;
+        goto out;
+    }
+    model_forward(m, xp, y, N, 0);
+    rc = compare(set, k, want, model_logits(m));
+out:
+    if (xp != x->data) free(xp);
+    free(y);
+    model_free(m);
+    return rc;
+}
+
+/* One data set: every output compared (each through its own model: run_output); returns
+ * the exit status, the worse of the outputs' (worse()). */
 static int run_set(const char *dir, const char *set, const uint8_t *onnx, size_t onnx_len)
 {
     char err[1024];
     onnx_tensor_t in[NT + 1], want[NT + 1];
     int nin = -1, nout = -1, rc = 2;
-    model_t *m = NULL;
-    int32_t *y = NULL;
     memset(in, 0, sizeof in);
     memset(want, 0, sizeof want);
     if ((nin = read_tensors(dir, set, "input", in, err, sizeof err)) < 0 ||
@@ -111,7 +199,6 @@ static int run_set(const char *dir, const char *set, const uint8_t *onnx, size_t
         snprintf(err, sizeof err, "%s: no input_0.pb or no output_0.pb", set);
         goto out;
     }
-    const onnx_tensor_t *x = &in[0];
     /* int64 inputs after the first are shape arguments (bound as constants); the
      * activation and the outputs compared are float32 */
     for (int k = 0; k < nin + nout; k++) {
@@ -123,55 +210,22 @@ static int run_set(const char *dir, const char *set, const uint8_t *onnx, size_t
             goto out;
         }
     }
-    if (x->ndims < 1 || x->ndims > 1 + MODEL_MAX_RANK || x->dims[0] < 1) {
+    if (in[0].ndims < 1 || in[0].ndims > 1 + MODEL_MAX_RANK || in[0].dims[0] < 1) {
         char s[160];
-        shape_str(x, s, sizeof s);
+        shape_str(&in[0], s, sizeof s);
         snprintf(err, sizeof err, "%s/input_0.pb: shape %s: the activation must be a batch (N, ...) of rank 1 to %d",
                  set, s, 1 + MODEL_MAX_RANK);
         goto out;
     }
-    /* The batch is the file's: the model is built for one sample first, so that a batch
-     * whose activations would not fit is refused before they are allocated and touched. */
-    if (onnx_import_case(onnx, onnx_len, &in[1], nin - 1, 1, &m, err, sizeof err) != 0) goto out;
-    if ((double)m->act_floats * (double)x->dims[0] > (double)ONNX_CASE_MAX_ACT_FLOATS) {
-        snprintf(err, sizeof err, "%s/input_0.pb: a batch of %lld needs %.3g floats of activations (at most %.3g)", set,
-                 (long long)x->dims[0], (double)m->act_floats * (double)x->dims[0], (double)ONNX_CASE_MAX_ACT_FLOATS);
-        goto out;
+    rc = 0;
+    for (int k = 0; k < nout; k++) {
+        char why[1024];
+        const int r = run_output(set, onnx, onnx_len, in, nin, &want[k], k, why, sizeof why);
+        if (r == 2 && rc == 0) snprintf(err, sizeof err, "%s", why);
+        rc = worse(rc, r);
     }
-    model_free(m);
-    m = NULL;
-    if (onnx_import_case(onnx, onnx_len, &in[1], nin - 1, (int)x->dims[0], &m, err, sizeof err) != 0) goto out;
-    int same = m->in_shape.rank == x->ndims - 1;
-    for (int d = 0; same && d < m->in_shape.rank; d++) same = m->in_shape.dims[d] == x->dims[d + 1];
-    if (!same) {
-        char s[160], t[96];
-        shape_str(x, s, sizeof s);
-        snprintf(err, sizeof err, "%s/input_0.pb: shape %s, the graph's input is (N, %s", set, s,
-                 model_shape_text(&m->in_shape, t, sizeof t) + 1);
-        goto out;
-    }
-    if (nout != 1) {
-        snprintf(err, sizeof err, "%s: %d outputs (one only)", set, nout);
-        goto out;
-    }
-    rc = 1;
-    if (want[0].count != (size_t)x->dims[0] * (size_t)m->num_classes) {
-        printf("%s output_0 '%s': %zu values expected, the model computes %lld x %d: MISMATCH\n", set, want[0].name,
-               want[0].count, (long long)x->dims[0], m->num_classes);
-        goto out;
-    }
-    /* the loss the forward also computes is not looked at: labels 0 are valid ones */
-    if (!(y = calloc((size_t)x->dims[0], sizeof *y))) {
-        snprintf(err, sizeof err, "out of memory");
-        rc = 2;
-        goto out;
-    }
-    model_forward(m, x->data, y, (int)x->dims[0], 0);
-    rc = compare(set, 0, &want[0], model_logits(m));
 out:
     if (rc == 2) fprintf(stderr, "pacer-worker: --onnx-case %s: %s\n", dir, err);
-    free(y);
-    model_free(m);
     for (int i = 0; i <= NT; i++) onnx_tensor_free(&in[i]), onnx_tensor_free(&want[i]);
     return rc;
 }
@@ -200,8 +254,7 @@ int onnx_case_run(const char *dir)
         snprintf(set, sizeof set, "test_data_set_%d", sets);
         snprintf(path, sizeof path, "%.4000s/%s", dir, set);
         if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) break;
-        int rc = run_set(dir, set, onnx, len);
-        if (rc > worst) worst = rc;
+        worst = worse(worst, run_set(dir, set, onnx, len));
         sets++;
     }
     free(onnx);

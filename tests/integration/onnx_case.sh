@@ -9,7 +9,10 @@
 # batch whose activations exceed 1 GiB of floats (refused before they are allocated), raw
 # data of the wrong length, an input missing, no data set, no model, a second argument;
 # samples of rank 0 to 5 pass (Relu, BatchNormalization), a Conv on a volume and an input
-# of rank 7 are refused by name; a shape chain of every folded operator, ReduceSum and
+# of rank 7 are refused by name; a second graph input of the activation's batch is fed as an
+# activation (an Add of two inputs passes), a Conv weight given as an input stays one, each
+# output of a Split is compared, an Identity's output, a Conv on (N, C, L) and opset 6 pass,
+# opset 5 and a batch norm in training mode are refused; a shape chain of every folded operator, ReduceSum and
 # ReduceMean, and MatMul + Add over the last axis pass; Flatten merging the batch is refused.
 . tests/lib.sh
 /usr/bin/python3 tests/tools/onnx_case_make.py "$TMP/c" >"$TMP/make.log" 2>&1
@@ -51,7 +54,19 @@ expect missing 2 "model.onnx: No such file or directory"
 expect nd_relu 0 "test_data_set_0 output_0 'y' (2, 3, 4, 5, 2): 240 values"
 expect nd_scalar 0 "test_data_set_0 output_0 'y' (3): 3 values"
 expect nd_bn 0 "test_data_set_0 output_0 'y' (2, 3, 4, 2, 2): 96 values"
-expect nd_conv 2 "node 'y' (Conv): input 'x' is (N, 3, 4, 5, 5): Conv takes images (N, C, H, W) only"
+expect nd_conv 2 "node 'y' (Conv): input 'x' is (N, 3, 4, 5, 5): Conv takes images (N, C, H, W) and sequences (N, C, L) only"
+# every graph input as what it is: a second activation is fed with the first, a weight given
+# as an input (its first dimension the batch's) stays a weight; every output is compared,
+# an output that is the input itself too; Conv on a sequence; opsets 6 to 17
+expect inputs_add 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"
+expect conv_w_batch 0 "test_data_set_0 output_0 'y' (4, 4, 5, 5): 400 values"
+expect outputs_split 0 "test_data_set_0 output_1 'b' (2, 3, 3): 18 values"
+grep -qF "test_data_set_0 output_0 'a' (2, 1, 3): 6 values" "$TMP/out" || { cat "$TMP/out"; fail "outputs_split: output_0"; }
+expect identity_out 0 "test_data_set_0 output_0 'y' (2, 4, 3): 24 values"
+expect conv1d 0 "test_data_set_0 output_0 'y' (2, 4, 6): 48 values"
+expect opset6 0 "test_data_set_0 output_0 'y' (2, 4, 3): 24 values"
+expect opset5 2 "opset 5 is not supported (6 to 17)"
+expect bn_training 2 "(BatchNormalization): training_mode 1: a case runs the forward in evaluation mode"
 expect unary 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"
 expect pow_tensor 2 "node 'y' (Pow): the exponent must be a constant finite float scalar"
 expect bcast 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"

@@ -36,7 +36,7 @@ while IFS='|' read -r graph msg; do
 done <<'EOF'
 expand_first|node 'logits' (Expand): input axis 0 of 1 to a constant: only a broadcast to the batch first and constant sizes after it is supported
 expand_rank|node 'logits' (Expand): a shape of 3 axes for an activation of 2: new leading axes would move the batch axis
-view_reduce|node 'logits' (ReduceSum): input 't' is (3, N, 4), its batch axis moved or merged by a Transpose or Reshape; only Transpose, Reshape, Shape, MatMul, Gemm, Softmax, Slice, Gather and elementwise operators read such a tensor
+view_reduce|node 'logits' (ReduceSum): input 't' is (3, N, 4), its batch axis moved or merged by a Transpose or Reshape; only Transpose, Reshape, Squeeze, Unsqueeze, Shape, MatMul, Gemm, Softmax, Slice, Split, Gather and elementwise operators read such a tensor
 view_reshape|node 'logits' (Reshape): (3, N, 4) cannot be read as the shape given (its axes regrouped in order)
 view_softmax|node 'logits' (Softmax): input 't' is (4, N): its last axis holds the batch
 view_slice|node 'logits' (Slice): axis 1 of (3, N, 4): only an axis without the batch, a step not 0

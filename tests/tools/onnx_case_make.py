@@ -29,6 +29,17 @@ Writes under OUTDIR:
   nd_scalar/ Relu on x (3,): a rank-0 sample, passes;
   nd_conv/   Conv on x (2, 3, 4, 5, 5) (a 3-D convolution): refused by name;
   nd_rank7/  Relu on x of rank 7: more axes than a sample may have, refused;
+  inputs_add/ Add of x (2, 3, 4) and z (2, 3, 4), both graph inputs: z is an activation like x
+             (fed with it), passes;
+  conv_w_batch/ Conv of x (4, 3, 5, 5) by a weight W (4, 3, 3, 3) given as a graph input whose
+             first dimension is the batch's: still a weight, passes;
+  outputs_split/ Split of x (2, 4, 3) along axis 1 into 1 and 3: two outputs, each compared,
+             passes;
+  identity_out/ Identity of x: the output is the input, passes;
+  conv1d/    Conv on a sequence x (2, 3, 10) by W (4, 3, 3), stride 2, pads 1 and 2: passes;
+  opset6/    Relu in opset 6: passes; opset5/ the same in opset 5: refused by its opset;
+  bn_training/ BatchNormalization with training_mode 1 (the batch's statistics): refused, the
+             forward of a case being in evaluation mode;
   unary/     Sqrt(Abs(Exp(Neg(x)))) then Reciprocal then Pow(., 2.5) on x (2, 3, 4): passes;
   pow_tensor/ Pow whose exponent is a (3, 4) initializer: refused (a constant scalar only);
   bcast/     ((x (2, 3, 4) - c (3, 1)) * k (4), a Constant) / x: broadcasting, passes;
@@ -249,6 +260,39 @@ def main():
             lambda v: v @ lw + lb, [numpy_helper.from_array(lw, "lw"), numpy_helper.from_array(lb, "lb")])
     nd_case("move_batch", [helper.make_node("Transpose", ["x"], ["y"], perm=[1, 0, 2])], [2, 3, 4], [3, 2, 4],
             lambda v: v.transpose(1, 0, 2))
+
+    def case(name, nodes, ins, outs, inits=(), opset=13):
+        """a case of graph inputs ins and outputs outs (name: array, in order)"""
+        d = os.path.join(out, name, "test_data_set_0")
+        os.makedirs(d)
+        g = helper.make_graph(nodes, "case", [helper.make_tensor_value_info(n, f32, list(a.shape)) for n, a in ins],
+                              [helper.make_tensor_value_info(n, f32, list(a.shape)) for n, a in outs], list(inits))
+        with open(os.path.join(out, name, "model.onnx"), "wb") as f:
+            f.write(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString())
+        for i, (n, a) in enumerate(ins):
+            save(os.path.join(d, "input_%d.pb" % i), a.astype(np.float32), n)
+        for i, (n, a) in enumerate(outs):
+            save(os.path.join(d, "output_%d.pb" % i), a.astype(np.float32), n)
+
+    rnd = lambda *shape: rng.standard_normal(shape).astype(np.float32)
+    xa, za = rnd(2, 3, 4), rnd(2, 3, 4)
+    case("inputs_add", [k("Add", "x", "z", "y")], [("x", xa), ("z", za)], [("y", xa.astype(np.float64) + za)])
+    xc, wc = rnd(4, 3, 5, 5), rnd(4, 3, 3, 3)
+    case("conv_w_batch", [helper.make_node("Conv", ["x", "W"], ["y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1])],
+         [("x", xc), ("W", wc)], [("y", conv(xc.astype(np.float64), wc.astype(np.float64), np.zeros(4), 1))])
+    xs = rnd(2, 4, 3)
+    case("outputs_split", [helper.make_node("Split", ["x", "sp"], ["a", "b"], axis=1)], [("x", xs)],
+         [("a", xs[:, :1]), ("b", xs[:, 1:])], [i64("sp", [1, 3])])
+    case("identity_out", [helper.make_node("Identity", ["x"], ["y"])], [("x", xs)], [("y", xs)])
+    xq, wq = rnd(2, 3, 10), rnd(4, 3, 3)
+    xpad = np.pad(xq.astype(np.float64), ((0, 0), (0, 0), (1, 2)))
+    yq = np.stack([np.einsum("ncl,ocl->no", xpad[:, :, 2 * t:2 * t + 3], wq.astype(np.float64)) for t in range(6)], 2)
+    case("conv1d", [helper.make_node("Conv", ["x", "W"], ["y"], kernel_shape=[3], strides=[2], pads=[1, 2])],
+         [("x", xq)], [("y", yq)], [numpy_helper.from_array(wq, "W")])
+    case("opset6", [helper.make_node("Relu", ["x"], ["y"])], [("x", xs)], [("y", np.maximum(xs, 0))], opset=6)
+    case("opset5", [helper.make_node("Relu", ["x"], ["y"])], [("x", xs)], [("y", np.maximum(xs, 0))], opset=5)
+    case("bn_training", [helper.make_node("BatchNormalization", ["x"] + bn_names, ["y"], training_mode=1)],
+         [("x", xs[:, :3])], [("y", xs[:, :3])], [numpy_helper.from_array(t, nm) for t, nm in zip(bn, bn_names)], 15)
 
     d = os.path.join(out, "bigbatch", "test_data_set_0")
     os.makedirs(d)

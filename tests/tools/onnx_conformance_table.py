@@ -111,7 +111,7 @@ def reason_kind(w):
     w = re.sub(r"^pacer-worker: --onnx-case [^:]*: ", "", w)
     m = re.search(r"opset (-?\d+) is not supported", w)
     if m:
-        return "opset " + m.group(1) + " (pacer reads 11 to 17)"
+        return "opset " + m.group(1) + " (pacer reads 6 to 17)"
     m = re.search(r"operator ([A-Za-z0-9_]+) is not supported", w)
     if m:
         return "operator " + m.group(1)

@@ -1,0 +1,148 @@
+"""tests/tools/onnx_batch_axis.py - networks that move, split or merge the batch axis, or
+take sequences (N, C, L), in small torch modules, for tests/integration/onnx_batch_axis.sh
+(through onnx_families.py, which exports them as the Python client does and computes
+torch's numbers; this file only defines them).
+
+nets(): the set "batchaxis" of onnx_families.py --export:
+  Timmish   a patch embedding (Conv 8x8 stride 8: 16 tokens of 16 channels), then the
+            attention the way timm writes it: one Linear for q, k and v, reshaped to
+            (B, N, 3, heads, d), permuted with the 3 first (its batch axis moved to the
+            second place), unbound (torch 1.13 writes Split on axis 0 and a Squeeze of
+            each part), q k^T scaled, softmax, times v, transposed and reshaped back to
+            (B, N, C), the output projection, a residual Add; the mean over the tokens and
+            a Linear head.
+  Seq1dish  the image read as a sequence (B, 3, 1024): Conv1d (stride 2, padding 1),
+            BatchNorm1d, ReLU, MaxPool1d (3, stride 2, padding 1), Conv1d (dilation 2),
+            AvgPool1d (4), then Flatten and a Linear head: Conv and the pools on (N, C, L).
+
+Usage: /usr/bin/python3 tests/tools/onnx_batch_axis.py --graphs OUTDIR
+  Writes small graphs by hand (onnx.helper) for onnx_batch_axis.sh:
+    view_squeeze.onnx   x (N, 4, 6) transposed to (4, N, 6), Unsqueeze to (1, 4, N, 6),
+                        Squeeze back, transposed back, the mean over the last axis: accepted;
+    split_batch.onnx    the transposed (4, N, 6) split along axis 1, the batch's: refused;
+    squeeze_size.onnx   the transposed (4, N, 6) squeezed on axis 0, of size 4: refused;
+    fixed_reshape.onnx  x (1, 4, 6), the batch fixed to 1, reshaped to the constant (2, 2, 6)
+                        (Swin's B * windows with B 1): refused, naming the dynamic batch;
+  and fixed_mha.onnx: a class token and nn.MultiheadAttention exported in inference form with
+  the batch fixed to 1 (torch writes the heads' reshapes as constants without the batch):
+  refused, naming the dynamic batch to export with.
+"""
+import sys
+
+try:
+    import torch
+    import torch.nn as nn
+    import onnx
+    from onnx import TensorProto, helper
+except Exception as e:  # pragma: no cover - depends on the machine
+    print("onnx_families: torch/onnx not importable: %s" % e)
+    sys.exit(77)
+
+
+class TimmAttention(nn.Module):
+    """timm's Attention (vision_transformer.py) as written there."""
+
+    def __init__(self, dim=16, heads=2):
+        super().__init__()
+        self.heads = heads
+        self.scale = (dim // heads) ** -0.5
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        qkv = self.qkv(x).reshape(B, N, 3, self.heads, C // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        attn = (q @ k.transpose(-2, -1)) * self.scale
+        attn = attn.softmax(dim=-1)
+        x = (attn @ v).transpose(1, 2).reshape(B, N, C)
+        return self.proj(x)
+
+
+class Timmish(nn.Module):
+    def __init__(self, d=16):
+        super().__init__()
+        self.embed = nn.Conv2d(3, d, 8, 8)
+        self.attn = TimmAttention(d)
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, x):
+        t = self.embed(x).flatten(2).transpose(1, 2)
+        t = t + self.attn(t)
+        return self.head(t.mean(1))
+
+
+class Seq1dish(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv1d(3, 8, 5, stride=2, padding=1)
+        self.bn = nn.BatchNorm1d(8)
+        self.pool1 = nn.MaxPool1d(3, stride=2, padding=1)
+        self.conv2 = nn.Conv1d(8, 8, 3, dilation=2)
+        self.pool2 = nn.AvgPool1d(4)
+        self.head = nn.Linear(8 * 63, 10)
+
+    def forward(self, x):
+        s = x.flatten(2)
+        s = self.pool1(torch.relu(self.bn(self.conv1(s))))
+        s = self.pool2(self.conv2(s))
+        return self.head(s.flatten(1))
+
+
+def nets():
+    return {"Timmish": Timmish, "Seq1dish": Seq1dish}
+
+
+class FixedMHA(nn.Module):
+    """torchvision's ViT in small: a class token concatenated, LayerNorm, nn.MultiheadAttention."""
+
+    def __init__(self, d=16):
+        super().__init__()
+        self.embed = nn.Conv2d(3, d, 8, 8)
+        self.cls = nn.Parameter(torch.randn(1, 1, d))
+        self.ln = nn.LayerNorm(d)
+        self.mha = nn.MultiheadAttention(d, 2, batch_first=True)
+        self.head = nn.Linear(d, 10)
+
+    def forward(self, x):
+        t = self.embed(x).flatten(2).transpose(1, 2)
+        t = torch.cat([self.cls.expand(x.shape[0], -1, -1), t], 1)
+        y = self.ln(t)
+        y, _ = self.mha(y, y, y, need_weights=False)
+        return self.head((t + y)[:, 0])
+
+
+def graphs(out):
+    def model(nodes, yshape, batch="N"):
+        g = helper.make_graph(nodes, "batchaxis", [helper.make_tensor_value_info("input", TensorProto.FLOAT,
+                                                                                [batch, 4, 6])],
+                              [helper.make_tensor_value_info("logits", TensorProto.FLOAT, yshape)],
+                              [helper.make_tensor("zero", TensorProto.INT64, [1], [0]),
+                               helper.make_tensor("windows", TensorProto.INT64, [3], [2, 2, 6])])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+
+    t = helper.make_node("Transpose", ["input"], ["t"], perm=[1, 0, 2])
+    files = {
+        "view_squeeze": model([t, helper.make_node("Unsqueeze", ["t", "zero"], ["u"]),
+                               helper.make_node("Squeeze", ["u", "zero"], ["q"]),
+                               helper.make_node("Transpose", ["q"], ["b"], perm=[1, 0, 2]),
+                               helper.make_node("ReduceMean", ["b"], ["logits"], axes=[2], keepdims=0)],
+                              ["N", 4]),
+        "split_batch": model([t, helper.make_node("Split", ["t"], ["logits", "s2"], axis=1)], ["N", 24]),
+        "squeeze_size": model([t, helper.make_node("Squeeze", ["t", "zero"], ["logits"])], ["N", 24]),
+        "fixed_reshape": model([helper.make_node("Reshape", ["input", "windows"], ["r"]),
+                                helper.make_node("ReduceSum", ["r", "zero"], ["logits"], keepdims=0)], [2, 6], 1),
+    }
+    for name, m in files.items():
+        onnx.save(m, "%s/%s.onnx" % (out, name))
+    torch.manual_seed(0)
+    torch.onnx.export(FixedMHA().eval(), torch.randn(1, 3, 32, 32), "%s/fixed_mha.onnx" % out)
+    print("onnx_batch_axis: %d graphs written" % (len(files) + 1))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--graphs":
+        graphs(sys.argv[2])
+        sys.exit(0)
+    print(__doc__)
+    sys.exit(2)

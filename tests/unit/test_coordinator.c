@@ -1559,6 +1559,44 @@ static void test_prune_by_age(void **state)
     assert_int_equal(n, 0);
 }
 
+/* Sharded optimizer state (algorithm.shard) at admission: a model of 25M parameters with
+ * AdamW holds 16 bytes a parameter on every rank of plain ssgd (about 400 MB), so two
+ * ranks on the larger host (slots 2 and 1) do not fit 700 MiB; sharded over the two
+ * ranks each keeps half of the moments (about 300 MB) and the job is admitted. */
+static void test_daemon_shard_admission(void **state)
+{
+    fixture_t *fx = *state;
+    char hf[200], err[ERRLEN] = "", id[COORD_ID_MAX];
+    snprintf(hf, sizeof hf, "%s/hosts", fx->dir);
+    write_text(hf, "localhost slots=2\n127.0.0.1 slots=1\n");
+    fx->cfg.hostfile = hf;
+    fx->cfg.host_memory_mb = 700;
+    plan(fx, "wait\n");
+    start_daemon(fx);
+    catalog_model_t m;
+    assert_int_equal(catalog_model_get("resnet20", &m), 0);
+    snprintf(m.name, sizeof m.name, "wide-state");
+    m.source = CATALOG_ONNX;
+    m.head_in = 0;
+    m.params = 25000000;
+    m.acts_per_sample = 1000;
+    if (catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
+#define WIDE_SPEC(SHARD)                                                                                           \
+    "{\"name\": \"w\", \"model\": \"wide-state\", \"dataset\": {\"name\": \"cifar10\", \"train_subset\": 1000, "   \
+    "\"test_subset\": 1000}, \"optimizer\": {\"kind\": \"adamw\"}, \"algorithm\": {\"name\": \"ssgd\"" SHARD "}, " \
+    "\"workers\": 2}"
+    int plain = coord_submit(fx->daemon, WIDE_SPEC(""), id, sizeof id, err, sizeof err);
+    char why[ERRLEN];
+    snprintf(why, sizeof why, "%s", err);
+    int sharded = coord_submit(fx->daemon, WIDE_SPEC(", \"shard\": {\"stage\": 2}"), id, sizeof id, err, sizeof err);
+#undef WIDE_SPEC
+    assert_int_equal(catalog_model_remove("wide-state"), 0);
+    assert_int_equal(plain, COORD_ENOFIT);
+    if (!strstr(why, "= 2 ranks x")) fail_msg("plain refusal: %s", why);
+    if (sharded != COORD_OK) fail_msg("the sharded job was refused: %s", err);
+    assert_int_equal(coord_cancel(fx->client, id, err, sizeof err), COORD_OK);
+}
+
 /* Memory admission at submission (api.c memory_fits, common/memest.h): with hosts of 2
  * and 1 slots and --host-memory-mb 200, an ssgd lenet5 job (about 62 MiB a rank: the
  * data set as kept dominates) fits with 3 workers (by-slot placement: at most 2 ranks on
@@ -1796,6 +1834,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_daemon_stale_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_slots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_memory_admission, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_shard_admission, setup, teardown),
         cmocka_unit_test_setup_teardown(test_catalog_api, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_second_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_user_limits, setup, teardown),

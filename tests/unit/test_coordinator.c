@@ -1574,16 +1574,16 @@ static void test_daemon_shard_admission(void **state)
     plan(fx, "wait\n");
     start_daemon(fx);
     catalog_model_t m;
-    assert_int_equal(catalog_model_get("resnet20", &m), 0);
+    assert_int_equal(catalog_model_get("lenet5", &m), 0);
     snprintf(m.name, sizeof m.name, "wide-state");
     m.source = CATALOG_ONNX;
     m.head_in = 0;
     m.params = 25000000;
     m.acts_per_sample = 1000;
     if (catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
-#define WIDE_SPEC(SHARD)                                                                                           \
-    "{\"name\": \"w\", \"model\": \"wide-state\", \"dataset\": {\"name\": \"cifar10\", \"train_subset\": 1000, "   \
-    "\"test_subset\": 1000}, \"optimizer\": {\"kind\": \"adamw\"}, \"algorithm\": {\"name\": \"ssgd\"" SHARD "}, " \
+#define WIDE_SPEC(SHARD)                                                                                               \
+    "{\"name\": \"w\", \"model\": \"wide-state\", \"dataset\": {\"name\": \"fashion-mnist\", \"train_subset\": 1000, " \
+    "\"test_subset\": 1000}, \"optimizer\": {\"kind\": \"adamw\"}, \"algorithm\": {\"name\": \"ssgd\"" SHARD "}, "     \
     "\"workers\": 2}"
     int plain = coord_submit(fx->daemon, WIDE_SPEC(""), id, sizeof id, err, sizeof err);
     char why[ERRLEN];

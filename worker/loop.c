@@ -427,6 +427,7 @@ static int notice_agreed(worker_t *w, int alone)
     w->notice_rank = flag - 1;
     w->notice_step = w->global_step;
     w->stop = STOP_NOTICE;
+    shard_gather_for_notice(w); /* the checkpoint holds every rank's optimizer state */
     if (w->rank == 0)
         fprintf(stderr, "notice: signal %d heard by rank %d: every rank stops after step %ld and checkpoints\n",
                 w->notice_signal, w->notice_rank, w->global_step);

@@ -323,6 +323,47 @@ void shard_gather_state(worker_t *w, int at_epoch_end)
     sh->gathered_step = next;
 }
 
+/* Rank 0 without full-size state buffers (no periodic checkpoints): they are allocated for
+ * a notice's checkpoint, the run's last act, and its own range copied in. 0, or -1 when
+ * memory runs out (the ranks still take part in the gather: rank 0 then exits naming it). */
+static int root_full_state(worker_t *w, shard_t *sh)
+{
+    model_t *m = w->model;
+    const size_t np = (size_t)m->nparams, n = sh->hi - sh->lo;
+    if (w->rank != 0 || sh->full_at_root || m->momentum) return 0;
+    m->momentum = calloc(np, sizeof(float));
+    if (sh->states == 2) m->moment2 = calloc(np, sizeof(float));
+    if (!m->momentum || (sh->states == 2 && !m->moment2)) return -1;
+    memcpy(m->momentum + sh->lo, sh->mom, n * sizeof(float));
+    if (sh->states == 2) memcpy(m->moment2 + sh->lo, sh->mom2, n * sizeof(float));
+    return 0;
+}
+
+void shard_gather_for_notice(worker_t *w)
+{
+    shard_t *sh = w->shard;
+    if (!sh || sh->gathered_step == w->global_step) return;
+    int ok = root_full_state(w, sh) == 0;
+    if (w->use_mpi) {
+        /* every rank agreed on the notice at this step: every rank is here */
+        MPI_CHECK(MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD));
+        if (ok) {
+            gather_one(w, sh, w->model->momentum, sh->mom);
+            if (sh->states == 2) gather_one(w, sh, w->model->moment2, sh->mom2);
+        }
+    }
+    if (!ok) {
+        if (w->rank == 0)
+            fprintf(stderr,
+                    "notice: out of memory for the whole optimizer state (%ld parameters) of the checkpoint; "
+                    "the run stops without one\n",
+                    (long)w->model->nparams);
+        if (w->use_mpi) MPI_Abort(MPI_COMM_WORLD, 1);
+        exit(1);
+    }
+    sh->gathered_step = w->global_step;
+}
+
 void shard_before_checkpoint(const worker_t *w)
 {
     const shard_t *sh = w->shard;

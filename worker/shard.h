@@ -71,6 +71,10 @@ void shard_update(worker_t *w, float grad_scale, double sumsq);
  * every rank's state into its full-size buffers (collective; nothing without
  * checkpoints). */
 void shard_gather_state(worker_t *w, int at_epoch_end);
+/* A notice to stop, agreed by every rank at this step (collective): rank 0 gathers every
+ * rank's state, this step's, for the checkpoint the notice leaves, with or without
+ * periodic checkpoints. */
+void shard_gather_for_notice(worker_t *w);
 /* Rank 0, right before it writes a checkpoint: says on stderr when the other ranks'
  * state in it is older than the weights (a checkpoint at a step the gather did not
  * foresee). */

@@ -110,3 +110,33 @@ if [ -r "$LIC/GPL-3" ] && [ -r "$LIC/LGPL-2.1" ]; then
 else
     echo "note: $LIC has no GPL-3 / LGPL-2.1: the GPT case skipped"
 fi
+
+# 6. A notice (SIGTERM to one rank) on a sharded job without periodic checkpoints: rank 0
+#    keeps only its range of the state, yet the checkpoint the notice leaves holds every
+#    rank's state of that step, bit for bit what plain ssgd stopped at that step holds
+#    (linear reduction still pinned).
+spec "$TMP/nt.json" "$TMP/nt" "$S2"
+jq '.checkpoint.every_steps = 0 | .epochs = 40 | .log_every = 1' "$TMP/nt.json" >"$TMP/nt.t" && mv "$TMP/nt.t" "$TMP/nt.json"
+$MPIRUN_RAW -np 3 $WORKER --spec "$TMP/nt.json" --batch-plan 16,32,48 >"$TMP/nt.log" 2>&1 &
+nt_pid=$!
+EXTRA_PIDS="${EXTRA_PIDS:-} $nt_pid"
+t=0
+until [ "$(grep -c ' step ' "$TMP/nt.log")" -ge 5 ]; do
+    t=$((t + 1))
+    [ $t -le 1200 ] && kill -0 "$nt_pid" 2>/dev/null || { cat "$TMP/nt.log"; fail "the sharded job did not train 5 steps"; }
+    sleep 0.1
+done
+victim=$(pgrep -P "$nt_pid" -f pacer-worker 2>/dev/null | tail -1)
+[ -n "$victim" ] || victim=$(ps -eo pid=,ppid=,comm= | awk '$3 == "pacer-worker" { print $1 }' | while read -r p; do
+    grep -q -- "$TMP/nt.json" "/proc/$p/cmdline" 2>/dev/null && echo "$p"; done | tail -1)
+[ -n "$victim" ] || fail "no rank of the sharded job to signal"
+kill -TERM "$victim"
+wait "$nt_pid"
+nstep=$(sed -n 's/.*every rank stops after step \([0-9]*\) and checkpoints.*/\1/p' "$TMP/nt.log")
+[ -n "$nstep" ] || { cat "$TMP/nt.log"; fail "no notice line in the sharded job's log"; }
+[ -s "$TMP/nt/z.ckpt" ] || { cat "$TMP/nt.log"; fail "the notice left no checkpoint"; }
+spec "$TMP/np.json" "$TMP/np"
+jq ".checkpoint.every_steps = $nstep | .epochs = 40" "$TMP/np.json" >"$TMP/np.t" && mv "$TMP/np.t" "$TMP/np.json"
+mpi 3 "$TMP/np.log" --spec "$TMP/np.json" --batch-plan 16,32,48 --stop-after-steps "$nstep"
+"$DIFF" "$TMP/np/z.ckpt" "$TMP/nt/z.ckpt" 0 >"$TMP/d.txt" || { cat "$TMP/d.txt"; fail "the notice's sharded checkpoint at step $nstep is not plain ssgd's"; }
+echo "ok: a notice at step $nstep leaves a sharded job's checkpoint with every rank's state, plain ssgd's bit for bit"

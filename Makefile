@@ -141,7 +141,7 @@ NVFLAGS  ?= -O3 -std=c++17 $(CUDA_GENCODE) -Xcompiler -fPIC -I$(CUDA_HOME)/inclu
 CUDA_SO   = $(BUILD)/libpacer_cuda.so
 endif
 
-# ---- ONNX (model/onnx_import.c) -----------------------------------------------------
+# ---- ONNX (model/onnx/) --------------------------------------------------------------
 # The C code of ONNX's protobuf messages is generated at build time with protoc-c from the
 # onnx.proto that Debian's python3-onnx installs (the .proto is not copied into the
 # repository), into $(BUILD)/gen, and archived with model/. -fPIC: the simulator's worker
@@ -158,7 +158,7 @@ ONNX_LIBS  := -lprotobuf-c
 COMMON_SRC  := $(wildcard common/*.c)
 KERNELS_SRC := $(wildcard kernels/cpu/*.c)
 REF_SRC     := $(wildcard kernels/ref/*.c)
-MODEL_SRC   := $(wildcard model/*.c)
+MODEL_SRC   := $(wildcard model/*.c model/onnx/*.c)
 WORKER_SRC  := $(filter-out worker/main.c,$(wildcard worker/*.c))
 COORD_SRC   := $(wildcard coordinator/*.c)
 HTTP_SRC    := $(wildcard http/*.c)
@@ -247,7 +247,7 @@ $(ONNX_PB).h: $(ONNX_PB).c
 $(ONNX_OBJ): $(ONNX_PB).c
 	@mkdir -p $(dir $@)
 	$(CC) -D_GNU_SOURCE $(CSTD) $(OPT) -g -w -fPIC $(SANFLAGS) -I$(BUILD)/gen -c $< -o $@
-$(BUILD)/obj/model/onnx_import.o $(BUILD)/obj/model/onnx_export.o: $(ONNX_PB).h
+$(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard model/onnx/*.c)) $(BUILD)/obj/model/onnx_export.o: $(ONNX_PB).h
 
 # ---- the built-in models' catalog figures (tools/catalog_rows.c) ------------------------
 # common/catalog.c includes $(CATALOG_GEN), which tools/catalog_rows writes from model/

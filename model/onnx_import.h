@@ -1,4 +1,5 @@
-/* model/onnx_import.h - an ONNX model (a ModelProto file, what torch.onnx.export writes)
+/* model/onnx_import.h - the ONNX importer's entry points (model/onnx/import.c; the
+ * conformance-case reader's in model/onnx/case.h): an ONNX model (a ModelProto file, what torch.onnx.export writes)
  * as a pacer model: its graph mapped onto model/'s layer list (the list the built-in
  * networks use), its initializers as the starting weights under their own names.
  *
@@ -91,52 +92,6 @@ int onnx_import_catalog_add_buffer(const uint8_t *data, size_t len, const char *
  * by pacer-worker. 0, or -1 with err set. */
 int onnx_import_catalog_add(const char *path, const char *name, const char *sha256, char *err, size_t errlen);
 
-/* ---- conformance cases (pacer-worker --onnx-case, worker/onnx_case.c) ----
- * A case of ONNX's backend tests is a model.onnx whose graph inputs are all given as
- * TensorProto files (input_K.pb, with the expected output_K.pb). */
-
-/* Largest TensorProto file read, and most bound graph inputs of one case. */
-#define ONNX_CASE_TENSOR_MAX_BYTES ((size_t)256 << 20)
-#define ONNX_CASE_MAX_TENSORS 16
-
-/* A float32 or int64 tensor: dims[0..ndims), count elements of data (float32) or of ints
- * (int64; data then NULL), malloc'ed, the holder's. */
-typedef struct {
-    char name[128];
-    int ndims;
-    int64_t dims[8];
-    size_t count;
-    float *data;
-    int64_t *ints;
-} onnx_tensor_t;
-
-/* Decodes the TensorProto in len bytes (at most ONNX_CASE_TENSOR_MAX_BYTES): float32 or
- * int64 (a case's shape arguments, which onnx_import_case binds as constants); another
- * type is refused by name: "data type INT32 (6): ...". 0, or -1 with err set (without a
- * prefix: the caller names the file). */
-int onnx_tensor_decode(const uint8_t *data, size_t len, onnx_tensor_t *out, char *err, size_t errlen);
-void onnx_tensor_free(onnx_tensor_t *t);
-
-/* The distinct operators of the graph in len bytes, in first-use order, comma-separated
- * into out (cut at outlen). 0, or -1 when the bytes are not an ONNX model. */
-int onnx_graph_ops(const uint8_t *data, size_t len, char *out, size_t outlen);
-
-/* Imports a case's model as onnx_import_buffer does, with two differences: the graph
- * inputs after the first that no initializer fills are bound, in order, to bound[0..nbound)
- * (their weights as constants; an int64 one a constant that shape arguments fold, and that
- * a layer reading floats refuses by its type), and the output may also be (N, C, H, W): the model's
- * logits are then its C*H*W values per sample, in that order. 0, or -1 with err set
- * (everything onnx_import_buffer refuses, or a count of inputs that does not match). */
-int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound, int nbound, int max_batch,
-                     model_t **out, char *err, size_t errlen);
-/* The same with every input, for the graph's output `output` alone (its index; the model's
- * output is a copy of it where it is no layer's, or not the last: an Identity, one of a
- * Split's outputs): in[0] the activation, in[1..nin) the graph's other inputs in order;
- * those that are activations like in[0] (its rank and batch, float32, not read as a weight;
- * opset 10 on) are fed with it, packed[k] set to 1 for them (packed[0] too) and 0 for the
- * inputs bound as constants: the model's input is then (N, S), each sample the packed
- * inputs' samples one after the other (in order, their elements flat). */
-int onnx_import_case_inputs(const uint8_t *data, size_t len, const onnx_tensor_t *in, int nin, int max_batch,
-                            int output, int *packed, model_t **out, char *err, size_t errlen);
+#include "onnx/case.h"
 
 #endif

@@ -28,7 +28,7 @@ HAVE_SMPI        := $(shell command -v $(SMPICC) >/dev/null 2>&1 && echo yes || 
 SIM_PLAIN_WORKER := worker/metrics.c worker/redis_report.c
 
 # worker/sim.h (the worker's hooks) is the worker's own header; sim/ implements it.
-SIM_SMPI_SRC  := $(filter-out $(SIM_PLAIN_WORKER),$(wildcard worker/*.c model/*.c)) sim/sim_worker.c sim/cost.c
+SIM_SMPI_SRC  := $(filter-out $(SIM_PLAIN_WORKER),$(wildcard worker/*.c model/*.c model/onnx/*.c)) sim/sim_worker.c sim/cost.c
 SIM_PLAIN_SRC := $(COMMON_SRC) $(KERNELS_SRC) $(SIM_PLAIN_WORKER) sim/clock_sim.c
 SIM_SMPI_OBJ  := $(patsubst %.c,$(SMPI_BUILD)/smpi/%.o,$(SIM_SMPI_SRC))
 SIM_PLAIN_OBJ := $(patsubst %.c,$(SMPI_BUILD)/obj/%.o,$(SIM_PLAIN_SRC))
@@ -89,7 +89,7 @@ $(SIM_SHARE): sim/simshare.c sim/simshare.h
 $(SIM_WORKER): $(SIM_SMPI_OBJ) $(SIM_PLAIN_OBJ) $(ONNX_OBJ) $(SIM_SHARE)
 	$(SMPICC) -o $@ $(SIM_SMPI_OBJ) $(SIM_PLAIN_OBJ) $(ONNX_OBJ) -L$(SMPI_BUILD) -lpacer_simshare \
 	    -Wl,-rpath,$(abspath $(SMPI_BUILD)) $(BLAS_LIBS) $(IMG_LIBS) $(ONNX_LIBS) $(DEP_LIBS)
-$(SMPI_BUILD)/smpi/model/onnx_import.o $(SMPI_BUILD)/smpi/model/onnx_export.o: $(ONNX_PB).h
+$(patsubst %.c,$(SMPI_BUILD)/smpi/%.o,$(wildcard model/onnx/*.c)) $(SMPI_BUILD)/smpi/model/onnx_export.o: $(ONNX_PB).h
 
 # The model code reads a spec's "model": {"onnx": PATH} (its catalog entry, for the
 # spec's pairing checks); --as-needed as below.

@@ -6,7 +6,7 @@ source says only "see X.h". Prints Markdown; paste it under "Files" after adding
 or removing a file."""
 import os, re, subprocess, sys
 
-ROOMS = ['kernels/cpu', 'kernels/cuda', 'kernels/ref', 'model', 'worker', 'common',
+ROOMS = ['kernels/cpu', 'kernels/cuda', 'kernels/ref', 'model', 'model/onnx', 'worker', 'common',
          'coordinator', 'http', 'daemon', 'cli', 'sim', 'tools']
 EXTS = ('.c', '.h', '.cu', '.py', '.inc', '.sh')
 

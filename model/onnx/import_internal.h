@@ -1,0 +1,142 @@
+/* model/onnx/import_internal.h - the importer's state shared by the files of model/onnx/
+ * (imp_t, value_t, view_t, the batch's placeholder values), and model/onnx/values.c: the importer's values (what a node input names) and the helpers every translation uses: attributes, inputs, initializer data, the error message. */
+#ifndef PACER_MODEL_ONNX_IMPORT_INTERNAL_H
+#define PACER_MODEL_ONNX_IMPORT_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "onnx.pb-c.h"
+
+
+/* Largest dimension of any tensor or shape the importer accepts (a bound, not a limit
+ * real networks meet). */
+#define DIM_MAX ((int64_t)1 << 24)
+
+typedef enum { V_LAYER, V_TENSOR, V_PADDED, V_INTS, V_ARRAY } vkind_t;
+
+/* V_INTS: a small int64 vector computed while importing (the exporter's shape arithmetic for
+ * x.view(x.size(0), -1): Shape, Gather, Unsqueeze, Concat); BATCH stands for the batch
+ * size, which the file does not fix. */
+#define INTS_MAX 8
+#define BATCH INT64_MIN
+/* A multiple k N of the batch (the exporter's N * heads, L * N: torch's
+ * nn.MultiheadAttention) is BATCH + k - 1, for 1 <= k <= DIM_MAX. */
+static inline int is_batch(int64_t v) { return v >= BATCH && v < BATCH + DIM_MAX; }
+static inline int64_t batch_k(int64_t v) { return v - BATCH + 1; }
+static inline int64_t batch_times(int64_t k) { return BATCH + k - 1; }
+
+/* A view (value_t's, V_LAYER): the graph's tensor is its layer's batch-first output (N, d1,
+ * .., dk: the physical axes, 0 the batch) read another way, after a Transpose that moved
+ * the batch axis or a Reshape that merged it with others (torch 1.13's
+ * nn.MultiheadAttention works on (L, N, E) and (N * heads, L, E / heads)). The graph's axes,
+ * in order, are groups of physical axes: group j is gn[j] axes of ax, outer first. Such a
+ * Transpose or Reshape makes no layer (view_node); the nodes that can work on the physical
+ * axes read a view as it is, every other node reads it plain (view_plain), the batch moved
+ * first by a LAYER_TRANSPOSE.
+ * The one exception, Swin's (value_t's lead and defer): a Reshape of a value that is not a
+ * view to (N * k, ...), the batch times k > 1 first (Swin's windows), is do_reshape's lead
+ * value (k the sample's axis 0), which the lead_reader operators read with their own
+ * broadcasting of constants (the relative position bias, the attention mask); a Transpose
+ * that moves a lead value's batch axis is deferred to the Gathers on axis 0 that read it
+ * (gather_deferred). view_node leaves every node that reads a lead or deferred value to
+ * those handlers and refuses one that mixes it with a view; every other move or merge of
+ * the batch axis is a view. (A lead value is the view whose first group is the batch and
+ * the sample's axis 0; the views' readers do not yet broadcast Swin's constants over such
+ * a group, hence the two.) */
+#define VIEW_AXES (1 + MODEL_MAX_RANK)
+typedef struct {
+    int np;            /* physical axes, the batch's included */
+    int pd[VIEW_AXES]; /* their sizes (pd[0], the batch's, is 1: a placeholder) */
+    int ng;            /* the graph's axes */
+    int gn[VIEW_AXES]; /* physical axes in each */
+    int ax[VIEW_AXES]; /* the physical axes, group after group */
+} view_t;
+
+typedef struct {
+    const char *name;
+    vkind_t kind;
+    int layer;                       /* V_LAYER, V_PADDED: producing layer, -1 the model input */
+    int flat;                        /* V_LAYER: seen as (N, C*H*W) (Flatten, Reshape) */
+    const Onnx__TensorProto *tensor; /* V_TENSOR: initializer or Constant */
+    int pads[4];                     /* V_PADDED: zero padding top, left, bottom, right */
+    int cpads[2];                    /* V_PADDED: zero channels before, after (Add only) */
+    int64_t ints[INTS_MAX];          /* V_INTS */
+    int nints, scalar;               /* V_INTS: count; a 0-D value (one int) */
+    int matmul;                      /* V_LAYER: a MatMul's output, its layer without bias */
+    int constant_node;               /* V_TENSOR: a Constant node's (frozen), not an initializer */
+    int const_layer;                 /* V_TENSOR, V_ARRAY: 1 + its LAYER_CONST once a binary operator read it */
+    /* V_LAYER: the graph's axis 0 is the batch times the sample's axis 0 (a Reshape to (N *
+     * k, ...): Swin's windows moved into the batch); the graph's axis a >= 1 is then the
+     * sample's a, not a - 1. Only lead_reader's operators read such a value. */
+    int lead;
+    /* V_LAYER: the graph's value is the layer's transposed by perm (of the graph's axes),
+     * which moves the batch axis: only a Gather on axis 0 reads it (q, k, v = qkv[0], ...) */
+    int defer, perm[1 + MODEL_MAX_RANK];
+    /* V_ARRAY: a constant folded at import (fold_array; arr owned, freed with the values):
+     * arank dims, acount doubles, afloat its type; table: a parameter's name whose flat
+     * indices it holds (a relative position bias), or NULL */
+    double *arr;
+    int arank, afloat;
+    int64_t adims[8];
+    size_t acount;
+    const char *table;
+    /* V_TENSOR: a Transpose (perm 1, 0) of a 2-D initializer, which only MatMul reads (as an
+     * (OUT, IN) weight: torch's Linear on a 3-D input) */
+    int transposed;
+    const char *weight; /* V_TENSOR, transposed: the name of the tensor transposed (its name as a weight) */
+    int viewed;         /* V_LAYER: view describes it (else it is the layer's output as it is) */
+    view_t view;        /* V_LAYER, viewed */
+} value_t;
+
+typedef struct {
+    const Onnx__GraphProto *g;
+    const char *input, *output; /* the graph's image input and logits output */
+    int batch_dim;              /* the input's batch size when the file fixes it, else 0 */
+    int max_batch;              /* the batch the model is built for (its buffers' size) */
+    int any_output;             /* onnx_import_case: the output may be (N, C, H, W) too */
+    value_t *vals;
+    size_t nvals, cap;
+    char *err;
+    size_t errlen;
+    int64_t opset; /* the ai.onnx opset the file imports (11 to 17) */
+    /* Nodes a matched pattern (match_gelu) stands for, still to come: do_node passes over
+     * each once. Bounded: a pattern that finds no room is left unmatched. */
+    const Onnx__NodeProto *fused[16];
+    int nfused;
+    size_t folded; /* elements of the constants fold_array made (bounded) */
+} imp_t;
+
+/* bytes for a message: "12 MiB", or "4095 bytes" below one MiB */
+typedef struct {
+    char s[32];
+} size_text_t;
+
+/* ---- model/onnx/values.c ---- */
+int imp_fail(imp_t *im, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+size_text_t imp_size_text(size_t bytes);
+value_t *imp_find_value(imp_t *im, const char *name);
+value_t *imp_add_value(imp_t *im, const char *name, vkind_t kind);
+int64_t imp_tensor_count(const Onnx__TensorProto *t);
+int imp_tensor_floats(imp_t *im, const Onnx__TensorProto *t, float *dst, size_t n);
+const char *imp_node_name(const Onnx__NodeProto *n);
+const Onnx__AttributeProto *imp_attr(const Onnx__NodeProto *n, const char *name);
+int imp_check_attrs(imp_t *im, const Onnx__NodeProto *n, const char *const *known);
+int64_t imp_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt);
+float imp_attr_float(const Onnx__NodeProto *n, const char *name, float dflt);
+int imp_input_layer(imp_t *im, const Onnx__NodeProto *n, size_t i, const value_t **vout);
+const Onnx__TensorProto *imp_input_tensor(imp_t *im, const Onnx__NodeProto *n, size_t i);
+int imp_weight_name_ok(imp_t *im, const Onnx__NodeProto *n, size_t i);
+const char *imp_batch_text(const model_shape_t *s, char *buf, size_t len);
+int imp_input_ints(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *out, int *count, int *scalar);
+int imp_define_ints(imp_t *im, const Onnx__NodeProto *n, const int64_t *ints, int count, int scalar);
+int imp_readers(const imp_t *im, const char *name, const Onnx__NodeProto **r, int max);
+int imp_tensor_ints(const Onnx__TensorProto *t, int64_t *dst, int max);
+
+/* ---- model/onnx/import.c (internal) ---- */
+int imp_is_initializer(const Onnx__GraphProto *g, const char *name);
+int import_model(const Onnx__ModelProto *mp, const char *name, int max_batch, int any_output, model_t **out, char *err,
+                 size_t errlen);
+
+#endif

@@ -1,0 +1,628 @@
+/* model/onnx/view.c - see view.h. */
+#include "view.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "errmsg.h"
+#include "onnx_import.h"
+#include "onnx.pb-c.h"
+#include "op_table.h"
+#include "sha256.h"
+#include "import_internal.h"
+#include "fold.h"
+#include "nodes.h"
+#include "wire.h"
+#include "case.h"
+
+/* ---- views: the batch axis moved or merged (value_t's view) ----------------------------- */
+
+/* The view of value x: its own, or its layer's output as it is (x not flattened). */
+static void view_get(const model_builder_t *b, const value_t *x, view_t *v)
+{
+    if (x->viewed) {
+        *v = x->view;
+        return;
+    }
+    model_shape_t s;
+    model_build_shape_nd(b, x->layer, &s);
+    v->np = v->ng = 1 + s.rank;
+    for (int d = 0; d < v->np; d++) {
+        v->pd[d] = d ? s.dims[d - 1] : 1;
+        v->gn[d] = 1;
+        v->ax[d] = d;
+    }
+}
+
+/* Whether v reads its layer's output as it is. */
+int view_is_plain(const view_t *v)
+{
+    if (v->ng != v->np) return 0;
+    for (int d = 0; d < v->np; d++)
+        if (v->ax[d] != d) return 0;
+    return 1;
+}
+
+/* The graph's shape of v: group products, the batch's group a multiple k N (is_batch). */
+static void view_dims(const view_t *v, int64_t *dims)
+{
+    for (int g = 0, k = 0; g < v->ng; g++) {
+        int64_t p = 1;
+        int nb = 0;
+        for (int e = 0; e < v->gn[g]; e++, k++) {
+            nb |= v->ax[k] == 0;
+            p *= v->pd[v->ax[k]];
+        }
+        dims[g] = nb ? batch_times(p) : p;
+    }
+}
+
+/* "(L, N * 4, 8)" of v into buf; returns buf. */
+const char *view_text(const view_t *v, char *buf, size_t len)
+{
+    int64_t d[VIEW_AXES];
+    size_t o = 0;
+    view_dims(v, d);
+    for (int g = 0; g < v->ng && o < len; g++) {
+        const int w = is_batch(d[g])
+                          ? (batch_k(d[g]) > 1
+                                 ? snprintf(buf + o, len - o, "%sN * %lld", g ? ", " : "(", (long long)batch_k(d[g]))
+                                 : snprintf(buf + o, len - o, "%sN", g ? ", " : "("))
+                          : snprintf(buf + o, len - o, "%s%lld", g ? ", " : "(", (long long)d[g]);
+        if (w < 0) break;
+        o += (size_t)w;
+    }
+    if (o < len) snprintf(buf + o, len - o, ")");
+    return buf;
+}
+
+/* Defines output `out` of n as layer li read through v (plain: no view). */
+static int view_define(imp_t *im, const Onnx__NodeProto *n, size_t out, int li, const view_t *v)
+{
+    value_t *x = imp_add_value(im, n->output[out], V_LAYER);
+    if (!x) return imp_fail(im, "out of memory");
+    x->layer = li;
+    x->viewed = !view_is_plain(v);
+    if (x->viewed) x->view = *v;
+    return 0;
+}
+
+/* The physical sample shape of v (its axes but the batch). */
+static model_shape_t view_sample(const view_t *v)
+{
+    model_shape_t s = {.rank = v->np - 1};
+    for (int d = 1; d < v->np; d++) s.dims[d - 1] = v->pd[d];
+    return s;
+}
+
+/* Rewrites layer *li and v into the normal form: the physical axes in the graph's order but
+ * the batch first (a LAYER_TRANSPOSE), and each group without the batch one physical axis
+ * (a LAYER_RESHAPE). Then a group without the batch is one axis in place, the last group is
+ * the last physical axis where it has no batch, and v is plain where the batch is the
+ * first group alone. */
+void view_normal(model_builder_t *b, int *li, view_t *v)
+{
+    int order[VIEW_AXES], pos[VIEW_AXES], k = 1, moved = 0;
+    order[0] = 0;
+    for (int e = 0; e < v->np; e++)
+        if (v->ax[e] != 0) order[k++] = v->ax[e];
+    for (int d = 0; d < v->np; d++) {
+        pos[order[d]] = d;
+        moved |= order[d] != d;
+    }
+    if (moved) {
+        int perm[MODEL_MAX_RANK];
+        for (int d = 1; d < v->np; d++) perm[d - 1] = order[d] - 1;
+        *li = model_build_transpose(b, *li, perm);
+        int pd[VIEW_AXES] = {0};
+        for (int d = 0; d < v->np; d++) pd[d] = v->pd[order[d]];
+        memcpy(v->pd, pd, sizeof pd);
+        for (int e = 0; e < v->np; e++) v->ax[e] = pos[v->ax[e]];
+    }
+    /* merge each batch-less group into one axis: they are adjacent now, in order */
+    view_t w = {.np = 1, .pd = {1}, .ng = v->ng};
+    int map[VIEW_AXES], merged = 0;
+    map[0] = 0;
+    for (int g = 0, e = 0; g < v->ng; e += v->gn[g++]) {
+        int nb = 0;
+        for (int f = 0; f < v->gn[g]; f++) nb |= v->ax[e + f] == 0;
+        if (nb) {
+            for (int f = 0; f < v->gn[g]; f++)
+                if (v->ax[e + f] != 0) map[v->ax[e + f]] = w.np, w.pd[w.np++] = v->pd[v->ax[e + f]];
+            continue;
+        }
+        int p = 1;
+        for (int f = 0; f < v->gn[g]; f++) p *= v->pd[v->ax[e + f]], map[v->ax[e + f]] = -1 - w.np;
+        merged |= v->gn[g] > 1;
+        w.pd[w.np++] = p;
+    }
+    if (!merged) return;
+    /* the physical axes are numbered in order: rebuild the groups from the merged ones */
+    for (int g = 0, e = 0, o = 0; g < v->ng; e += v->gn[g++]) {
+        const int first = map[v->ax[e]];
+        if (first < 0) {
+            w.gn[g] = 1;
+            w.ax[o++] = -1 - first;
+        } else {
+            w.gn[g] = v->gn[g];
+            for (int f = 0; f < v->gn[g]; f++) w.ax[o++] = map[v->ax[e + f]];
+        }
+    }
+    model_shape_t to = view_sample(&w);
+    *li = model_build_reshape(b, *li, &to);
+    *v = w;
+}
+
+/* Makes value x (V_LAYER, viewed) plain for a node that reads its input as it is: normal
+ * form, which must leave the batch the first axis alone. */
+static int view_plain(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, value_t *x)
+{
+    view_t v = x->view;
+    int li = x->layer;
+    char t[96];
+    view_normal(b, &li, &v);
+    if (!view_is_plain(&v))
+        return imp_fail(im,
+                        "node '%s' (%s): input '%s' is %s, its batch axis moved or merged by a Transpose or Reshape; "
+                        "only Transpose, Reshape, Shape, MatMul, Gemm, Softmax, Slice, Gather and elementwise operators "
+                        "read such a tensor",
+                        imp_node_name(n), n->op_type, x->name, view_text(&x->view, t, sizeof t));
+    x->layer = li;
+    x->viewed = 0;
+    return 0;
+}
+
+/* Whether the last group of v is one physical axis, the last, not the batch: what an
+ * operator along the last axis (MatMul by a weight, Softmax, a bias) reads in place. */
+static int view_last_ok(const view_t *v) { return v->gn[v->ng - 1] == 1 && v->ax[v->np - 1] == v->np - 1 && v->np > 1; }
+
+/* x's view with its last axis in place (view_normal where needed), its layer in *li. */
+static int view_last(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x, int *li, view_t *v)
+{
+    char t[96];
+    view_get(b, x, v);
+    *li = x->layer;
+    if (!view_last_ok(v)) view_normal(b, li, v);
+    if (!view_last_ok(v))
+        return imp_fail(im, "node '%s' (%s): input '%s' is %s: its last axis holds the batch", imp_node_name(n),
+                        n->op_type, x->name, view_text(&x->view, t, sizeof t));
+    return 0;
+}
+
+/* Transpose of a view, or one that moves the batch axis: the groups reordered, no layer. */
+static int view_transpose(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
+{
+    view_t v, w;
+    view_get(b, x, &v);
+    const Onnx__AttributeProto *a = imp_attr(n, "perm");
+    int first[VIEW_AXES], seen = 0;
+    for (int g = 0, e = 0; g < v.ng; e += v.gn[g++]) first[g] = e;
+    if (!a || (int)a->n_ints != v.ng)
+        return imp_fail(im, "node '%s' (Transpose): perm must name the %d axes", imp_node_name(n), v.ng);
+    w = v;
+    for (int g = 0, o = 0; g < v.ng; g++) {
+        const int64_t p = a->ints[g];
+        if (p < 0 || p >= v.ng || (seen >> p & 1))
+            return imp_fail(im, "node '%s' (Transpose): perm is not a permutation", imp_node_name(n));
+        seen |= 1 << p;
+        w.gn[g] = v.gn[p];
+        for (int f = 0; f < v.gn[p]; f++) w.ax[o++] = v.ax[first[p] + f];
+    }
+    return view_define(im, n, 0, x->layer, &w);
+}
+
+/* Reshape of a view, or one whose shape holds the batch elsewhere than first alone (a
+ * multiple k N, or not first): the graph's axes regrouped along the physical ones in their
+ * order, a physical axis cut where a new axis ends inside it (a LAYER_RESHAPE of the
+ * layer). sh: the shape (0 copies an axis, one -1 takes what is left). */
+static int view_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x, const int64_t *sh,
+                        int nsh)
+{
+    view_t v;
+    char t[96];
+    view_get(b, x, &v);
+    int64_t cur[VIEW_AXES], tk[VIEW_AXES];
+    int tn[VIEW_AXES], infer = -1;
+    int64_t rest = 1, known = 1; /* the physical elements but the batch; the known target's */
+    int known_n = 0;
+    view_dims(&v, cur);
+    for (int d = 1; d < v.np; d++) rest *= v.pd[d];
+    if (nsh < 1 || nsh > VIEW_AXES) goto refuse;
+    for (int i = 0; i < nsh; i++) {
+        int64_t s = sh[i] == 0 && i < v.ng ? cur[i] : sh[i];
+        tn[i] = is_batch(s);
+        tk[i] = tn[i] ? batch_k(s) : s;
+        if (s == -1 && infer < 0) {
+            infer = i;
+            continue;
+        }
+        if (tk[i] < 1 || tk[i] > DIM_MAX || (tn[i] && known_n) || model_dim_mul(known, tk[i], &known) != 0) goto refuse;
+        known_n |= tn[i];
+        if (known > rest) goto refuse;
+    }
+    if (infer >= 0) {
+        if (rest % known) goto refuse;
+        tk[infer] = rest / known;
+        tn[infer] = !known_n;
+    } else if (known != rest || !known_n) goto refuse;
+    /* the walk: the physical axes in the graph's order, cut into pieces, each target axis
+     * the pieces whose product it is */
+    int pieces[VIEW_AXES][VIEW_AXES], np[VIEW_AXES] = {0}, gp[VIEW_AXES * 2][2], ngp = 0, gn[VIEW_AXES];
+    int e = 0;
+    int64_t left = v.pd[v.ax[0]]; /* what is left of the current physical axis */
+    for (int i = 0; i < nsh; i++) {
+        int64_t acc = 1;
+        int accn = 0;
+        gn[i] = 0;
+        if (tk[i] == 1 && !tn[i]) {
+            /* a new axis of 1: a piece of 1 cut in front of what is left (or after the last) */
+            const int p = e < v.np ? v.ax[e] : v.ax[v.np - 1];
+            if (np[p] >= VIEW_AXES) goto refuse;
+            pieces[p][np[p]] = 1;
+            gp[ngp][0] = p, gp[ngp][1] = np[p]++, ngp++, gn[i] = 1;
+            continue;
+        }
+        while (acc != tk[i] || accn != tn[i]) {
+            if (e >= v.np || ngp >= 2 * VIEW_AXES) goto refuse;
+            const int p = v.ax[e];
+            int64_t take;
+            if (p == 0) {
+                if (!tn[i] || accn) goto refuse;
+                accn = 1, take = 1;
+            } else {
+                if (tk[i] % acc) goto refuse;
+                const int64_t need = tk[i] / acc;
+                if (left <= need && need % left == 0) take = left;
+                else if (need > 1 && left % need == 0) take = need;
+                else goto refuse;
+                acc *= take;
+            }
+            if (np[p] >= VIEW_AXES) goto refuse;
+            pieces[p][np[p]] = (int)take;
+            gp[ngp][0] = p, gp[ngp][1] = np[p]++, ngp++, gn[i]++;
+            left = p == 0 ? 1 : left / take;
+            if (left == 1 && ++e < v.np) left = v.pd[v.ax[e]];
+        }
+    }
+    /* axes of 1 left over join the last group */
+    for (; e < v.np; e++) {
+        const int p = v.ax[e];
+        if (v.pd[p] != 1 || np[p] || np[p] >= VIEW_AXES) goto refuse;
+        pieces[p][np[p]] = 1;
+        gp[ngp][0] = p, gp[ngp][1] = np[p]++, ngp++, gn[nsh - 1]++;
+    }
+    /* the new physical axes: each old one's pieces in order */
+    view_t w = {.ng = nsh};
+    int base[VIEW_AXES], cut = 0;
+    w.np = 0;
+    for (int p = 0; p < v.np; p++) {
+        base[p] = w.np;
+        if (w.np + np[p] > VIEW_AXES) goto refuse;
+        cut |= np[p] != 1;
+        for (int k = 0; k < np[p]; k++) w.pd[w.np++] = p == 0 ? 1 : pieces[p][k];
+    }
+    for (int i = 0, o = 0; i < nsh; i++) {
+        w.gn[i] = gn[i];
+        for (int f = 0; f < gn[i]; f++, o++) w.ax[o] = base[gp[o][0]] + gp[o][1];
+    }
+    int li = x->layer;
+    if (cut) {
+        model_shape_t to = view_sample(&w);
+        li = model_build_reshape(b, li, &to);
+    }
+    return view_define(im, n, 0, li, &w);
+refuse:
+    return imp_fail(im, "node '%s' (Reshape): %s cannot be read as the shape given (its axes regrouped in order)",
+                    imp_node_name(n), view_text(&v, t, sizeof t));
+}
+
+/* Runs n's own handler on the physical layers of its viewed inputs (all of view v, layer li
+ * for x), then gives every activation it defined the view v with its layer's sizes: for the
+ * operators that work on the physical axes as they are (elementwise ones, and those along
+ * the last axis once view_last put it in place). */
+static int view_through(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const view_t *v)
+{
+    size_t hidden[8], nh = 0, first = im->nvals;
+    for (size_t i = 0; i < n->n_input && nh < 8; i++) {
+        value_t *x = n->input[i][0] ? imp_find_value(im, n->input[i]) : NULL;
+        if (x && x->kind == V_LAYER && x->viewed) x->viewed = 0, hidden[nh++] = (size_t)(x - im->vals);
+    }
+    int rc = do_node(im, b, n);
+    for (size_t k = 0; k < nh; k++) im->vals[hidden[k]].viewed = 1;
+    for (size_t k = first; rc == 0 && k < im->nvals; k++) {
+        value_t *o = &im->vals[k];
+        model_shape_t s;
+        if (o->kind != V_LAYER) continue;
+        model_build_shape_nd(b, o->layer, &s);
+        if (s.rank != v->np - 1 || o->flat)
+            return imp_fail(im, "node '%s' (%s): its output does not keep the axes of its input's view",
+                            imp_node_name(n), n->op_type);
+        o->viewed = 1;
+        o->view = *v;
+        for (int d = 1; d < v->np; d++) o->view.pd[d] = s.dims[d - 1];
+    }
+    return rc;
+}
+
+/* Slice of a view: each axis sliced one physical axis without the batch. */
+static int view_slice(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
+{
+    static const char *const none[] = {NULL};
+    int64_t s[4][INTS_MAX];
+    int cnt[4] = {0, 0, 0, 0}, sc;
+    view_t v;
+    char t[96];
+    view_get(b, x, &v);
+    int li = x->layer, first[VIEW_AXES];
+    for (int g = 0, e = 0; g < v.ng; e += v.gn[g++]) first[g] = e;
+    if (imp_check_attrs(im, n, none)) return -1;
+    for (int i = 0; i < 4; i++)
+        if ((size_t)i + 1 < n->n_input && n->input[i + 1][0] &&
+            imp_input_ints(im, n, (size_t)i + 1, s[i], &cnt[i], &sc) != 0)
+            return imp_fail(im, "node '%s' (Slice): starts, ends, axes and steps must be constants", imp_node_name(n));
+    if (cnt[0] < 1 || cnt[1] != cnt[0] || (cnt[2] && cnt[2] != cnt[0]) || (cnt[3] && cnt[3] != cnt[0]))
+        return imp_fail(im, "node '%s' (Slice): starts, ends, axes and steps of one length are required",
+                        imp_node_name(n));
+    for (int k = 0; k < cnt[0]; k++) {
+        const int64_t ax = cnt[2] ? (s[2][k] < 0 ? s[2][k] + v.ng : s[2][k]) : k, step = cnt[3] ? s[3][k] : 1;
+        const int p = ax >= 0 && ax < v.ng && v.gn[ax] == 1 ? v.ax[first[ax]] : 0;
+        if (p == 0 || step == 0 || step > DIM_MAX || step < -DIM_MAX)
+            return imp_fail(im, "node '%s' (Slice): axis %lld of %s: only an axis without the batch, a step not 0",
+                            imp_node_name(n), (long long)ax, view_text(&v, t, sizeof t));
+        const int64_t st = slice_bound_step(s[0][k], v.pd[p], step), en = slice_bound_step(s[1][k], v.pd[p], step);
+        if (step > 0 ? st >= en : st <= en)
+            return imp_fail(im, "node '%s' (Slice): an empty slice is not supported", imp_node_name(n));
+        li = model_build_slice(b, li, p - 1, (int)st, (int)en, (int)step);
+        model_shape_t o;
+        model_build_shape_nd(b, li, &o);
+        v.pd[p] = o.dims[p - 1];
+    }
+    return view_define(im, n, 0, li, &v);
+}
+
+/* Gather of a view by one constant index along a graph axis that is one physical axis
+ * without the batch (Swin's q, k, v = qkv[0], qkv[1], qkv[2] after qkv.permute(2, 0, 3, 1,
+ * 4)): a LAYER_SLICE of that element, and for a scalar index a LAYER_RESHAPE without the
+ * axis, the view then without its group. */
+static int view_gather(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
+{
+    static const char *const known[] = {"axis", NULL};
+    int64_t idx[INTS_MAX];
+    int ni, scalar, first[VIEW_AXES];
+    view_t v;
+    char t[96];
+    view_get(b, x, &v);
+    for (int g = 0, e = 0; g < v.ng; e += v.gn[g++]) first[g] = e;
+    if (imp_check_attrs(im, n, known)) return -1;
+    if (n->n_input != 2 || imp_input_ints(im, n, 1, idx, &ni, &scalar) || ni != 1)
+        return imp_fail(im, "node '%s' (Gather): the indices of an activation must be one constant integer",
+                        imp_node_name(n));
+    const int64_t given = imp_attr_int(n, "axis", 0), g = given < 0 ? given + v.ng : given;
+    const int p = g >= 0 && g < v.ng && v.gn[g] == 1 ? v.ax[first[g]] : 0;
+    if (p == 0)
+        return imp_fail(im, "node '%s' (Gather): axis %lld of %s: only an axis without the batch", imp_node_name(n),
+                        (long long)given, view_text(&v, t, sizeof t));
+    const int64_t k = idx[0] < 0 ? idx[0] + v.pd[p] : idx[0];
+    if (k < 0 || k >= v.pd[p])
+        return imp_fail(im, "node '%s' (Gather): index %lld is out of range for an axis of %d", imp_node_name(n),
+                        (long long)idx[0], v.pd[p]);
+    int li = model_build_slice(b, x->layer, p - 1, (int)k, (int)k + 1, 1);
+    v.pd[p] = 1;
+    if (!scalar) return view_define(im, n, 0, li, &v);
+    /* drop physical axis p and group g */
+    view_t w = {.np = v.np - 1, .ng = v.ng - 1};
+    for (int d = 0; d < v.np; d++)
+        if (d != p) w.pd[d - (d > p)] = v.pd[d];
+    for (int h = 0, o = 0; h < v.ng; h++) {
+        if (h == g) continue;
+        w.gn[h - (h > g)] = v.gn[h];
+        for (int f = 0; f < v.gn[h]; f++) {
+            const int a = v.ax[first[h] + f];
+            w.ax[o++] = a - (a > p);
+        }
+    }
+    model_shape_t to = view_sample(&w);
+    return view_define(im, n, 0, model_build_reshape(b, li, &to), &w);
+}
+
+/* MatMul of two activations, either a view: both in normal form with the batch in their
+ * first axis and grouped alike ((N * heads, L, d) times (N * heads, d, L)) */
+static int view_bmm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x, const value_t *y)
+{
+    view_t v[2];
+    int li[2];
+    char t[2][96];
+    const value_t *xy[2] = {x, y};
+    for (int k = 0; k < 2; k++) {
+        view_get(b, xy[k], &v[k]);
+        li[k] = xy[k]->layer;
+        view_normal(b, &li[k], &v[k]);
+    }
+    int same = v[0].ng == v[1].ng && v[0].np == v[1].np && v[0].ax[0] == 0 && v[1].ax[0] == 0;
+    for (int g = 0; same && g < v[0].ng; g++) same = v[0].gn[g] == v[1].gn[g];
+    const int lo = same ? model_build_bmm(b, li[0], li[1]) : -1;
+    if (!same || model_build_failed(b))
+        return imp_fail(im,
+                        "node '%s' (MatMul): %s times %s: two activations multiply as (N, ..., M, K) times (N, ..., K, "
+                        "N2) with equal leading axes (no broadcasting)",
+                        imp_node_name(n), view_text(&v[0], t[0], sizeof t[0]), view_text(&v[1], t[1], sizeof t[1]));
+    model_shape_t o;
+    model_build_shape_nd(b, lo, &o);
+    for (int d = 1; d < v[0].np; d++) v[0].pd[d] = o.dims[d - 1];
+    return view_define(im, n, 0, lo, &v[0]);
+}
+
+/* Gemm of a 2-D view ((L * N, E): the out-projection of nn.MultiheadAttention): a
+ * LAYER_LINEAR along its last axis, alpha and beta 1 */
+static int view_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
+{
+    static const char *const known[] = {"alpha", "beta", "transA", "transB", NULL};
+    view_t v;
+    int li;
+    if (imp_check_attrs(im, n, known) || view_last(im, b, n, x, &li, &v)) return -1;
+    const int64_t tb = imp_attr_int(n, "transB", 0);
+    const int transB = tb == 1;
+    const Onnx__TensorProto *w = imp_input_tensor(im, n, 1), *c = imp_input_tensor(im, n, 2);
+    const int IN = v.pd[v.np - 1];
+    if (v.ng != 2 || imp_attr_int(n, "transA", 0) != 0 || (tb != 0 && tb != 1) ||
+        imp_attr_float(n, "alpha", 1.0f) != 1.0f || imp_attr_float(n, "beta", 1.0f) != 1.0f || !w || w->n_dims != 2 ||
+        w->dims[transB ? 1 : 0] != IN || w->dims[transB ? 0 : 1] < 1 || w->dims[transB ? 0 : 1] > DIM_MAX ||
+        (n->n_input > 2 && n->input[2][0] && (!c || c->n_dims != 1 || c->dims[0] != w->dims[transB ? 0 : 1])))
+        return imp_fail(im,
+                        "node '%s' (Gemm): of a view of the batch: alpha and beta 1, transA 0, B an initializer of %d "
+                        "inputs, C 1-D or none",
+                        imp_node_name(n), IN);
+    if (imp_weight_name_ok(im, n, 1) || (c && imp_weight_name_ok(im, n, 2))) return -1;
+    const int OUT = (int)w->dims[transB ? 0 : 1];
+    li = model_build_linear_layout(b, li, OUT, transB ? GEMM_W_OUT_IN : GEMM_W_IN_OUT, n->input[1]);
+    if (c) li = model_build_fc_bias(b, li, n->input[2]);
+    v.pd[v.np - 1] = OUT;
+    return view_define(im, n, 0, li, &v);
+}
+
+/* Whether the constant input i of n varies along the last axis at most (a bias, a scale):
+ * what a view with its last axis in place broadcasts as its physical layer does. */
+static int last_axis_const(imp_t *im, const Onnx__NodeProto *n, size_t i)
+{
+    const Onnx__TensorProto *t = imp_input_tensor(im, n, i);
+    if (!t || imp_tensor_count(t) < 1) return 0;
+    for (size_t d = 0; d + 1 < t->n_dims; d++)
+        if (t->dims[d] != 1) return 0;
+    return 1;
+}
+
+/* Input i of a Concat along sample axis ax as a layer: an activation, or a parameter of
+ * the activations' shape but along ax with a leading 1 for the batch, expanded to every
+ * sample (torch.cat([cls, x], dim=1) exported with the batch fixed to 1: the class token
+ * then stands for every sample's) */
+int concat_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, const model_shape_t *like, int ax,
+                   int *li)
+{
+    const Onnx__TensorProto *t = imp_input_tensor(im, n, i);
+    const value_t *y;
+    if (!t) {
+        if (imp_input_layer(im, n, i, &y)) return -1;
+        *li = y->layer;
+        return 0;
+    }
+    int ok = t->n_dims == (size_t)like->rank + 1 && t->dims[0] == 1;
+    for (int d = 0; ok && d < like->rank; d++)
+        ok = d == ax ? t->dims[d + 1] >= 1 && t->dims[d + 1] <= DIM_MAX : t->dims[d + 1] == like->dims[d];
+    char s[96];
+    if (!ok)
+        return imp_fail(im,
+                        "node '%s' (Concat): constant input %zu must be (1, ...) of the activations' %s but along axis "
+                        "%d: one parameter for every sample",
+                        imp_node_name(n), i, imp_batch_text(like, s, sizeof s), ax + 1);
+    model_shape_t to = *like;
+    to.dims[ax] = (int)t->dims[ax + 1];
+    int lc;
+    if (binary_operand(im, b, n, i, like->rank, &lc)) return -1;
+    *li = model_build_expand(b, lc, &to);
+    return 0;
+}
+
+/* The nodes that read a view or make one (view_t); 1 when n is none of them, its viewed
+ * inputs then made plain for its own handler. */
+int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const elementwise[] = {"Dropout", "Erf",         "Relu",      "LeakyRelu",  "Sigmoid", "Tanh",
+                                              "Exp",     "Neg",         "Sqrt",      "Reciprocal", "Abs",     "Pow",
+                                              "Clip",    "HardSigmoid", "HardSwish", "Identity",   NULL};
+    const char *op = n->op_type;
+    value_t *in[4] = {NULL, NULL, NULL, NULL};
+    int viewed = 0, flat = 0, lead = 0;
+    for (size_t i = 0; i < n->n_input; i++) {
+        value_t *x = n->input[i][0] ? imp_find_value(im, n->input[i]) : NULL;
+        if (!x || x->kind != V_LAYER) continue;
+        if (i < 4) in[i] = x; /* the operands the view readers look at */
+        viewed |= x->viewed;
+        flat |= x->flat;
+        lead |= x->lead || x->defer;
+    }
+    value_t *x = in[0];
+    /* a lead or deferred value (Swin's windows in the batch, see view_t) is its own
+     * handlers'; no operator pairs it with a view */
+    if (lead && viewed)
+        return imp_fail(im,
+                        "node '%s' (%s): reads a Reshape to (N * k, ...) and a tensor whose batch axis a Transpose or "
+                        "Reshape moved or merged",
+                        imp_node_name(n), op);
+    if (lead || flat || (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)) return 1;
+    if (strcmp(op, "Transpose") == 0 && x) {
+        static const char *const known[] = {"perm", NULL};
+        const Onnx__AttributeProto *a = imp_attr(n, "perm");
+        if (!x->viewed && !(a && a->n_ints > 0 && a->ints[0] != 0)) return 1;
+        return imp_check_attrs(im, n, known) ? -1 : view_transpose(im, b, n, x);
+    }
+    if (strcmp(op, "Reshape") == 0 && x) {
+        static const char *const known[] = {"allowzero", NULL};
+        int64_t sh[INTS_MAX];
+        int nsh, ssh, moved = 0;
+        if (imp_input_ints(im, n, 1, sh, &nsh, &ssh) != 0) return 1;
+        /* the batch first, even times k, is do_reshape's (k > 1: a lead value) */
+        for (int i = 1; i < nsh; i++) moved |= is_batch(sh[i]);
+        if (!x->viewed && !moved) return 1;
+        if (imp_check_attrs(im, n, known) || imp_attr_int(n, "allowzero", 0) != 0)
+            return imp_fail(im, "node '%s' (Reshape): allowzero = 1 is not supported", imp_node_name(n));
+        return view_reshape(im, b, n, x, sh, nsh);
+    }
+    if (!viewed) return 1;
+    view_t v;
+    int li;
+    if (strcmp(op, "Shape") == 0) {
+        static const char *const none[] = {NULL};
+        int64_t d[VIEW_AXES];
+        if (imp_check_attrs(im, n, none)) return -1;
+        view_get(b, x, &v);
+        view_dims(&v, d);
+        return imp_define_ints(im, n, d, v.ng, 0);
+    }
+    for (int k = 0; elementwise[k]; k++)
+        if (strcmp(op, elementwise[k]) == 0 && x && x->viewed) return view_through(im, b, n, &x->view);
+    const int binary = strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
+                       strcmp(op, "Div") == 0;
+    if (binary && n->n_input == 2 && in[0] && in[1] && in[0]->viewed && in[1]->viewed &&
+        memcmp(&in[0]->view, &in[1]->view, sizeof(view_t)) == 0 && in[0]->layer >= 0 && in[1]->layer >= 0)
+        return view_through(im, b, n, &in[0]->view);
+    const int ci = !in[0] ? 0 : !in[1] ? 1 : -1; /* the constant operand of a binary node */
+    const int softmax = strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0;
+    const int matmul_w = strcmp(op, "MatMul") == 0 && x && n->n_input == 2 && !in[1];
+    if ((binary && n->n_input == 2 && ci >= 0 && last_axis_const(im, n, (size_t)ci)) || matmul_w || softmax) {
+        value_t *a = binary ? in[ci == 0 ? 1 : 0] : x;
+        if (!a || !a->viewed) goto plain;
+        view_get(b, a, &v);
+        const int64_t ax = imp_attr_int(n, "axis", -1);
+        if (softmax && ax != -1 && ax != v.ng - 1)
+            return imp_fail(im, "node '%s' (%s): of a view of the batch: only along the last axis", imp_node_name(n),
+                            op);
+        const size_t ai = (size_t)(a - im->vals);
+        if (view_last(im, b, n, a, &li, &v)) return -1;
+        a = &im->vals[ai];
+        a->layer = li; /* the view in normal form, for later readers too */
+        a->view = v;
+        a->viewed = !view_is_plain(&v);
+        if (!a->viewed) return 1;
+        if (softmax)
+            return view_define(im, n, 0,
+                               model_build_softmax(b, op[0] == 'L' ? LAYER_LOG_SOFTMAX : LAYER_SOFTMAX, li, v.np - 2),
+                               &v);
+        return view_through(im, b, n, &v);
+    }
+    if (strcmp(op, "Gemm") == 0 && x && x->viewed) return view_gemm(im, b, n, x);
+    if (strcmp(op, "MatMul") == 0 && n->n_input == 2 && in[0] && in[1]) return view_bmm(im, b, n, in[0], in[1]);
+    if (strcmp(op, "Slice") == 0 && x && x->viewed) return view_slice(im, b, n, x);
+    if (strcmp(op, "Gather") == 0 && x && x->viewed) return view_gather(im, b, n, x);
+plain:
+    /* every input, a Concat's fifth too */
+    for (size_t i = 0; i < n->n_input; i++) {
+        value_t *y = n->input[i][0] ? imp_find_value(im, n->input[i]) : NULL;
+        if (y && y->kind == V_LAYER && y->viewed && view_plain(im, b, n, y)) return -1;
+    }
+    return 1;
+}

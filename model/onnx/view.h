@@ -1,0 +1,14 @@
+/* model/onnx/view.h - views: a layer's batch-first output read another way after a Transpose that moved the batch axis or a Reshape that merged it (view_t, import_internal.h) (model/onnx/view.c; the importer's files only). */
+#ifndef PACER_MODEL_ONNX_VIEW_H
+#define PACER_MODEL_ONNX_VIEW_H
+
+#include "import_internal.h"
+
+int view_is_plain(const view_t *v);
+const char *view_text(const view_t *v, char *buf, size_t len);
+void view_normal(model_builder_t *b, int *li, view_t *v);
+int concat_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, const model_shape_t *like, int ax,
+                   int *li);
+int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n);
+
+#endif

@@ -111,8 +111,206 @@ int onnx_graph_ops(const uint8_t *data, size_t len, char *out, size_t outlen)
     return 0;
 }
 
-int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound, int nbound, int max_batch,
-                     model_t **out, char *err, size_t errlen)
+/* ---- a case's inputs fed as activations ----------------------------------------------------
+ * A case's graph input that has the activation's rank and batch (input_0's first
+ * dimension), is float32 and is read as data, not as a weight (Conv's, Gemm's and a
+ * normalisation's parameters, a 2-D MatMul's second operand), is an activation like
+ * input_0, not a constant: onnx_import_case_inputs feeds them all as one model input of
+ * (N, S), each sample theirs one after the other, and puts in front of the graph a Slice of
+ * its part and a Reshape to its shape for each (the importer's own layers), so that an Add
+ * of two (3, 4, 5) inputs is an Add of two activations. The Slice takes its bounds as
+ * inputs (opset 10 on): in older opsets the inputs stay constants. */
+
+#define PACK_INPUT "pacer_case_inputs"
+#define NPACK (ONNX_CASE_MAX_TENSORS + 1)
+
+/* Whether graph input `name` is read by some node as a weight (see above). */
+static int read_as_weight(const Onnx__GraphProto *g, const char *name, int ndims)
+{
+    static const char *const weights[] = {
+        "Conv", "ConvTranspose", "Gemm", "BatchNormalization", "LayerNormalization", "InstanceNormalization", "PRelu",
+        NULL};
+    for (size_t i = 0; i < g->n_node && i < ONNX_MAX_NODES; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        for (size_t k = 1; k < n->n_input; k++) {
+            if (!n->input[k] || strcmp(n->input[k], name) != 0 || !n->op_type) continue;
+            for (const char *const *w = weights; *w; w++)
+                if (strcmp(n->op_type, *w) == 0) return 1;
+            if (strcmp(n->op_type, "MatMul") == 0 && ndims == 2) return 1;
+        }
+    }
+    return 0;
+}
+
+/* Whether case input t (after the first; graph input name) is an activation like in0. */
+static int is_activation(const Onnx__GraphProto *g, const char *name, const onnx_tensor_t *t, const onnx_tensor_t *in0)
+{
+    return t->data && t->ndims == in0->ndims && t->ndims >= 1 && t->dims[0] == in0->dims[0] && t->dims[0] >= 1 &&
+           !read_as_weight(g, name, t->ndims);
+}
+
+/* The rewritten graph's parts, which the graph borrows while it is imported: the packed
+ * input vi, and per packed input k the constants starts, ends and shape, a Slice into
+ * name[k][0] and a Reshape into the input's own name. */
+typedef struct {
+    Onnx__ValueInfoProto vi, *vip;
+    Onnx__TypeProto tp;
+    Onnx__TypeProto__Tensor tt;
+    Onnx__TensorShapeProto sh;
+    Onnx__TensorShapeProto__Dimension dim[2], *dimp[2];
+    Onnx__NodeProto nodes[2 * NPACK];
+    Onnx__TensorProto consts[3 * NPACK + 1];
+    int64_t starts[NPACK], ends[NPACK], shapes[NPACK][8], axis1, cdims[3 * NPACK + 1];
+    char axes_name[48], name[NPACK][4][48];
+    char *slice_in[NPACK][4], *slice_out[NPACK], *reshape_in[NPACK][2], *reshape_out[NPACK];
+} pack_t;
+
+static void int64_const(pack_t *p, size_t c, char *name, int64_t *v, size_t n)
+{
+    Onnx__TensorProto *t = &p->consts[c];
+    onnx__tensor_proto__init(t);
+    t->name = name;
+    t->has_data_type = 1;
+    t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+    t->n_int64_data = n;
+    t->int64_data = v;
+    p->cdims[c] = (int64_t)n;
+    t->n_dims = 1;
+    t->dims = &p->cdims[c];
+}
+
+static void node_init(Onnx__NodeProto *n, char *op, char *name, char **in, size_t nin, char **out)
+{
+    onnx__node_proto__init(n);
+    n->op_type = op;
+    n->name = name;
+    n->n_input = nin;
+    n->input = in;
+    n->n_output = 1;
+    n->output = out;
+}
+
+/* The packed input's value info: float32 (N, S). */
+static void pack_input(pack_t *p, int64_t N, int64_t S)
+{
+    static char input[] = PACK_INPUT;
+    onnx__value_info_proto__init(&p->vi);
+    onnx__type_proto__init(&p->tp);
+    onnx__type_proto__tensor__init(&p->tt);
+    onnx__tensor_shape_proto__init(&p->sh);
+    for (int d = 0; d < 2; d++) {
+        onnx__tensor_shape_proto__dimension__init(&p->dim[d]);
+        p->dim[d].value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+        p->dim[d].dim_value = d ? S : N;
+        p->dimp[d] = &p->dim[d];
+    }
+    p->sh.n_dim = 2;
+    p->sh.dim = p->dimp;
+    p->tt.has_elem_type = 1;
+    p->tt.elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    p->tt.shape = &p->sh;
+    p->tp.value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+    p->tp.tensor_type = &p->tt;
+    p->vi.name = input;
+    p->vi.type = &p->tp;
+    p->vip = &p->vi;
+}
+
+/* p for the npk packed inputs in[k] (graph inputs names[k]): the packed input (N, S), and
+ * per input a Slice of elements [off, off + its sample size) of each sample and a Reshape
+ * to its shape (p->nodes[2k], [2k + 1]), their constants (p->consts, 3 npk + 1). */
+static void pack_graph(pack_t *p, const onnx_tensor_t *const *in, char *const *names, int npk, int64_t S)
+{
+    static char slice[] = "Slice", reshape[] = "Reshape", input[] = PACK_INPUT;
+    memset(p, 0, sizeof *p);
+    pack_input(p, in[0]->dims[0], S);
+    p->axis1 = 1;
+    snprintf(p->axes_name, sizeof p->axes_name, "%s_axes", PACK_INPUT);
+    int64_const(p, 0, p->axes_name, &p->axis1, 1);
+    int64_t off = 0;
+    for (int k = 0; k < npk; k++) {
+        const onnx_tensor_t *t = in[k];
+        char(*nm)[48] = p->name[k];
+        snprintf(nm[0], 48, "%s_%d", PACK_INPUT, k);
+        snprintf(nm[1], 48, "%s_%d_starts", PACK_INPUT, k);
+        snprintf(nm[2], 48, "%s_%d_ends", PACK_INPUT, k);
+        snprintf(nm[3], 48, "%s_%d_shape", PACK_INPUT, k);
+        p->starts[k] = off;
+        off += (int64_t)t->count / t->dims[0];
+        p->ends[k] = off;
+        p->shapes[k][0] = 0; /* the batch, copied */
+        for (int d = 1; d < t->ndims && d < 8; d++) p->shapes[k][d] = t->dims[d];
+        int64_const(p, 1 + 3 * (size_t)k, nm[1], &p->starts[k], 1);
+        int64_const(p, 2 + 3 * (size_t)k, nm[2], &p->ends[k], 1);
+        int64_const(p, 3 + 3 * (size_t)k, nm[3], p->shapes[k], (size_t)t->ndims);
+        p->slice_in[k][0] = input;
+        p->slice_in[k][1] = nm[1];
+        p->slice_in[k][2] = nm[2];
+        p->slice_in[k][3] = p->axes_name;
+        p->slice_out[k] = nm[0];
+        p->reshape_in[k][0] = nm[0];
+        p->reshape_in[k][1] = nm[3];
+        p->reshape_out[k] = names[k];
+        node_init(&p->nodes[2 * k], slice, nm[0], p->slice_in[k], 4, &p->slice_out[k]);
+        node_init(&p->nodes[2 * k + 1], reshape, names[k], p->reshape_in[k], 2, &p->reshape_out[k]);
+    }
+}
+
+/* Whether g has a node that computes its training form (BatchNormalization's
+ * training_mode 1: the batch's statistics), which --onnx-case's forward in evaluation mode
+ * (the running statistics) does not: 1 with err set naming it. */
+static int training_node(const Onnx__GraphProto *g, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < g->n_node && i < ONNX_MAX_NODES; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        if (!n->op_type || strcmp(n->op_type, "BatchNormalization") != 0) continue;
+        for (size_t a = 0; a < n->n_attribute; a++)
+            if (n->attribute[a]->name && strcmp(n->attribute[a]->name, "training_mode") == 0 && n->attribute[a]->i)
+                return snprintf(err, errlen,
+                                "node '%s' (BatchNormalization): training_mode 1: a case runs the forward in evaluation "
+                                "mode (the running statistics)",
+                                n->name ? n->name : "?"),
+                       1;
+    }
+    return 0;
+}
+
+/* The ai.onnx opset mp imports, or -1. */
+static int64_t case_opset(const Onnx__ModelProto *mp)
+{
+    int64_t opset = -1;
+    for (size_t i = 0; i < mp->n_opset_import; i++) {
+        const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
+        if (!o->domain || !o->domain[0] || strcmp(o->domain, "ai.onnx") == 0) opset = o->has_version ? o->version : -1;
+    }
+    return opset;
+}
+
+/* t as the constant b of graph input name (its data borrowed). */
+static Onnx__TensorProto *bound_tensor(Onnx__TensorProto *t, char *name, const onnx_tensor_t *b)
+{
+    onnx__tensor_proto__init(t);
+    t->name = name;
+    t->has_data_type = 1;
+    t->n_dims = (size_t)b->ndims;
+    t->dims = (int64_t *)b->dims;
+    if (b->ints) {
+        /* a shape argument: a constant the importer folds (input_ints) */
+        t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+        t->n_int64_data = b->count;
+        t->int64_data = b->ints;
+    } else {
+        t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+        t->n_float_data = b->count;
+        t->float_data = b->data;
+    }
+    return t;
+}
+
+/* onnx_import_case and onnx_import_case_inputs: in0 NULL (no input fed as an activation
+ * but the first) or the first input, whose batch the others' is compared with. */
+static int case_import(const uint8_t *data, size_t len, const onnx_tensor_t *in0, const onnx_tensor_t *bound,
+                       int nbound, int max_batch, int output, int *packed, model_t **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (len == 0 || len > ONNX_MAX_BYTES)
@@ -123,17 +321,24 @@ int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
     if (!mp) return snprintf(err, errlen, "onnx: not an ONNX model, or truncated (the protobuf does not decode)"), -1;
     Onnx__GraphProto *g = mp->graph;
-    int rc = -1;
+    int rc = -1, npk = 0;
     Onnx__TensorProto tp[ONNX_CASE_MAX_TENSORS];
     Onnx__TensorProto **inits = NULL;
+    Onnx__NodeProto **nodes = NULL;
+    pack_t *p = NULL;
+    const onnx_tensor_t *pk[NPACK];
+    char *pk_names[NPACK];
     size_t n_init = g ? g->n_initializer : 0;
     if (!g) {
         snprintf(err, errlen, "onnx: the model has no graph");
         goto out;
     }
+    if (training_node(g, err, errlen)) goto out;
     /* The graph inputs that no initializer fills: the first is the activation, the others
-     * (a single-operator case's weights) are bound, in order, to the given tensors: they
-     * become initializers of the graph for the importer, which then sees one input. */
+     * (a single-operator case's weights and data) are bound, in order, to the given
+     * tensors: activations like the first (is_activation) join it in the packed input,
+     * the rest become initializers of the graph for the importer, which then sees one
+     * input. */
     int k = 0;
     for (size_t i = 0; i < g->n_input; i++)
         if (g->input[i]->name && !imp_is_initializer(g, g->input[i]->name)) k++;
@@ -141,48 +346,90 @@ int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound
         snprintf(err, errlen, "onnx: the graph has %d inputs, the case gives %d", k, nbound + 1);
         goto out;
     }
-    inits = malloc((n_init + (size_t)nbound + 1) * sizeof *inits);
+    inits = malloc((n_init + (size_t)nbound + 3 * NPACK + 1) * sizeof *inits);
     if (!inits) {
         snprintf(err, errlen, "onnx: out of memory");
         goto out;
     }
     if (n_init) memcpy(inits, g->initializer, n_init * sizeof *inits);
-    int j = -1; /* -1: the activation is still to come */
+    const int feed = in0 && case_opset(mp) >= 10;
+    int j = -1, nb = 0; /* j -1: the activation is still to come */
     for (size_t i = 0; i < g->n_input; i++) {
         if (!g->input[i]->name || imp_is_initializer(g, g->input[i]->name)) continue;
         if (j < 0) {
+            pk[0] = in0, pk_names[0] = g->input[i]->name;
             j = 0;
             continue;
         }
         const onnx_tensor_t *b = &bound[j];
-        Onnx__TensorProto *t = &tp[j];
-        onnx__tensor_proto__init(t);
-        t->name = g->input[i]->name;
-        t->has_data_type = 1;
-        t->n_dims = (size_t)b->ndims;
-        t->dims = (int64_t *)b->dims;
-        if (b->ints) {
-            /* a shape argument: a constant the importer folds (input_ints) */
-            t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
-            t->n_int64_data = b->count;
-            t->int64_data = b->ints;
-        } else {
-            t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
-            t->n_float_data = b->count;
-            t->float_data = b->data;
+        if (packed) packed[j + 1] = 0;
+        if (feed && is_activation(g, g->input[i]->name, b, in0)) {
+            if (packed) packed[j + 1] = 1;
+            pk[++npk] = b, pk_names[npk] = g->input[i]->name;
+            j++;
+            continue;
         }
-        inits[n_init + (size_t)j++] = t;
+        inits[n_init + (size_t)nb++] = bound_tensor(&tp[j++], g->input[i]->name, b);
     }
-    /* the graph borrows the array and the tensors only for the import: restored below,
+    if (packed) packed[0] = 1;
+    /* the graph borrows the arrays and the tensors only for the import: restored below,
      * before free_unpacked frees what protobuf-c allocated */
     Onnx__TensorProto **orig = g->initializer;
+    Onnx__ValueInfoProto **orig_in = g->input;
+    Onnx__NodeProto **orig_nodes = g->node;
+    Onnx__ValueInfoProto **orig_out = g->output;
+    const size_t orig_nin = g->n_input, orig_nn = g->n_node, orig_nout = g->n_output;
+    if (output >= 0 && (size_t)output >= g->n_output) {
+        snprintf(err, errlen, "onnx: the graph has %zu outputs, the case gives more", g->n_output);
+        goto out;
+    }
+    if (output >= 0) g->output += output, g->n_output = 1; /* that output alone */
+    size_t n_new = n_init + (size_t)nb;
+    if (npk > 0) {
+        int64_t S = 0;
+        npk++; /* the first input's part too */
+        for (int q = 0; q < npk; q++) S += (int64_t)pk[q]->count / pk[q]->dims[0];
+        if (!(p = malloc(sizeof *p)) || !(nodes = malloc((orig_nn + 2 * (size_t)npk) * sizeof *nodes))) {
+            snprintf(err, errlen, "onnx: out of memory");
+            goto out;
+        }
+        pack_graph(p, pk, pk_names, npk, S);
+        for (size_t c = 0; c < 3 * (size_t)npk + 1; c++) inits[n_new++] = &p->consts[c];
+        for (int q = 0; q < 2 * npk; q++) nodes[q] = &p->nodes[q];
+        if (orig_nn) memcpy(nodes + 2 * npk, orig_nodes, orig_nn * sizeof *nodes);
+        g->node = nodes;
+        g->n_node = orig_nn + 2 * (size_t)npk;
+        g->input = &p->vip;
+        g->n_input = 1;
+    }
     g->initializer = inits;
-    g->n_initializer = n_init + (size_t)nbound;
+    g->n_initializer = n_new;
     rc = import_model(mp, "onnx-case", max_batch, 1, out, err, errlen);
     g->initializer = orig;
     g->n_initializer = n_init;
+    g->input = orig_in;
+    g->n_input = orig_nin;
+    g->node = orig_nodes;
+    g->n_node = orig_nn;
+    g->output = orig_out;
+    g->n_output = orig_nout;
 out:
     free(inits);
+    free(nodes);
+    free(p);
     onnx__model_proto__free_unpacked(mp, NULL);
     return rc;
+}
+
+int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound, int nbound, int max_batch,
+                     model_t **out, char *err, size_t errlen)
+{
+    return case_import(data, len, NULL, bound, nbound, max_batch, -1, NULL, out, err, errlen);
+}
+
+int onnx_import_case_inputs(const uint8_t *data, size_t len, const onnx_tensor_t *in, int nin, int max_batch,
+                            int output, int *packed, model_t **out, char *err, size_t errlen)
+{
+    if (nin < 1) return *out = NULL, snprintf(err, errlen, "onnx: no input"), -1;
+    return case_import(data, len, &in[0], &in[1], nin - 1, max_batch, output, packed, out, err, errlen);
 }

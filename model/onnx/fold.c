@@ -440,7 +440,12 @@ static int arr_bcast(imp_t *im, const Onnx__NodeProto *n, const arr_t *in, int k
  * Where, Cast, Neg, Sqrt. Ints stay exact (a result beyond 2^53 is refused). */
 static int fold_elementwise(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out)
 {
+    static const char *const cast_attrs[] = {"to", NULL}, *const mod_attrs[] = {"fmod", NULL}, *const none[] = {NULL};
     const char *op = n->op_type;
+    /* an attribute is refused, not ignored: opset 6's broadcast and axis of Add, Sub, Mul,
+     * Div and Pow align the second operand otherwise than NumPy's rule */
+    if (imp_check_attrs(im, n, strcmp(op, "Cast") == 0 ? cast_attrs : strcmp(op, "Mod") == 0 ? mod_attrs : none))
+        return -1;
     for (int i = 0; i < k; i++)
         if (in[i].table)
             return imp_fail(im,

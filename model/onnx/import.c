@@ -33,7 +33,9 @@ size_t onnx_supported_ops(char *buf, size_t len) { return model_op_onnx_names(bu
 void onnx_print_supported_ops(FILE *f)
 {
     fprintf(f, "| ONNX operators | pacer layer |\n| --- | --- |\n");
-    for (int k = 0; k < LAYER_KIND_COUNT; k++) fprintf(f, "| %s | %s |\n", MODEL_OPS[k].onnx_import, MODEL_OPS[k].name);
+    /* a row with no ONNX operator (built in only: the language models') imports nothing */
+    for (int k = 0; k < LAYER_KIND_COUNT; k++)
+        if (*MODEL_OPS[k].onnx_import) fprintf(f, "| %s | %s |\n", MODEL_OPS[k].onnx_import, MODEL_OPS[k].name);
     fprintf(f,
             "| %s | none: folded into constants, aliases of their input, or the padding of the layer after them "
             "|\n",
@@ -138,10 +140,20 @@ static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
         o->layer = li;
         o->viewed = 0;
     }
-    if (!o || o->kind != V_LAYER || o->layer < 0)
-        return imp_fail(im, "the graph's output '%s' is not computed by a supported node", im->output);
     int C, H, W, Cl, Hl, Wl, last = 0;
     while (model_build_shape(b, last + 1, &Cl, &Hl, &Wl) == 0) last++;
+    if (im->any_output && o && o->kind == V_LAYER && !o->viewed && (o->layer < 0 || o->layer != last)) {
+        /* a case's output that is the input itself (Identity, a Reshape to its own shape) or
+         * not the last layer (one of a Split's outputs): a copy of it is the model's output
+         * (a flat value: its samples flat) */
+        model_shape_t s;
+        model_build_shape_nd(b, o->layer, &s);
+        if (o->flat) s = (model_shape_t){.rank = 1, .dims = {(int)model_shape_count(&s)}};
+        o->layer = last = model_build_reshape(b, o->layer, &s);
+        o->flat = 0;
+    }
+    if (!o || o->kind != V_LAYER || o->layer < 0)
+        return imp_fail(im, "the graph's output '%s' is not computed by a supported node", im->output);
     model_build_shape(b, o->layer, &C, &H, &W);
     if (o->layer != last)
         return imp_fail(im, "the graph's output '%s' is not its last layer (a branch computed after it is unused)",
@@ -218,8 +230,9 @@ int import_model(const Onnx__ModelProto *mp, const char *name, int max_batch, in
         const Onnx__OperatorSetIdProto *o = mp->opset_import[i];
         if (!o->domain || !o->domain[0] || strcmp(o->domain, "ai.onnx") == 0) opset = o->has_version ? o->version : -1;
     }
-    if (opset < 11 || opset > 17)
-        return snprintf(err, errlen, "onnx: opset %lld is not supported (11 to 17)", (long long)opset), -1;
+    /* from 6: what changed since is read by version or refused as an unknown attribute */
+    if (opset < 6 || opset > 17)
+        return snprintf(err, errlen, "onnx: opset %lld is not supported (6 to 17)", (long long)opset), -1;
     if (g->n_node > ONNX_MAX_NODES || g->n_initializer > ONNX_MAX_INITIALIZERS)
         return snprintf(err, errlen, "onnx: %zu nodes and %zu initializers exceed the bounds (%d, %d)", g->n_node,
                         g->n_initializer, ONNX_MAX_NODES, ONNX_MAX_INITIALIZERS),

@@ -83,8 +83,8 @@ static int attr_ints(imp_t *im, const Onnx__NodeProto *n, const char *name, int 
     for (int i = 0; i < count; i++) out[i] = dflt;
     if (!a) return 0;
     if ((int)a->n_ints != count)
-        return imp_fail(im, "node '%s' (%s): attribute %s has %zu values, want %d (2-D images only)", imp_node_name(n),
-                        n->op_type, name, a->n_ints, count);
+        return imp_fail(im, "node '%s' (%s): attribute %s has %zu values, want %d (one or two per spatial axis)",
+                        imp_node_name(n), n->op_type, name, a->n_ints, count);
     for (int i = 0; i < count; i++) {
         if (a->ints[i] < 0 || a->ints[i] > DIM_MAX)
             return imp_fail(im, "node '%s' (%s): attribute %s[%d] = %lld is out of range", imp_node_name(n), n->op_type,
@@ -162,8 +162,8 @@ static int define_output(imp_t *im, const Onnx__NodeProto *n, int li, int flat)
     return 0;
 }
 
-/* Refuses an input x that is not an image batch (N, C, H, W): what Conv, the pools and
- * the global average pool take (the operator table's rows refuse another rank too). */
+/* Refuses an input x that is not an image batch (N, C, H, W): what the global average pool
+ * takes (the operator table's rows refuse another rank too). */
 static int image_input(imp_t *im, const model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
 {
     model_shape_t s;
@@ -174,15 +174,49 @@ static int image_input(imp_t *im, const model_builder_t *b, const Onnx__NodeProt
                     n->op_type, n->input[0], imp_batch_text(&s, t, sizeof t), x->flat ? " flattened" : "", n->op_type);
 }
 
+/* The spatial axes of Conv's and the pools' input x: 2 for images (N, C, H, W), 1 for
+ * sequences (N, C, L), which run as images of width 1 (the layer keeps their rank);
+ * another rank is refused (0). */
+static int spatial_axes(imp_t *im, const model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
+{
+    model_shape_t s;
+    char t[96];
+    model_build_shape_nd(b, x->layer, &s);
+    if (!x->flat && (s.rank == 3 || s.rank == 2)) return s.rank - 1;
+    imp_fail(im, "node '%s' (%s): input '%s' is %s%s: %s takes images (N, C, H, W) and sequences (N, C, L) only",
+             imp_node_name(n), n->op_type, n->input[0], imp_batch_text(&s, t, sizeof t), x->flat ? " flattened" : "",
+             n->op_type);
+    return 0;
+}
+
+/* kernel_shape, strides, dilations and pads for sp spatial axes as the 2-D ones (top,
+ * left, bottom, right): a sequence's are the height's, its width 1 and unpadded. */
+static int window_attrs(imp_t *im, const Onnx__NodeProto *n, int sp, int *ks, int *st, int *dl, int *pd)
+{
+    if (sp == 2)
+        return attr_ints(im, n, "kernel_shape", 2, -1, ks) || attr_ints(im, n, "strides", 2, 1, st) ||
+                       attr_ints(im, n, "dilations", 2, 1, dl) || attr_ints(im, n, "pads", 4, 0, pd)
+                   ? -1
+                   : 0;
+    int p2[2];
+    if (attr_ints(im, n, "kernel_shape", 1, -1, ks) || attr_ints(im, n, "strides", 1, 1, st) ||
+        attr_ints(im, n, "dilations", 1, 1, dl) || attr_ints(im, n, "pads", 2, 0, p2))
+        return -1;
+    ks[1] = st[1] = dl[1] = 1;
+    pd[0] = p2[0], pd[2] = p2[1], pd[1] = pd[3] = 0;
+    return 0;
+}
+
 static int do_conv(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const known[] = {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad", NULL};
     const value_t *x;
-    if (imp_check_attrs(im, n, known) || imp_input_layer(im, n, 0, &x) || image_input(im, b, n, x)) return -1;
+    int sp;
+    if (imp_check_attrs(im, n, known) || imp_input_layer(im, n, 0, &x) || !(sp = spatial_axes(im, b, n, x))) return -1;
     const Onnx__TensorProto *w = imp_input_tensor(im, n, 1), *bias = imp_input_tensor(im, n, 2);
-    if (!w || w->n_dims != 4 || imp_tensor_count(w) <= 0)
-        return imp_fail(im, "node '%s' (Conv): the weight must be a 4-D initializer (OC, C/group, KH, KW)",
-                        imp_node_name(n));
+    if (!w || w->n_dims != (size_t)sp + 2 || imp_tensor_count(w) <= 0)
+        return imp_fail(im, "node '%s' (Conv): the weight must be a %d-D initializer (OC, C/group, %s)",
+                        imp_node_name(n), sp + 2, sp == 2 ? "KH, KW" : "K");
     if (n->n_input > 2 && n->input[2][0] && !bias)
         return imp_fail(im, "node '%s' (Conv): the bias must be an initializer", imp_node_name(n));
     if (n->n_input > 3) return imp_fail(im, "node '%s' (Conv): more than 3 inputs", imp_node_name(n));
@@ -193,10 +227,8 @@ static int do_conv(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     /* bounded before it becomes an int (a group of 2^32 + 1 is not a group of 1) */
     const int64_t group64 = imp_attr_int(n, "group", 1);
     const int group = group64 >= 1 && group64 <= DIM_MAX ? (int)group64 : 0;
-    if (attr_ints(im, n, "kernel_shape", 2, -1, ks) || attr_ints(im, n, "strides", 2, 1, st) ||
-        attr_ints(im, n, "dilations", 2, 1, dl) || attr_ints(im, n, "pads", 4, 0, pd))
-        return -1;
-    const int KH = (int)w->dims[2], KW = (int)w->dims[3], OC = (int)w->dims[0];
+    if (window_attrs(im, n, sp, ks, st, dl, pd)) return -1;
+    const int KH = (int)w->dims[2], KW = sp == 2 ? (int)w->dims[3] : 1, OC = (int)w->dims[0];
     if ((ks[0] != -1 && ks[0] != KH) || (ks[1] != -1 && ks[1] != KW))
         return imp_fail(im, "node '%s' (Conv): kernel_shape %dx%d differs from the weight's %dx%d", imp_node_name(n),
                         ks[0], ks[1], KH, KW);
@@ -236,7 +268,9 @@ static int do_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int 
     static const char *const kavg[] = {"kernel_shape",      "strides",  "pads", "ceil_mode",
                                        "count_include_pad", "auto_pad", NULL};
     const value_t *x;
-    if (imp_check_attrs(im, n, is_max ? kmax : kavg) || imp_input_layer(im, n, 0, &x) || image_input(im, b, n, x))
+    int sp;
+    if (imp_check_attrs(im, n, is_max ? kmax : kavg) || imp_input_layer(im, n, 0, &x) ||
+        !(sp = spatial_axes(im, b, n, x)))
         return -1;
     if (is_max && imp_attr_int(n, "storage_order", 0) != 0)
         return imp_fail(im, "node '%s' (MaxPool): storage_order 1 is not supported", imp_node_name(n));
@@ -245,9 +279,7 @@ static int do_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int 
     int C, H, W;
     model_build_shape(b, x->layer, &C, &H, &W);
     int ks[2], st[2], dl[2], pd[4];
-    if (attr_ints(im, n, "kernel_shape", 2, -1, ks) || attr_ints(im, n, "strides", 2, 1, st) ||
-        attr_ints(im, n, "dilations", 2, 1, dl) || attr_ints(im, n, "pads", 4, 0, pd))
-        return -1;
+    if (window_attrs(im, n, sp, ks, st, dl, pd)) return -1;
     if (ks[0] < 1 || ks[1] < 1)
         return imp_fail(im, "node '%s' (%s): kernel_shape is required", imp_node_name(n), n->op_type);
     const int ap = auto_pad(n);
@@ -479,6 +511,13 @@ static int do_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     const int64_t flat = (int64_t)C * H * W;
     const int batch0 = imp_input_ints(im, n, 1, sh, &nsh, &ssh) == 0 && nsh >= 1 && nsh <= 1 + MODEL_MAX_RANK &&
                        (is_batch(sh[0]) || sh[0] == 0 || sh[0] == -1 || (im->batch_dim > 0 && sh[0] == im->batch_dim));
+    if (!batch0 && im->batch_dim > 0 && nsh >= 1)
+        /* torch folded the example input's batch into the shape (Swin's B * windows) */
+        return imp_fail(im,
+                        "node '%s' (Reshape): the shape's first value %lld is a constant that is not the batch: the "
+                        "file fixes the batch to %d, so the shape no longer says which axis holds it; export with a "
+                        "dynamic batch (torch.onnx.export(..., dynamic_axes={'%.64s': {0: 'N'}}))",
+                        imp_node_name(n), (long long)sh[0], im->batch_dim, im->input ? im->input : "input");
     if (!batch0)
         return imp_fail(im,
                         "node '%s' (Reshape): the shape must be a constant of 1 to %d values whose first is the batch "
@@ -1548,7 +1587,8 @@ int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
          * chain of two-input concatenations */
         static const char *const known[] = {"axis", NULL};
         size_t first = 0; /* the first activation: a parameter may come before it */
-        while (first + 1 < n->n_input && imp_input_tensor(im, n, first)) first++;
+        int64_t cd[ARR_DIMS];
+        while (first + 1 < n->n_input && concat_constant_dims(im, n, first, cd) >= 0) first++;
         if (imp_check_attrs(im, n, known)) return -1;
         if (n->n_input < 1 || imp_input_layer(im, n, first, &x))
             return imp_fail(im, "node '%s' (Concat): no inputs", imp_node_name(n));

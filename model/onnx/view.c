@@ -100,6 +100,9 @@ static model_shape_t view_sample(const view_t *v)
     return s;
 }
 
+/* view_normal's mark of a physical axis of 1 dropped from the batch's group */
+#define DROPPED INT32_MIN
+
 /* Rewrites layer *li and v into the normal form: the physical axes in the graph's order but
  * the batch first (a LAYER_TRANSPOSE), and each group without the batch one physical axis
  * (a LAYER_RESHAPE). Then a group without the batch is one axis in place, the last group is
@@ -124,7 +127,8 @@ void view_normal(model_builder_t *b, int *li, view_t *v)
         memcpy(v->pd, pd, sizeof pd);
         for (int e = 0; e < v->np; e++) v->ax[e] = pos[v->ax[e]];
     }
-    /* merge each batch-less group into one axis: they are adjacent now, in order */
+    /* merge each batch-less group into one axis: they are adjacent now, in order; the axes
+     * of 1 in the batch's group are dropped (DROPPED: what a Squeeze left beside it) */
     view_t w = {.np = 1, .pd = {1}, .ng = v->ng};
     int map[VIEW_AXES], merged = 0;
     map[0] = 0;
@@ -132,8 +136,11 @@ void view_normal(model_builder_t *b, int *li, view_t *v)
         int nb = 0;
         for (int f = 0; f < v->gn[g]; f++) nb |= v->ax[e + f] == 0;
         if (nb) {
-            for (int f = 0; f < v->gn[g]; f++)
-                if (v->ax[e + f] != 0) map[v->ax[e + f]] = w.np, w.pd[w.np++] = v->pd[v->ax[e + f]];
+            for (int f = 0; f < v->gn[g]; f++) {
+                const int a = v->ax[e + f];
+                if (a != 0 && v->pd[a] == 1) map[a] = DROPPED, merged = 1;
+                else if (a != 0) map[a] = w.np, w.pd[w.np++] = v->pd[a];
+            }
             continue;
         }
         int p = 1;
@@ -144,14 +151,16 @@ void view_normal(model_builder_t *b, int *li, view_t *v)
     if (!merged) return;
     /* the physical axes are numbered in order: rebuild the groups from the merged ones */
     for (int g = 0, e = 0, o = 0; g < v->ng; e += v->gn[g++]) {
-        const int first = map[v->ax[e]];
-        if (first < 0) {
+        int nb = 0;
+        for (int f = 0; f < v->gn[g]; f++) nb |= v->ax[e + f] == 0;
+        if (!nb) {
             w.gn[g] = 1;
-            w.ax[o++] = -1 - first;
-        } else {
-            w.gn[g] = v->gn[g];
-            for (int f = 0; f < v->gn[g]; f++) w.ax[o++] = map[v->ax[e + f]];
+            w.ax[o++] = -1 - map[v->ax[e]];
+            continue;
         }
+        w.gn[g] = 0;
+        for (int f = 0; f < v->gn[g]; f++)
+            if (map[v->ax[e + f]] != DROPPED) w.ax[o++] = map[v->ax[e + f]], w.gn[g]++;
     }
     model_shape_t to = view_sample(&w);
     *li = model_build_reshape(b, *li, &to);
@@ -167,11 +176,12 @@ static int view_plain(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, v
     char t[96];
     view_normal(b, &li, &v);
     if (!view_is_plain(&v))
-        return imp_fail(im,
-                        "node '%s' (%s): input '%s' is %s, its batch axis moved or merged by a Transpose or Reshape; "
-                        "only Transpose, Reshape, Shape, MatMul, Gemm, Softmax, Slice, Gather and elementwise operators "
-                        "read such a tensor",
-                        imp_node_name(n), n->op_type, x->name, view_text(&x->view, t, sizeof t));
+        return imp_fail(
+            im,
+            "node '%s' (%s): input '%s' is %s, its batch axis moved or merged by a Transpose or Reshape; "
+            "only Transpose, Reshape, Squeeze, Unsqueeze, Shape, MatMul, Gemm, Softmax, Slice, Split, Gather and "
+            "elementwise operators read such a tensor",
+            imp_node_name(n), n->op_type, x->name, view_text(&x->view, t, sizeof t));
     x->layer = li;
     x->viewed = 0;
     return 0;
@@ -317,8 +327,17 @@ static int view_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n,
     }
     return view_define(im, n, 0, li, &w);
 refuse:
-    return imp_fail(im, "node '%s' (Reshape): %s cannot be read as the shape given (its axes regrouped in order)",
-                    imp_node_name(n), view_text(&v, t, sizeof t));
+    if (im->batch_dim > 0 && !known_n)
+        /* torch folded the batch of the example input into the shape: (L, N * heads, d)
+         * and (L * N, E) both became constants without N, so where N goes is lost */
+        return imp_fail(im,
+                        "node '%s' (%s): %s to a constant shape of %d axes without the batch: the file fixes the "
+                        "batch to %d, so the shape no longer says which axis holds it; export with a dynamic batch "
+                        "(torch.onnx.export(..., dynamic_axes={'%.64s': {0: 'N'}}))",
+                        imp_node_name(n), n->op_type, view_text(&v, t, sizeof t), nsh, im->batch_dim,
+                        im->input ? im->input : "input");
+    return imp_fail(im, "node '%s' (%s): %s cannot be read as the shape given (its axes regrouped in order)",
+                    imp_node_name(n), n->op_type, view_text(&v, t, sizeof t));
 }
 
 /* Runs n's own handler on the physical layers of its viewed inputs (all of view v, layer li
@@ -430,6 +449,102 @@ static int view_gather(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, 
     return view_define(im, n, 0, model_build_reshape(b, li, &to), &w);
 }
 
+/* Split of a view along a graph axis that is one physical axis without the batch (timm's
+ * q, k, v = qkv.unbind(0) after qkv.permute(2, 0, 3, 1, 4), which torch writes as a Split
+ * on axis 0 and a Squeeze of each part): a LAYER_SLICE per output, each the view with that
+ * axis's size its part. Sizes as do_split takes them: the attribute (before opset 13), the
+ * constant input, or equal parts. */
+static int view_split(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
+{
+    static const char *const known[] = {"axis", "split", NULL};
+    int64_t sz[INTS_MAX];
+    int ns = 0, sc, first[VIEW_AXES];
+    view_t v;
+    char t[96];
+    view_get(b, x, &v);
+    for (int g = 0, e = 0; g < v.ng; e += v.gn[g++]) first[g] = e;
+    if (imp_check_attrs(im, n, known)) return -1;
+    const int64_t given = imp_attr_int(n, "axis", 0), g = given < 0 ? given + v.ng : given;
+    const int p = g >= 0 && g < v.ng && v.gn[g] == 1 ? v.ax[first[g]] : 0;
+    if (p == 0 || n->n_output < 1 || n->n_output > INTS_MAX)
+        return imp_fail(im, "node '%s' (Split): axis %lld of %s: only an axis without the batch, into 1 to %d outputs",
+                        imp_node_name(n), (long long)given, view_text(&v, t, sizeof t), INTS_MAX);
+    const int dim = v.pd[p];
+    const Onnx__AttributeProto *a = imp_attr(n, "split");
+    if (a && a->n_ints <= INTS_MAX)
+        for (size_t i = 0; i < a->n_ints; i++) sz[ns++] = a->ints[i];
+    else if (n->n_input > 1 && n->input[1][0] && imp_input_ints(im, n, 1, sz, &ns, &sc) != 0)
+        return imp_fail(im, "node '%s' (Split): split must be a constant", imp_node_name(n));
+    if (!ns) {
+        ns = (int)n->n_output;
+        for (int i = 0; i < ns; i++) sz[i] = dim / ns;
+    }
+    int64_t total = 0; /* each size bounded before any is summed */
+    for (int i = 0; i < ns; i++) {
+        if (sz[i] < 1 || sz[i] > dim)
+            return imp_fail(im, "node '%s' (Split): size %d is %lld, not in [1, %d] (the axis)", imp_node_name(n), i,
+                            (long long)sz[i], dim);
+        total += sz[i];
+    }
+    if (ns != (int)n->n_output || total != dim)
+        return imp_fail(im, "node '%s' (Split): %d sizes for %zu outputs do not split the axis of %d", imp_node_name(n),
+                        ns, n->n_output, dim);
+    for (int i = 0, off = 0; i < ns; off += (int)sz[i++]) {
+        if (!n->output[i][0]) continue;
+        view_t w = v;
+        w.pd[p] = (int)sz[i];
+        if (view_define(im, n, (size_t)i, model_build_slice(b, x->layer, p - 1, off, off + (int)sz[i], 1), &w))
+            return -1;
+    }
+    return 0;
+}
+
+/* Squeeze or Unsqueeze of a view: a Reshape of it (view_reshape) to its shape without the
+ * axes of 1 named (all of them when none are), or with axes of 1 inserted there. The axes:
+ * an attribute before opset 13, a constant input from it. */
+static int view_squeeze(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x, int unsqueeze)
+{
+    static const char *const known[] = {"axes", NULL};
+    int64_t axes[INTS_MAX], cur[VIEW_AXES], sh[VIEW_AXES];
+    int na = 0, sc, nsh = 0;
+    unsigned named = 0;
+    view_t v;
+    char t[96];
+    view_get(b, x, &v);
+    view_dims(&v, cur);
+    if (imp_check_attrs(im, n, known)) return -1;
+    const Onnx__AttributeProto *a = imp_attr(n, "axes");
+    if (a && a->n_ints <= INTS_MAX)
+        for (size_t i = 0; i < a->n_ints; i++) axes[na++] = a->ints[i];
+    else if (a || (n->n_input > 1 && n->input[1][0] && imp_input_ints(im, n, 1, axes, &na, &sc) != 0))
+        return imp_fail(im, "node '%s' (%s): axes must be a constant of at most %d values", imp_node_name(n),
+                        n->op_type, INTS_MAX);
+    const int out_rank = unsqueeze ? v.ng + na : v.ng;
+    for (int i = 0; i < na; i++) {
+        const int64_t k = axes[i] < 0 ? axes[i] + out_rank : axes[i];
+        if (k < 0 || k >= out_rank || k >= VIEW_AXES || (named >> k & 1))
+            return imp_fail(im, "node '%s' (%s): axis %lld of %s: out of range or named twice", imp_node_name(n),
+                            n->op_type, (long long)axes[i], view_text(&v, t, sizeof t));
+        named |= 1u << k;
+    }
+    for (int d = 0, g = 0; d < out_rank; d++) {
+        const int pick = (named >> d & 1) || (!unsqueeze && !na && cur[g] == 1);
+        if (unsqueeze) {
+            sh[nsh++] = pick ? 1 : cur[g++];
+            continue;
+        }
+        if (pick && cur[g] != 1)
+            return imp_fail(im, "node '%s' (Squeeze): axis %d of %s is not of size 1", imp_node_name(n), d,
+                            view_text(&v, t, sizeof t));
+        if (!pick) sh[nsh++] = cur[g];
+        g++;
+    }
+    if (nsh < 1 || nsh > VIEW_AXES)
+        return imp_fail(im, "node '%s' (%s): %s would have %d axes (1 to %d)", imp_node_name(n), n->op_type,
+                        view_text(&v, t, sizeof t), nsh, VIEW_AXES);
+    return view_reshape(im, b, n, x, sh, nsh);
+}
+
 /* MatMul of two activations, either a view: both in normal form with the batch in their
  * first axis and grouped alike ((N * heads, L, d) times (N * heads, d, L)) */
 static int view_bmm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x, const value_t *y)
@@ -496,6 +611,18 @@ static int last_axis_const(imp_t *im, const Onnx__NodeProto *n, size_t i)
     return 1;
 }
 
+/* The rank of Concat input i when it is a constant (an initializer, or a constant folded at
+ * import: V_ARRAY), its dimensions into dims (at most ARR_DIMS); -1 for an activation. */
+int concat_constant_dims(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *dims)
+{
+    const value_t *v = i < n->n_input && n->input[i][0] ? imp_find_value(im, n->input[i]) : NULL;
+    if (!v || v->transposed || (v->kind != V_TENSOR && v->kind != V_ARRAY)) return -1;
+    const int rank = v->kind == V_TENSOR ? (int)v->tensor->n_dims : v->arank;
+    if (rank > ARR_DIMS) return ARR_DIMS + 1; /* refused by the caller's shape check */
+    for (int d = 0; d < rank; d++) dims[d] = v->kind == V_TENSOR ? v->tensor->dims[d] : v->adims[d];
+    return rank;
+}
+
 /* Input i of a Concat along sample axis ax as a layer: an activation, or a parameter of
  * the activations' shape but along ax with a leading 1 for the batch, expanded to every
  * sample (torch.cat([cls, x], dim=1) exported with the batch fixed to 1: the class token
@@ -503,16 +630,17 @@ static int last_axis_const(imp_t *im, const Onnx__NodeProto *n, size_t i)
 int concat_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, const model_shape_t *like, int ax,
                    int *li)
 {
-    const Onnx__TensorProto *t = imp_input_tensor(im, n, i);
+    int64_t dims[ARR_DIMS];
+    const int rank = concat_constant_dims(im, n, i, dims);
     const value_t *y;
-    if (!t) {
+    if (rank < 0) {
         if (imp_input_layer(im, n, i, &y)) return -1;
         *li = y->layer;
         return 0;
     }
-    int ok = t->n_dims == (size_t)like->rank + 1 && t->dims[0] == 1;
+    int ok = rank == like->rank + 1 && dims[0] == 1;
     for (int d = 0; ok && d < like->rank; d++)
-        ok = d == ax ? t->dims[d + 1] >= 1 && t->dims[d + 1] <= DIM_MAX : t->dims[d + 1] == like->dims[d];
+        ok = d == ax ? dims[d + 1] >= 1 && dims[d + 1] <= DIM_MAX : dims[d + 1] == like->dims[d];
     char s[96];
     if (!ok)
         return imp_fail(im,
@@ -520,7 +648,7 @@ int concat_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size
                         "%d: one parameter for every sample",
                         imp_node_name(n), i, imp_batch_text(like, s, sizeof s), ax + 1);
     model_shape_t to = *like;
-    to.dims[ax] = (int)t->dims[ax + 1];
+    to.dims[ax] = (int)dims[ax + 1];
     int lc;
     if (binary_operand(im, b, n, i, like->rank, &lc)) return -1;
     *li = model_build_expand(b, lc, &to);
@@ -618,6 +746,9 @@ int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "MatMul") == 0 && n->n_input == 2 && in[0] && in[1]) return view_bmm(im, b, n, in[0], in[1]);
     if (strcmp(op, "Slice") == 0 && x && x->viewed) return view_slice(im, b, n, x);
     if (strcmp(op, "Gather") == 0 && x && x->viewed) return view_gather(im, b, n, x);
+    if (strcmp(op, "Split") == 0 && x && x->viewed) return view_split(im, b, n, x);
+    if ((strcmp(op, "Squeeze") == 0 || strcmp(op, "Unsqueeze") == 0) && x && x->viewed)
+        return view_squeeze(im, b, n, x, op[0] == 'U');
 plain:
     /* every input, a Concat's fifth too */
     for (size_t i = 0; i < n->n_input; i++) {

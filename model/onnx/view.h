@@ -7,6 +7,9 @@
 int view_is_plain(const view_t *v);
 const char *view_text(const view_t *v, char *buf, size_t len);
 void view_normal(model_builder_t *b, int *li, view_t *v);
+/* Most axes of a Concat's constant operand concat_constant_dims reports */
+#define ARR_DIMS 8
+int concat_constant_dims(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *dims);
 int concat_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, const model_shape_t *like, int ax,
                    int *li);
 int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n);

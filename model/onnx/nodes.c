@@ -1423,13 +1423,424 @@ static int do_expand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     return define_output(im, n, model_build_expand(b, li, &to), 0);
 }
 
-int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+/* Erf -> LAYER_ERF */
+static int do_erf(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const none[] = {NULL};
+    const value_t *x;
+    if (imp_check_attrs(im, n, none) || imp_input_layer(im, n, 0, &x)) return -1;
+    if (n->n_input != 1) return imp_fail(im, "node '%s' (Erf): %zu inputs, want 1", imp_node_name(n), n->n_input);
+    return define_output(im, n, model_build_unary(b, LAYER_ERF, x->layer, 0.0f), x->flat);
+}
+
+/* Identity: an alias of its input (a constant, or an activation), no layer */
+static int do_identity(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL};
+    const value_t *x;
+    if (n->n_input == 1 && n->n_output == 1 && imp_input_tensor(im, n, 0)) {
+        /* a constant under another name (the exporter's way of using one weight twice) */
+        if (imp_check_attrs(im, n, none)) return -1;
+        value_t *v = imp_add_value(im, n->output[0], V_TENSOR);
+        if (!v) return imp_fail(im, "out of memory");
+        v->tensor = imp_input_tensor(im, n, 0);
+        return 0;
+    }
+    if (imp_check_attrs(im, n, none) || imp_input_layer(im, n, 0, &x)) return -1;
+    return define_output(im, n, x->layer, x->flat);
+}
+
+/* Relu -> LAYER_RELU, GlobalAveragePool -> LAYER_GAP */
+static int do_relu_gap(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL};
+    const char *op = n->op_type;
+    const value_t *x;
+    if (imp_check_attrs(im, n, none) || imp_input_layer(im, n, 0, &x)) return -1;
+    if (op[0] == 'G' && image_input(im, b, n, x)) return -1;
+    int li = op[0] == 'R' ? model_build_relu(b, x->layer) : model_build_gap(b, x->layer);
+    return define_output(im, n, li, op[0] == 'R' ? x->flat : 0);
+}
+
+/* LeakyRelu, Sigmoid, Tanh -> their elementwise layers */
+static int do_activation(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL};
+    const char *op = n->op_type;
+    const value_t *x;
+    static const char *const known[] = {"alpha", NULL};
+    if (imp_check_attrs(im, n, op[0] == 'L' ? known : none) || imp_input_layer(im, n, 0, &x)) return -1;
+    const float alpha = imp_attr_float(n, "alpha", 0.01f);
+    if (op[0] == 'L' && !(alpha >= 0.0f))
+        return imp_fail(im, "node '%s' (LeakyRelu): alpha %g: a negative slope is not supported", imp_node_name(n),
+                        alpha);
+    const layer_kind_t k = op[0] == 'L' ? LAYER_LEAKY_RELU : op[0] == 'S' ? LAYER_SIGMOID : LAYER_TANH;
+    return define_output(im, n, model_build_elementwise(b, k, x->layer, alpha), x->flat);
+}
+
+/* Clip -> LAYER_CLIP */
+static int do_clip(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    const value_t *x;
+    /* the bounds: attributes up to opset 10, optional constant inputs from 11 (torch's
+     * ReLU6 and Hardtanh) */
+    static const char *const known[] = {"min", "max", NULL};
+    if (imp_check_attrs(im, n, known) || imp_input_layer(im, n, 0, &x)) return -1;
+    float bound[2] = {imp_attr_float(n, "min", -INFINITY), imp_attr_float(n, "max", INFINITY)};
+    if (n->n_input > 3) return imp_fail(im, "node '%s' (Clip): more than 3 inputs", imp_node_name(n));
+    for (size_t i = 1; i < n->n_input; i++) {
+        if (!n->input[i][0]) continue;
+        const Onnx__TensorProto *t = imp_input_tensor(im, n, i);
+        if (!t || imp_tensor_count(t) != 1 || imp_tensor_floats(im, t, &bound[i - 1], 1) != 0)
+            return imp_fail(im, "node '%s' (Clip): %s must be a constant float scalar", imp_node_name(n),
+                            i == 1 ? "min" : "max");
+    }
+    if (isnan(bound[0]) || isnan(bound[1])) return imp_fail(im, "node '%s' (Clip): a bound is NaN", imp_node_name(n));
+    return define_output(im, n, model_build_clip(b, x->layer, bound[0], bound[1]), x->flat);
+}
+
+/* HardSigmoid, HardSwish -> their layers */
+static int do_hard(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL};
+    const char *op = n->op_type;
+    const value_t *x;
+    static const char *const known[] = {"alpha", "beta", NULL};
+    const int sig = op[4] == 'S' && op[5] == 'i';
+    if (imp_check_attrs(im, n, sig ? known : none) || imp_input_layer(im, n, 0, &x)) return -1;
+    if (!sig) return define_output(im, n, model_build_hardswish(b, x->layer), x->flat);
+    const float alpha = imp_attr_float(n, "alpha", 0.2f), beta = imp_attr_float(n, "beta", 0.5f);
+    if (!isfinite(alpha) || !isfinite(beta))
+        return imp_fail(im, "node '%s' (HardSigmoid): alpha %g and beta %g must be finite", imp_node_name(n), alpha,
+                        beta);
+    return define_output(im, n, model_build_hardsigmoid(b, x->layer, alpha, beta), x->flat);
+}
+
+/* Mul -> LAYER_MUL, or broadcast (do_binary) */
+static int do_mul(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL};
+    const value_t *x;
+    /* of two activations: the same shape, or a per-channel (C, 1, 1) one against a
+     * (C, H, W) one (SiLU as x * Sigmoid(x), HardSwish as x * HardSigmoid(x),
+     * squeeze-excitation's scale): LAYER_MUL; anything else broadcasts (do_binary) */
+    const value_t *y;
+    if (imp_check_attrs(im, n, none)) return -1;
+    if (n->n_input != 2) return imp_fail(im, "node '%s' (Mul): %zu inputs, want 2", imp_node_name(n), n->n_input);
+    if (const_input(im, n, 0) || const_input(im, n, 1)) return do_binary(im, b, n, LAYER_BMUL);
+    if (imp_input_layer(im, n, 0, &x) || imp_input_layer(im, n, 1, &y)) return -1;
+    int C1, H1, W1, C2, H2, W2;
+    model_shape_t s1, s2;
+    model_build_shape(b, x->layer, &C1, &H1, &W1);
+    model_build_shape(b, y->layer, &C2, &H2, &W2);
+    model_build_shape_nd(b, x->layer, &s1);
+    model_build_shape_nd(b, y->layer, &s2);
+    const int same = model_shape_equal(&s1, &s2) && x->flat == y->flat;
+    const int per_channel = C1 == C2 && s1.rank == s2.rank && !x->flat && !y->flat &&
+                            ((H1 == 1 && W1 == 1) || (H2 == 1 && W2 == 1));
+    /* the fast row where it applies, else the broadcasting one */
+    if (!same && !per_channel) return do_binary(im, b, n, LAYER_BMUL);
+    return define_output(im, n, model_build_mul(b, x->layer, y->layer), same && x->flat);
+}
+
+/* Dropout -> LAYER_DROPOUT (or none at ratio 0) */
+static int do_dropout(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    const value_t *x;
+    /* ratio: an attribute up to opset 11, an optional constant input from 12; pacer drops
+     * while training and not at evaluation, whatever the training_mode input says; the
+     * mask output is never defined (no node may read it) */
+    static const char *const known[] = {"ratio", "seed", NULL};
+    if (imp_check_attrs(im, n, known) || imp_input_layer(im, n, 0, &x)) return -1;
+    float p = imp_attr_float(n, "ratio", 0.5f);
+    if (n->n_input > 1 && n->input[1][0]) {
+        const Onnx__TensorProto *r = imp_input_tensor(im, n, 1);
+        if (!r || imp_tensor_count(r) != 1 || imp_tensor_floats(im, r, &p, 1) != 0)
+            return imp_fail(im, "node '%s' (Dropout): ratio must be a constant float", imp_node_name(n));
+    }
+    if (n->n_input > 2 && n->input[2][0] && !imp_input_tensor(im, n, 2))
+        return imp_fail(im, "node '%s' (Dropout): training_mode must be a constant", imp_node_name(n));
+    if (!(p >= 0.0f && p < 1.0f))
+        return imp_fail(im, "node '%s' (Dropout): ratio %g is not in [0, 1)", imp_node_name(n), p);
+    /* ratio 0 (torchvision's ViT by default): the identity, no layer to copy through */
+    if (p == 0.0f) return define_output(im, n, x->layer, x->flat);
+    return define_output(im, n, model_build_elementwise(b, LAYER_DROPOUT, x->layer, p), x->flat);
+}
+
+/* Concat of activations -> a chain of LAYER_CONCAT */
+static int do_concat(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    const value_t *x;
+    /* of activations along a non-batch axis (Concat of shapes was do_shape_op's): a
+     * chain of two-input concatenations */
+    static const char *const known[] = {"axis", NULL};
+    size_t first = 0; /* the first activation: a parameter may come before it */
+    int64_t cd[ARR_DIMS];
+    while (first + 1 < n->n_input && concat_constant_dims(im, n, first, cd) >= 0) first++;
+    if (imp_check_attrs(im, n, known)) return -1;
+    if (n->n_input < 1 || imp_input_layer(im, n, first, &x))
+        return imp_fail(im, "node '%s' (Concat): no inputs", imp_node_name(n));
+    model_shape_t s0;
+    model_build_shape_nd(b, x->layer, &s0);
+    int64_t ax = imp_attr_int(n, "axis", 0);
+    if (ax < 0) ax += s0.rank + 1;
+    if (ax < 1 || ax > s0.rank || (x->flat && ax != 1))
+        return imp_fail(im, "node '%s' (Concat): axis %lld: activations join along a non-batch axis only",
+                        imp_node_name(n), (long long)imp_attr_int(n, "axis", 0));
+    int li = -1;
+    for (size_t i = 0; i < n->n_input; i++) {
+        int yl = -1;
+        if (concat_operand(im, b, n, i, &s0, (int)ax - 1, &yl)) return -1;
+        if (i == 0) {
+            li = yl;
+            continue;
+        }
+        model_shape_t s1, s2;
+        char t1[96], t2[96];
+        model_build_shape_nd(b, li, &s1);
+        model_build_shape_nd(b, yl, &s2);
+        if (s2.rank == s1.rank) s2.dims[ax - 1] = s1.dims[ax - 1]; /* the axis joined may differ */
+        if (!model_shape_equal(&s1, &s2))
+            return imp_fail(im, "node '%s' (Concat): input %zu is %s, the others %s (equal but for axis %lld)",
+                            imp_node_name(n), i, imp_batch_text(&s2, t2, sizeof t2), imp_batch_text(&s1, t1, sizeof t1),
+                            (long long)ax);
+        li = model_build_concat_axis(b, li, yl, (int)ax - 1);
+    }
+    return define_output(im, n, li, n->n_input == 1 ? x->flat : 0);
+}
+
+/* Flatten: an alias seen flat */
+static int do_flatten(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    const value_t *x;
+    static const char *const known[] = {"axis", NULL};
+    if (imp_check_attrs(im, n, known) || imp_input_layer(im, n, 0, &x)) return -1;
+    /* axis k of a rank R + 1 batch (negative: from the end) gives (N * the sizes of axes
+     * 1 .. k - 1, the rest): axis 1's (N, rest) where those sizes are all 1; any other
+     * merges the batch with other axes (axis 0: the whole batch one row) */
+    model_shape_t s;
+    model_build_shape_nd(b, x->layer, &s);
+    const int R = x->flat ? 1 : s.rank;
+    int64_t ax = imp_attr_int(n, "axis", 1);
+    if (ax < 0) ax += R + 1;
+    int merges = ax < 1 || ax > R + 1;
+    for (int64_t d = 1; !merges && d < ax && !x->flat; d++) merges = s.dims[d - 1] != 1;
+    if (merges)
+        return imp_fail(im,
+                        "node '%s' (Flatten): axis %lld merges the batch axis with others (axis 0 is the batch; "
+                        "only axis 1, or one after axes of size 1, is supported)",
+                        imp_node_name(n), (long long)imp_attr_int(n, "axis", 1));
+    return define_output(im, n, x->layer, 1);
+}
+
+/* Add -> LAYER_ADD (or a MatMul's bias, or broadcast: do_binary) */
+static int do_add(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL};
+    const value_t *x;
+    const value_t *y;
+    /* MatMul + Add(bias): the bias joins the MatMul's layer when nothing else reads the
+     * MatMul's output and no layer came after it */
+    const size_t mi = n->n_input == 2 && imp_input_tensor(im, n, 0) ? 1 : 0; /* either order */
+    const value_t *mm = n->n_input == 2 ? imp_find_value(im, n->input[mi]) : NULL;
+    const Onnx__TensorProto *bias = n->n_input == 2 ? imp_input_tensor(im, n, 1 - mi) : NULL;
+    if (mm && mm->kind == V_LAYER && mm->matmul && bias) {
+        int C, H, last = mm->layer;
+        model_shape_t ms;
+        model_build_shape_nd(b, mm->layer, &ms);
+        C = ms.dims[ms.rank - 1]; /* the outputs: the last axis (rank 1 for LAYER_FC) */
+        if (imp_check_attrs(im, n, none)) return -1;
+        if (bias->n_dims != 1 || bias->dims[0] != C || uses(im, n->input[mi]) != 1 ||
+            model_build_shape(b, last + 1, &H, &H, &H) == 0)
+            return imp_fail(im,
+                            "node '%s' (Add): a bias after MatMul must be a 1-D initializer of %d values read "
+                            "right after it",
+                            imp_node_name(n), C);
+        if (imp_weight_name_ok(im, n, 1 - mi)) return -1;
+        model_build_fc_bias(b, mm->layer, n->input[1 - mi]);
+        return define_output(im, n, mm->layer, 0);
+    }
+    if (const_input(im, n, 0) || const_input(im, n, 1)) return do_binary(im, b, n, LAYER_BADD);
+    if (imp_check_attrs(im, n, none) || imp_input_layer(im, n, 0, &x) || imp_input_layer(im, n, 1, &y)) return -1;
+    if (x->kind == V_PADDED) {
+        const value_t *t = x;
+        x = y;
+        y = t;
+    }
+    if (x->kind == V_PADDED) return imp_fail(im, "node '%s' (Add): both inputs are Pads of channels", imp_node_name(n));
+    int C1, H1, W1, C2, H2, W2;
+    model_build_shape(b, x->layer, &C1, &H1, &W1);
+    model_build_shape(b, y->layer, &C2, &H2, &W2);
+    if (y->kind == V_PADDED) {
+        /* x + channels of y zero-padded: LAYER_ADD's shortcut, whose C channels sit at
+         * offset (OC - C) / 2 */
+        const int64_t OC = (int64_t)C2 + y->cpads[0] + y->cpads[1]; /* each below 2^31 */
+        if (OC != C1 || y->cpads[0] != (OC - C2) / 2 || H1 != H2 || W1 != W2 || x->layer < 0 || y->layer < 0)
+            return imp_fail(im,
+                            "node '%s' (Add): a shortcut of %d channels padded by %d before and %d after must "
+                            "give the other input's %dx%dx%d with the padding split evenly (more after)",
+                            imp_node_name(n), C2, y->cpads[0], y->cpads[1], C1, H1, W1);
+        return define_output(im, n, model_build_add(b, x->layer, y->layer), x->flat);
+    }
+    model_shape_t s1, s2;
+    model_build_shape_nd(b, x->layer, &s1);
+    model_build_shape_nd(b, y->layer, &s2);
+    /* two activations of one shape: the residual add (fused where it can be) */
+    if (!model_shape_equal(&s1, &s2) || x->layer < 0 || y->layer < 0 || x->flat != y->flat)
+        return do_binary(im, b, n, LAYER_BADD);
+    return define_output(im, n, model_build_add(b, x->layer, y->layer), x->flat);
+}
+
+/* Constant -> a value */
+static int do_constant(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"value", NULL};
+    if (imp_check_attrs(im, n, known)) return -1;
+    const Onnx__AttributeProto *a = imp_attr(n, "value");
+    if (!a || !a->t || n->n_output < 1)
+        return imp_fail(im, "node '%s' (Constant): only a tensor 'value' is supported", imp_node_name(n));
+    value_t *v = imp_add_value(im, n->output[0], V_TENSOR);
+    if (!v) return imp_fail(im, "out of memory");
+    v->tensor = a->t;
+    v->constant_node = 1;
+    return 0;
+}
+
+/* functions of one input (the table's unary rows); Pow's exponent a constant scalar */
+static int do_unary_kind(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, layer_kind_t kind)
+{
+    static const char *const none[] = {NULL};
+    const char *op = n->op_type;
+    const value_t *x;
+    if (imp_check_attrs(im, n, none) || imp_input_layer(im, n, 0, &x)) return -1;
+    float a = 0.0f;
+    if (kind == LAYER_POW) {
+        const Onnx__TensorProto *t = n->n_input == 2 ? imp_input_tensor(im, n, 1) : NULL;
+        if (!t || imp_tensor_count(t) != 1 || imp_tensor_floats(im, t, &a, 1) != 0 || !isfinite(a))
+            return imp_fail(im, "node '%s' (Pow): the exponent must be a constant finite float scalar",
+                            imp_node_name(n));
+    } else if (n->n_input != 1)
+        return imp_fail(im, "node '%s' (%s): %zu inputs, want 1", imp_node_name(n), op, n->n_input);
+    return define_output(im, n, model_build_unary(b, kind, x->layer, a), x->flat);
+}
+
+static int do_exp(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    return do_unary_kind(im, b, n, LAYER_EXP);
+}
+static int do_neg(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    return do_unary_kind(im, b, n, LAYER_NEG);
+}
+static int do_sqrt(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    return do_unary_kind(im, b, n, LAYER_SQRT);
+}
+static int do_reciprocal(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    return do_unary_kind(im, b, n, LAYER_RECIPROCAL);
+}
+static int do_abs(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    return do_unary_kind(im, b, n, LAYER_ABS);
+}
+static int do_pow(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    return do_unary_kind(im, b, n, LAYER_POW);
+}
+static int do_maxpool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n) { return do_pool(im, b, n, 1); }
+static int do_avgpool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n) { return do_pool(im, b, n, 0); }
+static int do_pad_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n) { return do_pad(im, n); }
+static int do_squeeze_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n) { return do_squeeze(im, b, n, 0); }
+static int do_unsqueeze(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n) { return do_squeeze(im, b, n, 1); }
+static int do_sub(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n) { return do_binary(im, b, n, LAYER_SUB); }
+
+/* Div: torch 1.13's nn.GELU nodes start with one (match_gelu), else broadcast */
+static int do_div(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    int rc;
+    if (n->n_input == 2 && (rc = match_gelu(im, b, n)) != 1) return rc;
+    return do_binary(im, b, n, LAYER_DIV);
+}
+
+/* ReduceMean: nn.LayerNorm's nodes start with one (match_layernorm), else do_reduce */
+static int do_reduce_mean(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    int rc;
+    if (n->n_input == 1 && (rc = match_layernorm(im, b, n)) != 1) return rc;
+    return do_reduce(im, b, n);
+}
+
+/* MatMul of two activations -> LAYER_BMM, else by a weight (do_matmul) */
+static int do_matmul_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    if (n->n_input == 2 && imp_input_layer(im, n, 0, NULL) == 0 && imp_input_layer(im, n, 1, NULL) == 0)
+        return do_bmm(im, b, n);
+    return do_matmul(im, b, n);
+}
+
+/* The importer's translation of each ONNX operator (of the default domain) that do_shape_op
+ * and the folding above did not take, by op type, sorted for bsearch. */
+typedef struct {
+    const char *op;
+    int (*import)(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n);
+} node_import_t;
+static const node_import_t NODE_IMPORTS[] = {
+    {"Abs", do_abs},
+    {"Add", do_add},
+    {"AveragePool", do_avgpool},
+    {"BatchNormalization", do_bn},
+    {"Clip", do_clip},
+    {"Concat", do_concat},
+    {"Constant", do_constant},
+    {"Conv", do_conv},
+    {"Div", do_div},
+    {"Dropout", do_dropout},
+    {"Erf", do_erf},
+    {"Exp", do_exp},
+    {"Expand", do_expand},
+    {"Flatten", do_flatten},
+    {"Gemm", do_gemm},
+    {"GlobalAveragePool", do_relu_gap},
+    {"HardSigmoid", do_hard},
+    {"HardSwish", do_hard},
+    {"Identity", do_identity},
+    {"LayerNormalization", do_layernorm},
+    {"LeakyRelu", do_activation},
+    {"LogSoftmax", do_softmax},
+    {"MatMul", do_matmul_node},
+    {"MaxPool", do_maxpool},
+    {"Mul", do_mul},
+    {"Neg", do_neg},
+    {"Pad", do_pad_node},
+    {"Pow", do_pow},
+    {"Reciprocal", do_reciprocal},
+    {"ReduceMean", do_reduce_mean},
+    {"ReduceSum", do_reduce},
+    {"Relu", do_relu_gap},
+    {"Reshape", do_reshape},
+    {"Sigmoid", do_activation},
+    {"Slice", do_slice},
+    {"Softmax", do_softmax},
+    {"Split", do_split},
+    {"Sqrt", do_sqrt},
+    {"Squeeze", do_squeeze_node},
+    {"Sub", do_sub},
+    {"Tanh", do_activation},
+    {"Transpose", do_transpose},
+    {"Unsqueeze", do_unsqueeze},
+};
+
+static int node_import_cmp(const void *key, const void *row)
+{
+    return strcmp((const char *)key, ((const node_import_t *)row)->op);
+}
+
+int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
     if (!n->op_type || !n->op_type[0]) return imp_fail(im, "node '%s': no operator", imp_node_name(n));
     if (fused_away(im, n)) return 0;
     const char *op = n->op_type;
-    const value_t *x;
     if (n->domain && strcmp(n->domain, "ai.pacer") == 0) return do_pacer_node(im, b, n);
     if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
         return imp_fail(im, "node '%s' (%s): operator domain '%s' is not supported", imp_node_name(n), op, n->domain);
@@ -1447,272 +1858,9 @@ int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (g0 && g0->kind == V_LAYER) return do_gather(im, b, n);
     rc = do_shape_op(im, b, n);
     if (rc != 1) return rc;
-    if (strcmp(op, "Expand") == 0) return do_expand(im, b, n);
-    if (strcmp(op, "Conv") == 0) return do_conv(im, b, n);
-    if (strcmp(op, "MaxPool") == 0) return do_pool(im, b, n, 1);
-    if (strcmp(op, "AveragePool") == 0) return do_pool(im, b, n, 0);
-    if (strcmp(op, "BatchNormalization") == 0) return do_bn(im, b, n);
-    if (strcmp(op, "Gemm") == 0) return do_gemm(im, b, n);
-    if (strcmp(op, "Reshape") == 0) return do_reshape(im, b, n);
-    if (strcmp(op, "Pad") == 0) return do_pad(im, n);
-    if (strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0) return do_softmax(im, b, n);
-    if (strcmp(op, "Div") == 0 && n->n_input == 2 && (rc = match_gelu(im, b, n)) != 1) return rc;
-    if (strcmp(op, "ReduceMean") == 0 && n->n_input == 1 && (rc = match_layernorm(im, b, n)) != 1) return rc;
-    if (strcmp(op, "LayerNormalization") == 0) return do_layernorm(im, b, n);
-    if (strcmp(op, "MatMul") == 0 && n->n_input == 2 && imp_input_layer(im, n, 0, NULL) == 0 &&
-        imp_input_layer(im, n, 1, NULL) == 0)
-        return do_bmm(im, b, n);
-    if (strcmp(op, "Erf") == 0) {
-        if (imp_check_attrs(im, n, none) || imp_input_layer(im, n, 0, &x)) return -1;
-        if (n->n_input != 1) return imp_fail(im, "node '%s' (Erf): %zu inputs, want 1", imp_node_name(n), n->n_input);
-        return define_output(im, n, model_build_unary(b, LAYER_ERF, x->layer, 0.0f), x->flat);
-    }
-    if (strcmp(op, "Identity") == 0 && n->n_input == 1 && n->n_output == 1 && imp_input_tensor(im, n, 0)) {
-        /* a constant under another name (the exporter's way of using one weight twice) */
-        if (imp_check_attrs(im, n, none)) return -1;
-        value_t *v = imp_add_value(im, n->output[0], V_TENSOR);
-        if (!v) return imp_fail(im, "out of memory");
-        v->tensor = imp_input_tensor(im, n, 0);
-        return 0;
-    }
-    if (strcmp(op, "Relu") == 0 || strcmp(op, "GlobalAveragePool") == 0 || strcmp(op, "Identity") == 0) {
-        if (imp_check_attrs(im, n, none) || imp_input_layer(im, n, 0, &x)) return -1;
-        if (op[0] == 'I') return define_output(im, n, x->layer, x->flat);
-        if (op[0] == 'G' && image_input(im, b, n, x)) return -1;
-        int li = op[0] == 'R' ? model_build_relu(b, x->layer) : model_build_gap(b, x->layer);
-        return define_output(im, n, li, op[0] == 'R' ? x->flat : 0);
-    }
-    if (strcmp(op, "LeakyRelu") == 0 || strcmp(op, "Sigmoid") == 0 || strcmp(op, "Tanh") == 0) {
-        static const char *const known[] = {"alpha", NULL};
-        if (imp_check_attrs(im, n, op[0] == 'L' ? known : none) || imp_input_layer(im, n, 0, &x)) return -1;
-        const float alpha = imp_attr_float(n, "alpha", 0.01f);
-        if (op[0] == 'L' && !(alpha >= 0.0f))
-            return imp_fail(im, "node '%s' (LeakyRelu): alpha %g: a negative slope is not supported", imp_node_name(n),
-                            alpha);
-        const layer_kind_t k = op[0] == 'L' ? LAYER_LEAKY_RELU : op[0] == 'S' ? LAYER_SIGMOID : LAYER_TANH;
-        return define_output(im, n, model_build_elementwise(b, k, x->layer, alpha), x->flat);
-    }
-    {
-        /* functions of one input (the table's unary rows); Pow's exponent a constant scalar */
-        static const char *const names[] = {"Exp", "Neg", "Sqrt", "Reciprocal", "Abs", "Pow"};
-        for (int k = 0; k < 6; k++) {
-            if (strcmp(op, names[k]) != 0) continue;
-            const layer_kind_t kind = (layer_kind_t)(LAYER_EXP + k);
-            if (imp_check_attrs(im, n, none) || imp_input_layer(im, n, 0, &x)) return -1;
-            float a = 0.0f;
-            if (kind == LAYER_POW) {
-                const Onnx__TensorProto *t = n->n_input == 2 ? imp_input_tensor(im, n, 1) : NULL;
-                if (!t || imp_tensor_count(t) != 1 || imp_tensor_floats(im, t, &a, 1) != 0 || !isfinite(a))
-                    return imp_fail(im, "node '%s' (Pow): the exponent must be a constant finite float scalar",
-                                    imp_node_name(n));
-            } else if (n->n_input != 1)
-                return imp_fail(im, "node '%s' (%s): %zu inputs, want 1", imp_node_name(n), op, n->n_input);
-            return define_output(im, n, model_build_unary(b, kind, x->layer, a), x->flat);
-        }
-    }
-    if (strcmp(op, "ReduceMean") == 0 || strcmp(op, "ReduceSum") == 0) return do_reduce(im, b, n);
-    if (strcmp(op, "Clip") == 0) {
-        /* the bounds: attributes up to opset 10, optional constant inputs from 11 (torch's
-         * ReLU6 and Hardtanh) */
-        static const char *const known[] = {"min", "max", NULL};
-        if (imp_check_attrs(im, n, known) || imp_input_layer(im, n, 0, &x)) return -1;
-        float bound[2] = {imp_attr_float(n, "min", -INFINITY), imp_attr_float(n, "max", INFINITY)};
-        if (n->n_input > 3) return imp_fail(im, "node '%s' (Clip): more than 3 inputs", imp_node_name(n));
-        for (size_t i = 1; i < n->n_input; i++) {
-            if (!n->input[i][0]) continue;
-            const Onnx__TensorProto *t = imp_input_tensor(im, n, i);
-            if (!t || imp_tensor_count(t) != 1 || imp_tensor_floats(im, t, &bound[i - 1], 1) != 0)
-                return imp_fail(im, "node '%s' (Clip): %s must be a constant float scalar", imp_node_name(n),
-                                i == 1 ? "min" : "max");
-        }
-        if (isnan(bound[0]) || isnan(bound[1]))
-            return imp_fail(im, "node '%s' (Clip): a bound is NaN", imp_node_name(n));
-        return define_output(im, n, model_build_clip(b, x->layer, bound[0], bound[1]), x->flat);
-    }
-    if (strcmp(op, "HardSigmoid") == 0 || strcmp(op, "HardSwish") == 0) {
-        static const char *const known[] = {"alpha", "beta", NULL};
-        const int sig = op[4] == 'S' && op[5] == 'i';
-        if (imp_check_attrs(im, n, sig ? known : none) || imp_input_layer(im, n, 0, &x)) return -1;
-        if (!sig) return define_output(im, n, model_build_hardswish(b, x->layer), x->flat);
-        const float alpha = imp_attr_float(n, "alpha", 0.2f), beta = imp_attr_float(n, "beta", 0.5f);
-        if (!isfinite(alpha) || !isfinite(beta))
-            return imp_fail(im, "node '%s' (HardSigmoid): alpha %g and beta %g must be finite", imp_node_name(n), alpha,
-                            beta);
-        return define_output(im, n, model_build_hardsigmoid(b, x->layer, alpha, beta), x->flat);
-    }
-    if (strcmp(op, "Mul") == 0) {
-        /* of two activations: the same shape, or a per-channel (C, 1, 1) one against a
-         * (C, H, W) one (SiLU as x * Sigmoid(x), HardSwish as x * HardSigmoid(x),
-         * squeeze-excitation's scale): LAYER_MUL; anything else broadcasts (do_binary) */
-        const value_t *y;
-        if (imp_check_attrs(im, n, none)) return -1;
-        if (n->n_input != 2) return imp_fail(im, "node '%s' (Mul): %zu inputs, want 2", imp_node_name(n), n->n_input);
-        if (const_input(im, n, 0) || const_input(im, n, 1)) return do_binary(im, b, n, LAYER_BMUL);
-        if (imp_input_layer(im, n, 0, &x) || imp_input_layer(im, n, 1, &y)) return -1;
-        int C1, H1, W1, C2, H2, W2;
-        model_shape_t s1, s2;
-        model_build_shape(b, x->layer, &C1, &H1, &W1);
-        model_build_shape(b, y->layer, &C2, &H2, &W2);
-        model_build_shape_nd(b, x->layer, &s1);
-        model_build_shape_nd(b, y->layer, &s2);
-        const int same = model_shape_equal(&s1, &s2) && x->flat == y->flat;
-        const int per_channel = C1 == C2 && s1.rank == s2.rank && !x->flat && !y->flat &&
-                                ((H1 == 1 && W1 == 1) || (H2 == 1 && W2 == 1));
-        /* the fast row where it applies, else the broadcasting one */
-        if (!same && !per_channel) return do_binary(im, b, n, LAYER_BMUL);
-        return define_output(im, n, model_build_mul(b, x->layer, y->layer), same && x->flat);
-    }
-    if (strcmp(op, "Dropout") == 0) {
-        /* ratio: an attribute up to opset 11, an optional constant input from 12; pacer drops
-         * while training and not at evaluation, whatever the training_mode input says; the
-         * mask output is never defined (no node may read it) */
-        static const char *const known[] = {"ratio", "seed", NULL};
-        if (imp_check_attrs(im, n, known) || imp_input_layer(im, n, 0, &x)) return -1;
-        float p = imp_attr_float(n, "ratio", 0.5f);
-        if (n->n_input > 1 && n->input[1][0]) {
-            const Onnx__TensorProto *r = imp_input_tensor(im, n, 1);
-            if (!r || imp_tensor_count(r) != 1 || imp_tensor_floats(im, r, &p, 1) != 0)
-                return imp_fail(im, "node '%s' (Dropout): ratio must be a constant float", imp_node_name(n));
-        }
-        if (n->n_input > 2 && n->input[2][0] && !imp_input_tensor(im, n, 2))
-            return imp_fail(im, "node '%s' (Dropout): training_mode must be a constant", imp_node_name(n));
-        if (!(p >= 0.0f && p < 1.0f))
-            return imp_fail(im, "node '%s' (Dropout): ratio %g is not in [0, 1)", imp_node_name(n), p);
-        /* ratio 0 (torchvision's ViT by default): the identity, no layer to copy through */
-        if (p == 0.0f) return define_output(im, n, x->layer, x->flat);
-        return define_output(im, n, model_build_elementwise(b, LAYER_DROPOUT, x->layer, p), x->flat);
-    }
-    if (strcmp(op, "Concat") == 0) {
-        /* of activations along a non-batch axis (Concat of shapes was do_shape_op's): a
-         * chain of two-input concatenations */
-        static const char *const known[] = {"axis", NULL};
-        size_t first = 0; /* the first activation: a parameter may come before it */
-        int64_t cd[ARR_DIMS];
-        while (first + 1 < n->n_input && concat_constant_dims(im, n, first, cd) >= 0) first++;
-        if (imp_check_attrs(im, n, known)) return -1;
-        if (n->n_input < 1 || imp_input_layer(im, n, first, &x))
-            return imp_fail(im, "node '%s' (Concat): no inputs", imp_node_name(n));
-        model_shape_t s0;
-        model_build_shape_nd(b, x->layer, &s0);
-        int64_t ax = imp_attr_int(n, "axis", 0);
-        if (ax < 0) ax += s0.rank + 1;
-        if (ax < 1 || ax > s0.rank || (x->flat && ax != 1))
-            return imp_fail(im, "node '%s' (Concat): axis %lld: activations join along a non-batch axis only",
-                            imp_node_name(n), (long long)imp_attr_int(n, "axis", 0));
-        int li = -1;
-        for (size_t i = 0; i < n->n_input; i++) {
-            int yl = -1;
-            if (concat_operand(im, b, n, i, &s0, (int)ax - 1, &yl)) return -1;
-            if (i == 0) {
-                li = yl;
-                continue;
-            }
-            model_shape_t s1, s2;
-            char t1[96], t2[96];
-            model_build_shape_nd(b, li, &s1);
-            model_build_shape_nd(b, yl, &s2);
-            if (s2.rank == s1.rank) s2.dims[ax - 1] = s1.dims[ax - 1]; /* the axis joined may differ */
-            if (!model_shape_equal(&s1, &s2))
-                return imp_fail(im, "node '%s' (Concat): input %zu is %s, the others %s (equal but for axis %lld)",
-                                imp_node_name(n), i, imp_batch_text(&s2, t2, sizeof t2),
-                                imp_batch_text(&s1, t1, sizeof t1), (long long)ax);
-            li = model_build_concat_axis(b, li, yl, (int)ax - 1);
-        }
-        return define_output(im, n, li, n->n_input == 1 ? x->flat : 0);
-    }
-    if (strcmp(op, "Flatten") == 0) {
-        static const char *const known[] = {"axis", NULL};
-        if (imp_check_attrs(im, n, known) || imp_input_layer(im, n, 0, &x)) return -1;
-        /* axis k of a rank R + 1 batch (negative: from the end) gives (N * the sizes of axes
-         * 1 .. k - 1, the rest): axis 1's (N, rest) where those sizes are all 1; any other
-         * merges the batch with other axes (axis 0: the whole batch one row) */
-        model_shape_t s;
-        model_build_shape_nd(b, x->layer, &s);
-        const int R = x->flat ? 1 : s.rank;
-        int64_t ax = imp_attr_int(n, "axis", 1);
-        if (ax < 0) ax += R + 1;
-        int merges = ax < 1 || ax > R + 1;
-        for (int64_t d = 1; !merges && d < ax && !x->flat; d++) merges = s.dims[d - 1] != 1;
-        if (merges)
-            return imp_fail(im,
-                            "node '%s' (Flatten): axis %lld merges the batch axis with others (axis 0 is the batch; "
-                            "only axis 1, or one after axes of size 1, is supported)",
-                            imp_node_name(n), (long long)imp_attr_int(n, "axis", 1));
-        return define_output(im, n, x->layer, 1);
-    }
-    if (strcmp(op, "MatMul") == 0) return do_matmul(im, b, n);
-    if (strcmp(op, "Sub") == 0) return do_binary(im, b, n, LAYER_SUB);
-    if (strcmp(op, "Squeeze") == 0 || strcmp(op, "Unsqueeze") == 0) return do_squeeze(im, b, n, op[0] == 'U');
-    if (strcmp(op, "Transpose") == 0) return do_transpose(im, b, n);
-    if (strcmp(op, "Slice") == 0) return do_slice(im, b, n);
-    if (strcmp(op, "Split") == 0) return do_split(im, b, n);
-    if (strcmp(op, "Div") == 0) return do_binary(im, b, n, LAYER_DIV);
-    if (strcmp(op, "Add") == 0) {
-        const value_t *y;
-        /* MatMul + Add(bias): the bias joins the MatMul's layer when nothing else reads the
-         * MatMul's output and no layer came after it */
-        const size_t mi = n->n_input == 2 && imp_input_tensor(im, n, 0) ? 1 : 0; /* either order */
-        const value_t *mm = n->n_input == 2 ? imp_find_value(im, n->input[mi]) : NULL;
-        const Onnx__TensorProto *bias = n->n_input == 2 ? imp_input_tensor(im, n, 1 - mi) : NULL;
-        if (mm && mm->kind == V_LAYER && mm->matmul && bias) {
-            int C, H, last = mm->layer;
-            model_shape_t ms;
-            model_build_shape_nd(b, mm->layer, &ms);
-            C = ms.dims[ms.rank - 1]; /* the outputs: the last axis (rank 1 for LAYER_FC) */
-            if (imp_check_attrs(im, n, none)) return -1;
-            if (bias->n_dims != 1 || bias->dims[0] != C || uses(im, n->input[mi]) != 1 ||
-                model_build_shape(b, last + 1, &H, &H, &H) == 0)
-                return imp_fail(im,
-                                "node '%s' (Add): a bias after MatMul must be a 1-D initializer of %d values read "
-                                "right after it",
-                                imp_node_name(n), C);
-            if (imp_weight_name_ok(im, n, 1 - mi)) return -1;
-            model_build_fc_bias(b, mm->layer, n->input[1 - mi]);
-            return define_output(im, n, mm->layer, 0);
-        }
-        if (const_input(im, n, 0) || const_input(im, n, 1)) return do_binary(im, b, n, LAYER_BADD);
-        if (imp_check_attrs(im, n, none) || imp_input_layer(im, n, 0, &x) || imp_input_layer(im, n, 1, &y)) return -1;
-        if (x->kind == V_PADDED) {
-            const value_t *t = x;
-            x = y;
-            y = t;
-        }
-        if (x->kind == V_PADDED)
-            return imp_fail(im, "node '%s' (Add): both inputs are Pads of channels", imp_node_name(n));
-        int C1, H1, W1, C2, H2, W2;
-        model_build_shape(b, x->layer, &C1, &H1, &W1);
-        model_build_shape(b, y->layer, &C2, &H2, &W2);
-        if (y->kind == V_PADDED) {
-            /* x + channels of y zero-padded: LAYER_ADD's shortcut, whose C channels sit at
-             * offset (OC - C) / 2 */
-            const int64_t OC = (int64_t)C2 + y->cpads[0] + y->cpads[1]; /* each below 2^31 */
-            if (OC != C1 || y->cpads[0] != (OC - C2) / 2 || H1 != H2 || W1 != W2 || x->layer < 0 || y->layer < 0)
-                return imp_fail(im,
-                                "node '%s' (Add): a shortcut of %d channels padded by %d before and %d after must "
-                                "give the other input's %dx%dx%d with the padding split evenly (more after)",
-                                imp_node_name(n), C2, y->cpads[0], y->cpads[1], C1, H1, W1);
-            return define_output(im, n, model_build_add(b, x->layer, y->layer), x->flat);
-        }
-        model_shape_t s1, s2;
-        model_build_shape_nd(b, x->layer, &s1);
-        model_build_shape_nd(b, y->layer, &s2);
-        /* two activations of one shape: the residual add (fused where it can be) */
-        if (!model_shape_equal(&s1, &s2) || x->layer < 0 || y->layer < 0 || x->flat != y->flat)
-            return do_binary(im, b, n, LAYER_BADD);
-        return define_output(im, n, model_build_add(b, x->layer, y->layer), x->flat);
-    }
-    if (strcmp(op, "Constant") == 0) {
-        static const char *const known[] = {"value", NULL};
-        if (imp_check_attrs(im, n, known)) return -1;
-        const Onnx__AttributeProto *a = imp_attr(n, "value");
-        if (!a || !a->t || n->n_output < 1)
-            return imp_fail(im, "node '%s' (Constant): only a tensor 'value' is supported", imp_node_name(n));
-        value_t *v = imp_add_value(im, n->output[0], V_TENSOR);
-        if (!v) return imp_fail(im, "out of memory");
-        v->tensor = a->t;
-        v->constant_node = 1;
-        return 0;
-    }
+    const node_import_t *row = bsearch(op, NODE_IMPORTS, sizeof NODE_IMPORTS / sizeof NODE_IMPORTS[0],
+                                       sizeof NODE_IMPORTS[0], node_import_cmp);
+    if (row) return row->import(im, b, n);
     return imp_fail(im,
                     "node '%s': operator %s is not supported (`pacer-worker --list-ops` lists the operators that import, "
                     "as does docs/JOB_SPEC.md, \"What imports\")",

@@ -528,6 +528,277 @@ static int flatten_dims(imp_t *im, const Onnx__NodeProto *n, const arr_t *a, arr
 
 /* Movement of constants: Reshape, Transpose, Unsqueeze, Squeeze, Gather, Slice, Expand,
  * Concat, Identity (a tagged array stays tagged), and ConstantOfShape, Range, ScatterND, Shape. */
+/* Identity, Reshape, Unsqueeze, Squeeze, Flatten of constants */
+static int fold_reshape(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out, const size_t *ist)
+{
+    const char *op = n->op_type;
+    if (op[0] == 'R') {
+        int64_t sh[INTS_MAX];
+        int ns = 0, sc, infer = -1;
+        if (imp_input_ints(im, n, 1, sh, &ns, &sc) != 0 || sc)
+            return imp_fail(im, "node '%s' (Reshape): the shape must be a constant of at most %d values",
+                            imp_node_name(n), INTS_MAX);
+        out->rank = ns;
+        size_t prod = 1;
+        for (int d = 0; d < ns; d++) {
+            const int64_t v = sh[d] == 0 && d < in[0].rank ? in[0].dims[d] : sh[d];
+            if (v == -1 && infer < 0) infer = d;
+            else if (v < 0 || v > DIM_MAX)
+                return imp_fail(im, "node '%s' (Reshape): dimension %lld of a folded constant's shape",
+                                imp_node_name(n), (long long)sh[d]);
+            out->dims[d] = v;
+            if (v >= 0) prod *= (size_t)v;
+            if (prod > ARR_MAX) break;
+        }
+        if (infer >= 0) out->dims[infer] = prod && in[0].count % prod == 0 ? (int64_t)(in[0].count / prod) : -1;
+    } else if (op[0] == 'U' || op[0] == 'S') {
+        int axes[INTS_MAX];
+        const int unsq = op[0] == 'U';
+        int64_t raw[INTS_MAX];
+        int nraw = 0, sc;
+        if (imp_attr(n, "axes")) nraw = (int)imp_attr(n, "axes")->n_ints;
+        else if (n->n_input > 1 && imp_input_ints(im, n, 1, raw, &nraw, &sc) != 0) nraw = 0;
+        const int na = fold_axes(im, n, 1, unsq ? in[0].rank + nraw : in[0].rank, axes);
+        if (na < 0) return -1;
+        unsigned mask = 0;
+        for (int i = 0; i < na; i++) mask |= 1u << axes[i];
+        if (unsq) {
+            out->rank = in[0].rank + na;
+            for (int d = 0, j = 0; d < out->rank && d < ARR_RANK; d++)
+                out->dims[d] = (mask >> d) & 1 ? 1 : in[0].dims[j++];
+        } else
+            for (int d = 0; d < in[0].rank; d++)
+                if (!(na ? (mask >> d) & 1 : in[0].dims[d] == 1)) out->dims[out->rank++] = in[0].dims[d];
+    } else if (op[0] == 'F') {
+        if (flatten_dims(im, n, &in[0], out) != 0) return -1;
+    } else {
+        out->rank = in[0].rank;
+        memcpy(out->dims, in[0].dims, sizeof out->dims);
+    }
+    if (arr_alloc(im, n, out)) return -1;
+    if (out->count != in[0].count)
+        return imp_fail(im, "node '%s' (%s): the folded constant's %zu elements do not fill the shape",
+                        imp_node_name(n), op, in[0].count);
+    memcpy(out->v, in[0].v, out->count * sizeof *out->v);
+    return 0;
+}
+
+/* Transpose of constants */
+static int fold_transpose(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out, const size_t *ist)
+{
+    const Onnx__AttributeProto *a = imp_attr(n, "perm");
+    int perm[ARR_RANK];
+    unsigned seen = 0;
+    out->rank = in[0].rank;
+    for (int d = 0; d < out->rank; d++) {
+        perm[d] = a ? (a->n_ints == (size_t)out->rank && a->ints[d] >= 0 && a->ints[d] < out->rank ? (int)a->ints[d] : 0)
+                    : out->rank - 1 - d;
+        if (a && (a->n_ints != (size_t)out->rank || a->ints[d] < 0 || a->ints[d] >= out->rank || (seen >> perm[d]) & 1))
+            return imp_fail(im, "node '%s' (Transpose): perm is not a permutation of the folded constant's axes",
+                            imp_node_name(n));
+        seen |= 1u << perm[d];
+        out->dims[d] = in[0].dims[perm[d]];
+    }
+    if (arr_alloc(im, n, out)) return -1;
+    size_t st[ARR_RANK];
+    for (int d = 0; d < out->rank; d++) st[d] = ist[perm[d]];
+    for (size_t o = 0; o < out->count; o++) out->v[o] = in[0].v[arr_at(o, out->dims, out->rank, st)];
+    return 0;
+}
+
+/* Gather of constants */
+static int fold_gather(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out, const size_t *ist)
+{
+    /* data[..., idx, ...] along axis: the index's shape takes the axis's place */
+    int64_t ax = imp_attr_int(n, "axis", 0);
+    if (ax < 0) ax += in[0].rank;
+    if (ax < 0 || ax >= in[0].rank || in[1].table || in[1].is_float || in[0].rank + in[1].rank - 1 > ARR_RANK)
+        return imp_fail(im, "node '%s' (Gather): axis %lld of a folded constant of rank %d by integer indices",
+                        imp_node_name(n), (long long)imp_attr_int(n, "axis", 0), in[0].rank);
+    out->rank = in[0].rank + in[1].rank - 1;
+    for (int d = 0, j = 0; d < in[0].rank; d++) {
+        if (d != ax) out->dims[j++] = in[0].dims[d];
+        else
+            for (int e = 0; e < in[1].rank; e++) out->dims[j++] = in[1].dims[e];
+    }
+    if (arr_alloc(im, n, out)) return -1;
+    const size_t inner = ist[ax], dim = (size_t)in[0].dims[ax],
+                 outer = inner * dim > 0 ? in[0].count / (inner * dim) : 0;
+    size_t o = 0;
+    for (size_t a = 0; a < outer; a++)
+        for (size_t i = 0; i < in[1].count; i++) {
+            int64_t k2 = 0;
+            if (arr_int(im, n, &in[1], i, -(int64_t)dim, (int64_t)dim - 1, &k2)) return -1;
+            if (k2 < 0) k2 += (int64_t)dim;
+            for (size_t r = 0; r < inner; r++) out->v[o++] = in[0].v[(a * dim + (size_t)k2) * inner + r];
+        }
+    return 0;
+}
+
+/* Slice of constants */
+static int fold_slice(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out, const size_t *ist)
+{
+    int64_t v[4][INTS_MAX];
+    int cnt[4] = {0, 0, 0, 0}, sc;
+    for (int i = 0; i < 4; i++)
+        if ((size_t)i + 1 < n->n_input && n->input[i + 1][0] &&
+            imp_input_ints(im, n, (size_t)i + 1, v[i], &cnt[i], &sc) != 0)
+            return imp_fail(im, "node '%s' (Slice): starts, ends, axes and steps must be constants", imp_node_name(n));
+    out->rank = in[0].rank;
+    memcpy(out->dims, in[0].dims, sizeof out->dims);
+    int64_t start[ARR_RANK] = {0}, step[ARR_RANK];
+    for (int d = 0; d < ARR_RANK; d++) step[d] = 1;
+    if (cnt[1] != cnt[0] || (cnt[2] && cnt[2] != cnt[0]) || (cnt[3] && cnt[3] != cnt[0]))
+        return imp_fail(im, "node '%s' (Slice): starts, ends, axes and steps of one length are required",
+                        imp_node_name(n));
+    for (int i = 0; i < cnt[0]; i++) {
+        int64_t ax = cnt[2] ? v[2][i] : i, s = cnt[3] ? v[3][i] : 1;
+        if (ax < 0) ax += in[0].rank;
+        if (ax < 0 || ax >= in[0].rank || s == 0 || s > DIM_MAX || s < -DIM_MAX)
+            return imp_fail(im, "node '%s' (Slice): axis %lld step %lld of a folded constant", imp_node_name(n),
+                            (long long)ax, (long long)s);
+        const int64_t dim = in[0].dims[ax], b = slice_bound_step(v[0][i], dim, s), e = slice_bound_step(v[1][i], dim, s);
+        const int64_t len = s > 0 ? (e > b ? (e - b + s - 1) / s : 0) : (b > e ? (b - e - s - 1) / -s : 0);
+        start[ax] = b, step[ax] = s, out->dims[ax] = len;
+    }
+    if (arr_alloc(im, n, out)) return -1;
+    for (size_t o = 0; o < out->count; o++) {
+        size_t rem = o, idx = 0;
+        for (int d = out->rank - 1; d >= 0; d--) {
+            const int64_t c = (int64_t)(rem % (size_t)out->dims[d]);
+            rem /= (size_t)out->dims[d];
+            idx += (size_t)(start[d] + c * step[d]) * ist[d];
+        }
+        out->v[o] = in[0].v[idx];
+    }
+    return 0;
+}
+
+/* Expand of constants */
+static int fold_expand(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out, const size_t *ist)
+{
+    int64_t s[INTS_MAX];
+    int ns = 0, sc;
+    if (imp_input_ints(im, n, 1, s, &ns, &sc) != 0 || ns > ARR_RANK)
+        return imp_fail(im, "node '%s' (Expand): the shape must be a constant of at most %d values", imp_node_name(n),
+                        INTS_MAX);
+    arr_t two[2] = {in[0], {.rank = ns}};
+    for (int d = 0; d < ns; d++) {
+        if (s[d] < 0 || s[d] > DIM_MAX)
+            return imp_fail(im, "node '%s' (Expand): dimension %lld", imp_node_name(n), (long long)s[d]);
+        two[1].dims[d] = s[d];
+    }
+    if (arr_bcast(im, n, two, 2, out)) return -1;
+    out->is_float = in[0].is_float;
+    out->table = in[0].table;
+    size_t st[ARR_RANK];
+    arr_strides(&in[0], out->rank, st);
+    for (size_t o = 0; o < out->count; o++) out->v[o] = in[0].v[arr_at(o, out->dims, out->rank, st)];
+    return 0;
+}
+
+/* Concat of constants */
+static int fold_concat(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out, const size_t *ist)
+{
+    int64_t ax = imp_attr_int(n, "axis", 0);
+    if (ax < 0) ax += in[0].rank;
+    out->rank = in[0].rank;
+    memcpy(out->dims, in[0].dims, sizeof out->dims);
+    if (ax < 0 || ax >= out->rank)
+        return imp_fail(im, "node '%s' (Concat): axis %lld of folded constants", imp_node_name(n),
+                        (long long)imp_attr_int(n, "axis", 0));
+    out->dims[ax] = 0;
+    for (int i = 0; i < k; i++) {
+        int same = in[i].rank == out->rank && (in[i].table == in[0].table ||
+                                               (in[i].table && in[0].table && strcmp(in[i].table, in[0].table) == 0));
+        for (int d = 0; same && d < out->rank; d++) same = d == ax || in[i].dims[d] == in[0].dims[d];
+        if (!same)
+            return imp_fail(im, "node '%s' (Concat): folded constants of other shapes (or parameters)",
+                            imp_node_name(n));
+        out->dims[ax] += in[i].dims[ax];
+        out->is_float |= in[i].is_float;
+    }
+    if (arr_alloc(im, n, out)) return -1;
+    size_t outer = 1, o = 0;
+    for (int d = 0; d < ax; d++) outer *= (size_t)out->dims[d];
+    for (size_t a = 0; a < outer; a++)
+        for (int i = 0; i < k; i++) {
+            const size_t run = outer ? in[i].count / outer : 0;
+            memcpy(out->v + o, in[i].v + a * run, run * sizeof *out->v);
+            o += run;
+        }
+    return 0;
+}
+
+/* ScatterND of constants */
+static int fold_scatter_nd(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out, const size_t *ist)
+{
+    /* data with updates written at the indices (the last axis of indices: a prefix of
+     * data's axes), in order */
+    if (imp_attr(n, "reduction"))
+        return imp_fail(im, "node '%s' (ScatterND): attribute 'reduction' is not supported", imp_node_name(n));
+    const int q = in[1].rank, kk = q ? (int)in[1].dims[q - 1] : 0;
+    int ok = q >= 1 && kk >= 1 && kk <= in[0].rank && in[2].rank == q - 1 + in[0].rank - kk;
+    for (int d = 0; ok && d < q - 1; d++) ok = in[2].dims[d] == in[1].dims[d];
+    for (int d = kk; ok && d < in[0].rank; d++) ok = in[2].dims[q - 1 + d - kk] == in[0].dims[d];
+    if (!ok)
+        return imp_fail(im, "node '%s' (ScatterND): indices and updates do not fit the data's shape", imp_node_name(n));
+    out->rank = in[0].rank;
+    memcpy(out->dims, in[0].dims, sizeof out->dims);
+    if (arr_alloc(im, n, out)) return -1;
+    memcpy(out->v, in[0].v, out->count * sizeof *out->v);
+    const size_t slice = kk < in[0].rank ? ist[kk - 1] : 1, nidx = in[1].count / (size_t)kk;
+    for (size_t i = 0; i < nidx; i++) {
+        size_t off = 0;
+        for (int d = 0; d < kk; d++) {
+            int64_t e = 0;
+            if (arr_int(im, n, &in[1], i * (size_t)kk + (size_t)d, -in[0].dims[d], in[0].dims[d] - 1, &e)) return -1;
+            off += (size_t)(e < 0 ? e + in[0].dims[d] : e) * ist[d];
+        }
+        memcpy(out->v + off, in[2].v + i * slice, slice * sizeof *out->v);
+    }
+    return 0;
+}
+
+/* ConstantOfShape of constants */
+static int fold_constant_of_shape(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out, const size_t *ist)
+{
+    if (in[0].rank > 1 || in[0].count > ARR_RANK)
+        return imp_fail(im, "node '%s' (ConstantOfShape): a shape of at most %d values", imp_node_name(n), ARR_RANK);
+    out->rank = (int)in[0].count;
+    for (int d = 0; d < out->rank; d++)
+        if (arr_int(im, n, &in[0], (size_t)d, 0, DIM_MAX, &out->dims[d])) return -1;
+    arr_t val = {0};
+    const Onnx__AttributeProto *at = imp_attr(n, "value");
+    if (at && at->t && (arr_of_tensor(im, n, at->t, &val) || val.count != 1))
+        return arr_free(&val), val.count != 1 ? imp_fail(im, "node '%s' (ConstantOfShape): value must hold one element",
+                                                         imp_node_name(n))
+                                              : -1;
+    out->is_float = at && at->t ? val.is_float : 1;
+    const double fill = val.v ? val.v[0] : 0.0;
+    arr_free(&val);
+    if (arr_alloc(im, n, out)) return -1;
+    for (size_t o = 0; o < out->count; o++) out->v[o] = fill;
+    out->table = NULL;
+    return 0;
+}
+
+/* Range of constants */
+static int fold_range(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out, const size_t *ist)
+{
+    if (in[0].count != 1 || in[1].count != 1 || in[2].count != 1 || in[2].v[0] == 0.0 || !isfinite(in[0].v[0]) ||
+        !isfinite(in[1].v[0]) || !isfinite(in[2].v[0]))
+        return imp_fail(im, "node '%s' (Range): start, limit and delta must be finite scalars, delta not 0",
+                        imp_node_name(n));
+    const double c = ceil((in[1].v[0] - in[0].v[0]) / in[2].v[0]);
+    out->rank = 1;
+    out->dims[0] = c > 0 ? (c > (double)DIM_MAX ? DIM_MAX + 1 : (int64_t)c) : 0;
+    out->is_float = in[0].is_float || in[1].is_float || in[2].is_float;
+    if (arr_alloc(im, n, out)) return -1;
+    for (size_t o = 0; o < out->count; o++) out->v[o] = in[0].v[0] + (double)o * in[2].v[0];
+    return 0;
+}
+
 static int fold_movement(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out)
 {
     const char *op = n->op_type;
@@ -539,260 +810,28 @@ static int fold_movement(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, 
         size_t run = 1;
         for (int d = in[0].rank - 1; d >= 0; d--) ist[d] = run, run *= (size_t)in[0].dims[d];
     }
-    if (strcmp(op, "Identity") == 0 || strcmp(op, "Reshape") == 0 || strcmp(op, "Unsqueeze") == 0 ||
-        strcmp(op, "Squeeze") == 0 || strcmp(op, "Flatten") == 0) {
-        if (op[0] == 'R') {
-            int64_t sh[INTS_MAX];
-            int ns = 0, sc, infer = -1;
-            if (imp_input_ints(im, n, 1, sh, &ns, &sc) != 0 || sc)
-                return imp_fail(im, "node '%s' (Reshape): the shape must be a constant of at most %d values",
-                                imp_node_name(n), INTS_MAX);
-            out->rank = ns;
-            size_t prod = 1;
-            for (int d = 0; d < ns; d++) {
-                const int64_t v = sh[d] == 0 && d < in[0].rank ? in[0].dims[d] : sh[d];
-                if (v == -1 && infer < 0) infer = d;
-                else if (v < 0 || v > DIM_MAX)
-                    return imp_fail(im, "node '%s' (Reshape): dimension %lld of a folded constant's shape",
-                                    imp_node_name(n), (long long)sh[d]);
-                out->dims[d] = v;
-                if (v >= 0) prod *= (size_t)v;
-                if (prod > ARR_MAX) break;
-            }
-            if (infer >= 0) out->dims[infer] = prod && in[0].count % prod == 0 ? (int64_t)(in[0].count / prod) : -1;
-        } else if (op[0] == 'U' || op[0] == 'S') {
-            int axes[INTS_MAX];
-            const int unsq = op[0] == 'U';
-            int64_t raw[INTS_MAX];
-            int nraw = 0, sc;
-            if (imp_attr(n, "axes")) nraw = (int)imp_attr(n, "axes")->n_ints;
-            else if (n->n_input > 1 && imp_input_ints(im, n, 1, raw, &nraw, &sc) != 0) nraw = 0;
-            const int na = fold_axes(im, n, 1, unsq ? in[0].rank + nraw : in[0].rank, axes);
-            if (na < 0) return -1;
-            unsigned mask = 0;
-            for (int i = 0; i < na; i++) mask |= 1u << axes[i];
-            if (unsq) {
-                out->rank = in[0].rank + na;
-                for (int d = 0, j = 0; d < out->rank && d < ARR_RANK; d++)
-                    out->dims[d] = (mask >> d) & 1 ? 1 : in[0].dims[j++];
-            } else
-                for (int d = 0; d < in[0].rank; d++)
-                    if (!(na ? (mask >> d) & 1 : in[0].dims[d] == 1)) out->dims[out->rank++] = in[0].dims[d];
-        } else if (op[0] == 'F') {
-            if (flatten_dims(im, n, &in[0], out) != 0) return -1;
-        } else {
-            out->rank = in[0].rank;
-            memcpy(out->dims, in[0].dims, sizeof out->dims);
-        }
-        if (arr_alloc(im, n, out)) return -1;
-        if (out->count != in[0].count)
-            return imp_fail(im, "node '%s' (%s): the folded constant's %zu elements do not fill the shape",
-                            imp_node_name(n), op, in[0].count);
-        memcpy(out->v, in[0].v, out->count * sizeof *out->v);
-        return 0;
-    }
-    if (strcmp(op, "Transpose") == 0) {
-        const Onnx__AttributeProto *a = imp_attr(n, "perm");
-        int perm[ARR_RANK];
-        unsigned seen = 0;
-        out->rank = in[0].rank;
-        for (int d = 0; d < out->rank; d++) {
-            perm[d] = a ? (a->n_ints == (size_t)out->rank && a->ints[d] >= 0 && a->ints[d] < out->rank ? (int)a->ints[d]
-                                                                                                       : 0)
-                        : out->rank - 1 - d;
-            if (a &&
-                (a->n_ints != (size_t)out->rank || a->ints[d] < 0 || a->ints[d] >= out->rank || (seen >> perm[d]) & 1))
-                return imp_fail(im, "node '%s' (Transpose): perm is not a permutation of the folded constant's axes",
-                                imp_node_name(n));
-            seen |= 1u << perm[d];
-            out->dims[d] = in[0].dims[perm[d]];
-        }
-        if (arr_alloc(im, n, out)) return -1;
-        size_t st[ARR_RANK];
-        for (int d = 0; d < out->rank; d++) st[d] = ist[perm[d]];
-        for (size_t o = 0; o < out->count; o++) out->v[o] = in[0].v[arr_at(o, out->dims, out->rank, st)];
-        return 0;
-    }
-    if (strcmp(op, "Gather") == 0) {
-        /* data[..., idx, ...] along axis: the index's shape takes the axis's place */
-        int64_t ax = imp_attr_int(n, "axis", 0);
-        if (ax < 0) ax += in[0].rank;
-        if (ax < 0 || ax >= in[0].rank || in[1].table || in[1].is_float || in[0].rank + in[1].rank - 1 > ARR_RANK)
-            return imp_fail(im, "node '%s' (Gather): axis %lld of a folded constant of rank %d by integer indices",
-                            imp_node_name(n), (long long)imp_attr_int(n, "axis", 0), in[0].rank);
-        out->rank = in[0].rank + in[1].rank - 1;
-        for (int d = 0, j = 0; d < in[0].rank; d++) {
-            if (d != ax) out->dims[j++] = in[0].dims[d];
-            else
-                for (int e = 0; e < in[1].rank; e++) out->dims[j++] = in[1].dims[e];
-        }
-        if (arr_alloc(im, n, out)) return -1;
-        const size_t inner = ist[ax], dim = (size_t)in[0].dims[ax],
-                     outer = inner * dim > 0 ? in[0].count / (inner * dim) : 0;
-        size_t o = 0;
-        for (size_t a = 0; a < outer; a++)
-            for (size_t i = 0; i < in[1].count; i++) {
-                int64_t k2 = 0;
-                if (arr_int(im, n, &in[1], i, -(int64_t)dim, (int64_t)dim - 1, &k2)) return -1;
-                if (k2 < 0) k2 += (int64_t)dim;
-                for (size_t r = 0; r < inner; r++) out->v[o++] = in[0].v[(a * dim + (size_t)k2) * inner + r];
-            }
-        return 0;
-    }
-    if (strcmp(op, "Slice") == 0) {
-        int64_t v[4][INTS_MAX];
-        int cnt[4] = {0, 0, 0, 0}, sc;
-        for (int i = 0; i < 4; i++)
-            if ((size_t)i + 1 < n->n_input && n->input[i + 1][0] &&
-                imp_input_ints(im, n, (size_t)i + 1, v[i], &cnt[i], &sc) != 0)
-                return imp_fail(im, "node '%s' (Slice): starts, ends, axes and steps must be constants",
-                                imp_node_name(n));
-        out->rank = in[0].rank;
-        memcpy(out->dims, in[0].dims, sizeof out->dims);
-        int64_t start[ARR_RANK] = {0}, step[ARR_RANK];
-        for (int d = 0; d < ARR_RANK; d++) step[d] = 1;
-        if (cnt[1] != cnt[0] || (cnt[2] && cnt[2] != cnt[0]) || (cnt[3] && cnt[3] != cnt[0]))
-            return imp_fail(im, "node '%s' (Slice): starts, ends, axes and steps of one length are required",
-                            imp_node_name(n));
-        for (int i = 0; i < cnt[0]; i++) {
-            int64_t ax = cnt[2] ? v[2][i] : i, s = cnt[3] ? v[3][i] : 1;
-            if (ax < 0) ax += in[0].rank;
-            if (ax < 0 || ax >= in[0].rank || s == 0 || s > DIM_MAX || s < -DIM_MAX)
-                return imp_fail(im, "node '%s' (Slice): axis %lld step %lld of a folded constant", imp_node_name(n),
-                                (long long)ax, (long long)s);
-            const int64_t dim = in[0].dims[ax], b = slice_bound_step(v[0][i], dim, s),
-                          e = slice_bound_step(v[1][i], dim, s);
-            const int64_t len = s > 0 ? (e > b ? (e - b + s - 1) / s : 0) : (b > e ? (b - e - s - 1) / -s : 0);
-            start[ax] = b, step[ax] = s, out->dims[ax] = len;
-        }
-        if (arr_alloc(im, n, out)) return -1;
-        for (size_t o = 0; o < out->count; o++) {
-            size_t rem = o, idx = 0;
-            for (int d = out->rank - 1; d >= 0; d--) {
-                const int64_t c = (int64_t)(rem % (size_t)out->dims[d]);
-                rem /= (size_t)out->dims[d];
-                idx += (size_t)(start[d] + c * step[d]) * ist[d];
-            }
-            out->v[o] = in[0].v[idx];
-        }
-        return 0;
-    }
-    if (strcmp(op, "Expand") == 0) {
-        int64_t s[INTS_MAX];
-        int ns = 0, sc;
-        if (imp_input_ints(im, n, 1, s, &ns, &sc) != 0 || ns > ARR_RANK)
-            return imp_fail(im, "node '%s' (Expand): the shape must be a constant of at most %d values",
-                            imp_node_name(n), INTS_MAX);
-        arr_t two[2] = {in[0], {.rank = ns}};
-        for (int d = 0; d < ns; d++) {
-            if (s[d] < 0 || s[d] > DIM_MAX)
-                return imp_fail(im, "node '%s' (Expand): dimension %lld", imp_node_name(n), (long long)s[d]);
-            two[1].dims[d] = s[d];
-        }
-        if (arr_bcast(im, n, two, 2, out)) return -1;
-        out->is_float = in[0].is_float;
-        out->table = in[0].table;
-        size_t st[ARR_RANK];
-        arr_strides(&in[0], out->rank, st);
-        for (size_t o = 0; o < out->count; o++) out->v[o] = in[0].v[arr_at(o, out->dims, out->rank, st)];
-        return 0;
-    }
-    if (strcmp(op, "Concat") == 0) {
-        int64_t ax = imp_attr_int(n, "axis", 0);
-        if (ax < 0) ax += in[0].rank;
-        out->rank = in[0].rank;
-        memcpy(out->dims, in[0].dims, sizeof out->dims);
-        if (ax < 0 || ax >= out->rank)
-            return imp_fail(im, "node '%s' (Concat): axis %lld of folded constants", imp_node_name(n),
-                            (long long)imp_attr_int(n, "axis", 0));
-        out->dims[ax] = 0;
-        for (int i = 0; i < k; i++) {
-            int same = in[i].rank == out->rank &&
-                       (in[i].table == in[0].table ||
-                        (in[i].table && in[0].table && strcmp(in[i].table, in[0].table) == 0));
-            for (int d = 0; same && d < out->rank; d++) same = d == ax || in[i].dims[d] == in[0].dims[d];
-            if (!same)
-                return imp_fail(im, "node '%s' (Concat): folded constants of other shapes (or parameters)",
-                                imp_node_name(n));
-            out->dims[ax] += in[i].dims[ax];
-            out->is_float |= in[i].is_float;
-        }
-        if (arr_alloc(im, n, out)) return -1;
-        size_t outer = 1, o = 0;
-        for (int d = 0; d < ax; d++) outer *= (size_t)out->dims[d];
-        for (size_t a = 0; a < outer; a++)
-            for (int i = 0; i < k; i++) {
-                const size_t run = outer ? in[i].count / outer : 0;
-                memcpy(out->v + o, in[i].v + a * run, run * sizeof *out->v);
-                o += run;
-            }
-        return 0;
+    /* the operators that move a tagged array (a parameter's flat indices) keep it tagged */
+    static const struct {
+        const char *op;
+        int (*fold)(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out, const size_t *ist);
+        int tagged;
+    } rows[] = {
+        {"Identity", fold_reshape, 1},     {"Reshape", fold_reshape, 1},
+        {"Unsqueeze", fold_reshape, 1},    {"Squeeze", fold_reshape, 1},
+        {"Flatten", fold_reshape, 1},      {"Transpose", fold_transpose, 1},
+        {"Gather", fold_gather, 1},        {"Slice", fold_slice, 1},
+        {"Expand", fold_expand, 1},        {"Concat", fold_concat, 1},
+        {"ScatterND", fold_scatter_nd, 0}, {"ConstantOfShape", fold_constant_of_shape, 0},
+        {"Range", fold_range, 0},
+    };
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        if (strcmp(op, rows[r].op) != 0) continue;
+        if (in[0].table && !rows[r].tagged)
+            return imp_fail(im, "node '%s' (%s): of parameter '%s' is not supported", imp_node_name(n), op, in[0].table);
+        return rows[r].fold(im, n, in, k, out, ist);
     }
     if (in[0].table)
         return imp_fail(im, "node '%s' (%s): of parameter '%s' is not supported", imp_node_name(n), op, in[0].table);
-    if (strcmp(op, "ScatterND") == 0) {
-        /* data with updates written at the indices (the last axis of indices: a prefix of
-         * data's axes), in order */
-        if (imp_attr(n, "reduction"))
-            return imp_fail(im, "node '%s' (ScatterND): attribute 'reduction' is not supported", imp_node_name(n));
-        const int q = in[1].rank, kk = q ? (int)in[1].dims[q - 1] : 0;
-        int ok = q >= 1 && kk >= 1 && kk <= in[0].rank && in[2].rank == q - 1 + in[0].rank - kk;
-        for (int d = 0; ok && d < q - 1; d++) ok = in[2].dims[d] == in[1].dims[d];
-        for (int d = kk; ok && d < in[0].rank; d++) ok = in[2].dims[q - 1 + d - kk] == in[0].dims[d];
-        if (!ok)
-            return imp_fail(im, "node '%s' (ScatterND): indices and updates do not fit the data's shape",
-                            imp_node_name(n));
-        out->rank = in[0].rank;
-        memcpy(out->dims, in[0].dims, sizeof out->dims);
-        if (arr_alloc(im, n, out)) return -1;
-        memcpy(out->v, in[0].v, out->count * sizeof *out->v);
-        const size_t slice = kk < in[0].rank ? ist[kk - 1] : 1, nidx = in[1].count / (size_t)kk;
-        for (size_t i = 0; i < nidx; i++) {
-            size_t off = 0;
-            for (int d = 0; d < kk; d++) {
-                int64_t e = 0;
-                if (arr_int(im, n, &in[1], i * (size_t)kk + (size_t)d, -in[0].dims[d], in[0].dims[d] - 1, &e))
-                    return -1;
-                off += (size_t)(e < 0 ? e + in[0].dims[d] : e) * ist[d];
-            }
-            memcpy(out->v + off, in[2].v + i * slice, slice * sizeof *out->v);
-        }
-        return 0;
-    }
-    if (strcmp(op, "ConstantOfShape") == 0) {
-        if (in[0].rank > 1 || in[0].count > ARR_RANK)
-            return imp_fail(im, "node '%s' (ConstantOfShape): a shape of at most %d values", imp_node_name(n), ARR_RANK);
-        out->rank = (int)in[0].count;
-        for (int d = 0; d < out->rank; d++)
-            if (arr_int(im, n, &in[0], (size_t)d, 0, DIM_MAX, &out->dims[d])) return -1;
-        arr_t val = {0};
-        const Onnx__AttributeProto *at = imp_attr(n, "value");
-        if (at && at->t && (arr_of_tensor(im, n, at->t, &val) || val.count != 1))
-            return arr_free(&val),
-                   val.count != 1
-                       ? imp_fail(im, "node '%s' (ConstantOfShape): value must hold one element", imp_node_name(n))
-                       : -1;
-        out->is_float = at && at->t ? val.is_float : 1;
-        const double fill = val.v ? val.v[0] : 0.0;
-        arr_free(&val);
-        if (arr_alloc(im, n, out)) return -1;
-        for (size_t o = 0; o < out->count; o++) out->v[o] = fill;
-        out->table = NULL;
-        return 0;
-    }
-    if (strcmp(op, "Range") == 0) {
-        if (in[0].count != 1 || in[1].count != 1 || in[2].count != 1 || in[2].v[0] == 0.0 || !isfinite(in[0].v[0]) ||
-            !isfinite(in[1].v[0]) || !isfinite(in[2].v[0]))
-            return imp_fail(im, "node '%s' (Range): start, limit and delta must be finite scalars, delta not 0",
-                            imp_node_name(n));
-        const double c = ceil((in[1].v[0] - in[0].v[0]) / in[2].v[0]);
-        out->rank = 1;
-        out->dims[0] = c > 0 ? (c > (double)DIM_MAX ? DIM_MAX + 1 : (int64_t)c) : 0;
-        out->is_float = in[0].is_float || in[1].is_float || in[2].is_float;
-        if (arr_alloc(im, n, out)) return -1;
-        for (size_t o = 0; o < out->count; o++) out->v[o] = in[0].v[0] + (double)o * in[2].v[0];
-        return 0;
-    }
     /* Shape of a folded constant */
     out->rank = 1;
     out->dims[0] = in[0].rank;

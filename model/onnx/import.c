@@ -1,4 +1,5 @@
-/* model/onnx/import.c - see import.h. */
+/* model/onnx/import.c - the importer's entry points declared in model/onnx_import.h: the file's graph
+ * inputs and outputs, the builder callback that walks the nodes, the memory bound, the catalog. */
 #include "onnx_import.h"
 
 #include <errno.h>

@@ -1065,7 +1065,7 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_REDUCE_SUM] = {LAYER_REDUCE_SUM, "reduce sum", "ReduceSum (non-batch axes)", "ReduceSum", 1, IN1, infer_reduce, NULL, flops_pass, reduce_sum_fwd, reduce_sum_bwd},
     [LAYER_LINEAR] = {LAYER_LINEAR, "linear", "MatMul (+ Add) over the last axis", "MatMul (+ Add)", 1, IN1, infer_linear, NULL, flops_linear, linear_fwd, linear_bwd},
 
-    /* the transformers' rows (appended: a kind's value never changes) */
+    /* the transformers' rows (a kind's value never changes: new kinds come last) */
     [LAYER_SOFTMAX]    = {LAYER_SOFTMAX, "softmax", "Softmax (a non-batch axis)", "Softmax", 1, IN1, infer_axis, NULL, flops_pass, softmax_fwd, softmax_bwd},
     [LAYER_LOG_SOFTMAX] = {LAYER_LOG_SOFTMAX, "log softmax", "LogSoftmax (a non-batch axis)", "LogSoftmax", 1, IN1, infer_axis, NULL, flops_pass, softmax_fwd, softmax_bwd},
     [LAYER_ERF]        = {LAYER_ERF, "erf", "Erf", "Erf", 1, IN1, infer_same, NULL, flops_pass, erf_fwd, erf_bwd},
@@ -1074,14 +1074,14 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_BMM]        = {LAYER_BMM, "matmul", "MatMul (two activations)", "MatMul", 2, IN12, infer_bmm, NULL, flops_bmm, bmm_fwd, bmm_bwd},
     /* opset 13 has no LayerNormalization: exported as torch 1.13 writes nn.LayerNorm there */
     [LAYER_LAYERNORM]  = {LAYER_LAYERNORM, "layernorm", "LayerNormalization, nn.LayerNorm's ReduceMean .. Add pattern", "ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add", 1, IN1, infer_axis, NULL, flops_pass, layernorm_fwd, layernorm_bwd},
-    /* Swin's (appended) */
+    /* Swin's relative position bias */
     [LAYER_GATHER_PARAM] = {LAYER_GATHER_PARAM, "gather param", "Gather (of a parameter by constant indices)", "Reshape, Gather", 1, IN1, infer_const, NULL, flops_none, gather_param_fwd, gather_param_bwd},
 
-    /* the vision transformers' rows (appended) */
+    /* the vision transformers' class token */
     /* exported as Expand to (the batch, the sample's shape) */
     [LAYER_EXPAND]     = {LAYER_EXPAND, "expand", "Expand (to the batch, a constant shape)", "Expand", 1, IN1, infer_expand, NULL, flops_none, view_fwd, view_bwd},
 
-    /* the language models' rows (appended): built in (model/gpt.c), not imported or exported yet */
+    /* the language models' rows: built in (model/gpt.c), not imported or exported yet */
     [LAYER_EMBED]      = {LAYER_EMBED, "embedding", "", "", 1, 0, infer_embed, NULL, flops_embed, embed_fwd, embed_bwd},
     [LAYER_CAUSAL_SOFTMAX] = {LAYER_CAUSAL_SOFTMAX, "causal softmax", "", "", 1, IN1, infer_causal, NULL, flops_causal, causal_fwd, causal_bwd},
 };

@@ -24,7 +24,7 @@
  *     LAYER_CONCAT; Dropout -> LAYER_DROPOUT (the mask output unused); pacer's own
  *     ai.pacer:StochasticDepth (p, mode "row") -> LAYER_STOCHASTIC_DEPTH; either with p 0
  *     is the identity (no layer);
- *   issue 44's: Softmax, LogSoftmax (one non-batch axis) -> LAYER_SOFTMAX, LAYER_LOG_SOFTMAX;
+ *   the transformers': Softmax, LogSoftmax (one non-batch axis) -> LAYER_SOFTMAX, LAYER_LOG_SOFTMAX;
  *     Erf -> LAYER_ERF; MatMul of two activations -> LAYER_BMM; LayerNormalization and
  *     torch 1.13's nn.LayerNorm nodes (match_layernorm) -> LAYER_LAYERNORM; torch 1.13's
  *     nn.GELU nodes (match_gelu) -> LAYER_GELU; Gather of an activation by one constant
@@ -36,7 +36,7 @@
  *     (N * k, ...) keeps k as the sample's axis 0 (value_t's lead) and a Transpose that
  *     moves a lead value's batch axis is left to the Gathers on axis 0 that read it
  *     (gather_deferred; view_t's comment says when lead applies and when a view does);
- *   issue 44's ViT: Expand to the batch -> LAYER_EXPAND (of a LAYER_CONST: the class token);
+ *   the vision transformers': Expand to the batch -> LAYER_EXPAND (of a LAYER_CONST: the class token);
  *     Concat of a parameter of one sample's shape with activations -> its LAYER_EXPAND
  *     concatenated; MatMul by a Transpose of a weight (torch's Linear, Swin's too) ->
  *     LAYER_LINEAR (OUT, IN); a Transpose that moves the batch axis or a Reshape that

@@ -26,6 +26,8 @@
 #define KEY_PROFILE "pacer:profile:%s:%s:%s" /* jobs fold into it; benchmarks overwrite it */
 #define KEY_PROFILES "pacer:profiles"
 #define KEY_COORD "pacer:coordinator"
+/* Drained hosts (coordinator/drain.h): host name -> {"deadline", "reason", "since"}. */
+#define KEY_DRAIN "pacer:drain"
 #define KEY_LOCK "pacer:coordinator:lock"
 /* The bytes of an uploaded ONNX model (coordinator/modelstore.c writes it at the upload
  * and again at start when missing; a worker that cannot open the stored file reads it). */

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "clog.h"
 #include "dataroots.h"
+#include "drain.h"
 #include "experiment.h"
 #include "fs.h"
 #include "hostname.h"
@@ -242,6 +243,7 @@ static void tick(coordinator_t *c)
     if (c->embedded_on) embedded_check(&c->emb);
     tickconn_ensure(c, now);
     reload_hosts(c, now);
+    drain_hosts_tick(c, now);
     hosts_tick(c, now);
     preflight_tick(c, now);
     int second = now - c->last_second >= 1.0;

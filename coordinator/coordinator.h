@@ -268,6 +268,14 @@ int coord_health(coordinator_t *c, char *err, size_t errlen);
  * cannot be read (the old one stays); COORD_ESTATE on a client handle (only the daemon
  * has a host list); COORD_EUNAVAIL when the tick did not answer in time. */
 int coord_cluster_reload(coordinator_t *c, json_t **out, char *err, size_t errlen);
+/* Drains the host name (coordinator/drain.h says what follows): deadline_s (> 0, at most a
+ * week) from now, reason (at most 200 bytes) shown with it; a second drain replaces the
+ * first. *out is the drain as stored. COORD_ENOTFOUND for a host the daemon does not list,
+ * COORD_EINVAL naming a bad field, COORD_EUNAVAIL without Redis. */
+int coord_host_drain(coordinator_t *c, const char *name, double deadline_s, const char *reason, json_t **out, char *err,
+                     size_t errlen);
+/* Ends the drain of name (none: COORD_OK all the same; an unknown host: COORD_ENOTFOUND). */
+int coord_host_undrain(coordinator_t *c, const char *name, char *err, size_t errlen);
 
 /* Daemon: benchmarks model (NULL or "" = "lenet5") on dataset (NULL or "" = the data set
  * the catalog trains the model on) on the named hosts (NULL/0 = every host that is not down) with the spec's

@@ -8,7 +8,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "clog.h"
+#include "jobstore.h"
+#include "hosts.h"
+#include "redis_keys.h"
 #include "notice.h"
 #include "tickconn.h"
 
@@ -28,14 +32,17 @@ static int drain_take_note(coordinator_t *c, const coord_run_t *r, notice_t *n)
     return k == 1;
 }
 
-void drain_interruption(coordinator_t *c, coord_run_t *r, const char *why, double now)
+void drain_interruption(coordinator_t *c, coord_run_t *r, const char *why, const char *host, double now)
 {
     notice_t n;
     int have = drain_take_note(c, r, &n);
+    if (host && have) snprintf(n.host, sizeof n.host, "%s", host);
     long long lost = have && n.checkpoint_step >= 0 && n.at_step > n.checkpoint_step ? n.at_step - n.checkpoint_step : 0;
     json_t *e = json_pack("{s:s, s:o, s:o, s:o, s:o, s:f}", "reason", why, "host",
-                          have && n.host[0] ? json_string(n.host) : json_null(), "at_step",
-                          have ? json_integer(n.at_step) : json_null(), "checkpoint_step",
+                          host                ? json_string(host)
+                          : have && n.host[0] ? json_string(n.host)
+                                              : json_null(),
+                          "at_step", have ? json_integer(n.at_step) : json_null(), "checkpoint_step",
                           have && n.checkpoint_step >= 0 ? json_integer(n.checkpoint_step) : json_null(), "lost_steps",
                           have ? json_integer(lost) : json_null(), "at", now);
     if (!e) return;
@@ -95,4 +102,158 @@ void drain_adopt_interruptions(coord_run_t *r, const char *text, const char *tot
     }
     long t = total && *total ? strtol(total, NULL, 10) : 0;
     r->interruptions_total = t > 0 && t < 1000000000L ? (int)t : (int)json_array_size(r->interruptions);
+}
+
+/* One field of KEY_DRAIN into h (a value that is not the JSON coord_host_drain writes is
+ * logged once and taken as a drain without a deadline: a drain is never lost silently). */
+static void drain_take(coordinator_t *c, host_t *h, const char *text, double now)
+{
+    json_error_t e;
+    json_t *o = json_loads(text, 0, &e);
+    double deadline = json_number_value(json_object_get(o, "deadline"));
+    const char *reason = json_string_value(json_object_get(o, "reason"));
+    if (!json_is_object(o) && !h->drained)
+        clog_printf("host %s: drain record in %s is not usable: %s", h->name, KEY_DRAIN, e.text);
+    int changed = !h->drained;
+    h->drained = 1;
+    h->drain_deadline = deadline;
+    snprintf(h->drain_reason, sizeof h->drain_reason, "%s", reason ? reason : "");
+    json_decref(o);
+    if (changed) {
+        hosts_recount(c);
+        clog_printf("host %s: draining (%s), deadline in %.0f s", h->name,
+                    h->drain_reason[0] ? h->drain_reason : "no reason given", deadline > now ? deadline - now : 0.0);
+        if (c->host_changed) c->host_changed(c, now);
+    }
+}
+
+void drain_hosts_tick(coordinator_t *c, double now)
+{
+    static double last;
+    if (!c->rc || now - last < 1.0) return;
+    last = now;
+    redisReply *rep = redisCommand(c->rc, "HGETALL %s", KEY_DRAIN);
+    if (!rep) {
+        tickconn_broken(c, "drain");
+        return;
+    }
+    if (rep->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(rep);
+        return;
+    }
+    for (int i = 0; i < c->nhosts; i++) {
+        host_t *h = &c->hosts[i];
+        const char *text = NULL;
+        for (size_t k = 0; k + 1 < rep->elements; k += 2)
+            if (rep->element[k]->str && rep->element[k + 1]->str && strcmp(rep->element[k]->str, h->name) == 0)
+                text = rep->element[k + 1]->str;
+        if (text) {
+            drain_take(c, h, text, now);
+        } else if (h->drained) {
+            h->drained = 0;
+            h->drain_reason[0] = 0;
+            hosts_recount(c);
+            clog_printf("host %s: drain ended; usable again", h->name);
+            if (c->host_changed) c->host_changed(c, now);
+        }
+    }
+    freeReplyObject(rep);
+}
+
+const char *drain_host_of(coordinator_t *c, const coord_run_t *r)
+{
+    for (int i = 0; i < r->nhosts; i++) {
+        const host_t *h = hosts_find(c, r->hosts[i]);
+        if (h && h->drained) return h->name;
+    }
+    return NULL;
+}
+
+/* ---- the API's side (the HTTP threads, with a pooled connection) ----------------------- */
+
+#define DRAIN_DEADLINE_MAX_S (7 * 86400.0)
+#define DRAIN_REASON_MAX 200
+
+/* Whether the daemon's published host list (KEY_COORD's "hosts") names name: 1, 0, or
+ * -1 when Redis does not answer. */
+static int drain_host_known(redisContext *rc, const char *name)
+{
+    redisReply *r = redisCommand(rc, "HGET %s hosts", KEY_COORD);
+    if (!r) return -1;
+    json_t *hosts = r->type == REDIS_REPLY_STRING ? json_loads(r->str, 0, NULL) : NULL;
+    freeReplyObject(r);
+    int found = 0;
+    size_t i;
+    json_t *h;
+    json_array_foreach(hosts, i, h) found |= json_is_string(json_object_get(h, "name")) &&
+                                             strcmp(json_string_value(json_object_get(h, "name")), name) == 0;
+    json_decref(hosts);
+    return found;
+}
+
+static redisContext *drain_conn(coordinator_t *c, const char *name, char *err, size_t errlen, int *code)
+{
+    char perr[256];
+    redisContext *rc = jobstore_pool_get(c->pool, perr, sizeof perr);
+    if (!rc) {
+        snprintf(err, errlen, "Redis does not answer: %s", perr);
+        *code = COORD_EUNAVAIL;
+        return NULL;
+    }
+    int k = drain_host_known(rc, name);
+    if (k == 1) return rc;
+    jobstore_pool_put(c->pool, rc, k < 0);
+    if (k < 0) snprintf(err, errlen, "Redis does not answer");
+    else snprintf(err, errlen, "no host named '%.200s' in the cluster", name);
+    *code = k < 0 ? COORD_EUNAVAIL : COORD_ENOTFOUND;
+    return NULL;
+}
+
+int coord_host_drain(coordinator_t *c, const char *name, double deadline_s, const char *reason, json_t **out, char *err,
+                     size_t errlen)
+{
+    if (!(deadline_s > 0 && deadline_s <= DRAIN_DEADLINE_MAX_S)) {
+        snprintf(err, errlen, "deadline_s: must be a number of seconds > 0 and at most %.0f (a week)",
+                 DRAIN_DEADLINE_MAX_S);
+        return COORD_EINVAL;
+    }
+    if (reason && strlen(reason) > DRAIN_REASON_MAX) {
+        snprintf(err, errlen, "reason: at most %d bytes", DRAIN_REASON_MAX);
+        return COORD_EINVAL;
+    }
+    int code = COORD_OK;
+    redisContext *rc = drain_conn(c, name, err, errlen, &code);
+    if (!rc) return code;
+    double now = clock_wall_s();
+    json_t *d = json_pack("{s:s, s:f, s:s, s:f}", "host", name, "deadline", now + deadline_s, "reason",
+                          reason ? reason : "", "since", now);
+    char *text = d ? json_dumps(d, JSON_COMPACT) : NULL;
+    redisReply *r = text ? redisCommand(rc, "HSET %s %s %s", KEY_DRAIN, name, text) : NULL;
+    free(text);
+    if (!r || r->type == REDIS_REPLY_ERROR) {
+        snprintf(err, errlen, "Redis did not store the drain%s%.200s", r && r->str ? ": " : "",
+                 r && r->str ? r->str : "");
+        code = COORD_EUNAVAIL;
+        json_decref(d);
+    } else {
+        *out = d;
+    }
+    if (r) freeReplyObject(r);
+    jobstore_pool_put(c->pool, rc, !r);
+    return code;
+}
+
+int coord_host_undrain(coordinator_t *c, const char *name, char *err, size_t errlen)
+{
+    int code = COORD_OK;
+    redisContext *rc = drain_conn(c, name, err, errlen, &code);
+    if (!rc) return code;
+    redisReply *r = redisCommand(rc, "HDEL %s %s", KEY_DRAIN, name);
+    if (!r || r->type == REDIS_REPLY_ERROR) {
+        snprintf(err, errlen, "Redis did not remove the drain");
+        code = COORD_EUNAVAIL;
+    }
+    if (r) freeReplyObject(r);
+    jobstore_pool_put(c->pool, rc, !r);
+    return code;
 }

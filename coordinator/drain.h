@@ -16,8 +16,8 @@
 /* r's attempt stopped on notice: reads and removes the worker's note beside the
  * checkpoint, records the interruption (why: "notice", or the drain's reason). A note
  * that is missing or wrong is said in the log, and the interruption recorded without
- * its figures (null). */
-void drain_interruption(coordinator_t *c, coord_run_t *r, const char *why, double now);
+ * its figures (null). host: the host it names (NULL: the one in the note). */
+void drain_interruption(coordinator_t *c, coord_run_t *r, const char *why, const char *host, double now);
 /* Whether r's attempt, ended so, stopped on notice: exit 75, or any other end but success
  * with the worker's note there (mpirun told to terminate exits 1 after its ranks, which
  * heard the SIGTERM it forwards, checkpointed and left the note). */
@@ -29,5 +29,18 @@ void drain_forget_note(coordinator_t *c, const coord_run_t *r);
 /* The "interruptions" field of an adopted job (JSON run_persist wrote); anything else
  * leaves the list empty. */
 void drain_adopt_interruptions(coord_run_t *r, const char *text, const char *total);
+
+/* ---- drained hosts ----------------------------------------------------------------------
+ * An admin drains a host (POST /api/v1/cluster/hosts/{name}/drain, coord_host_drain): the
+ * drain is a field of KEY_DRAIN in Redis, so it outlives the daemon; the tick reads it
+ * every second into host_t's drained fields. A drained host is not usable (hosts_usable),
+ * and each job with ranks there is stopped with SIGTERM (KILL_DRAIN: a notice, its ranks
+ * checkpoint at the next step), recorded as an interruption "drain" naming the host, and
+ * relaunched at once on the hosts still usable. DELETE ends the drain. */
+
+/* Once a second: KEY_DRAIN into the host table (a change is logged and published). */
+void drain_hosts_tick(coordinator_t *c, double now);
+/* The first of r's hosts that drains, or NULL. */
+const char *drain_host_of(coordinator_t *c, const coord_run_t *r);
 
 #endif

@@ -22,9 +22,10 @@ const char *host_state_name(host_state_t s)
     return "?";
 }
 
-static int usable(const host_t *h) { return h->state == HOST_UP || h->state == HOST_SLOW; }
+/* A drained host (drain.h) takes no new ranks, whatever its state. */
+static int usable(const host_t *h) { return (h->state == HOST_UP || h->state == HOST_SLOW) && !h->drained; }
 
-static void recount(coordinator_t *c)
+void hosts_recount(coordinator_t *c)
 {
     c->slots_total = c->slots_usable = c->slots_max = 0;
     for (int i = 0; i < c->nhosts; i++) {
@@ -88,7 +89,7 @@ int hosts_sync(coordinator_t *c, double now, char *added, size_t addlen, char *r
     free(c->hosts);
     c->hosts = next;
     c->nhosts = n;
-    recount(c);
+    hosts_recount(c);
     /* New hosts are up until shown otherwise; a probe shows it soon. */
     for (int i = 0; i < n; i++)
         if (fresh[i]) hosts_probe(c, c->hosts[i].name, now);
@@ -125,7 +126,7 @@ void hosts_set_state(coordinator_t *c, host_t *h, host_state_t st, const char *r
     snprintf(h->reason, sizeof h->reason, "%s", reason ? reason : "");
     if (changed) h->since = now;
     if (st == HOST_DOWN && h->next_probe < now) h->next_probe = now + c->cfg.host_probe_s;
-    recount(c);
+    hosts_recount(c);
     clog_printf("host %s: %s%s%s", h->name, host_state_name(st), h->reason[0] ? ": " : "", h->reason);
     host_event(c, h, now);
     /* At once, not at the next second: the caller may act on the new state (a resize
@@ -247,9 +248,14 @@ json_t *hosts_json(coordinator_t *c)
         const host_t *h = &c->hosts[i];
         json_t *b = json_null();
         if (h->bench.time > 0 || h->bench.running) b = bench_json(&h->bench);
-        json_array_append_new(arr, json_pack("{s:s, s:i, s:s, s:s, s:f, s:f, s:o}", "name", h->name, "slots", h->slots,
-                                             "state", host_state_name(h->state), "reason", h->reason, "since", h->since,
-                                             "checked", h->checked, "benchmark", b ? b : json_null()));
+        json_t *o = json_pack("{s:s, s:i, s:s, s:s, s:f, s:f, s:o, s:b}", "name", h->name, "slots", h->slots, "state",
+                              host_state_name(h->state), "reason", h->reason, "since", h->since, "checked", h->checked,
+                              "benchmark", b ? b : json_null(), "draining", h->drained);
+        if (o && h->drained) {
+            json_object_set_new(o, "drain_deadline", json_real(h->drain_deadline));
+            json_object_set_new(o, "drain_reason", json_string(h->drain_reason));
+        }
+        json_array_append_new(arr, o);
     }
     return arr;
 }

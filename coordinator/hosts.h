@@ -58,6 +58,11 @@ typedef struct {
      * the probe that checks it again (NP_IDLE when none runs). */
     int net_failing;
     netprobe_t np;
+    /* An admin's drain (drain.h; kept in Redis, read every second): no new ranks here,
+     * and the jobs with ranks here stop with notice and go elsewhere. */
+    int drained;
+    double drain_deadline; /* unix s by which its jobs are to be gone */
+    char drain_reason[256];
 } host_t;
 
 struct coordinator;
@@ -81,7 +86,10 @@ int hosts_probing(struct coordinator *c, const char *name);
  * after its own. */
 void hosts_set_state(struct coordinator *c, host_t *h, host_state_t st, const char *reason, double now);
 
-/* The usable hosts (up or slow), in the launcher's order: their names into names (at
+/* c->slots_total, slots_usable and slots_max again (after a host's drain changed). */
+void hosts_recount(struct coordinator *c);
+
+/* The usable hosts (up or slow, not drained), in the launcher's order: their names into names (at
  * most max) and their slots summed into *slots. Returns the count. */
 int hosts_usable(struct coordinator *c, const char **names, int max, int *slots);
 

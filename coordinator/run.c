@@ -1241,6 +1241,8 @@ void run_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, double now)
     launcher_describe(&r->h, what, sizeof what);
     if (why == KILL_CANCEL) clog_printf("job %s: cancelling (stopping %s)", r->id, what);
     else if (why == KILL_RESIZE) clog_printf("job %s: stopping %s to resize: %s", r->id, what, r->resize_reason);
+    else if (why == KILL_DRAIN)
+        clog_printf("job %s: host %s drains: stopping %s with notice, to resume elsewhere", r->id, r->drain_host, what);
     else if (why == KILL_STALL) clog_printf("job %s: stalled: %s; stopping %s", r->id, r->stall_text, what);
     else if (why == KILL_PREEMPT)
         clog_printf("job %s: preempted by %s, of a higher priority: stopping %s, to be requeued", r->id,
@@ -1488,10 +1490,10 @@ static void attempt_over(coordinator_t *c, coord_run_t *r, double now)
     /* Stopped on notice from outside (SIGTERM to its ranks or to mpirun): an interruption,
      * whatever comes next (a relaunch here or, a host gone, elsewhere) */
     if (why == KILL_NONE && drain_noticed(c, r, oc, code)) {
-        drain_interruption(c, r, "notice", now);
+        drain_interruption(c, r, "notice", NULL, now);
         oc = SV_EXITED;
         code = NOTICE_EXIT_STATUS;
-    } else {
+    } else if (why != KILL_DRAIN) { /* a drain's stop reads its note below */
         drain_forget_note(c, r);
     }
     if (why == KILL_NONE) { /* it ended on its own */
@@ -1510,7 +1512,14 @@ static void attempt_over(coordinator_t *c, coord_run_t *r, double now)
     else if (why == KILL_RESIZE && oc == SV_EXITED && code == 0)
         finish_attempt(c, r, oc, code, now); /* it finished before the stop reached it */
     else if (why == KILL_RESIZE) relaunch_soon(c, r, oc, code, r->resize_reason, now);
-    else {
+    else if (why == KILL_DRAIN && oc == SV_EXITED && code == 0)
+        finish_attempt(c, r, oc, code, now); /* it finished before the stop reached it */
+    else if (why == KILL_DRAIN) {
+        char reason[sizeof r->resize_reason];
+        snprintf(reason, sizeof reason, "host %.200s drains", r->drain_host);
+        drain_interruption(c, r, "drain", r->drain_host, now);
+        relaunch_soon(c, r, SV_EXITED, NOTICE_EXIT_STATUS, reason, now);
+    } else {
         sv_outcome_t sv = why == KILL_STALL ? SV_STALLED : SV_STALE;
         if (should_probe(c, r, sv, r->stale_rank)) begin_probing(c, r, sv, r->stale_rank, lost, now);
         else finish_attempt(c, r, sv, r->stale_rank, now);
@@ -1535,6 +1544,9 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
             run_kill(c, r, KILL_STALE, now);
         } else if (r->stall_seen > 0 && now - r->stall_seen >= STALL_CONFIRM_S) {
             run_kill(c, r, KILL_STALL, now);
+        } else if (drain_host_of(c, r)) {
+            snprintf(r->drain_host, sizeof r->drain_host, "%s", drain_host_of(c, r));
+            run_kill(c, r, KILL_DRAIN, now);
         } else if (r->spec->algorithm.dynamic_batch && c->worker_caps.redis && c->rc && !r->simulated &&
                    now - r->last_plan >= PLAN_PERIOD_S) {
             r->last_plan = now;

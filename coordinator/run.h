@@ -31,7 +31,9 @@ typedef enum {
  * KILL_STALL: its ranks wait and none trains (stall.h). */
 /* KILL_PREEMPT: a job of a higher priority needs its slots (--policy fair, policy_preempt):
  * stopped, then back in the queue to resume from its checkpoint. */
-typedef enum { KILL_NONE, KILL_CANCEL, KILL_STALE, KILL_RESIZE, KILL_STALL, KILL_PREEMPT } kill_reason_t;
+/* KILL_DRAIN: a host of its attempt drains (drain.h): stopped with notice, it resumes
+ * on the other hosts without using a restart. */
+typedef enum { KILL_NONE, KILL_CANCEL, KILL_STALE, KILL_RESIZE, KILL_STALL, KILL_PREEMPT, KILL_DRAIN } kill_reason_t;
 
 #define RUN_RESIZES_KEPT 20 /* resizes a job's record lists (the newest) */
 
@@ -70,7 +72,8 @@ typedef struct {
     kill_reason_t kill_reason;
     int stale_rank; /* the rank whose heartbeat is stale (-1: none), until the next launch */
     double stale_s;
-    char stale_host[64]; /* its host as it reported it ("" = unknown) */
+    char stale_host[64];  /* its host as it reported it ("" = unknown) */
+    char drain_host[256]; /* KILL_DRAIN: the drained host it leaves */
     /* Stalls (stall.h): when the job was first seen stalled (0: it is not), what it shows
      * while a rank waits (the job's "stall" field; NULL: none) and its key, and at a
      * KILL_STALL what the ranks did and the host its silent ranks are on ("" = none, or

@@ -43,6 +43,8 @@ int handle_cluster_reload(http_req_t *rq);
 /* GET /api/v1/cluster/classes: the simulator's cluster file from the profiles (coord_cluster_classes). */
 int handle_cluster_classes(http_req_t *rq);
 int handle_cluster_benchmark(http_req_t *rq);
+int handle_host_drain(http_req_t *rq);
+int handle_host_undrain(http_req_t *rq);
 int handle_models(http_req_t *rq);       /* handlers_catalog.c */
 int handle_model(http_req_t *rq);        /* handlers_catalog.c */
 int handle_model_put(http_req_t *rq);    /* handlers_catalog.c */

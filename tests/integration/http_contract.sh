@@ -249,6 +249,12 @@ via 409 POST /api/v1/cluster/benchmark
 via 400 POST "/api/v1/cluster/benchmark?hosts=nowhere"
 via 200 POST /api/v1/cluster/reload
 echo "ok: benchmark (202, 409 busy, 400) and reload conform"
+host=$(curl -s -H "$AUTH" "$BASE/api/v1/cluster" | jq -r '.coordinator.hosts[0].name')
+via 200 POST "/api/v1/cluster/hosts/$host/drain" -H "Content-Type: application/json" -d '{"deadline_s": 60, "reason": "contract"}'
+via 404 POST /api/v1/cluster/hosts/nowhere/drain -H "Content-Type: application/json" -d '{"deadline_s": 60}'
+via 204 DELETE "/api/v1/cluster/hosts/$host/drain"
+via 404 DELETE /api/v1/cluster/hosts/nowhere/drain
+echo "ok: drain and undrain of a host (200, 204, 404) conform"
 
 # ---- users (issue 45): the admin's calls, a member's token, a 403 -----------------------------------
 via 201 POST /api/v1/users -H "Content-Type: application/json" -d '{"name": "ct", "role": "member", "expires_in_s": 3600}'
@@ -298,7 +304,7 @@ via 404 DELETE "/api/v1/webhooks/$hid"
 echo "ok: webhooks (201, 400, 200, 204, 404) conform"
 
 # ---- every documented operation went through the proxy ----------------------------------------------
-sed -e 's#/api/v1/jobs/[^/]*#/api/v1/jobs/{id}#' -e 's#^\([A-Z]*\) /api/v1/models/.*#\1 /api/v1/models/{name}#' -e 's#^\([A-Z]* /static/\).*#\1{path}#' -e 's#^\([A-Z]*\) /api/v1/users/.*#\1 /api/v1/users/{name}#' -e 's#^\([A-Z]*\) /api/v1/experiments/.*#\1 /api/v1/experiments/{id}#' -e 's#^\([A-Z]*\) /api/v1/webhooks/.*#\1 /api/v1/webhooks/{id}#' "$TMP/covered" | sort -u >"$TMP/cov"
+sed -e 's#/api/v1/jobs/[^/]*#/api/v1/jobs/{id}#' -e 's#^\([A-Z]*\) /api/v1/models/.*#\1 /api/v1/models/{name}#' -e 's#^\([A-Z]* /static/\).*#\1{path}#' -e 's#^\([A-Z]*\) /api/v1/users/.*#\1 /api/v1/users/{name}#' -e 's#^\([A-Z]*\) /api/v1/experiments/.*#\1 /api/v1/experiments/{id}#' -e 's#^\([A-Z]*\) /api/v1/webhooks/.*#\1 /api/v1/webhooks/{id}#' -e 's#^\([A-Z]*\) /api/v1/cluster/hosts/[^/]*/drain$#\1 /api/v1/cluster/hosts/{name}/drain#' "$TMP/covered" | sort -u >"$TMP/cov"
 jq -r '.paths | to_entries[] | .key as $p | .value | keys[] | select(test("^(get|post|delete|put|patch)$")) |
     "\(ascii_upcase) \($p)"' docs/openapi.json | grep -v '^GET /api/v1/events$' | sort -u >"$TMP/ops"
 missing=$(comm -23 "$TMP/ops" "$TMP/cov")

@@ -1,0 +1,85 @@
+# Drain of a host: a 2-rank ssgd job runs on two hosts, localhost and "extra" (reached
+# through a stand-in remote shell, OMPI_MCA_plm_rsh_agent, as in coordinator_reload.sh).
+# An admin drains extra (POST /api/v1/cluster/hosts/extra/drain): the job's ranks hear
+# SIGTERM, checkpoint at their next step and exit 75; the coordinator records an
+# interruption "drain" naming extra and relaunches the job at once on localhost alone (1
+# rank over the same global batch, no restart used: --max-restarts 0), where it SUCCEEDS
+# with as many steps as an uninterrupted run. The drain is in GET /api/v1/cluster and
+# survives a restart of the daemon (Redis holds it); DELETE ends it, and a 2-rank job runs
+# on both hosts again. A member is refused (403), an unknown host is 404, a bad field 400.
+. tests/integration/coordinator_lib.inc
+need_api_tools
+need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
+cat >"$TMP/rsh" <<'SH'
+#!/bin/sh
+while [ $# -gt 0 ]; do case $1 in -*) shift ;; *) break ;; esac; done
+shift
+# its own session, as on another machine: the coordinator's SIGTERM to the job's session
+# reaches mpirun and localhost's rank, and extra's rank only as mpirun forwards it
+exec setsid sh -c "$*"
+SH
+export OMPI_MCA_plm_rsh_agent="sh $TMP/rsh"
+printf 'localhost slots=1\nextra slots=1\n' >"$TMP/hosts"
+start_coord_admin --hostfile "$TMP/hosts" --host-probe 1 --preflight off --max-restarts 0
+host_field() { cli cluster | jq -r --arg h "$1" ".coordinator.hosts[] | select(.name == \$h) | .$2"; }
+host_is() { [ "$(host_field "$1" "$2")" = "$3" ]; }
+await 20 "extra to be up" host_is extra state up
+
+# 8 epochs of 2048 images at a global batch of 128: 128 steps. Rank 0 sleeps through 20x
+# its step (emulate: no value changes) so that the job still trains when the drain comes.
+epochs=8
+spec2 "$TMP/d.json" drained $epochs
+jq '.log_every = 2 | .checkpoint.every_steps = 1000 | .emulate = {schedule: [{step: 0, rank: 0, slowdown: 20}]}' \
+    "$TMP/d.json" >"$TMP/d.t" && mv "$TMP/d.t" "$TMP/d.json"
+steps_want=$((epochs * 2048 / 128))
+
+# Refusals: a member, an unknown host, bad fields.
+MEMBER=$(adduser mia member)
+ok 403 "$MEMBER" POST /api/v1/cluster/hosts/extra/drain -H "$JSON" -d '{"deadline_s": 60}'
+ok 403 "$MEMBER" DELETE /api/v1/cluster/hosts/extra/drain
+refused 404 "no host named 'nowhere' in the cluster" "$ADMIN" POST /api/v1/cluster/hosts/nowhere/drain -H "$JSON" -d '{"deadline_s": 60}'
+refused 400 "deadline_s: must be a number of seconds > 0 and at most 604800 (a week)" "$ADMIN" POST /api/v1/cluster/hosts/extra/drain -H "$JSON" -d '{"deadline_s": -1}'
+refused 400 "deadline: unknown field (deadline_s, reason)" "$ADMIN" POST /api/v1/cluster/hosts/extra/drain -H "$JSON" -d '{"deadline": 60}'
+refused 400 "reason: must be a string" "$ADMIN" POST /api/v1/cluster/hosts/extra/drain -H "$JSON" -d '{"reason": 5}'
+host_is extra draining false || fail "a refused drain drained extra"
+echo "ok: refusals: member 403, unknown host 404, bad fields 400 by name"
+
+id=$(submit "$TMP/d.json")
+log="$STATE/jobs/$id/log"
+trained_past() { [ "$(grep -c ' step ' "$log" 2>/dev/null)" -ge 3 ]; }
+await 180 "job $id to train a few steps" trained_past
+[ "$(field_of "$id" world)" = 2 ] || fail "job $id runs on $(field_of "$id" world) ranks, want 2"
+ok 200 "$ADMIN" POST /api/v1/cluster/hosts/extra/drain -H "$JSON" -d '{"deadline_s": 120, "reason": "maintenance"}'
+jq -e '.host == "extra" and .reason == "maintenance" and (.deadline | type == "number")' "$TMP/body" >/dev/null ||
+    fail "the drain's answer: $(cat "$TMP/body")"
+await 10 "extra to show draining" host_is extra draining true
+host_is extra drain_reason maintenance || fail "drain_reason: $(host_field extra drain_reason)"
+echo "ok: extra draining (GET /api/v1/cluster: $(cli cluster | jq -c '.coordinator.hosts[] | select(.name == "extra") | {draining, drain_reason}'))"
+
+cli wait "$id" --timeout 600 || { tail -30 "$log"; tail -30 "$TMP/coord.log"; fail "job $id did not succeed"; }
+cli status "$id" >"$TMP/job.json"
+jq -e '.interruptions | length == 1' "$TMP/job.json" >/dev/null || { jq .interruptions "$TMP/job.json"; fail "want one interruption"; }
+jq -e '.interruptions[0] | .reason == "drain" and .host == "extra" and (.checkpoint_step | type == "number")
+       and .lost_steps <= 1 and .lost_steps >= 0' "$TMP/job.json" >/dev/null ||
+    { jq .interruptions "$TMP/job.json"; grep "job $id" "$TMP/coord.log" | tail -20; grep -iE "notice|signal|abort|kill|terminat" "$log" | head -20; fail "the interruption's fields"; }
+[ "$(jq -r .restarts "$TMP/job.json")" = 0 ] || fail "restarts = $(jq -r .restarts "$TMP/job.json"), want 0"
+[ "$(jq -r .world "$TMP/job.json")" = 1 ] || fail "the resumed attempt's world: $(jq -r .world "$TMP/job.json"), want 1"
+[ "$(jq -r .summary.steps "$TMP/job.json")" = "$steps_want" ] || fail "summary.steps $(jq -r .summary.steps "$TMP/job.json"), want $steps_want"
+ck=$(jq -r '.interruptions[0].checkpoint_step' "$TMP/job.json")
+[ "$(resumed_step "$id")" = "$ck" ] || fail "resumed at step $(resumed_step "$id"), the interruption says $ck"
+echo "ok: job $id: interruption $(jq -c '.interruptions[0] | {reason, host, checkpoint_step, lost_steps}' "$TMP/job.json"), resumed on 1 rank, SUCCEEDED with $steps_want steps"
+
+# The drain outlives the daemon.
+stop_coord
+start_coord_admin --hostfile "$TMP/hosts" --host-probe 1 --preflight off --max-restarts 0
+await 10 "extra to show draining after a restart" host_is extra draining true
+echo "ok: the drain survives a restart"
+
+ok 204 "$ADMIN" DELETE /api/v1/cluster/hosts/extra/drain
+await 10 "extra to be usable again" host_is extra draining false
+id2=$(submit "$TMP/d.json")
+is_world2() { [ "$(field_of "$id2" world)" = 2 ] && [ "$(field_of "$id2" state)" = RUNNING ]; }
+await 120 "job $id2 to run on both hosts" is_world2
+cli cancel "$id2" >/dev/null 2>&1 || true
+echo "ok: undrained: a 2-rank job runs on localhost and extra again"
+stop_coord

@@ -15,10 +15,6 @@
 #include "op_table.h"
 #include "sha256.h"
 #include "import_internal.h"
-#include "view.h"
-#include "nodes.h"
-#include "wire.h"
-#include "case.h"
 
 /* ONNX's clamping of a Slice bound v on an axis of dim elements, for steps of either sign
  * (a negative step walks from start down to end + 1; end -1 is before the first) */

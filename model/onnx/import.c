@@ -15,11 +15,9 @@
 #include "op_table.h"
 #include "sha256.h"
 #include "import_internal.h"
-#include "fold.h"
 #include "view.h"
 #include "nodes.h"
 #include "wire.h"
-#include "case.h"
 
 /* The operators the importer takes that are no layer of their own (folded into constants,
  * aliases of their input, or the padding of the layer after them); the layers' own come

@@ -73,8 +73,6 @@
 #include "import_internal.h"
 #include "fold.h"
 #include "view.h"
-#include "wire.h"
-#include "case.h"
 
 /* A list of exactly count ints (default dflt when absent); 0, or -1 with the reason. */
 static int attr_ints(imp_t *im, const Onnx__NodeProto *n, const char *name, int count, int dflt, int *out)

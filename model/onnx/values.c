@@ -14,11 +14,6 @@
 #include "onnx.pb-c.h"
 #include "op_table.h"
 #include "sha256.h"
-#include "fold.h"
-#include "view.h"
-#include "nodes.h"
-#include "wire.h"
-#include "case.h"
 
 int imp_fail(imp_t *im, const char *fmt, ...)
 {

@@ -17,8 +17,6 @@
 #include "import_internal.h"
 #include "fold.h"
 #include "nodes.h"
-#include "wire.h"
-#include "case.h"
 
 /* ---- views: the batch axis moved or merged (value_t's view) ----------------------------- */
 

@@ -15,10 +15,6 @@
 #include "op_table.h"
 #include "sha256.h"
 #include "import_internal.h"
-#include "fold.h"
-#include "view.h"
-#include "nodes.h"
-#include "case.h"
 
 /* ---- the wire format, before protobuf-c ------------------------------------------------- */
 

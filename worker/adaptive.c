@@ -8,6 +8,7 @@
 
 #include "comm_mpi.h"
 #include "planner.h"
+#include "sigterm.h"
 #include "step.h"
 
 int adaptive_setup(worker_t *w, char *err, size_t errlen)
@@ -191,7 +192,10 @@ void adaptive_pack(worker_t *w, float loss)
     /* The buffer holds b g_i (the backward pass of b x the mean loss): b |g_i|^2 is its
      * squared norm over b. */
     m->grads[m->nparams + 2] = b > 0 ? (float)(sum_squares(m->nparams, m->grads) / b) : 0.0f;
-    m->grads[m->nparams + 3] = b > 0 ? 1.0f : 0.0f;
+    if (w->notice_in_extras) { /* the notice rides along: no collective of its own (sigterm.h) */
+        w->notice_sent = sigterm_heard();
+        m->grads[m->nparams + 3] = sigterm_slot_pack(b > 0, w->notice_sent != 0, w->nworkers);
+    } else m->grads[m->nparams + 3] = b > 0 ? 1.0f : 0.0f;
     phase_mark(&w->phases, PHASE_COMM); /* packing the collective's buffer */
 }
 
@@ -209,7 +213,11 @@ float adaptive_reduced_sumsq(worker_t *w, double sumsq)
     float total = x[0];
     w->step_loss = x[1] / total;
     w->step_samples = (int)total;
-    int n = (int)lrintf(x[3]);
+    int n;
+    if (w->notice_in_extras) {
+        n = sigterm_slot_unpack(x[3], w->nworkers, &w->notice_heard);
+        w->notice_carried = 1;
+    } else n = (int)lrintf(x[3]);
     double t = sumsq / ((double)total * total);
     gns_sample_t e;
     if (n >= 2 && gns_sample(x[2], t, total, n, &e) == 0) {

@@ -47,6 +47,7 @@ static int ssgd_init(worker_t *w)
         fprintf(stderr, "%s\n", err);
         return -1;
     }
+    w->notice_in_extras = 1; /* the notice rides in the all-reduce's extras (sigterm.h) */
     if (w->use_mpi && w->opts && w->opts->comm_baseline)
         w->algo_state = calloc(w->model->nparams + MODEL_GRAD_EXTRA, sizeof(float));
     return 0;

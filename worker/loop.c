@@ -413,13 +413,21 @@ int worker_final_checkpoint_due(const worker_t *w)
            w->stop != STOP_COLLAPSE && w->ckpt_step != w->global_step;
 }
 
-/* A notice to stop (sigterm.h), at this step boundary: each rank's flag is its rank + 1
- * when it heard one, and the largest wins on every rank, so all stop after the same step
- * and know who heard it. The all-reduce is one int a step; alone (one process, the
- * parameter server) the rank's own flag decides. */
+/* A notice to stop (sigterm.h), at this step boundary. ssgd's all-reduce of the step
+ * carried every rank's notice (notice_carried: sigterm_slot_pack), so agreeing costs no
+ * collective of its own on the steps nobody heard one. Elsewhere (hier_bsp's all-reduce
+ * spans a group, not the world; local SGD and hpsgd reduce only at their sync points, and
+ * stopping there could be many steps after the notice; the parameter server's workers
+ * reduce nothing) one all-reduce of an int a step agrees on it. The rank that heard it is
+ * the largest rank + 1 of an all-reduce's flags: in ssgd's case one more all-reduce, only
+ * on the step every rank stops after. Alone (one process, the parameter server) the
+ * rank's own flag decides. */
 static int notice_agreed(worker_t *w, int alone)
 {
-    int sig = sigterm_heard();
+    int carried = w->notice_carried;
+    int sig = carried ? w->notice_sent : sigterm_heard();
+    w->notice_carried = 0;
+    if (carried && !w->notice_heard) return 0;
     int flag = sig ? w->rank + 1 : 0;
     if (!alone && w->notice_agree) flag = w->notice_agree(w, flag);
     if (!flag) return 0;

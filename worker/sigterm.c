@@ -1,6 +1,7 @@
 /* worker/sigterm.c - see sigterm.h. */
 #include "sigterm.h"
 
+#include <math.h>
 #include <signal.h>
 #include <string.h>
 
@@ -20,3 +21,16 @@ int sigterm_install(void)
 }
 
 int sigterm_heard(void) { return (int)heard; }
+
+float sigterm_slot_pack(int contributes, int heard_one, int nranks)
+{
+    return (float)((contributes ? 1 : 0) + (heard_one ? nranks + 1 : 0));
+}
+
+int sigterm_slot_unpack(float sum, int nranks, int *heard_ranks)
+{
+    long v = lrintf(sum), base = (long)nranks + 1;
+    if (v < 0) v = 0;
+    *heard_ranks = (int)(v / base);
+    return (int)(v % base);
+}

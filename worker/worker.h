@@ -173,12 +173,17 @@ typedef struct worker {
     /* Rank 0's value of flag, on every rank (a broadcast); NULL in one process. */
     int (*agree)(struct worker *w, int flag);
     /* The largest of every rank's flag, on every rank (an all-reduce); NULL in one process.
-     * The notice to stop is agreed through it at every step boundary (worker_step_end). */
+     * The notice to stop is agreed through it at step boundaries whose own all-reduce did
+     * not carry it (worker_step_end), and names the rank that heard one. */
     int (*notice_agree)(struct worker *w, int flag);
     /* STOP_NOTICE: the signal, the (highest) rank that heard it and the step every rank
      * stopped after; notice_rank -1 while none was heard. */
     int notice_signal, notice_rank;
     long notice_step;
+    /* The notice in the step's own all-reduce (sigterm_slot_pack; ssgd sets notice_in_extras):
+     * notice_sent the signal this rank packed, notice_carried 1 once this step's all-reduce
+     * brought notice_heard, the ranks that heard one (worker_step_end reads and clears it). */
+    int notice_in_extras, notice_sent, notice_carried, notice_heard;
     /* sync_batchnorm (comm_bn_sync_setup): the batch norms' all-reduce over the job's
      * ranks, handed to the model for each training step only (worker_compute_grad);
      * bn_sync_on 0: each rank normalises by its own batch. bn_sync_s: the seconds the

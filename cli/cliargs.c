@@ -101,6 +101,11 @@ static const cli_command_t COMMANDS[] = {
     {"token", CMD_TOKEN, 1, 1, "new", 0, "a new token for yourself; the old one stops working",
      "token new replaces the caller's token with a new one and prints it, once; the old one is\n"
      "refused from then on, and the expiry stays. Any role; not the daemon's own token."},
+    {"tokenize", CMD_TOKENIZE, 1, 1, "DIR", OPT_TOKENIZER, "text into llm.c token shards, on this machine",
+     "Reads DIR/train.txt and DIR/val.txt and writes DIR/train.bin and DIR/val.bin, llm.c's\n"
+     "shards (a 1024-byte header, magic 20240520, then uint16 ids) that a data set of format\n"
+     "\"tokens\" reads. --tokenizer bpe:VOCAB,MERGES (required) names GPT-2's vocab.json and\n"
+     "merges.txt. Needs no coordinator; a progress bar on a terminal."},
     {"whoami", CMD_WHOAMI, 0, 0, "", 0, "who your token is: name, role, how you are authenticated, expiry",
      "GET /api/v1/whoami: the name and role the coordinator gives the token you send (--token,\n"
      "--token-file or PACER_TOKEN), how it knew (auth: user-token, daemon-token, anonymous\n"
@@ -144,6 +149,8 @@ static const cli_option_t OPTIONS[] = {
     {"role", 0, "ROLE", OPT_ROLE, "user add: admin, member or viewer"},
     {"expires", 0, "SECONDS", OPT_EXPIRES, "user add: the token expires SECONDS from now (default never)"},
     {"weight", 0, "W", OPT_WEIGHT, "user weight: the user's fair-share weight, a number in (0, 1000]"},
+    {"tokenizer", 0, "bpe:VOCAB,MERGES", OPT_TOKENIZER,
+     "tokenize: GPT-2's byte-level BPE from its vocab.json and merges.txt"},
     {"help", 'h', NULL, OPT_HELP, "help (of the command, after one)"},
     {"version", 0, NULL, OPT_VERSION, "print the version"},
 };
@@ -295,6 +302,7 @@ static int apply(cli_args_t *a, const cli_option_t *o, const char *val, char *er
     case OPT_ROLE: a->role = val; break;
     case OPT_EXPIRES: return parse_count(o->long_name, val, 315360000, &a->expires, err, errlen);
     case OPT_WEIGHT: a->weight = val; break;
+    case OPT_TOKENIZER: a->tokenizer = val; break;
     case OPT_EVERY: return parse_count(o->long_name, val, 86400, &a->every, err, errlen);
     }
     return 0;

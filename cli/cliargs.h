@@ -46,6 +46,7 @@ typedef enum {
     CMD_TOKEN,
     CMD_WHOAMI,
     CMD_EXPERIMENT,
+    CMD_TOKENIZE,
     CMD_HELP,
 } cli_cmd_t;
 
@@ -69,6 +70,7 @@ enum {
     OPT_EXPIRES = 1u << 15,
     OPT_WEIGHT = 1u << 16,
     OPT_EVERY = 1u << 17,
+    OPT_TOKENIZER = 1u << 18,
 };
 #define OPT_GLOBAL \
     (OPT_URL | OPT_TOKEN | OPT_TOKEN_FILE | OPT_JSON | OPT_HELP | OPT_VERSION | OPT_CACERT | OPT_ALLOW_INSECURE_TOKEN)
@@ -107,6 +109,7 @@ typedef struct {
     const char *role;         /* user add --role */
     long expires;             /* user add --expires SECONDS (0 = never) */
     const char *weight;       /* user weight --weight W (the server checks the range) */
+    const char *tokenizer;    /* tokenize --tokenizer bpe:VOCAB,MERGES */
     long every;               /* watch --every SECONDS: step lines in a pipe (0 = a line per epoch only) */
     int json, help, version, watch, follow;
     unsigned seen; /* option bits given */

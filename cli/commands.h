@@ -34,6 +34,9 @@ int cmd_whoami(cli_ctx_t *cx); /* who the token is */
 /* experiment submit FILE | ls | get ID | cancel ID (experiment.c) */
 int cmd_experiment(cli_ctx_t *cx);
 
+/* tokenize DIR --tokenizer bpe:VOCAB,MERGES (tokenize.c): local, no coordinator. */
+int cmd_tokenize(const cli_args_t *a);
+
 /* Follows job id until it ends (watch.c); the exit status of its final state, or of the
  * error that stopped it. */
 int cli_watch(cli_ctx_t *cx, const char *id);

@@ -50,6 +50,7 @@ int main(int argc, char **argv)
         cli_command_help(stdout, a.command->cmd == CMD_HELP ? cli_command_find(a.arg) : a.command);
         return CLI_EXIT_OK;
     }
+    if (a.command->cmd == CMD_TOKENIZE) return cmd_tokenize(&a); /* local: no coordinator */
     static char token[CLI_TOKEN_MAX];
     if (a.token_file) {
         if (read_token(a.token_file, token, sizeof token) != 0) return CLI_EXIT_USAGE;
@@ -105,6 +106,7 @@ int main(int argc, char **argv)
     case CMD_CLUSTER_JSON: rc = cmd_cluster_json(&cx); break;
     case CMD_UPLOAD: rc = cmd_upload(&cx); break;
     case CMD_RM_MODEL: rc = cmd_rm_model(&cx); break;
+    case CMD_TOKENIZE:
     case CMD_HELP: break;
     }
     client_free(client);

@@ -89,6 +89,20 @@ npm_onnxrt() {
     (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 }
 
+# npm_bpe - gpt-tokenizer, the oracle of pacer's GPT-2 BPE (tests/integration/bpe_oracle.sh),
+# pinned in tests/bpe/package-lock.json; plain JavaScript, no install script to run.
+npm_bpe() {
+    case " $groups " in *" test "*) ;; *) return 0 ;; esac
+    dir=$(dirname "$0")/../tests/bpe
+    [ -f "$dir/package-lock.json" ] || return 0
+    command -v npm >/dev/null 2>&1 || { echo "deps: npm missing: the BPE oracle test will be skipped"; return 0; }
+    if [ -d "$dir/node_modules/gpt-tokenizer" ] && [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
+        return 0
+    fi
+    echo "deps: npm ci --ignore-scripts in tests/bpe (gpt-tokenizer)"
+    (cd "$dir" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+}
+
 missing=""
 for p in $want; do
     present "$p" || missing="$missing $p"
@@ -97,6 +111,7 @@ if [ -z "$missing" ]; then
     echo "deps: all present ($groups)"
     npm_contract
     npm_onnxrt
+    npm_bpe
     exit 0
 fi
 
@@ -111,3 +126,4 @@ fi
 $SUDO apt-get install -y -q --no-install-recommends $missing
 npm_contract
 npm_onnxrt
+npm_bpe

@@ -1,0 +1,56 @@
+# GPT-2's BPE (common/bpe.c) through `pacer tokenize`: on every file of a corpus (mixed
+# scripts, emoji, whitespace runs, contractions, digits, long runs, invalid UTF-8) the ids of
+# the llm.c shard it writes equal gpt-tokenizer's GPT-2 encoding (tests/bpe, make deps), and
+# decode back to the file's bytes; vocab.json and merges.txt are rebuilt from the package's
+# ranks; malformed tokenizer files and a missing --tokenizer are refused by name.
+. tests/lib.sh
+PACER=$BUILD/pacer
+[ -x "$PACER" ] || skip "$PACER not built (libcurl missing?)"
+command -v node >/dev/null 2>&1 || skip "node not installed"
+[ -d tests/bpe/node_modules/gpt-tokenizer ] || skip "gpt-tokenizer not installed in tests/bpe (make deps)"
+ORACLE="node tests/bpe/oracle.mjs"
+$ORACLE export "$TMP" || fail "exporting GPT-2's vocab.json and merges.txt from gpt-tokenizer failed"
+TOK="bpe:$TMP/vocab.json,$TMP/merges.txt"
+
+C=$TMP/corpus
+mkdir -p "$C"
+printf "Hello world! I'm here, they'll go; we've done it, you're right, he'd say 's 't 're.\n" >"$C/english.txt"
+printf "Don't SHOUT'S. It'S 'LL 'Ve — quotes ''' and '' end'\n" >"$C/contractions.txt"
+printf "Digits 1 12 123 1234 12345 3.14159 1,000,000 ٣٤٥ ½ Ⅻ 0x1F\n" >"$C/digits.txt"
+printf "Spaces   and\ttabs\t\t mixed \n\n\n   \n\r\n  trailing   " >"$C/whitespace.txt"
+printf "日本語のテキスト、中文文本。한국어 텍스트 Привет мир; ٱلسلام عليكم שלום עולם ελληνικά हिन्दी ไทย\n" >"$C/scripts.txt"
+printf "emoji 🎉🎉 👩‍👩‍👧 🇫🇷 ❤️ x🙂y combining é ñ\n" >"$C/emoji.txt"
+printf "code: int main(void) { return a->b[i] != 0 && x <= 3; } // $%%^&*\n\tif (x) {\n\t\ty();\n\t}\n" >"$C/code.txt"
+printf "   leading spaces, then !!!??? ... ---- ____ ==== ~~~~\n" >"$C/punct.txt"
+printf "a" >"$C/one.txt"
+python3 -c 'print(" ".join(["supercalifragilistic"] * 300) + " " * 5000 + "x" + "ab" * 3000 + "\n" * 100)' >"$C/long.txt"
+printf "invalid \377\376 bytes \300\200 and a cut \342\202 sequence \355\240\200 surrogate\n" >"$C/invalid.bin"
+
+for f in "$C"/*; do
+    d=$TMP/ds
+    rm -rf "$d" && mkdir -p "$d"
+    cp "$f" "$d/train.txt" && cp "$f" "$d/val.txt"
+    "$PACER" tokenize "$d" --tokenizer "$TOK" >"$TMP/out.log" 2>&1 || { cat "$TMP/out.log"; fail "tokenize $(basename "$f")"; }
+    [ "$($ORACLE roundtrip "$d/val.bin" "$f")" = 1 ] || fail "$(basename "$f"): $($ORACLE roundtrip "$d/val.bin" "$f")"
+    case $f in *.bin) continue ;; esac # the oracle reads text as UTF-8: invalid bytes only round-trip
+    r=$($ORACLE compare "$d/train.bin" "$f")
+    [ "$r" = 1 ] || fail "pacer's ids differ from gpt-tokenizer's: $r"
+done
+
+# Refusals, each naming what is wrong.
+d=$TMP/ds
+expect_refusal() { # WHAT TOKENIZER PATTERN
+    "$PACER" tokenize "$d" --tokenizer "$2" >"$TMP/r.log" 2>&1 && fail "$1 was accepted"
+    grep -q "$3" "$TMP/r.log" || { cat "$TMP/r.log"; fail "$1: the message does not say '$3'"; }
+}
+printf '{"a": 0' >"$TMP/bad.json"
+printf '{"a": -1}' >"$TMP/neg.json"
+printf '#version: 0.2\nĠ\n' >"$TMP/bad.txt"
+expect_refusal "no --tokenizer" "" "tokenizer bpe:VOCAB,MERGES is required"
+expect_refusal "truncated vocab.json" "bpe:$TMP/bad.json,$TMP/merges.txt" "vocab.json"
+expect_refusal "a negative id" "bpe:$TMP/neg.json,$TMP/merges.txt" "is not an integer in"
+expect_refusal "a merge line of one token" "bpe:$TMP/vocab.json,$TMP/bad.txt" "merges.txt line 1"
+expect_refusal "a missing vocab" "bpe:$TMP/none.json,$TMP/merges.txt" "none.json"
+rm -f "$d/val.txt"
+expect_refusal "a missing val.txt" "$TOK" "val.txt"
+echo "ok: pacer tokenize equals gpt-tokenizer on $(ls "$C" | wc -l) files and round-trips"

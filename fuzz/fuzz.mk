@@ -27,7 +27,7 @@ FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-fr
 FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lzip -lpng16 -ljpeg -lpthread -lm
 
 FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file \
-                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef ckptfence tokfile search notice webhook
+                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef ckptfence tokfile bpe search notice webhook
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 # What each harness links besides its own file: the code it drives, no more (the worker's
@@ -54,6 +54,8 @@ FUZZ_SRC_modelindex := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_npy        := $(COMMON_SRC)
 # the token files of a text or token data set (dataset.format tokens): their header and ids
 FUZZ_SRC_tokfile    := common/tokfile.c common/errmsg.c
+# GPT-2's BPE tokenizer: vocab.json, merges.txt and the text it encodes
+FUZZ_SRC_bpe        := common/bpe.c common/bpe_unicode.c
 # an experiment's search object (common/search.h) and the trial specs it makes
 FUZZ_SRC_search     := $(COMMON_SRC)
 FUZZ_SRC_npz        := worker/data.c $(COMMON_SRC)
@@ -93,6 +95,7 @@ FUZZ_MAXLEN_netprobe   := 4096
 FUZZ_MAXLEN_modelindex := 8192
 FUZZ_MAXLEN_npy        := 4096
 FUZZ_MAXLEN_tokfile    := 4096
+FUZZ_MAXLEN_bpe        := 8192
 FUZZ_MAXLEN_search     := 4096
 FUZZ_MAXLEN_npz        := 16384
 FUZZ_MAXLEN_image      := 16384

@@ -120,6 +120,14 @@ static const cli_command_t COMMANDS[] = {
      "one: its best trial, and per trial its job, state, the rungs it reached, epochs trained,\n"
      "last metric and parameters; experiment cancel ID stops every trial (a member: only their\n"
      "own experiments). --json prints the API's answer."},
+    {"host", CMD_HOST, 2, 2, "drain|undrain NAME", OPT_DEADLINE | OPT_REASON,
+     "drain a host (no new ranks; its jobs move away with notice) or end its drain (admins)",
+     "host drain NAME [--deadline S] [--reason TEXT] asks POST /api/v1/cluster/hosts/NAME/drain:\n"
+     "no new ranks go to NAME, and each running job with ranks there checkpoints at its next\n"
+     "step and resumes on the other hosts (an interruption with reason drain; no restart used).\n"
+     "--deadline is the seconds its jobs have (default 300), --reason is shown with the drain.\n"
+     "host undrain NAME ends it (DELETE of the same path). Admins only (403 otherwise); an\n"
+     "unknown host is the API's 404."},
     {"help", CMD_HELP, 0, 1, "[COMMAND]", 0, "this text, or the help of one command",
      "pacer help COMMAND is pacer COMMAND --help."},
 };
@@ -151,6 +159,8 @@ static const cli_option_t OPTIONS[] = {
     {"weight", 0, "W", OPT_WEIGHT, "user weight: the user's fair-share weight, a number in (0, 1000]"},
     {"tokenizer", 0, "bpe:VOCAB,MERGES", OPT_TOKENIZER,
      "tokenize: GPT-2's byte-level BPE from its vocab.json and merges.txt"},
+    {"deadline", 0, "SECONDS", OPT_DEADLINE, "host drain: the seconds the host's jobs have (default 300)"},
+    {"reason", 0, "TEXT", OPT_REASON, "host drain: why, shown with the drain"},
     {"help", 'h', NULL, OPT_HELP, "help (of the command, after one)"},
     {"version", 0, NULL, OPT_VERSION, "print the version"},
 };
@@ -303,6 +313,8 @@ static int apply(cli_args_t *a, const cli_option_t *o, const char *val, char *er
     case OPT_EXPIRES: return parse_count(o->long_name, val, 315360000, &a->expires, err, errlen);
     case OPT_WEIGHT: a->weight = val; break;
     case OPT_TOKENIZER: a->tokenizer = val; break;
+    case OPT_DEADLINE: return parse_count(o->long_name, val, 604800, &a->deadline, err, errlen);
+    case OPT_REASON: a->reason = val; break;
     case OPT_EVERY: return parse_count(o->long_name, val, 86400, &a->every, err, errlen);
     }
     return 0;

@@ -46,6 +46,7 @@ typedef enum {
     CMD_TOKEN,
     CMD_WHOAMI,
     CMD_EXPERIMENT,
+    CMD_HOST,
     CMD_TOKENIZE,
     CMD_HELP,
 } cli_cmd_t;
@@ -71,6 +72,8 @@ enum {
     OPT_WEIGHT = 1u << 16,
     OPT_EVERY = 1u << 17,
     OPT_TOKENIZER = 1u << 18,
+    OPT_DEADLINE = 1u << 19,
+    OPT_REASON = 1u << 20,
 };
 #define OPT_GLOBAL \
     (OPT_URL | OPT_TOKEN | OPT_TOKEN_FILE | OPT_JSON | OPT_HELP | OPT_VERSION | OPT_CACERT | OPT_ALLOW_INSECURE_TOKEN)
@@ -110,6 +113,8 @@ typedef struct {
     long expires;             /* user add --expires SECONDS (0 = never) */
     const char *weight;       /* user weight --weight W (the server checks the range) */
     const char *tokenizer;    /* tokenize --tokenizer bpe:VOCAB,MERGES */
+    long deadline;            /* host drain --deadline SECONDS (0 = the server's default) */
+    const char *reason;       /* host drain --reason TEXT */
     long every;               /* watch --every SECONDS: step lines in a pipe (0 = a line per epoch only) */
     int json, help, version, watch, follow;
     unsigned seen; /* option bits given */

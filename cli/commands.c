@@ -472,6 +472,47 @@ int cmd_user(cli_ctx_t *cx)
     return CLI_EXIT_OK;
 }
 
+/* host drain NAME [--deadline S] [--reason TEXT] | host undrain NAME. */
+int cmd_host(cli_ctx_t *cx)
+{
+    const cli_args_t *a = cx->args;
+    int drain = strcmp(a->arg, "drain") == 0, undrain = strcmp(a->arg, "undrain") == 0;
+    char path[512], err[1024];
+    if ((!drain && !undrain) || (undrain && (a->deadline || a->reason))) {
+        fprintf(stderr,
+                "pacer host: usage: pacer host drain NAME [--deadline S] [--reason TEXT] | pacer host undrain NAME\n");
+        return CLI_EXIT_USAGE;
+    }
+    if (client_item_path(path, sizeof path, "/api/v1/cluster/hosts/", a->arg2, "/drain") != 0) {
+        fprintf(stderr, "pacer host: NAME too long\n");
+        return CLI_EXIT_USAGE;
+    }
+    client_resp_t r;
+    if (undrain) {
+        if (client_call(cx->client, "DELETE", path, NULL, 0, &r, err, sizeof err) != 0) return cli_unreachable(cx, err);
+        int rc = r.status == 204 ? CLI_EXIT_OK : cli_api_error(cx, &r);
+        client_resp_free(&r);
+        if (rc == CLI_EXIT_OK && !a->json) printf("%s: drain ended\n", a->arg2);
+        return rc;
+    }
+    json_t *body = json_object(), *out = NULL;
+    if (body && a->deadline > 0) json_object_set_new(body, "deadline_s", json_integer(a->deadline));
+    if (body && a->reason) json_object_set_new(body, "reason", json_string(a->reason));
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!text) return CLI_EXIT_USAGE;
+    int rc = call_json(cx, "POST", path, text, strlen(text), &r, &out);
+    free(text);
+    client_resp_free(&r);
+    if (rc) return rc;
+    if (a->json) fmt_json(stdout, out);
+    else
+        printf("%s: draining until %.0f (unix s)%s%s\n", a->arg2, json_number_value(json_object_get(out, "deadline")),
+               a->reason ? ": " : "", a->reason ? a->reason : "");
+    json_decref(out);
+    return CLI_EXIT_OK;
+}
+
 int cmd_token(cli_ctx_t *cx)
 {
     if (strcmp(cx->args->arg, "new") != 0) {

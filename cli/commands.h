@@ -33,6 +33,7 @@ int cmd_token(cli_ctx_t *cx);  /* token new */
 int cmd_whoami(cli_ctx_t *cx); /* who the token is */
 /* experiment submit FILE | ls | get ID | cancel ID (experiment.c) */
 int cmd_experiment(cli_ctx_t *cx);
+int cmd_host(cli_ctx_t *cx); /* host drain|undrain NAME */
 
 /* tokenize DIR --tokenizer bpe:VOCAB,MERGES (tokenize.c): local, no coordinator. */
 int cmd_tokenize(const cli_args_t *a);

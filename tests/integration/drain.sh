@@ -6,7 +6,8 @@
 # rank over the same global batch, no restart used: --max-restarts 0), where it SUCCEEDS
 # with as many steps as an uninterrupted run. The drain is in GET /api/v1/cluster and
 # survives a restart of the daemon (Redis holds it); DELETE ends it, and a 2-rank job runs
-# on both hosts again. A member is refused (403), an unknown host is 404, a bad field 400.
+# on both hosts again; `pacer host drain|undrain` do the same. A member is refused
+# (403), an unknown host is 404, a bad field 400.
 . tests/integration/coordinator_lib.inc
 need_api_tools
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
@@ -79,12 +80,18 @@ fi
 [ "$(jq -r .summary.steps "$TMP/job.json")" = "$steps_want" ] || fail "summary.steps $(jq -r .summary.steps "$TMP/job.json"), want $steps_want"
 echo "ok: job $id: interruption $(jq -c '.interruptions[0] | {reason, host, checkpoint_step, lost_steps}' "$TMP/job.json"), resumed on 1 rank, SUCCEEDED with $steps_want steps"
 
-# The drain outlives the daemon.
+# pacer host drain (the CLI) replaces the drain; it outlives the daemon.
+PACER_URL=$BASE "$BUILD/pacer" host drain extra --deadline 60 --reason "kernel update" >"$TMP/out" ||
+    fail "pacer host drain: $(cat "$TMP/out")"
+grep -q "^extra: draining until [0-9]* (unix s): kernel update$" "$TMP/out" || fail "pacer host drain printed: $(cat "$TMP/out")"
+await 10 "the CLI's reason to show" host_is extra drain_reason "kernel update"
 stop_coord
 start_coord_admin --hostfile "$TMP/hosts" --host-probe 1 --preflight off --max-restarts 0
 await 10 "extra to show draining after a restart" host_is extra draining true
 echo "ok: the drain survives a restart"
 
+PACER_URL=$BASE "$BUILD/pacer" host undrain extra >"$TMP/out" || fail "pacer host undrain: $(cat "$TMP/out")"
+grep -q "^extra: drain ended$" "$TMP/out" || fail "pacer host undrain printed: $(cat "$TMP/out")"
 ok 204 "$ADMIN" DELETE /api/v1/cluster/hosts/extra/drain
 await 10 "extra to be usable again" host_is extra draining false
 id2=$(submit "$TMP/d.json")

@@ -24,6 +24,8 @@ printf "code: int main(void) { return a->b[i] != 0 && x <= 3; } // $%%^&*\n\tif 
 printf "   leading spaces, then !!!??? ... ---- ____ ==== ~~~~\n" >"$C/punct.txt"
 printf "a" >"$C/one.txt"
 python3 -c 'print(" ".join(["supercalifragilistic"] * 300) + " " * 5000 + "x" + "ab" * 3000 + "\n" * 100)' >"$C/long.txt"
+# over pacer tokenize's 1 MiB read: pre-tokens are cut across reads only where it changes none
+python3 -c 'import random; r = random.Random(5); w = ["the", " cat", "  ", "\n\n", "123", "日本", " 🎉", "don'"'"'t", "\t", "    ", "x", "!?"]; print("".join(r.choice(w) for _ in range(400000)))' >"$C/big.txt"
 printf "invalid \377\376 bytes \300\200 and a cut \342\202 sequence \355\240\200 surrogate\n" >"$C/invalid.bin"
 
 for f in "$C"/*; do

@@ -57,6 +57,13 @@
     const st = el('td');
     st.append(el('span', { class: 'badge host-' + h.state }, h.state));
     if (h.reason) st.append(el('div', { class: 'muted small' }, h.reason));
+    // an admin's drain: no new ranks go there, its jobs move away with notice
+    if (h.draining) {
+      st.append(' ', el('span', { class: 'badge host-draining' }, 'draining'));
+      const until = h.drain_deadline ? new Date(h.drain_deadline * 1000).toLocaleString() : '';
+      st.append(el('div', { class: 'muted small' },
+        'drain' + (h.drain_reason ? ': ' + h.drain_reason : '') + (until ? ' (jobs gone by ' + until + ')' : '')));
+    }
     tr.append(st);
     tr.append(el('td', { class: 'num' }, String(h.slots)));
     // who holds it (the jobs whose ranks fill its slots); absent from an older coordinator

@@ -39,6 +39,18 @@ for f in "$C"/*; do
     [ "$r" = 1 ] || fail "pacer's ids differ from gpt-tokenizer's: $r"
 done
 
+# The shards are a token data set pacer-worker trains on (common/tokfile.c reads them).
+if [ -x "$WORKER" ]; then
+    mkdir -p "$TMP/lm"
+    head -c 200000 "$C/big.txt" >"$TMP/lm/train.txt" && cat "$C"/*.txt | head -c 20000 >"$TMP/lm/val.txt"
+    "$PACER" tokenize "$TMP/lm" --tokenizer "$TOK" >/dev/null 2>&1 || fail "tokenize the GPT's data set"
+    jq -n --arg data "$TMP/lm" '{model: {gpt: {layers: 1, heads: 1, embd: 8, block_size: 16}},
+          dataset: {format: "tokens", path: $data, vocab_size: 50257, train_subset: 64, test_subset: 16},
+          batch_size: 8, epochs: 1, seed: 1, device: "cpu", log_every: 0}' >"$TMP/lm.json"
+    $WORKER --spec "$TMP/lm.json" --summary "$TMP/lm.out" >"$TMP/lm.log" 2>&1 ||
+        { tail -5 "$TMP/lm.log"; fail "pacer-worker did not train on pacer tokenize's shards"; }
+fi
+
 # Refusals, each naming what is wrong.
 d=$TMP/ds
 expect_refusal() { # WHAT TOKENIZER PATTERN

@@ -1,4 +1,4 @@
-/* cli/tokenize.c - `pacer tokenize DIR --tokenizer bpe:VOCAB,MERGES`: DIR/train.txt and
+/* cli/tokenize.c - `pacer tokenize DIR --tokenizer bpe:VOCAB,MERGES|bpe:TOKENIZER_JSON`: DIR/train.txt and
  * DIR/val.txt into llm.c's token shards DIR/train.bin and DIR/val.bin (common/tokfile.h),
  * with GPT-2's BPE (common/bpe.h). Local: it needs no coordinator. The text is read a
  * chunk at a time, cut only where a pre-token ends with a whole code point after it (so the
@@ -140,20 +140,23 @@ static int tokenize_split(const bpe_t *b, const char *dir, const char *split)
 int cmd_tokenize(const cli_args_t *a)
 {
     const char *spec = a->tokenizer;
-    if (!spec || strncmp(spec, "bpe:", 4) != 0 || !strchr(spec + 4, ',')) {
-        fprintf(stderr, "pacer tokenize: --tokenizer bpe:VOCAB,MERGES is required (GPT-2's vocab.json and "
-                        "merges.txt)\n");
+    if (!spec || strncmp(spec, "bpe:", 4) != 0 || !spec[4]) {
+        fprintf(stderr, "pacer tokenize: --tokenizer bpe:VOCAB,MERGES (GPT-2's vocab.json and merges.txt) or "
+                        "bpe:TOKENIZER_JSON (Hugging Face's) is required\n");
         return CLI_EXIT_USAGE;
     }
     char vocab[TOKFILE_PATH_MAX], err[512];
     const char *comma = strchr(spec + 4, ',');
-    if ((size_t)(comma - spec - 4) >= sizeof vocab) {
-        fprintf(stderr, "pacer tokenize: --tokenizer: the vocab path is too long\n");
-        return CLI_EXIT_USAGE;
+    bpe_t *b = NULL;
+    if (!comma) {
+        b = bpe_load_hf_file(spec + 4, err, sizeof err);
+    } else if ((size_t)(comma - spec - 4) >= sizeof vocab) {
+        snprintf(err, sizeof err, "--tokenizer: the vocab path is too long");
+    } else {
+        memcpy(vocab, spec + 4, (size_t)(comma - spec - 4));
+        vocab[comma - spec - 4] = 0;
+        b = bpe_load_files(vocab, comma + 1, err, sizeof err);
     }
-    memcpy(vocab, spec + 4, (size_t)(comma - spec - 4));
-    vocab[comma - spec - 4] = 0;
-    bpe_t *b = bpe_load_files(vocab, comma + 1, err, sizeof err);
     if (!b) {
         fprintf(stderr, "pacer tokenize: %s\n", err);
         return CLI_EXIT_USAGE;

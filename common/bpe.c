@@ -242,15 +242,9 @@ static int bpe_vocab_max_id(json_t *root, char *err, size_t errlen)
     return max;
 }
 
-static int bpe_load_vocab(bpe_t *b, const char *vocab, size_t vocab_len, char *err, size_t errlen)
+/* The vocabulary from root, a JSON object of token -> id (root stays the caller's). */
+static int bpe_vocab_from_json(bpe_t *b, json_t *root, char *err, size_t errlen)
 {
-    json_error_t je;
-    json_t *root = json_loadb(vocab, vocab_len, JSON_REJECT_DUPLICATES, &je);
-    if (!json_is_object(root)) {
-        bpe_err(err, errlen, "vocab.json: %s (line %d)", root ? "not a JSON object of token -> id" : je.text, je.line);
-        json_decref(root);
-        return -1;
-    }
     int max = bpe_vocab_max_id(root, err, errlen), rc = -1;
     if (max < 0) goto out;
     b->nvocab = max + 1;
@@ -296,6 +290,19 @@ static int bpe_load_vocab(bpe_t *b, const char *vocab, size_t vocab_len, char *e
     }
     rc = 0;
 out:
+    return rc;
+}
+
+static int bpe_load_vocab(bpe_t *b, const char *vocab, size_t vocab_len, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *root = json_loadb(vocab, vocab_len, JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_object(root)) {
+        bpe_err(err, errlen, "vocab.json: %s (line %d)", root ? "not a JSON object of token -> id" : je.text, je.line);
+        json_decref(root);
+        return -1;
+    }
+    int rc = bpe_vocab_from_json(b, root, err, errlen);
     json_decref(root);
     return rc;
 }
@@ -475,4 +482,72 @@ int bpe_decode(const bpe_t *b, const uint32_t *ids, size_t n, char **out, size_t
     *out = buf;
     *len = k;
     return 0;
+}
+
+/* tokenizer.json's model.merges ("LEFT RIGHT" strings, or [LEFT, RIGHT] pairs) as the text
+ * of a merges.txt: malloc'd, or NULL with err. */
+static char *bpe_hf_merges_text(json_t *merges, size_t *len, char *err, size_t errlen)
+{
+    size_t cap = 1, k = 0, i;
+    json_t *m;
+    json_array_foreach(merges, i, m)
+    {
+        const char *l = json_string_value(json_is_array(m) ? json_array_get(m, 0) : m);
+        const char *r = json_is_array(m) ? json_string_value(json_array_get(m, 1)) : "";
+        if (!l || !r || (json_is_array(m) && json_array_size(m) != 2)) {
+            bpe_err(err, errlen, "tokenizer.json: model.merges[%zu] is not \"LEFT RIGHT\" or [LEFT, RIGHT]", i);
+            return NULL;
+        }
+        cap += strlen(l) + strlen(r) + 2;
+    }
+    char *text = cap <= BPE_MAX_FILE_BYTES ? malloc(cap) : NULL;
+    if (!text) {
+        bpe_err(err, errlen, "tokenizer.json: model.merges is over %u bytes or out of memory", BPE_MAX_FILE_BYTES);
+        return NULL;
+    }
+    json_array_foreach(merges, i, m)
+    {
+        const char *l = json_string_value(json_is_array(m) ? json_array_get(m, 0) : m);
+        const char *r = json_is_array(m) ? json_string_value(json_array_get(m, 1)) : NULL;
+        k += (size_t)snprintf(text + k, cap - k, r ? "%s %s\n" : "%s\n", l, r ? r : "");
+    }
+    *len = k;
+    return text;
+}
+
+bpe_t *bpe_load_hf(const char *json, size_t len, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *root = len <= BPE_MAX_FILE_BYTES ? json_loadb(json, len, 0, &je) : NULL;
+    json_t *model = json_object_get(root, "model");
+    json_t *vocab = json_object_get(model, "vocab"), *merges = json_object_get(model, "merges");
+    const char *type = json_string_value(json_object_get(model, "type"));
+    bpe_t *b = NULL;
+    if (!root) {
+        bpe_err(err, errlen, "tokenizer.json: %s", len > BPE_MAX_FILE_BYTES ? "over 64 MiB" : je.text);
+    } else if (!type || strcmp(type, "BPE") != 0 || !json_is_object(vocab) || !json_is_array(merges)) {
+        bpe_err(err, errlen, "tokenizer.json: not a BPE model (model.type \"BPE\", model.vocab, model.merges)");
+    } else if (!(b = calloc(1, sizeof *b))) {
+        bpe_err(err, errlen, "out of memory");
+    } else {
+        size_t mlen = 0;
+        char *mtext = bpe_hf_merges_text(merges, &mlen, err, errlen);
+        if (!mtext || bpe_vocab_from_json(b, vocab, err, errlen) < 0 ||
+            bpe_load_merges(b, mtext, mlen, err, errlen) < 0) {
+            bpe_free(b);
+            b = NULL;
+        }
+        free(mtext);
+    }
+    json_decref(root);
+    return b;
+}
+
+bpe_t *bpe_load_hf_file(const char *path, char *err, size_t errlen)
+{
+    size_t len = 0;
+    char *text = bpe_read_file(path, &len, err, errlen);
+    bpe_t *b = text ? bpe_load_hf(text, len, err, errlen) : NULL;
+    free(text);
+    return b;
 }

@@ -40,6 +40,10 @@ extern const size_t bpe_number_ranges_count;
 bpe_t *bpe_load(const char *vocab, size_t vocab_len, const char *merges, size_t merges_len, char *err, size_t errlen);
 /* The same from files (each at most BPE_MAX_FILE_BYTES). */
 bpe_t *bpe_load_files(const char *vocab_path, const char *merges_path, char *err, size_t errlen);
+/* A tokenizer from a Hugging Face tokenizer.json of the BPE kind (model.type "BPE",
+ * model.vocab and model.merges, byte-level as GPT-2's), its bytes or its file; NULL with err. */
+bpe_t *bpe_load_hf(const char *json, size_t len, char *err, size_t errlen);
+bpe_t *bpe_load_hf_file(const char *path, char *err, size_t errlen);
 void bpe_free(bpe_t *b);
 /* One more than the largest id. */
 int bpe_vocab_size(const bpe_t *b);

@@ -1,6 +1,7 @@
 /* fuzz/fuzz_bpe.c - libFuzzer target for GPT-2's BPE (common/bpe.c): the input is three
  * parts split by NUL bytes, VOCAB \0 MERGES \0 TEXT. The first byte picks how VOCAB is read:
- * as a whole vocab.json (odd), or as entries appended to a vocabulary of the 256 single
+ * as a whole vocab.json (odd), as a Hugging Face tokenizer.json (bit 2, then the rest is
+ * the text), or as entries appended to a vocabulary of the 256 single
  * bytes (even: "{BYTES, VOCAB}"), so that merges and encoding are reached too.
  * Build and run: make fuzz-bpe.
  *
@@ -72,6 +73,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *text = z2 ? z2 + 1 : end;
     size_t vlen = (size_t)((z1 ? z1 : end) - p), mlen = (size_t)((z2 ? z2 : end) - merges);
     size_t tlen = (size_t)(end - text), full_len = vlen;
+    if (data[0] & 2) { /* the first part as a Hugging Face tokenizer.json */
+        char err[256] = "";
+        bpe_t *b = bpe_load_hf(p, vlen, err, sizeof err);
+        if (!b && (!err[0] || strchr(err, '\n'))) abort();
+        if (b) check_roundtrip(b, merges, (size_t)(end - merges));
+        bpe_free(b);
+        return 0;
+    }
     char *vocab = (data[0] & 1) ? NULL : with_bytes(p, vlen, &full_len);
     char err[256] = "";
     bpe_t *b = bpe_load(vocab ? vocab : p, full_len, merges, mlen, err, sizeof err);

@@ -51,6 +51,22 @@ if [ -x "$WORKER" ]; then
         { tail -5 "$TMP/lm.log"; fail "pacer-worker did not train on pacer tokenize's shards"; }
 fi
 
+# The same files as one Hugging Face tokenizer.json (model.merges as [LEFT, RIGHT] pairs).
+jq -n --slurpfile v "$TMP/vocab.json" --rawfile m "$TMP/merges.txt" \
+    '{model: {type: "BPE", vocab: $v[0], merges: ($m | split("\n") | .[1:] | map(select(length > 0) | split(" ")))}}' \
+    >"$TMP/tokenizer.json" || fail "jq: tokenizer.json"
+d=$TMP/hf
+mkdir -p "$d" && cp "$C/scripts.txt" "$d/train.txt" && cp "$C/emoji.txt" "$d/val.txt"
+"$PACER" tokenize "$d" --tokenizer "bpe:$TMP/tokenizer.json" >"$TMP/hf.log" 2>&1 || { cat "$TMP/hf.log"; fail "tokenize with tokenizer.json"; }
+r=$($ORACLE compare "$d/val.bin" "$C/emoji.txt")
+[ "$r" = 1 ] || fail "tokenizer.json: pacer's ids differ from gpt-tokenizer's: $r"
+printf '{"model": {"type": "WordPiece", "vocab": {}}}' >"$TMP/wp.json"
+expect_refusal() { # WHAT TOKENIZER PATTERN
+    "$PACER" tokenize "$d" --tokenizer "$2" >"$TMP/r.log" 2>&1 && fail "$1 was accepted"
+    grep -q "$3" "$TMP/r.log" || { cat "$TMP/r.log"; fail "$1: the message does not say '$3'"; }
+}
+expect_refusal "a WordPiece tokenizer.json" "bpe:$TMP/wp.json" "tokenizer.json: not a BPE model"
+
 # Refusals, each naming what is wrong.
 d=$TMP/ds
 expect_refusal() { # WHAT TOKENIZER PATTERN
@@ -60,7 +76,7 @@ expect_refusal() { # WHAT TOKENIZER PATTERN
 printf '{"a": 0' >"$TMP/bad.json"
 printf '{"a": -1}' >"$TMP/neg.json"
 printf '#version: 0.2\nĠ\n' >"$TMP/bad.txt"
-expect_refusal "no --tokenizer" "" "tokenizer bpe:VOCAB,MERGES is required"
+expect_refusal "no --tokenizer" "" "tokenizer bpe:VOCAB,MERGES"
 expect_refusal "truncated vocab.json" "bpe:$TMP/bad.json,$TMP/merges.txt" "vocab.json"
 expect_refusal "a negative id" "bpe:$TMP/neg.json,$TMP/merges.txt" "is not an integer in"
 expect_refusal "a merge line of one token" "bpe:$TMP/vocab.json,$TMP/bad.txt" "merges.txt line 1"

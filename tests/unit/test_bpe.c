@@ -157,6 +157,24 @@ static void test_refusals(void **st)
     assert_non_null(strstr(err, "over"));
     assert_null(bpe_load_files("/nonexistent/vocab.json", "/nonexistent/m", err, sizeof err));
     assert_non_null(strstr(err, "/nonexistent/vocab.json"));
+    char *hf = malloc(strlen(v) + 200);
+    sprintf(hf, "{\"model\": {\"type\": \"BPE\", \"vocab\": %s, \"merges\": [\"b c\", [\"a\", \"b\"]]}}", v);
+    bpe_t *b = bpe_load_hf(hf, strlen(hf), err, sizeof err);
+    assert_non_null(b);
+    assert_int_equal(bpe_vocab_size(b), 260);
+    bpe_free(b);
+    const char *bad_hf[][2] = {
+        {"{\"model\": {\"type\": \"WordPiece\"}}", "not a BPE model"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": [[\"a\"]]}}", "model.merges[0]"},
+        {"{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": [7]}}", "model.merges[0]"},
+        {"{\"model\"", "tokenizer.json"},
+    };
+    for (size_t i = 0; i < sizeof bad_hf / sizeof bad_hf[0]; i++) {
+        err[0] = 0;
+        assert_null(bpe_load_hf(bad_hf[i][0], strlen(bad_hf[i][0]), err, sizeof err));
+        if (!strstr(err, bad_hf[i][1])) fail_msg("want \"%s\", got \"%s\"", bad_hf[i][1], err);
+    }
+    free(hf);
     free(v);
 }
 

@@ -174,8 +174,18 @@ int proc_alive(pid_t pid, unsigned long long start)
     return 1;
 }
 
-/* Calls fn for every live (non-zombie) process of session sid; returns how many. */
-static int session_each(pid_t sid, int sig)
+/* Whether stat's command name (between the parentheses) is MPI's launcher's. */
+static int is_mpi_launcher(const char *stat)
+{
+    static const char *const NAMES[] = {"(mpirun)", "(orterun)", "(prterun)", "(mpiexec)"};
+    for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++)
+        if (strstr(stat, NAMES[i])) return 1;
+    return 0;
+}
+
+/* Signals (sig != 0) every live (non-zombie) process of session sid, or only MPI's
+ * launchers in it (launchers_only); returns how many there are. */
+static int session_each_of(pid_t sid, int sig, int launchers_only)
 {
     DIR *d = opendir("/proc");
     if (!d) return 0;
@@ -197,6 +207,7 @@ static int session_each(pid_t sid, int sig)
         int session;
         if (!p || sscanf(p + 1, " %c %*d %*d %d", &st, &session) != 2) continue;
         if (session != sid || st == 'Z' || st == 'X') continue;
+        if (launchers_only && !is_mpi_launcher(buf)) continue;
         n++;
         if (sig) kill((pid_t)pid, sig);
     }
@@ -204,10 +215,18 @@ static int session_each(pid_t sid, int sig)
     return n;
 }
 
+static int session_each(pid_t sid, int sig) { return session_each_of(sid, sig, 0); }
+
 int session_alive(pid_t sid)
 {
     if (sid <= 1) return 0;
     return session_each(sid, 0) > 0;
+}
+
+int session_signal_launchers(pid_t sid, int sig)
+{
+    if (sid <= 1 || sig == 0) return 0;
+    return session_each_of(sid, sig, 1);
 }
 
 void session_signal(pid_t sid, int sig)

@@ -51,6 +51,12 @@ int proc_alive(pid_t pid, unsigned long long start);
  * session sid exists. session_signal: signals every one of them (scans /proc). */
 int session_alive(pid_t sid);
 void session_signal(pid_t sid, int sig);
+/* Signals only MPI's launchers (mpirun, orterun, prterun, mpiexec) of session sid;
+ * returns how many it signalled (0: none there). A notice to stop goes to mpirun alone:
+ * it forwards SIGTERM to every rank, local or behind its daemons on other hosts, while a
+ * SIGTERM to the whole session also reaches those daemons and remote shells, which die
+ * at once and take their ranks with them before the step boundary the notice waits for. */
+int session_signal_launchers(pid_t sid, int sig);
 
 /* Reads the number in an exit-code file. Returns 0 with *code, or -1 (missing/garbage). */
 int exit_code_read(const char *path, int *code);

@@ -227,7 +227,8 @@ void launch_local_poll(launcher_t *l, launch_handle_t *h, const char *ecp, const
 void launch_local_stop(launcher_t *l, launch_handle_t *h, int hard)
 {
     (void)l;
-    session_signal(h->pid, hard ? SIGKILL : SIGTERM);
+    /* soft: mpirun alone (launch.h says why); the whole session when none runs yet */
+    if (hard || session_signal_launchers(h->pid, SIGTERM) == 0) session_signal(h->pid, hard ? SIGKILL : SIGTERM);
 }
 
 void launch_local_reap(launcher_t *l, launch_handle_t *h)

@@ -31,3 +31,9 @@ grep -q '^docs/A.md:5: B.md: no such file$' "$TMP/out" &&
     grep -q '^docs/A.md:5: history/H.md#nowhere: no heading with that anchor in docs/history/H.md$' "$TMP/out" &&
     grep -q '^2 dead link(s) of 5$' "$TMP/out" || { cat "$TMP/out"; fail "the checker does not name the dead links"; }
 echo "ok: a dead file link and a dead anchor are named; code fences, inline code in headings and repeated headings are read as GitHub does"
+
+# docs/ARCHITECTURE.md's file list names every source file of the rooms and no file that
+# is gone (tools/docs_files.py --check): a new file without its line fails here.
+git rev-parse HEAD >/dev/null 2>&1 || skip "not a git checkout: the file list is read from HEAD"
+python3 tools/docs_files.py --check docs/ARCHITECTURE.md >"$TMP/files" 2>&1 || { cat "$TMP/files"; fail "docs/ARCHITECTURE.md's file list is behind the tree"; }
+echo "ok: docs/ARCHITECTURE.md's file list names every source file of the rooms"

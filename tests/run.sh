@@ -50,13 +50,43 @@ trap 'rm -f "$recap" "$times"' EXIT
 # recap_add NAME FILE - the last lines of a failed test's output, for the closing recap.
 recap_add() { { echo "--- $1 (its last lines; the whole output is above)"; tail -12 "$2"; } >>"$recap"; }
 
+# Per-test CPU time, where this shell may make cgroups (root with cgroup v1's cpuacct or
+# cgroup v2): each test runs in a cgroup of its own, so its CPU seconds include every
+# process it starts (the coordinator, mpirun, ranks on namespace "hosts"), whatever else
+# the machine runs. The closing line then says how many cores the suite kept busy, which
+# is what decides whether more lanes would help. Without cgroups the column is "-".
+CG_ROOT=""
+for d in /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup; do
+    probe="$d/pacer-test-$$"
+    if mkdir "$probe" 2>/dev/null; then
+        { [ -f "$probe/cpuacct.usage" ] || [ -f "$probe/cpu.stat" ]; } && CG_ROOT=$d
+        rmdir "$probe" 2>/dev/null
+        [ -n "$CG_ROOT" ] && break
+    fi
+done
+# cg_run NAME CMD... - runs CMD in cgroup NAME (if any); CPU seconds into $cg_cpu ("-" if unknown)
+cg_run() {
+    cg_cpu=-
+    g="$CG_ROOT/pacer-test-$$-$1"; shift
+    if [ -n "$CG_ROOT" ] && mkdir "$g" 2>/dev/null; then
+        (echo 0 >"$g/cgroup.procs" 2>/dev/null; exec "$@")
+        st=$?
+        if [ -f "$g/cpuacct.usage" ]; then cg_cpu=$(awk '{ printf "%.0f", $1 / 1e9 }' "$g/cpuacct.usage")
+        else cg_cpu=$(awk '$1 == "usage_usec" { printf "%.0f", $2 / 1e6 }' "$g/cpu.stat"); fi
+        # a test that left processes behind keeps its cgroup; say so once, then leave it
+        rmdir "$g" 2>/dev/null || echo "      (left processes running: $(cat "$g/cgroup.procs" | tr '\n' ' '))"
+        return $st
+    fi
+    "$@"
+}
+
 count() { sed -n "s/^\[  *$1  *\] \([0-9][0-9]*\) test.*/\1/p" "$2" | tail -1; }
 
 # run_unit PROGRAM LOG - one cmocka program: its verdict line, and the counters.
 run_unit() {
     name=$(basename "$1")
     start=$(date +%s)
-    "$1" >"$2" 2>&1
+    cg_run "$name" "$1" >"$2" 2>&1
     status=$?
     p=$(count PASSED "$2"); f=$(count FAILED "$2"); s=$(count SKIPPED "$2")
     p=${p:-0}; f=${f:-0}; s=${s:-0}
@@ -64,8 +94,8 @@ run_unit() {
     if [ $status -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
     passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
     dur=$(( $(date +%s) - start ))
-    echo "$dur $name" >>"$times"
-    echo "unit  $name: $p passed, $f failed, $s skipped (${dur}s)"
+    echo "$dur $name $cg_cpu" >>"$times"
+    echo "unit  $name: $p passed, $f failed, $s skipped (${dur}s, cpu ${cg_cpu}s)"
     grep -E '^skip:' "$2" | sed 's/^/      /'
     if [ "$f" -ne 0 ]; then
         failures="$failures $name"
@@ -78,12 +108,12 @@ run_unit() {
 run_integ() {
     name=$(basename "$1" .sh)
     start=$(date +%s)
-    sh "$1" >"$2" 2>&1
+    cg_run "$name" sh "$1" >"$2" 2>&1
     status=$?
     dur=$(( $(date +%s) - start ))
-    echo "$dur $name" >>"$times"
+    echo "$dur $name $cg_cpu" >>"$times"
     case $status in
-        0) passed=$((passed + 1)); echo "integ $name: passed (${dur}s)" ;;
+        0) passed=$((passed + 1)); echo "integ $name: passed (${dur}s, cpu ${cg_cpu}s)" ;;
         77) skipped=$((skipped + 1)); echo "integ $name: skipped: $(grep -m1 -i 'skip' "$2")" ;;
         *) failed=$((failed + 1)); failures="$failures $name"
            echo "integ $name: FAILED (exit $status, ${dur}s)"; sed 's/^/      | /' "$2" | tail -60
@@ -178,6 +208,9 @@ done
 if [ -s "$times" ]; then
     echo "=== $(( $(date +%s) - began )) s of wall time for $(awk '{ s += $1 } END { print s }' "$times") s of tests in" \
         "$TEST_LANES lane(s); the longest: $(sort -rn "$times" | head -12 | awk '{ printf "%s%s %ds", (NR > 1 ? ", " : ""), $2, $1 }')"
+    [ -n "$CG_ROOT" ] && awk -v wall=$(( $(date +%s) - began )) '$3 != "-" { c += $3 } END {
+        printf "=== %d CPU s in the tests: %.2f cores busy on average over the wall time\n", c, c / (wall ? wall : 1) }' "$times" &&
+        echo "=== the most CPU: $(sort -k3,3rn "$times" | head -12 | awk '{ printf "%s%s %ss", (NR > 1 ? ", " : ""), $2, $3 }')"
 fi
 [ -s "$recap" ] && { echo "=== failures, last lines of each"; cat "$recap"; }
 [ -n "$failures" ] && echo "failed:$failures"

@@ -15,7 +15,8 @@
 #     kernels/cpu/parallel.h: a given thread count gives the same bits every run), which
 #     also halves the test's time on 2 idle cores;
 #   - LeNet-5 on generated MNIST (data set "mnist" with a path) reaches 0.9 in one epoch.
-# The real data sets are trained on by train_resnet20_cifar.sh and train_lenet5_mnist.sh
+# The real data sets are trained on by train_resnet20_cifar.sh and (make test-slow)
+# train_lenet5_mnist.sh
 # when ../shared/datasets is there.
 . tests/lib.sh
 GEN=$BUILD/tools/gen_dataset

@@ -210,6 +210,11 @@ typedef struct {
      * one unknown and the round is fair's order and the throughput objective. */
     double work;
     double submitted;
+    /* What the job is worth beside others (hetero): its term in the objective is multiplied
+     * by it. A trial of an ASHA search at rung k is worth rf^k (coordinator/experiment.c,
+     * sim/sched_exp.c): the trials the search promoted, the likeliest to train to the end,
+     * take the fast slots and new trials fill the slow ones. Not > 0 (or NaN): 1. */
+    double worth;
 } policy_hjob_t;
 
 typedef struct policy_hetero {

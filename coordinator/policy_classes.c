@@ -22,7 +22,8 @@
  *   3. the "move" plan (hetero only): the same sizes, but every job that may change placed
  *      anew, then improved by exchanging single slots between jobs (and free slots) while
  *      that raises the objective (the sum of normalised throughputs; with every work known,
- *      each job's weighed by its completion rate, slowest-class speed / work left): a local
+ *      each job's weighed by its completion rate, slowest-class speed / work left; and
+ *      every term by the job's worth, policy_hjob_t.worth, an ASHA trial's rung): a local
  *      search on the assignment (a transportation problem) that Gavel solves as an LP; the
  *      greedy exchange is exact for two classes and, for a few classes and tens of jobs, a
  *      few hundred exchanges;
@@ -95,6 +96,7 @@ typedef struct {
     /* its weight in the objective: 1, or its completion rate per unit of v (hetero with
      * every remaining work known: policy_plan) */
     double w;
+    double worth;    /* policy_hjob_t.worth, 1 when not given: multiplies w */
     int pinned;      /* running and changed less than min_run_s ago: keeps its slots */
     int lo, hi;      /* its size bounds in this round */
     int want;        /* its ask: slots beyond it are borrowed (policy_hjob_t.max_slots) */
@@ -514,13 +516,13 @@ int policy_plan(policy_kind_t k, const policy_state_t *s, policy_decision_t *out
         /* hetero's weight: the completion rate one unit of v gives, slow / work (1/s) */
         p->w = k == POLICY_HETERO && slow > 0 && work_known(hj) ? slow / hj->work : -1;
         if (p->w < 0) weighed = 0;
+        p->worth = k == POLICY_HETERO && hj->worth > 0 && isfinite(hj->worth) ? hj->worth : 1;
     }
     /* Mean completion time rewards the jobs that finish soonest (shortest remaining first on
      * the fastest slots, weighed by what each type gains there): the objective is the sum of
      * the jobs' completion rates, samples/s over remaining samples, when every job's work
      * is known; else the sum of normalised throughputs (every weight 1). */
-    for (int i = 0; i < n; i++)
-        if (!weighed) j[i].w = 1;
+    for (int i = 0; i < n; i++) j[i].w = (weighed ? j[i].w : 1) * j[i].worth;
     plan_keep(&cl, h, j, n);
     int moved = k == POLICY_HETERO && plan_move(&cl, h, j, m, n);
     plan_out(k, &cl, moved ? m : j, n, out, rz, nrz);

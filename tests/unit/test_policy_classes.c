@@ -231,6 +231,33 @@ static void test_move_when_it_pays(void **unused)
     assert_int_equal(sc.nrz, 0);
 }
 
+/* Two running trials of one search, one slot each, same type, works unknown: t0 (a first
+ * rung trial) got a fast slot first, t1 (promoted twice, worth rf^2 = 9) a slow one. With
+ * worths hetero swaps them: the promoted trial is the one the fast slot is worth most to;
+ * without worths (or under agnostic) nothing moves, the two being alike. */
+static void test_promoted_trial_takes_fast_slot(void **unused)
+{
+    (void)unused;
+    static const policy_class_t one_each[] = {{"fast", 1}, {"slow", 1}};
+    policy_running_t run[] = {{"t0", 1, 0, -1, 0, NOW - 700}, {"t1", 1, 0, -1, 0, NOW - 700}};
+    policy_hjob_t hr[] = {{.type = 0, .min_slots = 1, .want = 1, .alloc = {1, 0}, .changed = NOW - 700, .worth = 1},
+                          {.type = 0, .min_slots = 1, .want = 1, .alloc = {0, 1}, .changed = NOW - 700, .worth = 9}};
+    scene_t sc;
+    scene(&sc, one_each, 2, two_speeds, 2, run, hr, 2, NULL, NULL, 0);
+    assert_int_equal(plan(&sc, POLICY_HETERO), 0);
+    assert_int_equal(sc.nrz, 2);
+    for (int r = 0; r < 2; r++) {
+        int who = sc.rz[r].running;
+        assert_int_equal(sc.rz[r].alloc[0], who == 1 ? 1 : 0);
+        assert_int_equal(sc.rz[r].alloc[1], who == 1 ? 0 : 1);
+    }
+    assert_int_equal(plan(&sc, POLICY_AGNOSTIC), 0);
+    assert_int_equal(sc.nrz, 0);
+    hr[1].worth = 0;
+    assert_int_equal(plan(&sc, POLICY_HETERO), 0);
+    assert_int_equal(sc.nrz, 0);
+}
+
 /* One 1-slot class, two queued jobs of one type (100 samples/s): a 10 h one submitted an
  * hour ago and a 10 min one submitted 5 min ago. With both works known hetero admits the
  * higher response ratio, (waited + run) / run: the short job's 1.50 over the long one's 1.10,
@@ -495,6 +522,7 @@ int main(void)
         cmocka_unit_test(test_spans_classes),
         cmocka_unit_test(test_shrink_to_admit_then_grow_back),
         cmocka_unit_test(test_move_when_it_pays),
+        cmocka_unit_test(test_promoted_trial_takes_fast_slot),
         cmocka_unit_test(test_response_ratio_admission),
         cmocka_unit_test(test_shortest_on_fastest),
         cmocka_unit_test(test_shortest_grows_first),

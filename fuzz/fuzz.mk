@@ -62,9 +62,10 @@ FUZZ_SRC_npz        := worker/data.c $(COMMON_SRC)
 FUZZ_SRC_image      := worker/image.c common/dataroot.c common/errmsg.c
 FUZZ_SRC_dcache     := worker/dcache.c $(COMMON_SRC)
 # pacer-sched-sim's cluster and trace parsers: sim/'s files of the coordinator's room
-FUZZ_SRC_sched      := sim/sched_input.c $(FUZZ_COORD_SRC) $(COMMON_SRC)
+FUZZ_SRC_sched      := sim/sched_input.c sim/sched_exp.c $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_CFLAGS_fuzz_fuzz_sched := -Isim
 FUZZ_CFLAGS_sim_sched_input := -Isim
+FUZZ_CFLAGS_sim_sched_exp := -Isim
 # The importer builds and runs the model: model/, protobuf-c's generated code, and the CPU
 # kernels, which clang does not compile (pool.c's gcc vector builtins): those are built
 # with $(CC) and no sanitizer (FUZZ_GCC_OBJ), so ASan checks the importer and model/, and a

@@ -2,10 +2,16 @@
  * daemon's own code) over a job trace in virtual time (docs/ARCHITECTURE.md "Scheduler
  * simulator").
  *
- *   pacer-sched-sim --cluster CLUSTER.json --trace TRACE.jsonl --policy fifo|agnostic|fair|hetero
+ *   pacer-sched-sim --cluster CLUSTER.json --trace TRACE.jsonl|--experiment EXP.json
+ *                   --policy fifo|agnostic|fair|hetero
  *                   [--seed N] [--jobs-out FILE] [--round-s R] [--min-run-s S]
  *                   [--restart-cost-s C] [--hysteresis H] [--max-decisions N]
- *                   [--grow-past-ask F] [--grow-overhead O]
+ *                   [--grow-past-ask F] [--grow-overhead O] [--trial-worth rung|none]
+ *
+ * --experiment: the jobs are one search's trials (sched_exp.h), released max_concurrent at
+ * a time; a trial that reaches an ASHA rung stops there or goes on, and counts rf^rung to
+ * hetero's objective (policy_hjob_t.worth; --trial-worth none: 1), so promoted trials are
+ * the ones it moves onto the fast slots. The summary adds the search's outcome.
  *
  * Event-driven: the clock jumps to the next arrival, completion or round (every R virtual
  * seconds); at each the policy decides (policy_plan, and policy_preempt under fair) on a
@@ -24,6 +30,7 @@
 
 #include "numarg.h"
 #include "policy.h"
+#include "sched_exp.h"
 #include "sched_input.h"
 
 #define PCM POLICY_CLASSES_MAX
@@ -34,6 +41,7 @@ typedef struct {
     double grow_past_ask, grow_overhead; /* --grow-past-ask F, --grow-overhead O */
     long seed, max_decisions;
     policy_kind_t kind;
+    int no_worth; /* --trial-worth none: an experiment's trials all worth 1 to the policy */
 } opts_t;
 
 typedef struct {
@@ -65,6 +73,10 @@ typedef struct {
     double *usage;
     int nusers;
     long resizes, preemptions, decisions;
+    /* --experiment: the search whose trials the jobs are (NULL: a trace), and the jobs'
+     * array, whose later trials arrive as earlier ones end */
+    sched_exp_t *exp;
+    sched_job_t *in;
 } sim_t;
 
 /* A whole file of at most max bytes, NUL-terminated; NULL with err when unreadable or too big. */
@@ -164,8 +176,9 @@ static int decide(sim_t *s, const opts_t *o, double t)
                             .want = in->workers,
                             .max_slots = max_slots(s, o, in),
                             .changed = j->changed,
-                            .work = j->remaining,
-                            .submitted = in->arrival_s};
+                            .work = s->exp ? sched_exp_work_left(s->exp, i, j->remaining) : j->remaining,
+                            .submitted = in->arrival_s,
+                            .worth = s->exp && !o->no_worth ? sched_exp_worth(s->exp, i) : 0};
         /* the daemon's rule (run.c): "elastic": true is a spec's min_workers 1 and its
          * max_workers up to max_slots; false, min_workers = max_workers = workers */
         policy_hjob_bounds(&hj, in->workers, in->elastic ? 1 : in->workers, hj.max_slots, s->slots, s->slots);
@@ -264,7 +277,8 @@ static int simulate(sim_t *s, const opts_t *o)
             if (rc < 0) return -1;
             int busy = 0;
             for (int i = 0; i < s->n && !busy; i++) busy = s->j[i].state == 2;
-            if (!busy && next_arrival == s->n) return -1; /* nothing runs, nothing will come */
+            /* nothing runs, nothing will come */
+            if (!busy && (next_arrival == s->n || !isfinite(s->j[next_arrival].in->arrival_s))) return -1;
         }
         while (next_round <= t) next_round += o->round_s;
         /* the next event */
@@ -299,6 +313,9 @@ static int simulate(sim_t *s, const opts_t *o)
         for (int i = 0; i < s->n; i++) {
             sjob_t *j = &s->j[i];
             if (j->state != 2 || (i != finisher && j->remaining > 1e-9 * j->in->samples)) continue;
+            changed = 1; /* a completion frees slots, a promotion changes a trial's worth: decide now */
+            /* an experiment's trial at the end of a segment: a rung, where ASHA may stop it */
+            if (s->exp && (j->remaining = sched_exp_reached(s->exp, s->in, i, t)) > 0) continue;
             static const int none[PCM];
             j->state = 3;
             j->end = t;
@@ -306,7 +323,6 @@ static int simulate(sim_t *s, const opts_t *o)
             memcpy(j->alloc, none, sizeof none);
             if (record(j, t) != 0) return -1;
             done++;
-            changed = 1; /* a completion frees slots: decide now */
         }
         if (!isfinite(t)) return -1;
     }
@@ -332,6 +348,21 @@ static double rho(const sim_t *s, const sjob_t *j)
     if (share > j->in->workers) share = j->in->workers;
     double alone = j->in->samples / (share * mean);
     return (j->end - j->in->arrival_s) / alone;
+}
+
+/* --experiment: the search's outcome, and one trial's time on every epoch alone on each
+ * class: the yardstick of the search's cost (its makespan over one full trial's). */
+static json_t *exp_summary(const sim_t *s)
+{
+    json_t *o = sched_exp_summary(s->exp), *one = json_object();
+    const sched_exp_t *e = s->exp;
+    for (int c = 0; c < s->c->nclasses; c++)
+        json_object_set_new(one, s->cls[c].name,
+                            json_real(e->search.epochs * e->epoch_samples /
+                                      (e->workers * s->speed[e->type * s->c->nclasses + c])));
+    if (o) json_object_set_new(o, "one_trial_s", one);
+    else json_decref(one);
+    return o;
 }
 
 static json_t *summary(const sim_t *s, const opts_t *o)
@@ -364,6 +395,7 @@ static json_t *summary(const sim_t *s, const opts_t *o)
                     "p95_wait_s", wait[p95 < 0 ? 0 : p95], "max_ftf_rho", worst, "ftf_rho_by_user", by, "resizes",
                     (json_int_t)s->resizes, "preemptions", (json_int_t)s->preemptions, "decisions",
                     (json_int_t)s->decisions);
+    if (out && s->exp) json_object_set_new(out, "experiment", exp_summary(s));
 done:
     free(wait);
     free(ur);
@@ -400,17 +432,18 @@ static int jobs_out(const sim_t *s, const char *path)
 static int usage(const char *why)
 {
     fprintf(stderr,
-            "pacer-sched-sim: %s\nusage: pacer-sched-sim --cluster CLUSTER.json --trace TRACE.jsonl --policy "
+            "pacer-sched-sim: %s\nusage: pacer-sched-sim --cluster CLUSTER.json --trace TRACE.jsonl|--experiment EXP.json "
+            "--policy "
             "fifo|agnostic|fair|hetero [--seed N] [--jobs-out FILE] [--round-s R] [--min-run-s S] "
             "[--restart-cost-s C] [--hysteresis H] [--max-decisions N] [--grow-past-ask F] "
-            "[--grow-overhead O]\n",
+            "[--grow-overhead O] [--trial-worth rung|none]\n",
             why);
     return 2;
 }
 
 /* The files a run reads and writes (main's options besides opts_t). */
 typedef struct {
-    const char *cluster, *trace, *jobsout, *policy;
+    const char *cluster, *trace, *experiment, *jobsout, *policy;
 } files_t;
 
 /* The command line into o and f. Returns 0, or usage's exit status (2) after saying why. */
@@ -423,6 +456,7 @@ static int parse_options(int argc, char **argv, opts_t *o, files_t *f)
         i++;
         if (strcmp(a, "--cluster") == 0) f->cluster = v;
         else if (strcmp(a, "--trace") == 0) f->trace = v;
+        else if (strcmp(a, "--experiment") == 0) f->experiment = v;
         else if (strcmp(a, "--jobs-out") == 0) f->jobsout = v;
         else if (strcmp(a, "--policy") == 0) f->policy = v;
         else if (strcmp(a, "--seed") == 0) {
@@ -442,6 +476,9 @@ static int parse_options(int argc, char **argv, opts_t *o, files_t *f)
         } else if (strcmp(a, "--grow-past-ask") == 0) {
             if (numarg_double(v, 1, 64, &o->grow_past_ask) != 0)
                 return usage("--grow-past-ask: must be a number in [1, 64]");
+        } else if (strcmp(a, "--trial-worth") == 0) {
+            if (strcmp(v, "rung") != 0 && strcmp(v, "none") != 0) return usage("--trial-worth: must be rung or none");
+            o->no_worth = strcmp(v, "none") == 0;
         } else if (strcmp(a, "--grow-overhead") == 0) {
             if (numarg_double(v, 0, 0.99, &o->grow_overhead) != 0)
                 return usage("--grow-overhead: must be a number in [0, 0.99]");
@@ -450,7 +487,8 @@ static int parse_options(int argc, char **argv, opts_t *o, files_t *f)
             return usage(err);
         }
     }
-    if (!f->cluster || !f->trace || !f->policy) return usage("--cluster, --trace and --policy are required");
+    if (!f->cluster || !f->trace == !f->experiment || !f->policy)
+        return usage("--cluster, --policy and one of --trace and --experiment are required");
     if (policy_parse_any(f->policy, &o->kind, err, sizeof err) != 0) return usage(err);
     return 0;
 }
@@ -472,6 +510,7 @@ int main(int argc, char **argv)
     char err[512];
 
     static sched_cluster_t c;
+    static sched_exp_t exp;
     sched_job_t *in = NULL;
     sim_t s = {.c = &c};
     size_t len;
@@ -479,8 +518,14 @@ int main(int argc, char **argv)
     char *text = slurp(cluster, SCHED_FILE_MAX, &len, err, sizeof err);
     if (!text || sched_cluster_parse(text, len, cluster, &c, err, sizeof err) != 0) goto fail;
     free(text);
-    text = slurp(trace, SCHED_FILE_MAX, &len, err, sizeof err);
-    if (!text || sched_trace_parse(text, len, trace, &c, &in, &n, err, sizeof err) != 0) goto fail;
+    const char *jobsfile = fl.experiment ? fl.experiment : trace;
+    text = slurp(jobsfile, SCHED_FILE_MAX, &len, err, sizeof err);
+    if (!text) goto fail;
+    if (fl.experiment ? sched_exp_parse(text, len, jobsfile, &c, &exp, &in, &n, err, sizeof err)
+                      : sched_trace_parse(text, len, jobsfile, &c, &in, &n, err, sizeof err))
+        goto fail;
+    s.exp = fl.experiment ? &exp : NULL;
+    s.in = in;
     s.n = n;
     s.speed = calloc((size_t)(c.ntypes * c.nclasses), sizeof *s.speed);
     s.j = calloc((size_t)n, sizeof *s.j);
@@ -513,7 +558,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++)
         s.j[i] = (sjob_t){.in = &in[i],
                           .user = user_index(&s, in[i].user),
-                          .remaining = in[i].samples,
+                          .remaining = s.exp ? sched_exp_first(s.exp, i) : in[i].samples,
                           .start = -1,
                           .end = -1,
                           .changed = -INFINITY};
@@ -543,5 +588,6 @@ fail:
     free(s.users);
     free(s.usage);
     free(in);
+    sched_exp_free(&exp);
     return rc;
 }

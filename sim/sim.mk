@@ -121,7 +121,7 @@ clean-smpi:
 # It runs the coordinator's own policy code, so it compiles with the coordinator room's
 # include path (plus sim/), never the worker's: the SMPI tools above stay out of it.
 INC_sched = -Isim -Icoordinator -Icommon
-SCHED_SIM_SRC := sim/sched_sim.c sim/sched_input.c
+SCHED_SIM_SRC := sim/sched_sim.c sim/sched_input.c sim/sched_exp.c
 $(BUILD)/obj/sim/sched_%.o: INCLUDES = $(INC_sched)
 $(BUILD)/pacer-sched-sim: $(call obj,$(SCHED_SIM_SRC)) $(LIBCOORD) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -Wl,--as-needed $(call obj,$(SCHED_SIM_SRC)) -o $@ $(LIBCOORD) $(LIBCOMMON) $(DEP_LIBS)

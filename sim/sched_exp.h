@@ -1,0 +1,59 @@
+/* sim/sched_exp.h - an experiment (docs/EXPERIMENTS.md) as pacer-sched-sim's input: the
+ * trials of one search, released max_concurrent at a time, each a job of the cluster file's
+ * type that runs segment by segment up to ASHA's rungs (common/search.c, the daemon's own
+ * rule), where it stops or goes on. Its metric is synthetic (a learning curve per trial,
+ * sched_exp.c), so what the simulator measures is the search's cost on the cluster: when
+ * its last trial ends, under each policy. Outside input: the file is bounded and checked
+ * as the trace is, a refusal naming the file and the field. */
+#ifndef PACER_SCHED_EXP_H
+#define PACER_SCHED_EXP_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "sched_input.h"
+#include "search.h"
+
+#define SCHED_EXP_EPOCHS_MAX 10000
+
+typedef struct {
+    search_t search;
+    json_t *params; /* every trial's parameters (search_trial_params) */
+    int type, workers;
+    double epoch_samples;
+    int rungs[SEARCH_RUNGS_MAX], nrungs;
+    int n;        /* trials */
+    int released; /* trials whose job has arrived */
+    int *at;      /* per trial: the epoch its running segment ends at */
+    int *rung;    /* rungs it passed */
+    int *stopped; /* stopped at a rung */
+    double *metric;
+    double *recorded; /* [rung * n + k]: the values recorded at a rung, in arrival order */
+    int nrec[SEARCH_RUNGS_MAX];
+} sched_exp_t;
+
+/* Parses the experiment file's text: {"type", "workers" (default 1), "epoch_samples",
+ * "epochs", "search": an experiment's search object}. Writes the trials' jobs into *jobs
+ * (malloc'ed; ids t0..tN-1, user "experiment"): the first max_concurrent arrive at 0, the
+ * others when a trial ends (sched_exp_reached). Returns 0, or -1 with err "FILE: field: ...".
+ * Free e with sched_exp_free (also after a failure). */
+int sched_exp_parse(const char *text, size_t len, const char *file, const sched_cluster_t *c, sched_exp_t *e,
+                    sched_job_t **jobs, int *njobs, char *err, size_t errlen);
+void sched_exp_free(sched_exp_t *e);
+
+/* Samples of trial i's first segment (to its first rung, or every epoch). */
+double sched_exp_first(const sched_exp_t *e, int i);
+/* Trial i finished its segment at time t: its metric at that epoch, ASHA's decision at a
+ * rung. Returns the samples of its next segment (> 0: it goes on), or 0 when it ended
+ * (stopped, or every epoch trained); then the next trial's job arrives at t (jobs[]). */
+double sched_exp_reached(sched_exp_t *e, sched_job_t *jobs, int i, double t);
+/* What trial i is worth to the policy (policy_hjob_t.worth): rf^(rungs it passed). */
+double sched_exp_worth(const sched_exp_t *e, int i);
+/* Trial i's work left were it to train every epoch: remaining in its segment, and after. */
+double sched_exp_work_left(const sched_exp_t *e, int i, double remaining);
+/* The search's outcome: trials stopped and trained to the end, epochs trained, and the
+ * best trial's final metric and parameters. */
+json_t *sched_exp_summary(const sched_exp_t *e);
+
+#endif

@@ -259,8 +259,9 @@ static int do_conv(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     return define_output(im, n, li, 0);
 }
 
-static int do_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int is_max)
+static int do_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, layer_kind_t kind)
 {
+    const int is_max = kind == LAYER_MAXPOOL;
     static const char *const kmax[] = {"kernel_shape", "strides",       "pads",     "dilations",
                                        "ceil_mode",    "storage_order", "auto_pad", NULL};
     static const char *const kavg[] = {"kernel_shape",      "strides",  "pads", "ceil_mode",
@@ -1722,36 +1723,9 @@ static int do_unary_kind(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n
     return define_output(im, n, model_build_unary(b, kind, x->layer, a), x->flat);
 }
 
-static int do_exp(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
-{
-    return do_unary_kind(im, b, n, LAYER_EXP);
-}
-static int do_neg(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
-{
-    return do_unary_kind(im, b, n, LAYER_NEG);
-}
-static int do_sqrt(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
-{
-    return do_unary_kind(im, b, n, LAYER_SQRT);
-}
-static int do_reciprocal(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
-{
-    return do_unary_kind(im, b, n, LAYER_RECIPROCAL);
-}
-static int do_abs(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
-{
-    return do_unary_kind(im, b, n, LAYER_ABS);
-}
-static int do_pow(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
-{
-    return do_unary_kind(im, b, n, LAYER_POW);
-}
-static int do_maxpool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n) { return do_pool(im, b, n, 1); }
-static int do_avgpool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n) { return do_pool(im, b, n, 0); }
 static int do_pad_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n) { return do_pad(im, n); }
 static int do_squeeze_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n) { return do_squeeze(im, b, n, 0); }
 static int do_unsqueeze(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n) { return do_squeeze(im, b, n, 1); }
-static int do_sub(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n) { return do_binary(im, b, n, LAYER_SUB); }
 
 /* Div: torch 1.13's nn.GELU nodes start with one (match_gelu), else broadcast */
 static int do_div(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
@@ -1782,51 +1756,55 @@ static int do_matmul_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *
 typedef struct {
     const char *op;
     int (*import)(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n);
+    /* or, where one translation serves several operators (the unary functions, the
+     * broadcasting binaries, the pools), it and the layer kind this operator becomes */
+    int (*import_kind)(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, layer_kind_t kind);
+    layer_kind_t kind;
 } node_import_t;
 static const node_import_t NODE_IMPORTS[] = {
-    {"Abs", do_abs},
-    {"Add", do_add},
-    {"AveragePool", do_avgpool},
-    {"BatchNormalization", do_bn},
-    {"Clip", do_clip},
-    {"Concat", do_concat},
-    {"Constant", do_constant},
-    {"Conv", do_conv},
-    {"Div", do_div},
-    {"Dropout", do_dropout},
-    {"Erf", do_erf},
-    {"Exp", do_exp},
-    {"Expand", do_expand},
-    {"Flatten", do_flatten},
-    {"Gemm", do_gemm},
-    {"GlobalAveragePool", do_relu_gap},
-    {"HardSigmoid", do_hard},
-    {"HardSwish", do_hard},
-    {"Identity", do_identity},
-    {"LayerNormalization", do_layernorm},
-    {"LeakyRelu", do_activation},
-    {"LogSoftmax", do_softmax},
-    {"MatMul", do_matmul_node},
-    {"MaxPool", do_maxpool},
-    {"Mul", do_mul},
-    {"Neg", do_neg},
-    {"Pad", do_pad_node},
-    {"Pow", do_pow},
-    {"Reciprocal", do_reciprocal},
-    {"ReduceMean", do_reduce_mean},
-    {"ReduceSum", do_reduce},
-    {"Relu", do_relu_gap},
-    {"Reshape", do_reshape},
-    {"Sigmoid", do_activation},
-    {"Slice", do_slice},
-    {"Softmax", do_softmax},
-    {"Split", do_split},
-    {"Sqrt", do_sqrt},
-    {"Squeeze", do_squeeze_node},
-    {"Sub", do_sub},
-    {"Tanh", do_activation},
-    {"Transpose", do_transpose},
-    {"Unsqueeze", do_unsqueeze},
+    {"Abs", .import_kind = do_unary_kind, .kind = LAYER_ABS},
+    {"Add", .import = do_add},
+    {"AveragePool", .import_kind = do_pool, .kind = LAYER_AVGPOOL},
+    {"BatchNormalization", .import = do_bn},
+    {"Clip", .import = do_clip},
+    {"Concat", .import = do_concat},
+    {"Constant", .import = do_constant},
+    {"Conv", .import = do_conv},
+    {"Div", .import = do_div},
+    {"Dropout", .import = do_dropout},
+    {"Erf", .import = do_erf},
+    {"Exp", .import_kind = do_unary_kind, .kind = LAYER_EXP},
+    {"Expand", .import = do_expand},
+    {"Flatten", .import = do_flatten},
+    {"Gemm", .import = do_gemm},
+    {"GlobalAveragePool", .import = do_relu_gap},
+    {"HardSigmoid", .import = do_hard},
+    {"HardSwish", .import = do_hard},
+    {"Identity", .import = do_identity},
+    {"LayerNormalization", .import = do_layernorm},
+    {"LeakyRelu", .import = do_activation},
+    {"LogSoftmax", .import = do_softmax},
+    {"MatMul", .import = do_matmul_node},
+    {"MaxPool", .import_kind = do_pool, .kind = LAYER_MAXPOOL},
+    {"Mul", .import = do_mul},
+    {"Neg", .import_kind = do_unary_kind, .kind = LAYER_NEG},
+    {"Pad", .import = do_pad_node},
+    {"Pow", .import_kind = do_unary_kind, .kind = LAYER_POW},
+    {"Reciprocal", .import_kind = do_unary_kind, .kind = LAYER_RECIPROCAL},
+    {"ReduceMean", .import = do_reduce_mean},
+    {"ReduceSum", .import = do_reduce},
+    {"Relu", .import = do_relu_gap},
+    {"Reshape", .import = do_reshape},
+    {"Sigmoid", .import = do_activation},
+    {"Slice", .import = do_slice},
+    {"Softmax", .import = do_softmax},
+    {"Split", .import = do_split},
+    {"Sqrt", .import_kind = do_unary_kind, .kind = LAYER_SQRT},
+    {"Squeeze", .import = do_squeeze_node},
+    {"Sub", .import_kind = do_binary, .kind = LAYER_SUB},
+    {"Tanh", .import = do_activation},
+    {"Transpose", .import = do_transpose},
+    {"Unsqueeze", .import = do_unsqueeze},
 };
 
 static int node_import_cmp(const void *key, const void *row)
@@ -1858,7 +1836,7 @@ int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (rc != 1) return rc;
     const node_import_t *row = bsearch(op, NODE_IMPORTS, sizeof NODE_IMPORTS / sizeof NODE_IMPORTS[0],
                                        sizeof NODE_IMPORTS[0], node_import_cmp);
-    if (row) return row->import(im, b, n);
+    if (row) return row->import ? row->import(im, b, n) : row->import_kind(im, b, n, row->kind);
     return imp_fail(im,
                     "node '%s': operator %s is not supported (`pacer-worker --list-ops` lists the operators that import, "
                     "as does docs/JOB_SPEC.md, \"What imports\")",

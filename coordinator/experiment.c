@@ -845,6 +845,30 @@ static int trials_advance(coordinator_t *c, redisContext *rc, exp_t *e, double n
     return code;
 }
 
+/* Each running trial's worth to --policy hetero's placement (coord_run_t.worth): rf^(rungs
+ * it passed), so that the trials ASHA promoted, the likeliest to train to the end, are the
+ * ones the policy moves onto the fastest hosts while new trials fill the slow ones. Set on
+ * every tick (a restarted coordinator's adopted runs get theirs at its first); said in the
+ * log when it changes. */
+static void trials_worth(coordinator_t *c, const exp_t *e)
+{
+    if (e->search.method != SEARCH_ASHA) return;
+    for (int i = 0; i < e->search.trials; i++) {
+        const trial_t *t = &e->trials[i];
+        if (!t->job[0] || state_final(t->state)) continue;
+        for (int k = 0; k < c->nruns; k++) {
+            coord_run_t *r = c->runs[k];
+            if (strcmp(r->id, t->job) != 0) continue;
+            double w = pow(e->search.reduction_factor, t->nrec);
+            if (w != r->worth && (r->worth > 0 || t->nrec > 0))
+                clog_printf("experiment %s: trial %d (%s) passed %d rung(s): worth %g to the placement", e->id, i,
+                            t->job, t->nrec, w);
+            r->worth = w;
+            break;
+        }
+    }
+}
+
 /* Starts pending trials while fewer than max_concurrent are live, each recorded as soon
  * as its job is stored. A refusal for a limit (the owner's queue is full) waits; any other
  * fails that trial. */
@@ -914,6 +938,7 @@ static int exp_step(coordinator_t *c, redisContext *rc, const char *id, double n
     int running = strcmp(e.state, "RUNNING") == 0;
     if (!running) cancel_trial_jobs(c, &e); /* cancelled: a trial started meanwhile stops too */
     js = trials_advance(c, rc, &e, now);
+    if (js == JS_OK) trials_worth(c, &e);
     char waiting[EXP_REASON_MAX] = "";
     if (js == JS_OK && running) trials_start(c, rc, &e, waiting, sizeof waiting);
     if (js == JS_OK && exp_save(rc, &e) >= 0 && running) {

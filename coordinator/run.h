@@ -158,6 +158,10 @@ typedef struct {
      * at_step, checkpoint_step, lost_steps, at}], and how many there were in all. */
     json_t *interruptions;
     int interruptions_total;
+    /* What the job is worth to --policy hetero's placement (policy_hjob_t.worth): a trial
+     * of an ASHA search, rf^(rungs it passed), set by each experiment tick
+     * (experiment.c); 0: a job like any other (1). */
+    double worth;
 } coord_run_t;
 
 /* The slots of c->hosts[host] r holds: its ranks fill its hosts (its placement, else the

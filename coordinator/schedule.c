@@ -193,6 +193,7 @@ static int hsnap_build(coordinator_t *c, double now, coord_run_t *const *rr, int
         const coord_run_t *r = rr[i];
         double done = r->progress_total > 0 ? (double)r->progress_step / (double)r->progress_total : 0;
         j->work = hclass_job_work(r->spec) * (done < 1 ? 1 - done : 0);
+        j->worth = r->worth;
     }
     for (int i = 0; i < n; i++) {
         policy_hjob_t *j = &s->hq[i];

@@ -81,6 +81,9 @@ j0=$(jq -r '.trials[0].job' "$TMP/x.json")
 stopped=$(jq '[.trials[] | select(.state == "STOPPED")] | length' "$TMP/x.json")
 [ "$stopped" -ge 1 ] || { cat "$TMP/x.json"; fail "ASHA stopped no trial of $X"; }
 exp_events | grep -q '"action":"promoted"' || fail "ASHA promoted no trial of $X"
+# a promoted trial still running is worth rf^rungs to --policy hetero's placement
+grep "experiment $X: trial [0-5] (.*) passed [12] rung(s): worth [39] to the placement" "$TMP/coord.log" ||
+    { grep "experiment $X" "$TMP/coord.log"; fail "no promoted trial of $X was worth 3 or 9 to the placement"; }
 # a stopped trial stopped at its rung: cancelled before its last epoch, its slots freed
 for t in $(jq -r '.trials[] | select(.state == "STOPPED") | .job' "$TMP/x.json"); do
     await 60 "stopped trial $t's job to be cancelled" is_api_state "$t" CANCELLED

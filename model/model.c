@@ -858,7 +858,9 @@ static int alloc_buffers(model_t *m)
         zero_pages((ptr), bytes_ ? bytes_ : 4096);                    \
     } while (0)
     ALLOC(m->params, m->nparams);
-    ALLOC(m->grads, m->nparams + MODEL_GRAD_EXTRA);
+    /* untouched too: a sharded backward (stage 2) reduces the gradient bucket by bucket
+     * and gives each bucket's pages back, so it must not start out wholly resident */
+    ALLOC_UNTOUCHED(m->grads, m->nparams + MODEL_GRAD_EXTRA);
     ALLOC_UNTOUCHED(m->momentum, m->nparams);
     ALLOC(m->buffers, m->nbuffers);
     ALLOC(m->acts, m->act_floats);
@@ -1134,6 +1136,8 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     m->dinput = NULL;
     m->progress = NULL;
     m->progress_ctx = NULL;
+    m->grad_done = NULL;
+    m->grad_done_ctx = NULL;
     m->bn_sync = NULL;
     m->layers = malloc((size_t)(src->nlayers ? src->nlayers : 1) * sizeof *m->layers);
     m->tensors = malloc((size_t)(src->ntensors ? src->ntensors : 1) * sizeof *m->tensors);
@@ -1300,6 +1304,7 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
     for (int i = m->nlayers - 1; i >= 0; i--) {
         MODEL_OPS[m->layers[i].kind].backward(m, i, x, B);
         if (m->progress) m->progress(m->progress_ctx);
+        if (m->grad_done) m->grad_done(m->grad_done_ctx, i);
     }
 }
 

@@ -318,6 +318,11 @@ typedef struct {
      * progresses nonblocking collectives inside MPI calls. */
     void (*progress)(void *ctx);
     void *progress_ctx;
+    /* Called in a training backward right after layer i's backward, when set: from then on
+     * no later backward writes the gradients of the parameters no layer before i reads, so
+     * an algorithm may reduce them (and give their pages back) while the pass goes on. */
+    void (*grad_done)(void *ctx, int layer);
+    void *grad_done_ctx;
     /* Synchronised batch norm (kernels/cpu/ops.h bn_sync_t; a job's sync_batchnorm): while
      * set, a training forward's batch norms and their backward take the statistics of every
      * process's part of the global batch through it. NULL: each process's own batch. Its

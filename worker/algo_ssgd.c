@@ -84,7 +84,9 @@ static int ssgd_step(worker_t *w)
     adaptive_begin_step(w);
     worker_next_batch(w);
     model_t *m = w->model;
+    shard_begin_step(w); /* algorithm.shard: buckets reduced while the backward pass goes on */
     float loss = adaptive_compute_grad(w, (float)w->batch);
+    shard_finish_grad(w); /* every rank's buckets, before the barrier below */
     adaptive_pack(w, loss);
 
     comm_wait_peers(w, MPI_COMM_WORLD);

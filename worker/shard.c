@@ -17,6 +17,10 @@
 /* The reduce-scatter's chunk (1 MiB of floats; reduce_scatter) and its messages' tag. */
 #define SHARD_CHUNK ((size_t)1 << 18)
 #define SHARD_TAG 0x5a4d
+/* The smallest bucket: an eighth of the model up to 8 MiB of floats (fewer, larger
+ * exchanges than one per layer, yet a small part of a model large enough to need
+ * sharding; a small model gets several buckets all the same, as the tests' do). */
+#define SHARD_BUCKET ((size_t)1 << 21)
 
 /* A range-sized state buffer, 64-byte aligned as the model's (the vector loops' reach),
  * zeroed, with src's range copied in when given (a restored state). */
@@ -115,6 +119,43 @@ static int take_state(worker_t *w, shard_t *sh, char *err, size_t errlen)
     return 0;
 }
 
+/* The end of the params tensor holding off (0 when none: a layer without parameters
+ * whose offsets are 0, or a buffer's offset, only makes the plan more cautious). */
+static size_t tensor_end(const model_t *m, size_t off)
+{
+    const tensor_info_t *t = model_tensor_at(m, off, 0);
+    return t ? t->offset + t->count : 0;
+}
+
+/* final_below and the bucket edges (shard.h). Layers write gradients only at their w_off
+ * and b_off tensors (a tied head at its embedding's), and a backward runs from the last
+ * layer to the first: after layer i's, no parameter above every tensor of layers 0..i-1
+ * is written again in this pass. */
+static int plan_buckets(const model_t *m, shard_t *sh)
+{
+    const int nl = m->nlayers;
+    sh->final_below = calloc((size_t)(nl > 0 ? nl : 1), sizeof *sh->final_below);
+    sh->edge = calloc((size_t)(nl > 0 ? nl : 1) + 2, sizeof *sh->edge);
+    if (!sh->final_below || !sh->edge) return -1;
+    size_t below = 0; /* the highest end of a tensor of layers 0..i-1 */
+    for (int i = 0; i < nl; i++) {
+        sh->final_below[i] = below;
+        const layer_t *l = &m->layers[i];
+        size_t e = tensor_end(m, l->w_off), f = tensor_end(m, l->b_off);
+        if (e > below) below = e;
+        if (f > below) below = f;
+    }
+    const size_t least = m->nparams / 8 < SHARD_BUCKET ? m->nparams / 8 + 1 : SHARD_BUCKET;
+    int k = 0;
+    sh->edge[k] = m->nparams;
+    for (int i = nl - 1; i >= 0; i--)
+        if (sh->edge[k] >= sh->final_below[i] + least) sh->edge[++k] = sh->final_below[i];
+    if (sh->edge[k] > 0) sh->edge[++k] = 0;
+    sh->nbuckets = k;
+    sh->next_bucket = k; /* none pending until shard_begin_step */
+    return 0;
+}
+
 int shard_setup(worker_t *w, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
@@ -137,6 +178,10 @@ int shard_setup(worker_t *w, char *err, size_t errlen)
     }
     sh->gathered_step = w->global_step;
     if (make_plan(w, sh, err, errlen) != 0 || take_state(w, sh, err, errlen) != 0) return -1;
+    if (plan_buckets(w->model, sh) != 0) {
+        snprintf(err, errlen, "algorithm.shard: out of memory for the buckets of %d layers", w->model->nlayers);
+        return -1;
+    }
     return 0;
 }
 
@@ -154,7 +199,10 @@ void shard_free(worker_t *w)
     free(sh->weights);
     free(sh->reqs);
     free(sh->scratch);
+    free(sh->edge);
+    free(sh->final_below);
     free(sh);
+    w->model->grad_done = NULL;
     w->shard = NULL;
 }
 
@@ -178,43 +226,102 @@ static void sum_in_rank_order(int n, const float *const *in, float *acc, size_t 
     }
 }
 
-/* The reduce-scatter, in chunks of SHARD_CHUNK floats: each rank sends every other rank
- * its part of that rank's range and sums the parts of its own range, in place at
- * grads[lo, hi), in one fixed order. MPI_Reduce_scatter would do it in one call, but Open
- * MPI's allocates scratch the size of the whole buffer (what the sharding saves), and its
- * summation order differs from the all-reduce's. Scratch here: n chunks. */
-static void reduce_scatter(worker_t *w, shard_t *sh)
+/* The reduce-scatter of grads[a, b), in chunks of SHARD_CHUNK floats: each rank sends
+ * every other rank its part of that rank's range and sums the parts of its own range, in
+ * place in grads, in one fixed order. MPI_Reduce_scatter would do it in one call, but
+ * Open MPI's allocates scratch the size of the whole buffer (what the sharding saves),
+ * and its summation order differs from the all-reduce's. Scratch here: n chunks. */
+static void reduce_scatter(worker_t *w, shard_t *sh, size_t a, size_t b)
 {
     float *g = w->model->grads;
     const int n = sh->n, me = w->rank;
-    const size_t len = sh->hi - sh->lo;
-    size_t most = 0;
-    for (int r = 0; r < n; r++)
-        if ((size_t)sh->counts[r] > most) most = (size_t)sh->counts[r];
+    size_t from[SPEC_MAX_WORKERS], cnt[SPEC_MAX_WORKERS], most = 0;
+    for (int r = 0; r < n; r++) { /* rank r's part of [a, b) */
+        const size_t lo = sh->bounds[r] > a ? sh->bounds[r] : a, hi = sh->bounds[r + 1] < b ? sh->bounds[r + 1] : b;
+        from[r] = lo;
+        cnt[r] = hi > lo ? hi - lo : 0;
+        if (cnt[r] > most) most = cnt[r];
+    }
+    const size_t len = cnt[me];
     const float *in[SPEC_MAX_WORKERS];
     for (size_t off = 0; off < most; off += SHARD_CHUNK) {
         int nreq = 0;
         const size_t c = off < len ? (len - off < SHARD_CHUNK ? len - off : SHARD_CHUNK) : 0;
         for (int r = 0; r < n; r++) {
-            in[r] = r == me ? g + sh->lo + off : sh->scratch + (size_t)r * SHARD_CHUNK;
+            in[r] = r == me ? g + from[me] + off : sh->scratch + (size_t)r * SHARD_CHUNK;
             if (r != me && c > 0)
                 MPI_CHECK(MPI_Irecv(sh->scratch + (size_t)r * SHARD_CHUNK, (int)c, MPI_FLOAT, r, SHARD_TAG,
                                     MPI_COMM_WORLD, &sh->reqs[nreq++]));
         }
         for (int r = 0; r < n; r++) {
-            const size_t have = (size_t)sh->counts[r];
-            if (r == me || off >= have) continue;
-            const size_t cr = have - off < SHARD_CHUNK ? have - off : SHARD_CHUNK;
-            MPI_CHECK(MPI_Isend(g + sh->displs[r] + off, (int)cr, MPI_FLOAT, r, SHARD_TAG, MPI_COMM_WORLD,
-                                &sh->reqs[nreq++]));
+            if (r == me || off >= cnt[r]) continue;
+            const size_t cr = cnt[r] - off < SHARD_CHUNK ? cnt[r] - off : SHARD_CHUNK;
+            MPI_CHECK(MPI_Isend(g + from[r] + off, (int)cr, MPI_FLOAT, r, SHARD_TAG, MPI_COMM_WORLD, &sh->reqs[nreq++]));
         }
         MPI_CHECK(MPI_Waitall(nreq, sh->reqs, MPI_STATUSES_IGNORE));
         if (c == 0) continue;
         /* the sum into my slot of the scratch, then over my part (read as an input first) */
         float *acc = sh->scratch + (size_t)me * SHARD_CHUNK;
         sum_in_rank_order(n, in, acc, c);
-        memcpy(g + sh->lo + off, acc, c * sizeof *acc);
+        memcpy(g + from[me] + off, acc, c * sizeof *acc);
     }
+}
+
+/* Bucket k: its share of the local gradient's norm (before the sums overwrite this
+ * rank's range), the reduce-scatter, and at stage 2 its pages outside the range given
+ * back. */
+static void reduce_bucket(worker_t *w, shard_t *sh, int k)
+{
+    float *g = w->model->grads;
+    const size_t a = sh->edge[k + 1], b = sh->edge[k];
+    sh->local_sumsq += sum_squares(b - a, g + a);
+    if (w->use_mpi && sh->n > 1) reduce_scatter(w, sh, a, b);
+    if (sh->stage < 2) return;
+    if (a < sh->lo) release_pages(g + a, g + (b < sh->lo ? b : sh->lo));
+    if (b > sh->hi) release_pages(g + (a > sh->hi ? a : sh->hi), g + b);
+}
+
+/* model_t's grad_done: the buckets wholly above final_below[layer], from the top down. */
+static void grad_done(void *ctx, int layer)
+{
+    worker_t *w = ctx;
+    shard_t *sh = w->shard;
+    if (sh->next_bucket >= sh->nbuckets || sh->edge[sh->next_bucket + 1] < sh->final_below[layer]) return;
+    phase_mark(&w->phases, PHASE_COMPUTE); /* the backward so far */
+    const double t0 = clock_mono_s();
+    waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
+    while (sh->next_bucket < sh->nbuckets && sh->edge[sh->next_bucket + 1] >= sh->final_below[layer])
+        reduce_bucket(w, sh, sh->next_bucket++);
+    waitmark_leave(&w->wait);
+    phase_mark(&w->phases, PHASE_COMM);
+    sh->hook_s += clock_mono_s() - t0;
+}
+
+void shard_begin_step(worker_t *w)
+{
+    shard_t *sh = w->shard;
+    if (!sh) return;
+    sh->next_bucket = 0;
+    sh->local_sumsq = 0.0;
+    sh->hook_s = 0.0;
+    w->model->grad_done = grad_done;
+    w->model->grad_done_ctx = w;
+}
+
+void shard_finish_grad(worker_t *w)
+{
+    shard_t *sh = w->shard;
+    if (!sh) return;
+    w->model->grad_done = NULL;
+    /* the time inside the backward pass was communication, not compute */
+    w->stats.step_compute_s -= sh->hook_s;
+    w->stats.compute_s -= sh->hook_s;
+    const double t0 = clock_mono_s();
+    waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
+    while (sh->next_bucket < sh->nbuckets) reduce_bucket(w, sh, sh->next_bucket++);
+    waitmark_leave(&w->wait);
+    phase_mark(&w->phases, PHASE_COMM);
+    sh->hook_s += clock_mono_s() - t0;
 }
 
 double shard_reduce(worker_t *w)
@@ -224,12 +331,14 @@ double shard_reduce(worker_t *w)
     const size_t n = sh->hi - sh->lo;
     double t0 = clock_mono_s();
     waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
-    if (w->use_mpi && sh->n > 1) reduce_scatter(w, sh);
-    phase_mark(&w->phases, PHASE_COMM);
     /* the extras and the range's squared norm, summed in double (exact for the batch
      * sizes and counts; the loss and the norms lose nothing a float sum keeps) */
     double x[MODEL_GRAD_EXTRA + 1];
     for (int i = 0; i < MODEL_GRAD_EXTRA; i++) x[i] = m->grads[m->nparams + i];
+    /* adaptive_pack's b |g_i|^2 from the norms the buckets took before their reduction
+     * (the buffer no longer holds this rank's whole gradient) */
+    const float b = m->grads[m->nparams];
+    x[2] = b > 0 ? (float)(sh->local_sumsq / b) : 0.0f;
     x[MODEL_GRAD_EXTRA] = sum_squares(n, m->grads + sh->lo);
     if (w->use_mpi)
         MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, x, MODEL_GRAD_EXTRA + 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
@@ -240,7 +349,7 @@ double shard_reduce(worker_t *w)
         release_pages(m->grads + sh->hi, m->grads + m->nparams);
     }
     phase_mark(&w->phases, PHASE_COMM);
-    const double dt = clock_mono_s() - t0;
+    const double dt = clock_mono_s() - t0 + sh->hook_s;
     w->stats.step_comm_s += dt;
     w->stats.comm_s += dt;
     if (w->use_mpi) { /* the gradient once, as ssgd's all-reduce counts it */

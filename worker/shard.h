@@ -3,16 +3,18 @@
  * (common/shard_plan.h) and keeps the optimizer state of that range only.
  *
  * A sharded step, in place of ssgd's one all-reduce and whole-buffer update:
- *   1. a reduce-scatter of the fused gradient with per-rank counts, in chunks: each rank
- *      sends every other rank its part of that rank's range and sums its own range's
- *      parts in place, in the order of Open MPI's linear reduction (shard.c says why
- *      not MPI_Reduce_scatter);
+ *   1. a reduce-scatter of the fused gradient with per-rank counts, bucket by bucket while
+ *      the backward pass goes on (model_t's grad_done), each in chunks: each rank sends
+ *      every other rank its part of that rank's range and sums its own range's parts in
+ *      place, in the order of Open MPI's linear reduction (shard.c says why not
+ *      MPI_Reduce_scatter);
  *   2. one MPI_Allreduce of five doubles: the four extras of adaptive_pack (batch, loss,
  *      the noise scale's norms) and the sum of the ranks' squared range norms, the global
  *      gradient norm that clipping and the noise-scale estimate need;
  *   3. stage 2: the pages of model->grads outside the rank's range are given back to the
- *      kernel (madvise DONTNEED): the gradient outside the range is not kept after its
- *      reduction (the next backward pass touches them again);
+ *      kernel (madvise DONTNEED) as soon as their bucket is reduced: at most the range,
+ *      the buckets the pass is writing and a page per bucket edge are resident at once
+ *      (the next backward pass touches them again);
  *   4. the optimizer rule (SGD, momentum, AdamW, no-decay groups, clipping) over the
  *      range, with the state of the range;
  *   5. MPI_Allgatherv of the updated parameters.
@@ -53,6 +55,15 @@ typedef struct shard {
     double *weights;      /* (n) the split's weights, as used */
     float *scratch;       /* the reduce-scatter's chunks: n x SHARD_CHUNK floats */
     MPI_Request *reqs;    /* (2n) its sends and receives */
+    /* The buckets of the reduce-scatter, from the top of the buffer down, as the backward
+     * pass finishes them: bucket k is [edge[k + 1], edge[k]), edge[0] = nparams and
+     * edge[nbuckets] = 0; final_below[i]: after layer i's backward, [final_below[i],
+     * nparams) is final. The same on every rank (one model), so every rank reduces the
+     * same buckets in the same order. */
+    size_t *edge, *final_below;
+    int nbuckets, next_bucket; /* next_bucket: the step's first bucket not yet reduced */
+    double local_sumsq;        /* the step's |local gradient|^2, summed by buckets */
+    double hook_s;             /* the step's reduce-scatter time inside the backward pass */
 } shard_t;
 
 /* ssgd's init with algorithm.shard.stage > 0, after any resume: the split (collective over
@@ -61,8 +72,16 @@ typedef struct shard {
 int shard_setup(worker_t *w, char *err, size_t errlen);
 void shard_free(worker_t *w);
 
-/* Steps 1 to 3 above, after adaptive_pack; returns the global squared norm of the summed
- * gradient. Books the collectives' time and bytes as the step's communication. */
+/* Before the step's forward and backward: the model calls back after each layer's
+ * backward, and each bucket the pass has finished is reduce-scattered right then (stage 2
+ * gives back its pages outside the rank's range at once, so the whole gradient is never
+ * resident). */
+void shard_begin_step(worker_t *w);
+/* After the forward and backward (or none, for a rank the planner leaves out), before
+ * anything else collective: the buckets not yet reduced, then the model's callback off. */
+void shard_finish_grad(worker_t *w);
+/* Steps 2 and 3 above, after adaptive_pack; returns the global squared norm of the
+ * summed gradient. Books the collectives' time and bytes as the step's communication. */
 double shard_reduce(worker_t *w);
 /* Steps 4 and 5: the update of this rank's range on grad_scale x its summed gradient, then
  * the parameters all-gathered. */

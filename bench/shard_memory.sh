@@ -9,17 +9,30 @@
 # printed beside it.
 #
 # MODEL: the spec's "model" and "dataset" members (JSON). The default is the built-in
-# GPT of about 100 M parameters (12 blocks of width 800, 256 tokens of 64 positions) on
+# GPT of about 100 M parameters (14 blocks of width 768, 256 byte tokens, 64 positions) on
 # a text file of random words made here: it needs the built-in GPT ("model": {"gpt":
 # ...}). A CNN works too, e.g.
 #   MODEL='"model": "resnet20", "dataset": {"name": "cifar10", "train_subset": 2048}'
 # (its 270 k parameters make the state a few MB: the saving is then lost in the rest).
 #
-# usage: sh bench/shard_memory.sh   (NP=4 STEPS=6 BATCH=4 MODEL=... override)
+# Each of plain, stage 1 and stage 2 runs REPEAT times (default 3), interleaved (plain,
+# stage 1, stage 2, plain, ...) so that a change in the machine's load falls on all
+# three alike; a row per run, then the medians over the runs and their ratios to plain.
+#
+# BIG=1: instead, a GPT whose plain replicas do not fit this machine four times over
+# (24 blocks of width 1152, about 383 M parameters: 16 bytes a parameter x 4 ranks is
+# 24 GB): plain ssgd is refused by the worker's memory check (its estimate against
+# MemAvailable), stage 2 trains STEPS steps and its peaks are printed.
+#
+# usage: sh bench/shard_memory.sh   (NP=4 STEPS=6 BATCH=4 REPEAT=3 BIG=1 MODEL=... override)
 . bench/lib.sh
 NP=${NP:-4}
 STEPS=${STEPS:-6}
 BATCH=${BATCH:-4}
+REPEAT=${REPEAT:-3}
+BIG=${BIG:-0}
+[ "$BIG" = 1 ] && [ -z "${MODEL:-}" ] && GPT='"layers": 24, "heads": 12, "embd": 1152'
+GPT=${GPT:-'"layers": 14, "heads": 12, "embd": 768'}
 if [ -z "${MODEL:-}" ]; then
     # a text set of random words (the GPT reads bytes): train.txt and val.txt
     mkdir -p "$TMP/text"
@@ -27,7 +40,7 @@ if [ -z "${MODEL:-}" ]; then
          for (k = 0; k < n; k++) w = w sprintf("%c", 97 + int(rand() * 26)); printf "%s%s", w, (i % 12 == 11) ? "\n" : " " } }' \
         >"$TMP/text/train.txt"
     head -c 20000 "$TMP/text/train.txt" >"$TMP/text/val.txt"
-    MODEL="\"model\": {\"gpt\": {\"layers\": 14, \"heads\": 12, \"embd\": 768, \"block_size\": 64}},
+    MODEL="\"model\": {\"gpt\": {$GPT, \"block_size\": 64}},
  \"dataset\": {\"format\": \"text\", \"path\": \"$TMP/text\", \"test_subset\": 16}, \"device\": \"cpu\""
 fi
 spec() { # FILE [SHARD-JSON]
@@ -66,15 +79,52 @@ run() {
     echo "$1|$hwm|$rss|$inside|$step"
 }
 
+CPU="$(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
+if [ "$BIG" = 1 ]; then
+    spec "$TMP/plain.json" ""
+    if $MPIRUN -np "$NP" $WORKER --spec "$TMP/plain.json" --stop-after-steps 1 >"$TMP/plainbig.log" 2>&1; then
+        echo "plain ssgd of the big GPT was not refused: this machine has room for it"
+        exit 1
+    fi
+    refusal=$(grep -m1 "estimated memory" "$TMP/plainbig.log")
+    [ -n "$refusal" ] || { tail -20 "$TMP/plainbig.log"; echo "plain failed otherwise"; exit 1; }
+    line=$(run stage2 '{"stage": 2}') || { echo "$line"; exit 1; }
+    md ""
+    md "### A GPT that plain ssgd cannot train on $NP ranks here, at stage 2 (\`BIG=1 sh bench/shard_memory.sh\`, $CPU)"
+    md ""
+    md "Parameters: $(jq '.shard.params_per_rank | add' "$TMP/stage2.out"); MemTotal $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)."
+    md "Plain ssgd: refused: \`$refusal\`."
+    md "Stage 2, $STEPS steps: VmHWM per rank $(echo "$line" | cut -d'|' -f2) MiB (sum $(echo "$line" | cut -d'|' -f2 | tr ' ' '\n' | awk '{ s += $1 } END { print s }') MiB); median step $(echo "$line" | cut -d'|' -f5) s; loss $(jq -r '.final_loss // .loss // "?"' "$TMP/stage2.out")."
+    exit 0
+fi
+
 md ""
-md "### Peak resident memory per rank, plain ssgd against algorithm.shard (\`sh bench/shard_memory.sh\`, $NP ranks, $(nproc) cores)"
+md "### Peak resident memory and step time per rank, plain ssgd against algorithm.shard (\`sh bench/shard_memory.sh\`, $NP ranks, $CPU, $REPEAT runs each)"
 md ""
 md "| run | VmHWM per rank, MiB (from /proc, largest first) | VmRSS while training, MiB | peak_rss_mb per rank (summary) | median step, s |"
 md "|---|---|---|---|---|"
-for cfg in "plain|" "stage 1|{\"stage\": 1}" "stage 2|{\"stage\": 2}"; do
-    name=${cfg%%|*}
-    line=$(run "$(echo "$name" | tr -d ' ')" "${cfg#*|}") || { echo "$line"; exit 1; }
-    md "| $name | $(echo "$line" | cut -d'|' -f2) | $(echo "$line" | cut -d'|' -f3) | $(echo "$line" | cut -d'|' -f4) | $(echo "$line" | cut -d'|' -f5) |"
+: >"$TMP/all"
+for i in $(seq "$REPEAT"); do
+    for cfg in "plain|" "stage 1|{\"stage\": 1}" "stage 2|{\"stage\": 2}"; do
+        name=${cfg%%|*}
+        line=$(run "$(echo "$name" | tr -d ' ')" "${cfg#*|}") || { echo "$line"; exit 1; }
+        md "| $name ($i) | $(echo "$line" | cut -d'|' -f2) | $(echo "$line" | cut -d'|' -f3) | $(echo "$line" | cut -d'|' -f4) | $(echo "$line" | cut -d'|' -f5) |"
+        # the largest rank's peak and the step, per run
+        echo "$name|$(echo "$line" | cut -d'|' -f2 | awk '{ print $1 }')|$(echo "$line" | cut -d'|' -f5)" >>"$TMP/all"
+    done
+done
+med() { grep "^$1|" "$TMP/all" | cut -d'|' -f"$2" | median; }
+pm=$(med plain 2)
+ps=$(med plain 3)
+md ""
+md "Medians over $REPEAT runs (the largest rank's VmHWM; rank 0's median step):"
+md ""
+md "| run | VmHWM, MiB | x plain | step, s | x plain |"
+md "|---|---|---|---|---|"
+for name in plain "stage 1" "stage 2"; do
+    m=$(med "$name" 2)
+    st=$(med "$name" 3)
+    md "| $name | $m | $(ratio "$m" "$pm") | $st | $(ratio "$st" "$ps") |"
 done
 md ""
-md "Parameters: $(jq -r '.model.params // .params // "?"' "$TMP/plain.out" 2>/dev/null); shard object of stage 2: \`$(jq -c '.shard | {state_bytes_per_rank, gradient_bytes_per_rank}' "$TMP/stage2.out")\`."
+md "Parameters: $(jq '.shard.params_per_rank | add' "$TMP/stage2.out"); shard object of stage 2: \`$(jq -c '.shard | {state_bytes_per_rank, gradient_bytes_per_rank}' "$TMP/stage2.out")\`."

@@ -128,6 +128,17 @@ static const cli_command_t COMMANDS[] = {
      "--deadline is the seconds its jobs have (default 300), --reason is shown with the drain.\n"
      "host undrain NAME ends it (DELETE of the same path). Admins only (403 otherwise); an\n"
      "unknown host is the API's 404."},
+    {"generate", CMD_GENERATE, 2, 2, "ID PROMPT",
+     OPT_MAX_TOKENS | OPT_TEMPERATURE | OPT_TOP_K | OPT_SEED | OPT_CHECKPOINT,
+     "text from a language model job's weights, continuing PROMPT",
+     "Asks POST /api/v1/jobs/ID/generate to continue PROMPT (- = standard input) with the job's\n"
+     "trained GPT: a finished job's weights, a running one's newest checkpoint (--checkpoint\n"
+     "latest|best|NAME picks one). Prints the text the model wrote on standard output and, on\n"
+     "standard error, how many tokens, at what rate, and whether the prompt was cut to the\n"
+     "model's last block_size tokens. --max-tokens N, --temperature T (0 = greedy),\n"
+     "--top-k K and --seed S are sent only when given (the coordinator's defaults and bounds\n"
+     "apply; a value out of bounds is its 400, naming the field). The same seed gives the\n"
+     "same text. --json prints the API's answer."},
     {"help", CMD_HELP, 0, 1, "[COMMAND]", 0, "this text, or the help of one command",
      "pacer help COMMAND is pacer COMMAND --help."},
 };
@@ -161,6 +172,11 @@ static const cli_option_t OPTIONS[] = {
      "tokenize: GPT-2's byte-level BPE from its vocab.json and merges.txt (or bpe:TOKENIZER_JSON, Hugging Face's)"},
     {"deadline", 0, "SECONDS", OPT_DEADLINE, "host drain: the seconds the host's jobs have (default 300)"},
     {"reason", 0, "TEXT", OPT_REASON, "host drain: why, shown with the drain"},
+    {"max-tokens", 0, "N", OPT_MAX_TOKENS, "generate: at most N new tokens (the coordinator bounds N)"},
+    {"temperature", 0, "T", OPT_TEMPERATURE, "generate: sampling temperature, T >= 0 (0 = greedy)"},
+    {"top-k", 0, "K", OPT_TOP_K, "generate: sample among the K likeliest tokens only"},
+    {"seed", 0, "S", OPT_SEED, "generate: the sampler's seed (the same seed, the same text)"},
+    {"checkpoint", 0, "NAME", OPT_CHECKPOINT, "generate: latest (default), best, or a checkpoint's name"},
     {"help", 'h', NULL, OPT_HELP, "help (of the command, after one)"},
     {"version", 0, NULL, OPT_VERSION, "print the version"},
 };
@@ -290,6 +306,21 @@ static int parse_count(const char *opt, const char *s, long max, long *out, char
     return -1;
 }
 
+/* A number whose bounds are the server's to enforce: only its form is checked here. */
+static int parse_number(const char *opt, const char *s, long lo, long hi, long *out, char *err, size_t errlen)
+{
+    if (numarg_long(s, lo, hi, out) == 0) return 0;
+    snprintf(err, errlen, "--%s: '%.40s' is not a whole number from %ld to %ld", opt, s, lo, hi);
+    return -1;
+}
+
+static int parse_temperature(const char *s, double *out, char *err, size_t errlen)
+{
+    if (numarg_double(s, 0, 1e6, out) == 0) return 0;
+    snprintf(err, errlen, "--temperature: '%.40s' is not a number from 0 to 1e6", s);
+    return -1;
+}
+
 /* Stores one option's value. */
 static int apply(cli_args_t *a, const cli_option_t *o, const char *val, char *err, size_t errlen)
 {
@@ -316,6 +347,11 @@ static int apply(cli_args_t *a, const cli_option_t *o, const char *val, char *er
     case OPT_DEADLINE: return parse_count(o->long_name, val, 604800, &a->deadline, err, errlen);
     case OPT_REASON: a->reason = val; break;
     case OPT_EVERY: return parse_count(o->long_name, val, 86400, &a->every, err, errlen);
+    case OPT_MAX_TOKENS: return parse_count(o->long_name, val, 1000000, &a->max_tokens, err, errlen);
+    case OPT_TEMPERATURE: return parse_temperature(val, &a->temperature, err, errlen);
+    case OPT_TOP_K: return parse_number(o->long_name, val, 0, 1000000, &a->top_k, err, errlen);
+    case OPT_SEED: return parse_number(o->long_name, val, 0, LONG_MAX, &a->seed, err, errlen);
+    case OPT_CHECKPOINT: a->checkpoint = val; break;
     }
     return 0;
 }

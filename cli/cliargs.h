@@ -48,6 +48,7 @@ typedef enum {
     CMD_EXPERIMENT,
     CMD_HOST,
     CMD_TOKENIZE,
+    CMD_GENERATE,
     CMD_HELP,
 } cli_cmd_t;
 
@@ -74,6 +75,11 @@ enum {
     OPT_TOKENIZER = 1u << 18,
     OPT_DEADLINE = 1u << 19,
     OPT_REASON = 1u << 20,
+    OPT_MAX_TOKENS = 1u << 21,
+    OPT_TEMPERATURE = 1u << 22,
+    OPT_TOP_K = 1u << 23,
+    OPT_SEED = 1u << 24,
+    OPT_CHECKPOINT = 1u << 25,
 };
 #define OPT_GLOBAL \
     (OPT_URL | OPT_TOKEN | OPT_TOKEN_FILE | OPT_JSON | OPT_HELP | OPT_VERSION | OPT_CACERT | OPT_ALLOW_INSECURE_TOKEN)
@@ -116,6 +122,11 @@ typedef struct {
     long deadline;            /* host drain --deadline SECONDS (0 = the server's default) */
     const char *reason;       /* host drain --reason TEXT */
     long every;               /* watch --every SECONDS: step lines in a pipe (0 = a line per epoch only) */
+    /* generate: sent only when given (the seen bits), so the server's defaults and bounds
+     * apply; here only their form is checked (whole numbers, a number for temperature) */
+    long max_tokens, top_k, seed;
+    double temperature;
+    const char *checkpoint; /* generate --checkpoint latest|best|NAME */
     int json, help, version, watch, follow;
     unsigned seen; /* option bits given */
 } cli_args_t;

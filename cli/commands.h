@@ -34,6 +34,8 @@ int cmd_whoami(cli_ctx_t *cx); /* who the token is */
 /* experiment submit FILE | ls | get ID | cancel ID (experiment.c) */
 int cmd_experiment(cli_ctx_t *cx);
 int cmd_host(cli_ctx_t *cx); /* host drain|undrain NAME */
+/* generate ID PROMPT (generate.c): POST /api/v1/jobs/ID/generate, the text on stdout. */
+int cmd_generate(cli_ctx_t *cx);
 
 /* tokenize DIR --tokenizer bpe:VOCAB,MERGES (tokenize.c): local, no coordinator. */
 int cmd_tokenize(const cli_args_t *a);

@@ -100,6 +100,7 @@ int main(int argc, char **argv)
     case CMD_WHOAMI: rc = cmd_whoami(&cx); break;
     case CMD_EXPERIMENT: rc = cmd_experiment(&cx); break;
     case CMD_HOST: rc = cmd_host(&cx); break;
+    case CMD_GENERATE: rc = cmd_generate(&cx); break;
     case CMD_TRACE: rc = cmd_trace(&cx); break;
     case CMD_EXPORT: rc = cmd_export(&cx); break;
     case CMD_MODELS: rc = cmd_models(&cx); break;

@@ -956,6 +956,50 @@ static void test_whoami(void **state)
     json_decref(who);
 }
 
+/* generate ID PROMPT: each option stored with its seen bit (only those given are sent),
+ * malformed numbers refused by the option's name, the options refused on other commands. */
+static void test_args_generate(void **state)
+{
+    cli_args_t a;
+    char err[ERRLEN];
+    assert_int_equal(parse(&a, err, NULL, NULL, "generate", "j-1", "Once upon", "--max-tokens", "64", "--temperature",
+                           "0.8", "--top-k=40", "--seed", "7", "--checkpoint", "best", NULL),
+                     0);
+    assert_int_equal(a.command->cmd, CMD_GENERATE);
+    assert_string_equal(a.arg, "j-1");
+    assert_string_equal(a.arg2, "Once upon");
+    assert_int_equal(a.max_tokens, 64);
+    assert_true(a.temperature > 0.79 && a.temperature < 0.81);
+    assert_int_equal(a.top_k, 40);
+    assert_int_equal(a.seed, 7);
+    assert_string_equal(a.checkpoint, "best");
+    unsigned all = OPT_MAX_TOKENS | OPT_TEMPERATURE | OPT_TOP_K | OPT_SEED | OPT_CHECKPOINT;
+    assert_int_equal(a.seen & all, all);
+
+    assert_int_equal(parse(&a, err, NULL, NULL, "generate", "j-1", "--", "-starts with a dash", NULL), 0);
+    assert_string_equal(a.arg2, "-starts with a dash");
+    assert_int_equal(a.seen & all, 0); /* none given: none sent */
+    assert_int_equal(parse(&a, err, NULL, NULL, "generate", "j-1", "x", "--temperature", "0", "--top-k", "0", NULL), 0);
+    assert_int_equal(a.seen & (OPT_TEMPERATURE | OPT_TOP_K), OPT_TEMPERATURE | OPT_TOP_K); /* 0 is a value */
+
+    static const char *const bad[][3] = {
+        {"--max-tokens", "12x", "--max-tokens: '12x' is not a whole number from 1 to 1000000"},
+        {"--max-tokens", "0", "--max-tokens: '0' is not a whole number"},
+        {"--temperature", "-0.5", "--temperature: '-0.5' is not a number from 0 to 1e6"},
+        {"--temperature", "inf", "--temperature: 'inf' is not a number"},
+        {"--top-k", "-1", "--top-k: '-1' is not a whole number from 0 to 1000000"},
+        {"--seed", "99999999999999999999", "--seed: '99999999999999999999' is not a whole number"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(parse(&a, err, NULL, NULL, "generate", "j-1", "x", bad[i][0], bad[i][1], NULL), -1);
+        assert_non_null(strstr(err, bad[i][2]));
+    }
+    assert_int_equal(parse(&a, err, NULL, NULL, "generate", "j-1", NULL), -1);
+    assert_string_equal(err, "usage: pacer generate ID PROMPT");
+    assert_int_equal(parse(&a, err, NULL, NULL, "get", "j-1", "--top-k", "3", NULL), -1);
+    assert_string_equal(err, "get: --top-k does not apply to get");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -975,6 +1019,7 @@ int main(void)
         cmocka_unit_test(test_progress_lines_due),
         cmocka_unit_test(test_token_transport),
         cmocka_unit_test(test_whoami),
+        cmocka_unit_test(test_args_generate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

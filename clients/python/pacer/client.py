@@ -334,6 +334,33 @@ class Client:
     def job(self, job_id):
         return Job(self, job_id)
 
+    def generate(self, job, prompt, max_tokens=None, temperature=None, top_k=None, seed=None, checkpoint=None):
+        """Text from a language model job's weights (POST /api/v1/jobs/{id}/generate):
+        job is a Job or its id, prompt the text to continue. The options are sent only
+        when given, so the coordinator's defaults and bounds apply (a value it refuses
+        raises PacerError with status 400 naming the field); temperature 0 is greedy, and
+        the same seed gives the same text. checkpoint is "latest", "best" or a
+        checkpoint's name. Returns the answer: {"text", "tokens", "prompt_tokens",
+        "tokens_per_s", ...} ("prompt_truncated" says the prompt was cut to the model's
+        last block_size tokens)."""
+        job_id = job.id if isinstance(job, Job) else job
+        if not isinstance(job_id, str) or not job_id:
+            raise PacerError("generate: job must be a Job or a job id, not %r" % (job,))
+        if not isinstance(prompt, str):
+            raise PacerError("generate: prompt must be a str, not %s" % type(prompt).__name__)
+        req = {"prompt": prompt}
+        for name, value, kinds in (("max_tokens", max_tokens, (int,)), ("temperature", temperature, (int, float)),
+                                   ("top_k", top_k, (int,)), ("seed", seed, (int,)),
+                                   ("checkpoint", checkpoint, (str,))):
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                raise PacerError("generate: %s must be %s, not %r" % (name, "a str" if kinds == (str,) else
+                                                                       "a number" if float in kinds else
+                                                                       "an int", value))
+            req[name] = value
+        return self._json("POST", "/api/v1/jobs/%s/generate" % urllib.parse.quote(job_id, safe=""), req)
+
     def train(self, module, example_input, spec, name=None):
         """Exports module (see export_module), uploads it, and submits spec with its
         "model" set to the upload; returns the Job. spec is not modified. name is the
@@ -506,6 +533,10 @@ class Job:
             if deadline is not None and time.monotonic() > deadline:
                 raise TimeoutError("job %s still %s after %g s" % (self.id, self.state, timeout))
             time.sleep(poll)
+
+    def generate(self, prompt, **options):
+        """Client.generate for this job: text continuing prompt from its weights."""
+        return self.client.generate(self, prompt, **options)
 
     def onnx(self):
         """The trained model as ONNX bytes (GET /api/v1/jobs/{id}/model.onnx)."""

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "format.h"
 
@@ -55,12 +56,31 @@ static json_t *generate_request(const cli_args_t *a, const char *prompt)
     return req;
 }
 
-/* The answer for people: the text as it is, then one line of counts on stderr. */
+/* The model's text on a terminal: a model writes any byte it learnt, an escape sequence
+ * included, so control characters (C0 but line breaks and tabs, DEL, C1) become '?' as in
+ * every other text from the coordinator (format.h's fmt_clean, which also folds lines). */
+static void write_for_terminal(const char *text, FILE *out)
+{
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        if (*p == 0xC2 && p[1] >= 0x80 && p[1] <= 0x9F) {
+            fputc('?', out);
+            p++;
+        } else if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f) {
+            fputc('?', out);
+        } else {
+            fputc(*p, out);
+        }
+    }
+}
+
+/* The answer for people: the text (as it is into a pipe or file), then one line of
+ * counts on stderr. */
 static void print_answer(const json_t *ans)
 {
     const char *text = json_string_value(json_object_get(ans, "text"));
     size_t len = text ? strlen(text) : 0;
-    if (len) fwrite(text, 1, len, stdout);
+    if (len && isatty(STDOUT_FILENO)) write_for_terminal(text, stdout);
+    else if (len) fwrite(text, 1, len, stdout);
     if (len && text[len - 1] != '\n') fputc('\n', stdout);
     fflush(stdout);
     json_int_t tokens = json_integer_value(json_object_get(ans, "tokens"));

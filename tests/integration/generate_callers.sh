@@ -2,7 +2,8 @@
 # /api/v1/jobs/{id}/generate, against a stand-in for the endpoint (tests/tools/
 # generate_stub.py): each sends the prompt and exactly the options given (so the
 # coordinator's defaults and bounds apply), percent-encodes the job id and sends the token;
-# the CLI prints the text on stdout and the counts on stderr (--json: the answer), reads
+# the CLI prints the text on stdout (control characters as '?' on a terminal) and the counts
+# on stderr (--json: the answer), reads
 # the prompt from stdin for -, refuses malformed numbers by option name (exit 2), and
 # reports the API's 400 (the field) and 404 with exit 1. Generation itself is the
 # endpoint's test; this one checks only the callers.
@@ -49,6 +50,17 @@ printf 'line one\nline two, long enough to pass the stub cut of sixty-four bytes
 [ "$(jq -r .prompt_truncated "$TMP/out")" = true ] || fail "--json did not print the answer: $(cat "$TMP/out")"
 "$PACER" generate job-1 "$(printf 'x%.0s' $(seq 80))" >/dev/null 2>"$TMP/err" || fail "long prompt: $(cat "$TMP/err")"
 grep -q "the prompt was cut to the model's last block_size tokens" "$TMP/err" || fail "no cut notice: $(cat "$TMP/err")"
+
+# ---- a model may write an escape sequence: as is into a pipe, '?' on a terminal ---------------
+ESC=$(printf '\033')
+gen job-1 "${ESC}[2Jred	tab" || fail "escape prompt: $(cat "$TMP/err")"
+[ "$(cat "$TMP/out")" = "${ESC}[2Jred	tab and more" ] || fail "the text into a pipe was changed"
+if command -v script >/dev/null; then
+    script -qfec "$PACER generate job-1 \"\$(printf '\\033[2Jred')\"" /dev/null >"$TMP/tty.txt" 2>&1 </dev/null ||
+        fail "generate on a terminal: $(cat "$TMP/tty.txt")"
+    grep -q '?\[2Jred and more' "$TMP/tty.txt" && ! grep -q "$ESC" "$TMP/tty.txt" ||
+        fail "an escape sequence reached the terminal: $(od -c "$TMP/tty.txt" | head -5)"
+fi
 
 # ---- the API's refusals: its detail, exit 1 ---------------------------------------------------
 gen job-1 "Hi" --max-tokens 5000; rc=$?

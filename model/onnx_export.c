@@ -539,579 +539,475 @@ static const char *tensor_name_at(const model_t *m, size_t off, int is_buffer)
         (d).pad_t, (d).pad_l, (d).pad_b, (d).pad_r \
     }
 
-/* LAYER_CONV */
-static void export_conv(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+/* One layer's export: the layer, the values it reads and writes ("input": the model input,
+ * "t<i>": layer i's output, "logits": the last layer's) and the ONNX operator of its table
+ * row. flat[i]: layer i's output is (N, features), not (N, C, H, W); gen_layer starts a
+ * layer's at its input's and the export sets it where it changes. */
+typedef struct {
+    const model_t *m;
+    const layer_t *l;
+    int li;
+    char *in, *in2; /* in2: the second input of a two-input kind, else NULL */
+    int in_flat;
+    char *out;
+    const char *op; /* MODEL_OPS[kind].onnx_export */
+    char **val;
+    int *flat;
+    char *err;
+    size_t errlen;
+} layer_exp_t;
+
+/* The node of the row's own operator, named "<op>_<i>", reading in (and in2: nin 2). */
+static Onnx__NodeProto *gen_op(gen_t *x, const layer_exp_t *ex, int nin)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
-    Onnx__NodeProto *n = NULL;
-    const conv2d_desc_t *c = &l->conv;
-    const char *w = tensor_name_at(m, l->w_off, 0), *b = l->has_bias ? tensor_name_at(m, l->b_off, 0) : NULL;
-    char *name = gen_module(x, m, l, op, li);
-    n = b ? gen_node(x, op, name, out, 3, in, w, b) : gen_node(x, op, name, out, 2, in, w);
-    /* a sequence (N, C, L) runs as an image of width 1: written with one spatial axis */
-    const int sp = l->shape.rank == 2 ? 1 : 2;
-    const int ks[2] = {c->KH, c->KW}, st[2] = {c->sH, c->sW}, dl[2] = {c->dH, c->dW}, pd[4] = GEN_PADS(*c),
-              pd1[2] = {c->pad_t, c->pad_b};
+    return gen_node(x, ex->op, gen_str(x, "%s_%d", ex->op, ex->li), ex->out, nin, ex->in, ex->in2);
+}
+
+/* A convolution's or pool's window: kernel, strides and pads pd (t, l, b, r); sp spatial
+ * axes (1: a sequence (N, C, L), which runs as an image of width 1). */
+static void gen_window(gen_t *x, Onnx__NodeProto *n, int sp, const int *ks, const int *st, const int *pd)
+{
+    const int pd1[2] = {pd[0], pd[2]};
     gen_attr_ints(x, n, "kernel_shape", sp, ks);
     gen_attr_ints(x, n, "strides", sp, st);
     gen_attr_ints(x, n, "pads", 2 * sp, sp == 2 ? pd : pd1);
+}
+
+/* LAYER_CONV */
+static void export_conv(gen_t *x, const layer_exp_t *ex)
+{
+    Onnx__NodeProto *n = NULL;
+    const conv2d_desc_t *c = &ex->l->conv;
+    const char *w = tensor_name_at(ex->m, ex->l->w_off, 0),
+               *b = ex->l->has_bias ? tensor_name_at(ex->m, ex->l->b_off, 0) : NULL;
+    char *name = gen_module(x, ex->m, ex->l, ex->op, ex->li);
+    n = b ? gen_node(x, ex->op, name, ex->out, 3, ex->in, w, b) : gen_node(x, ex->op, name, ex->out, 2, ex->in, w);
+    /* a sequence (N, C, L) runs as an image of width 1: written with one spatial axis */
+    const int sp = ex->l->shape.rank == 2 ? 1 : 2;
+    const int ks[2] = {c->KH, c->KW}, st[2] = {c->sH, c->sW}, dl[2] = {c->dH, c->dW}, pd[4] = GEN_PADS(*c);
+    gen_window(x, n, sp, ks, st, pd);
     gen_attr_ints(x, n, "dilations", sp, dl);
     gen_attr_int(x, n, "group", c->groups > 0 ? c->groups : 1);
-    const int64_t dims[4] = {l->OC, l->C / (c->groups > 0 ? c->groups : 1), c->KH, c->KW}, bd[1] = {l->OC};
-    gen_init(x, m, w, sp + 2, dims);
-    if (b) gen_init(x, m, b, 1, bd);
-    flat[li] = 0;
+    const int64_t dims[4] = {ex->l->OC, ex->l->C / (c->groups > 0 ? c->groups : 1), c->KH, c->KW}, bd[1] = {ex->l->OC};
+    gen_init(x, ex->m, w, sp + 2, dims);
+    if (b) gen_init(x, ex->m, b, 1, bd);
+    ex->flat[ex->li] = 0;
 }
 
 /* LAYER_MAXPOOL, LAYER_AVGPOOL */
-static void export_maxpool(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_maxpool(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
     Onnx__NodeProto *n = NULL;
-    const pool2d_desc_t *p = &l->pool;
-    const int mx = l->kind == LAYER_MAXPOOL;
+    const pool2d_desc_t *p = &ex->l->pool;
+    const int mx = ex->l->kind == LAYER_MAXPOOL;
     if (!mx && (p->dH != 1 || p->dW != 1)) {
-        snprintf(err, errlen, "onnx: layer %d: AveragePool has no dilations in opset 13", li);
+        snprintf(ex->err, ex->errlen, "onnx: layer %d: AveragePool has no dilations in opset 13", ex->li);
         x->failed = 1;
         return;
     }
-    n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
-    const int sp = l->shape.rank == 2 ? 1 : 2; /* a sequence's pool: one spatial axis */
-    const int ks[2] = {p->KH, p->KW}, st[2] = {p->sH, p->sW}, dl[2] = {p->dH, p->dW}, pd[4] = GEN_PADS(*p),
-              pd1[2] = {p->pad_t, p->pad_b};
-    gen_attr_ints(x, n, "kernel_shape", sp, ks);
-    gen_attr_ints(x, n, "strides", sp, st);
-    gen_attr_ints(x, n, "pads", 2 * sp, sp == 2 ? pd : pd1);
+    n = gen_op(x, ex, 1);
+    const int sp = ex->l->shape.rank == 2 ? 1 : 2; /* a sequence's pool: one spatial axis */
+    const int ks[2] = {p->KH, p->KW}, st[2] = {p->sH, p->sW}, dl[2] = {p->dH, p->dW}, pd[4] = GEN_PADS(*p);
+    gen_window(x, n, sp, ks, st, pd);
     gen_attr_int(x, n, "ceil_mode", p->ceil_mode);
     if (mx && (p->dH != 1 || p->dW != 1)) gen_attr_ints(x, n, "dilations", sp, dl);
     if (!mx) gen_attr_int(x, n, "count_include_pad", p->count_include_pad);
-    flat[li] = 0;
+    ex->flat[ex->li] = 0;
 }
 
-/* LAYER_RELU, LAYER_SIGMOID, LAYER_TANH */
-static void export_relu(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
-{
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
-    gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
-}
+/* The kinds of one input and no attributes (the unary functions, ReLU, sigmoid, tanh, erf):
+ * their row's operator. */
+static void export_unary(gen_t *x, const layer_exp_t *ex) { gen_op(x, ex, 1); }
 
 /* LAYER_CONST */
-static void export_const(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_const(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
     Onnx__NodeProto *n = NULL;
     /* its value is its tensor's name: an initializer (a parameter) or a Constant node
      * (a buffer), which the importer makes a LAYER_CONST again */
-    const char *name = tensor_name_at(m, l->w_off, l->frozen);
+    const char *name = tensor_name_at(ex->m, ex->l->w_off, ex->l->frozen);
     int64_t dims[MODEL_MAX_RANK];
-    for (int d = 0; d < l->shape.rank; d++) dims[d] = l->shape.dims[d];
+    for (int d = 0; d < ex->l->shape.rank; d++) dims[d] = ex->l->shape.dims[d];
     if (!name) {
         x->failed = 1;
         return;
     }
-    val[li] = (char *)name;
-    flat[li] = 0;
-    if (!l->frozen) {
-        gen_init(x, m, name, l->shape.rank, dims);
+    ex->val[ex->li] = (char *)name;
+    ex->flat[ex->li] = 0;
+    if (!ex->l->frozen) {
+        gen_init(x, ex->m, name, ex->l->shape.rank, dims);
         return;
     }
     n = gen_node(x, "Constant", name, name, 0);
     Onnx__AttributeProto *a = gen_attr(x, n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
     if (a)
-        a->t = gen_tensor(x, NULL, l->shape.rank, dims, m->buffers + l->w_off,
-                          (size_t)l->OC * l->OH * l->OW * sizeof(float), ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
+        a->t = gen_tensor(x, NULL, ex->l->shape.rank, dims, ex->m->buffers + ex->l->w_off,
+                          (size_t)ex->l->OC * ex->l->OH * ex->l->OW * sizeof(float),
+                          ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT);
 }
 
 /* LAYER_GATHER_PARAM */
-static void export_gather_param(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_gather_param(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *out = val[li];
     /* Gather of the flattened table by its int64 indices (a Constant of the output's
      * shape), which the importer folds back into this layer */
-    const char *t = tensor_name_at(m, l->w_off, 0), *mp = tensor_name_at(m, l->rm_off, 1);
-    const size_t cnt = (size_t)l->OC * l->OH * l->OW;
+    const char *t = tensor_name_at(ex->m, ex->l->w_off, 0), *mp = tensor_name_at(ex->m, ex->l->rm_off, 1);
+    const size_t cnt = (size_t)ex->l->OC * ex->l->OH * ex->l->OW;
     int64_t td[MODEL_MAX_RANK], od[MODEL_MAX_RANK];
     int64_t *idx = gen_alloc(x, cnt * sizeof *idx);
     if (!t || !mp || !idx) {
         x->failed = 1;
         return;
     }
-    for (int d = 0; d < l->gp_table.rank; d++) td[d] = l->gp_table.dims[d];
-    for (int d = 0; d < l->shape.rank; d++) od[d] = l->shape.dims[d];
-    for (size_t j = 0; j < cnt; j++) idx[j] = (int64_t)m->buffers[l->rm_off + j];
-    gen_init(x, m, t, l->gp_table.rank, td);
+    for (int d = 0; d < ex->l->gp_table.rank; d++) td[d] = ex->l->gp_table.dims[d];
+    for (int d = 0; d < ex->l->shape.rank; d++) od[d] = ex->l->shape.dims[d];
+    for (size_t j = 0; j < cnt; j++) idx[j] = (int64_t)ex->m->buffers[ex->l->rm_off + j];
+    gen_init(x, ex->m, t, ex->l->gp_table.rank, td);
     const int64_t all = -1;
-    char *tf = gen_str(x, "%s_flat%d", t, li);
-    gen_node(x, "Reshape", gen_str(x, "Reshape_%d_table", li), tf, 2, t,
-             gen_ints(x, gen_str(x, "Reshape_%d_table_shape", li), 1, &all));
-    char *ix = gen_constant(x, (char *)mp, l->shape.rank, od, idx, cnt * sizeof *idx,
+    char *tf = gen_str(x, "%s_flat%d", t, ex->li);
+    gen_node(x, "Reshape", gen_str(x, "Reshape_%d_table", ex->li), tf, 2, t,
+             gen_ints(x, gen_str(x, "Reshape_%d_table_shape", ex->li), 1, &all));
+    char *ix = gen_constant(x, (char *)mp, ex->l->shape.rank, od, idx, cnt * sizeof *idx,
                             ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
-    gen_node(x, "Gather", gen_module(x, m, l, "Gather", li), out, 2, tf, ix);
-    flat[li] = 0;
+    gen_node(x, "Gather", gen_module(x, ex->m, ex->l, "Gather", ex->li), ex->out, 2, tf, ix);
+    ex->flat[ex->li] = 0;
 }
 
 /* LAYER_RESHAPE */
-static void export_reshape(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_reshape(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
     /* 0 keeps the batch */
     int64_t sh[1 + MODEL_MAX_RANK] = {0};
-    for (int d = 0; d < l->shape.rank; d++) sh[d + 1] = l->shape.dims[d];
-    char *s = gen_ints(x, gen_str(x, "Reshape_%d_shape", li), 1 + l->shape.rank, sh);
+    for (int d = 0; d < ex->l->shape.rank; d++) sh[d + 1] = ex->l->shape.dims[d];
+    char *s = gen_ints(x, gen_str(x, "Reshape_%d_shape", ex->li), 1 + ex->l->shape.rank, sh);
     if (!s) return;
-    gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, s);
-    flat[li] = 0;
+    gen_node(x, ex->op, gen_str(x, "%s_%d", ex->op, ex->li), ex->out, 2, ex->in, s);
+    ex->flat[ex->li] = 0;
 }
 
 /* LAYER_TRANSPOSE */
-static void export_transpose(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_transpose(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
     Onnx__NodeProto *n = NULL;
     int perm[1 + MODEL_MAX_RANK] = {0};
-    for (int d = 0; d < l->shape.rank; d++) perm[d + 1] = l->perm[d] + 1;
-    n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
-    gen_attr_ints(x, n, "perm", 1 + l->shape.rank, perm);
-    flat[li] = 0;
+    for (int d = 0; d < ex->l->shape.rank; d++) perm[d + 1] = ex->l->perm[d] + 1;
+    n = gen_op(x, ex, 1);
+    gen_attr_ints(x, n, "perm", 1 + ex->l->shape.rank, perm);
+    ex->flat[ex->li] = 0;
 }
 
 /* LAYER_SLICE */
-static void export_slice(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_slice(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
     /* a negative step's end -1 (before the first element) is written as -(size + 1):
      * ONNX reads -1 as the last element */
-    const int64_t end = l->sl_end < 0 ? -(int64_t)l->C * l->H * l->W - 1 : l->sl_end;
-    const int64_t v[4] = {l->sl_start, end, l->sl_axis + 1, l->sl_step};
+    const int64_t end = ex->l->sl_end < 0 ? -(int64_t)ex->l->C * ex->l->H * ex->l->W - 1 : ex->l->sl_end;
+    const int64_t v[4] = {ex->l->sl_start, end, ex->l->sl_axis + 1, ex->l->sl_step};
     static const char *const what[4] = {"starts", "ends", "axes", "steps"};
     char *c[4];
     for (int i = 0; i < 4; i++)
-        if (!(c[i] = gen_ints(x, gen_str(x, "Slice_%d_%s", li, what[i]), 1, &v[i]))) return;
-    gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 5, in, c[0], c[1], c[2], c[3]);
-    flat[li] = 0;
+        if (!(c[i] = gen_ints(x, gen_str(x, "Slice_%d_%s", ex->li, what[i]), 1, &v[i]))) return;
+    gen_node(x, ex->op, gen_str(x, "%s_%d", ex->op, ex->li), ex->out, 5, ex->in, c[0], c[1], c[2], c[3]);
+    ex->flat[ex->li] = 0;
 }
 
 /* LAYER_REDUCE_MEAN, LAYER_REDUCE_SUM */
-static void export_reduce_mean(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_reduce_mean(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
     Onnx__NodeProto *n = NULL;
     /* opset 13: ReduceMean's axes an attribute, ReduceSum's an input */
     int64_t ax[MODEL_MAX_RANK];
     int axi[MODEL_MAX_RANK], na = 0;
     for (int d = 0; d < MODEL_MAX_RANK; d++)
-        if (l->red_mask >> d & 1) axi[na] = (int)(ax[na] = d + 1), na++;
-    char *c = l->kind == LAYER_REDUCE_SUM ? gen_ints(x, gen_str(x, "ReduceSum_%d_axes", li), na, ax) : NULL;
-    if (l->kind == LAYER_REDUCE_SUM && !c) return; /* out of memory (gen_alloc marked it) */
-    n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, c ? 2 : 1, in, c);
+        if (ex->l->red_mask >> d & 1) axi[na] = (int)(ax[na] = d + 1), na++;
+    char *c = ex->l->kind == LAYER_REDUCE_SUM ? gen_ints(x, gen_str(x, "ReduceSum_%d_axes", ex->li), na, ax) : NULL;
+    if (ex->l->kind == LAYER_REDUCE_SUM && !c) return; /* out of memory (gen_alloc marked it) */
+    n = gen_node(x, ex->op, gen_str(x, "%s_%d", ex->op, ex->li), ex->out, c ? 2 : 1, ex->in, c);
     if (!c) gen_attr_ints(x, n, "axes", na, axi);
-    gen_attr_int(x, n, "keepdims", l->red_keep);
-    flat[li] = 0;
+    gen_attr_int(x, n, "keepdims", ex->l->red_keep);
+    ex->flat[ex->li] = 0;
 }
 
-/* LAYER_BADD, LAYER_SUB, LAYER_BMUL, LAYER_DIV */
-static void export_badd(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
-{
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
-    gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
-}
-
-/* LAYER_EXP, LAYER_NEG, LAYER_SQRT, LAYER_RECIPROCAL, LAYER_ABS */
-static void export_exp(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
-{
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
-    gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
-}
+/* The kinds of two inputs and no attributes (the broadcasting binaries, Mul): their row's
+ * operator. */
+static void export_binary(gen_t *x, const layer_exp_t *ex) { gen_op(x, ex, 2); }
 
 /* LAYER_POW */
-static void export_pow(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_pow(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
     /* the exponent: a 0-D Constant input */
-    char *e = gen_scalar(x, gen_str(x, "Pow_%d_exponent", li), l->alpha);
+    char *e = gen_scalar(x, gen_str(x, "Pow_%d_exponent", ex->li), ex->l->alpha);
     if (!e) return; /* out of memory (gen_alloc marked it) */
-    gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, e);
+    gen_node(x, ex->op, gen_str(x, "%s_%d", ex->op, ex->li), ex->out, 2, ex->in, e);
 }
 
 /* LAYER_LEAKY_RELU */
-static void export_leaky_relu(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_leaky_relu(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
     Onnx__NodeProto *n = NULL;
-    n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
-    gen_attr_float(x, n, "alpha", l->alpha);
+    n = gen_op(x, ex, 1);
+    gen_attr_float(x, n, "alpha", ex->l->alpha);
 }
 
 /* LAYER_CLIP */
-static void export_clip(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_clip(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
     /* opset 13: the bounds are inputs, here 0-D Constants (an infinite one left out) */
     char *b[2] = {(char *)"", (char *)""};
-    const float *v[2] = {&l->lo, &l->hi};
+    const float *v[2] = {&ex->l->lo, &ex->l->hi};
     for (int i = 0; i < 2; i++) {
         if (isinf(*v[i])) continue;
-        b[i] = gen_scalar(x, gen_str(x, "Clip_%d_%s", li, i ? "max" : "min"), *v[i]);
+        b[i] = gen_scalar(x, gen_str(x, "Clip_%d_%s", ex->li, i ? "max" : "min"), *v[i]);
         if (!b[i]) return; /* out of memory (gen_alloc marked it) */
     }
-    gen_node(x, op, gen_str(x, "%s_%d", op, li), out, b[1][0] ? 3 : b[0][0] ? 2 : 1, in, b[0], b[1]);
+    gen_node(x, ex->op, gen_str(x, "%s_%d", ex->op, ex->li), ex->out,
+             b[1][0]   ? 3
+             : b[0][0] ? 2
+                       : 1,
+             ex->in, b[0], b[1]);
 }
 
 /* LAYER_HARDSIGMOID */
-static void export_hardsigmoid(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_hardsigmoid(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
     Onnx__NodeProto *n = NULL;
-    n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
-    gen_attr_float(x, n, "alpha", l->alpha);
-    gen_attr_float(x, n, "beta", l->beta);
+    n = gen_op(x, ex, 1);
+    gen_attr_float(x, n, "alpha", ex->l->alpha);
+    gen_attr_float(x, n, "beta", ex->l->beta);
 }
 
 /* LAYER_HARDSWISH */
-static void export_hardswish(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_hardswish(gen_t *x, const layer_exp_t *ex)
 {
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
     Onnx__NodeProto *n = NULL;
     /* opset 13 has no HardSwish: x * HardSigmoid(x) (alpha 1/6, beta 1/2), as torch 1.13
      * exports nn.Hardswish */
-    char *hs = gen_str(x, "%s_hsig", out);
-    n = gen_node(x, "HardSigmoid", gen_str(x, "HardSwish_%d_hsig", li), hs, 1, in);
+    char *hs = gen_str(x, "%s_hsig", ex->out);
+    n = gen_node(x, "HardSigmoid", gen_str(x, "HardSwish_%d_hsig", ex->li), hs, 1, ex->in);
     gen_attr_float(x, n, "alpha", 1.0f / 6.0f);
     gen_attr_float(x, n, "beta", 0.5f);
-    gen_node(x, "Mul", gen_str(x, "HardSwish_%d", li), out, 2, in, hs);
-}
-
-/* LAYER_MUL */
-static void export_mul(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
-{
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
-    gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
+    gen_node(x, "Mul", gen_str(x, "HardSwish_%d", ex->li), ex->out, 2, ex->in, hs);
 }
 
 /* LAYER_STOCHASTIC_DEPTH */
-static void export_stochastic_depth(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_stochastic_depth(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
     Onnx__NodeProto *n = NULL;
     /* pacer's own operator, as imported (the file's opset_import names ai.pacer): a
      * model trained again keeps its stochastic depth */
-    n = gen_node(x, "StochasticDepth", gen_str(x, "StochasticDepth_%d", li), out, 1, in);
+    n = gen_node(x, "StochasticDepth", gen_str(x, "StochasticDepth_%d", ex->li), ex->out, 1, ex->in);
     if (n) n->domain = (char *)"ai.pacer";
-    gen_attr_float(x, n, "p", l->p);
+    gen_attr_float(x, n, "p", ex->l->p);
     gen_attr_str(x, n, "mode", "row");
 }
 
 /* the inference form: dropout is the identity (the table's export column) */
 /* LAYER_DROPOUT */
-static void export_dropout(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_dropout(gen_t *x, const layer_exp_t *ex)
 {
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
-    gen_node(x, op, gen_str(x, "Dropout_%d", li), out, 1, in);
+    gen_node(x, ex->op, gen_str(x, "Dropout_%d", ex->li), ex->out, 1, ex->in);
 }
 
 /* LAYER_GAP */
-static void export_gap(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_gap(gen_t *x, const layer_exp_t *ex)
 {
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
-    gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
-    flat[li] = 0;
-}
-
-/* LAYER_ERF */
-static void export_erf(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
-{
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
-    gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
+    gen_op(x, ex, 1);
+    ex->flat[ex->li] = 0;
 }
 
 /* LAYER_GELU */
-static void export_gelu(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_gelu(gen_t *x, const layer_exp_t *ex)
 {
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
     /* opset 13 has no Gelu: x * (1 + Erf(x / sqrt(2))) * 0.5, the nodes torch 1.13 writes
      * for nn.GELU (the importer matches them back into one row) */
-    char *c[3] = {gen_scalar(x, gen_str(x, "Gelu_%d_sqrt2", li), (float)M_SQRT2),
-                  gen_scalar(x, gen_str(x, "Gelu_%d_one", li), 1.0f),
-                  gen_scalar(x, gen_str(x, "Gelu_%d_half", li), 0.5f)};
-    char *v[4] = {gen_str(x, "%s_div", out), gen_str(x, "%s_erf", out), gen_str(x, "%s_add", out),
-                  gen_str(x, "%s_mul", out)};
+    char *c[3] = {gen_scalar(x, gen_str(x, "Gelu_%d_sqrt2", ex->li), (float)M_SQRT2),
+                  gen_scalar(x, gen_str(x, "Gelu_%d_one", ex->li), 1.0f),
+                  gen_scalar(x, gen_str(x, "Gelu_%d_half", ex->li), 0.5f)};
+    char *v[4] = {gen_str(x, "%s_div", ex->out), gen_str(x, "%s_erf", ex->out), gen_str(x, "%s_add", ex->out),
+                  gen_str(x, "%s_mul", ex->out)};
     for (int i = 0; i < 4; i++)
         if (!v[i] || (i < 3 && !c[i])) return; /* out of memory (gen_alloc marked it) */
-    gen_node(x, "Div", gen_str(x, "Gelu_%d_div", li), v[0], 2, in, c[0]);
-    gen_node(x, "Erf", gen_str(x, "Gelu_%d_erf", li), v[1], 1, v[0]);
-    gen_node(x, "Add", gen_str(x, "Gelu_%d_add", li), v[2], 2, v[1], c[1]);
-    gen_node(x, "Mul", gen_str(x, "Gelu_%d_mul", li), v[3], 2, in, v[2]);
-    gen_node(x, "Mul", gen_str(x, "Gelu_%d", li), out, 2, v[3], c[2]);
+    gen_node(x, "Div", gen_str(x, "Gelu_%d_div", ex->li), v[0], 2, ex->in, c[0]);
+    gen_node(x, "Erf", gen_str(x, "Gelu_%d_erf", ex->li), v[1], 1, v[0]);
+    gen_node(x, "Add", gen_str(x, "Gelu_%d_add", ex->li), v[2], 2, v[1], c[1]);
+    gen_node(x, "Mul", gen_str(x, "Gelu_%d_mul", ex->li), v[3], 2, ex->in, v[2]);
+    gen_node(x, "Mul", gen_str(x, "Gelu_%d", ex->li), ex->out, 2, v[3], c[2]);
 }
 
 /* LAYER_BMM */
-static void export_bmm(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_bmm(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
-    gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
-    flat[li] = 0;
+    gen_op(x, ex, 2);
+    ex->flat[ex->li] = 0;
 }
 
 /* LAYER_LAYERNORM */
-static void export_layernorm(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_layernorm(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
     Onnx__NodeProto *n = NULL;
     /* opset 13 has no LayerNormalization: the nodes torch 1.13 writes for nn.LayerNorm
      * (the importer matches them back into one row); the weight and bias of the
      * normalised axes' shape */
-    const char *w = tensor_name_at(m, l->w_off, 0), *bias = tensor_name_at(m, l->b_off, 0);
+    const char *w = tensor_name_at(ex->m, ex->l->w_off, 0), *bias = tensor_name_at(ex->m, ex->l->b_off, 0);
     int axes[MODEL_MAX_RANK];
     int64_t d[MODEL_MAX_RANK];
-    const int k = l->shape.rank - l->sl_axis;
-    for (int i = 0; i < k; i++) axes[i] = -k + i, d[i] = l->shape.dims[l->sl_axis + i];
-    char *c[2] = {gen_scalar(x, gen_str(x, "LayerNorm_%d_two", li), 2.0f),
-                  gen_scalar(x, gen_str(x, "LayerNorm_%d_eps", li), l->eps)};
+    const int k = ex->l->shape.rank - ex->l->sl_axis;
+    for (int i = 0; i < k; i++) axes[i] = -k + i, d[i] = ex->l->shape.dims[ex->l->sl_axis + i];
+    char *c[2] = {gen_scalar(x, gen_str(x, "LayerNorm_%d_two", ex->li), 2.0f),
+                  gen_scalar(x, gen_str(x, "LayerNorm_%d_eps", ex->li), ex->l->eps)};
     static const char *const what[8] = {"mean", "sub", "pow", "var", "add", "sqrt", "div", "mul"};
     char *v[8];
     for (int i = 0; i < 8; i++)
-        if (!(v[i] = gen_str(x, "%s_%s", out, what[i]))) return; /* out of memory (gen_alloc marked it) */
+        if (!(v[i] = gen_str(x, "%s_%s", ex->out, what[i]))) return; /* out of memory (gen_alloc marked it) */
     if (!c[0] || !c[1]) return;
-    n = gen_node(x, "ReduceMean", gen_str(x, "LayerNorm_%d_mean", li), v[0], 1, in);
+    n = gen_node(x, "ReduceMean", gen_str(x, "LayerNorm_%d_mean", ex->li), v[0], 1, ex->in);
     gen_attr_ints(x, n, "axes", k, axes);
-    gen_node(x, "Sub", gen_str(x, "LayerNorm_%d_sub", li), v[1], 2, in, v[0]);
-    gen_node(x, "Pow", gen_str(x, "LayerNorm_%d_pow", li), v[2], 2, v[1], c[0]);
-    n = gen_node(x, "ReduceMean", gen_str(x, "LayerNorm_%d_var", li), v[3], 1, v[2]);
+    gen_node(x, "Sub", gen_str(x, "LayerNorm_%d_sub", ex->li), v[1], 2, ex->in, v[0]);
+    gen_node(x, "Pow", gen_str(x, "LayerNorm_%d_pow", ex->li), v[2], 2, v[1], c[0]);
+    n = gen_node(x, "ReduceMean", gen_str(x, "LayerNorm_%d_var", ex->li), v[3], 1, v[2]);
     gen_attr_ints(x, n, "axes", k, axes);
-    gen_node(x, "Add", gen_str(x, "LayerNorm_%d_add", li), v[4], 2, v[3], c[1]);
-    gen_node(x, "Sqrt", gen_str(x, "LayerNorm_%d_sqrt", li), v[5], 1, v[4]);
-    gen_node(x, "Div", gen_str(x, "LayerNorm_%d_div", li), v[6], 2, v[1], v[5]);
-    gen_node(x, "Mul", gen_str(x, "LayerNorm_%d_mul", li), v[7], 2, v[6], w);
-    gen_node(x, "Add", gen_str(x, "LayerNorm_%d", li), out, 2, v[7], bias);
-    gen_init(x, m, w, k, d);
-    gen_init(x, m, bias, k, d);
+    gen_node(x, "Add", gen_str(x, "LayerNorm_%d_add", ex->li), v[4], 2, v[3], c[1]);
+    gen_node(x, "Sqrt", gen_str(x, "LayerNorm_%d_sqrt", ex->li), v[5], 1, v[4]);
+    gen_node(x, "Div", gen_str(x, "LayerNorm_%d_div", ex->li), v[6], 2, v[1], v[5]);
+    gen_node(x, "Mul", gen_str(x, "LayerNorm_%d_mul", ex->li), v[7], 2, v[6], w);
+    gen_node(x, "Add", gen_str(x, "LayerNorm_%d", ex->li), ex->out, 2, v[7], bias);
+    gen_init(x, ex->m, w, k, d);
+    gen_init(x, ex->m, bias, k, d);
 }
 
 /* LAYER_EXPAND */
-static void export_expand(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_expand(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
     Onnx__NodeProto *n = NULL;
     /* Expand to (the batch of the model input, the sample's shape): the batch from
      * Shape(input)[0:1], the rest constants */
     int64_t d[MODEL_MAX_RANK], one = 1, zero = 0;
-    for (int i = 0; i < l->shape.rank; i++) d[i] = l->shape.dims[i];
-    char *v[3] = {gen_str(x, "%s_inshape", out), gen_str(x, "%s_batch", out), gen_str(x, "%s_shape", out)};
-    char *c[3] = {gen_ints(x, gen_str(x, "Expand_%d_zero", li), 1, &zero),
-                  gen_ints(x, gen_str(x, "Expand_%d_one", li), 1, &one),
-                  gen_ints(x, gen_str(x, "Expand_%d_dims", li), l->shape.rank, d)};
+    for (int i = 0; i < ex->l->shape.rank; i++) d[i] = ex->l->shape.dims[i];
+    char *v[3] = {gen_str(x, "%s_inshape", ex->out), gen_str(x, "%s_batch", ex->out), gen_str(x, "%s_shape", ex->out)};
+    char *c[3] = {gen_ints(x, gen_str(x, "Expand_%d_zero", ex->li), 1, &zero),
+                  gen_ints(x, gen_str(x, "Expand_%d_one", ex->li), 1, &one),
+                  gen_ints(x, gen_str(x, "Expand_%d_dims", ex->li), ex->l->shape.rank, d)};
     for (int i = 0; i < 3; i++)
         if (!v[i] || !c[i]) return; /* out of memory (gen_alloc marked it) */
-    gen_node(x, "Shape", gen_str(x, "Expand_%d_inshape", li), v[0], 1, "input");
-    gen_node(x, "Slice", gen_str(x, "Expand_%d_batch", li), v[1], 3, v[0], c[0], c[1]);
-    n = gen_node(x, "Concat", gen_str(x, "Expand_%d_shape", li), v[2], 2, v[1], c[2]);
+    gen_node(x, "Shape", gen_str(x, "Expand_%d_inshape", ex->li), v[0], 1, "input");
+    gen_node(x, "Slice", gen_str(x, "Expand_%d_batch", ex->li), v[1], 3, v[0], c[0], c[1]);
+    n = gen_node(x, "Concat", gen_str(x, "Expand_%d_shape", ex->li), v[2], 2, v[1], c[2]);
     gen_attr_int(x, n, "axis", 0);
     /* an activation of a lower rank gets its new axes (1s) after the batch first: ONNX
      * aligns the ranks from the right */
-    const layer_t *src = l->in >= 0 ? &m->layers[l->in] : NULL;
-    const model_shape_t *is = src ? &src->shape : &m->in_shape;
-    char *e = in;
-    if (!(src && src->kind == LAYER_CONST) && is->rank < l->shape.rank) {
+    const layer_t *src = ex->l->in >= 0 ? &ex->m->layers[ex->l->in] : NULL;
+    const model_shape_t *is = src ? &src->shape : &ex->m->in_shape;
+    char *e = ex->in;
+    if (!(src && src->kind == LAYER_CONST) && is->rank < ex->l->shape.rank) {
         int64_t sh[1 + MODEL_MAX_RANK] = {0};
-        const int lead = l->shape.rank - is->rank;
-        for (int i = 0; i < l->shape.rank; i++) sh[1 + i] = i < lead ? 1 : is->dims[i - lead];
-        char *s = gen_ints(x, gen_str(x, "Expand_%d_rank", li), 1 + l->shape.rank, sh);
-        if (!s || !(e = gen_str(x, "%s_ranked", out))) return;
-        gen_node(x, "Reshape", gen_str(x, "Expand_%d_ranked", li), e, 2, in, s);
+        const int lead = ex->l->shape.rank - is->rank;
+        for (int i = 0; i < ex->l->shape.rank; i++) sh[1 + i] = i < lead ? 1 : is->dims[i - lead];
+        char *s = gen_ints(x, gen_str(x, "Expand_%d_rank", ex->li), 1 + ex->l->shape.rank, sh);
+        if (!s || !(e = gen_str(x, "%s_ranked", ex->out))) return;
+        gen_node(x, "Reshape", gen_str(x, "Expand_%d_ranked", ex->li), e, 2, ex->in, s);
     }
-    gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, e, v[2]);
-    flat[li] = 0;
-}
-
-/* LAYER_EMBED, LAYER_CAUSAL_SOFTMAX */
-static void export_embed(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
-{
-    const layer_t *l = &m->layers[li];
-    /* the built-in language model's rows have no export yet: refused by name */
-    snprintf(err, errlen, "onnx: layer %d (%s): not exported to ONNX yet", li, MODEL_OPS[l->kind].name);
-    x->failed = 1;
-    return;
+    gen_node(x, ex->op, gen_str(x, "%s_%d", ex->op, ex->li), ex->out, 2, e, v[2]);
+    ex->flat[ex->li] = 0;
 }
 
 /* LAYER_SOFTMAX, LAYER_LOG_SOFTMAX */
-static void export_softmax(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_softmax(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
     Onnx__NodeProto *n = NULL;
     /* opset 13's: the one axis (a flat input is rank 1: its axis 1 either way) */
-    n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 1, in);
-    gen_attr_int(x, n, "axis", 1 + l->sl_axis);
+    n = gen_op(x, ex, 1);
+    gen_attr_int(x, n, "axis", 1 + ex->l->sl_axis);
 }
 
 /* LAYER_CONCAT */
-static void export_concat(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_concat(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
     Onnx__NodeProto *n = NULL;
-    n = gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, l->in2 < 0 ? (char *)"input" : val[l->in2]);
-    gen_attr_int(x, n, "axis", 1 + l->sl_axis);
-    flat[li] = 0;
+    n = gen_op(x, ex, 2);
+    gen_attr_int(x, n, "axis", 1 + ex->l->sl_axis);
+    ex->flat[ex->li] = 0;
 }
 
 /* LAYER_BN */
-static void export_bn(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_bn(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
     Onnx__NodeProto *n = NULL;
-    const char *nm[4] = {tensor_name_at(m, l->w_off, 0), tensor_name_at(m, l->b_off, 0),
-                         tensor_name_at(m, l->rm_off, 1), tensor_name_at(m, l->rv_off, 1)};
-    n = gen_node(x, op, gen_module(x, m, l, op, li), out, 5, in, nm[0], nm[1], nm[2], nm[3]);
-    gen_attr_float(x, n, "epsilon", l->eps);
+    const char *nm[4] = {tensor_name_at(ex->m, ex->l->w_off, 0), tensor_name_at(ex->m, ex->l->b_off, 0),
+                         tensor_name_at(ex->m, ex->l->rm_off, 1), tensor_name_at(ex->m, ex->l->rv_off, 1)};
+    n = gen_node(x, ex->op, gen_module(x, ex->m, ex->l, ex->op, ex->li), ex->out, 5, ex->in, nm[0], nm[1], nm[2], nm[3]);
+    gen_attr_float(x, n, "epsilon", ex->l->eps);
     /* ONNX's momentum weighs the old running statistics: 1 - PyTorch's */
-    gen_attr_float(x, n, "momentum", 1.0f - l->momentum);
-    const int64_t d[1] = {l->C};
-    for (int i = 0; i < 4; i++) gen_init(x, m, nm[i], 1, d);
+    gen_attr_float(x, n, "momentum", 1.0f - ex->l->momentum);
+    const int64_t d[1] = {ex->l->C};
+    for (int i = 0; i < 4; i++) gen_init(x, ex->m, nm[i], 1, d);
 }
 
 /* LAYER_FC */
-static void export_fc(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_fc(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    int in_flat = m->layers[li].in < 0 ? 0 : flat[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
     Onnx__NodeProto *n = NULL;
     /* Gemm reads (N, features): a spatial input is flattened first */
-    char *a = in;
-    if (!in_flat) {
-        a = gen_str(x, "%s_flat", in);
-        gen_node(x, "Flatten", gen_str(x, "Flatten_%d", li), a, 1, in);
+    char *a = ex->in;
+    if (!ex->in_flat) {
+        a = gen_str(x, "%s_flat", ex->in);
+        gen_node(x, "Flatten", gen_str(x, "Flatten_%d", ex->li), a, 1, ex->in);
     }
-    const char *w = tensor_name_at(m, l->w_off, 0), *b = l->has_bias ? tensor_name_at(m, l->b_off, 0) : NULL;
-    char *name = gen_module(x, m, l, op, li);
-    n = b ? gen_node(x, op, name, out, 3, a, w, b) : gen_node(x, op, name, out, 2, a, w);
-    gen_attr_float(x, n, "alpha", l->gemm.alpha);
-    gen_attr_float(x, n, "beta", l->gemm.beta);
-    gen_attr_int(x, n, "transB", l->gemm.layout == GEMM_W_OUT_IN);
-    const int64_t wd[2] = {l->gemm.layout == GEMM_W_OUT_IN ? l->OC : l->C,
-                           l->gemm.layout == GEMM_W_OUT_IN ? l->C : l->OC},
-                  bd[1] = {l->OC};
-    gen_init(x, m, w, 2, wd);
-    if (b) gen_init(x, m, b, 1, bd);
-    flat[li] = 1;
+    const char *w = tensor_name_at(ex->m, ex->l->w_off, 0),
+               *b = ex->l->has_bias ? tensor_name_at(ex->m, ex->l->b_off, 0) : NULL;
+    char *name = gen_module(x, ex->m, ex->l, ex->op, ex->li);
+    n = b ? gen_node(x, ex->op, name, ex->out, 3, a, w, b) : gen_node(x, ex->op, name, ex->out, 2, a, w);
+    gen_attr_float(x, n, "alpha", ex->l->gemm.alpha);
+    gen_attr_float(x, n, "beta", ex->l->gemm.beta);
+    gen_attr_int(x, n, "transB", ex->l->gemm.layout == GEMM_W_OUT_IN);
+    const int64_t wd[2] = {ex->l->gemm.layout == GEMM_W_OUT_IN ? ex->l->OC : ex->l->C,
+                           ex->l->gemm.layout == GEMM_W_OUT_IN ? ex->l->C : ex->l->OC},
+                  bd[1] = {ex->l->OC};
+    gen_init(x, ex->m, w, 2, wd);
+    if (b) gen_init(x, ex->m, b, 1, bd);
+    ex->flat[ex->li] = 1;
 }
 
 /* LAYER_LINEAR */
-static void export_linear(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_linear(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    char *out = val[li];
     Onnx__NodeProto *n = NULL;
     /* MatMul by the (IN, OUT) weight over the last axis, then Add of the bias (the pair
      * the importer joins again) */
-    const char *w = tensor_name_at(m, l->w_off, 0), *b = l->has_bias ? tensor_name_at(m, l->b_off, 0) : NULL;
-    char *mm = b ? gen_str(x, "%s_mm", out) : out;
+    const char *w = tensor_name_at(ex->m, ex->l->w_off, 0),
+               *b = ex->l->has_bias ? tensor_name_at(ex->m, ex->l->b_off, 0) : NULL;
+    char *mm = b ? gen_str(x, "%s_mm", ex->out) : ex->out;
     /* a weight (OUT, IN) (torch's nn.Linear) is read through its Transpose, as torch writes it */
-    const int out_in = l->gemm.layout == GEMM_W_OUT_IN;
-    char *wt = out_in ? gen_str(x, "%s_t%d", w ? w : "", li) : (char *)w;
+    const int out_in = ex->l->gemm.layout == GEMM_W_OUT_IN;
+    char *wt = out_in ? gen_str(x, "%s_t%d", w ? w : "", ex->li) : (char *)w;
     if (out_in) {
-        n = gen_node(x, "Transpose", gen_str(x, "Transpose_%d_weight", li), wt, 1, w);
+        n = gen_node(x, "Transpose", gen_str(x, "Transpose_%d_weight", ex->li), wt, 1, w);
         const int perm[2] = {1, 0};
         gen_attr_ints(x, n, "perm", 2, perm);
     }
-    gen_node(x, "MatMul", gen_module(x, m, l, "MatMul", li), mm, 2, in, wt);
-    const int64_t wd[2] = {out_in ? l->gemm.OUT : l->gemm.IN, out_in ? l->gemm.IN : l->gemm.OUT}, bd[1] = {l->gemm.OUT};
-    gen_init(x, m, w, 2, wd);
+    gen_node(x, "MatMul", gen_module(x, ex->m, ex->l, "MatMul", ex->li), mm, 2, ex->in, wt);
+    const int64_t wd[2] = {out_in ? ex->l->gemm.OUT : ex->l->gemm.IN, out_in ? ex->l->gemm.IN : ex->l->gemm.OUT},
+                  bd[1] = {ex->l->gemm.OUT};
+    gen_init(x, ex->m, w, 2, wd);
     if (b) {
-        gen_node(x, "Add", gen_str(x, "Add_%d_bias", li), out, 2, mm, b);
-        gen_init(x, m, b, 1, bd);
+        gen_node(x, "Add", gen_str(x, "Add_%d_bias", ex->li), ex->out, 2, mm, b);
+        gen_init(x, ex->m, b, 1, bd);
     }
-    flat[li] = 0;
+    ex->flat[ex->li] = 0;
 }
 
 /* LAYER_ADD */
-static void export_add(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
+static void export_add(gen_t *x, const layer_exp_t *ex)
 {
-    const layer_t *l = &m->layers[li];
-    char *in = m->layers[li].in < 0 ? (char *)"input" : val[m->layers[li].in];
-    int in_flat = m->layers[li].in < 0 ? 0 : flat[m->layers[li].in];
-    char *out = val[li];
-    const char *op = MODEL_OPS[m->layers[li].kind].onnx_export;
     Onnx__NodeProto *n = NULL;
-    char *sc = l->in2 < 0 ? (char *)"input" : val[l->in2];
-    const shortcut_desc_t *s = &l->sc;
+    char *sc = ex->in2;
+    const shortcut_desc_t *s = &ex->l->sc;
     if (s->stride != 1 || s->C != s->OC) {
         /* He et al.'s option A: x subsampled by the stride (a 1x1 max pool of that
          * stride picks x[:, :, ::s, ::s]) and its channels zero-padded to OC, the C
          * real ones at offset (OC - C) / 2 (ops.h) */
         if (s->stride != 1) {
-            char *sub = gen_str(x, "%s_sub%d", sc, li);
-            n = gen_node(x, "MaxPool", gen_str(x, "Shortcut_%d_subsample", li), sub, 1, sc);
+            char *sub = gen_str(x, "%s_sub%d", sc, ex->li);
+            n = gen_node(x, "MaxPool", gen_str(x, "Shortcut_%d_subsample", ex->li), sub, 1, sc);
             const int k[2] = {1, 1}, st[2] = {s->stride, s->stride};
             gen_attr_ints(x, n, "kernel_shape", 2, k);
             gen_attr_ints(x, n, "strides", 2, st);
@@ -1124,27 +1020,26 @@ static void export_add(gen_t *x, const model_t *m, int li, char **val, int *flat
             pads[1] = lo;
             pads[5] = s->OC - s->C - lo;
             const int64_t d[1] = {8};
-            char *pv = gen_str(x, "Shortcut_%d_pads", li), *padded = gen_str(x, "%s_pad%d", sc, li);
-            n = gen_node(x, "Constant", gen_str(x, "Shortcut_%d_pads", li), pv, 0);
+            char *pv = gen_str(x, "Shortcut_%d_pads", ex->li), *padded = gen_str(x, "%s_pad%d", sc, ex->li);
+            n = gen_node(x, "Constant", gen_str(x, "Shortcut_%d_pads", ex->li), pv, 0);
             Onnx__AttributeProto *v = gen_attr(x, n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR);
             if (v) v->t = gen_tensor(x, NULL, 1, d, pads, 8 * sizeof *pads, ONNX__TENSOR_PROTO__DATA_TYPE__INT64);
-            gen_node(x, "Pad", gen_str(x, "Shortcut_%d_pad", li), padded, 2, sc, pv);
+            gen_node(x, "Pad", gen_str(x, "Shortcut_%d_pad", ex->li), padded, 2, sc, pv);
             sc = padded;
         }
     }
-    gen_node(x, op, gen_str(x, "%s_%d", op, li), out, 2, in, sc);
-    flat[li] = in_flat;
+    gen_node(x, ex->op, gen_str(x, "%s_%d", ex->op, ex->li), ex->out, 2, ex->in, sc);
+    ex->flat[ex->li] = ex->in_flat;
 }
 
 /* Each layer kind's export: its ONNX nodes and initializers (a kind with no row is refused). */
-static void (*const EXPORTS[LAYER_KIND_COUNT])(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err,
-                                               size_t errlen) = {
+static void (*const EXPORTS[LAYER_KIND_COUNT])(gen_t *x, const layer_exp_t *ex) = {
     [LAYER_CONV] = export_conv,
     [LAYER_MAXPOOL] = export_maxpool,
     [LAYER_AVGPOOL] = export_maxpool,
-    [LAYER_RELU] = export_relu,
-    [LAYER_SIGMOID] = export_relu,
-    [LAYER_TANH] = export_relu,
+    [LAYER_RELU] = export_unary,
+    [LAYER_SIGMOID] = export_unary,
+    [LAYER_TANH] = export_unary,
     [LAYER_CONST] = export_const,
     [LAYER_GATHER_PARAM] = export_gather_param,
     [LAYER_RESHAPE] = export_reshape,
@@ -1152,31 +1047,29 @@ static void (*const EXPORTS[LAYER_KIND_COUNT])(gen_t *x, const model_t *m, int l
     [LAYER_SLICE] = export_slice,
     [LAYER_REDUCE_MEAN] = export_reduce_mean,
     [LAYER_REDUCE_SUM] = export_reduce_mean,
-    [LAYER_BADD] = export_badd,
-    [LAYER_SUB] = export_badd,
-    [LAYER_BMUL] = export_badd,
-    [LAYER_DIV] = export_badd,
-    [LAYER_EXP] = export_exp,
-    [LAYER_NEG] = export_exp,
-    [LAYER_SQRT] = export_exp,
-    [LAYER_RECIPROCAL] = export_exp,
-    [LAYER_ABS] = export_exp,
+    [LAYER_BADD] = export_binary,
+    [LAYER_SUB] = export_binary,
+    [LAYER_BMUL] = export_binary,
+    [LAYER_DIV] = export_binary,
+    [LAYER_EXP] = export_unary,
+    [LAYER_NEG] = export_unary,
+    [LAYER_SQRT] = export_unary,
+    [LAYER_RECIPROCAL] = export_unary,
+    [LAYER_ABS] = export_unary,
     [LAYER_POW] = export_pow,
     [LAYER_LEAKY_RELU] = export_leaky_relu,
     [LAYER_CLIP] = export_clip,
     [LAYER_HARDSIGMOID] = export_hardsigmoid,
     [LAYER_HARDSWISH] = export_hardswish,
-    [LAYER_MUL] = export_mul,
+    [LAYER_MUL] = export_binary,
     [LAYER_STOCHASTIC_DEPTH] = export_stochastic_depth,
     [LAYER_DROPOUT] = export_dropout,
     [LAYER_GAP] = export_gap,
-    [LAYER_ERF] = export_erf,
+    [LAYER_ERF] = export_unary,
     [LAYER_GELU] = export_gelu,
     [LAYER_BMM] = export_bmm,
     [LAYER_LAYERNORM] = export_layernorm,
     [LAYER_EXPAND] = export_expand,
-    [LAYER_EMBED] = export_embed,
-    [LAYER_CAUSAL_SOFTMAX] = export_embed,
     [LAYER_SOFTMAX] = export_softmax,
     [LAYER_LOG_SOFTMAX] = export_softmax,
     [LAYER_CONCAT] = export_concat,
@@ -1186,19 +1079,36 @@ static void (*const EXPORTS[LAYER_KIND_COUNT])(gen_t *x, const model_t *m, int l
     [LAYER_ADD] = export_add,
 };
 
-/* One layer's nodes; value names: "input" (the model input), "t<i>" (layer i's output),
- * "logits" (the last layer's). flat[i]: layer i's output is (N, features), not (N, C, H, W). */
+/* One layer's nodes (layer_exp_t names its values). A kind whose table row names no ONNX
+ * operator (the language models' rows) is refused by name. */
 static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
 {
     const layer_t *l = &m->layers[li];
+    const model_op_t *op = model_op(l->kind);
     flat[li] = l->in < 0 ? 0 : flat[l->in];
-    if ((unsigned)l->kind >= LAYER_KIND_COUNT || !EXPORTS[l->kind]) {
-        snprintf(err, errlen, "onnx: layer %d: its kind has no export", li);
+    if (!op || !*op->onnx_export || !EXPORTS[l->kind]) {
+        snprintf(err, errlen, "onnx: layer %d (%s): not exported to ONNX yet", li, op ? op->name : "no kind");
         x->failed = 1;
         return;
     }
-    EXPORTS[l->kind](x, m, li, val, flat, err, errlen);
+    const layer_exp_t ex = {.m = m,
+                            .l = l,
+                            .li = li,
+                            .in = l->in < 0 ? (char *)"input" : val[l->in],
+                            .in2 = op->ninputs < 2 ? NULL
+                                   : l->in2 < 0    ? (char *)"input"
+                                                   : val[l->in2],
+                            .in_flat = l->in < 0 ? 0 : flat[l->in],
+                            .out = val[li],
+                            .op = op->onnx_export,
+                            .val = val,
+                            .flat = flat,
+                            .err = err,
+                            .errlen = errlen};
+    EXPORTS[l->kind](x, &ex);
 }
+
+int onnx_export_has_kind(layer_kind_t k) { return (unsigned)k < LAYER_KIND_COUNT && EXPORTS[k] != NULL; }
 
 int onnx_export_layers(const model_t *m, uint8_t **out, size_t *outlen, char *err, size_t errlen)
 {

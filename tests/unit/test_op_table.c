@@ -696,6 +696,19 @@ static void device_case(const row_case_t *c, const char *row, const model_t *sta
 
 static void run_case(layer_kind_t k, const row_case_t *c);
 
+/* A network with a row the exporter has no operator for: refused, naming the row. */
+static void export_refused(const char *row, const model_t *m)
+{
+    char err[512];
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (onnx_export_layers(m, &buf, &len, err, sizeof err) == 0)
+        fail_msg("row %s: exported, with no ONNX operator", row);
+    if (!strstr(err, row) || !strstr(err, "not exported"))
+        fail_msg("row %s: the export's refusal names neither the row nor why: %s", row, err);
+    printf("  %-11s %-16s refused: %s\n", row, "export", err);
+}
+
 /* The export: the network written from its layer list (onnx_export_layers: the row's
  * onnx_export column) and imported again computes the same evaluation logits: bit for bit,
  * except where opset 13 has no operator of the row's own and the export writes an
@@ -733,6 +746,11 @@ static void run_row(layer_kind_t k)
     if (!op->name || !op->onnx_import || !op->onnx_export || !op->infer_shape || !op->flops || !op->forward ||
         !op->backward || op->ninputs < 1 || op->ninputs > 2 || (!op->grad_inputs && k != LAYER_EMBED))
         fail_msg("row %s is incomplete in model/op_table.c", row);
+    /* the exporter (model/onnx_export.c's EXPORTS) translates exactly the rows that name an
+     * ONNX operator: a row without an export says so by an empty onnx_export */
+    if (onnx_export_has_kind(k) != (*op->onnx_export != '\0'))
+        fail_msg("row %s: onnx_export '%s' but %s in model/onnx_export.c's EXPORTS", row, op->onnx_export,
+                 onnx_export_has_kind(k) ? "a translation" : "no translation");
     /* An embedding reads token ids, which neither take finite differences nor come from the
      * LeakyRelu in front of every case: tests/unit/test_gpt.c checks its kernels against
      * their reference and its gradients inside a GPT against finite differences. */
@@ -834,8 +852,9 @@ static void run_case(layer_kind_t k, const row_case_t *c)
     }
 
     device_case(c, row, start, m, x, y, loss);
-    /* a row with no ONNX operator (built in only: the language models') is not exported */
+    /* a row with no ONNX operator (built in only: the language models') is refused by name */
     if (*MODEL_OPS[k].onnx_export) export_case(row, k, m, x, y);
+    else export_refused(row, m);
     free(xin);
     free(xin2);
     free(params);

@@ -494,7 +494,10 @@ static const field_t FIELDS[] = {
      MEMBER(job_spec_t, emulate.slowdown, double *), COUNT(emulate.nslowdown),
      BETWEEN(1, MAX_SLOWDOWN), .def_num = 1, .default_doc = "`[]` (all 1)",
      .allowed_doc = "each between 1 and 1000; `[]` or one entry per worker",
-     .doc = "Per-rank slowdown factor (rank r computes slowdown[r] times slower); [] = none."},
+     .doc = "Per-rank slowdown factor (rank r computes slowdown[r] times slower, sleeping through the extra "
+            "time); [] = none. With any slowdown or schedule set, every rank waits for messages politely "
+            "(polls, then naps ~0.1 ms) instead of spinning, as on an oversubscribed host: its peers' waits for a "
+            "sleeping rank leave the cores to other work."},
     {.path = "emulate.schedule", .type = F_OBJECTS,
      MEMBER(job_spec_t, emulate.schedule, spec_slowdown_change_t *),
      COUNT(emulate.nschedule), .sub = SCHEDULE_FIELDS, .nsub = ARRAY_LEN(SCHEDULE_FIELDS),

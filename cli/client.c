@@ -33,6 +33,7 @@ typedef struct {
     size_t *written;
     int out_failed;
     sse_parser_t *parser; /* stream: 200 bodies go here */
+    int typed;            /* ... only those of type text/event-stream (a POST stream) */
     int stop;             /* the parser's or tick's positive value */
     int bad_stream;       /* the parser refused the stream (an event over SSE_EVENT_MAX) */
     client_tick_fn tick;
@@ -155,7 +156,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *arg)
         *x->written += n;
         return n;
     }
-    if (x->parser && st == 200) {
+    if (x->parser && st == 200 && (!x->typed || strncasecmp(x->r->content_type, "text/event-stream", 17) == 0)) {
         int rc = sse_feed(x->parser, data, n);
         if (rc) {
             if (rc > 0) x->stop = rc;
@@ -304,6 +305,27 @@ int client_download(client_t *c, const char *path, FILE *out, size_t *written, c
     return rc;
 }
 
+/* After a stream: an answer cut in the middle of an event is a dropped connection. */
+static int stream_end(client_t *c, const xfer_t *x, const sse_parser_t *parser, int rc, char *err, size_t errlen)
+{
+    if (x->stop) return x->stop;
+    if (rc == 0 && x->overflow == 0 && x->r->status == 200 && parser->line_len + parser->data_len > 0) {
+        snprintf(err, errlen, "the event stream from %s ended in the middle of an event", c->base);
+        return -1;
+    }
+    return rc;
+}
+
+int client_post_stream(client_t *c, const char *path, const char *body, size_t body_len, sse_parser_t *parser,
+                       client_resp_t *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    xfer_t x = {.c = c, .r = r, .parser = parser, .typed = 1, .last_tick = mono()};
+    struct curl_slist *hdrs = curl_slist_append(NULL, "Accept: text/event-stream, application/json;q=0.5");
+    int rc = perform(c, "POST", path, body, body_len, hdrs, &x, 0, err, errlen);
+    return stream_end(c, &x, parser, rc, err, errlen);
+}
+
 int client_stream(client_t *c, const char *path, const char *last_event_id, sse_parser_t *parser, client_tick_fn tick,
                   void *ctx, client_resp_t *r, char *err, size_t errlen)
 {
@@ -316,11 +338,5 @@ int client_stream(client_t *c, const char *path, const char *last_event_id, sse_
         hdrs = curl_slist_append(hdrs, h);
     }
     int rc = perform(c, "GET", path, NULL, 0, hdrs, &x, 0, err, errlen);
-    if (x.stop) return x.stop;
-    if (rc == 0 && x.overflow == 0 && r->status == 200 && parser->line_len + parser->data_len > 0) {
-        /* ended in the middle of an event: treat like a dropped connection */
-        snprintf(err, errlen, "the event stream from %s ended in the middle of an event", c->base);
-        return -1;
-    }
-    return rc;
+    return stream_end(c, &x, parser, rc, err, errlen);
 }

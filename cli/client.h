@@ -60,6 +60,13 @@ int client_download(client_t *c, const char *path, FILE *out, size_t *written, c
 int client_stream(client_t *c, const char *path, const char *last_event_id, sse_parser_t *parser, client_tick_fn tick,
                   void *ctx, client_resp_t *r, char *err, size_t errlen);
 
+/* POST body (JSON) asking for an event stream (Accept: text/event-stream, then
+ * application/json): a 200 answer of type text/event-stream goes through parser; any other
+ * answer (an error, or the JSON of a server that answers whole) is kept in r->body, its
+ * type in r->content_type. Returns like client_stream (there is no tick). */
+int client_post_stream(client_t *c, const char *path, const char *body, size_t body_len, sse_parser_t *parser,
+                       client_resp_t *r, char *err, size_t errlen);
+
 void client_resp_free(client_resp_t *r);
 
 /* "/api/v1/jobs/<id><suffix>" with id percent-encoded (ids come from the command line). */

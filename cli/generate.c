@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "format.h"
@@ -73,15 +74,21 @@ static void write_for_terminal(const char *text, FILE *out)
     }
 }
 
-/* The answer for people: the text (as it is into a pipe or file), then one line of
- * counts on stderr. */
-static void print_answer(const json_t *ans)
+/* One piece of the model's text on stdout, as it comes. */
+static void put_text(const char *text, int tty, char *last)
 {
-    const char *text = json_string_value(json_object_get(ans, "text"));
     size_t len = text ? strlen(text) : 0;
-    if (len && isatty(STDOUT_FILENO)) write_for_terminal(text, stdout);
-    else if (len) fwrite(text, 1, len, stdout);
-    if (len && text[len - 1] != '\n') fputc('\n', stdout);
+    if (!len) return;
+    if (tty) write_for_terminal(text, stdout);
+    else fwrite(text, 1, len, stdout);
+    fflush(stdout);
+    *last = text[len - 1];
+}
+
+/* After the text: its line end, then one line of counts on stderr. */
+static void print_counts(const json_t *ans, char last)
+{
+    if (last && last != '\n') fputc('\n', stdout);
     fflush(stdout);
     json_int_t tokens = json_integer_value(json_object_get(ans, "tokens"));
     json_int_t prompt_tokens = json_integer_value(json_object_get(ans, "prompt_tokens"));
@@ -91,6 +98,106 @@ static void print_answer(const json_t *ans)
             json_is_true(json_object_get(ans, "prompt_truncated"))
                 ? " (the prompt was cut to the model's last block_size tokens)"
                 : "");
+}
+
+/* What the event stream of one generation left. */
+typedef struct {
+    int tty;
+    char last;      /* the last byte of text printed; 0 = none */
+    json_t *done;   /* the "done" event's answer */
+    json_t *failed; /* the "error" event's problem detail */
+} gen_stream_t;
+
+/* "token" {"text"}: printed at once; "done" {the answer} and "error" {a problem detail}
+ * end the stream; other events are skipped (a newer coordinator may send more). */
+static int on_event(void *ctx, const char *type, const char *id, const char *data)
+{
+    gen_stream_t *g = ctx;
+    json_t *j = json_loads(data, 0, NULL);
+    int stop = 0;
+    if (!json_is_object(j)) {
+        json_decref(j);
+        return 0;
+    }
+    if (strcmp(type, "token") == 0) {
+        put_text(json_string_value(json_object_get(j, "text")), g->tty, &g->last);
+    } else if (strcmp(type, "done") == 0 && !g->done) {
+        g->done = json_incref(j);
+        stop = 1;
+    } else if (strcmp(type, "error") == 0 && !g->failed) {
+        g->failed = json_incref(j);
+        stop = 1;
+    }
+    json_decref(j);
+    return stop;
+}
+
+/* The "error" event as the API's other errors are reported (exit 1). */
+static int stream_failed(const cli_ctx_t *cx, json_t *problem, char last)
+{
+    if (last && last != '\n') fputc('\n', stdout);
+    fflush(stdout);
+    client_resp_t r = {.status = (long)json_integer_value(json_object_get(problem, "status"))};
+    r.body = json_dumps(problem, JSON_COMPACT);
+    r.len = r.body ? strlen(r.body) : 0;
+    int rc = cli_api_error(cx, &r);
+    free(r.body);
+    return rc;
+}
+
+/* A whole JSON answer (--json, or a coordinator that does not stream). */
+static int whole_answer(const cli_ctx_t *cx, const client_resp_t *r, int tty)
+{
+    json_t *ans = r->body ? json_loadb(r->body, r->len, 0, NULL) : NULL;
+    if (!json_is_object(ans)) {
+        fprintf(stderr, "pacer generate: the coordinator at %s answered with something that is not a JSON object\n",
+                client_url(cx->client));
+        json_decref(ans);
+        return CLI_EXIT_API;
+    }
+    char last = 0;
+    if (cx->args->json) fmt_json(stdout, ans);
+    else {
+        put_text(json_string_value(json_object_get(ans, "text")), tty, &last);
+        print_counts(ans, last);
+    }
+    json_decref(ans);
+    return CLI_EXIT_OK;
+}
+
+/* POST the request: streamed for people, whole for --json. */
+static int post_generate(cli_ctx_t *cx, const char *path, const char *body)
+{
+    client_resp_t r;
+    char err[1024];
+    gen_stream_t g = {.tty = isatty(STDOUT_FILENO)};
+    sse_parser_t parser;
+    sse_init(&parser, on_event, &g);
+    int rc = cx->args->json ? client_call(cx->client, "POST", path, body, strlen(body), &r, err, sizeof err)
+                            : client_post_stream(cx->client, path, body, strlen(body), &parser, &r, err, sizeof err);
+    sse_free(&parser);
+    if (g.done) {
+        print_counts(g.done, g.last);
+        rc = CLI_EXIT_OK;
+    } else if (g.failed) {
+        rc = stream_failed(cx, g.failed, g.last);
+    } else if (rc != 0) {
+        if (g.last && g.last != '\n') fputc('\n', stdout);
+        rc = cli_unreachable(cx, err);
+    } else if (r.status < 200 || r.status >= 300) {
+        rc = cli_api_error(cx, &r);
+    } else if (strncasecmp(r.content_type, "text/event-stream", 17) == 0) {
+        if (g.last && g.last != '\n') fputc('\n', stdout);
+        fprintf(stderr, "pacer generate: the event stream from %s ended before its answer (no \"done\" event)\n",
+                client_url(cx->client));
+        rc = CLI_EXIT_UNREACHABLE;
+    } else {
+        rc = whole_answer(cx, &r, g.tty);
+    }
+    json_decref(g.done);
+    json_decref(g.failed);
+    client_resp_free(&r);
+    return rc;
 }
 
 int cmd_generate(cli_ctx_t *cx)
@@ -107,27 +214,7 @@ int cmd_generate(cli_ctx_t *cx)
     char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
     json_decref(req);
     if (!body) return CLI_EXIT_USAGE;
-
-    client_resp_t r;
-    char err[1024];
-    int rc = client_call(cx->client, "POST", path, body, strlen(body), &r, err, sizeof err);
+    int rc = post_generate(cx, path, body);
     free(body);
-    if (rc != 0) return cli_unreachable(cx, err);
-    if (r.status < 200 || r.status >= 300) {
-        rc = cli_api_error(cx, &r);
-        client_resp_free(&r);
-        return rc;
-    }
-    json_t *ans = r.body ? json_loadb(r.body, r.len, 0, NULL) : NULL;
-    client_resp_free(&r);
-    if (!json_is_object(ans)) {
-        fprintf(stderr, "pacer generate: the coordinator at %s answered with something that is not a JSON object\n",
-                client_url(cx->client));
-        json_decref(ans);
-        return CLI_EXIT_API;
-    }
-    if (a->json) fmt_json(stdout, ans);
-    else print_answer(ans);
-    json_decref(ans);
-    return CLI_EXIT_OK;
+    return rc;
 }

@@ -2,7 +2,8 @@
 # /api/v1/jobs/{id}/generate, against a stand-in for the endpoint (tests/tools/
 # generate_stub.py): each sends the prompt and exactly the options given (so the
 # coordinator's defaults and bounds apply), percent-encodes the job id and sends the token;
-# the CLI prints the text on stdout (control characters as '?' on a terminal) and the counts
+# the CLI prints the text on stdout as it comes ("token" events; a whole JSON answer too;
+# control characters as '?' on a terminal) and the counts
 # on stderr (--json: the answer), reads
 # the prompt from stdin for -, refuses malformed numbers by option name (exit 2), and
 # reports the API's 400 (the field) and 404 with exit 1. Generation itself is the
@@ -14,7 +15,8 @@ command -v python3 >/dev/null || skip "python3 not installed"
 command -v jq >/dev/null || skip "jq not installed (make deps)"
 
 STUB_PID=""
-trap '[ -n "$STUB_PID" ] && kill -9 "$STUB_PID" 2>/dev/null; rm -rf "$TMP"' EXIT
+SLOW=""
+trap 'for p in $STUB_PID $SLOW; do kill -9 "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
 python3 tests/tools/generate_stub.py "$TMP/port" "$TMP/got.jsonl" &
 STUB_PID=$!
 i=0
@@ -61,6 +63,29 @@ if command -v script >/dev/null; then
     grep -q '?\[2Jred and more' "$TMP/tty.txt" && ! grep -q "$ESC" "$TMP/tty.txt" ||
         fail "an escape sequence reached the terminal: $(od -c "$TMP/tty.txt" | head -5)"
 fi
+
+# ---- the stream: the text as it comes, the whole answer without one -------------------------------
+"$PACER" generate slow "Tick" >"$TMP/slow.out" 2>"$TMP/slow.err" &
+SLOW=$!
+i=0
+until [ "$(cat "$TMP/slow.out")" = "T" ]; do
+    i=$((i + 1))
+    [ $i -le 300 ] || fail "the first token was not printed before the stream ended: '$(cat "$TMP/slow.out")'"
+    sleep 0.1
+done
+touch "$TMP/got.jsonl.go"
+wait $SLOW || fail "the slow stream exited $?: $(cat "$TMP/slow.err")"
+[ "$(cat "$TMP/slow.out")" = "Tick and more" ] || fail "the streamed text: $(cat "$TMP/slow.out")"
+grep -q "16 tokens after a prompt of 4" "$TMP/slow.err" || fail "no counts after the stream: $(cat "$TMP/slow.err")"
+gen whole-1 "Hi" || fail "a whole JSON answer: exit $?: $(cat "$TMP/err")"
+[ "$(cat "$TMP/out")" = "Hi and more" ] && grep -q "16 tokens after a prompt of 2" "$TMP/err" ||
+    fail "a coordinator that answers whole: $(cat "$TMP/out") / $(cat "$TMP/err")"
+gen broken "Hi"; rc=$?
+[ $rc -eq 1 ] && [ "$(cat "$TMP/out")" = "H" ] && grep -q "killed at its memory limit" "$TMP/err" ||
+    fail "an error event: exit $rc, $(cat "$TMP/out") / $(cat "$TMP/err")"
+gen cut "Hi"; rc=$?
+[ $rc -eq 3 ] && grep -q 'ended before its answer (no "done" event)' "$TMP/err" ||
+    fail "a stream without its answer: exit $rc, $(cat "$TMP/err")"
 
 # ---- the API's refusals: its detail, exit 1 ---------------------------------------------------
 gen job-1 "Hi" --max-tokens 5000; rc=$?

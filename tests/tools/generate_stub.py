@@ -5,8 +5,12 @@
 # JSON line {"method", "path", "auth", "content_type", "body"} to OUT, and answers like
 # the endpoint: job "nosuch" is a 404, max_tokens over 1024 a 400 naming the field, else
 # a 200 {"text", "tokens", "prompt_tokens", "tokens_per_s", "prompt_truncated"} whose text
-# is the prompt followed by " and more".
-import http.server, json, os, sys
+# is the prompt followed by " and more". Asked for text/event-stream (and the job's id not
+# starting with "whole"), that text comes as "token" events of one character each
+# {"text"}, then a "done" event with the answer; job "broken" sends one token and then an
+# "error" event (a problem detail), job "cut" ends after its tokens without "done", and
+# job "slow" waits after its first token until the file OUT.go exists.
+import http.server, json, os, sys, time
 
 
 def problem(status, title, detail, field=None):
@@ -44,12 +48,34 @@ class Stub(http.server.BaseHTTPRequestHandler):
             f.write(json.dumps({"method": "POST", "path": self.path, "auth": self.headers.get("Authorization"),
                                 "content_type": self.headers.get("Content-Type"), "body": req}) + "\n")
         status, doc = answer(self.path, req)
+        job = self.path.split("/")[4] if self.path.count("/") >= 4 else ""
+        if status == 200 and "text/event-stream" in self.headers.get("Accept", "") and not job.startswith("whole"):
+            return self.stream(job, doc)
         out = json.dumps(doc).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json" if status == 200 else "application/problem+json")
         self.send_header("Content-Length", str(len(out)))
         self.end_headers()
         self.wfile.write(out)
+
+    def event(self, kind, doc):
+        self.wfile.write(("event: %s\ndata: %s\n\n" % (kind, json.dumps(doc))).encode())
+        self.wfile.flush()
+
+    def stream(self, job, doc):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for i, ch in enumerate(doc["text"]):
+            self.event("token", {"text": ch})
+            if job == "broken":
+                return self.event("error", problem(500, "Generation failed", "the generation process exited: "
+                                                   "killed at its memory limit")[1])
+            if job == "slow" and i == 0:
+                while not os.path.exists(sys.argv[2] + ".go"):
+                    time.sleep(0.05)
+        if job != "cut":
+            self.event("done", doc)
 
     def log_message(self, *args):
         pass

@@ -81,6 +81,10 @@ const record_field_t RECORD_FIELDS[RF_N] = {
                          "gauge", "Memory in use on the rank's GPU, by every process (NVML)."},
     [RF_GPU_MEM_TOTAL] = {NODE_GPU_MEM_TOTAL, RF_INT, RFG_GPU, AT(gpu_mem_total), "pacer_rank_gpu_memory_total_bytes",
                           "gauge", "Memory of the rank's GPU (NVML)."},
+    /* algorithm.shard only (worker/shard.h): the rank's share of the fused buffer. */
+    [RF_SHARD_PARAMS] = {"shard_params", RF_INT, RFG_SHARD, AT(shard_params), NULL, NULL, NULL},
+    [RF_SHARD_STATE_BYTES] = {"shard_state_bytes", RF_INT, RFG_SHARD, AT(shard_state_bytes), NULL, NULL, NULL},
+    [RF_SHARD_GRADIENT_BYTES] = {"shard_gradient_bytes", RF_INT, RFG_SHARD, AT(shard_gradient_bytes), NULL, NULL, NULL},
     [RF_HEARTBEAT_AGE_S] = {"heartbeat_age_s", RF_NUM, RFG_API, 0, "pacer_rank_heartbeat_age_seconds", "gauge",
                             "Seconds since the rank's last heartbeat."},
 };

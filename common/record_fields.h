@@ -38,6 +38,7 @@ typedef enum {
     RFG_TOTAL_STEPS, /* redis_report_total_steps was told the run's length */
     RFG_EMULATION,   /* the rank checked its emulation (worker/emulate.h) */
     RFG_GPU,         /* a GPU rank with NVML has a sample (worker/nvml.h) */
+    RFG_SHARD,       /* algorithm.shard: the rank's range and what it keeps (worker/shard.h) */
     RFG_API,         /* derived by the API from the stored fields */
     RFG_N
 } record_group_t;
@@ -88,6 +89,9 @@ typedef enum {
     RF_GPU_UTIL_PCT,
     RF_GPU_MEM_USED,
     RF_GPU_MEM_TOTAL,
+    RF_SHARD_PARAMS,
+    RF_SHARD_STATE_BYTES,
+    RF_SHARD_GRADIENT_BYTES,
     RF_HEARTBEAT_AGE_S,
     RF_N
 } record_field_id_t;
@@ -106,6 +110,7 @@ typedef struct {
     /* waiting_peer: NAN for every rank of the collective (stored as "") */
     double waiting_peer, waiting_since, waiting_limit_s;
     double emulation_demand_cores, emulation_cores, gpu_util_pct;
+    long long shard_params, shard_state_bytes, shard_gradient_bytes;
 } rank_record_t;
 
 typedef struct {

@@ -1112,6 +1112,15 @@
       }
       if (worst) s.emulation = worst;
       if (s.job) facts();
+      // algorithm.shard: each rank's range of the parameters (its share of their sum) and
+      // the optimizer state and gradient it keeps (the node hash's shard fields).
+      const sharded = n.ranks.reduce((t, r) => t + (typeof r.shard_params === 'number' ? r.shard_params : 0), 0);
+      const shardCell = (r) => {
+        if (!(sharded > 0) || typeof r.shard_params !== 'number') return '–';
+        const mib = (b) => (typeof b === 'number' ? (b / 1048576).toFixed(1) : '?') + ' MiB';
+        return (100 * r.shard_params / sharded).toFixed(1) + ' % · state ' + mib(r.shard_state_bytes) +
+          ' · gradient ' + mib(r.shard_gradient_bytes);
+      };
       for (const r of n.ranks) {
         if (r.role) s.roles[r.rank] = r.role;
         const tr = el('tr');
@@ -1136,7 +1145,9 @@
           // GPU ranks with NVML (worker/nvml.h); empty elsewhere.
           el('td', { class: 'num gpu-util' }, r.gpu_util_pct !== undefined ? num(r.gpu_util_pct, 0) + ' %' : '–'),
           el('td', { class: 'num gpu-mem' }, r.gpu_mem_total_bytes ? (r.gpu_mem_used_bytes / 1073741824).toFixed(1) + ' / ' +
-            (r.gpu_mem_total_bytes / 1073741824).toFixed(1) + ' GiB' : '–'));
+            (r.gpu_mem_total_bytes / 1073741824).toFixed(1) + ' GiB' : '–'),
+          el('td', { class: 'num shard', title: typeof r.shard_params === 'number' ? r.shard_params.toLocaleString() + ' parameters' : '' },
+            shardCell(r)));
         body.append(tr);
       }
     }

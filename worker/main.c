@@ -461,6 +461,11 @@ int main(int argc, char **argv)
 
 /* worker_t.report_health through the Redis sink (the node hash's health field). */
 static void report_health_redis(worker_t *w, const char *json) { redis_report_health(w->assignment_ctx, json); }
+/* worker_t.report_shard through the Redis sink (the node hash's shard fields). */
+static void report_shard_redis(worker_t *w, long long params, long long state, long long grad)
+{
+    redis_report_shard(w->assignment_ctx, params, state, grad);
+}
 
 static int coordinator_assignment(worker_t *w, int *out)
 {
@@ -742,6 +747,7 @@ static int phase_sinks(run_t *r)
             w->assignment_ctx = sinks[nsinks++];
             w->assignment_hook = coordinator_assignment;
             w->report_health = report_health_redis;
+            w->report_shard = report_shard_redis;
             /* A GPU rank's utilisation and memory go with its node hash; NVML is loaded
              * only here, and its absence leaves them out without a word. */
             if (w->gpu) redis_report_watch_gpu(w->assignment_ctx, nvml_open(w->gpu_device));

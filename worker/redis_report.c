@@ -76,10 +76,11 @@ typedef struct {
     int asg[ASSIGN_MAX];
     int64_t asg_returned; /* the version redis_report_assignment last handed out */
 
-    nvml_t *gpu;                          /* redis_report_watch_gpu's; sampled by the sink thread only */
-    char health[REDIS_REPORT_HEALTH_MAX]; /* redis_report_health's; "" = none */
-    double emu_demand, emu_cores;         /* redis_report_emulation's; cores 0 = not set */
-    long long total_steps;                /* redis_report_total_steps's; 0 = not set */
+    nvml_t *gpu;                                     /* redis_report_watch_gpu's; sampled by the sink thread only */
+    char health[REDIS_REPORT_HEALTH_MAX];            /* redis_report_health's; "" = none */
+    double emu_demand, emu_cores;                    /* redis_report_emulation's; cores 0 = not set */
+    long long shard_params, shard_state, shard_grad; /* redis_report_shard's; params 0 = not set */
+    long long total_steps;                           /* redis_report_total_steps's; 0 = not set */
 
     /* The rank's recent step times (a ring of step records' step_s), for the wait limit,
      * and its wait mark (redis_report_watch_wait; NULL: waits are not reported). */
@@ -401,6 +402,12 @@ static void node_record(const rsink_t *s, const metrics_record_t *rec, const cha
         nr->emulation_demand_cores = s->emu_demand;
         nr->emulation_cores = s->emu_cores;
     }
+    if (s->shard_params > 0) {
+        nr->present |= 1u << RFG_SHARD;
+        nr->shard_params = s->shard_params;
+        nr->shard_state_bytes = s->shard_state;
+        nr->shard_gradient_bytes = s->shard_grad;
+    }
 }
 
 /* Appends the backlog's entries to the pipeline: the full stream's first (their replies
@@ -684,6 +691,16 @@ void redis_report_emulation(metrics_sink_t *base, double demand_cores, double co
     pthread_mutex_lock(&s->lock);
     s->emu_demand = demand_cores;
     s->emu_cores = cores;
+    pthread_mutex_unlock(&s->lock);
+}
+
+void redis_report_shard(metrics_sink_t *base, long long params, long long state_bytes, long long gradient_bytes)
+{
+    rsink_t *s = (rsink_t *)base;
+    pthread_mutex_lock(&s->lock);
+    s->shard_params = params;
+    s->shard_state = state_bytes;
+    s->shard_grad = gradient_bytes;
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -97,6 +97,12 @@ void redis_report_watch_wait(metrics_sink_t *s, waitmark_t *mark);
  * nothing is published (a simulated rank). */
 void redis_report_emulation(metrics_sink_t *s, double demand_cores, double cores);
 
+/* algorithm.shard (worker/shard.h): the parameters of this rank's range, the optimizer
+ * state and the gradient bytes it keeps, published with every node hash from the next
+ * round trip on (shard_params, shard_state_bytes, shard_gradient_bytes; docs/REDIS.md),
+ * for the job page's node table. params <= 0: nothing is published. */
+void redis_report_shard(metrics_sink_t *s, long long params, long long state_bytes, long long gradient_bytes);
+
 /* The steps the whole run takes (epochs x steps per epoch), published with every node
  * hash as total_steps (docs/REDIS.md): with `step`, the job's measured progress, from
  * which the coordinator estimates when it ends (coordinator/policy.h). <= 0: not published. */

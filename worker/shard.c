@@ -119,6 +119,15 @@ static int take_state(worker_t *w, shard_t *sh, char *err, size_t errlen)
     return 0;
 }
 
+/* What rank r keeps: the state of its range (rank 0 with checkpoints: all of it), and the
+ * gradient buffer (stage 2: its range and the extras once reduced). */
+static void rank_bytes(const worker_t *w, const shard_t *sh, int r, double *state, double *grad)
+{
+    const double np = (double)w->model->nparams, mine = (double)(sh->bounds[r + 1] - sh->bounds[r]);
+    *state = 4.0 * sh->states * (r == 0 && sh->full_at_root ? np : mine);
+    *grad = 4.0 * ((sh->stage >= 2 ? mine : np) + MODEL_GRAD_EXTRA);
+}
+
 /* The end of the params tensor holding off (0 when none: a layer without parameters
  * whose offsets are 0, or a buffer's offset, only makes the plan more cautious). */
 static size_t tensor_end(const model_t *m, size_t off)
@@ -181,6 +190,12 @@ int shard_setup(worker_t *w, char *err, size_t errlen)
     if (plan_buckets(w->model, sh) != 0) {
         snprintf(err, errlen, "algorithm.shard: out of memory for the buckets of %d layers", w->model->nlayers);
         return -1;
+    }
+    if (w->report_shard) { /* the node hash: the job page's node table shows each rank's share */
+        double state, grad;
+        const int me = w->use_mpi ? w->rank : 0;
+        rank_bytes(w, sh, me, &state, &grad);
+        w->report_shard(w, (long long)(sh->hi - sh->lo), (long long)state, (long long)grad);
     }
     return 0;
 }
@@ -481,15 +496,6 @@ void shard_before_checkpoint(const worker_t *w)
             "checkpoint at step %ld: the optimizer state of ranks 1 to %d in it is that of step %ld (gathered for "
             "the last planned checkpoint); the weights are this step's\n",
             w->global_step, sh->n - 1, sh->gathered_step);
-}
-
-/* What rank r keeps: the state of its range (rank 0 with checkpoints: all of it), and the
- * gradient buffer (stage 2: its range and the extras once reduced). */
-static void rank_bytes(const worker_t *w, const shard_t *sh, int r, double *state, double *grad)
-{
-    const double np = (double)w->model->nparams, mine = (double)(sh->bounds[r + 1] - sh->bounds[r]);
-    *state = 4.0 * sh->states * (r == 0 && sh->full_at_root ? np : mine);
-    *grad = 4.0 * ((sh->stage >= 2 ? mine : np) + MODEL_GRAD_EXTRA);
 }
 
 json_t *shard_json(const worker_t *w)

@@ -229,6 +229,9 @@ typedef struct worker {
     int collapse_stop;
     /* The Redis sink's copy of the health (main.c: redis_report_health); NULL: none. */
     void (*report_health)(struct worker *w, const char *json);
+    /* The Redis sink's copy of this rank's shard (main.c: redis_report_shard): its
+     * range's parameters, the state and gradient bytes it keeps; NULL: none. */
+    void (*report_shard)(struct worker *w, long long params, long long state_bytes, long long gradient_bytes);
     double loop_s; /* training time: inside training steps, without
                                             evaluation or checkpoints (the PS: serving,
                                             without them) */

@@ -133,8 +133,8 @@ static const cli_command_t COMMANDS[] = {
      "text from a language model job's weights, continuing PROMPT",
      "Asks POST /api/v1/jobs/ID/generate to continue PROMPT (- = standard input) with the job's\n"
      "trained GPT: a finished job's weights, a running one's newest checkpoint (--checkpoint\n"
-     "latest|best|NAME picks one). Prints the text the model wrote on standard output and, on\n"
-     "standard error, how many tokens, at what rate, and whether the prompt was cut to the\n"
+     "latest|best|NAME picks one). Prints the model's text on standard output as it comes and,\n"
+     "on standard error, how many tokens, at what rate, and whether the prompt was cut to the\n"
      "model's last block_size tokens. --max-tokens N, --temperature T (0 = greedy),\n"
      "--top-k K and --seed S are sent only when given (the coordinator's defaults and bounds\n"
      "apply; a value out of bounds is its 400, naming the field). The same seed gives the\n"

@@ -1,0 +1,221 @@
+/* tests/unit/test_generate.c - generation (model/generate.h): the cached one-position forward
+ * gives the training graph's logits at every position, greedy tokens equal recomputing the
+ * window with the graph at each step (past the window, where nanoGPT crops), a long prompt is
+ * cut to its last block tokens, sampling is deterministic for a seed and follows the
+ * documented rule's distribution (top_k keeps only the k largest), and bad input is refused.
+ * The comparison with torch's greedy decoding is tests/integration/generate_torch.sh. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generate.h"
+#include "gpt.h"
+#include "model.h"
+#include "rng.h"
+
+enum { BLOCK = 8, VOCAB = 13 };
+
+/* A tiny GPT with weights large enough that its logits are far apart (no greedy ties). */
+static model_t *tiny(int tie, int bias, model_gpt_t *g)
+{
+    *g = (model_gpt_t){.layers = 2, .heads = 2, .embd = 16, .block = BLOCK, .vocab = VOCAB, .bias = bias, .tie = tie};
+    model_t *m = NULL;
+    char err[256];
+    assert_int_equal(model_create_gpt("gpt", g, 1, &m, err, sizeof err), 0);
+    model_gpt_init(m, g->layers, 7);
+    rng_t r;
+    rng_seed(&r, 11);
+    for (size_t i = 0; i < m->nparams; i++) m->params[i] += 0.3f * rng_normal(&r);
+    return m;
+}
+
+/* The graph's logits at position len - 1 of ids[0..len) (len <= BLOCK; the tail padded:
+ * a position does not see later ones). */
+static const float *graph_logits(model_t *m, const uint32_t *ids, int len)
+{
+    float x[BLOCK] = {0};
+    int32_t y[BLOCK] = {0};
+    for (int i = 0; i < len; i++) x[i] = (float)ids[i];
+    model_forward(m, x, y, 1, 0);
+    return model_logits(m) + (size_t)(len - 1) * VOCAB;
+}
+
+static uint32_t argmax(const float *l)
+{
+    int b = 0;
+    for (int i = 1; i < VOCAB; i++)
+        if (l[i] > l[b]) b = i;
+    return (uint32_t)b;
+}
+
+static void check_feed(int tie, int bias)
+{
+    model_gpt_t g;
+    model_t *m = tiny(tie, bias, &g);
+    gen_state_t *s = NULL;
+    char err[256];
+    assert_int_equal(gen_open(m, &g, &s, err, sizeof err), 0);
+    const uint32_t ids[BLOCK] = {3, 1, 12, 0, 5, 5, 9, 2};
+    for (int p = 0; p < BLOCK; p++) {
+        const float *inc = NULL;
+        assert_int_equal(gen_feed(s, ids[p], &inc, err, sizeof err), 0);
+        const float *full = graph_logits(m, ids, p + 1);
+        for (int v = 0; v < VOCAB; v++) assert_true(fabsf(inc[v] - full[v]) < 1e-4f * (1.0f + fabsf(full[v])));
+    }
+    const float *l = NULL;
+    assert_int_equal(gen_feed(s, 1, &l, err, sizeof err), -1); /* the window is full */
+    assert_non_null(strstr(err, "full"));
+    gen_close(s);
+    model_free(m);
+}
+
+static void test_feed_equals_graph(void **state)
+{
+    check_feed(0, 1);
+    check_feed(1, 0);
+}
+
+static int collect(void *ctx, uint32_t tok, int index)
+{
+    ((uint32_t *)ctx)[index] = tok;
+    return 0;
+}
+
+/* Greedy generation of 20 tokens (past the window of 8) against the graph recomputing the
+ * last BLOCK tokens at every step, as nanoGPT's generate does. */
+static void test_greedy_equals_recompute(void **state)
+{
+    model_gpt_t g;
+    model_t *m = tiny(1, 1, &g);
+    gen_state_t *s = NULL;
+    char err[256];
+    assert_int_equal(gen_open(m, &g, &s, err, sizeof err), 0);
+    enum { N = 20, P = 5 };
+    uint32_t seq[P + N] = {4, 8, 1, 1, 7}, out[N], seen[N];
+    const gen_opts_t o = {.max_tokens = N, .temperature = 0.0, .seed = 1};
+    size_t cut = 99;
+    assert_int_equal(gen_run(s, seq, P, &o, collect, seen, out, &cut, err, sizeof err), N);
+    assert_int_equal(cut, 0);
+    for (int i = 0; i < N; i++) {
+        const int len = P + i, from = len > BLOCK ? len - BLOCK : 0;
+        seq[len] = argmax(graph_logits(m, seq + from, len - from));
+        assert_int_equal(out[i], seq[len]);
+        assert_int_equal(seen[i], out[i]);
+    }
+    /* a prompt of 12: the first 4 dropped, the same tokens as from the last 8 */
+    uint32_t long_out[N], short_out[N];
+    const uint32_t prompt[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    assert_int_equal(gen_run(s, prompt, 12, &o, NULL, NULL, long_out, &cut, err, sizeof err), N);
+    assert_int_equal(cut, 4);
+    assert_int_equal(gen_run(s, prompt + 4, 8, &o, NULL, NULL, short_out, &cut, err, sizeof err), N);
+    assert_int_equal(cut, 0);
+    assert_memory_equal(long_out, short_out, sizeof long_out);
+    gen_close(s);
+    model_free(m);
+}
+
+static void test_sampling(void **state)
+{
+    model_gpt_t g;
+    model_t *m = tiny(0, 1, &g);
+    gen_state_t *s = NULL;
+    char err[256];
+    assert_int_equal(gen_open(m, &g, &s, err, sizeof err), 0);
+    enum { N = 30 };
+    const uint32_t prompt[2] = {3, 4};
+    uint32_t a[N], b[N], c[N];
+    size_t cut;
+    gen_opts_t o = {.max_tokens = N, .temperature = 1.5, .top_k = 0, .seed = 42};
+    assert_int_equal(gen_run(s, prompt, 2, &o, NULL, NULL, a, &cut, err, sizeof err), N);
+    assert_int_equal(gen_run(s, prompt, 2, &o, NULL, NULL, b, &cut, err, sizeof err), N);
+    assert_memory_equal(a, b, sizeof a);
+    o.seed = 43;
+    assert_int_equal(gen_run(s, prompt, 2, &o, NULL, NULL, c, &cut, err, sizeof err), N);
+    assert_memory_not_equal(a, c, sizeof a);
+    /* top_k 1 is greedy */
+    gen_opts_t greedy = {.max_tokens = N}, k1 = {.max_tokens = N, .temperature = 2.0, .top_k = 1, .seed = 5};
+    assert_int_equal(gen_run(s, prompt, 2, &greedy, NULL, NULL, a, &cut, err, sizeof err), N);
+    assert_int_equal(gen_run(s, prompt, 2, &k1, NULL, NULL, b, &cut, err, sizeof err), N);
+    assert_memory_equal(a, b, sizeof a);
+    gen_close(s);
+    model_free(m);
+}
+
+/* The rule's distribution: frequencies of 40000 draws within 0.01 of softmax(l / t) over
+ * the top k, and no draw outside them. */
+static void test_sample_distribution(void **state)
+{
+    const float l[6] = {1.0f, 3.0f, -2.0f, 2.5f, 0.0f, 2.5f};
+    float scratch[6];
+    rng_t r;
+    rng_seed(&r, 9);
+    const double t = 0.8;
+    enum { DRAWS = 40000 };
+    int count[6] = {0};
+    for (int i = 0; i < DRAWS; i++) count[gen_sample(l, 6, t, 3, &r, scratch)]++;
+    const double p1 = exp(3.0 / t), p3 = exp(2.5 / t), sum = p1 + 2 * p3; /* ids 1, 3, 5 */
+    assert_true(fabs(count[1] / (double)DRAWS - p1 / sum) < 0.01);
+    assert_true(fabs(count[3] / (double)DRAWS - p3 / sum) < 0.01);
+    assert_true(fabs(count[5] / (double)DRAWS - p3 / sum) < 0.01);
+    assert_int_equal(count[0] + count[2] + count[4], 0);
+    /* a tie at the k-th value: the lower id is kept */
+    memset(count, 0, sizeof count);
+    for (int i = 0; i < 2000; i++) count[gen_sample(l, 6, t, 2, &r, scratch)]++;
+    assert_int_equal(count[5], 0);
+    assert_true(count[1] > 0 && count[3] > 0);
+    assert_int_equal(gen_sample(l, 6, 0.0, 0, &r, scratch), 1);
+}
+
+static void test_refusals(void **state)
+{
+    model_gpt_t g;
+    model_t *m = tiny(0, 1, &g);
+    gen_state_t *s = NULL;
+    char err[256];
+    model_gpt_t wrong = g;
+    wrong.vocab = VOCAB + 1;
+    assert_int_equal(gen_open(m, &wrong, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "transformer.wte.weight"));
+    wrong = g;
+    wrong.tie = 1;
+    wrong.layers = 3;
+    assert_int_equal(gen_open(m, &wrong, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "transformer.h.2.ln_1.weight"));
+    assert_int_equal(gen_open(m, &g, &s, err, sizeof err), 0);
+    const float *l;
+    assert_int_equal(gen_feed(s, VOCAB, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, "outside the vocabulary"));
+    uint32_t out[GEN_MAX_TOKENS + 1];
+    const uint32_t prompt[1] = {2};
+    size_t cut;
+    gen_opts_t o = {.max_tokens = GEN_MAX_TOKENS + 1};
+    assert_int_equal(gen_run(s, prompt, 1, &o, NULL, NULL, out, &cut, err, sizeof err), -1);
+    assert_non_null(strstr(err, "max_tokens"));
+    o.max_tokens = 0;
+    assert_int_equal(gen_run(s, prompt, 1, &o, NULL, NULL, out, &cut, err, sizeof err), -1);
+    o.max_tokens = 3;
+    assert_int_equal(gen_run(s, prompt, 0, &o, NULL, NULL, out, &cut, err, sizeof err), -1);
+    assert_non_null(strstr(err, "no tokens"));
+    const uint32_t bad[2] = {1, 400};
+    assert_int_equal(gen_run(s, bad, 2, &o, NULL, NULL, out, &cut, err, sizeof err), -1);
+    assert_non_null(strstr(err, "400"));
+    gen_close(s);
+    model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_feed_equals_graph), cmocka_unit_test(test_greedy_equals_recompute),
+        cmocka_unit_test(test_sampling),          cmocka_unit_test(test_sample_distribution),
+        cmocka_unit_test(test_refusals),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

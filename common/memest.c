@@ -116,6 +116,14 @@ int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, siz
     return 0;
 }
 
+/* The built-in GPT's largest tensor: the token embedding (V x E) or an MLP matrix (4 E^2). */
+static double gpt_largest_tensor(const job_spec_t *s)
+{
+    const double E = s->gpt.embd;
+    const double V = s->gpt.vocab_size ? s->gpt.vocab_size : s->dataset.vocab_size ? s->dataset.vocab_size : 256;
+    return V * E > 4 * E * E ? V * E : 4 * E * E;
+}
+
 int memest_rank_of(const job_spec_t *s, int nworkers, int rank, const double *mem, memest_t *out, char *err,
                    size_t errlen)
 {
@@ -134,6 +142,15 @@ int memest_rank_of(const job_spec_t *s, int nworkers, int rank, const double *me
     const double state = 4.0 * params * (spec_is_adamw(s) ? 2.0 : 1.0);
     const double share = params > 0 ? (double)(bounds[rank + 1] - bounds[rank]) / params : 1.0;
     out->model_bytes -= state * (1.0 - share);
+    /* Stage 2: the gradient outside the range is resident only until the backward pass has
+     * reduced its bucket (worker/shard.h): at most SHARD_BUCKET floats and twice the
+     * largest tensor (the one being written, and a tied embedding the head writes first).
+     * Only the built-in GPT's tensors are known here: another model's gradient stays
+     * counted whole. */
+    if (s->algorithm.shard.stage >= 2 && spec_model_is_gpt(s)) {
+        const double outside = params * (1.0 - share), pending = (double)SHARD_BUCKET + 2.0 * gpt_largest_tensor(s);
+        if (outside > pending) out->model_bytes -= 4.0 * (outside - pending);
+    }
     double run = out->model_bytes + out->batch_bytes + out->data_bytes;
     out->rank_bytes = run > out->load_bytes ? run : out->load_bytes;
     return 0;

@@ -16,6 +16,9 @@
 #include "spec.h"
 
 #define SHARD_ALIGN 16
+/* Stage 2's smallest bucket of the reduce-scatter at most (worker/shard.c: an eighth of
+ * the model up to this many floats), which the memory estimate counts as resident. */
+#define SHARD_BUCKET ((size_t)1 << 21)
 
 /* bounds (n + 1 entries) of n ranks with these weights (each > 0 and finite). Returns 0,
  * or -1 when n < 1 or a weight is not > 0 (bounds untouched). A rank whose share rounds

@@ -17,10 +17,9 @@
 /* The reduce-scatter's chunk (1 MiB of floats; reduce_scatter) and its messages' tag. */
 #define SHARD_CHUNK ((size_t)1 << 18)
 #define SHARD_TAG 0x5a4d
-/* The smallest bucket: an eighth of the model up to 8 MiB of floats (fewer, larger
- * exchanges than one per layer, yet a small part of a model large enough to need
+/* The smallest bucket: an eighth of the model up to SHARD_BUCKET (8 MiB of floats; fewer,
+ * larger exchanges than one per layer, yet a small part of a model large enough to need
  * sharding; a small model gets several buckets all the same, as the tests' do). */
-#define SHARD_BUCKET ((size_t)1 << 21)
 
 /* A range-sized state buffer, 64-byte aligned as the model's (the vector loops' reach),
  * zeroed, with src's range copied in when given (a restored state). */

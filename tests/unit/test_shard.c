@@ -166,12 +166,49 @@ static void test_memory(void **state)
     assert_true(host.rank_bytes == full.rank_bytes);
 }
 
+/* Stage 2 of the built-in GPT: each rank's gradient outside its range is counted only as
+ * the buckets the backward pass may hold at once (SHARD_BUCKET and twice the largest
+ * tensor, here an MLP matrix of 4 x 768^2); stage 1 counts it whole; LeNet-5 (tensors not
+ * known to the estimate) whole at both stages. */
+static void test_memory_stage2(void **state)
+{
+    (void)state;
+    job_spec_t g1, g2, l1, l2;
+    char err[512];
+#define GPT                                                                             \
+    "{\"model\":{\"gpt\":{\"layers\":14,\"heads\":12,\"embd\":768,\"block_size\":64}}," \
+    "\"dataset\":{\"format\":\"text\",\"path\":\"/d\"},\"workers\":4,\"optimizer\":{\"kind\":\"adamw\"},"
+    parse_ok(GPT "\"algorithm\":{\"name\":\"ssgd\",\"shard\":{\"stage\":1}}}", &g1);
+    parse_ok(GPT "\"algorithm\":{\"name\":\"ssgd\",\"shard\":{\"stage\":2}}}", &g2);
+#undef GPT
+    parse_ok(BASE "\"algorithm\":{\"name\":\"ssgd\",\"shard\":{\"stage\":1}}}", &l1);
+    parse_ok(BASE "\"algorithm\":{\"name\":\"ssgd\",\"shard\":{\"stage\":2}}}", &l2);
+    memest_t a, b;
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(memest_rank_of(&g1, 4, k, NULL, &a, err, sizeof err), 0);
+        assert_int_equal(memest_rank_of(&g2, 4, k, NULL, &b, err, sizeof err), 0);
+        size_t bounds[5];
+        const double w[4] = {1, 1, 1, 1};
+        assert_int_equal(shard_plan((size_t)a.params, w, 4, bounds), 0);
+        const double outside = a.params - (double)(bounds[k + 1] - bounds[k]);
+        const double pending = (double)SHARD_BUCKET + 2.0 * 4 * 768.0 * 768.0;
+        assert_true(a.params > 9e7 && outside > pending);
+        assert_true(fabs((a.model_bytes - b.model_bytes) - 4.0 * (outside - pending)) < 1.0);
+    }
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(memest_rank_of(&l1, 3, k, NULL, &a, err, sizeof err), 0);
+        assert_int_equal(memest_rank_of(&l2, 3, k, NULL, &b, err, sizeof err), 0);
+        assert_true(a.model_bytes == b.model_bytes);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_plan),
         cmocka_unit_test(test_spec),
         cmocka_unit_test(test_memory),
+        cmocka_unit_test(test_memory_stage2),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

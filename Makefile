@@ -159,7 +159,7 @@ COMMON_SRC  := $(wildcard common/*.c)
 KERNELS_SRC := $(wildcard kernels/cpu/*.c)
 REF_SRC     := $(wildcard kernels/ref/*.c)
 MODEL_SRC   := $(wildcard model/*.c model/onnx/*.c)
-WORKER_SRC  := $(filter-out worker/main.c,$(wildcard worker/*.c))
+WORKER_SRC  := $(filter-out worker/main.c worker/generate_main.c,$(wildcard worker/*.c))
 COORD_SRC   := $(wildcard coordinator/*.c)
 HTTP_SRC    := $(wildcard http/*.c)
 CUDA_SRC    := $(wildcard kernels/cuda/*.cu) $(wildcard model/*.cu)
@@ -188,7 +188,7 @@ COORD_LIBS  = $(LIBHTTP) $(LIBCOORD) $(LIBCOMMON) -lmicrohttpd $(DEP_LIBS)
 UNIT_BIN  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 BENCH_BIN := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 TOOL_BIN  := $(patsubst tests/tools/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
-BINS      := $(BUILD)/pacer-worker $(CUDA_SO) $(if $(wildcard daemon/main.c),$(BUILD)/pacer-coordinator) \
+BINS      := $(BUILD)/pacer-worker $(BUILD)/pacer-generate $(CUDA_SO) $(if $(wildcard daemon/main.c),$(BUILD)/pacer-coordinator) \
              $(if $(filter yes,$(HAVE_CURL)),$(BUILD)/pacer)
 FAKE_CUDA := $(BUILD)/tests/libpacer_fakecuda.so $(BUILD)/tests/fakecuda/libcuda.so.1 \
              $(BUILD)/tests/fakenvml/libnvidia-ml.so.1
@@ -275,6 +275,10 @@ $(BUILD)/obj/common/catalog.o: INCLUDES = $(INC_common) -I$(BUILD)/gen
 
 # The backend is built with the worker (order-only: the worker does not link it).
 $(BUILD)/pacer-worker: $(call obj,worker/main.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) | $(CUDA_SO)
+	$(CC) $(LDFLAGS) $< -o $@ $(WORKER_LIBS)
+
+# Generation from a job's checkpoint, a process of its own (the coordinator spawns it).
+$(BUILD)/pacer-generate: $(call obj,worker/generate_main.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $< -o $@ $(WORKER_LIBS)
 
 $(BUILD)/libpacer_cuda.so: $(CUDA_OBJ)

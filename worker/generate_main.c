@@ -1,0 +1,350 @@
+/* worker/generate_main.c - pacer-generate: text from a job's checkpoint, in a process of its
+ * own so that a model never grows the coordinator (which spawns it for
+ * POST /api/v1/jobs/{id}/generate).
+ *
+ *   pacer-generate --spec SPEC --checkpoint-dir DIR [--checkpoint latest|best|FILE]
+ *                  [--max-tokens N] [--temperature T] [--top-k K] [--seed S]
+ *                  [--max-memory-mb M] [--max-seconds S]      (the prompt on stdin)
+ *
+ * Its address space and CPU time are bounded (setrlimit) before anything is read. It prints
+ * one JSON line per token as it comes, {"token": ID, "text": "..."} (the text the token
+ * completes: a character cut between tokens waits for its last byte; bytes that are no UTF-8
+ * become U+FFFD), then {"done": true, "text", "tokens", "prompt_tokens", "prompt_truncated",
+ * "prompt_dropped", "tokens_per_s", "checkpoint"}. On a refusal it prints {"error": MESSAGE}
+ * and exits GENERATE_EXIT_BAD (the request's fault: 400), GENERATE_EXIT_CONFLICT (no such
+ * checkpoint, not a text GPT job: 409), or 1 (anything else). */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "checkpoint.h"
+#include "ckptdir.h"
+#include "generate.h"
+#include "gpt.h"
+#include "numarg.h"
+#include "spec.h"
+#include "tokenizer.h"
+
+#define GENERATE_EXIT_BAD 2
+#define GENERATE_EXIT_CONFLICT 3
+#define GENERATE_MAX_PROMPT_BYTES 32768
+
+typedef struct {
+    const char *spec, *dir, *checkpoint;
+    gen_opts_t o;
+    long memory_mb, seconds;
+} gen_args_t;
+
+/* {"error": msg} on stdout; returns code. */
+static int fail(int code, const char *msg)
+{
+    json_t *o = json_pack("{s:s}", "error", msg);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    printf("%s\n", s ? s : "{\"error\":\"out of memory\"}");
+    fflush(stdout);
+    free(s);
+    json_decref(o);
+    return code;
+}
+
+static int usage(void)
+{
+    fprintf(stderr,
+            "usage: pacer-generate --spec SPEC --checkpoint-dir DIR [--checkpoint latest|best|FILE]\n"
+            "       [--max-tokens 1..%d] [--temperature 0..%g] [--top-k 0..%d] [--seed S]\n"
+            "       [--max-memory-mb M] [--max-seconds S]   (the prompt on stdin, at most %d bytes)\n",
+            GEN_MAX_TOKENS, GEN_MAX_TEMPERATURE, GEN_MAX_TOP_K, GENERATE_MAX_PROMPT_BYTES);
+    return GENERATE_EXIT_BAD;
+}
+
+/* One option's value into a: 0, or -1 with err naming the option. */
+static int set_option(gen_args_t *a, const char *k, const char *v, char *err, size_t errlen)
+{
+    long n = 0;
+    double d = 0;
+    int rc = 0;
+    if (strcmp(k, "--spec") == 0) a->spec = v;
+    else if (strcmp(k, "--checkpoint-dir") == 0) a->dir = v;
+    else if (strcmp(k, "--checkpoint") == 0) a->checkpoint = v;
+    else if (strcmp(k, "--max-tokens") == 0) rc = numarg_long(v, 1, GEN_MAX_TOKENS, &n), a->o.max_tokens = (int)n;
+    else if (strcmp(k, "--temperature") == 0) rc = numarg_double(v, 0, GEN_MAX_TEMPERATURE, &d), a->o.temperature = d;
+    else if (strcmp(k, "--top-k") == 0) rc = numarg_long(v, 0, GEN_MAX_TOP_K, &n), a->o.top_k = (int)n;
+    else if (strcmp(k, "--seed") == 0) rc = numarg_long(v, 0, 0x7fffffffffffffffL, &n), a->o.seed = (uint64_t)n;
+    else if (strcmp(k, "--max-memory-mb") == 0) rc = numarg_long(v, 16, 1L << 24, &a->memory_mb);
+    else if (strcmp(k, "--max-seconds") == 0) rc = numarg_long(v, 1, 86400, &a->seconds);
+    else {
+        snprintf(err, errlen, "unknown option %s", k);
+        return -1;
+    }
+    if (rc != 0) snprintf(err, errlen, "%s: %s is not a number in range", k, v);
+    return rc;
+}
+
+static int parse_args(int argc, char **argv, gen_args_t *a, char *err, size_t errlen)
+{
+    *a = (gen_args_t){.checkpoint = "latest",
+                      .o = {.max_tokens = 64, .temperature = 1.0, .top_k = 0, .seed = 0},
+                      .memory_mb = 4096,
+                      .seconds = 120};
+    for (int i = 1; i < argc; i += 2) {
+        if (i + 1 >= argc) {
+            snprintf(err, errlen, "%s: a value is missing", argv[i]);
+            return -1;
+        }
+        if (set_option(a, argv[i], argv[i + 1], err, errlen) != 0) return -1;
+    }
+    if (!a->spec || !a->dir) {
+        snprintf(err, errlen, "--spec and --checkpoint-dir are required");
+        return -1;
+    }
+    return 0;
+}
+
+static void limit(long memory_mb, long seconds)
+{
+    const struct rlimit as = {.rlim_cur = (rlim_t)memory_mb << 20, .rlim_max = (rlim_t)memory_mb << 20};
+    const struct rlimit cpu = {.rlim_cur = (rlim_t)seconds, .rlim_max = (rlim_t)seconds + 1};
+    setrlimit(RLIMIT_AS, &as);
+    setrlimit(RLIMIT_CPU, &cpu);
+}
+
+/* The checkpoint file named by which: "latest" (DIR/NAME.ckpt), "best" (the highest test
+ * accuracy the directory keeps), or one of the linked names the directory lists (never a
+ * path: a name from a request must not reach outside the job's directory). 0, or
+ * GENERATE_EXIT_CONFLICT / GENERATE_EXIT_BAD with err. */
+static int resolve_checkpoint(const char *dir, const char *name, const char *which, char *out, size_t len, char *err,
+                              size_t errlen)
+{
+    ckpt_entry_t *e = malloc(CKPTDIR_MAX * sizeof *e);
+    long long bytes = 0;
+    const int n = e ? ckptdir_list(dir, name, e, CKPTDIR_MAX, &bytes, err, errlen) : -1;
+    int found = -1;
+    for (int i = 0; i < n && found < 0; i++)
+        if ((strcmp(which, "latest") == 0 && e[i].latest) || (strcmp(which, "best") == 0 && e[i].best) ||
+            strcmp(which, e[i].file) == 0)
+            found = i;
+    int rc = 0;
+    if (n < 0) rc = 1;
+    else if (found < 0) {
+        const int named = strcmp(which, "latest") != 0 && strcmp(which, "best") != 0;
+        snprintf(err, errlen,
+                 n == 0  ? "checkpoint: the job has no checkpoint yet"
+                 : named ? "checkpoint: %s is not one of the job's checkpoints"
+                         : "checkpoint: the job has no %s checkpoint (best needs an evaluated one)",
+                 which);
+        rc = n == 0 || !named ? GENERATE_EXIT_CONFLICT : GENERATE_EXIT_BAD;
+    } else if (snprintf(out, len, "%s/%s", dir, e[found].file) >= (int)len) {
+        snprintf(err, errlen, "checkpoint: %s: path too long", dir);
+        rc = 1;
+    }
+    free(e);
+    return rc;
+}
+
+/* The GPT of the job's spec, its weights from path, and the tokenizer beside it. */
+static int load_model(const job_spec_t *spec, const char *path, model_t **m, model_gpt_t *g, tokenizer_t **tok,
+                      char *err, size_t errlen)
+{
+    char why[1024];
+    if (!spec_model_is_gpt(spec) || !spec_dataset_is_text(spec)) {
+        snprintf(err, errlen, "the job is not a GPT on a text data set: nothing turns a prompt into its tokens");
+        return GENERATE_EXIT_CONFLICT;
+    }
+    if (!(*tok = tokenizer_load_for_checkpoint(path, why, sizeof why))) {
+        snprintf(err, errlen, "the job's tokenizer: %s", why);
+        return 1;
+    }
+    *g = (model_gpt_t){.layers = spec->gpt.layers,
+                       .heads = spec->gpt.heads,
+                       .embd = spec->gpt.embd,
+                       .block = spec->gpt.block_size       ? spec->gpt.block_size
+                                : spec->dataset.block_size ? spec->dataset.block_size
+                                                           : 64,
+                       .vocab = spec->gpt.vocab_size ? spec->gpt.vocab_size : tokenizer_vocab_size(*tok),
+                       .bias = spec->gpt.bias,
+                       .tie = spec->gpt.tie_embeddings};
+    if (model_create_gpt(spec->model, g, 1, m, why, sizeof why) != 0) {
+        snprintf(err, errlen, "the job's model: %s", why);
+        return 1;
+    }
+    ckpt_state_t st;
+    if (checkpoint_load(path, *m, NULL, &st, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s", why);
+        return 1;
+    }
+    return 0;
+}
+
+/* The length of the valid UTF-8 sequence at s (n bytes left), 0 when invalid, -1 when it may
+ * be the start of one cut short. */
+static int utf8_len(const unsigned char *s, size_t n)
+{
+    const int len = s[0] < 0x80                             ? 1
+                    : (s[0] & 0xe0) == 0xc0 && s[0] >= 0xc2 ? 2
+                    : (s[0] & 0xf0) == 0xe0                 ? 3
+                    : (s[0] & 0xf8) == 0xf0 && s[0] <= 0xf4 ? 4
+                                                            : 0;
+    for (int i = 1; i < len; i++) {
+        if ((size_t)i >= n) return -1;
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    }
+    return len;
+}
+
+/* text[from..n) as valid UTF-8 into out (invalid bytes as U+FFFD); an incomplete character
+ * at the end is left unless final. Returns the bytes of text consumed. */
+static size_t utf8_clean(const char *text, size_t from, size_t n, int final, char *out)
+{
+    size_t i = from, o = 0;
+    while (i < n) {
+        const int l = utf8_len((const unsigned char *)text + i, n - i);
+        if (l < 0 && !final) break;
+        if (l <= 0) {
+            memcpy(out + o, "\xef\xbf\xbd", 3), o += 3, i++;
+            continue;
+        }
+        memcpy(out + o, text + i, (size_t)l), o += (size_t)l, i += (size_t)l;
+    }
+    out[o] = '\0';
+    return i - from;
+}
+
+typedef struct {
+    const tokenizer_t *tok;
+    uint32_t *ids;
+    size_t n, shown; /* tokens so far, bytes of their text printed */
+} stream_t;
+
+static int on_token(void *ctx, uint32_t token, int index)
+{
+    stream_t *s = ctx;
+    s->ids[s->n++] = token;
+    char *text = NULL, err[256];
+    size_t len = 0;
+    if (tokenizer_decode(s->tok, s->ids, s->n, &text, &len, err, sizeof err) != 0) return fail(1, err);
+    char *clean = malloc(3 * (len - s->shown) + 1);
+    if (!clean) {
+        free(text);
+        return fail(1, "out of memory");
+    }
+    s->shown += utf8_clean(text, s->shown, len, 0, clean);
+    json_t *o = json_pack("{s:I, s:s}", "token", (json_int_t)token, "text", clean);
+    free(clean);
+    char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (line) printf("%s\n", line);
+    fflush(stdout);
+    free(line);
+    free(text);
+    json_decref(o);
+    return line ? 0 : 1;
+}
+
+/* The prompt from stdin, at most GENERATE_MAX_PROMPT_BYTES: its length, or -1. */
+static long read_prompt(char *buf, size_t cap)
+{
+    size_t n = 0, r;
+    while ((r = fread(buf + n, 1, cap - n, stdin)) > 0) n += r;
+    return n >= cap ? -1 : (long)n;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The final line: the whole answer's text and counts. */
+static int summary(const tokenizer_t *tok, const stream_t *s, size_t prompt_tokens, size_t cut, double seconds,
+                   const char *ckpt)
+{
+    char *text = NULL, err[256];
+    size_t len = 0;
+    if (tokenizer_decode(tok, s->ids, s->n, &text, &len, err, sizeof err) != 0) return fail(1, err);
+    char *clean = malloc(3 * len + 1);
+    if (!clean) {
+        free(text);
+        return fail(1, "out of memory");
+    }
+    utf8_clean(text, 0, len, 1, clean);
+    const char *slash = strrchr(ckpt, '/');
+    json_t *o = json_pack("{s:b, s:s, s:I, s:I, s:b, s:I, s:f, s:s}", "done", 1, "text", clean, "tokens",
+                          (json_int_t)s->n, "prompt_tokens", (json_int_t)(prompt_tokens - cut), "prompt_truncated",
+                          cut > 0, "prompt_dropped", (json_int_t)cut, "tokens_per_s",
+                          seconds > 0 ? (double)s->n / seconds : 0.0, "checkpoint", slash ? slash + 1 : ckpt);
+    char *line = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
+    if (line) printf("%s\n", line);
+    fflush(stdout);
+    free(line);
+    free(clean);
+    free(text);
+    json_decref(o);
+    return line ? 0 : 1;
+}
+
+/* Encodes the prompt, generates and streams: the exit status. */
+static int generate(const gen_args_t *a, model_t *m, const model_gpt_t *g, const tokenizer_t *tok, const char *prompt,
+                    size_t plen, const char *ckpt)
+{
+    char err[1024];
+    uint32_t *ids = NULL;
+    size_t n = 0, cut = 0;
+    if (tokenizer_encode(tok, prompt, plen, &ids, &n, err, sizeof err) != 0) {
+        char msg[1100];
+        snprintf(msg, sizeof msg, "prompt: %s", err);
+        return fail(GENERATE_EXIT_BAD, msg);
+    }
+    gen_state_t *gs = NULL;
+    stream_t s = {.tok = tok, .ids = malloc((size_t)a->o.max_tokens * sizeof(uint32_t))};
+    uint32_t *out = malloc((size_t)a->o.max_tokens * sizeof *out);
+    int rc = 1;
+    if (n == 0) rc = fail(GENERATE_EXIT_BAD, "prompt: empty (at least one token is needed to start from)");
+    else if (!s.ids || !out) rc = fail(1, "out of memory");
+    else if (gen_open(m, g, &gs, err, sizeof err) != 0) rc = fail(1, err);
+    else {
+        const double t0 = now_s();
+        const int k = gen_run(gs, ids, n, &a->o, on_token, &s, out, &cut, err, sizeof err);
+        if (k < 0) rc = fail(1, err);
+        else rc = summary(tok, &s, n, cut, now_s() - t0, ckpt);
+    }
+    gen_close(gs);
+    free(out);
+    free(s.ids);
+    free(ids);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    gen_args_t a;
+    char err[2048], ckpt[4096];
+    if (argc < 2) return usage();
+    if (parse_args(argc, argv, &a, err, sizeof err) != 0) return fail(GENERATE_EXIT_BAD, err);
+    limit(a.memory_mb, a.seconds);
+    char *prompt = malloc(GENERATE_MAX_PROMPT_BYTES + 1);
+    job_spec_t *spec = calloc(1, sizeof *spec);
+    if (!prompt || !spec) return fail(1, "out of memory");
+    const long plen = read_prompt(prompt, GENERATE_MAX_PROMPT_BYTES + 1);
+    if (plen < 0) {
+        snprintf(err, sizeof err, "prompt: longer than %d bytes", GENERATE_MAX_PROMPT_BYTES);
+        return fail(GENERATE_EXIT_BAD, err);
+    }
+    if (spec_load_file(a.spec, spec, err, sizeof err) != 0) return fail(1, err);
+    int rc = resolve_checkpoint(a.dir, spec->name, a.checkpoint, ckpt, sizeof ckpt, err, sizeof err);
+    if (rc != 0) return fail(rc, err);
+    model_t *m = NULL;
+    model_gpt_t g;
+    tokenizer_t *tok = NULL;
+    rc = load_model(spec, ckpt, &m, &g, &tok, err, sizeof err);
+    if (rc == 0) rc = generate(&a, m, &g, tok, prompt, (size_t)plen, ckpt);
+    else fail(rc, err);
+    model_free(m);
+    tokenizer_free(tok);
+    free(spec);
+    free(prompt);
+    return rc;
+}

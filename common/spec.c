@@ -134,7 +134,8 @@ static const char *const PRIORITIES[] = {"high", "normal", "low", NULL};
 static const char *const FORMATS[] = {"auto", CATALOG_FORMATS(FORMAT_NAME) NULL};
 #undef FORMAT_NAME
 static const char *const LAYOUTS[] = {"nhwc", "nchw", NULL};
-static const char *const TOKENIZERS[] = {"bytes", NULL};
+static const char *const TOKENIZERS[] = {"bytes", "chars", NULL}; /* the string form; bpe is an object */
+static const char *const TOKENIZER_KINDS[] = {"bpe", NULL};
 #define MAX_SIDE 16384 /* dataset.resize: worker/image.h's IMAGE_MAX_SIDE */
 
 /* The job name ends up in file names (checkpoints, logs) and store keys, so it is kept
@@ -290,8 +291,26 @@ static const field_t FIELDS[] = {
     {.path = "dataset.vocab_size", INT(dataset.vocab_size), BETWEEN(0, 65536), .def_num = 0,
      .default_doc = "none", .allowed_doc = "tokens: 1 to 65536 (required); text: 0 or 256",
      .doc = "tokens: every id of every file must be below it (checked before training)."},
-    {.path = "dataset.tokenizer", STR(dataset.tokenizer), .choices = TOKENIZERS, .def_str = "bytes",
-     .doc = "text: how text becomes tokens; bytes = each byte is a token (vocabulary 256)."},
+    {.path = "dataset.tokenizer", STR(dataset.tokenizer), .choices = TOKENIZERS, .def_str = "bytes", .or_object = 1,
+     .allowed_doc = "bytes, chars, or a bpe object",
+     .doc = "text: how text becomes tokens (common/tokenizer.h). bytes = each byte is a token (vocabulary 256); "
+            "chars = each distinct UTF-8 character of train.txt and val.txt, in code point order (the text must be "
+            "UTF-8); `{\"kind\": \"bpe\", \"vocab\": PATH, \"merges\": PATH}` or `{\"kind\": \"bpe\", \"file\": "
+            "PATH}` = GPT-2's byte-level BPE. The model's vocabulary defaults to the tokenizer's; the tokenizer is "
+            "saved beside the checkpoints (NAME.tokenizer)."},
+    {.path = "dataset.tokenizer.kind", STR(dataset.tokenizer_kind), .choices = TOKENIZER_KINDS, .def_str = "",
+     .default_doc = "none", .allowed_doc = "bpe (required in a tokenizer object)",
+     .doc = "text: the object form's tokenizer, GPT-2's byte-level BPE."},
+    {.path = "dataset.tokenizer.vocab", STR(dataset.tokenizer_vocab), .def_str = "", .check = check_nonempty,
+     .default_doc = "none", .allowed_doc = "a path; at most 511 bytes",
+     .doc = "bpe: GPT-2's vocab.json (token string -> id); with merges. Through the REST API: an absolute path "
+            "under a data root, as dataset.path."},
+    {.path = "dataset.tokenizer.merges", STR(dataset.tokenizer_merges), .def_str = "", .check = check_nonempty,
+     .default_doc = "none", .allowed_doc = "a path; at most 511 bytes",
+     .doc = "bpe: GPT-2's merges.txt (ranked merges); with vocab."},
+    {.path = "dataset.tokenizer.file", STR(dataset.tokenizer_file), .def_str = "", .check = check_nonempty,
+     .default_doc = "none", .allowed_doc = "a path; at most 511 bytes",
+     .doc = "bpe: a Hugging Face tokenizer.json of the BPE kind, instead of vocab and merges."},
     {.path = "batch_size", INT(batch_size), BETWEEN(1, MAX_BATCH), .def_num = 64,
      .doc = "Mini-batch size per worker (the starting size when batches are re-planned)."},
     {.path = "epochs", INT(epochs), BETWEEN(1, MAX_EPOCHS), .def_num = 1,
@@ -797,9 +816,13 @@ static int parse_value(errbuf_t *e, const field_t *f, json_t *v, unsigned char *
         const char *s = json_string_value(v);
         size_t n = json_string_length(v);
         if (f->choices && !in_list(s, f->choices)) {
-            char list[256];
+            char list[256], hint[SUGGEST_NAME_MAX + 32];
+            suggest_t sg;
+            suggest_init(&sg, s, n);
+            for (const char *const *c = f->choices; *c; c++) suggest_offer(&sg, *c, strlen(*c));
             join_list(list, sizeof list, f->choices, "");
-            return fail(e, "%s: must be one of %s", where, list);
+            suggest_hint(&sg, NULL, hint, sizeof hint);
+            return fail(e, "%s: must be one of %s%s", where, list, hint);
         }
         /* dataset.name is checked by resolve_dataset, once dataset.format and
          * dataset.path are known too (a user's set read from its path needs no entry) */
@@ -918,7 +941,10 @@ static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nro
             /* "model": {"onnx": PATH}: the row counts as given; its value is derived once
              * the whole document is read (resolve_model). */
             seen[idx] = 1;
-            if (json_object_size(v) == 0) return fail(e, "%s: an empty object (give {\"onnx\": PATH})", where);
+            if (json_object_size(v) == 0)
+                return fail(e, "%s: an empty object (give %s)", where,
+                            strcmp(leaf->path, "model") == 0 ? "{\"onnx\": PATH}"
+                                                             : "{\"kind\": \"bpe\", \"vocab\": PATH, \"merges\": PATH}");
             if (walk_object(e, v, rows, nrows, leaf->path, where, 0, base, seen) < 0) return -1;
         } else if (leaf && (!params_only || leaf->param)) {
             if (seen[idx]) {
@@ -1200,6 +1226,45 @@ static int resolve_dataset(errbuf_t *e, job_spec_t *s)
     return 0;
 }
 
+/* "tokenizer": {"kind": "bpe", ...}: the object form names GPT-2's BPE and its files (either
+ * vocab.json and merges.txt, or one tokenizer.json); the row's own value becomes "bpe". */
+static int resolve_tokenizer(errbuf_t *e, job_spec_t *s)
+{
+    const int vocab = s->dataset.tokenizer_vocab[0] != 0, merges = s->dataset.tokenizer_merges[0] != 0,
+              file = s->dataset.tokenizer_file[0] != 0;
+    if (!s->dataset.tokenizer_kind[0] && !vocab && !merges && !file) return 0;
+    if (!s->dataset.tokenizer_kind[0])
+        return fail(e, "dataset.tokenizer.kind: required in a tokenizer object: \"bpe\" (bytes and chars are "
+                       "given as strings)");
+    if (file && (vocab || merges))
+        return fail(e, "dataset.tokenizer.file: give a tokenizer.json or vocab and merges, not both");
+    if (!file && !(vocab && merges))
+        return fail(e,
+                    "dataset.tokenizer.%s: required with %s (GPT-2's vocab.json and merges.txt), or give file "
+                    "(a tokenizer.json)",
+                    vocab ? "merges" : "vocab",
+                    vocab    ? "vocab"
+                    : merges ? "merges"
+                             : "kind bpe");
+    snprintf(s->dataset.tokenizer, sizeof s->dataset.tokenizer, "%s", s->dataset.tokenizer_kind);
+    return 0;
+}
+
+/* A tokenizer other than bytes reads text: a token data set is ids already, and its
+ * vocabulary (dataset.vocab_size) is the tokenizer's, not the spec's. */
+static int cross_check_tokenizer(errbuf_t *e, const job_spec_t *s)
+{
+    if (strcmp(s->dataset.tokenizer, "bytes") == 0) return 0;
+    catalog_format_t f;
+    if (catalog_format_parse(spec_dataset_format(s), &f) != 0 || f != CATALOG_FORMAT_TEXT)
+        return fail(e, "dataset.tokenizer: %s reads text (dataset.format text), not %s", s->dataset.tokenizer,
+                    spec_dataset_format(s));
+    if (s->dataset.vocab_size)
+        return fail(e, "dataset.vocab_size: the %s tokenizer's vocabulary is its own; leave vocab_size out",
+                    s->dataset.tokenizer);
+    return 0;
+}
+
 /* Gradient compression is wired into ssgd's all-reduce (worker/algo_ssgd.c), the model
  * averages of local-sgd and hier-bsp (worker/algo_local_sgd.c), hpsgd's rounds
  * (worker/algo_hpsgd.c) and, bf16 only, the parameter-server family's pushes
@@ -1391,6 +1456,7 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
     char num[32];
 
     if (cross_check_dataset(e, s) < 0) return -1;
+    if (cross_check_tokenizer(e, s) < 0) return -1;
     if (cross_check_catalog(e, s) < 0) return -1;
 
     if (strcmp(alg, "sgd") == 0 && s->workers != 1)
@@ -1506,6 +1572,7 @@ int spec_from_json(json_t *root, job_spec_t *out, char *err, size_t errlen)
     resolve(&s);
     if (resolve_model(&e, &s) < 0) goto done;
     if (resolve_dataset(&e, &s) < 0) goto done;
+    if (resolve_tokenizer(&e, &s) < 0) goto done;
     if (cross_check(&e, &s) < 0) goto done;
     memcpy(out, &s, sizeof s);
     rc = 0;
@@ -1664,7 +1731,7 @@ static json_t *gpt_json(const job_spec_t *s, int *prec)
 static json_t *row_json(const field_t *f, const job_spec_t *s, int for_hash, int *prec)
 {
     const unsigned char *base = (const unsigned char *)s;
-    if (f->or_object && spec_model_is_gpt(s)) return gpt_json(s, prec);
+    if (f->or_object && strcmp(f->path, "model") == 0 && spec_model_is_gpt(s)) return gpt_json(s, prec);
     if (!f->or_object || for_hash) return value_json(f, base, prec);
     json_t *obj = NULL;
     for (size_t k = 0; k < ARRAY_LEN(FIELDS); k++) {

@@ -66,7 +66,13 @@ typedef struct {
         char cache_dir[SPEC_PATH_MAX]; /* decoded cache; "" = the worker's --data-cache */
         int block_size;                /* text, tokens: tokens per window; 0 = the model's */
         int vocab_size;                /* tokens: ids are below it; text: 0 (bytes, 256) */
-        char tokenizer[16];            /* text: bytes */
+        char tokenizer[16];            /* text: bytes | chars | bpe (common/tokenizer.h) */
+        /* "tokenizer": {"kind": "bpe", "vocab": PATH, "merges": PATH} or {..., "file": PATH}:
+         * kind is "" for the string form */
+        char tokenizer_kind[8];
+        char tokenizer_vocab[SPEC_PATH_MAX];  /* vocab.json */
+        char tokenizer_merges[SPEC_PATH_MAX]; /* merges.txt */
+        char tokenizer_file[SPEC_PATH_MAX];   /* a Hugging Face tokenizer.json */
     } dataset;
     struct {
         char name[SPEC_NAME_MAX]; /* sgd (single process) | ssgd | hier-bsp |

@@ -14,7 +14,64 @@
 #include "errmsg.h"
 #include "tokfile.h"
 
-int textdata_vocab(const textdata_opts_t *o) { return o->format == CATALOG_FORMAT_TEXT ? 256 : o->vocab; }
+/* Whether o's text is tokenized (into uint16 ids) rather than read as bytes. */
+static int tokenized(const textdata_opts_t *o)
+{
+    return o->format == CATALOG_FORMAT_TEXT && o->tokenizer && tokenizer_kind(o->tokenizer) != TOKENIZER_BYTES;
+}
+
+int textdata_vocab(const textdata_opts_t *o)
+{
+    if (o->format != CATALOG_FORMAT_TEXT) return o->vocab;
+    return o->tokenizer ? tokenizer_vocab_size(o->tokenizer) : 256;
+}
+
+/* The ids of text file f of the split, tokenized into an anonymous mapping (unmapped by
+ * dataset_free as a file's would be) of uint16 ids, its windows counted. */
+static int tokenize_file(const textdata_opts_t *o, const char *path, data_tokens_t *t, int f, char *err, size_t errlen)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        const int e = errno;
+        if (fd >= 0) close(fd);
+        return errmsg_code(err, errlen, DATA_ENOENT, "%s: %s", path, strerror(e));
+    }
+    if (st.st_size == 0 || (unsigned long long)st.st_size > TEXTDATA_MAX_TOKENIZE_BYTES) {
+        close(fd);
+        return errmsg_code(err, errlen, DATA_EFORMAT,
+                           "%s: %lld bytes: the %s tokenizer reads 1 to %llu bytes a file (tokenize a larger corpus "
+                           "with `pacer tokenize` into a tokens data set)",
+                           path, (long long)st.st_size, tokenizer_kind_name(o->tokenizer), TEXTDATA_MAX_TOKENIZE_BYTES);
+    }
+    void *text = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (text == MAP_FAILED) return errmsg_code(err, errlen, DATA_ENOMEM, "%s: cannot map: %s", path, strerror(errno));
+    uint32_t *ids = NULL;
+    size_t n = 0;
+    char why[512];
+    const int rc = tokenizer_encode(o->tokenizer, text, (size_t)st.st_size, &ids, &n, why, sizeof why);
+    munmap(text, (size_t)st.st_size);
+    if (rc != 0) return errmsg_code(err, errlen, DATA_EFORMAT, "%s: %s", path, why);
+    void *map = n ? mmap(NULL, n * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+    if (map == MAP_FAILED) {
+        free(ids);
+        return errmsg_code(err, errlen, DATA_ENOMEM, "%s: %zu tokens: out of memory", path, n);
+    }
+    uint8_t *out = map;
+    int max_id = 0;
+    for (size_t k = 0; k < n; k++) {
+        out[2 * k] = (uint8_t)(ids[k] & 0xFF), out[2 * k + 1] = (uint8_t)(ids[k] >> 8);
+        if ((int)ids[k] > max_id) max_id = (int)ids[k];
+    }
+    free(ids);
+    t->maps[f] = map;
+    t->map_lens[f] = n * 2;
+    t->tokens[f] = map;
+    if (max_id > t->max_id) t->max_id = max_id;
+    t->first[f + 1] = t->first[f] + (int64_t)((n - 1) / (uint64_t)o->block);
+    return DATA_OK;
+}
 
 /* Maps file f of the split: its layout, its ids checked, its windows counted. */
 static int map_file(const textdata_opts_t *o, const char *path, data_tokens_t *t, int f, char *err, size_t errlen)
@@ -57,9 +114,9 @@ static int load_split(const textdata_opts_t *o, const char *split, dataset_t *d,
     d->tok = t;
     t->block = o->block;
     t->vocab = textdata_vocab(o);
-    t->width = o->format == CATALOG_FORMAT_TEXT ? 1 : 2;
+    t->width = o->format == CATALOG_FORMAT_TEXT && !tokenized(o) ? 1 : 2;
     int rc = DATA_OK;
-    const int n = tokfile_split_files(o->path, split, t->width, paths, err, errlen);
+    const int n = tokfile_split_files(o->path, split, o->format == CATALOG_FORMAT_TEXT ? 1 : 2, paths, err, errlen);
     if (n < 0) rc = DATA_ENOENT;
     else {
         t->tokens = calloc((size_t)n, sizeof *t->tokens);
@@ -70,7 +127,7 @@ static int load_split(const textdata_opts_t *o, const char *split, dataset_t *d,
             rc = errmsg_code(err, errlen, DATA_ENOMEM, "%s: out of memory", o->path);
         for (int f = 0; f < n && rc == DATA_OK; f++) {
             t->nfiles = f + 1; /* what dataset_free unmaps */
-            rc = map_file(o, paths[f], t, f, err, errlen);
+            rc = tokenized(o) ? tokenize_file(o, paths[f], t, f, err, errlen) : map_file(o, paths[f], t, f, err, errlen);
         }
         snprintf(d->source, sizeof d->source, "%s", paths[0]);
     }
@@ -101,9 +158,11 @@ int textdata_load(const textdata_opts_t *o, dataset_t *train, dataset_t *test, c
         return errmsg_code(err, errlen, DATA_EUNKNOWN, "%s: dataset.format %s is not text or tokens", o->path,
                            catalog_format_name(o->format));
     if (o->block < 1) return errmsg_code(err, errlen, DATA_EFORMAT, "dataset.block_size: %d, must be >= 1", o->block);
-    if (o->format == CATALOG_FORMAT_TEXT && o->vocab != 0 && o->vocab != 256)
+    if (o->format == CATALOG_FORMAT_TEXT && o->vocab != 0 && o->vocab != textdata_vocab(o))
         return errmsg_code(err, errlen, DATA_EFORMAT,
-                           "dataset.vocab_size: %d, but text is read as bytes (vocabulary 256): leave it out", o->vocab);
+                           "dataset.vocab_size: %d, but text is read %s%s (vocabulary %d): leave it out", o->vocab,
+                           tokenized(o) ? "with the tokenizer " : "as bytes",
+                           tokenized(o) ? tokenizer_kind_name(o->tokenizer) : "", textdata_vocab(o));
     if (o->format == CATALOG_FORMAT_TOKENS && (o->vocab < 1 || o->vocab > 65536))
         return errmsg_code(err, errlen, DATA_EFORMAT,
                            "dataset.vocab_size: required with dataset.format tokens (1 to 65536: uint16 ids), got %d",

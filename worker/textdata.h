@@ -14,12 +14,21 @@
 
 #include "catalog.h"
 #include "data.h"
+#include "tokenizer.h"
+
+/* A text file tokenized in memory (a tokenizer other than bytes) is at most this long:
+ * its ids are held as uint16 beside it while it is encoded; a larger corpus goes through
+ * `pacer tokenize` into a token data set. */
+#define TEXTDATA_MAX_TOKENIZE_BYTES (1ull << 30)
 
 typedef struct {
     catalog_format_t format; /* CATALOG_FORMAT_TEXT or CATALOG_FORMAT_TOKENS */
     const char *path;        /* the folder */
     int block;               /* tokens per window, >= 1 */
     int vocab;               /* tokens: dataset.vocab_size (required); text: 0 or 256 */
+    /* text: NULL or a bytes tokenizer reads each byte where it lies; another (chars, bpe)
+     * tokenizes each file into uint16 ids in an anonymous mapping, each rank its own. */
+    const tokenizer_t *tokenizer;
 } textdata_opts_t;
 
 /* Loads the train split (train.*) into train and the validation split (val.*) into test.
@@ -28,7 +37,7 @@ typedef struct {
  * than block + 1 tokens in a split, more than INT_MAX windows. */
 int textdata_load(const textdata_opts_t *o, dataset_t *train, dataset_t *test, char *err, size_t errlen);
 
-/* The vocabulary of o's format: 256 for text, o->vocab for tokens. */
+/* The vocabulary of o's format: the tokenizer's (256 for bytes) for text, o->vocab for tokens. */
 int textdata_vocab(const textdata_opts_t *o);
 
 #endif

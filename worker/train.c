@@ -29,6 +29,7 @@
 #include "compress.h"
 #include "dcache.h"
 #include "emulate.h"
+#include "errmsg.h"
 #include "hash.h"
 #include "hostname.h"
 #include "loop.h"
@@ -236,19 +237,42 @@ static int apply_normalisation(worker_t *w, const job_spec_t *spec, const char *
  * the statistics they are normalised by, and records what they are in w->data. m is the
  * model's catalog entry: a built-in's head is then sized to w->data.classes; a model of
  * its own width (head_in 0) must have as many outputs. */
+/* The text's tokenizer beside the job's checkpoints (CHECKPOINT_DIR/NAME.tokenizer), written
+ * by rank 0 before training, so that a process that generates from any checkpoint of this
+ * job rebuilds the ids it was trained on (common/tokenizer.h). */
+static int save_tokenizer(const worker_t *w, const job_spec_t *spec, const tokenizer_t *tok, char *err, size_t errlen)
+{
+    if (!tok || w->rank != 0) return DATA_OK;
+    char path[SPEC_PATH_MAX + SPEC_NAME_MAX + 16], why[1024];
+    if (tokenizer_path_for_job(path, sizeof path, spec->checkpoint.dir, spec->name) != 0)
+        return errmsg_code(err, errlen, DATA_EFORMAT, "checkpoint.dir: %s: path too long", spec->checkpoint.dir);
+    if (fs_mkdir_p(spec->checkpoint.dir, 0755) != 0)
+        return errmsg_code(err, errlen, DATA_ENOENT, "checkpoint.dir: %s: %s", spec->checkpoint.dir, strerror(errno));
+    if (tokenizer_save(tok, path, why, sizeof why) != 0)
+        return errmsg_code(err, errlen, DATA_ENOENT, "the tokenizer: %s", why);
+    return DATA_OK;
+}
+
 /* A text or token data set in windows of block tokens (its vocabulary into w->data.classes). */
 static int load_text(worker_t *w, const job_spec_t *spec, int block, char *err, size_t errlen)
 {
     catalog_format_t f = CATALOG_FORMAT_N;
     catalog_format_parse(spec_dataset_format(spec), &f);
-    const textdata_opts_t o = {.format = f,
-                               .path = spec->dataset.path,
-                               .block = block,
-                               .vocab = spec->dataset.vocab_size};
+    tokenizer_t *tok = NULL;
+    if (f == CATALOG_FORMAT_TEXT) {
+        char why[1024];
+        tok = tokenizer_for_dataset(spec->dataset.tokenizer, spec->dataset.path, spec->dataset.tokenizer_vocab,
+                                    spec->dataset.tokenizer_merges, spec->dataset.tokenizer_file, why, sizeof why);
+        if (!tok) return errmsg_code(err, errlen, DATA_EFORMAT, "dataset.tokenizer: %s", why);
+    }
+    const textdata_opts_t o = {
+        .format = f, .path = spec->dataset.path, .block = block, .vocab = spec->dataset.vocab_size, .tokenizer = tok};
     snprintf(w->data_format, sizeof w->data_format, "%s", catalog_format_name(f));
     memset(&w->data, 0, sizeof w->data);
-    const int rc = textdata_load(&o, &w->train, &w->test, err, errlen);
+    int rc = textdata_load(&o, &w->train, &w->test, err, errlen);
     w->data.classes = textdata_vocab(&o);
+    rc = rc == DATA_OK ? save_tokenizer(w, spec, tok, err, errlen) : rc;
+    tokenizer_free(tok);
     return rc;
 }
 

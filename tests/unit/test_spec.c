@@ -1264,7 +1264,8 @@ static void test_to_json_is_normalised(void **state)
         if (strstr(path, "[]")) continue; /* element fields: only with entries */
         /* "model": {"onnx": PATH} only when given (test_model_onnx) */
         if (strcmp(path, "model.onnx") == 0 || strcmp(path, "model.sha256") == 0) continue;
-        if (strncmp(path, "model.gpt.", 10) == 0) continue; /* {"gpt": {...}} only when given (test_gpt_spec) */
+        if (strncmp(path, "model.gpt.", 10) == 0) continue;         /* {"gpt": {...}} only when given (test_gpt_spec) */
+        if (strncmp(path, "dataset.tokenizer.", 18) == 0) continue; /* the bpe object only when given */
         char quoted[80];
         snprintf(quoted, sizeof quoted, "\"%s\":", key);
         if (!strstr(text, quoted)) fail_msg("%s missing from %s", path, text);
@@ -1782,6 +1783,62 @@ static void test_catalog_add_refusals(void **state)
 /* "model": {"gpt": {...}} on a text data set: the name "gpt", the fields as given, written
  * back as the same object (what the coordinator stores and the worker reads), and the
  * refusals that name what is wrong. */
+/* dataset.tokenizer: "bytes", "chars" or a bpe object, round-tripped through to_json; the
+ * refusals name the field (and a near miss). */
+static void test_tokenizer_spec(void **state)
+{
+    (void)state;
+    job_spec_t s, back;
+    char err[512] = "";
+#define TEXT_SPEC(TOK) \
+    "{\"model\":{\"gpt\":{\"layers\":1}},\"dataset\":{\"format\":\"text\",\"path\":\"/d\",\"tokenizer\":" TOK "}}"
+    parse_ok(TEXT_SPEC("\"chars\""), &s);
+    assert_string_equal(s.dataset.tokenizer, "chars");
+    parse_ok(TEXT_SPEC("{\"kind\":\"bpe\",\"vocab\":\"/d/vocab.json\",\"merges\":\"/d/merges.txt\"}"), &s);
+    assert_string_equal(s.dataset.tokenizer, "bpe");
+    assert_string_equal(s.dataset.tokenizer_vocab, "/d/vocab.json");
+    char *text = spec_to_json(&s);
+    assert_non_null(
+        strstr(text, "\"tokenizer\":{\"kind\":\"bpe\",\"vocab\":\"/d/vocab.json\",\"merges\":\"/d/merges.txt\"}"));
+    parse_ok(text, &back);
+    assert_string_equal(back.dataset.tokenizer_merges, "/d/merges.txt");
+    free(text);
+    parse_ok(TEXT_SPEC("{\"kind\":\"bpe\",\"file\":\"/d/tokenizer.json\"}"), &s);
+    assert_string_equal(s.dataset.tokenizer, "bpe");
+    text = spec_to_json(&s);
+    parse_ok(text, &back);
+    assert_string_equal(back.dataset.tokenizer_file, "/d/tokenizer.json");
+    assert_int_equal(spec_hash(&s), spec_hash(&back));
+    free(text);
+    static const char *const REFUSED[][2] = {
+        {TEXT_SPEC("\"char\""), "dataset.tokenizer: must be one of bytes, chars (did you mean chars?)"},
+        {TEXT_SPEC("{}"), "dataset.tokenizer: an empty object"},
+        {TEXT_SPEC("{\"vocab\":\"/v\",\"merges\":\"/m\"}"), "dataset.tokenizer.kind: required"},
+        {TEXT_SPEC("{\"kind\":\"chars\"}"), "dataset.tokenizer.kind: must be one of bpe"},
+        {TEXT_SPEC("{\"kind\":\"bpe\"}"), "dataset.tokenizer.vocab: required"},
+        {TEXT_SPEC("{\"kind\":\"bpe\",\"vocab\":\"/v\"}"), "dataset.tokenizer.merges: required with vocab"},
+        {TEXT_SPEC("{\"kind\":\"bpe\",\"file\":\"/f\",\"vocab\":\"/v\"}"), "dataset.tokenizer.file: give"},
+        {TEXT_SPEC("{\"kind\":\"bpe\",\"merge\":\"/m\"}"),
+         "dataset.tokenizer.merge: unknown field (did you mean dataset.tokenizer.merges?)"},
+        {TEXT_SPEC("{\"kind\":\"bpe\",\"file\":\"\"}"), "dataset.tokenizer.file: must not be empty"},
+        {TEXT_SPEC("7"), "dataset.tokenizer: must be a string"},
+        {"{\"model\":{\"gpt\":{\"layers\":1}},\"dataset\":{\"format\":\"tokens\",\"path\":\"/d\",\"vocab_size\":9,"
+         "\"tokenizer\":\"chars\"}}",
+         "dataset.tokenizer: chars reads text (dataset.format text), not tokens"},
+        {"{\"model\":\"mlp\",\"dataset\":{\"name\":\"mnist\",\"tokenizer\":\"chars\"}}",
+         "dataset.tokenizer: chars reads text (dataset.format text), not idx"},
+        {"{\"model\":{\"gpt\":{\"layers\":1}},\"dataset\":{\"format\":\"text\",\"path\":\"/d\",\"vocab_size\":256,"
+         "\"tokenizer\":\"chars\"}}",
+         "dataset.vocab_size: the chars tokenizer's vocabulary is its own"},
+    };
+#undef TEXT_SPEC
+    for (size_t i = 0; i < sizeof REFUSED / sizeof REFUSED[0]; i++) {
+        assert_int_equal(spec_parse(REFUSED[i][0], &s, err, sizeof err), -1);
+        if (strncmp(err, REFUSED[i][1], strlen(REFUSED[i][1])) != 0)
+            fail_msg("%s: '%s', want '%s'", REFUSED[i][0], err, REFUSED[i][1]);
+    }
+}
+
 static void test_gpt_spec(void **state)
 {
     (void)state;
@@ -2087,6 +2144,7 @@ int main(void)
         cmocka_unit_test(test_sync_batchnorm),
         cmocka_unit_test(test_model_onnx),
         cmocka_unit_test(test_gpt_spec),
+        cmocka_unit_test(test_tokenizer_spec),
         cmocka_unit_test(test_model_uploaded),
         cmocka_unit_test(test_onnx_name),
         cmocka_unit_test(test_catalog_user_dataset),

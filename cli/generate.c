@@ -132,13 +132,22 @@ static int on_event(void *ctx, const char *type, const char *id, const char *dat
     return stop;
 }
 
-/* The "error" event as the API's other errors are reported (exit 1). */
-static int stream_failed(const cli_ctx_t *cx, json_t *problem, char last)
+/* The "error" event: {"error": MESSAGE} (the generation process's words), or a problem
+ * detail, reported like the API's other errors (exit 1). */
+static int stream_failed(const cli_ctx_t *cx, json_t *failed, char last)
 {
     if (last && last != '\n') fputc('\n', stdout);
     fflush(stdout);
-    client_resp_t r = {.status = (long)json_integer_value(json_object_get(problem, "status"))};
-    r.body = json_dumps(problem, JSON_COMPACT);
+    const char *msg = json_string_value(json_object_get(failed, "error"));
+    if (msg) {
+        char line[1024];
+        fmt_clean(msg, 900, line, sizeof line);
+        fprintf(stderr, "pacer generate: generation failed: %s\n", line);
+        if (cx->args->json) fmt_json(stdout, failed);
+        return CLI_EXIT_API;
+    }
+    client_resp_t r = {.status = (long)json_integer_value(json_object_get(failed, "status"))};
+    r.body = json_dumps(failed, JSON_COMPACT);
     r.len = r.body ? strlen(r.body) : 0;
     int rc = cli_api_error(cx, &r);
     free(r.body);

@@ -81,8 +81,12 @@ gen whole-1 "Hi" || fail "a whole JSON answer: exit $?: $(cat "$TMP/err")"
 [ "$(cat "$TMP/out")" = "Hi and more" ] && grep -q "16 tokens after a prompt of 2" "$TMP/err" ||
     fail "a coordinator that answers whole: $(cat "$TMP/out") / $(cat "$TMP/err")"
 gen broken "Hi"; rc=$?
-[ $rc -eq 1 ] && [ "$(cat "$TMP/out")" = "H" ] && grep -q "killed at its memory limit" "$TMP/err" ||
+[ $rc -eq 1 ] && [ "$(cat "$TMP/out")" = "H" ] &&
+    grep -q "generation failed: the generation process exited: killed at its memory limit" "$TMP/err" ||
     fail "an error event: exit $rc, $(cat "$TMP/out") / $(cat "$TMP/err")"
+gen broken-problem "Hi"; rc=$?
+[ $rc -eq 1 ] && grep -q "Generation failed: the generation process timed out" "$TMP/err" ||
+    fail "an error event with a problem detail: exit $rc, $(cat "$TMP/err")"
 gen cut "Hi"; rc=$?
 [ $rc -eq 3 ] && grep -q 'ended before its answer (no "done" event)' "$TMP/err" ||
     fail "a stream without its answer: exit $rc, $(cat "$TMP/err")"

@@ -8,7 +8,7 @@
 # is the prompt followed by " and more". Asked for text/event-stream (and the job's id not
 # starting with "whole"), that text comes as "token" events of one character each
 # {"text"}, then a "done" event with the answer; job "broken" sends one token and then an
-# "error" event (a problem detail), job "cut" ends after its tokens without "done", and
+# "error" event {"error"} (as the endpoint does), "broken-problem" one with a problem detail, job "cut" ends after its tokens without "done", and
 # job "slow" waits after its first token until the file OUT.go exists.
 import http.server, json, os, sys, time
 
@@ -68,9 +68,10 @@ class Stub(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         for i, ch in enumerate(doc["text"]):
             self.event("token", {"text": ch})
-            if job == "broken":
-                return self.event("error", problem(500, "Generation failed", "the generation process exited: "
-                                                   "killed at its memory limit")[1])
+            if job == "broken":  # the endpoint's words: {"error": MESSAGE}
+                return self.event("error", {"error": "the generation process exited: killed at its memory limit"})
+            if job == "broken-problem":
+                return self.event("error", problem(500, "Generation failed", "the generation process timed out")[1])
             if job == "slow" and i == 0:
                 while not os.path.exists(sys.argv[2] + ".go"):
                     time.sleep(0.05)

@@ -432,6 +432,25 @@ static int arr_bcast(imp_t *im, const Onnx__NodeProto *n, const arr_t *in, int k
     return arr_alloc(im, n, out);
 }
 
+/* A tagged array's values read from its initializer: a comparison (Equal) of a parameter
+ * has no gradient, so its values are all it needs (torch's registered causal mask, `mask
+ * == 0`, is such an initializer); 0, or -1 when they cannot be read. */
+static int arr_untag(imp_t *im, const Onnx__NodeProto *n, arr_t *a)
+{
+    const value_t *t = imp_find_value(im, a->table);
+    if (!t || t->kind != V_TENSOR) return -1;
+    const int64_t count = imp_tensor_count(t->tensor);
+    float *data = count > 0 && count < ((int64_t)1 << 24) ? malloc((size_t)count * sizeof *data) : NULL;
+    if (!data || imp_tensor_floats(im, t->tensor, data, (size_t)count) != 0) return free(data), -1;
+    for (size_t k = 0; k < a->count; k++) {
+        const double at = a->v[k];
+        a->v[k] = at >= 0 && at < (double)count ? (double)data[(size_t)at] : 0.0;
+    }
+    free(data);
+    a->table = NULL;
+    return 0;
+}
+
 /* Elementwise operators of constants (broadcast): Add, Sub, Mul, Div, Mod, Pow, Equal, Not,
  * Where, Cast, Neg, Sqrt. Ints stay exact (a result beyond 2^53 is refused). */
 static int fold_elementwise(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out)
@@ -443,7 +462,7 @@ static int fold_elementwise(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int 
     if (imp_check_attrs(im, n, strcmp(op, "Cast") == 0 ? cast_attrs : strcmp(op, "Mod") == 0 ? mod_attrs : none))
         return -1;
     for (int i = 0; i < k; i++)
-        if (in[i].table)
+        if (in[i].table && (strcmp(op, "Equal") != 0 || arr_untag(im, n, &in[i]) != 0))
             return imp_fail(im,
                             "node '%s' (%s): arithmetic on parameter '%s' before an activation reads it is not supported",
                             imp_node_name(n), op, in[i].table);

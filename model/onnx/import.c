@@ -157,10 +157,11 @@ static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
     if (o->layer != last)
         return imp_fail(im, "the graph's output '%s' is not its last layer (a branch computed after it is unused)",
                         im->output);
+    model_shape_t s;
+    model_build_shape_nd(b, o->layer, &s);
+    if (im->int_input && s.rank == 2) return 0; /* a language model's (N, T, V) logits */
     if (!im->any_output && (H != 1 || W != 1)) {
-        model_shape_t s;
         char t[96];
-        model_build_shape_nd(b, o->layer, &s);
         return imp_fail(im, "the graph's output is not (N, classes): its shape is %s", imp_batch_text(&s, t, sizeof t));
     }
     return 0;
@@ -249,9 +250,16 @@ int import_model(const Onnx__ModelProto *mp, const char *name, int max_batch, in
     if (!input) return snprintf(err, errlen, "onnx: the graph has no input"), -1;
     if (g->n_output != 1 || !g->output[0]->name)
         return snprintf(err, errlen, "onnx: the graph has %zu outputs (one logits output only)", g->n_output), -1;
-    if (!input->type || input->type->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !input->type->tensor_type ||
-        input->type->tensor_type->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT)
-        return snprintf(err, errlen, "onnx: input '%s' is not a float tensor", input->name), -1;
+    const int elem = input->type && input->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+                             input->type->tensor_type
+                         ? input->type->tensor_type->elem_type
+                         : -1;
+    /* token ids (int64, int32): they travel as floats, exact below 2^24, which bounds every
+     * vocabulary (DIM_MAX); only an embedding Gather may read them (model/onnx/lm.c) */
+    im.int_input = elem == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 || elem == ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
+    if (elem != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && !im.int_input)
+        return snprintf(err, errlen, "onnx: input '%s' is not a float tensor nor int64/int32 token ids", input->name),
+               -1;
     size_t nod;
     model_shape_t in_shape;
     if (vi_shape(input, &in_shape) != 0)
@@ -272,6 +280,10 @@ int import_model(const Onnx__ModelProto *mp, const char *name, int max_batch, in
     /* a case's output of another rank than (N, classes): compared whole, as N-D */
     const int out_nd = any_output && nod != 2;
     if (out_nd) classes = case_output_count(g->output[0]), nod = 2;
+    /* a language model's (N, T, V) logits over token ids: V classes at each of T positions
+     * (torch leaves T unnamed; the last layer's shape says it) */
+    const int out_seq = !any_output && im.int_input && nod == 3;
+    if (out_seq) classes = vi_dim(g->output[0], 2, &nod), nod = 2;
     if (nod != 2 || classes < 1 || classes > DIM_MAX)
         return snprintf(err, errlen, "onnx: output '%s' must have the shape (N, classes) with classes fixed",
                         g->output[0]->name),
@@ -292,7 +304,16 @@ int import_model(const Onnx__ModelProto *mp, const char *name, int max_batch, in
         return -1;
     }
     const layer_t *ll = &m->layers[m->nlayers - 1];
-    if ((any_output ? (int64_t)ll->OC * ll->OH * ll->OW : ll->OC) != classes) {
+    if (out_seq) {
+        size_t nd;
+        const int64_t T = vi_dim(g->output[0], 1, &nd);
+        if (ll->shape.rank != 2 || ll->shape.dims[1] != classes || (T > 0 && T != ll->shape.dims[0])) {
+            char t[96];
+            snprintf(err, errlen, "onnx: the last layer gives %s, the graph's output declares (N, %lld, %lld) logits",
+                     imp_batch_text(&ll->shape, t, sizeof t), (long long)T, (long long)classes);
+            goto fail;
+        }
+    } else if ((any_output ? (int64_t)ll->OC * ll->OH * ll->OW : ll->OC) != classes) {
         snprintf(err, errlen, "onnx: the last layer has %d outputs, the graph's output declares %lld classes",
                  m->layers[m->nlayers - 1].OC, (long long)classes);
         goto fail;

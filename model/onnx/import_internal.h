@@ -20,6 +20,8 @@ typedef enum { V_LAYER, V_TENSOR, V_PADDED, V_INTS, V_ARRAY } vkind_t;
  * x.view(x.size(0), -1): Shape, Gather, Unsqueeze, Concat); BATCH stands for the batch
  * size, which the file does not fix. */
 #define INTS_MAX 8
+/* embeddings of a language model's token ids (token, and a rare second table) */
+#define LM_MAX_EMBEDS 4
 #define BATCH INT64_MIN
 /* A multiple k N of the batch (the exporter's N * heads, L * N: torch's
  * nn.MultiheadAttention) is BATCH + k - 1, for 1 <= k <= DIM_MAX. */
@@ -87,6 +89,7 @@ typedef struct {
     int transposed;
     const char *weight; /* V_TENSOR, transposed: the name of the tensor transposed (its name as a weight) */
     int viewed;         /* V_LAYER: view describes it (else it is the layer's output as it is) */
+    int causal;         /* V_LAYER: scores under the causal mask, read only by Softmax (model/onnx/lm.c) */
     view_t view;        /* V_LAYER, viewed */
 } value_t;
 
@@ -96,6 +99,14 @@ typedef struct {
     int batch_dim;              /* the input's batch size when the file fixes it, else 0 */
     int max_batch;              /* the batch the model is built for (its buffers' size) */
     int any_output;             /* onnx_import_case: the output may be (N, C, H, W) too */
+    int int_input;              /* the input is integer token ids (int64 or int32) */
+    /* model/onnx/lm.c's embeddings of the token ids (a tied projection finds its table
+     * here) and the smallest vocabulary among them */
+    struct {
+        const char *name;
+        int layer;
+    } embeds[LM_MAX_EMBEDS];
+    int nembeds, min_vocab;
     value_t *vals;
     size_t nvals, cap;
     char *err;

@@ -73,6 +73,7 @@
 #include "import_internal.h"
 #include "fold.h"
 #include "view.h"
+#include "lm.h"
 
 /* A list of exactly count ints (default dflt when absent); 0, or -1 with the reason. */
 static int attr_ints(imp_t *im, const Onnx__NodeProto *n, const char *name, int count, int dflt, int *out)
@@ -1830,6 +1831,8 @@ int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
                         "node '%s' (%s): reads values whose batch axes hold different things (one a Reshape to (N * "
                         "k, ...), one not)",
                         imp_node_name(n), op);
+    rc = lm_node(im, b, n);
+    if (rc != 1) return rc;
     const value_t *g0 = op_is(n, "Gather") && n->n_input > 0 ? imp_find_value(im, n->input[0]) : NULL;
     if (g0 && g0->kind == V_LAYER) return do_gather(im, b, n);
     rc = do_shape_op(im, b, n);

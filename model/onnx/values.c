@@ -14,6 +14,7 @@
 #include "onnx.pb-c.h"
 #include "op_table.h"
 #include "sha256.h"
+#include "lm.h"
 
 int imp_fail(imp_t *im, const char *fmt, ...)
 {
@@ -163,6 +164,11 @@ int imp_input_layer(imp_t *im, const Onnx__NodeProto *n, size_t i, const value_t
         return imp_fail(im,
                         "node '%s' (%s): input '%s' is produced by no earlier node (unsupported output or "
                         "unsorted graph)",
+                        imp_node_name(n), n->op_type, n->input[i]);
+    if (!lm_ids_reader_ok(im, n, n->input[i]))
+        return imp_fail(im,
+                        "node '%s' (%s): input '%s' holds integer token ids, which only an embedding (Gather of an "
+                        "initializer's rows) reads",
                         imp_node_name(n), n->op_type, n->input[i]);
     if (v->transposed)
         return imp_fail(im, "node '%s' (%s): input '%s' is a Transpose of an initializer, which only MatMul reads",

@@ -10,6 +10,9 @@
  *   grads.f32   the gradient of the mean loss over every position, that order
  *   loss.txt    the mean loss
  * Usage: gpt_tool LAYERS HEADS EMBD BLOCK VOCAB TIE BIAS SEED OUTDIR
+ *        gpt_tool --onnx MODEL.onnx OUTDIR
+ * The second imports a language model (int64 token ids (N, T) in, (N, T, V) logits out)
+ * as pacer-worker does, from its own weights (init.f32 its initializers), at most 64 windows.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 
 #include "gpt.h"
 #include "model.h"
+#include "onnx_import.h"
 
 static int write_all(const char *dir, const char *name, const void *p, size_t bytes)
 {
@@ -60,11 +64,23 @@ static int read_ids(const char *dir, int T, int V, float **x, int32_t **y, int *
     return ok ? 0 : -1;
 }
 
-int main(int argc, char **argv)
+/* the model: imported (--onnx MODEL OUTDIR) or the built-in GPT of argv's shape; its
+ * windows read from OUTDIR */
+static model_t *make_model(int argc, char **argv, const char **dir, float **x, int32_t **y, int *N)
 {
+    char err[512];
+    model_t *m = NULL;
+    if (argc == 4 && strcmp(argv[1], "--onnx") == 0) {
+        *dir = argv[3];
+        if (onnx_import_file(argv[2], "lm", 64, &m, err, sizeof err) != 0)
+            return fprintf(stderr, "gpt_tool: %s\n", err), NULL;
+        if (read_ids(*dir, m->C, m->num_classes, x, y, N) != 0 || *N > 64) return model_free(m), NULL;
+        return m;
+    }
     if (argc != 10) {
-        fprintf(stderr, "usage: gpt_tool LAYERS HEADS EMBD BLOCK VOCAB TIE BIAS SEED OUTDIR\n");
-        return 2;
+        fprintf(stderr, "usage: gpt_tool LAYERS HEADS EMBD BLOCK VOCAB TIE BIAS SEED OUTDIR\n"
+                        "       gpt_tool --onnx MODEL.onnx OUTDIR\n");
+        return NULL;
     }
     const model_gpt_t g = {.layers = atoi(argv[1]),
                            .heads = atoi(argv[2]),
@@ -73,18 +89,24 @@ int main(int argc, char **argv)
                            .vocab = atoi(argv[5]),
                            .tie = atoi(argv[6]),
                            .bias = atoi(argv[7])};
-    const char *dir = argv[9];
+    *dir = argv[9];
+    if (read_ids(*dir, g.block, g.vocab, x, y, N) != 0) return NULL;
+    if (model_create_gpt("gpt", &g, *N, &m, err, sizeof err) != 0) {
+        fprintf(stderr, "gpt_tool: %s\n", err);
+        return NULL;
+    }
+    model_gpt_init(m, g.layers, strtoull(argv[8], NULL, 10));
+    return m;
+}
+
+int main(int argc, char **argv)
+{
+    const char *dir = NULL;
     float *x = NULL;
     int32_t *y = NULL;
     int N = 0;
-    if (read_ids(dir, g.block, g.vocab, &x, &y, &N) != 0) return 1;
-    char err[512];
-    model_t *m = NULL;
-    if (model_create_gpt("gpt", &g, N, &m, err, sizeof err) != 0) {
-        fprintf(stderr, "gpt_tool: %s\n", err);
-        return 1;
-    }
-    model_gpt_init(m, g.layers, strtoull(argv[8], NULL, 10));
+    model_t *m = make_model(argc, argv, &dir, &x, &y, &N);
+    if (!m) return 2;
     FILE *names = NULL;
     char path[4096];
     snprintf(path, sizeof path, "%s/names.txt", dir);
@@ -95,7 +117,7 @@ int main(int argc, char **argv)
     if (write_all(dir, "init.f32", m->params, m->nparams * sizeof(float)) != 0) return 1;
     const float loss = model_forward(m, x, y, N, 1);
     model_backward(m, x, y, N, 1.0f);
-    if (write_all(dir, "logits.f32", model_logits(m), (size_t)N * g.block * g.vocab * sizeof(float)) != 0 ||
+    if (write_all(dir, "logits.f32", model_logits(m), (size_t)N * m->positions * m->num_classes * sizeof(float)) != 0 ||
         write_all(dir, "grads.f32", m->grads, m->nparams * sizeof(float)) != 0)
         return 1;
     snprintf(path, sizeof path, "%s/loss.txt", dir);

@@ -1,0 +1,144 @@
+/* model/onnx/lm.c - see lm.h. */
+#include "lm.h"
+
+#include <math.h>
+#include <string.h>
+
+/* The node's first output as layer li (these translations read no lead value). */
+static int define_layer(imp_t *im, const Onnx__NodeProto *n, int li)
+{
+    if (n->n_output < 1 || !n->output[0] || !n->output[0][0])
+        return imp_fail(im, "node '%s' (%s): no output", imp_node_name(n), n->op_type);
+    value_t *v = imp_add_value(im, n->output[0], V_LAYER);
+    if (!v) return imp_fail(im, "out of memory");
+    v->layer = li;
+    return 0;
+}
+
+/* Gather(table, ids) of a 2-D initializer by the graph's integer input along axis 0:
+ * nn.Embedding, a LAYER_EMBED (its table a parameter of the initializer's name). */
+static int do_embed(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const Onnx__TensorProto *t)
+{
+    static const char *const known[] = {"axis", NULL};
+    if (imp_check_attrs(im, n, known)) return -1;
+    if (imp_attr_int(n, "axis", 0) != 0)
+        return imp_fail(im, "node '%s' (Gather): an embedding gathers rows (axis 0) of its table", imp_node_name(n));
+    if (t->n_dims != 2 || t->dims[0] < 1 || t->dims[0] > DIM_MAX || t->dims[1] < 1 || t->dims[1] > DIM_MAX)
+        return imp_fail(im, "node '%s' (Gather): an embedding table must be 2-D (vocabulary, width), each below %lld",
+                        imp_node_name(n), (long long)DIM_MAX);
+    if (im->nembeds >= LM_MAX_EMBEDS)
+        return imp_fail(im, "node '%s' (Gather): more than %d embeddings of the token ids", imp_node_name(n),
+                        LM_MAX_EMBEDS);
+    if (imp_weight_name_ok(im, n, 0)) return -1;
+    const int V = (int)t->dims[0], E = (int)t->dims[1];
+    const int li = model_build_embed(b, -1, V, E, n->input[0]);
+    if (model_build_failed(b))
+        return imp_fail(im, "node '%s' (Gather): an embedding of %d x %d is too large", imp_node_name(n), V, E);
+    im->embeds[im->nembeds].name = n->input[0];
+    im->embeds[im->nembeds++].layer = li;
+    if (im->min_vocab == 0 || V < im->min_vocab) im->min_vocab = V;
+    return define_layer(im, n, li);
+}
+
+/* Whether a is torch's causal mask as masked_fill reads it: (1, .., 1, T, T) with
+ * a[i][j] != 0 exactly where j > i (the positions after i). */
+static int is_causal_mask(const value_t *a, int T)
+{
+    if (a->kind != V_ARRAY || a->arank < 2 || a->adims[a->arank - 1] != T || a->adims[a->arank - 2] != T) return 0;
+    for (int d = 0; d < a->arank - 2; d++)
+        if (a->adims[d] != 1) return 0;
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++)
+            if ((a->arr[(size_t)i * T + j] != 0.0) != (j > i)) return 0;
+    return 1;
+}
+
+/* Whether value name is the constant -inf (masked_fill's value). */
+static int is_minus_inf(imp_t *im, const char *name)
+{
+    const value_t *v = imp_find_value(im, name);
+    float f = 0.0f;
+    if (v && v->kind == V_ARRAY && v->acount == 1) f = (float)v->arr[0];
+    else if (!v || v->kind != V_TENSOR || imp_tensor_count(v->tensor) != 1 ||
+             imp_tensor_floats(im, v->tensor, &f, 1) != 0)
+        return 0;
+    return isinf(f) && f < 0.0f;
+}
+
+/* Where(mask, -inf, scores) read only by Softmax over the last axis: attention's causal
+ * mask, which the Softmax computes as a LAYER_CAUSAL_SOFTMAX (the masked half never
+ * computed). 1 when n is not such a Where. */
+static int do_causal_where(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    if (n->n_input != 3) return 1;
+    const value_t *cond = imp_find_value(im, n->input[0]), *x = imp_find_value(im, n->input[2]);
+    if (!cond || cond->kind != V_ARRAY || !x || x->kind != V_LAYER || x->viewed || x->lead || x->defer) return 1;
+    model_shape_t s;
+    model_build_shape_nd(b, x->layer, &s);
+    const Onnx__NodeProto *r[4];
+    const int nr = imp_readers(im, n->output[0], r, 4);
+    if (s.rank < 2 || s.dims[s.rank - 1] != s.dims[s.rank - 2] || !is_causal_mask(cond, s.dims[s.rank - 1]) ||
+        !is_minus_inf(im, n->input[1]))
+        return 1;
+    for (int k = 0; k < nr; k++) {
+        const int64_t ax = imp_attr_int(r[k], "axis", -1);
+        if (nr > 4 || strcmp(r[k]->op_type, "Softmax") != 0 || im->opset < 13 || (ax != -1 && ax != s.rank))
+            return imp_fail(im,
+                            "node '%s' (Where): a causal mask read by %s; only by Softmax over the last axis (opset "
+                            "13 on) is it attention's",
+                            imp_node_name(n),
+                            strcmp(r[k]->op_type, "Softmax") == 0 ? "Softmax of another axis" : r[k]->op_type);
+    }
+    if (define_layer(im, n, x->layer)) return -1;
+    im->vals[im->nvals - 1].causal = 1;
+    return 0;
+}
+
+/* MatMul(x, Transpose(table)) of an embedding's table: the output projection tied to it
+ * (one tensor, both gradients summed). 1 when n is not such a MatMul. */
+static int do_tied(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    const value_t *w = n->n_input == 2 ? imp_find_value(im, n->input[1]) : NULL;
+    if (!w || !w->transposed || !w->weight) return 1;
+    for (int e = 0; e < im->nembeds; e++) {
+        if (strcmp(im->embeds[e].name, w->weight) != 0) continue;
+        const value_t *x;
+        if (imp_input_layer(im, n, 0, &x)) return -1;
+        if (x->viewed || x->lead || x->defer)
+            return imp_fail(im, "node '%s' (MatMul): a tied projection of a reshaped batch", imp_node_name(n));
+        const int li = model_build_linear_tied(b, x->layer, im->embeds[e].layer);
+        if (model_build_failed(b))
+            return imp_fail(im, "node '%s' (MatMul): the input's last axis is not the width of embedding '%s'",
+                            imp_node_name(n), w->weight);
+        return define_layer(im, n, li);
+    }
+    return 1;
+}
+
+int lm_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    const char *op = n->op_type;
+    if (strcmp(op, "Gather") == 0 && n->n_input == 2 && im->int_input && strcmp(n->input[1], im->input) == 0) {
+        const value_t *t = imp_find_value(im, n->input[0]);
+        if (!t || t->kind != V_TENSOR || t->transposed)
+            return imp_fail(im, "node '%s' (Gather): the token ids '%s' may only gather rows of an initializer",
+                            imp_node_name(n), im->input);
+        return do_embed(im, b, n, t->tensor);
+    }
+    if (strcmp(op, "Where") == 0) return do_causal_where(im, b, n);
+    if (strcmp(op, "MatMul") == 0) return do_tied(im, b, n);
+    if (strcmp(op, "Softmax") == 0 && n->n_input == 1) {
+        const value_t *x = imp_find_value(im, n->input[0]);
+        if (!x || !x->causal) return 1;
+        const int li = model_build_causal_softmax(b, x->layer, 1.0f);
+        if (model_build_failed(b)) return imp_fail(im, "node '%s' (Softmax): a causal softmax", imp_node_name(n));
+        return define_layer(im, n, li);
+    }
+    return 1;
+}
+
+int lm_ids_reader_ok(const imp_t *im, const Onnx__NodeProto *n, const char *name)
+{
+    if (!im->int_input || strcmp(name, im->input) != 0) return 1;
+    return strcmp(n->op_type, "Shape") == 0;
+}

@@ -1,0 +1,44 @@
+# A nanoGPT-style torch module (tests/tools/gpt_onnx_torch.py: gpt_torch.py's, 2 blocks, 2
+# heads, width 32, block 16, vocabulary 64, random weights) exported by torch.onnx at opset 13
+# (LayerNorm decomposed) and 17 (LayerNormalization) and imported by pacer: int64 token ids,
+# the embedding Gather, positions from a folded arange, the causal mask's Where read by
+# Softmax as one causal softmax, the head tied to the token embedding. Pacer's logits and
+# the gradient of every parameter tensor (the sequence loss over every position; the tied
+# table's the sum of both paths) within gpt_torch.py's named tolerances of torch's float64.
+# Then the refusals: integer ids read by anything but an embedding, and a float input of
+# another element type, each named.
+. tests/lib.sh
+[ -x "$BUILD/tools/gpt_tool" ] || fail "$BUILD/tools/gpt_tool is not built"
+/usr/bin/python3 tests/tools/gpt_onnx_torch.py "$BUILD/tools/gpt_tool" "$TMP" 13,17 >"$TMP/grads.log" 2>&1
+rc=$?
+grep -v -e Warning -e 'att = ' "$TMP/grads.log"
+[ $rc -eq 77 ] && skip "$(tail -1 "$TMP/grads.log")"
+[ $rc -eq 0 ] || fail "pacer's import of torch's GPT differs from torch (above)"
+echo "ok: opsets 13 and 17: the imported GPT's logits and every gradient are torch's"
+"$WORKER" --check-onnx "$TMP/o13/gpt.onnx" >"$TMP/check.json" 2>"$TMP/check.err" ||
+    { cat "$TMP/check.err"; fail "pacer-worker --check-onnx refused the GPT"; }
+[ "$(json "$TMP/check.json" .classes)" = 64 ] || fail "--check-onnx: classes $(json "$TMP/check.json" .classes), want 64"
+[ "$(json "$TMP/check.json" .parameters)" = 28032 ] ||
+    fail "--check-onnx: $(json "$TMP/check.json" .parameters) parameters, want 28032 (the tied table counted once)"
+
+/usr/bin/python3 - "$TMP" <<'PY' || fail "could not write the refused models"
+import sys
+from onnx import TensorProto, helper, save
+out = sys.argv[1]
+table = helper.make_tensor("table", TensorProto.FLOAT, [4, 2], [0.0] * 8)
+ids = helper.make_tensor_value_info("idx", TensorProto.INT64, ["N", 3])
+logits = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3])
+g = helper.make_graph([helper.make_node("Relu", ["idx"], ["y"])], "relu", [ids], [logits])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out + "/relu.onnx")
+u8 = helper.make_tensor_value_info("idx", TensorProto.UINT8, ["N", 3])
+e = helper.make_tensor_value_info("e", TensorProto.FLOAT, ["N", 3, 2])
+g = helper.make_graph([helper.make_node("Gather", ["table", "idx"], ["e"])], "u8", [u8], [e], [table])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out + "/u8.onnx")
+PY
+"$WORKER" --check-onnx "$TMP/relu.onnx" >/dev/null 2>"$TMP/relu.err" && fail "ids read by a Relu were accepted"
+grep -q "input 'idx' holds integer token ids, which only an embedding" "$TMP/relu.err" ||
+    { cat "$TMP/relu.err"; fail "ids read by a Relu: not refused by name"; }
+"$WORKER" --check-onnx "$TMP/u8.onnx" >/dev/null 2>"$TMP/u8.err" && fail "uint8 ids were accepted"
+grep -q "input 'idx' is not a float tensor nor int64/int32 token ids" "$TMP/u8.err" ||
+    { cat "$TMP/u8.err"; fail "uint8 ids: not refused by name"; }
+echo "ok: ids read by a Relu and uint8 ids are refused by name"

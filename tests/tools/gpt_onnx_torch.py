@@ -1,0 +1,116 @@
+"""tests/tools/gpt_onnx_torch.py - a nanoGPT-style torch module exported by torch.onnx
+(opset 13 or 17) and imported by pacer, against torch from the same weights, for
+tests/integration/gpt_onnx_torch.sh.
+
+The module is gpt_torch.py's (nn.Embedding over int64 ids, learned positions from
+torch.arange, pre-norm blocks of LayerNorm, causal self-attention with a registered
+lower-triangular mask applied by masked_fill, a GELU MLP, the head tied to the token
+embedding), 2 blocks, 2 heads, width 32, block 16, vocabulary 64, with random weights
+(every tensor, the layer norms' too, so torch's exporter has no two equal initializers to
+merge). Exported with do_constant_folding=False (the weights keep their state_dict names).
+
+Usage: /usr/bin/python3 tests/tools/gpt_onnx_torch.py GPT_TOOL OUTDIR OPSET[,OPSET...]
+For each opset, in OUTDIR/oOPSET: writes gpt.onnx and OUTDIR/ids.i32 (6 windows of 17 random ids), runs
+GPT_TOOL --onnx (pacer's import, one training forward and backward over every position),
+and compares pacer's logits and the gradient of every parameter tensor with torch's in
+float64: max |pacer - torch| / max |torch| per quantity within the larger of the named
+tolerance (gpt_torch.TOL) and GRAD_FACTOR times torch's own float32 error on the same
+weights and windows. The tied embedding's gradient is the sum of its two paths in both.
+Exits 0 when all hold, 1 otherwise, 77 when torch or onnx cannot be imported.
+"""
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+try:
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    import gpt_torch as gt
+except (ImportError, SystemExit) as e:  # pragma: no cover - depends on the machine
+    print("gpt_onnx_torch: torch not importable: %s" % e)
+    sys.exit(77)
+
+L, H, E, T, V = 2, 2, 32, 16, 64
+WINDOWS = 6
+
+
+def module(dtype):
+    torch.manual_seed(1)
+    net = gt.GPT(L, H, E, T, V, True, True)
+    with torch.no_grad():
+        for name, p in net.named_parameters():
+            # layer norms near 1 and 0, the rest GPT-2's scale: every tensor distinct
+            p.copy_((1.0 if name.endswith("ln_1.weight") or name.endswith("ln_2.weight") or
+                     name.endswith("ln_f.weight") else 0.0) + 0.1 * torch.randn_like(p))
+    return net.to(dtype)
+
+
+def main(argv):
+    if len(argv) != 4:
+        print(__doc__)
+        return 2
+    torch.set_num_threads(1)
+    rc = 0
+    for opset in (int(o) for o in argv[3].split(",")):
+        out = os.path.join(argv[2], "o%d" % opset)
+        os.makedirs(out, exist_ok=True)
+        rc |= compare(argv[1], out, opset)
+    return rc
+
+
+def compare(tool, out, opset):
+    net = module(torch.float32)
+    path = os.path.join(out, "gpt.onnx")
+    torch.onnx.export(net, (torch.zeros(2, T, dtype=torch.long),), path, opset_version=opset,
+                      do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE,
+                      input_names=["idx"], output_names=["logits"],
+                      dynamic_axes={"idx": {0: "N"}, "logits": {0: "N"}})
+    rng = np.random.default_rng(7)
+    ids = rng.integers(0, V, size=(WINDOWS, T + 1)).astype(np.int32)
+    ids.tofile(os.path.join(out, "ids.i32"))
+    subprocess.run([tool, "--onnx", path, out], check=True)
+    names = [(l.split()[0], int(l.split()[1])) for l in open(os.path.join(out, "names.txt"))]
+    params = dict(net.named_parameters())
+    for name, n in names:
+        if name not in params or params[name].numel() != n:
+            print("gpt_onnx_torch: pacer's tensor %s (%d) is not the module's" % (name, n))
+            return 1
+    if len(names) != len(params):
+        print("gpt_onnx_torch: pacer has %d parameter tensors, torch %d (the tie lost?)" % (len(names), len(params)))
+        return 1
+    init = np.fromfile(os.path.join(out, "init.f32"), dtype=np.float32)
+    at = 0
+    for name, n in names:
+        want = params[name].detach().numpy().ravel()
+        if not np.array_equal(init[at: at + n], want):
+            print("gpt_onnx_torch: pacer's %s is not the file's weights" % name)
+            return 1
+        at += n
+    ref_logits, ref = gt.grads_of(module(torch.float64), ids, names)
+    f32_logits, f32 = gt.grads_of(module(torch.float32), ids, names)
+    logits = np.fromfile(os.path.join(out, "logits.f32"), dtype=np.float32).astype(np.float64)
+    flat = np.fromfile(os.path.join(out, "grads.f32"), dtype=np.float32).astype(np.float64)
+    fails = []
+
+    def check(what, err, own, named):
+        tol = max(named, gt.GRAD_FACTOR * own)
+        print("  %-42s max_rel %.2e (tol %.1e; torch float32 %.1e)" % (what, err, tol, own))
+        if not err <= tol:
+            fails.append("%s: %.3e > %.1e" % (what, err, tol))
+
+    check("logits", gt.rel(logits, ref_logits.ravel()), gt.rel(f32_logits.ravel(), ref_logits.ravel()),
+          gt.TOL["logits"])
+    at = 0
+    for name, n in names:
+        check("grad " + name, gt.rel(flat[at: at + n], ref[name]), gt.rel(f32[name], ref[name]), gt.TOL["grad"])
+        at += n
+    for f in fails:
+        print("gpt_onnx_torch: " + f)
+    print("gpt_onnx_torch: opset %d %s" % (opset, "same within the tolerances" if not fails else "DIFFERENT"))
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

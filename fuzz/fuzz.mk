@@ -27,7 +27,7 @@ FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-fr
 FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lzip -lpng16 -ljpeg -lpthread -lm
 
 FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file \
-                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef ckptfence tokfile bpe search notice webhook
+                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef ckptfence tokfile bpe tokenizer search notice webhook
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 # What each harness links besides its own file: the code it drives, no more (the worker's
@@ -56,6 +56,8 @@ FUZZ_SRC_npy        := $(COMMON_SRC)
 FUZZ_SRC_tokfile    := common/tokfile.c common/errmsg.c
 # GPT-2's BPE tokenizer: vocab.json, merges.txt and the text it encodes
 FUZZ_SRC_bpe        := common/bpe.c common/bpe_unicode.c
+# the tokenizer saved beside a checkpoint (NAME.tokenizer): bytes, chars or a BPE's sources
+FUZZ_SRC_tokenizer  := common/tokenizer.c common/bpe.c common/bpe_unicode.c common/errmsg.c common/fs.c
 # an experiment's search object (common/search.h) and the trial specs it makes
 FUZZ_SRC_search     := $(COMMON_SRC)
 FUZZ_SRC_npz        := worker/data.c $(COMMON_SRC)
@@ -97,6 +99,7 @@ FUZZ_MAXLEN_modelindex := 8192
 FUZZ_MAXLEN_npy        := 4096
 FUZZ_MAXLEN_tokfile    := 4096
 FUZZ_MAXLEN_bpe        := 8192
+FUZZ_MAXLEN_tokenizer  := 8192
 FUZZ_MAXLEN_search     := 4096
 FUZZ_MAXLEN_npz        := 16384
 FUZZ_MAXLEN_image      := 16384

@@ -31,8 +31,9 @@ int handle_job_events(http_req_t *rq);
 int handle_job_logs(http_req_t *rq);
 int handle_job_checkpoint(http_req_t *rq);
 int handle_job_model_onnx(http_req_t *rq);
-int handle_job_trace(http_req_t *rq);   /* handlers_trace.c */
-int handle_job_history(http_req_t *rq); /* handlers_history.c */
+int handle_job_trace(http_req_t *rq);    /* handlers_trace.c */
+int handle_job_history(http_req_t *rq);  /* handlers_history.c */
+int handle_job_generate(http_req_t *rq); /* handlers_generate.c */
 int handle_events(http_req_t *rq);
 int handle_experiments_list(http_req_t *rq);   /* handlers_experiments.c */
 int handle_experiments_submit(http_req_t *rq); /* handlers_experiments.c */

@@ -18,6 +18,8 @@ static const struct {
     {"POST", "/api/v1/jobs", USER_ACT_SUBMIT},
     {"DELETE", "/api/v1/jobs/{id}", USER_ACT_CANCEL},
     {"POST", "/api/v1/jobs/{id}/retry", USER_ACT_RETRY},
+    /* the owner or an admin, as retry: it spends the cluster's CPU on the job's model */
+    {"POST", "/api/v1/jobs/{id}/generate", USER_ACT_RETRY},
     {"POST", "/api/v1/experiments", USER_ACT_SUBMIT},
     {"DELETE", "/api/v1/experiments/{id}", USER_ACT_CANCEL},
     {"POST", "/api/v1/cluster/reload", USER_ACT_CLUSTER},
@@ -42,6 +44,7 @@ static const route_t ROUTES[] = {
     {"GET", "/api/v1/jobs/{id}", handle_job_get, 0},
     {"DELETE", "/api/v1/jobs/{id}", handle_job_cancel, ROUTE_MUTATES},
     {"POST", "/api/v1/jobs/{id}/retry", handle_job_retry, ROUTE_MUTATES},
+    {"POST", "/api/v1/jobs/{id}/generate", handle_job_generate, ROUTE_MUTATES | ROUTE_JSON_BODY},
     {"GET", "/api/v1/jobs/{id}/nodes", handle_job_nodes, 0},
     {"GET", "/api/v1/jobs/{id}/metrics", handle_job_metrics, 0},
     {"GET", "/api/v1/jobs/{id}/events", handle_job_events, ROUTE_STREAM},

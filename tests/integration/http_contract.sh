@@ -173,6 +173,10 @@ for route in "" /nodes /metrics /history /events /logs /checkpoint /model.onnx /
 done
 via 404 DELETE /api/v1/jobs/j-999999
 via 404 POST /api/v1/jobs/j-999999/retry
+via 404 POST /api/v1/jobs/j-999999/generate -H "$JSON" --data-binary '{"prompt": "a"}'
+# a LeNet-5 job has nothing to generate text from
+via 409 POST "/api/v1/jobs/$small/generate" -H "$JSON" --data-binary '{"prompt": "a"}'
+refused 400 POST "/api/v1/jobs/$small/generate" -H "$AUTH" -H "$JSON" --data-binary '{"prompt": "a", "max_tokens": 0}'
 via 400 GET "/api/v1/jobs/$small/metrics?since=99999999999999999999999-0"
 via 400 POST /api/v1/jobs -H "$JSON" --data-binary '{"model": "lenet5", "dataset": {"name": "fashion-mnist"}, "optimizer": {"lr": 0}}'
 via 400 POST /api/v1/jobs -H "$JSON" --data-binary '{"model": "lenet5", "batch_sise": 64}'

@@ -212,14 +212,32 @@ int coord_submit_spec_by(coordinator_t *c, const job_spec_t *s, const coord_call
  * the daemon's user can read, nor learn which paths exist outside the roots. Only the daemon checks: the
  * command-line client writes to Redis itself, as the operator. The message names the
  * path as the client sent it, never what is in the file. */
+static int data_path_allowed_as(const coordinator_t *c, const char *field, const char *path, char *err, size_t errlen);
+
 static int data_path_allowed(const coordinator_t *c, const char *path, char *err, size_t errlen)
+{
+    return data_path_allowed_as(c, "dataset.path", path, err, errlen);
+}
+
+/* The same rule for every file a spec names for the workers to read beside the data set
+ * (the BPE tokenizer's vocab.json, merges.txt or tokenizer.json), named as field. */
+static int tokenizer_paths_allowed(const coordinator_t *c, const job_spec_t *s, char *err, size_t errlen)
+{
+    const char *field[3] = {"dataset.tokenizer.vocab", "dataset.tokenizer.merges", "dataset.tokenizer.file"};
+    const char *path[3] = {s->dataset.tokenizer_vocab, s->dataset.tokenizer_merges, s->dataset.tokenizer_file};
+    for (int i = 0; i < 3; i++)
+        if (path[i][0] && data_path_allowed_as(c, field[i], path[i], err, errlen) != 0) return -1;
+    return 0;
+}
+
+static int data_path_allowed_as(const coordinator_t *c, const char *field, const char *path, char *err, size_t errlen)
 {
     char real[PATH_MAX];
     if (path[0] != '/') {
         errmsg(err, errlen,
-               "dataset.path: %.300s: must be an absolute path (the workers do not run in this "
+               "%s: %.300s: must be an absolute path (the workers do not run in this "
                "process's directory)",
-               path);
+               field, path);
         return -1;
     }
     /* The roots first, existence after: outside them, "no such file" and "not under a
@@ -229,7 +247,7 @@ static int data_path_allowed(const coordinator_t *c, const char *path, char *err
     int where = dataroot_resolve(roots_v, nroots, path, real);
     if (where == DATAROOT_OK) return 0;
     if (where == DATAROOT_MISSING) {
-        errmsg(err, errlen, "dataset.path: %.300s: %s", path, strerror(errno));
+        errmsg(err, errlen, "%s: %.300s: %s", field, path, strerror(errno));
         return -1;
     }
     char roots[512] = "";
@@ -237,7 +255,7 @@ static int data_path_allowed(const coordinator_t *c, const char *path, char *err
         size_t k = strlen(roots);
         snprintf(roots + k, sizeof roots - k, "%s%s", i ? ", " : "", roots_v[i]);
     }
-    errmsg(err, errlen, "dataset.path: %.300s is not under a data root (--data-root; now: %s)", path,
+    errmsg(err, errlen, "%s: %.300s is not under a data root (--data-root; now: %s)", field, path,
            nroots ? roots : "none");
     return -1;
 }
@@ -419,6 +437,10 @@ static int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const cha
     };
     if (c->daemon && spec_dataset_is_user(s) && s->dataset.path[0] &&
         data_path_allowed(c, s->dataset.path, err, errlen) != 0) {
+        rc_code = COORD_EINVAL;
+        goto out;
+    }
+    if (c->daemon && tokenizer_paths_allowed(c, s, err, errlen) != 0) {
         rc_code = COORD_EINVAL;
         goto out;
     }

@@ -2,7 +2,7 @@
 # is submitted with `pacer submit`, checked at submission (the text's splits probed, the
 # memory estimate counted from the GPT's fields), runs and SUCCEEDS with the language
 # model's summary; a job on a token data set whose validation split is missing FAILS with
-# the split named in its log.
+# the split named in its log; a BPE tokenizer file outside the data roots is refused (400).
 . tests/integration/coordinator_lib.inc
 LIC=/usr/share/common-licenses
 [ -r "$LIC/GPL-3" ] && [ -r "$LIC/LGPL-2.1" ] || skip "$LIC (Debian's base-files) is not here"
@@ -10,6 +10,18 @@ mkdir -p "$TMP/root/lic" "$TMP/root/tok"
 cp "$LIC/GPL-3" "$TMP/root/lic/train.txt"
 cp "$LIC/LGPL-2.1" "$TMP/root/lic/val.txt"
 start_coord --data-root "$TMP/root"
+# a BPE tokenizer's files are read by the workers like the data set: under a data root only
+BASE=$(api_base)
+jq -n --arg data "$TMP/root/lic" '{model: {gpt: {layers: 1}},
+      dataset: {format: "text", path: $data, tokenizer: {kind: "bpe", vocab: "/etc/passwd", merges: "/etc/passwd"}}}' \
+    >"$TMP/pw.json"
+code=$(curl -s -o "$TMP/body" -w '%{http_code}' -H 'Content-Type: application/json' --data-binary @"$TMP/pw.json" \
+    "$BASE/api/v1/jobs")
+[ "$code" = 400 ] || { cat "$TMP/body"; fail "a tokenizer vocab of /etc/passwd: HTTP $code, want 400"; }
+jq -r .detail "$TMP/body" | grep -q "^dataset.tokenizer.vocab: /etc/passwd is not under a data root" ||
+    { cat "$TMP/body"; fail "the refusal does not name dataset.tokenizer.vocab"; }
+grep -q 'root:x' "$TMP/body" && fail "the refusal quotes /etc/passwd"
+echo "ok: a tokenizer file outside the data roots is refused (400, dataset.tokenizer.vocab)"
 jq -n --arg data "$TMP/root/lic" '{name: "gpt-lic", model: {gpt: {layers: 1, heads: 2, embd: 16, block_size: 16}},
       dataset: {format: "text", path: $data, train_subset: 128, test_subset: 32}, batch_size: 8, epochs: 1,
       seed: 2, device: "cpu", log_every: 0, optimizer: {kind: "adamw", lr: 0.003}}' >"$TMP/gpt.json"

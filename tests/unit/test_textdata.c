@@ -107,6 +107,52 @@ static void test_text_windows(void **state)
     dataset_free(&te);
 }
 
+/* The chars tokenizer: each file tokenized into ids of the text's sorted characters (a
+ * two-byte one among them), in windows as bytes are; the vocabulary is the tokenizer's. */
+static void test_text_chars(void **state)
+{
+    const char *text = "baca\xc3\xa9"
+                       "ab",
+               *val = "abc\xc3\xa9"
+                      "a"; /* train: b a c a é a b (7 characters) */
+    put("train.txt", text, strlen(text));
+    put("val.txt", val, strlen(val));
+    const char *paths[2] = {NULL, NULL};
+    char train[512], valp[512], err[512] = "";
+    snprintf(train, sizeof train, "%s/train.txt", g_dir);
+    snprintf(valp, sizeof valp, "%s/val.txt", g_dir);
+    paths[0] = train, paths[1] = valp;
+    tokenizer_t *tok = tokenizer_chars_build_files(paths, 2, err, sizeof err);
+    if (!tok) fail_msg("%s", err);
+    assert_int_equal(tokenizer_vocab_size(tok), 4); /* a b c é */
+    const textdata_opts_t o = {.format = CATALOG_FORMAT_TEXT, .path = g_dir, .block = 3, .tokenizer = tok};
+    dataset_t tr, te;
+    if (textdata_load(&o, &tr, &te, err, sizeof err) != DATA_OK) fail_msg("%s", err);
+    assert_int_equal(textdata_vocab(&o), 4);
+    assert_int_equal(tr.num_classes, 4);
+    assert_int_equal(tr.n, 2); /* (7 - 1) / 3 */
+    assert_int_equal(te.n, 1); /* (5 - 1) / 3 */
+    const int32_t idx[2] = {0, 1};
+    float x[6];
+    int32_t y[6];
+    assert_int_equal(data_batch_gather(&tr, idx, 2, x, 6, y, 0, NULL), 0);
+    const int want[7] = {1, 0, 2, 0, 3, 0, 1}; /* b a c a é a b */
+    for (int i = 0; i < 3; i++) {
+        assert_true(x[i] == (float)want[i]);
+        assert_int_equal(y[i], want[i + 1]);
+        assert_true(x[3 + i] == (float)want[3 + i]);
+        assert_int_equal(y[3 + i], want[4 + i]);
+    }
+    assert_int_equal(dataset_check_shape(&tr, 3, 1, 1, 4, "gpt", err, sizeof err), DATA_OK);
+    dataset_free(&tr);
+    dataset_free(&te);
+    /* a vocab_size that is not the tokenizer's */
+    const textdata_opts_t o2 = {.format = CATALOG_FORMAT_TEXT, .path = g_dir, .block = 3, .vocab = 256, .tokenizer = tok};
+    assert_int_equal(textdata_load(&o2, &tr, &te, err, sizeof err), DATA_EFORMAT);
+    assert_non_null(strstr(err, "dataset.vocab_size: 256, but text is read with the tokenizer chars (vocabulary 4)"));
+    tokenizer_free(tok);
+}
+
 /* llm.c's header and nanoGPT's headerless array read alike; shards train_*.bin in name
  * order are one split, windows never crossing a file. */
 static void test_token_shards(void **state)
@@ -223,6 +269,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_text_windows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_text_chars, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_shards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_refusals, setup, teardown),
         cmocka_unit_test(test_layout_parser),

@@ -435,12 +435,9 @@ static int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const cha
         .simulated = s->simulate.enabled,
         .parent = parent,
     };
-    if (c->daemon && spec_dataset_is_user(s) && s->dataset.path[0] &&
-        data_path_allowed(c, s->dataset.path, err, errlen) != 0) {
-        rc_code = COORD_EINVAL;
-        goto out;
-    }
-    if (c->daemon && tokenizer_paths_allowed(c, s, err, errlen) != 0) {
+    if (c->daemon &&
+        ((spec_dataset_is_user(s) && s->dataset.path[0] && data_path_allowed(c, s->dataset.path, err, errlen) != 0) ||
+         tokenizer_paths_allowed(c, s, err, errlen) != 0)) {
         rc_code = COORD_EINVAL;
         goto out;
     }

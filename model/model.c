@@ -364,7 +364,11 @@ int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a)
     int li = add_layer(b, kind, in);
     layer_t *l = layer_at(b, li);
     l->alpha = kind == LAYER_POW ? a : 0.0f;
-    if ((kind < LAYER_EXP || kind > LAYER_POW) && kind != LAYER_ERF && kind != LAYER_GELU) b->failed = 1;
+    /* the table's plain rows of one input (a new one needs nothing here), and three of
+     * their own: Pow's exponent, Erf, and GELU (matched from a pattern of nodes) */
+    const model_op_t *op = model_op(kind);
+    const int plain = op && op->onnx_form == MODEL_OP_ONNX_PLAIN && op->ninputs == 1;
+    if (!plain && kind != LAYER_POW && kind != LAYER_ERF && kind != LAYER_GELU) b->failed = 1;
     if (!isfinite(l->alpha)) b->failed = 1;
     finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;

@@ -1032,7 +1032,9 @@ static void export_add(gen_t *x, const layer_exp_t *ex)
     ex->flat[ex->li] = ex->in_flat;
 }
 
-/* Each layer kind's export: its ONNX nodes and initializers (a kind with no row is refused). */
+/* Each layer kind's export of its own: its ONNX nodes and initializers. A PLAIN row of the
+ * operator table has no entry (export_of gives it the shared translation); a row that names
+ * no ONNX operator has none either, and is refused. */
 static void (*const EXPORTS[LAYER_KIND_COUNT])(gen_t *x, const layer_exp_t *ex) = {
     [LAYER_CONV] = export_conv,
     [LAYER_MAXPOOL] = export_maxpool,
@@ -1048,14 +1050,8 @@ static void (*const EXPORTS[LAYER_KIND_COUNT])(gen_t *x, const layer_exp_t *ex) 
     [LAYER_REDUCE_MEAN] = export_reduce_mean,
     [LAYER_REDUCE_SUM] = export_reduce_mean,
     [LAYER_BADD] = export_binary,
-    [LAYER_SUB] = export_binary,
     [LAYER_BMUL] = export_binary,
     [LAYER_DIV] = export_binary,
-    [LAYER_EXP] = export_unary,
-    [LAYER_NEG] = export_unary,
-    [LAYER_SQRT] = export_unary,
-    [LAYER_RECIPROCAL] = export_unary,
-    [LAYER_ABS] = export_unary,
     [LAYER_POW] = export_pow,
     [LAYER_LEAKY_RELU] = export_leaky_relu,
     [LAYER_CLIP] = export_clip,
@@ -1079,6 +1075,15 @@ static void (*const EXPORTS[LAYER_KIND_COUNT])(gen_t *x, const layer_exp_t *ex) 
     [LAYER_ADD] = export_add,
 };
 
+/* Kind k's translation, or NULL: a row naming no ONNX operator is not exported. */
+static void (*export_of(layer_kind_t k))(gen_t *x, const layer_exp_t *ex)
+{
+    const model_op_t *op = model_op(k);
+    if (!op || !*op->onnx_export) return NULL;
+    if (op->onnx_form == MODEL_OP_ONNX_PLAIN) return op->ninputs == 2 ? export_binary : export_unary;
+    return EXPORTS[k];
+}
+
 /* One layer's nodes (layer_exp_t names its values). A kind whose table row names no ONNX
  * operator (the language models' rows) is refused by name. */
 static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat, char *err, size_t errlen)
@@ -1086,7 +1091,8 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
     const layer_t *l = &m->layers[li];
     const model_op_t *op = model_op(l->kind);
     flat[li] = l->in < 0 ? 0 : flat[l->in];
-    if (!op || !*op->onnx_export || !EXPORTS[l->kind]) {
+    void (*fn)(gen_t *, const layer_exp_t *) = export_of(l->kind);
+    if (!fn) {
         snprintf(err, errlen, "onnx: layer %d (%s): not exported to ONNX yet", li, op ? op->name : "no kind");
         x->failed = 1;
         return;
@@ -1105,10 +1111,14 @@ static void gen_layer(gen_t *x, const model_t *m, int li, char **val, int *flat,
                             .flat = flat,
                             .err = err,
                             .errlen = errlen};
-    EXPORTS[l->kind](x, &ex);
+    fn(x, &ex);
 }
 
-int onnx_export_has_kind(layer_kind_t k) { return (unsigned)k < LAYER_KIND_COUNT && EXPORTS[k] != NULL; }
+int onnx_export_has_kind(layer_kind_t k)
+{
+    const model_op_t *op = model_op(k);
+    return op && (EXPORTS[k] || op->onnx_form == MODEL_OP_ONNX_PLAIN);
+}
 
 int onnx_export_layers(const model_t *m, uint8_t **out, size_t *outlen, char *err, size_t errlen)
 {

@@ -45,9 +45,10 @@ int onnx_export_file(const char *src_path, const model_t *m, const char *out_pat
  * worker may have read from Redis: worker/modelfetch.h). */
 int onnx_export_to_file(const uint8_t *src, size_t len, const model_t *m, const char *out_path, char *err,
                         size_t errlen);
-/* Whether the exporter has a translation for kind k (1) or not (0). Every kind whose
- * operator-table row names an ONNX operator (op_table.h's onnx_export) has one, and no other
- * (test_op_table checks both): an empty column is how a row says "not exported". */
+/* Whether the exporter has a translation for kind k (1: an entry of its own, or the shared
+ * one of a PLAIN row of op_table.h) or not (0). Every kind whose operator-table row names an
+ * ONNX operator (onnx_export) has one, and no other (test_op_table checks both): an empty
+ * column is how a row says "not exported". */
 int onnx_export_has_kind(layer_kind_t k);
 
 #endif

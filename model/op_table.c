@@ -1015,75 +1015,78 @@ static double flops_causal(const layer_t *l) { return 1.5 * (double)l->C * l->H 
 
 #define IN1 MODEL_OP_GRAD_IN
 #define IN12 (MODEL_OP_GRAD_IN | MODEL_OP_GRAD_IN2)
+#define OWN MODEL_OP_ONNX_OWN
+#define PLAIN MODEL_OP_ONNX_PLAIN
 
 /* clang-format off */
 const model_op_t MODEL_OPS[] = {
-    /* {kind, name, ONNX import, ONNX export, inputs, gradients, infer_shape, workspace, flops, forward, backward} */
-    [LAYER_CONV]       = {LAYER_CONV, "conv", "Conv", "Conv", 1, IN1, infer_conv, ws_conv, flops_conv, conv_fwd, conv_bwd},
-    [LAYER_MAXPOOL]    = {LAYER_MAXPOOL, "maxpool", "MaxPool", "MaxPool", 1, IN1, infer_pool, NULL, flops_pass, maxpool_fwd, maxpool_bwd},
-    [LAYER_AVGPOOL]    = {LAYER_AVGPOOL, "avgpool", "AveragePool", "AveragePool", 1, IN1, infer_pool, NULL, flops_pass, avgpool_fwd, avgpool_bwd},
-    [LAYER_RELU]       = {LAYER_RELU, "relu", "Relu", "Relu", 1, IN1, infer_same, NULL, flops_pass, relu_fwd, relu_bwd},
-    [LAYER_FC]         = {LAYER_FC, "fc", "Gemm, MatMul (+ Add)", "Gemm", 1, IN1, infer_fc, NULL, flops_fc, fc_fwd, fc_bwd},
-    [LAYER_BN]         = {LAYER_BN, "batchnorm", "BatchNormalization", "BatchNormalization", 1, IN1, infer_same, NULL, flops_pass, bn_fwd, bn_bwd},
-    [LAYER_GAP]        = {LAYER_GAP, "global avg pool", "GlobalAveragePool, ReduceMean (axes 2, 3)", "GlobalAveragePool", 1, IN1, infer_gap, NULL, flops_pass, gap_fwd, gap_bwd},
-    [LAYER_ADD]        = {LAYER_ADD, "residual add", "Add", "Add", 2, IN12, infer_add, NULL, flops_pass, add_fwd, add_bwd},
-    [LAYER_LEAKY_RELU] = {LAYER_LEAKY_RELU, "leaky relu", "LeakyRelu", "LeakyRelu", 1, IN1, infer_same, NULL, flops_pass, leaky_relu_fwd, leaky_relu_bwd},
-    [LAYER_SIGMOID]    = {LAYER_SIGMOID, "sigmoid", "Sigmoid", "Sigmoid", 1, IN1, infer_same, NULL, flops_pass, sigmoid_fwd, sigmoid_bwd},
-    [LAYER_TANH]       = {LAYER_TANH, "tanh", "Tanh", "Tanh", 1, IN1, infer_same, NULL, flops_pass, tanh_fwd, tanh_bwd},
-    [LAYER_CONCAT]     = {LAYER_CONCAT, "concat", "Concat", "Concat", 2, IN12, infer_concat, NULL, flops_pass, concat_fwd, concat_bwd},
+    /* {kind, name, ONNX import, ONNX export, inputs, gradients, infer_shape, workspace, flops, forward, backward,
+     *  converter} */
+    [LAYER_CONV]       = {LAYER_CONV, "conv", "Conv", "Conv", 1, IN1, infer_conv, ws_conv, flops_conv, conv_fwd, conv_bwd, OWN},
+    [LAYER_MAXPOOL]    = {LAYER_MAXPOOL, "maxpool", "MaxPool", "MaxPool", 1, IN1, infer_pool, NULL, flops_pass, maxpool_fwd, maxpool_bwd, OWN},
+    [LAYER_AVGPOOL]    = {LAYER_AVGPOOL, "avgpool", "AveragePool", "AveragePool", 1, IN1, infer_pool, NULL, flops_pass, avgpool_fwd, avgpool_bwd, OWN},
+    [LAYER_RELU]       = {LAYER_RELU, "relu", "Relu", "Relu", 1, IN1, infer_same, NULL, flops_pass, relu_fwd, relu_bwd, OWN},
+    [LAYER_FC]         = {LAYER_FC, "fc", "Gemm, MatMul (+ Add)", "Gemm", 1, IN1, infer_fc, NULL, flops_fc, fc_fwd, fc_bwd, OWN},
+    [LAYER_BN]         = {LAYER_BN, "batchnorm", "BatchNormalization", "BatchNormalization", 1, IN1, infer_same, NULL, flops_pass, bn_fwd, bn_bwd, OWN},
+    [LAYER_GAP]        = {LAYER_GAP, "global avg pool", "GlobalAveragePool, ReduceMean (axes 2, 3)", "GlobalAveragePool", 1, IN1, infer_gap, NULL, flops_pass, gap_fwd, gap_bwd, OWN},
+    [LAYER_ADD]        = {LAYER_ADD, "residual add", "Add", "Add", 2, IN12, infer_add, NULL, flops_pass, add_fwd, add_bwd, OWN},
+    [LAYER_LEAKY_RELU] = {LAYER_LEAKY_RELU, "leaky relu", "LeakyRelu", "LeakyRelu", 1, IN1, infer_same, NULL, flops_pass, leaky_relu_fwd, leaky_relu_bwd, OWN},
+    [LAYER_SIGMOID]    = {LAYER_SIGMOID, "sigmoid", "Sigmoid", "Sigmoid", 1, IN1, infer_same, NULL, flops_pass, sigmoid_fwd, sigmoid_bwd, OWN},
+    [LAYER_TANH]       = {LAYER_TANH, "tanh", "Tanh", "Tanh", 1, IN1, infer_same, NULL, flops_pass, tanh_fwd, tanh_bwd, OWN},
+    [LAYER_CONCAT]     = {LAYER_CONCAT, "concat", "Concat", "Concat", 2, IN12, infer_concat, NULL, flops_pass, concat_fwd, concat_bwd, OWN},
     /* the inference form: dropout is exported as the identity */
-    [LAYER_DROPOUT]    = {LAYER_DROPOUT, "dropout", "Dropout", "Identity", 1, IN1, infer_same, NULL, flops_pass, dropout_fwd, dropout_bwd},
+    [LAYER_DROPOUT]    = {LAYER_DROPOUT, "dropout", "Dropout", "Identity", 1, IN1, infer_same, NULL, flops_pass, dropout_fwd, dropout_bwd, OWN},
     /* exported in opset 13's form: the bounds as constant inputs */
-    [LAYER_CLIP]       = {LAYER_CLIP, "clip", "Clip", "Clip", 1, IN1, infer_same, NULL, flops_pass, clip_fwd, clip_bwd},
-    [LAYER_HARDSIGMOID] = {LAYER_HARDSIGMOID, "hard sigmoid", "HardSigmoid", "HardSigmoid", 1, IN1, infer_same, NULL, flops_pass, hardsigmoid_fwd, hardsigmoid_bwd},
+    [LAYER_CLIP]       = {LAYER_CLIP, "clip", "Clip", "Clip", 1, IN1, infer_same, NULL, flops_pass, clip_fwd, clip_bwd, OWN},
+    [LAYER_HARDSIGMOID] = {LAYER_HARDSIGMOID, "hard sigmoid", "HardSigmoid", "HardSigmoid", 1, IN1, infer_same, NULL, flops_pass, hardsigmoid_fwd, hardsigmoid_bwd, OWN},
     /* opset 13 has no HardSwish: exported as x * HardSigmoid(x), what torch 1.13 writes */
-    [LAYER_HARDSWISH]  = {LAYER_HARDSWISH, "hard swish", "HardSwish", "HardSigmoid, Mul", 1, IN1, infer_same, NULL, flops_pass, hardswish_fwd, hardswish_bwd},
-    [LAYER_MUL]        = {LAYER_MUL, "mul", "Mul", "Mul", 2, IN12, infer_mul, NULL, flops_pass, mul_fwd, mul_bwd},
+    [LAYER_HARDSWISH]  = {LAYER_HARDSWISH, "hard swish", "HardSwish", "HardSigmoid, Mul", 1, IN1, infer_same, NULL, flops_pass, hardswish_fwd, hardswish_bwd, OWN},
+    [LAYER_MUL]        = {LAYER_MUL, "mul", "Mul", "Mul", 2, IN12, infer_mul, NULL, flops_pass, mul_fwd, mul_bwd, OWN},
     /* pacer's own domain: the Python client writes torchvision's StochasticDepth so */
-    [LAYER_STOCHASTIC_DEPTH] = {LAYER_STOCHASTIC_DEPTH, "stochastic depth", "ai.pacer:StochasticDepth", "ai.pacer:StochasticDepth", 1, IN1, infer_same, NULL, flops_pass, sdepth_fwd, sdepth_bwd},
+    [LAYER_STOCHASTIC_DEPTH] = {LAYER_STOCHASTIC_DEPTH, "stochastic depth", "ai.pacer:StochasticDepth", "ai.pacer:StochasticDepth", 1, IN1, infer_same, NULL, flops_pass, sdepth_fwd, sdepth_bwd, OWN},
     /* functions of one input: scalar_fn.h's table, on the CPU and the GPU alike */
-    [LAYER_EXP]        = {LAYER_EXP, "exp", "Exp", "Exp", 1, IN1, infer_same, NULL, flops_pass, exp_fwd, exp_bwd},
-    [LAYER_NEG]        = {LAYER_NEG, "neg", "Neg", "Neg", 1, IN1, infer_same, NULL, flops_pass, neg_fwd, neg_bwd},
-    [LAYER_SQRT]       = {LAYER_SQRT, "sqrt", "Sqrt", "Sqrt", 1, IN1, infer_same, NULL, flops_pass, sqrt_fwd, sqrt_bwd},
-    [LAYER_RECIPROCAL] = {LAYER_RECIPROCAL, "reciprocal", "Reciprocal", "Reciprocal", 1, IN1, infer_same, NULL, flops_pass, reciprocal_fwd, reciprocal_bwd},
-    [LAYER_ABS]        = {LAYER_ABS, "abs", "Abs", "Abs", 1, IN1, infer_same, NULL, flops_pass, abs_fwd, abs_bwd},
+    [LAYER_EXP]        = {LAYER_EXP, "exp", "Exp", "Exp", 1, IN1, infer_same, NULL, flops_pass, exp_fwd, exp_bwd, PLAIN},
+    [LAYER_NEG]        = {LAYER_NEG, "neg", "Neg", "Neg", 1, IN1, infer_same, NULL, flops_pass, neg_fwd, neg_bwd, PLAIN},
+    [LAYER_SQRT]       = {LAYER_SQRT, "sqrt", "Sqrt", "Sqrt", 1, IN1, infer_same, NULL, flops_pass, sqrt_fwd, sqrt_bwd, PLAIN},
+    [LAYER_RECIPROCAL] = {LAYER_RECIPROCAL, "reciprocal", "Reciprocal", "Reciprocal", 1, IN1, infer_same, NULL, flops_pass, reciprocal_fwd, reciprocal_bwd, PLAIN},
+    [LAYER_ABS]        = {LAYER_ABS, "abs", "Abs", "Abs", 1, IN1, infer_same, NULL, flops_pass, abs_fwd, abs_bwd, PLAIN},
     /* the exponent a constant scalar (exported as a 0-D Constant input) */
-    [LAYER_POW]        = {LAYER_POW, "pow", "Pow (constant exponent)", "Pow", 1, IN1, infer_same, NULL, flops_pass, pow_fwd, pow_bwd},
+    [LAYER_POW]        = {LAYER_POW, "pow", "Pow (constant exponent)", "Pow", 1, IN1, infer_same, NULL, flops_pass, pow_fwd, pow_bwd, OWN},
     /* an initializer (params) or a Constant (buffers) read by a binary operator */
-    [LAYER_CONST]      = {LAYER_CONST, "constant", "Constant or initializer operand", "initializer, Constant", 1, IN1, infer_const, NULL, flops_none, const_fwd, const_bwd},
+    [LAYER_CONST]      = {LAYER_CONST, "constant", "Constant or initializer operand", "initializer, Constant", 1, IN1, infer_const, NULL, flops_none, const_fwd, const_bwd, OWN},
     /* broadcasting: either input a constant */
-    [LAYER_BADD]       = {LAYER_BADD, "broadcast add", "Add (broadcast, constant operand)", "Add", 2, IN12, infer_binary, NULL, flops_pass, badd_fwd, badd_bwd},
-    [LAYER_SUB]        = {LAYER_SUB, "sub", "Sub", "Sub", 2, IN12, infer_binary, NULL, flops_pass, sub_fwd, sub_bwd},
-    [LAYER_BMUL]       = {LAYER_BMUL, "broadcast mul", "Mul (broadcast, constant operand)", "Mul", 2, IN12, infer_binary, NULL, flops_pass, bmul_fwd, bmul_bwd},
-    [LAYER_DIV]        = {LAYER_DIV, "div", "Div", "Div", 2, IN12, infer_binary, NULL, flops_pass, div_fwd, div_bwd},
+    [LAYER_BADD]       = {LAYER_BADD, "broadcast add", "Add (broadcast, constant operand)", "Add", 2, IN12, infer_binary, NULL, flops_pass, badd_fwd, badd_bwd, OWN},
+    [LAYER_SUB]        = {LAYER_SUB, "sub", "Sub", "Sub", 2, IN12, infer_binary, NULL, flops_pass, sub_fwd, sub_bwd, PLAIN},
+    [LAYER_BMUL]       = {LAYER_BMUL, "broadcast mul", "Mul (broadcast, constant operand)", "Mul", 2, IN12, infer_binary, NULL, flops_pass, bmul_fwd, bmul_bwd, OWN},
+    [LAYER_DIV]        = {LAYER_DIV, "div", "Div", "Div", 2, IN12, infer_binary, NULL, flops_pass, div_fwd, div_bwd, OWN},
     /* data movement; a reshape is a copy of the contiguous data */
-    [LAYER_RESHAPE]    = {LAYER_RESHAPE, "reshape", "Reshape, Squeeze, Unsqueeze (non-batch axes)", "Reshape", 1, IN1, infer_reshape, NULL, flops_none, reshape_fwd, reshape_bwd},
-    [LAYER_TRANSPOSE]  = {LAYER_TRANSPOSE, "transpose", "Transpose (the batch axis first)", "Transpose", 1, IN1, infer_transpose, NULL, flops_none, view_fwd, view_bwd},
-    [LAYER_SLICE]      = {LAYER_SLICE, "slice", "Slice, Split (non-batch axes, constant bounds)", "Slice", 1, IN1, infer_slice, NULL, flops_none, view_fwd, view_bwd},
+    [LAYER_RESHAPE]    = {LAYER_RESHAPE, "reshape", "Reshape, Squeeze, Unsqueeze (non-batch axes)", "Reshape", 1, IN1, infer_reshape, NULL, flops_none, reshape_fwd, reshape_bwd, OWN},
+    [LAYER_TRANSPOSE]  = {LAYER_TRANSPOSE, "transpose", "Transpose (the batch axis first)", "Transpose", 1, IN1, infer_transpose, NULL, flops_none, view_fwd, view_bwd, OWN},
+    [LAYER_SLICE]      = {LAYER_SLICE, "slice", "Slice, Split (non-batch axes, constant bounds)", "Slice", 1, IN1, infer_slice, NULL, flops_none, view_fwd, view_bwd, OWN},
     /* the mean over an image's plane stays LAYER_GAP */
-    [LAYER_REDUCE_MEAN] = {LAYER_REDUCE_MEAN, "reduce mean", "ReduceMean (non-batch axes)", "ReduceMean", 1, IN1, infer_reduce, NULL, flops_pass, reduce_mean_fwd, reduce_mean_bwd},
-    [LAYER_REDUCE_SUM] = {LAYER_REDUCE_SUM, "reduce sum", "ReduceSum (non-batch axes)", "ReduceSum", 1, IN1, infer_reduce, NULL, flops_pass, reduce_sum_fwd, reduce_sum_bwd},
-    [LAYER_LINEAR] = {LAYER_LINEAR, "linear", "MatMul (+ Add) over the last axis", "MatMul (+ Add)", 1, IN1, infer_linear, NULL, flops_linear, linear_fwd, linear_bwd},
+    [LAYER_REDUCE_MEAN] = {LAYER_REDUCE_MEAN, "reduce mean", "ReduceMean (non-batch axes)", "ReduceMean", 1, IN1, infer_reduce, NULL, flops_pass, reduce_mean_fwd, reduce_mean_bwd, OWN},
+    [LAYER_REDUCE_SUM] = {LAYER_REDUCE_SUM, "reduce sum", "ReduceSum (non-batch axes)", "ReduceSum", 1, IN1, infer_reduce, NULL, flops_pass, reduce_sum_fwd, reduce_sum_bwd, OWN},
+    [LAYER_LINEAR] = {LAYER_LINEAR, "linear", "MatMul (+ Add) over the last axis", "MatMul (+ Add)", 1, IN1, infer_linear, NULL, flops_linear, linear_fwd, linear_bwd, OWN},
 
     /* the transformers' rows (a kind's value never changes: new kinds come last) */
-    [LAYER_SOFTMAX]    = {LAYER_SOFTMAX, "softmax", "Softmax (a non-batch axis)", "Softmax", 1, IN1, infer_axis, NULL, flops_pass, softmax_fwd, softmax_bwd},
-    [LAYER_LOG_SOFTMAX] = {LAYER_LOG_SOFTMAX, "log softmax", "LogSoftmax (a non-batch axis)", "LogSoftmax", 1, IN1, infer_axis, NULL, flops_pass, softmax_fwd, softmax_bwd},
-    [LAYER_ERF]        = {LAYER_ERF, "erf", "Erf", "Erf", 1, IN1, infer_same, NULL, flops_pass, erf_fwd, erf_bwd},
+    [LAYER_SOFTMAX]    = {LAYER_SOFTMAX, "softmax", "Softmax (a non-batch axis)", "Softmax", 1, IN1, infer_axis, NULL, flops_pass, softmax_fwd, softmax_bwd, OWN},
+    [LAYER_LOG_SOFTMAX] = {LAYER_LOG_SOFTMAX, "log softmax", "LogSoftmax (a non-batch axis)", "LogSoftmax", 1, IN1, infer_axis, NULL, flops_pass, softmax_fwd, softmax_bwd, OWN},
+    [LAYER_ERF]        = {LAYER_ERF, "erf", "Erf", "Erf", 1, IN1, infer_same, NULL, flops_pass, erf_fwd, erf_bwd, OWN},
     /* opset 13 has no Gelu: exported as torch 1.13 writes it, which the importer matches back */
-    [LAYER_GELU]       = {LAYER_GELU, "gelu", "Div, Erf, Add, Mul, Mul (nn.GELU's pattern)", "Div, Erf, Add, Mul, Mul", 1, IN1, infer_same, NULL, flops_pass, gelu_fwd, gelu_bwd},
-    [LAYER_BMM]        = {LAYER_BMM, "matmul", "MatMul (two activations)", "MatMul", 2, IN12, infer_bmm, NULL, flops_bmm, bmm_fwd, bmm_bwd},
+    [LAYER_GELU]       = {LAYER_GELU, "gelu", "Div, Erf, Add, Mul, Mul (nn.GELU's pattern)", "Div, Erf, Add, Mul, Mul", 1, IN1, infer_same, NULL, flops_pass, gelu_fwd, gelu_bwd, OWN},
+    [LAYER_BMM]        = {LAYER_BMM, "matmul", "MatMul (two activations)", "MatMul", 2, IN12, infer_bmm, NULL, flops_bmm, bmm_fwd, bmm_bwd, OWN},
     /* opset 13 has no LayerNormalization: exported as torch 1.13 writes nn.LayerNorm there */
-    [LAYER_LAYERNORM]  = {LAYER_LAYERNORM, "layernorm", "LayerNormalization, nn.LayerNorm's ReduceMean .. Add pattern", "ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add", 1, IN1, infer_axis, NULL, flops_pass, layernorm_fwd, layernorm_bwd},
+    [LAYER_LAYERNORM]  = {LAYER_LAYERNORM, "layernorm", "LayerNormalization, nn.LayerNorm's ReduceMean .. Add pattern", "ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add", 1, IN1, infer_axis, NULL, flops_pass, layernorm_fwd, layernorm_bwd, OWN},
     /* Swin's relative position bias */
-    [LAYER_GATHER_PARAM] = {LAYER_GATHER_PARAM, "gather param", "Gather (of a parameter by constant indices)", "Reshape, Gather", 1, IN1, infer_const, NULL, flops_none, gather_param_fwd, gather_param_bwd},
+    [LAYER_GATHER_PARAM] = {LAYER_GATHER_PARAM, "gather param", "Gather (of a parameter by constant indices)", "Reshape, Gather", 1, IN1, infer_const, NULL, flops_none, gather_param_fwd, gather_param_bwd, OWN},
 
     /* the vision transformers' class token */
     /* exported as Expand to (the batch, the sample's shape) */
-    [LAYER_EXPAND]     = {LAYER_EXPAND, "expand", "Expand (to the batch, a constant shape)", "Expand", 1, IN1, infer_expand, NULL, flops_none, view_fwd, view_bwd},
+    [LAYER_EXPAND]     = {LAYER_EXPAND, "expand", "Expand (to the batch, a constant shape)", "Expand", 1, IN1, infer_expand, NULL, flops_none, view_fwd, view_bwd, OWN},
 
     /* the language models' rows: built in (model/gpt.c), not imported or exported yet */
-    [LAYER_EMBED]      = {LAYER_EMBED, "embedding", "", "", 1, 0, infer_embed, NULL, flops_embed, embed_fwd, embed_bwd},
-    [LAYER_CAUSAL_SOFTMAX] = {LAYER_CAUSAL_SOFTMAX, "causal softmax", "", "", 1, IN1, infer_causal, NULL, flops_causal, causal_fwd, causal_bwd},
+    [LAYER_EMBED]      = {LAYER_EMBED, "embedding", "", "", 1, 0, infer_embed, NULL, flops_embed, embed_fwd, embed_bwd, OWN},
+    [LAYER_CAUSAL_SOFTMAX] = {LAYER_CAUSAL_SOFTMAX, "causal softmax", "", "", 1, IN1, infer_causal, NULL, flops_causal, causal_fwd, causal_bwd, OWN},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

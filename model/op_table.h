@@ -8,9 +8,11 @@
  * the onnx_import column and the exporter writes the onnx_export column.
  *
  * Adding a kind: a value before LAYER_KIND_COUNT in model.h, a row here (the
- * _Static_assert in op_table.c and test_model's table walk refuse a missing one), a row in
- * model_cuda.cu's table (NULL entries: "not on the GPU", refused by cuda_model_create),
- * its builder in model.c, and its case in test_model's table walk.
+ * _Static_assert in op_table.c and test_op_table's table walk refuse a missing one), a row
+ * in model_cuda.cu's table (NULL entries: "not on the GPU", refused by cuda_model_create),
+ * its builder in model.c (a PLAIN kind of one input: model_build_unary's already), its
+ * converter entries unless the row is PLAIN (onnx_form below), and its case in
+ * test_op_table's table walk.
  */
 #ifndef PACER_OP_TABLE_H
 #define PACER_OP_TABLE_H
@@ -24,6 +26,14 @@
  * parameters' gradients. Neither allocates. */
 typedef void (*model_op_forward_fn)(model_t *m, int i, const float *x, int B, int train);
 typedef void (*model_op_backward_fn)(model_t *m, int i, const float *x, int B);
+
+/* How the ONNX converter translates a row (onnx_form). OWN: by functions of its own, named
+ * in the importer's NODE_IMPORTS (model/onnx/nodes.c, by ONNX op type) and the exporter's
+ * EXPORTS (model/onnx_export.c, by kind). PLAIN: one node of the row's one operator
+ * (onnx_import, the same as onnx_export) over the row's inputs, with no attributes, both
+ * ways: the converter's shared translations take it with no entry of its own there, so
+ * such a kind is its row here, its kernels and its tests. */
+typedef enum { MODEL_OP_ONNX_OWN, MODEL_OP_ONNX_PLAIN } model_op_onnx_t;
 
 /* Which inputs of a layer get a gradient (grad_inputs): in, in2. */
 #define MODEL_OP_GRAD_IN 1u
@@ -49,6 +59,7 @@ typedef struct {
     double (*flops)(const layer_t *l);
     model_op_forward_fn forward;
     model_op_backward_fn backward;
+    model_op_onnx_t onnx_form;
 } model_op_t;
 
 /* Indexed by layer_kind_t; LAYER_KIND_COUNT rows (op_table.c asserts it). */

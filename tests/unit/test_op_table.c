@@ -748,6 +748,13 @@ static void run_row(layer_kind_t k)
         fail_msg("row %s is incomplete in model/op_table.c", row);
     /* the exporter (model/onnx_export.c's EXPORTS) translates exactly the rows that name an
      * ONNX operator: a row without an export says so by an empty onnx_export */
+    /* a PLAIN row is one node of one operator both ways, which the converter's shared
+     * translations read from the row alone */
+    if (op->onnx_form == MODEL_OP_ONNX_PLAIN &&
+        (strcmp(op->onnx_import, op->onnx_export) != 0 || !*op->onnx_import ||
+         strspn(op->onnx_import, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") != strlen(op->onnx_import)))
+        fail_msg("row %s is PLAIN but names '%s' to import and '%s' to export: one ONNX operator both ways", row,
+                 op->onnx_import, op->onnx_export);
     if (onnx_export_has_kind(k) != (*op->onnx_export != '\0'))
         fail_msg("row %s: onnx_export '%s' but %s in model/onnx_export.c's EXPORTS", row, op->onnx_export,
                  onnx_export_has_kind(k) ? "a translation" : "no translation");

@@ -338,8 +338,8 @@ static int encode_chars(const tokenizer_t *t, const unsigned char *s, size_t len
             char name[32];
             char_name(cp, name, sizeof name);
             return errmsg(err, errlen,
-                          "text: the character %s at byte %zu is not in the chars vocabulary (%d characters of "
-                          "the training text)",
+                          "text: the character %s at byte %zu is not in the chars vocabulary (the %d characters of "
+                          "the data set's text)",
                           name, pos, t->vocab);
         }
         out[k++] = (uint32_t)id;

@@ -1072,8 +1072,10 @@ static int cross_check_catalog(errbuf_t *e, const job_spec_t *s)
      * against the files (the built-in GPT is in no catalog: its figures are its fields') */
     if (spec_model_is_gpt(s) && !spec_dataset_is_text(s))
         return fail(e, "model.gpt: trains on dataset.format text or tokens, not %s", spec_dataset_format(s));
-    if (spec_dataset_is_text(s) && !spec_model_is_gpt(s))
-        return fail(e, "dataset.format %s: trains the built-in GPT (\"model\": {\"gpt\": {...}}); %s takes images",
+    if (spec_dataset_is_text(s) && !spec_model_is_gpt(s) && !s->model_onnx[0])
+        return fail(e,
+                    "dataset.format %s: trains the built-in GPT (\"model\": {\"gpt\": {...}}) or an imported "
+                    "language model (\"model\": {\"onnx\": ...}); %s takes images",
                     spec_dataset_format(s), s->model);
     if (spec_dataset_is_text(s) && s->dataset.augment)
         return fail(e, "dataset.augment: crops and flips images, not text");

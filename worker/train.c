@@ -276,6 +276,29 @@ static int load_text(worker_t *w, const job_spec_t *spec, int block, char *err, 
     return rc;
 }
 
+/* An imported model reads token ids (its input goes only to embeddings: the importer lets
+ * nothing else read integer ids) exactly when its data set is text or tokens, whose ids
+ * dataset_check_shape bounds by the model's vocabulary (the importer's embeddings have at
+ * least as many rows); the window is the model's input length. */
+static int check_token_input(const model_t *m, const job_spec_t *spec, char *err, size_t errlen)
+{
+    int embeds = 0;
+    for (int i = 0; i < m->nlayers; i++) embeds |= m->layers[i].in == -1 && m->layers[i].kind == LAYER_EMBED;
+    if (embeds && !spec_dataset_is_text(spec))
+        return errmsg_code(err, errlen, DATA_EFORMAT,
+                           "model %s takes token ids: dataset.format must be text or tokens, not %s", m->name,
+                           spec_dataset_format(spec));
+    if (!embeds && spec_dataset_is_text(spec))
+        return errmsg_code(err, errlen, DATA_EFORMAT,
+                           "dataset.format %s: model %s does not take token ids (an int64 or int32 input read by an "
+                           "embedding)",
+                           spec_dataset_format(spec), m->name);
+    if (embeds && spec->dataset.block_size && spec->dataset.block_size != m->C)
+        return errmsg_code(err, errlen, DATA_EFORMAT, "dataset.block_size %d: model %s takes windows of %d tokens",
+                           spec->dataset.block_size, m->name, m->C);
+    return DATA_OK;
+}
+
 /* The built-in GPT on a text data set: the data first (the model's vocabulary and window
  * default to the data set's), then the model, initialised as GPT-2 from the seed. */
 static int setup_gpt(worker_t *w, const job_spec_t *spec, char *err, size_t errlen)
@@ -436,7 +459,10 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     } else if (onnx) rc = onnx_import_file(spec->model_onnx, spec->model, sim_model_batch(w), &w->model, err, errlen);
     if (rc != 0) return -1;
     if (onnx) model_describe(w->model, &shape); /* head_in 0: its own width */
+    if (onnx) rc = check_token_input(w->model, spec, err, errlen);
+    if (rc != 0) return rc;
     if (gpt) rc = setup_gpt(w, spec, err, errlen);
+    else if (onnx && spec_dataset_is_text(spec)) rc = load_text(w, spec, w->model->C, err, errlen);
     else rc = load_data(w, spec, &shape, err, errlen);
     if (rc != 0) return rc;
     if (!onnx && !gpt &&

@@ -304,6 +304,17 @@ int import_model(const Onnx__ModelProto *mp, const char *name, int max_batch, in
         return -1;
     }
     const layer_t *ll = &m->layers[m->nlayers - 1];
+    if (im.int_input && im.nembeds == 0) {
+        snprintf(err, errlen,
+                 "onnx: input '%s' holds token ids, but no embedding (Gather of an initializer) reads them", im.input);
+        goto fail;
+    }
+    if (im.int_input && im.min_vocab < classes) {
+        /* ids are bounded by the classes (the data set's check): each embedding must hold them */
+        snprintf(err, errlen, "onnx: an embedding of the token ids has %d rows, fewer than the %lld classes",
+                 im.min_vocab, (long long)classes);
+        goto fail;
+    }
     if (out_seq) {
         size_t nd;
         const int64_t T = vi_dim(g->output[0], 1, &nd);

@@ -21,6 +21,36 @@ echo "ok: opsets 13 and 17: the imported GPT's logits and every gradient are tor
 [ "$(json "$TMP/check.json" .parameters)" = 28032 ] ||
     fail "--check-onnx: $(json "$TMP/check.json" .parameters) parameters, want 28032 (the tied table counted once)"
 
+# 10 AdamW steps of the imported model on 2 ranks (ssgd, batch 4 each: the 8 windows of
+# 129 random ids, nanoGPT's headerless uint16 array, are every step's whole batch) give
+# torch.optim.AdamW's loss after each step within 1e-2.
+mkdir -p "$TMP/tokens"
+/usr/bin/python3 -c "import numpy as np; np.random.default_rng(3).integers(0, 64, 129).astype(np.uint16).tofile('$TMP/tokens/train.bin')" ||
+    fail "could not write the token file"
+cp "$TMP/tokens/train.bin" "$TMP/tokens/val.bin"
+jq -n --arg onnx "$TMP/o17/gpt.onnx" --arg data "$TMP/tokens" \
+    '{name: "gpt-onnx-adamw", model: {onnx: $onnx}, dataset: {format: "tokens", path: $data, vocab_size: 64},
+      algorithm: {name: "ssgd"}, workers: 2, batch_size: 4, epochs: 10, seed: 7, device: "cpu", log_every: 0,
+      optimizer: {kind: "adamw", lr: 0.003, weight_decay: 0.1, betas: [0.9, 0.95]}}' >"$TMP/adamw.json"
+$MPIRUN -np 2 $WORKER --spec "$TMP/adamw.json" --metrics "$TMP/adamw.jsonl" --summary "$TMP/adamw_summary.json" \
+    >"$TMP/adamw.log" 2>&1 || { tail -20 "$TMP/adamw.log"; fail "mpirun -np 2 pacer-worker (imported gpt, adamw) failed"; }
+/usr/bin/python3 tests/tools/gpt_onnx_torch.py --adamw "$TMP/o17" "$TMP/tokens/train.bin" "$TMP/adamw.jsonl" \
+    10 0.003 0.1 0.9 0.95 >"$TMP/adamw_cmp.log" 2>&1
+rc=$?
+grep -v -e Warning -e 'att = ' "$TMP/adamw_cmp.log"
+[ $rc -eq 0 ] || fail "pacer's AdamW steps of the imported GPT differ from torch's (above)"
+echo "ok: 10 AdamW steps of the imported GPT on 2 ranks give torch's losses within 1e-2"
+jq '.dataset = {name: "mnist", path: "/nonexistent"} | .workers = 1' "$TMP/adamw.json" >"$TMP/images.json"
+$WORKER --spec "$TMP/images.json" >"$TMP/images.log" 2>&1 && fail "a token model on images was accepted"
+grep -q -e "takes token ids: dataset.format must be text or tokens" -e "model: gpt.onnx takes 16x1x1" "$TMP/images.log" ||
+    { tail -5 "$TMP/images.log"; fail "a token model on images: not refused by name"; }
+jq '.dataset.vocab_size = 65 | .workers = 1' "$TMP/adamw.json" >"$TMP/vocab.json"
+printf '\100\000' >>"$TMP/tokens/val.bin" # id 64, past the model's 64 classes
+$WORKER --spec "$TMP/vocab.json" >"$TMP/vocab.log" 2>&1 && fail "an id past the model's vocabulary was accepted"
+grep -q "token id 64, model .* has a vocabulary of 64" "$TMP/vocab.log" ||
+    { tail -5 "$TMP/vocab.log"; fail "an id past the model's vocabulary: not refused by name"; }
+echo "ok: a token model on images, and an id past its vocabulary, are refused by name"
+
 /usr/bin/python3 - "$TMP" <<'PY' || fail "could not write the refused models"
 import sys
 from onnx import TensorProto, helper, save

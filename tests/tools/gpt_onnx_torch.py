@@ -16,6 +16,14 @@ and compares pacer's logits and the gradient of every parameter tensor with torc
 float64: max |pacer - torch| / max |torch| per quantity within the larger of the named
 tolerance (gpt_torch.TOL) and GRAD_FACTOR times torch's own float32 error on the same
 weights and windows. The tied embedding's gradient is the sum of its two paths in both.
+
+Usage: /usr/bin/python3 tests/tools/gpt_onnx_torch.py --adamw ONNX_DIR TRAIN_BIN METRICS.jsonl STEPS LR WD B1 B2
+Trains the module of ONNX_DIR/gpt.onnx (the same weights) with torch.optim.AdamW for STEPS
+steps, each on every window of TRAIN_BIN (uint16 ids, nanoGPT's headerless array: the job's
+training and validation split, exactly its global batch of windows), the 1-D tensors
+without decay as pacer's optimizer.no_decay "auto", and compares the loss after each step
+with pacer's (rank 0's epoch records: test_loss over the same windows) within 1e-2
+(llm.c's criterion for its own 10 steps against torch), and says how far they are.
 Exits 0 when all hold, 1 otherwise, 77 when torch or onnx cannot be imported.
 """
 import os
@@ -47,7 +55,36 @@ def module(dtype):
     return net.to(dtype)
 
 
+def adamw(argv):
+    import json
+    out, train_bin, metrics = argv[2], argv[3], argv[4]
+    steps, lr, wd, b1, b2 = int(argv[5]), float(argv[6]), float(argv[7]), float(argv[8]), float(argv[9])
+    data = np.fromfile(train_bin, dtype=np.uint16).astype(np.int32)
+    windows = (data.size - 1) // T
+    ids = np.array([data[w * T: w * T + T + 1] for w in range(windows)], dtype=np.int32)
+    ref = gt.train(module(torch.float64), ids, steps, lr, wd, (b1, b2))
+    recs = [json.loads(line) for line in open(metrics) if line.strip()]
+    pacer = [r["test_loss"] for r in recs if r.get("kind") == "epoch" and r.get("rank") == 0]
+    if len(pacer) != steps:
+        print("gpt_onnx_torch: pacer recorded %d epoch losses, want %d" % (len(pacer), steps))
+        return 1
+    fails = []
+    for i, (p, t) in enumerate(zip(pacer, ref)):
+        print("  after step %2d: pacer %.6f torch %.6f |difference| %.1e (tol 1e-2)" % (i + 1, p, t, abs(p - t)))
+        if not abs(p - t) <= 1e-2:
+            fails.append("loss after step %d: %.6f, torch %.6f" % (i + 1, p, t))
+    if not ref[-1] < ref[0]:
+        fails.append("torch's loss did not fall: %s" % ref)
+    for f in fails:
+        print("gpt_onnx_torch: " + f)
+    print("gpt_onnx_torch: AdamW %s" % ("same within 1e-2" if not fails else "DIFFERENT"))
+    return 1 if fails else 0
+
+
 def main(argv):
+    if len(argv) == 10 and argv[1] == "--adamw":
+        torch.set_num_threads(1)
+        return adamw(argv)
     if len(argv) != 4:
         print(__doc__)
         return 2

@@ -54,7 +54,12 @@ static void gpt_figures(const job_spec_t *s, catalog_model_t *m)
 {
     const double L = s->gpt.layers, H = s->gpt.heads, E = s->gpt.embd;
     const double T = s->gpt.block_size ? s->gpt.block_size : s->dataset.block_size ? s->dataset.block_size : 64;
-    const double V = s->gpt.vocab_size ? s->gpt.vocab_size : s->dataset.vocab_size ? s->dataset.vocab_size : 256;
+    /* A tokenizer's vocabulary is only known once its files are read: a BPE's is counted as
+     * GPT-2's 50257 (the common one), a chars one as 256 (character sets are smaller). */
+    const double V = s->gpt.vocab_size                          ? s->gpt.vocab_size
+                     : s->dataset.vocab_size                    ? s->dataset.vocab_size
+                     : strcmp(s->dataset.tokenizer, "bpe") == 0 ? 50257
+                                                                : 256;
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "gpt");
     m->C = (int)T;

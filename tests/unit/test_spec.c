@@ -1810,6 +1810,12 @@ static void test_tokenizer_spec(void **state)
     assert_string_equal(back.dataset.tokenizer_file, "/d/tokenizer.json");
     assert_int_equal(spec_hash(&s), spec_hash(&back));
     free(text);
+    /* the memory estimate counts a BPE's vocabulary as GPT-2's (its files are not read here) */
+    memest_t eb, ebpe;
+    if (memest_rank(&s, 1, &ebpe, err, sizeof err) != 0) fail_msg("%s", err);
+    parse_ok(TEXT_SPEC("\"bytes\""), &s);
+    if (memest_rank(&s, 1, &eb, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_true(ebpe.model_bytes >= eb.model_bytes + 4.0 * 128 * (50257 - 256)); /* the embedding, embd 128 */
     static const char *const REFUSED[][2] = {
         {TEXT_SPEC("\"char\""), "dataset.tokenizer: must be one of bytes, chars (did you mean chars?)"},
         {TEXT_SPEC("{}"), "dataset.tokenizer: an empty object"},

@@ -27,7 +27,7 @@ FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-fr
 FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lzip -lpng16 -ljpeg -lpthread -lm
 
 FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file \
-                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef ckptfence tokfile bpe tokenizer search notice webhook
+                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef ckptfence tokfile bpe tokenizer search notice webhook genreq
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 # What each harness links besides its own file: the code it drives, no more (the worker's
@@ -48,6 +48,8 @@ FUZZ_SRC_ckptfence  := common/ckptdir.c
 # the note a worker leaves on notice (common/notice.h), and a webhook's body and URL rules
 FUZZ_SRC_notice     := $(COMMON_SRC)
 FUZZ_SRC_webhook    := $(FUZZ_COORD_SRC) $(COMMON_SRC)
+# a generate request's body (coordinator/textgen.h): the fields a pacer-generate process gets
+FUZZ_SRC_genreq     := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_history    := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_netprobe   := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_modelindex := $(FUZZ_COORD_SRC) $(COMMON_SRC)

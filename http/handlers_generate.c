@@ -1,5 +1,5 @@
 /* http/handlers_generate.c - POST /api/v1/jobs/{id}/generate: text from a job's checkpoint
- * (coordinator/generate.h). Who may: admins on any job, a member on their own jobs, a viewer
+ * (coordinator/textgen.h). Who may: admins on any job, a member on their own jobs, a viewer
  * never (routes.c gives it USER_ACT_RETRY's rule: it spends the cluster's CPU).
  *
  * The handler starts pacer-generate and reads its first line before answering, so that a
@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "clog.h"
-#include "generate.h"
+#include "textgen.h"
 #include "http_internal.h"
 #include "respond.h"
 #include "users.h"

@@ -1,5 +1,5 @@
-/* coordinator/generate.c - see generate.h. */
-#include "generate.h"
+/* coordinator/textgen.c - see textgen.h. */
+#include "textgen.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,7 @@
 # model's vocabulary is the text's distinct characters (train.txt and val.txt, UTF-8, a few
 # outside ASCII), the summary says so, and the tokenizer is saved beside the checkpoint
 # (NAME.tokenizer) with exactly those characters in code point order, so another process
-# rebuilds the ids. Refused by name: val.txt that is not UTF-8 (file and offset), a BPE
+# rebuilds the ids. The same with a small BPE (vocab.json and merges.txt). Refused by name: val.txt that is not UTF-8 (file and offset), a BPE
 # tokenizer whose vocab.json is missing, an unknown tokenizer (with the near name).
 . tests/lib.sh
 LIC=/usr/share/common-licenses
@@ -45,6 +45,28 @@ text = open(sys.argv[2], encoding='utf-8').read() + open(sys.argv[3], encoding='
 assert chars == ''.join(sorted(set(text))), 'characters differ'
 PY
 echo "ok: $T holds the sorted characters"
+
+# a BPE tokenizer named by the spec: GPT-2's byte alphabet and one merge ("t h"), 257 ids
+mkdir -p "$TMP/bpe"
+python3 - "$TMP/bpe" <<'PY'
+import json, sys
+bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+cs, n = bs[:], 0
+for b in range(256):
+    if b not in bs:
+        bs.append(b); cs.append(256 + n); n += 1
+vocab = {chr(c): b for b, c in zip(bs, cs)}
+vocab['th'] = 256
+json.dump(vocab, open(sys.argv[1] + '/vocab.json', 'w'), ensure_ascii=False)
+open(sys.argv[1] + '/merges.txt', 'w').write('#version: 0.2\nt h\n')
+PY
+rm -rf "$TMP/ck"
+spec "{\"kind\": \"bpe\", \"vocab\": \"$TMP/bpe/vocab.json\", \"merges\": \"$TMP/bpe/merges.txt\"}" "$TMP/text" >"$TMP/bpejob.json"
+$WORKER --spec "$TMP/bpejob.json" --summary "$TMP/bpe.json" >"$TMP/bpejob.log" 2>&1 ||
+    { tail -20 "$TMP/bpejob.log"; fail "pacer-worker (gpt, bpe tokenizer) failed"; }
+[ "$(json "$TMP/bpe.json" .vocab_size)" = 257 ] || fail "vocab_size $(json "$TMP/bpe.json" .vocab_size) with the BPE, want 257"
+head -c 33 "$T" | grep -q 'kind bpe' || fail "$T is not the BPE's"
+echo "ok: a BPE named by the spec trains the GPT over its 257 ids and is saved beside the checkpoint"
 
 # refusals, by name, before training (exit 2)
 mkdir -p "$TMP/bad"

@@ -5,8 +5,8 @@
 # Softmax as one causal softmax, the head tied to the token embedding. Pacer's logits and
 # the gradient of every parameter tensor (the sequence loss over every position; the tied
 # table's the sum of both paths) within gpt_torch.py's named tolerances of torch's float64.
-# Then the refusals: integer ids read by anything but an embedding, and a float input of
-# another element type, each named.
+# Then 10 AdamW steps on 2 ranks against torch's, the trained model exported (torch,
+# pacer and onnxruntime-node agree on its logits), and the refusals, each named.
 . tests/lib.sh
 [ -x "$BUILD/tools/gpt_tool" ] || fail "$BUILD/tools/gpt_tool is not built"
 /usr/bin/python3 tests/tools/gpt_onnx_torch.py "$BUILD/tools/gpt_tool" "$TMP" 13,17 >"$TMP/grads.log" 2>&1
@@ -33,13 +33,22 @@ jq -n --arg onnx "$TMP/o17/gpt.onnx" --arg data "$TMP/tokens" \
       algorithm: {name: "ssgd"}, workers: 2, batch_size: 4, epochs: 10, seed: 7, device: "cpu", log_every: 0,
       optimizer: {kind: "adamw", lr: 0.003, weight_decay: 0.1, betas: [0.9, 0.95]}}' >"$TMP/adamw.json"
 $MPIRUN -np 2 $WORKER --spec "$TMP/adamw.json" --metrics "$TMP/adamw.jsonl" --summary "$TMP/adamw_summary.json" \
-    >"$TMP/adamw.log" 2>&1 || { tail -20 "$TMP/adamw.log"; fail "mpirun -np 2 pacer-worker (imported gpt, adamw) failed"; }
+    --export-onnx "$TMP/trained.onnx" >"$TMP/adamw.log" 2>&1 || { tail -20 "$TMP/adamw.log"; fail "mpirun -np 2 pacer-worker (imported gpt, adamw) failed"; }
 /usr/bin/python3 tests/tools/gpt_onnx_torch.py --adamw "$TMP/o17" "$TMP/tokens/train.bin" "$TMP/adamw.jsonl" \
     10 0.003 0.1 0.9 0.95 >"$TMP/adamw_cmp.log" 2>&1
 rc=$?
 grep -v -e Warning -e 'att = ' "$TMP/adamw_cmp.log"
 [ $rc -eq 0 ] || fail "pacer's AdamW steps of the imported GPT differ from torch's (above)"
 echo "ok: 10 AdamW steps of the imported GPT on 2 ranks give torch's losses within 1e-2"
+# the trained model exported: torch (load_state_dict strict), pacer and onnxruntime-node
+# give the same logits from it
+mkdir -p "$TMP/export"
+/usr/bin/python3 tests/tools/gpt_onnx_torch.py --export "$BUILD/tools/gpt_tool" "$TMP/trained.onnx" "$TMP/export" \
+    >"$TMP/export.log" 2>&1
+rc=$?
+grep -v -e Warning -e 'att = ' "$TMP/export.log"
+[ $rc -eq 0 ] || fail "the exported trained GPT's logits differ (above)"
+echo "ok: the trained GPT exported: torch, pacer and onnxruntime agree on its logits"
 jq '.dataset = {name: "mnist", path: "/nonexistent"} | .workers = 1' "$TMP/adamw.json" >"$TMP/images.json"
 $WORKER --spec "$TMP/images.json" >"$TMP/images.log" 2>&1 && fail "a token model on images was accepted"
 grep -q -e "takes token ids: dataset.format must be text or tokens" -e "model: gpt.onnx takes 16x1x1" "$TMP/images.log" ||

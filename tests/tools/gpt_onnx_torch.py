@@ -24,6 +24,13 @@ training and validation split, exactly its global batch of windows), the 1-D ten
 without decay as pacer's optimizer.no_decay "auto", and compares the loss after each step
 with pacer's (rank 0's epoch records: test_loss over the same windows) within 1e-2
 (llm.c's criterion for its own 10 steps against torch), and says how far they are.
+
+Usage: /usr/bin/python3 tests/tools/gpt_onnx_torch.py --export GPT_TOOL TRAINED.onnx OUTDIR
+The file pacer-worker --export-onnx wrote after training: its initializers loaded into the
+module by load_state_dict(strict=True) (the tied table once), and pacer's logits of it
+(GPT_TOOL --onnx on 6 windows of random ids) within gpt_torch.TOL's logits tolerance of
+torch's float64 from those weights; when node and tests/onnxrt's onnxruntime-node are
+there, onnxruntime's logits of the file (int64 ids) too.
 Exits 0 when all hold, 1 otherwise, 77 when torch or onnx cannot be imported.
 """
 import os
@@ -81,7 +88,54 @@ def adamw(argv):
     return 1 if fails else 0
 
 
+def export(argv):
+    import shutil
+    import onnx
+    from onnx import numpy_helper
+    tool, trained, out = argv[2], argv[3], argv[4]
+    inits = {t.name: numpy_helper.to_array(t) for t in onnx.load(trained).graph.initializer}
+    # the tied head is the token table itself (one parameter; state_dict names it twice)
+    if "lm_head.weight" not in inits and "transformer.wte.weight" in inits:
+        inits["lm_head.weight"] = inits["transformer.wte.weight"]
+    net = module(torch.float64)
+    sd = {k: torch.from_numpy(inits[k].astype(np.float64)) for k in net.state_dict() if k in inits}
+    missing = [k for k in net.state_dict() if k not in inits]
+    if missing:
+        print("gpt_onnx_torch: the exported file lacks %s" % missing)
+        return 1
+    net.load_state_dict(sd, strict=True)
+    rng = np.random.default_rng(11)
+    ids = rng.integers(0, V, size=(WINDOWS, T + 1)).astype(np.int32)
+    ids.tofile(os.path.join(out, "ids.i32"))
+    subprocess.run([tool, "--onnx", trained, out], check=True)
+    with torch.no_grad():
+        ref = net(torch.from_numpy(ids[:, :-1].astype(np.int64))).numpy().ravel()
+    fails = []
+    got = {"pacer": np.fromfile(os.path.join(out, "logits.f32"), dtype=np.float32)}
+    node = shutil.which("node")
+    here = os.path.dirname(os.path.abspath(__file__))
+    ort_dir = os.path.join(here, "..", "onnxrt")
+    if node and os.path.isdir(os.path.join(ort_dir, "node_modules", "onnxruntime-node")):
+        subprocess.run([node, os.path.join(ort_dir, "lm_logits.mjs"), trained, os.path.join(out, "ids.i32"),
+                        str(T), os.path.join(out, "ort.f32")], check=True)
+        got["onnxruntime"] = np.fromfile(os.path.join(out, "ort.f32"), dtype=np.float32)
+    else:
+        print("  (onnxruntime-node is not installed under tests/onnxrt: its check is skipped)")
+    for who, logits in got.items():
+        err = gt.rel(logits.astype(np.float64), ref) if logits.size == ref.size else float("inf")
+        print("  %-12s logits of the exported file: max_rel %.2e (tol %.1e)" % (who, err, gt.TOL["logits"]))
+        if not err <= gt.TOL["logits"]:
+            fails.append("%s's logits differ from torch's of the exported weights: %.3e" % (who, err))
+    for f in fails:
+        print("gpt_onnx_torch: " + f)
+    print("gpt_onnx_torch: export %s" % ("agrees" if not fails else "DIFFERENT"))
+    return 1 if fails else 0
+
+
 def main(argv):
+    if len(argv) == 5 and argv[1] == "--export":
+        torch.set_num_threads(1)
+        return export(argv)
     if len(argv) == 10 and argv[1] == "--adamw":
         torch.set_num_threads(1)
         return adamw(argv)

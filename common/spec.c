@@ -281,7 +281,8 @@ static const field_t FIELDS[] = {
             "holds it (3-D arrays are (N, H, W))."},
     {.path = "dataset.cache_dir", STR(dataset.cache_dir), .def_str = "", .resume_free = 1,
      .allowed_doc = "at most 511 bytes; not through the REST API",
-     .doc = "imagefolder, npz: the directory of the decoded cache; \"\" = the worker's `--data-cache` "
+     .doc = "imagefolder, npz, and text with a tokenizer other than bytes (its ids as llm.c shards): the "
+            "directory of the decoded cache; \"\" = the worker's `--data-cache` "
             "(the coordinator passes STATE_DIR/data-cache), else $XDG_CACHE_HOME/pacer/data "
             "(~/.cache/pacer/data)."},
     {.path = "dataset.block_size", INT(dataset.block_size), BETWEEN(0, 8192), .def_num = 0,

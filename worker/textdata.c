@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include "errmsg.h"
+#include "fs.h"
+#include "sha256.h"
 #include "tokfile.h"
 
 /* Whether o's text is tokenized (into uint16 ids) rather than read as bytes. */
@@ -26,8 +28,37 @@ int textdata_vocab(const textdata_opts_t *o)
     return o->tokenizer ? tokenizer_vocab_size(o->tokenizer) : 256;
 }
 
+static int map_file(const textdata_opts_t *o, const char *path, data_tokens_t *t, int f, char *err, size_t errlen);
+
+/* Where the ids of the text at path (st: its size and time) tokenized by o's tokenizer are
+ * kept: o->cache_dir/tokens-SHA.bin, SHA over the tokenizer's saved form, the path, the
+ * size and the modification time (an edited file or another vocabulary is another key).
+ * 0, or -1 when not kept (no cache_dir, out of memory, a path too long). */
+static int cache_path(const textdata_opts_t *o, const char *path, const struct stat *st, char *out, size_t len)
+{
+    char *buf, why[128];
+    size_t n;
+    if (!o->cache_dir || !o->cache_dir[0] || tokenizer_serialize(o->tokenizer, &buf, &n, why, sizeof why) != 0)
+        return -1;
+    char *key = realloc(buf, n + strlen(path) + 96);
+    if (!key) {
+        free(buf);
+        return -1;
+    }
+    n += (size_t)sprintf(key + n, "\n%s\n%lld %lld.%09ld", path, (long long)st->st_size, (long long)st->st_mtim.tv_sec,
+                         st->st_mtim.tv_nsec);
+    char hex[SHA256_HEX_LEN + 1];
+    sha256_hex(key, n, hex);
+    free(key);
+    const int w = snprintf(out, len, "%s/tokens-%s.bin", o->cache_dir, hex);
+    return w < 0 || (size_t)w >= len ? -1 : 0;
+}
+
 /* The ids of text file f of the split, tokenized into an anonymous mapping (unmapped by
- * dataset_free as a file's would be) of uint16 ids, its windows counted. */
+ * dataset_free as a file's would be) laid out as llm.c's shard (header, uint16 ids), its
+ * windows counted. With o->cache_dir the shard is also written there, and a later load (the
+ * next job, another rank) maps it instead of tokenizing again; a kept shard that does not
+ * read back (cut short, an id past the vocabulary) is made anew. */
 static int tokenize_file(const textdata_opts_t *o, const char *path, data_tokens_t *t, int f, char *err, size_t errlen)
 {
     const int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -44,30 +75,47 @@ static int tokenize_file(const textdata_opts_t *o, const char *path, data_tokens
                            "with `pacer tokenize` into a tokens data set)",
                            path, (long long)st.st_size, tokenizer_kind_name(o->tokenizer), TEXTDATA_MAX_TOKENIZE_BYTES);
     }
+    char kept[TOKFILE_PATH_MAX], why[512];
+    const int keep = cache_path(o, path, &st, kept, sizeof kept) == 0;
+    if (keep && access(kept, R_OK) == 0) {
+        if (map_file(o, kept, t, f, why, sizeof why) == DATA_OK) {
+            close(fd);
+            return DATA_OK;
+        }
+        if (t->maps[f]) munmap(t->maps[f], t->map_lens[f]);
+        t->maps[f] = NULL;
+    }
     void *text = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
     if (text == MAP_FAILED) return errmsg_code(err, errlen, DATA_ENOMEM, "%s: cannot map: %s", path, strerror(errno));
     uint32_t *ids = NULL;
     size_t n = 0;
-    char why[512];
     const int rc = tokenizer_encode(o->tokenizer, text, (size_t)st.st_size, &ids, &n, why, sizeof why);
     munmap(text, (size_t)st.st_size);
     if (rc != 0) return errmsg_code(err, errlen, DATA_EFORMAT, "%s: %s", path, why);
-    void *map = n ? mmap(NULL, n * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
+    const size_t len = TOKFILE_HEADER_BYTES + n * 2;
+    void *map = n ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) : MAP_FAILED;
     if (map == MAP_FAILED) {
         free(ids);
         return errmsg_code(err, errlen, DATA_ENOMEM, "%s: %zu tokens: out of memory", path, n);
     }
     uint8_t *out = map;
+    const uint32_t head[3] = {TOKFILE_MAGIC, TOKFILE_VERSION, (uint32_t)n};
+    for (int k = 0; k < 3; k++)
+        for (int b = 0; b < 4; b++) out[4 * k + b] = (uint8_t)(head[k] >> (8 * b));
+    out += TOKFILE_HEADER_BYTES;
     int max_id = 0;
     for (size_t k = 0; k < n; k++) {
         out[2 * k] = (uint8_t)(ids[k] & 0xFF), out[2 * k + 1] = (uint8_t)(ids[k] >> 8);
         if ((int)ids[k] > max_id) max_id = (int)ids[k];
     }
     free(ids);
+    /* keeping it is an optimisation: a cache that cannot be written costs the next load time */
+    if (keep && (fs_mkdir_p(o->cache_dir, 0755) != 0 || fs_atomic_write(kept, map, len, 0644) != 0))
+        fprintf(stderr, "pacer-worker: %s: the tokenized text is not kept: %s\n", kept, strerror(errno));
     t->maps[f] = map;
-    t->map_lens[f] = n * 2;
-    t->tokens[f] = map;
+    t->map_lens[f] = len;
+    t->tokens[f] = out;
     if (max_id > t->max_id) t->max_id = max_id;
     t->first[f + 1] = t->first[f] + (int64_t)((n - 1) / (uint64_t)o->block);
     return DATA_OK;

@@ -29,6 +29,9 @@ typedef struct {
     /* text: NULL or a bytes tokenizer reads each byte where it lies; another (chars, bpe)
      * tokenizes each file into uint16 ids in an anonymous mapping, each rank its own. */
     const tokenizer_t *tokenizer;
+    /* tokenized text: where its ids are kept as llm.c shards for later loads (the decoded
+     * cache, dataset.cache_dir); NULL or "": not kept */
+    const char *cache_dir;
 } textdata_opts_t;
 
 /* Loads the train split (train.*) into train and the validation split (val.*) into test.

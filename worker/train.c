@@ -265,8 +265,15 @@ static int load_text(worker_t *w, const job_spec_t *spec, int block, char *err, 
                                     spec->dataset.tokenizer_merges, spec->dataset.tokenizer_file, why, sizeof why);
         if (!tok) return errmsg_code(err, errlen, DATA_EFORMAT, "dataset.tokenizer: %s", why);
     }
-    const textdata_opts_t o = {
-        .format = f, .path = spec->dataset.path, .block = block, .vocab = spec->dataset.vocab_size, .tokenizer = tok};
+    char cache[SPEC_PATH_MAX];
+    if (spec->dataset.cache_dir[0]) snprintf(cache, sizeof cache, "%s", spec->dataset.cache_dir);
+    else dsload_default_cache_dir(cache, sizeof cache);
+    const textdata_opts_t o = {.format = f,
+                               .path = spec->dataset.path,
+                               .block = block,
+                               .vocab = spec->dataset.vocab_size,
+                               .tokenizer = tok,
+                               .cache_dir = cache};
     snprintf(w->data_format, sizeof w->data_format, "%s", catalog_format_name(f));
     memset(&w->data, 0, sizeof w->data);
     int rc = textdata_load(&o, &w->train, &w->test, err, errlen);

@@ -14,9 +14,9 @@ mkdir -p "$TMP/text"
 want=$(python3 -c "import sys; print(len(set(open(sys.argv[1], encoding='utf-8').read() + open(sys.argv[2], encoding='utf-8').read())))" \
     "$TMP/text/train.txt" "$TMP/text/val.txt")
 spec() { # TOKENIZER(JSON) DATA
-    jq -n --arg data "$2" --arg dir "$TMP/ck" --argjson tok "$1" \
+    jq -n --arg data "$2" --arg dir "$TMP/ck" --arg cache "$TMP/cache" --argjson tok "$1" \
         '{name: "chars", model: {gpt: {layers: 1, heads: 2, embd: 16, block_size: 16}},
-          dataset: {format: "text", path: $data, tokenizer: $tok, train_subset: 64, test_subset: 16},
+          dataset: {format: "text", path: $data, tokenizer: $tok, train_subset: 64, test_subset: 16, cache_dir: $cache},
           batch_size: 8, epochs: 1, seed: 1, device: "cpu", log_every: 0,
           optimizer: {kind: "adamw", lr: 0.003}, checkpoint: {every_steps: 4, dir: $dir}}'
 }
@@ -27,6 +27,11 @@ S="$TMP/summary.json"
 [ "$(json "$S" .steps)" = 8 ] || fail "8 steps of 8 windows expected, got $(json "$S" .steps)"
 [ "$(json "$S" .vocab_size)" = "$want" ] || fail "vocab_size $(json "$S" .vocab_size), the text has $want characters"
 echo "ok: the GPT's vocabulary is the text's $want characters"
+[ "$(ls "$TMP/cache" | grep -c '^tokens-.*\.bin$')" = 2 ] || fail "the two splits' ids are not kept in $TMP/cache: $(ls "$TMP/cache")"
+$WORKER --spec "$TMP/job.json" --summary "$TMP/again.json" >"$TMP/again.log" 2>&1 ||
+    { tail -20 "$TMP/again.log"; fail "pacer-worker from the kept ids failed"; }
+[ "$(json "$TMP/again.json" .test_loss)" = "$(json "$S" .test_loss)" ] || fail "the kept ids trained to another test_loss"
+echo "ok: the tokenized splits are kept in the cache as llm.c shards, and a second job on them trains alike"
 
 T="$TMP/ck/chars.tokenizer"
 [ -f "$TMP/ck/chars.ckpt" ] || fail "no checkpoint $TMP/ck/chars.ckpt"

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <dirent.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
@@ -153,6 +154,59 @@ static void test_text_chars(void **state)
     tokenizer_free(tok);
 }
 
+/* Tokenized text kept in the cache directory as llm.c shards: the second load maps them
+ * (the same windows), and a kept shard with an id past the vocabulary is made anew. */
+static void test_text_chars_cache(void **state)
+{
+    put("train.txt", "abcabcabcab", 11);
+    put("val.txt", "cabca", 5);
+    char train[512], valp[512], cache[512], err[512] = "";
+    snprintf(train, sizeof train, "%s/train.txt", g_dir);
+    snprintf(valp, sizeof valp, "%s/val.txt", g_dir);
+    snprintf(cache, sizeof cache, "%s/cache", g_dir);
+    const char *paths[2] = {train, valp};
+    tokenizer_t *tok = tokenizer_chars_build_files(paths, 2, err, sizeof err);
+    if (!tok) fail_msg("%s", err);
+    const textdata_opts_t o = {
+        .format = CATALOG_FORMAT_TEXT, .path = g_dir, .block = 2, .tokenizer = tok, .cache_dir = cache};
+    float x[2][10];
+    int32_t y[2][10];
+    const int32_t idx[5] = {0, 1, 2, 3, 4};
+    for (int round = 0; round < 3; round++) {
+        dataset_t tr, te;
+        if (textdata_load(&o, &tr, &te, err, sizeof err) != DATA_OK) fail_msg("round %d: %s", round, err);
+        assert_int_equal(tr.n, 5);
+        assert_int_equal(data_batch_gather(&tr, idx, 5, x[round > 0], 10, y[round > 0], 0, NULL), 0);
+        dataset_free(&tr);
+        dataset_free(&te);
+        if (round > 0) {
+            assert_memory_equal(x[0], x[1], sizeof x[0]);
+            assert_memory_equal(y[0], y[1], sizeof y[0]);
+        }
+        /* two shards kept, one a split; then one spoiled: an id of 999 */
+        DIR *d = opendir(cache);
+        assert_non_null(d);
+        int kept = 0;
+        char spoil[1024] = "";
+        for (struct dirent *e; (e = readdir(d));)
+            if (strncmp(e->d_name, "tokens-", 7) == 0) {
+                kept++;
+                snprintf(spoil, sizeof spoil, "%s/%s", cache, e->d_name);
+            }
+        closedir(d);
+        assert_int_equal(kept, 2);
+        if (round == 1) {
+            const uint16_t bad[11] = {999, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0};
+            FILE *f = fopen(spoil, "r+b");
+            assert_non_null(f);
+            assert_int_equal(fseek(f, TOKFILE_HEADER_BYTES, SEEK_SET), 0);
+            assert_int_equal(fwrite(bad, 2, 1, f), 1);
+            fclose(f);
+        }
+    }
+    tokenizer_free(tok);
+}
+
 /* llm.c's header and nanoGPT's headerless array read alike; shards train_*.bin in name
  * order are one split, windows never crossing a file. */
 static void test_token_shards(void **state)
@@ -270,6 +324,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_text_windows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_text_chars, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_text_chars_cache, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_shards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_refusals, setup, teardown),
         cmocka_unit_test(test_layout_parser),

@@ -923,6 +923,7 @@
       $('#job-cancel').disabled = !active || !!j.cancel_requested;
       $('#job-cancel').textContent = j.cancel_requested && active ? 'Cancelling…' : 'Cancel';
       if (window.pacerCheckpoints) window.pacerCheckpoints.render($('#ckpts'), j.checkpoints);   // checkpoints.js
+      if (window.pacerGenerate) window.pacerGenerate.render($('#gen-card'), j, can('cancel', j.owner));   // generate.js
       // Only while the worker has written the file (the API names it then).
       $('#job-onnx').hidden = !j.model_onnx;
     }

@@ -5,6 +5,7 @@
 # checkpoint, a prompt longer than the window is cut and says so, and `pacer generate` prints
 # the text. Refused by name: each bad field (400), an unknown job (404), another member's job
 # and a viewer (403), a checkpoint the job does not have (400), a job without checkpoints (409).
+# The job page's Generate card, typed into in headless Chromium, streams the same answer.
 . tests/integration/coordinator_lib.inc
 need_api_tools
 LIC=/usr/share/common-licenses
@@ -78,6 +79,17 @@ ok 404 "$ALICE" POST /api/v1/jobs/j-999999/generate -H "$JSON" -d '{"prompt": "a
 ok 403 "$BOB" POST "$P" -H "$JSON" -d '{"prompt": "a"}'
 ok 403 "$VIC" POST "$P" -H "$JSON" -d '{"prompt": "a"}'
 echo "ok: bad fields 400 by name, an unknown job 404, another member and a viewer 403"
+
+# the dashboard: the job page's Generate card streams the same greedy answer
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+if [ -x "$CHROMIUM" ] && command -v node >/dev/null && command -v npm >/dev/null &&
+    { [ -d tests/browser/node_modules/playwright-core ] ||
+        (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error) >"$TMP/npm.log" 2>&1; }; then
+    CHROMIUM=$CHROMIUM timeout 120 node tests/browser/generate.mjs "$BASE" "$ALICE" "$id" "The GNU General " \
+        "$(jq -r .text "$TMP/a.json")" "$BUILD/generate.png" || fail "the job page's Generate card (screenshot: $BUILD/generate.png)"
+else
+    echo "not checked: the dashboard's Generate card (no chromium, node or playwright-core)"
+fi
 
 # a job whose checkpoints are gone has nothing to generate from: 409, said
 rm -f "$STATE/jobs/$id/checkpoints/"*.ckpt

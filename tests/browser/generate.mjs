@@ -1,0 +1,51 @@
+// tests/browser/generate.mjs - the job page's Generate card in headless Chromium
+// (playwright-core, the system's /usr/bin/chromium). Run by tests/integration/generate_endpoint.sh:
+//
+//   node tests/browser/generate.mjs BASE_URL TOKEN JOB_ID PROMPT WANT_TEXT SCREENSHOT.png
+//
+// Types PROMPT into the prompt box of a text GPT job's page with temperature 0, presses
+// Generate and reads the streamed answer: it must be WANT_TEXT (the API's greedy answer),
+// with the summary line under it. Exit 0 = pass, 1 = fail.
+import { chromium } from 'playwright-core';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const [base, token, id, prompt, want, shot] = process.argv.slice(2);
+if (!base || !token || !id || !prompt || want === undefined || !shot) {
+  console.error('usage: node generate.mjs BASE_URL TOKEN JOB_ID PROMPT WANT_TEXT SCREENSHOT.png');
+  process.exit(2);
+}
+const profile = mkdtempSync(join(tmpdir(), 'pacer-chromium-'));
+let context, status = 0;
+try {
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1280, height: 1400 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-dev-shm-usage'],
+  });
+  const page = context.pages()[0] || await context.newPage();
+  await page.addInitScript((t) => localStorage.setItem('pacer.token', t), token);
+  await page.goto(base + '/#/jobs/' + id);
+  await page.waitForSelector('#gen-card:not([hidden])', { timeout: 30000 });
+  await page.fill('#gen-card textarea[name=prompt]', prompt);
+  await page.fill('#gen-card input[name=max_tokens]', '12');
+  await page.fill('#gen-card input[name=temperature]', '0');
+  await page.click('#gen-card button[name=go]');
+  await page.waitForFunction(() => / tokens, /.test(document.querySelector('#gen-card .gen-note').textContent), null,
+    { timeout: 60000 });
+  const got = await page.textContent('#gen-card .gen-out');
+  const note = await page.textContent('#gen-card .gen-note');
+  await page.screenshot({ path: shot });
+  if (got !== want) throw new Error('streamed answer ' + JSON.stringify(got) + ', want ' + JSON.stringify(want));
+  if (!/^12 tokens, /.test(note)) throw new Error('summary line: ' + note);
+  console.log('ok: the Generate card streamed ' + JSON.stringify(got) + ' (' + note + ')');
+} catch (e) {
+  console.error('FAIL: ' + e.message);
+  status = 1;
+} finally {
+  if (context) await context.close();
+  rmSync(profile, { recursive: true, force: true });
+}
+process.exit(status);

@@ -40,21 +40,24 @@ static int do_embed(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, con
     return define_layer(im, n, li);
 }
 
-/* Whether a is torch's causal mask as masked_fill reads it: (1, .., 1, T, T) with
- * a[i][j] != 0 exactly where j > i (the positions after i). */
-static int is_causal_mask(const value_t *a, int T)
+/* Whether a is a causal mask: (1, .., 1, T, T) with a[i][j] != 0 exactly where j > i (the
+ * positions after i: masked_fill's condition) when upper, exactly where j <= i (the
+ * positions kept: torch.where's, GPT-2's) otherwise. */
+static int is_causal_mask(const value_t *a, int T, int upper)
 {
     if (a->kind != V_ARRAY || a->arank < 2 || a->adims[a->arank - 1] != T || a->adims[a->arank - 2] != T) return 0;
     for (int d = 0; d < a->arank - 2; d++)
         if (a->adims[d] != 1) return 0;
     for (int i = 0; i < T; i++)
         for (int j = 0; j < T; j++)
-            if ((a->arr[(size_t)i * T + j] != 0.0) != (j > i)) return 0;
+            if ((a->arr[(size_t)i * T + j] != 0.0) != ((j > i) == upper)) return 0;
     return 1;
 }
 
-/* Whether value name is the constant -inf (masked_fill's value). */
-static int is_minus_inf(imp_t *im, const char *name)
+/* Whether value name is a constant that masks a score out: -inf (masked_fill's), or at
+ * most -1e9 (torch.finfo(float32).min, GPT-2's), whose exp underflows to exactly 0 beside
+ * any finite score. */
+static int is_mask_value(imp_t *im, const char *name)
 {
     const value_t *v = imp_find_value(im, name);
     float f = 0.0f;
@@ -62,23 +65,26 @@ static int is_minus_inf(imp_t *im, const char *name)
     else if (!v || v->kind != V_TENSOR || imp_tensor_count(v->tensor) != 1 ||
              imp_tensor_floats(im, v->tensor, &f, 1) != 0)
         return 0;
-    return isinf(f) && f < 0.0f;
+    return f <= -1e9f;
 }
 
-/* Where(mask, -inf, scores) read only by Softmax over the last axis: attention's causal
- * mask, which the Softmax computes as a LAYER_CAUSAL_SOFTMAX (the masked half never
- * computed). 1 when n is not such a Where. */
+/* Where(mask, -inf, scores) (masked_fill) or Where(kept, scores, finfo.min) (GPT-2's
+ * torch.where) read only by Softmax over the last axis: attention's causal mask, which the
+ * Softmax computes as a LAYER_CAUSAL_SOFTMAX (the masked half never computed). 1 when n is
+ * not such a Where. */
 static int do_causal_where(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     if (n->n_input != 3) return 1;
-    const value_t *cond = imp_find_value(im, n->input[0]), *x = imp_find_value(im, n->input[2]);
+    const value_t *x2 = imp_find_value(im, n->input[2]);
+    const int upper = x2 && x2->kind == V_LAYER; /* the scores last: masked_fill's form */
+    const value_t *cond = imp_find_value(im, n->input[0]), *x = upper ? x2 : imp_find_value(im, n->input[1]);
     if (!cond || cond->kind != V_ARRAY || !x || x->kind != V_LAYER || x->viewed || x->lead || x->defer) return 1;
     model_shape_t s;
     model_build_shape_nd(b, x->layer, &s);
     const Onnx__NodeProto *r[4];
     const int nr = imp_readers(im, n->output[0], r, 4);
-    if (s.rank < 2 || s.dims[s.rank - 1] != s.dims[s.rank - 2] || !is_causal_mask(cond, s.dims[s.rank - 1]) ||
-        !is_minus_inf(im, n->input[1]))
+    if (s.rank < 2 || s.dims[s.rank - 1] != s.dims[s.rank - 2] || !is_causal_mask(cond, s.dims[s.rank - 1], upper) ||
+        !is_mask_value(im, n->input[upper ? 1 : 2]))
         return 1;
     for (int k = 0; k < nr; k++) {
         const int64_t ax = imp_attr_int(r[k], "axis", -1);

@@ -4,17 +4,19 @@
 # the embedding Gather, positions from a folded arange, the causal mask's Where read by
 # Softmax as one causal softmax, the head tied to the token embedding. Pacer's logits and
 # the gradient of every parameter tensor (the sequence loss over every position; the tied
-# table's the sum of both paths) within gpt_torch.py's named tolerances of torch's float64.
+# table's the sum of both paths) within gpt_torch.py's named tolerances of torch's float64;
+# the same for GPT-2's blocks as Hugging Face writes them without Conv1D (a boolean mask by
+# torch.where with finfo.min, the tanh GELU, biases, an untied head).
 # Then 10 AdamW steps on 2 ranks against torch's, the trained model exported (torch,
 # pacer and onnxruntime-node agree on its logits), and the refusals, each named.
 . tests/lib.sh
 [ -x "$BUILD/tools/gpt_tool" ] || fail "$BUILD/tools/gpt_tool is not built"
-/usr/bin/python3 tests/tools/gpt_onnx_torch.py "$BUILD/tools/gpt_tool" "$TMP" 13,17 >"$TMP/grads.log" 2>&1
+/usr/bin/python3 tests/tools/gpt_onnx_torch.py "$BUILD/tools/gpt_tool" "$TMP" 13,17,gpt2:13,gpt2:17 >"$TMP/grads.log" 2>&1
 rc=$?
-grep -v -e Warning -e 'att = ' "$TMP/grads.log"
+grep -v -e Warning -e 'att = ' -e 'low = ' "$TMP/grads.log"
 [ $rc -eq 77 ] && skip "$(tail -1 "$TMP/grads.log")"
 [ $rc -eq 0 ] || fail "pacer's import of torch's GPT differs from torch (above)"
-echo "ok: opsets 13 and 17: the imported GPT's logits and every gradient are torch's"
+echo "ok: nanoGPT's and GPT-2's blocks, opsets 13 and 17: the imported GPT's logits and every gradient are torch's"
 "$WORKER" --check-onnx "$TMP/o13/gpt.onnx" >"$TMP/check.json" 2>"$TMP/check.err" ||
     { cat "$TMP/check.err"; fail "pacer-worker --check-onnx refused the GPT"; }
 [ "$(json "$TMP/check.json" .classes)" = 64 ] || fail "--check-onnx: classes $(json "$TMP/check.json" .classes), want 64"

@@ -9,8 +9,10 @@ embedding), 2 blocks, 2 heads, width 32, block 16, vocabulary 64, with random we
 (every tensor, the layer norms' too, so torch's exporter has no two equal initializers to
 merge). Exported with do_constant_folding=False (the weights keep their state_dict names).
 
-Usage: /usr/bin/python3 tests/tools/gpt_onnx_torch.py GPT_TOOL OUTDIR OPSET[,OPSET...]
-For each opset, in OUTDIR/oOPSET: writes gpt.onnx and OUTDIR/ids.i32 (6 windows of 17 random ids), runs
+Usage: /usr/bin/python3 tests/tools/gpt_onnx_torch.py GPT_TOOL OUTDIR [STYLE:]OPSET[,...]
+STYLE nanogpt (the default, the module above) or gpt2 (GPT-2's blocks as Hugging Face
+writes them without Conv1D: a boolean mask buffer applied by torch.where with finfo.min, the
+tanh GELU, biases, an untied head). For each, in OUTDIR/oOPSET (OUTDIR/gpt2_oOPSET): writes gpt.onnx and OUTDIR/ids.i32 (6 windows of 17 random ids), runs
 GPT_TOOL --onnx (pacer's import, one training forward and backward over every position),
 and compares pacer's logits and the gradient of every parameter tensor with torch's in
 float64: max |pacer - torch| / max |torch| per quantity within the larger of the named
@@ -33,6 +35,7 @@ torch's float64 from those weights; when node and tests/onnxrt's onnxruntime-nod
 there, onnxruntime's logits of the file (int64 ids) too.
 Exits 0 when all hold, 1 otherwise, 77 when torch or onnx cannot be imported.
 """
+import math
 import os
 import subprocess
 import sys
@@ -41,6 +44,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 try:
     import numpy as np
     import torch
+    import torch.nn as nn
     import torch.nn.functional as F
     import gpt_torch as gt
 except (ImportError, SystemExit) as e:  # pragma: no cover - depends on the machine
@@ -51,9 +55,47 @@ L, H, E, T, V = 2, 2, 32, 16, 64
 WINDOWS = 6
 
 
-def module(dtype):
+class Attention2(nn.Module):
+    """GPT-2's attention as Hugging Face writes it (Conv1D-free): a boolean lower-triangular
+    buffer named bias, torch.where(kept, scores, finfo.min), scores divided by sqrt(D)"""
+
+    def __init__(self):
+        super().__init__()
+        self.c_attn = nn.Linear(E, 3 * E)
+        self.c_proj = nn.Linear(E, E)
+        self.register_buffer("bias", torch.tril(torch.ones(T, T, dtype=torch.bool)).view(1, 1, T, T))
+
+    def forward(self, x):
+        B, Tx, Ex = x.size()
+        q, k, v = self.c_attn(x).split(Ex, dim=2)
+        q, k, v = (a.view(B, Tx, H, Ex // H).transpose(1, 2) for a in (q, k, v))
+        att = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(v.size(-1))
+        low = torch.tensor(torch.finfo(att.dtype).min, dtype=att.dtype)
+        att = torch.where(self.bias[:, :, :Tx, :Tx], att, low)
+        return self.c_proj((F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(B, Tx, Ex))
+
+
+class MLP2(nn.Module):
+    """GPT-2's MLP: the tanh approximation of GELU (gelu_new), decomposed by the exporter"""
+
+    def __init__(self):
+        super().__init__()
+        self.c_fc = nn.Linear(E, 4 * E)
+        self.act = nn.GELU(approximate="tanh")
+        self.c_proj = nn.Linear(4 * E, E)
+
+    def forward(self, x):
+        return self.c_proj(self.act(self.c_fc(x)))
+
+
+def module(dtype, style="nanogpt"):
+    """nanogpt: gpt_torch.py's module, head tied; gpt2: GPT-2's blocks (above), with biases,
+    pre-norm, and an untied head"""
     torch.manual_seed(1)
-    net = gt.GPT(L, H, E, T, V, True, True)
+    net = gt.GPT(L, H, E, T, V, style == "nanogpt", True)
+    if style == "gpt2":
+        for b in net.transformer.h:
+            b.attn, b.mlp = Attention2(), MLP2()
     with torch.no_grad():
         for name, p in net.named_parameters():
             # layer norms near 1 and 0, the rest GPT-2's scale: every tensor distinct
@@ -144,15 +186,16 @@ def main(argv):
         return 2
     torch.set_num_threads(1)
     rc = 0
-    for opset in (int(o) for o in argv[3].split(",")):
-        out = os.path.join(argv[2], "o%d" % opset)
+    for item in argv[3].split(","):
+        style, opset = item.split(":") if ":" in item else ("nanogpt", item)
+        out = os.path.join(argv[2], "o%s" % opset if style == "nanogpt" else "%s_o%s" % (style, opset))
         os.makedirs(out, exist_ok=True)
-        rc |= compare(argv[1], out, opset)
+        rc |= compare(argv[1], out, int(opset), style)
     return rc
 
 
-def compare(tool, out, opset):
-    net = module(torch.float32)
+def compare(tool, out, opset, style):
+    net = module(torch.float32, style)
     path = os.path.join(out, "gpt.onnx")
     torch.onnx.export(net, (torch.zeros(2, T, dtype=torch.long),), path, opset_version=opset,
                       do_constant_folding=False, training=torch.onnx.TrainingMode.PRESERVE,
@@ -179,8 +222,8 @@ def compare(tool, out, opset):
             print("gpt_onnx_torch: pacer's %s is not the file's weights" % name)
             return 1
         at += n
-    ref_logits, ref = gt.grads_of(module(torch.float64), ids, names)
-    f32_logits, f32 = gt.grads_of(module(torch.float32), ids, names)
+    ref_logits, ref = gt.grads_of(module(torch.float64, style), ids, names)
+    f32_logits, f32 = gt.grads_of(module(torch.float32, style), ids, names)
     logits = np.fromfile(os.path.join(out, "logits.f32"), dtype=np.float32).astype(np.float64)
     flat = np.fromfile(os.path.join(out, "grads.f32"), dtype=np.float32).astype(np.float64)
     fails = []
@@ -199,7 +242,7 @@ def compare(tool, out, opset):
         at += n
     for f in fails:
         print("gpt_onnx_torch: " + f)
-    print("gpt_onnx_torch: opset %d %s" % (opset, "same within the tolerances" if not fails else "DIFFERENT"))
+    print("gpt_onnx_torch: %s opset %d %s" % (style, opset, "same within the tolerances" if not fails else "DIFFERENT"))
     return 1 if fails else 0
 
 

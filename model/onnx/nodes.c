@@ -1753,7 +1753,8 @@ static int do_matmul_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *
 }
 
 /* The importer's translation of each ONNX operator (of the default domain) that do_shape_op
- * and the folding above did not take, by op type, sorted for bsearch. */
+ * and the folding above did not take, by op type, sorted for bsearch; the operator table's
+ * PLAIN rows (plain_row) have none. */
 typedef struct {
     const char *op;
     int (*import)(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n);
@@ -1763,7 +1764,6 @@ typedef struct {
     layer_kind_t kind;
 } node_import_t;
 static const node_import_t NODE_IMPORTS[] = {
-    {"Abs", .import_kind = do_unary_kind, .kind = LAYER_ABS},
     {"Add", .import = do_add},
     {"AveragePool", .import_kind = do_pool, .kind = LAYER_AVGPOOL},
     {"BatchNormalization", .import = do_bn},
@@ -1774,7 +1774,6 @@ static const node_import_t NODE_IMPORTS[] = {
     {"Div", .import = do_div},
     {"Dropout", .import = do_dropout},
     {"Erf", .import = do_erf},
-    {"Exp", .import_kind = do_unary_kind, .kind = LAYER_EXP},
     {"Expand", .import = do_expand},
     {"Flatten", .import = do_flatten},
     {"Gemm", .import = do_gemm},
@@ -1788,10 +1787,8 @@ static const node_import_t NODE_IMPORTS[] = {
     {"MatMul", .import = do_matmul_node},
     {"MaxPool", .import_kind = do_pool, .kind = LAYER_MAXPOOL},
     {"Mul", .import = do_mul},
-    {"Neg", .import_kind = do_unary_kind, .kind = LAYER_NEG},
     {"Pad", .import = do_pad_node},
     {"Pow", .import_kind = do_unary_kind, .kind = LAYER_POW},
-    {"Reciprocal", .import_kind = do_unary_kind, .kind = LAYER_RECIPROCAL},
     {"ReduceMean", .import = do_reduce_mean},
     {"ReduceSum", .import = do_reduce},
     {"Relu", .import = do_relu_gap},
@@ -1800,13 +1797,21 @@ static const node_import_t NODE_IMPORTS[] = {
     {"Slice", .import = do_slice},
     {"Softmax", .import = do_softmax},
     {"Split", .import = do_split},
-    {"Sqrt", .import_kind = do_unary_kind, .kind = LAYER_SQRT},
     {"Squeeze", .import = do_squeeze_node},
-    {"Sub", .import_kind = do_binary, .kind = LAYER_SUB},
     {"Tanh", .import = do_activation},
     {"Transpose", .import = do_transpose},
     {"Unsqueeze", .import = do_unsqueeze},
 };
+
+/* The operator table's PLAIN row importing op (op_table.h: one node, no attributes, which
+ * the shared unary and broadcasting translations take), or NULL. */
+static const model_op_t *plain_row(const char *op)
+{
+    for (int k = 0; k < LAYER_KIND_COUNT; k++)
+        if (MODEL_OPS[k].onnx_form == MODEL_OP_ONNX_PLAIN && strcmp(MODEL_OPS[k].onnx_import, op) == 0)
+            return &MODEL_OPS[k];
+    return NULL;
+}
 
 static int node_import_cmp(const void *key, const void *row)
 {
@@ -1840,6 +1845,8 @@ int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     const node_import_t *row = bsearch(op, NODE_IMPORTS, sizeof NODE_IMPORTS / sizeof NODE_IMPORTS[0],
                                        sizeof NODE_IMPORTS[0], node_import_cmp);
     if (row) return row->import ? row->import(im, b, n) : row->import_kind(im, b, n, row->kind);
+    const model_op_t *plain = plain_row(op);
+    if (plain) return plain->ninputs == 2 ? do_binary(im, b, n, plain->kind) : do_unary_kind(im, b, n, plain->kind);
     return imp_fail(im,
                     "node '%s': operator %s is not supported (`pacer-worker --list-ops` lists the operators that import, "
                     "as does docs/JOB_SPEC.md, \"What imports\")",

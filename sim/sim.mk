@@ -28,7 +28,9 @@ HAVE_SMPI        := $(shell command -v $(SMPICC) >/dev/null 2>&1 && echo yes || 
 SIM_PLAIN_WORKER := worker/metrics.c worker/redis_report.c
 
 # worker/sim.h (the worker's hooks) is the worker's own header; sim/ implements it.
-SIM_SMPI_SRC  := $(filter-out $(SIM_PLAIN_WORKER),$(wildcard worker/*.c model/*.c model/onnx/*.c)) sim/sim_worker.c sim/cost.c
+# pacer-generate's main (worker/generate_main.c) is a program of its own, not the worker's.
+SIM_SMPI_SRC  := $(filter-out $(SIM_PLAIN_WORKER) worker/generate_main.c,$(wildcard worker/*.c model/*.c model/onnx/*.c)) \
+                 sim/sim_worker.c sim/cost.c
 SIM_PLAIN_SRC := $(COMMON_SRC) $(KERNELS_SRC) $(SIM_PLAIN_WORKER) sim/clock_sim.c
 SIM_SMPI_OBJ  := $(patsubst %.c,$(SMPI_BUILD)/smpi/%.o,$(SIM_SMPI_SRC))
 SIM_PLAIN_OBJ := $(patsubst %.c,$(SMPI_BUILD)/obj/%.o,$(SIM_PLAIN_SRC))

@@ -9,7 +9,10 @@
 # (finished - submitted), its best trial's final test accuracy, and one full trial's wall
 # time (the median of the random search's trials, each alone on its share of the slots).
 # Prints the mean ± sd over the seeds, ASHA's best minus random's, and ASHA's wall time over
-# one full trial's. Appends it to $OUT (bench/lib.sh).
+# one full trial's. Appends it to $OUT (bench/lib.sh). MIN_EPOCHS (1) and RF (3): ASHA's
+# first rung and reduction factor; METHODS="asha" runs ASHA alone (each trial trains as it
+# would in the random search, one process with a fixed seed, so an earlier run's random
+# bests for the same seeds still compare).
 #   make && sh bench/exp_asha.sh   (about 5 minutes a seed on 2 cores)
 ROOT=$(pwd)
 . tests/integration/coordinator_lib.inc
@@ -25,22 +28,23 @@ meansd() {
               m = s / n; v = n > 1 ? (q - n * m * m) / (n - 1) : 0
               if (n == 1) printf "%.*f\n", d, m; else printf "%.*f ± %.*f\n", d, m, d, sqrt(v > 0 ? v : 0) }'
 }
+METHODS=${METHODS:-asha random} MIN_EPOCHS=${MIN_EPOCHS:-1} RF=${RF:-3}
 SEEDS=${SEEDS:-1 2 3} TRIALS=${TRIALS:-32} CONC=${CONC:-2} EPOCHS=${EPOCHS:-9} TRAIN=${TRAIN:-2048} TEST=${TEST:-1000}
 start_coord_admin
 # body FILE METHOD SEED - the experiment
 body() {
-    jq -n --arg m "$2" --argjson s "$3" --argjson e "$EPOCHS" --argjson t "$TRIALS" --argjson c "$CONC" \
+    jq -n --arg m "$2" --argjson s "$3" --argjson e "$EPOCHS" --argjson me "$MIN_EPOCHS" --argjson rf "$RF" --argjson t "$TRIALS" --argjson c "$CONC" \
         --argjson tr "$TRAIN" --argjson te "$TEST" '{name: "\($m)-\($s)", spec: {model: "lenet5",
         dataset: {name: "fashion-mnist", train_subset: $tr, test_subset: $te}, optimizer: {lr: 0.02, momentum: 0.9},
         batch_size: 64, epochs: $e, seed: 7, threads: 1, log_every: 50},
-        search: {method: $m, trials: $t, max_concurrent: $c, metric: "test_accuracy", mode: "max", min_epochs: 1,
-        reduction_factor: 3, seed: $s, space: {"optimizer.lr": {log_uniform: [0.001, 0.3]},
+        search: {method: $m, trials: $t, max_concurrent: $c, metric: "test_accuracy", mode: "max", min_epochs: $me,
+        reduction_factor: $rf, seed: $s, space: {"optimizer.lr": {log_uniform: [0.001, 0.3]},
         "optimizer.momentum": {uniform: [0.5, 0.99]}}}}' >"$1"
 }
 xq() { curl -s -H "Authorization: Bearer $PACER_TOKEN" "$BASE/api/v1/experiments/$1" | jq -r "$2"; }
 ended() { case $(xq "$1" .state) in SUCCEEDED | FAILED | CANCELLED) true ;; *) false ;; esac; }
 for s in $SEEDS; do
-    for m in asha random; do
+    for m in $METHODS; do
         body "$TMP/$m.json" $m "$s"
         ok 201 "$ADMIN" POST /api/v1/experiments -H "$JSON" -d @"$TMP/$m.json"
         x=$(jq -r .id "$TMP/body")
@@ -49,8 +53,10 @@ for s in $SEEDS; do
         [ "$(jq -r .state "$TMP/$m-$s.json")" = SUCCEEDED ] || fail "$m seed $s: $(jq -c '{state, reason}' "$TMP/$m-$s.json")"
         jq -r '.finished - .submitted' "$TMP/$m-$s.json" >"$TMP/$m-$s.wall"
         jq -r .best.metric "$TMP/$m-$s.json" >"$TMP/$m-$s.best"
-        echo "$m seed $s: $(cat "$TMP/$m-$s.wall") s, best $(cat "$TMP/$m-$s.best")"
+        echo "$m seed $s: $(cat "$TMP/$m-$s.wall") s, best $(cat "$TMP/$m-$s.best")," \
+            "$(jq '[.trials[].epochs_trained] | add' "$TMP/$m-$s.json") epochs trained"
     done
+    [ -f "$TMP/random-$s.json" ] || continue
     for j in $(jq -r '.trials[].job' "$TMP/random-$s.json"); do q "$j" '.finished - .started'; done |
         median >"$TMP/one-$s.wall"
 done
@@ -60,7 +66,8 @@ md "### ASHA against random search, $TRIALS LeNet-5 trials ($EPOCHS epochs of $T
 md ""
 md "| search | wall time (s) | best final test accuracy |"
 md "|---|---|---|"
-md "| ASHA (rf 3, rungs at 1 and 3 epochs) | $(col asha wall | meansd 0) | $(col asha best | meansd 4) |"
+md "| ASHA (rf $RF, rungs from $MIN_EPOCHS epochs) | $(col asha wall | meansd 0) | $(col asha best | meansd 4) |"
+[ -f "$TMP/random-${SEEDS%% *}.json" ] || exit 0
 md "| random (every trial to the end) | $(col random wall | meansd 0) | $(col random best | meansd 4) |"
 md "| one full trial | $(col one wall | meansd 1) | - |"
 md ""

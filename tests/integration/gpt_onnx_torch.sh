@@ -75,6 +75,24 @@ u8 = helper.make_tensor_value_info("idx", TensorProto.UINT8, ["N", 3])
 e = helper.make_tensor_value_info("e", TensorProto.FLOAT, ["N", 3, 2])
 g = helper.make_graph([helper.make_node("Gather", ["table", "idx"], ["e"])], "u8", [u8], [e], [table])
 save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out + "/u8.onnx")
+# an embedding of 2 rows under logits of 4 classes: ids up to 3 would read past it
+small = helper.make_tensor("small", TensorProto.FLOAT, [2, 4], [0.5] * 8)
+ids = helper.make_tensor_value_info("idx", TensorProto.INT64, ["N", 3])
+e4 = helper.make_tensor_value_info("e", TensorProto.FLOAT, ["N", 3, 4])
+g = helper.make_graph([helper.make_node("Gather", ["small", "idx"], ["e"])], "rows", [ids], [e4], [small])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out + "/rows.onnx")
+# the causal mask's Where read by a Relu, not a Softmax
+sq = helper.make_tensor("sq", TensorProto.FLOAT, [4, 4], [0.5] * 16)
+tril = helper.make_tensor("tril", TensorProto.FLOAT, [4, 4], [float(j <= i) for i in range(4) for j in range(4)])
+zero = helper.make_tensor("zero", TensorProto.FLOAT, [], [0.0])
+ninf = helper.make_tensor("ninf", TensorProto.FLOAT, [], [float("-inf")])
+ids = helper.make_tensor_value_info("idx", TensorProto.INT64, ["N", 4])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4, 4])
+g = helper.make_graph([helper.make_node("Gather", ["sq", "idx"], ["e"]),
+                       helper.make_node("Equal", ["tril", "zero"], ["mask"]),
+                       helper.make_node("Where", ["mask", "ninf", "e"], ["w"]),
+                       helper.make_node("Relu", ["w"], ["y"])], "where", [ids], [y], [sq, tril, zero, ninf])
+save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), out + "/where.onnx")
 PY
 "$WORKER" --check-onnx "$TMP/relu.onnx" >/dev/null 2>"$TMP/relu.err" && fail "ids read by a Relu were accepted"
 grep -q "input 'idx' holds integer token ids, which only an embedding" "$TMP/relu.err" ||
@@ -82,4 +100,10 @@ grep -q "input 'idx' holds integer token ids, which only an embedding" "$TMP/rel
 "$WORKER" --check-onnx "$TMP/u8.onnx" >/dev/null 2>"$TMP/u8.err" && fail "uint8 ids were accepted"
 grep -q "input 'idx' is not a float tensor nor int64/int32 token ids" "$TMP/u8.err" ||
     { cat "$TMP/u8.err"; fail "uint8 ids: not refused by name"; }
-echo "ok: ids read by a Relu and uint8 ids are refused by name"
+"$WORKER" --check-onnx "$TMP/rows.onnx" >/dev/null 2>"$TMP/rows.err" && fail "an embedding of too few rows was accepted"
+grep -q "an embedding of the token ids has 2 rows, fewer than the 4 classes" "$TMP/rows.err" ||
+    { cat "$TMP/rows.err"; fail "an embedding of too few rows: not refused by name"; }
+"$WORKER" --check-onnx "$TMP/where.onnx" >/dev/null 2>"$TMP/where.err" && fail "a causal mask read by a Relu was accepted"
+grep -q "a causal mask read by Relu; only by Softmax" "$TMP/where.err" ||
+    { cat "$TMP/where.err"; fail "a causal mask read by a Relu: not refused by name"; }
+echo "ok: ids read by a Relu, uint8 ids, an embedding of fewer rows than classes and a causal mask read by a Relu are refused by name"

@@ -220,6 +220,65 @@ int imp_is_initializer(const Onnx__GraphProto *g, const char *name)
     return 0;
 }
 
+/* The built model against what the graph declares: the token ids' embeddings (each holds
+ * every id below the classes, which bound the data set's ids) and the output's shape (a
+ * language model's (N, T, V), a case's N-D one, else (N, classes)); 0, or -1 with the
+ * reason. */
+static int check_built(const imp_t *im, const model_t *m, int out_seq, int out_nd, int64_t classes, char *err,
+                       size_t errlen)
+{
+    const layer_t *ll = &m->layers[m->nlayers - 1];
+    if (im->int_input && im->nembeds == 0) {
+        snprintf(err, errlen,
+                 "onnx: input '%s' holds token ids, but no embedding (Gather of an initializer) reads them", im->input);
+        return -1;
+    }
+    if (im->int_input && im->min_vocab < classes) {
+        /* ids are bounded by the classes (the data set's check): each embedding must hold them */
+        snprintf(err, errlen, "onnx: an embedding of the token ids has %d rows, fewer than the %lld classes",
+                 im->min_vocab, (long long)classes);
+        return -1;
+    }
+    if (out_seq) {
+        size_t nd;
+        const int64_t T = vi_dim(im->g->output[0], 1, &nd);
+        if (ll->shape.rank != 2 || ll->shape.dims[1] != classes || (T > 0 && T != ll->shape.dims[0])) {
+            char t[96];
+            snprintf(err, errlen, "onnx: the last layer gives %s, the graph's output declares (N, %lld, %lld) logits",
+                     imp_batch_text(&ll->shape, t, sizeof t), (long long)T, (long long)classes);
+            return -1;
+        }
+    } else if ((im->any_output ? (int64_t)ll->OC * ll->OH * ll->OW : ll->OC) != classes) {
+        snprintf(err, errlen, "onnx: the last layer has %d outputs, the graph's output declares %lld classes",
+                 m->layers[m->nlayers - 1].OC, (long long)classes);
+        return -1;
+    }
+    model_shape_t out_shape;
+    if (out_nd && (vi_shape(im->g->output[0], &out_shape) != 0 || !model_shape_equal(&out_shape, &ll->shape))) {
+        char t[96];
+        snprintf(err, errlen, "onnx: the last layer gives %s, the graph's output declares another shape",
+                 imp_batch_text(&ll->shape, t, sizeof t));
+        return -1;
+    }
+    return 0;
+}
+
+/* The input's element type: float (images, features), or token ids (int64, int32), which
+ * travel as floats, exact below 2^24, which bounds every vocabulary (DIM_MAX); only an
+ * embedding Gather may read them (model/onnx/lm.c). 0, or -1 with the reason. */
+static int input_type(imp_t *im, const Onnx__ValueInfoProto *input, char *err, size_t errlen)
+{
+    const int elem = input->type && input->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+                             input->type->tensor_type
+                         ? input->type->tensor_type->elem_type
+                         : -1;
+    im->int_input = elem == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 || elem == ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
+    if (elem != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && !im->int_input)
+        return snprintf(err, errlen, "onnx: input '%s' is not a float tensor nor int64/int32 token ids", input->name),
+               -1;
+    return 0;
+}
+
 int import_model(const Onnx__ModelProto *mp, const char *name, int max_batch, int any_output, model_t **out, char *err,
                  size_t errlen)
 {
@@ -250,16 +309,7 @@ int import_model(const Onnx__ModelProto *mp, const char *name, int max_batch, in
     if (!input) return snprintf(err, errlen, "onnx: the graph has no input"), -1;
     if (g->n_output != 1 || !g->output[0]->name)
         return snprintf(err, errlen, "onnx: the graph has %zu outputs (one logits output only)", g->n_output), -1;
-    const int elem = input->type && input->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
-                             input->type->tensor_type
-                         ? input->type->tensor_type->elem_type
-                         : -1;
-    /* token ids (int64, int32): they travel as floats, exact below 2^24, which bounds every
-     * vocabulary (DIM_MAX); only an embedding Gather may read them (model/onnx/lm.c) */
-    im.int_input = elem == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 || elem == ONNX__TENSOR_PROTO__DATA_TYPE__INT32;
-    if (elem != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && !im.int_input)
-        return snprintf(err, errlen, "onnx: input '%s' is not a float tensor nor int64/int32 token ids", input->name),
-               -1;
+    if (input_type(&im, input, err, errlen) != 0) return -1;
     size_t nod;
     model_shape_t in_shape;
     if (vi_shape(input, &in_shape) != 0)
@@ -303,39 +353,7 @@ int import_model(const Onnx__ModelProto *mp, const char *name, int max_batch, in
         free_values(&im);
         return -1;
     }
-    const layer_t *ll = &m->layers[m->nlayers - 1];
-    if (im.int_input && im.nembeds == 0) {
-        snprintf(err, errlen,
-                 "onnx: input '%s' holds token ids, but no embedding (Gather of an initializer) reads them", im.input);
-        goto fail;
-    }
-    if (im.int_input && im.min_vocab < classes) {
-        /* ids are bounded by the classes (the data set's check): each embedding must hold them */
-        snprintf(err, errlen, "onnx: an embedding of the token ids has %d rows, fewer than the %lld classes",
-                 im.min_vocab, (long long)classes);
-        goto fail;
-    }
-    if (out_seq) {
-        size_t nd;
-        const int64_t T = vi_dim(g->output[0], 1, &nd);
-        if (ll->shape.rank != 2 || ll->shape.dims[1] != classes || (T > 0 && T != ll->shape.dims[0])) {
-            char t[96];
-            snprintf(err, errlen, "onnx: the last layer gives %s, the graph's output declares (N, %lld, %lld) logits",
-                     imp_batch_text(&ll->shape, t, sizeof t), (long long)T, (long long)classes);
-            goto fail;
-        }
-    } else if ((any_output ? (int64_t)ll->OC * ll->OH * ll->OW : ll->OC) != classes) {
-        snprintf(err, errlen, "onnx: the last layer has %d outputs, the graph's output declares %lld classes",
-                 m->layers[m->nlayers - 1].OC, (long long)classes);
-        goto fail;
-    }
-    model_shape_t out_shape;
-    if (out_nd && (vi_shape(g->output[0], &out_shape) != 0 || !model_shape_equal(&out_shape, &ll->shape))) {
-        char t[96];
-        snprintf(err, errlen, "onnx: the last layer gives %s, the graph's output declares another shape",
-                 imp_batch_text(&ll->shape, t, sizeof t));
-        goto fail;
-    }
+    if (check_built(&im, m, out_seq, out_nd, classes, err, errlen) != 0) goto fail;
     /* One initializer read by two layers would be two tensors trained apart: refused
      * rather than silently untied. */
     for (int i = 0; i < m->ntensors; i++)

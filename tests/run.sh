@@ -65,6 +65,9 @@ for d in /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup; do
         [ -n "$CG_ROOT" ] && break
     fi
 done
+# the cgroups of earlier runs' tests that had left processes behind, now gone (rmdir
+# removes only an empty one)
+[ -n "$CG_ROOT" ] && for d in "$CG_ROOT"/pacer-test-*; do rmdir "$d" 2>/dev/null; done
 # cg_run NAME CMD... - runs CMD in cgroup NAME (if any); CPU seconds into $cg_cpu ("-" if unknown)
 cg_run() {
     cg_cpu=-
@@ -73,7 +76,8 @@ cg_run() {
         (echo 0 >"$g/cgroup.procs" 2>/dev/null; exec "$@")
         st=$?
         if [ -f "$g/cpuacct.usage" ]; then cg_cpu=$(awk '{ printf "%.0f", $1 / 1e9 }' "$g/cpuacct.usage")
-        else cg_cpu=$(awk '$1 == "usage_usec" { printf "%.0f", $2 / 1e6 }' "$g/cpu.stat"); fi
+        elif [ -f "$g/cpu.stat" ]; then cg_cpu=$(awk '$1 == "usage_usec" { printf "%.0f", $2 / 1e6 }' "$g/cpu.stat"); fi
+        [ -n "$cg_cpu" ] || cg_cpu=-
         # a test that left processes behind keeps its cgroup; say so once, then leave it
         rmdir "$g" 2>/dev/null || echo "      (left processes running: $(cat "$g/cgroup.procs" | tr '\n' ' '))"
         return $st

@@ -18,6 +18,7 @@ struct gen_state {
     const float *wte, *wpe, *lnfw, *lnfb, *head;
     gen_layer_t *layers;
     float *kcache, *vcache; /* (layers, block, embd) each */
+    /* GEN_ROWS positions at once (a prompt's chunk): (rows, embd), (rows, 3 embd), ... */
     float *x, *h, *qkv, *y, *mlp, *act, *scores, *logits;
     int pos;
 };
@@ -94,12 +95,13 @@ int gen_open(const model_t *m, const model_gpt_t *g, gen_state_t **out, char *er
     s->layers = calloc((size_t)g->layers, sizeof *s->layers);
     s->kcache = malloc(cache * sizeof(float));
     s->vcache = malloc(cache * sizeof(float));
-    s->x = malloc(E * sizeof(float));
-    s->h = malloc(E * sizeof(float));
-    s->y = malloc(E * sizeof(float));
-    s->qkv = malloc(3 * E * sizeof(float));
-    s->mlp = malloc(4 * E * sizeof(float));
-    s->act = malloc(4 * E * sizeof(float));
+    const size_t R = GEN_ROWS;
+    s->x = malloc(R * E * sizeof(float));
+    s->h = malloc(R * E * sizeof(float));
+    s->y = malloc(R * E * sizeof(float));
+    s->qkv = malloc(R * 3 * E * sizeof(float));
+    s->mlp = malloc(R * 4 * E * sizeof(float));
+    s->act = malloc(R * 4 * E * sizeof(float));
     s->scores = malloc((size_t)g->block * sizeof(float));
     s->logits = malloc((size_t)g->vocab * sizeof(float));
     if (!s->layers || !s->kcache || !s->vcache || !s->x || !s->h || !s->y || !s->qkv || !s->mlp || !s->act ||
@@ -139,77 +141,94 @@ void gen_close(gen_state_t *s)
 void gen_reset(gen_state_t *s) { s->pos = 0; }
 int gen_position(const gen_state_t *s) { return s->pos; }
 
-/* out (OUT) = w (OUT, IN) x in + b (b may be NULL) */
-static void linear(int IN, int OUT, const float *in, const float *w, const float *b, float *out)
+/* out (rows, OUT) = in (rows, IN) x w (OUT, IN)^T + b (b may be NULL) */
+static void linear(int rows, int IN, int OUT, const float *in, const float *w, const float *b, float *out)
 {
     const gemm_desc_t d = {.IN = IN, .OUT = OUT, .layout = GEMM_W_OUT_IN, .alpha = 1.0f, .beta = 1.0f};
-    gemm_forward(&d, 1, in, w, b, out);
+    gemm_forward(&d, rows, in, w, b, out);
 }
 
-/* Causal self-attention of the position s->pos of layer l: its q, k, v in s->qkv, its k
- * and v appended to the cache, the heads' outputs into s->y. */
-static void attend(gen_state_t *s, int l)
+/* Causal self-attention of the rows positions from s->pos on of layer l: their q, k, v in
+ * s->qkv, their k and v appended to the cache first (row r sees the positions up to its
+ * own), the heads' outputs into s->y. */
+static void attend(gen_state_t *s, int l, int rows)
 {
-    const int E = s->g.embd, H = s->g.heads, D = E / H, T = s->pos + 1;
+    const int E = s->g.embd, H = s->g.heads, D = E / H;
     float *kc = s->kcache + (size_t)l * s->g.block * E, *vc = s->vcache + (size_t)l * s->g.block * E;
-    memcpy(kc + (size_t)s->pos * E, s->qkv + E, (size_t)E * sizeof(float));
-    memcpy(vc + (size_t)s->pos * E, s->qkv + 2 * E, (size_t)E * sizeof(float));
+    for (int r = 0; r < rows; r++) {
+        memcpy(kc + (size_t)(s->pos + r) * E, s->qkv + (size_t)r * 3 * E + E, (size_t)E * sizeof(float));
+        memcpy(vc + (size_t)(s->pos + r) * E, s->qkv + (size_t)r * 3 * E + 2 * E, (size_t)E * sizeof(float));
+    }
     const float scale = 1.0f / sqrtf((float)D);
-    for (int hh = 0; hh < H; hh++) {
-        const float *q = s->qkv + hh * D;
-        float mx = -INFINITY, sum = 0.0f;
-        for (int t = 0; t < T; t++) {
-            const float *k = kc + (size_t)t * E + hh * D;
-            float dot = 0.0f;
-            for (int d = 0; d < D; d++) dot += q[d] * k[d];
-            s->scores[t] = dot * scale;
-            if (s->scores[t] > mx) mx = s->scores[t];
-        }
-        for (int t = 0; t < T; t++) sum += s->scores[t] = expf(s->scores[t] - mx);
-        float *y = s->y + hh * D;
-        memset(y, 0, (size_t)D * sizeof(float));
-        for (int t = 0; t < T; t++) {
-            const float p = s->scores[t] / sum, *v = vc + (size_t)t * E + hh * D;
-            for (int d = 0; d < D; d++) y[d] += p * v[d];
+    for (int r = 0; r < rows; r++) {
+        const int T = s->pos + r + 1;
+        for (int hh = 0; hh < H; hh++) {
+            const float *q = s->qkv + (size_t)r * 3 * E + hh * D;
+            float mx = -INFINITY, sum = 0.0f;
+            for (int t = 0; t < T; t++) {
+                const float *k = kc + (size_t)t * E + hh * D;
+                float dot = 0.0f;
+                for (int d = 0; d < D; d++) dot += q[d] * k[d];
+                s->scores[t] = dot * scale;
+                if (s->scores[t] > mx) mx = s->scores[t];
+            }
+            for (int t = 0; t < T; t++) sum += s->scores[t] = expf(s->scores[t] - mx);
+            float *y = s->y + (size_t)r * E + hh * D;
+            memset(y, 0, (size_t)D * sizeof(float));
+            for (int t = 0; t < T; t++) {
+                const float p = s->scores[t] / sum, *v = vc + (size_t)t * E + hh * D;
+                for (int d = 0; d < D; d++) y[d] += p * v[d];
+            }
         }
     }
 }
 
-static void block_forward(gen_state_t *s, int l)
+static void block_forward(gen_state_t *s, int l, int rows)
 {
     const gen_layer_t *L = &s->layers[l];
     const int E = s->g.embd;
-    layernorm_forward(1, E, 1e-5f, s->x, L->ln1w, L->ln1b, s->h);
-    linear(E, 3 * E, s->h, L->attnw, L->attnb, s->qkv);
-    attend(s, l);
-    linear(E, E, s->y, L->projw, L->projb, s->h);
-    for (int i = 0; i < E; i++) s->x[i] += s->h[i];
-    layernorm_forward(1, E, 1e-5f, s->x, L->ln2w, L->ln2b, s->h);
-    linear(E, 4 * E, s->h, L->fcw, L->fcb, s->mlp);
-    unary_forward(UNARY_GELU, 0.0f, (size_t)4 * E, s->mlp, s->act); /* not in place: it rereads its input */
-    linear(4 * E, E, s->act, L->fc2w, L->fc2b, s->h);
-    for (int i = 0; i < E; i++) s->x[i] += s->h[i];
+    const size_t n = (size_t)rows * E;
+    layernorm_forward(rows, E, 1e-5f, s->x, L->ln1w, L->ln1b, s->h);
+    linear(rows, E, 3 * E, s->h, L->attnw, L->attnb, s->qkv);
+    attend(s, l, rows);
+    linear(rows, E, E, s->y, L->projw, L->projb, s->h);
+    for (size_t i = 0; i < n; i++) s->x[i] += s->h[i];
+    layernorm_forward(rows, E, 1e-5f, s->x, L->ln2w, L->ln2b, s->h);
+    linear(rows, E, 4 * E, s->h, L->fcw, L->fcb, s->mlp);
+    unary_forward(UNARY_GELU, 0.0f, 4 * n, s->mlp, s->act); /* not in place: it rereads its input */
+    linear(rows, 4 * E, E, s->act, L->fc2w, L->fc2b, s->h);
+    for (size_t i = 0; i < n; i++) s->x[i] += s->h[i];
+}
+
+/* rows (1..GEN_ROWS) tokens at the next positions; the last one's logits into *logits. */
+static int feed_rows(gen_state_t *s, const uint32_t *ids, int rows, const float **logits, char *err, size_t errlen)
+{
+    const int E = s->g.embd;
+    for (int r = 0; r < rows; r++)
+        if (ids[r] >= (uint32_t)s->g.vocab) {
+            snprintf(err, errlen, "generation: token id %u is outside the vocabulary (%d)", ids[r], s->g.vocab);
+            return -1;
+        }
+    if (s->pos + rows > s->g.block) {
+        snprintf(err, errlen, "generation: the window of %d positions is full", s->g.block);
+        return -1;
+    }
+    for (int r = 0; r < rows; r++) {
+        const float *te = s->wte + (size_t)ids[r] * E, *pe = s->wpe + (size_t)(s->pos + r) * E;
+        for (int i = 0; i < E; i++) s->x[(size_t)r * E + i] = te[i] + pe[i];
+    }
+    for (int l = 0; l < s->g.layers; l++) block_forward(s, l, rows);
+    const float *last = s->x + (size_t)(rows - 1) * E;
+    layernorm_forward(1, E, 1e-5f, last, s->lnfw, s->lnfb, s->h);
+    linear(1, E, s->g.vocab, s->h, s->head, NULL, s->logits);
+    s->pos += rows;
+    *logits = s->logits;
+    return 0;
 }
 
 int gen_feed(gen_state_t *s, uint32_t token, const float **logits, char *err, size_t errlen)
 {
-    const int E = s->g.embd;
-    if (token >= (uint32_t)s->g.vocab) {
-        snprintf(err, errlen, "generation: token id %u is outside the vocabulary (%d)", token, s->g.vocab);
-        return -1;
-    }
-    if (s->pos >= s->g.block) {
-        snprintf(err, errlen, "generation: the window of %d positions is full", s->g.block);
-        return -1;
-    }
-    const float *te = s->wte + (size_t)token * E, *pe = s->wpe + (size_t)s->pos * E;
-    for (int i = 0; i < E; i++) s->x[i] = te[i] + pe[i];
-    for (int l = 0; l < s->g.layers; l++) block_forward(s, l);
-    layernorm_forward(1, E, 1e-5f, s->x, s->lnfw, s->lnfb, s->h);
-    linear(E, s->g.vocab, s->h, s->head, NULL, s->logits);
-    s->pos++;
-    *logits = s->logits;
-    return 0;
+    return feed_rows(s, &token, 1, logits, err, errlen);
 }
 
 static int desc_float(const void *a, const void *b)
@@ -256,12 +275,16 @@ uint32_t gen_sample(const float *logits, int V, double temperature, int top_k, r
     return (uint32_t)last;
 }
 
-/* Feeds n ids from an empty cache; the last one's logits into *logits. */
+/* Feeds n ids from an empty cache, GEN_ROWS at a time (one GEMM per weight for each chunk,
+ * not one matrix-vector product per token: a prompt's first token comes that much sooner);
+ * the last one's logits into *logits. */
 static int prefill(gen_state_t *s, const uint32_t *ids, size_t n, const float **logits, char *err, size_t errlen)
 {
     gen_reset(s);
-    for (size_t i = 0; i < n; i++)
-        if (gen_feed(s, ids[i], logits, err, errlen) != 0) return -1;
+    for (size_t i = 0; i < n; i += GEN_ROWS) {
+        const int rows = n - i < GEN_ROWS ? (int)(n - i) : GEN_ROWS;
+        if (feed_rows(s, ids + i, rows, logits, err, errlen) != 0) return -1;
+    }
     return 0;
 }
 

@@ -34,6 +34,7 @@
 #define GEN_MAX_TOKENS 1024       /* max_tokens of one request */
 #define GEN_MAX_TOP_K 1048576     /* GPT_MAX_VOCAB */
 #define GEN_MAX_TEMPERATURE 100.0 /* above it every distribution is flat to float precision */
+#define GEN_ROWS 64               /* positions of a prompt computed at once */
 
 typedef struct gen_state gen_state_t;
 

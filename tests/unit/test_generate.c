@@ -121,6 +121,48 @@ static void test_greedy_equals_recompute(void **state)
     model_free(m);
 }
 
+/* A prompt of 90 tokens is computed in chunks of GEN_ROWS (64 + 26): its greedy tokens, also
+ * past the window of 100 (re-fed as 64 + 36), equal feeding every token one at a time. */
+static void test_prefill_chunks(void **state)
+{
+    model_gpt_t g = {.layers = 2, .heads = 2, .embd = 16, .block = 100, .vocab = VOCAB, .bias = 1, .tie = 1};
+    model_t *m = NULL;
+    char err[256];
+    assert_int_equal(model_create_gpt("gpt", &g, 1, &m, err, sizeof err), 0);
+    model_gpt_init(m, g.layers, 3);
+    rng_t r;
+    rng_seed(&r, 5);
+    for (size_t i = 0; i < m->nparams; i++) m->params[i] += 0.3f * rng_normal(&r);
+    uint32_t prompt[90], first[1];
+    for (int i = 0; i < 90; i++) prompt[i] = rng_below(&r, VOCAB);
+    gen_state_t *s = NULL;
+    assert_int_equal(gen_open(m, &g, &s, err, sizeof err), 0);
+    const gen_opts_t o = {.max_tokens = 1};
+    size_t cut;
+    assert_int_equal(gen_run(s, prompt, 90, &o, NULL, NULL, first, &cut, err, sizeof err), 1);
+    assert_int_equal(gen_position(s), 90);
+    float chunked[VOCAB];
+    const float *l = NULL;
+    gen_reset(s);
+    for (int i = 0; i < 90; i++) assert_int_equal(gen_feed(s, prompt[i], &l, err, sizeof err), 0);
+    memcpy(chunked, l, sizeof chunked);
+    assert_int_equal(argmax(chunked), first[0]);
+    /* the next 30 greedy tokens too (past the window of 100: a re-fed window of 2 chunks) */
+    uint32_t a[30], seq[120];
+    const gen_opts_t o30 = {.max_tokens = 30};
+    assert_int_equal(gen_run(s, prompt, 90, &o30, NULL, NULL, a, &cut, err, sizeof err), 30);
+    memcpy(seq, prompt, sizeof prompt);
+    for (int i = 0; i < 30; i++) {
+        const int len = 90 + i, from = len > 100 ? len - 100 : 0;
+        gen_reset(s);
+        for (int k = from; k < len; k++) assert_int_equal(gen_feed(s, seq[k], &l, err, sizeof err), 0);
+        seq[len] = argmax(l);
+        assert_int_equal(a[i], seq[len]);
+    }
+    gen_close(s);
+    model_free(m);
+}
+
 static void test_sampling(void **state)
 {
     model_gpt_t g;
@@ -213,9 +255,9 @@ static void test_refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_feed_equals_graph), cmocka_unit_test(test_greedy_equals_recompute),
-        cmocka_unit_test(test_sampling),          cmocka_unit_test(test_sample_distribution),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_feed_equals_graph),   cmocka_unit_test(test_greedy_equals_recompute),
+        cmocka_unit_test(test_prefill_chunks),      cmocka_unit_test(test_sampling),
+        cmocka_unit_test(test_sample_distribution), cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

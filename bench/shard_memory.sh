@@ -94,7 +94,7 @@ if [ "$BIG" = 1 ]; then
     md ""
     md "Parameters: $(jq '.shard.params_per_rank | add' "$TMP/stage2.out"); MemTotal $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)."
     md "Plain ssgd: refused: \`$refusal\`."
-    md "Stage 2, $STEPS steps: VmHWM per rank $(echo "$line" | cut -d'|' -f2) MiB (sum $(echo "$line" | cut -d'|' -f2 | tr ' ' '\n' | awk '{ s += $1 } END { print s }') MiB); median step $(echo "$line" | cut -d'|' -f5) s; loss $(jq -r '.final_loss // .loss // "?"' "$TMP/stage2.out")."
+    md "Stage 2, $STEPS steps: VmHWM per rank $(echo "$line" | cut -d'|' -f2) MiB (sum $(echo "$line" | cut -d'|' -f2 | tr ' ' '\n' | awk '{ s += $1 } END { print s }') MiB); median step $(echo "$line" | cut -d'|' -f5) s; rank 0's last step loss $(jq -r 'select(.kind == "step" and .rank == 0) | .loss' "$TMP/stage2.jsonl" | tail -1)."
     exit 0
 fi
 

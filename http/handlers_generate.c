@@ -8,10 +8,15 @@
  * frame ({"token", "text"}) as it comes and the summary one "event: done" frame
  * ({"text", "tokens", "prompt_tokens", "tokens_per_s", ...}); otherwise the answer waits
  * for the summary and is it as JSON. A failure after the first token is an "event: error"
- * frame ({"error"}) or a 500. At most GENERATE_CONCURRENT_MAX run at once (503 past it): each
- * holds a server thread while its process computes. */
+ * frame ({"error"}) or a 500. A stream's frames are relayed by a thread of its own, the
+ * connection suspended while none is ready (as http/sse.c's streams); the first line, and a
+ * JSON answer's whole run, are waited for on the server thread (at most
+ * GENERATE_CONCURRENT_MAX run at once, 503 past it), which serves no other connection
+ * meanwhile. */
 #include "handlers.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +42,14 @@ typedef struct {
     char *frame; /* the frame being sent */
     size_t flen, fsent;
     int done;
+    /* the stream's frames, appended by its thread and sent by MHD's reader (mu guards them
+     * and the flags; the protocol of http/sse.c: the reader suspends the connection when
+     * nothing is ready, the thread resumes it, neither call under mu) */
+    pthread_mutex_t mu;
+    char *out;
+    size_t olen, ocap, ooff;
+    int eof, suspended, closed, refs;
+    struct MHD_Connection *conn;
 } genstream_t;
 
 /* The next line of the process's output into s->line (NUL-terminated, no newline): 1, or 0
@@ -80,25 +93,92 @@ static int make_frame(genstream_t *s)
     return 0;
 }
 
-static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
+/* One reference less (the thread's or MHD's): the last frees the stream and reaps the
+ * process. */
+static void stream_release(genstream_t *s)
 {
-    genstream_t *s = cls;
-    (void)pos;
-    if (s->fsent == s->flen) {
-        if (s->done && s->flen) return MHD_CONTENT_READER_END_OF_STREAM;
+    pthread_mutex_lock(&s->mu);
+    const int left = --s->refs;
+    pthread_mutex_unlock(&s->mu);
+    if (left > 0) return;
+    pthread_mutex_destroy(&s->mu);
+    free(s->out);
+    s->done = 1; /* its output was read to the end, or it was killed: waited for */
+    stream_free(s);
+}
+
+/* Appends s->frame to what the client is sent: 0, or -1 out of memory. */
+static int push_frame(genstream_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    int rc = 0;
+    if (s->olen + s->flen > s->ocap) {
+        const size_t cap = (s->olen + s->flen) * 2 + 4096;
+        char *b = realloc(s->out, cap);
+        if (b) s->out = b, s->ocap = cap;
+        else rc = -1;
+    }
+    if (rc == 0) memcpy(s->out + s->olen, s->frame, s->flen), s->olen += s->flen;
+    if (rc != 0 || s->done) s->eof = 1;
+    const int wake = s->suspended && !s->closed;
+    if (wake) s->suspended = 0;
+    struct MHD_Connection *conn = s->conn;
+    pthread_mutex_unlock(&s->mu);
+    if (wake) MHD_resume_connection(conn);
+    return rc;
+}
+
+/* The thread of a stream: each line of the process as a frame, until done or error. */
+static void *pump(void *arg)
+{
+    genstream_t *s = arg;
+    while (!s->done) {
         if (!read_line(s)) {
             snprintf(s->line, GENERATE_LINE_MAX, "{\"error\":\"generation stopped before its end\"}");
             s->len = strlen(s->line);
         }
-        if (make_frame(s) != 0) return MHD_CONTENT_READER_END_WITH_ERROR;
+        if (make_frame(s) != 0 || push_frame(s) != 0) break;
     }
-    const size_t n = s->flen - s->fsent < max ? s->flen - s->fsent : max;
-    memcpy(buf, s->frame + s->fsent, n);
-    s->fsent += n;
-    return (ssize_t)n;
+    stream_release(s);
+    return NULL;
 }
 
-static void sse_free(void *cls) { stream_free(cls); }
+static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    genstream_t *s = cls;
+    (void)pos;
+    pthread_mutex_lock(&s->mu);
+    if (s->ooff < s->olen) {
+        const size_t n = s->olen - s->ooff < max ? s->olen - s->ooff : max;
+        memcpy(buf, s->out + s->ooff, n);
+        s->ooff += n;
+        if (s->ooff == s->olen) s->ooff = s->olen = 0;
+        pthread_mutex_unlock(&s->mu);
+        return (ssize_t)n;
+    }
+    if (s->eof) {
+        pthread_mutex_unlock(&s->mu);
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    }
+    s->suspended = 1;
+    pthread_mutex_unlock(&s->mu);
+    MHD_suspend_connection(s->conn);
+    return 0;
+}
+
+/* MHD is done with the response (sent, or the client went away): a process still running
+ * is killed, which ends the thread's read. */
+static void sse_free(void *cls)
+{
+    genstream_t *s = cls;
+    pthread_mutex_lock(&s->mu);
+    s->closed = 1;
+    s->suspended = 0;
+    const int running_still = !s->eof;
+    pthread_mutex_unlock(&s->mu);
+    if (running_still && s->p.pid > 0) kill(s->p.pid, SIGKILL);
+    stream_release(s);
+}
 
 static int wants_sse(http_req_t *rq)
 {
@@ -144,17 +224,26 @@ static int answer_json(http_req_t *rq, genstream_t *s)
     return respond_json(rq->conn, MHD_HTTP_OK, o, NULL, 0);
 }
 
+/* The first line is in s->line: a thread relays the rest, so that no server thread waits on
+ * the process while it computes. */
 static int answer_sse(http_req_t *rq, genstream_t *s)
 {
-    if (make_frame(s) != 0) {
+    s->conn = rq->conn;
+    s->refs = 2; /* the thread's and MHD's */
+    pthread_t th;
+    if (pthread_mutex_init(&s->mu, NULL) != 0 || make_frame(s) != 0 || push_frame(s) != 0) {
         stream_free(s);
-        return MHD_NO;
+        return handler_coord_error(rq, COORD_EINTERNAL, "out of memory");
     }
     struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_reader, s, sse_free);
     if (!resp) {
         stream_free(s);
         return MHD_NO;
     }
+    if (pthread_create(&th, NULL, pump, s) != 0) {
+        s->refs = 1; /* MHD's alone: the stream ends after the first frame */
+        s->eof = 1;
+    } else pthread_detach(th);
     respond_common_headers(resp);
     MHD_add_response_header(resp, "Content-Type", "text/event-stream");
     MHD_add_response_header(resp, "Cache-Control", "no-cache");

@@ -2,6 +2,7 @@
 #include "lm.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The node's first output as layer li (these translations read no lead value). */
@@ -102,12 +103,31 @@ static int do_causal_where(imp_t *im, model_builder_t *b, const Onnx__NodeProto 
 
 /* MatMul(x, Transpose(table)) of an embedding's table: the output projection tied to it
  * (one tensor, both gradients summed). 1 when n is not such a MatMul. */
+/* Whether initializer w (IN, OUT) holds exactly the transpose of embedding table t (OUT,
+ * IN): torch.onnx's constant folding (its default) writes a tied head's weight.T as an
+ * initializer of its own, which would otherwise be trained apart from the table. */
+static int is_folded_transpose(imp_t *im, const Onnx__TensorProto *t, const Onnx__TensorProto *w)
+{
+    if (t->n_dims != 2 || w->n_dims != 2 || w->dims[0] != t->dims[1] || w->dims[1] != t->dims[0]) return 0;
+    const size_t V = (size_t)t->dims[0], E = (size_t)t->dims[1];
+    float *a = malloc(V * E * sizeof *a), *c = malloc(V * E * sizeof *c);
+    int same = a && c && imp_tensor_floats(im, t, a, V * E) == 0 && imp_tensor_floats(im, w, c, V * E) == 0;
+    for (size_t v = 0; same && v < V; v++)
+        for (size_t e = 0; same && e < E; e++) same = memcmp(&a[v * E + e], &c[e * V + v], sizeof *a) == 0;
+    free(a);
+    free(c);
+    return same;
+}
+
 static int do_tied(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     const value_t *w = n->n_input == 2 ? imp_find_value(im, n->input[1]) : NULL;
-    if (!w || !w->transposed || !w->weight) return 1;
+    if (!w || w->kind != V_TENSOR || (w->transposed && !w->weight)) return 1;
     for (int e = 0; e < im->nembeds; e++) {
-        if (strcmp(im->embeds[e].name, w->weight) != 0) continue;
+        const value_t *t = imp_find_value(im, im->embeds[e].name);
+        if (w->transposed ? strcmp(im->embeds[e].name, w->weight) != 0
+                          : !t || t->kind != V_TENSOR || !is_folded_transpose(im, t->tensor, w->tensor))
+            continue;
         const value_t *x;
         if (imp_input_layer(im, n, 0, &x)) return -1;
         if (x->viewed || x->lead || x->defer)
@@ -115,7 +135,7 @@ static int do_tied(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         const int li = model_build_linear_tied(b, x->layer, im->embeds[e].layer);
         if (model_build_failed(b))
             return imp_fail(im, "node '%s' (MatMul): the input's last axis is not the width of embedding '%s'",
-                            imp_node_name(n), w->weight);
+                            imp_node_name(n), im->embeds[e].name);
         return define_layer(im, n, li);
     }
     return 1;

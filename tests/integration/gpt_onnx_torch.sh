@@ -23,6 +23,22 @@ echo "ok: nanoGPT's and GPT-2's blocks, opsets 13 and 17: the imported GPT's log
 [ "$(json "$TMP/check.json" .parameters)" = 28032 ] ||
     fail "--check-onnx: $(json "$TMP/check.json" .parameters) parameters, want 28032 (the tied table counted once)"
 
+# torch.onnx's default export folds the tied head's weight.T into an initializer of its own:
+# pacer ties it back (the same 28032 parameters), not training it apart from the table
+/usr/bin/python3 - "$TMP/folded.onnx" >/dev/null 2>&1 <<'PY' || fail "could not export the GPT with constant folding"
+import sys
+import torch
+sys.path.insert(0, "tests/tools")
+import gpt_onnx_torch as g
+torch.onnx.export(g.module(torch.float32), (torch.zeros(2, g.T, dtype=torch.long),), sys.argv[1], opset_version=17,
+                  input_names=["idx"], output_names=["logits"], dynamic_axes={"idx": {0: "N"}, "logits": {0: "N"}})
+PY
+"$WORKER" --check-onnx "$TMP/folded.onnx" >"$TMP/folded.json" 2>"$TMP/folded.err" ||
+    { cat "$TMP/folded.err"; fail "pacer-worker --check-onnx refused the constant-folded GPT"; }
+[ "$(json "$TMP/folded.json" .parameters)" = 28032 ] ||
+    fail "constant-folded export: $(json "$TMP/folded.json" .parameters) parameters, want 28032 (the head tied back)"
+echo "ok: torch.onnx's default (constant-folded) export keeps the head tied"
+
 # 10 AdamW steps of the imported model on 2 ranks (ssgd, batch 4 each: the 8 windows of
 # 129 random ids, nanoGPT's headerless uint16 array, are every step's whole batch) give
 # torch.optim.AdamW's loss after each step within 1e-2.

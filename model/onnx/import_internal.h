@@ -139,6 +139,7 @@ float imp_attr_float(const Onnx__NodeProto *n, const char *name, float dflt);
 int imp_input_layer(imp_t *im, const Onnx__NodeProto *n, size_t i, const value_t **vout);
 const Onnx__TensorProto *imp_input_tensor(imp_t *im, const Onnx__NodeProto *n, size_t i);
 int imp_weight_name_ok(imp_t *im, const Onnx__NodeProto *n, size_t i);
+int binary_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, int act_rank, int *li);
 const char *imp_batch_text(const model_shape_t *s, char *buf, size_t len);
 int imp_input_ints(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *out, int *count, int *scalar);
 int imp_define_ints(imp_t *im, const Onnx__NodeProto *n, const int64_t *ints, int count, int scalar);

@@ -926,65 +926,6 @@ static int do_reduce(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
                          model_build_reduce(b, mean ? LAYER_REDUCE_MEAN : LAYER_REDUCE_SUM, x->layer, mask, keep), 0);
 }
 
-/* Operand i of a binary operator as a layer: an activation (not flattened, unless it has
- * one axis), or a constant (an initializer: a parameter; a Constant node: a buffer) as a
- * LAYER_CONST, made once per value, whose shape loses a leading 1 that stands for the batch
- * (act_rank: the other operand's per-sample rank, -1 when both are constants). */
-int binary_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, int act_rank, int *li)
-{
-    value_t *v = i < n->n_input && n->input[i][0] ? imp_find_value(im, n->input[i]) : NULL;
-    if (v && v->transposed)
-        return imp_fail(im, "node '%s' (%s): input '%s' is a Transpose of an initializer, which only MatMul reads",
-                        imp_node_name(n), n->op_type, n->input[i]);
-    if (v && (v->kind == V_TENSOR || v->kind == V_ARRAY)) {
-        if (v->const_layer) return *li = v->const_layer - 1, 0;
-        const Onnx__TensorProto *t = v->kind == V_TENSOR ? v->tensor : NULL;
-        model_shape_t s = {.rank = t ? (int)t->n_dims : v->arank};
-        const int64_t count = t ? imp_tensor_count(t) : (int64_t)v->acount;
-        int ok = count > 0 && s.rank <= MODEL_MAX_RANK + 1;
-        for (int d = 0; ok && d < s.rank; d++) s.dims[d] = (int)(t ? t->dims[d] : v->adims[d]);
-        if (ok && act_rank >= 0 && s.rank == act_rank + 1 && s.dims[0] == 1) {
-            s.rank--;
-            memmove(s.dims, s.dims + 1, (size_t)s.rank * sizeof *s.dims);
-        }
-        if (!ok || s.rank > MODEL_MAX_RANK || (act_rank >= 0 && s.rank > act_rank)) {
-            char ts[96];
-            return imp_fail(im,
-                            "node '%s' (%s): constant '%s' is %s: a constant operand has elements and at most the %d "
-                            "axes of the activation's samples (and a leading 1 for the batch)",
-                            imp_node_name(n), n->op_type, n->input[i],
-                            ok ? model_shape_text(&s, ts, sizeof ts) : "empty", act_rank);
-        }
-        if (imp_weight_name_ok(im, n, i)) return -1;
-        if (v->kind == V_ARRAY && v->table) {
-            /* a gathered parameter (a relative position bias): the table and its indices */
-            const value_t *tv = imp_find_value(im, v->table);
-            model_shape_t ts = {.rank = tv && tv->kind == V_TENSOR ? (int)tv->tensor->n_dims : 0};
-            for (int d = 0; d < ts.rank && d < MODEL_MAX_RANK; d++) ts.dims[d] = (int)tv->tensor->dims[d];
-            if (strlen(v->table) >= MODEL_TENSOR_NAME_MAX)
-                return imp_fail(im, "node '%s' (%s): parameter name '%.64s' is longer than %d bytes", imp_node_name(n),
-                                n->op_type, v->table, MODEL_TENSOR_NAME_MAX - 1);
-            *li = model_build_gather_param(b, &s, &ts, v->table, n->input[i]);
-            if (model_build_failed(b))
-                return imp_fail(im,
-                                "node '%s' (%s): parameter '%s' gathered into %lld elements: at most 2^24 of a table "
-                                "below 2^24",
-                                imp_node_name(n), n->op_type, v->table, (long long)count);
-        } else *li = model_build_const(b, &s, n->input[i], v->constant_node || v->kind == V_ARRAY);
-        v->const_layer = *li + 1;
-        return 0;
-    }
-    const value_t *x;
-    model_shape_t s;
-    if (imp_input_layer(im, n, i, &x)) return -1;
-    model_build_shape_nd(b, x->layer, &s);
-    if (x->flat && s.rank > 1)
-        return imp_fail(im, "node '%s' (%s): input '%s' is flattened: broadcasting reads N-D activations only",
-                        imp_node_name(n), n->op_type, n->input[i]);
-    *li = x->layer;
-    return 0;
-}
-
 /* Add, Sub, Mul, Div with NumPy broadcasting (kind LAYER_BADD .. LAYER_DIV): two
  * activations, or an activation and a constant. */
 static int do_binary(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, layer_kind_t kind)
@@ -1829,7 +1770,7 @@ int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (n->n_output < 1 || !n->output[0][0]) return imp_fail(im, "node '%s' (%s): no output", imp_node_name(n), op);
     int rc = fold_array(im, n);
     if (rc != 1) return rc;
-    rc = view_node(im, b, n);
+    rc = view_node(im, b, n, do_node);
     if (rc != 1) return rc;
     if (mixed_lead(im, n))
         return imp_fail(im,

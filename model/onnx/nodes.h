@@ -4,7 +4,6 @@
 
 #include "import_internal.h"
 
-int binary_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, int act_rank, int *li);
 int do_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n);
 
 #endif

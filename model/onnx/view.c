@@ -16,7 +16,6 @@
 #include "sha256.h"
 #include "import_internal.h"
 #include "fold.h"
-#include "nodes.h"
 
 /* ---- views: the batch axis moved or merged (value_t's view) ----------------------------- */
 
@@ -338,18 +337,19 @@ refuse:
                     imp_node_name(n), n->op_type, view_text(&v, t, sizeof t));
 }
 
-/* Runs n's own handler on the physical layers of its viewed inputs (all of view v, layer li
+/* Runs n's own translation (translate) on the physical layers of its viewed inputs (all of view v, layer li
  * for x), then gives every activation it defined the view v with its layer's sizes: for the
  * operators that work on the physical axes as they are (elementwise ones, and those along
  * the last axis once view_last put it in place). */
-static int view_through(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const view_t *v)
+static int view_through(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const view_t *v,
+                        view_translate_fn translate)
 {
     size_t hidden[8], nh = 0, first = im->nvals;
     for (size_t i = 0; i < n->n_input && nh < 8; i++) {
         value_t *x = n->input[i][0] ? imp_find_value(im, n->input[i]) : NULL;
         if (x && x->kind == V_LAYER && x->viewed) x->viewed = 0, hidden[nh++] = (size_t)(x - im->vals);
     }
-    int rc = do_node(im, b, n);
+    int rc = translate(im, b, n);
     for (size_t k = 0; k < nh; k++) im->vals[hidden[k]].viewed = 1;
     for (size_t k = first; rc == 0 && k < im->nvals; k++) {
         value_t *o = &im->vals[k];
@@ -655,7 +655,7 @@ int concat_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size
 
 /* The nodes that read a view or make one (view_t); 1 when n is none of them, its viewed
  * inputs then made plain for its own handler. */
-int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, view_translate_fn translate)
 {
     static const char *const elementwise[] = {"Dropout", "Erf",         "Relu",      "LeakyRelu",  "Sigmoid", "Tanh",
                                               "Exp",     "Neg",         "Sqrt",      "Reciprocal", "Abs",     "Pow",
@@ -710,12 +710,12 @@ int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         return imp_define_ints(im, n, d, v.ng, 0);
     }
     for (int k = 0; elementwise[k]; k++)
-        if (strcmp(op, elementwise[k]) == 0 && x && x->viewed) return view_through(im, b, n, &x->view);
+        if (strcmp(op, elementwise[k]) == 0 && x && x->viewed) return view_through(im, b, n, &x->view, translate);
     const int binary = strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
                        strcmp(op, "Div") == 0;
     if (binary && n->n_input == 2 && in[0] && in[1] && in[0]->viewed && in[1]->viewed &&
         memcmp(&in[0]->view, &in[1]->view, sizeof(view_t)) == 0 && in[0]->layer >= 0 && in[1]->layer >= 0)
-        return view_through(im, b, n, &in[0]->view);
+        return view_through(im, b, n, &in[0]->view, translate);
     const int ci = !in[0] ? 0 : !in[1] ? 1 : -1; /* the constant operand of a binary node */
     const int softmax = strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0;
     const int matmul_w = strcmp(op, "MatMul") == 0 && x && n->n_input == 2 && !in[1];
@@ -738,7 +738,7 @@ int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
             return view_define(im, n, 0,
                                model_build_softmax(b, op[0] == 'L' ? LAYER_LOG_SOFTMAX : LAYER_SOFTMAX, li, v.np - 2),
                                &v);
-        return view_through(im, b, n, &v);
+        return view_through(im, b, n, &v, translate);
     }
     if (strcmp(op, "Gemm") == 0 && x && x->viewed) return view_gemm(im, b, n, x);
     if (strcmp(op, "MatMul") == 0 && n->n_input == 2 && in[0] && in[1]) return view_bmm(im, b, n, in[0], in[1]);

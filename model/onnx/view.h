@@ -12,6 +12,9 @@ void view_normal(model_builder_t *b, int *li, view_t *v);
 int concat_constant_dims(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *dims);
 int concat_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, const model_shape_t *like, int ax,
                    int *li);
-int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n);
+/* A node's translation (nodes.c's do_node), which view_node runs on the physical layers of
+ * an elementwise node's viewed inputs: passed in, so that views need not know nodes.c. */
+typedef int (*view_translate_fn)(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n);
+int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, view_translate_fn translate);
 
 #endif

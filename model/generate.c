@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemv.h"
 #include "ops.h"
 
 typedef struct {
@@ -144,6 +145,10 @@ int gen_position(const gen_state_t *s) { return s->pos; }
 /* out (rows, OUT) = in (rows, IN) x w (OUT, IN)^T + b (b may be NULL) */
 static void linear(int rows, int IN, int OUT, const float *in, const float *w, const float *b, float *out)
 {
+    if (rows == 1) {
+        gemv_forward(IN, OUT, in, w, b, out); /* a new token: the weights read faster */
+        return;
+    }
     const gemm_desc_t d = {.IN = IN, .OUT = OUT, .layout = GEMM_W_OUT_IN, .alpha = 1.0f, .beta = 1.0f};
     gemm_forward(&d, rows, in, w, b, out);
 }

@@ -50,16 +50,21 @@ void memest_model(const catalog_model_t *m, double *model_bytes, double *bytes_p
  * activations of about 26 T E (norms, projections, their views, the MLP's 4 E twice) and
  * 2 H T^2 (the scores and their softmax); the logits T V, the loss's probabilities (the
  * classes) T V. The text set's files are mapped, not loaded: no data bytes. */
+static double gpt_vocab(const job_spec_t *s)
+{
+    /* A tokenizer's vocabulary is only known once its files are read: a BPE's is counted as
+     * GPT-2's 50257 (the common one), a chars one as 256 (character sets are smaller). */
+    return s->gpt.vocab_size                          ? s->gpt.vocab_size
+           : s->dataset.vocab_size                    ? s->dataset.vocab_size
+           : strcmp(s->dataset.tokenizer, "bpe") == 0 ? 50257
+                                                      : 256;
+}
+
 static void gpt_figures(const job_spec_t *s, catalog_model_t *m)
 {
     const double L = s->gpt.layers, H = s->gpt.heads, E = s->gpt.embd;
     const double T = s->gpt.block_size ? s->gpt.block_size : s->dataset.block_size ? s->dataset.block_size : 64;
-    /* A tokenizer's vocabulary is only known once its files are read: a BPE's is counted as
-     * GPT-2's 50257 (the common one), a chars one as 256 (character sets are smaller). */
-    const double V = s->gpt.vocab_size                          ? s->gpt.vocab_size
-                     : s->dataset.vocab_size                    ? s->dataset.vocab_size
-                     : strcmp(s->dataset.tokenizer, "bpe") == 0 ? 50257
-                                                                : 256;
+    const double V = gpt_vocab(s);
     memset(m, 0, sizeof *m);
     snprintf(m->name, sizeof m->name, "gpt");
     m->C = (int)T;
@@ -124,8 +129,7 @@ int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, siz
 /* The built-in GPT's largest tensor: the token embedding (V x E) or an MLP matrix (4 E^2). */
 static double gpt_largest_tensor(const job_spec_t *s)
 {
-    const double E = s->gpt.embd;
-    const double V = s->gpt.vocab_size ? s->gpt.vocab_size : s->dataset.vocab_size ? s->dataset.vocab_size : 256;
+    const double E = s->gpt.embd, V = gpt_vocab(s);
     return V * E > 4 * E * E ? V * E : 4 * E * E;
 }
 

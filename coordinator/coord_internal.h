@@ -105,6 +105,7 @@ struct coordinator {
     sched_queued_t *qdemand; /* what the queued jobs ask for, parsed once per job (schedule.c) */
     hclass_cache_t hcache;   /* the profiles --policy hetero|agnostic classes hosts by (hclass.h) */
     double hplan_at;         /* when the tick last planned with classes (schedule.c) */
+    double drain_read_at;    /* when the tick last read the drains (drain.c, drain_hosts_tick) */
     int nqdemand;
     long owners_seen; /* the owners_gen the tick's runs and qdemand were read at */
     redisContext *rc;

@@ -129,9 +129,9 @@ static void drain_take(coordinator_t *c, host_t *h, const char *text, double now
 
 void drain_hosts_tick(coordinator_t *c, double now)
 {
-    static double last;
-    if (!c->rc || now - last < 1.0) return;
-    last = now;
+    /* once a second; a clock that went back reads at once */
+    if (!c->rc || (now - c->drain_read_at < 1.0 && now >= c->drain_read_at)) return;
+    c->drain_read_at = now;
     redisReply *rep = redisCommand(c->rc, "HGETALL %s", KEY_DRAIN);
     if (!rep) {
         tickconn_broken(c, "drain");
@@ -167,6 +167,42 @@ const char *drain_host_of(coordinator_t *c, const coord_run_t *r)
         if (h && h->drained) return h->name;
     }
     return NULL;
+}
+
+int drain_wait_slots(coordinator_t *c, const coord_run_t *r)
+{
+    if (r->simulated) return 0;
+    /* an oversubscribed job needs the slots it had, not one per rank */
+    int need = r->min_world < c->slots_total ? r->min_world : c->slots_total;
+    int others = run_slots_used(c) - (r->phase != PH_DONE ? r->world : 0);
+    return c->slots_usable - others < need ? need : 0;
+}
+
+void drain_hosts_text(const coordinator_t *c, char *out, size_t len)
+{
+    size_t n = 0;
+    if (len) out[0] = 0;
+    for (int i = 0; i < c->nhosts && n < len; i++) {
+        const host_t *h = &c->hosts[i];
+        if (!h->drained) continue;
+        int k = snprintf(out + n, len - n, "%s%s%s%s%s", n ? ", " : "", h->name, h->drain_reason[0] ? " (" : "",
+                         h->drain_reason, h->drain_reason[0] ? ")" : "");
+        if (k < 0) break;
+        n += (size_t)k;
+    }
+}
+
+void drain_queue_reason(const coordinator_t *c, const coord_run_t *r, int need, char *out, size_t len)
+{
+    json_t *last = json_array_get(r->interruptions, json_array_size(r->interruptions) - 1);
+    json_t *ck = json_object_get(last, "checkpoint_step");
+    char from[48] = "its last checkpoint";
+    if (json_is_integer(ck))
+        snprintf(from, sizeof from, "its checkpoint of step %lld", (long long)json_integer_value(ck));
+    const host_t *h = hosts_find((coordinator_t *)c, r->drain_host);
+    snprintf(out, len, "host %.200s drains%s%.200s%s: waits queued for %d free slot%s (%d usable), to resume from %s",
+             r->drain_host, h && h->drain_reason[0] ? " (" : "", h ? h->drain_reason : "",
+             h && h->drain_reason[0] ? ")" : "", need, need == 1 ? "" : "s", c->slots_usable, from);
 }
 
 /* ---- the API's side (the HTTP threads, with a pooled connection) ----------------------- */

@@ -43,4 +43,13 @@ void drain_hosts_tick(coordinator_t *c, double now);
 /* The first of r's hosts that drains, or NULL. */
 const char *drain_host_of(coordinator_t *c, const coord_run_t *r);
 
+/* After a drain's stop: the free usable slots r needs to run at once (a rigid job's world,
+ * an elastic one's minimum, at most all the cluster's slots), when fewer are free than that
+ * (it then waits QUEUED: jobstore_requeue_drained), else 0 (it relaunches on them). */
+int drain_wait_slots(coordinator_t *c, const coord_run_t *r);
+/* The QUEUED reason of r, requeued by its host's drain, waiting for need slots. */
+void drain_queue_reason(const coordinator_t *c, const coord_run_t *r, int need, char *out, size_t len);
+/* The draining hosts with their reasons, "a (maintenance), b" ("" none). */
+void drain_hosts_text(const coordinator_t *c, char *out, size_t len);
+
 #endif

@@ -402,30 +402,47 @@ int jobstore_claim(redisContext *c, const char *id, double now)
     return claimed;
 }
 
+/* ARGV: id, reason, preempted_by ("" none), t, event, drained_from ("" none), drain_need.
+ * A drain's fields are written or removed each time, so a later requeue for a preemption
+ * never waits for a drain that is over. */
 static const char REQUEUE_LUA[] =
     "local s = redis.call('HGET', KEYS[2], 'state')\n"
     "if s ~= 'RUNNING' and s ~= 'RESTARTING' then return 0 end\n"
-    "redis.call('HSET', KEYS[2], 'state', 'QUEUED', 'reason', ARGV[2], 'preempted_by', ARGV[3], 'preempted_at', "
-    "ARGV[4])\n"
+    "redis.call('HSET', KEYS[2], 'state', 'QUEUED', 'reason', ARGV[2])\n"
+    "if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], 'preempted_by', ARGV[3], 'preempted_at', ARGV[4]) end\n"
+    "if ARGV[6] ~= '' then redis.call('HSET', KEYS[2], 'drained_from', ARGV[6], 'drain_need', ARGV[7])\n"
+    "else redis.call('HDEL', KEYS[2], 'drained_from', 'drain_need') end\n"
     "redis.call('SREM', KEYS[3], ARGV[1])\n"
     "redis.call('LPUSH', KEYS[1], ARGV[1])\n"
     "redis.call('XADD', KEYS[4], 'MAXLEN', '~', '10000', '*', 'json', ARGV[5])\n"
     "return 1\n";
 
-int jobstore_requeue(redisContext *c, const char *id, const char *by, const char *reason, double now)
+static int requeue_eval(redisContext *c, const char *id, const char *by, const char *reason, const char *host, int need,
+                        double now)
 {
-    char key[128], t[32];
+    char key[128], t[32], n[16];
     snprintf(key, sizeof key, KEY_JOB, id);
     snprintf(t, sizeof t, "%.3f", now);
+    snprintf(n, sizeof n, "%d", need);
     char *ev = event_text(id, "state", "QUEUED", reason, now);
     if (!ev) return JS_ENOMEM;
-    redisReply *r = redisCommand(c, "EVAL %s 4 %s %s %s %s %s %s %s %s %s", REQUEUE_LUA, KEY_QUEUE, key, KEY_ACTIVE,
-                                 KEY_EVENTS, id, reason, by, t, ev);
+    redisReply *r = redisCommand(c, "EVAL %s 4 %s %s %s %s %s %s %s %s %s %s %s", REQUEUE_LUA, KEY_QUEUE, key,
+                                 KEY_ACTIVE, KEY_EVENTS, id, reason, by, t, ev, host, n);
     free(ev);
     if (!r || r->type != REDIS_REPLY_INTEGER) return done(r);
     int requeued = r->integer == 1;
     freeReplyObject(r);
     return requeued;
+}
+
+int jobstore_requeue(redisContext *c, const char *id, const char *by, const char *reason, double now)
+{
+    return requeue_eval(c, id, by, reason, "", 0, now);
+}
+
+int jobstore_requeue_drained(redisContext *c, const char *id, const char *host, int need, const char *reason, double now)
+{
+    return requeue_eval(c, id, "", reason, host, need, now);
 }
 
 int jobstore_update(redisContext *c, const char *id, const char *state, const char *reason, const char *const *kv,

@@ -112,6 +112,12 @@ int jobstore_claim(redisContext *c, const char *id, double now);
  * in its hash, out of pacer:active, LPUSH onto pacer:queue, event. Returns 1, 0 when it is
  * in another state (a cancel won), or a JS_* code. */
 int jobstore_requeue(redisContext *c, const char *id, const char *by, const char *reason, double now);
+/* A job stopped because a host of its attempt drains, with fewer slots usable than the
+ * need it runs on (coordinator/drain.h): back at the queue's front as jobstore_requeue,
+ * with drained_from = host and drain_need = need in its hash (the scheduler holds it
+ * while fewer slots than that are usable). */
+int jobstore_requeue_drained(redisContext *c, const char *id, const char *host, int need, const char *reason,
+                             double now);
 
 /* Writes the fields (name/value pairs, nkv names) of the job hash; when state is not
  * NULL also the state, an event with reason, and pacer:active membership. One

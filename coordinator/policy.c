@@ -67,6 +67,7 @@ const char *policy_reason_name(policy_reason_t r)
     case POLICY_REASON_FAIR_SHARE: return "its user over their fair share";
     case POLICY_REASON_USER_SLOTS: return "its user's slot limit";
     case POLICY_REASON_VIEW: return "behind the scheduler's view";
+    case POLICY_REASON_DRAIN: return "a host drains";
     case POLICY_REASON_NONE: break;
     }
     return "";

@@ -108,10 +108,11 @@ typedef enum {
     POLICY_REASON_FAIR_SHARE,  /* it waits behind a later job of another user with less usage */
     POLICY_REASON_USER_SLOTS,  /* its user's running jobs hold their max_slots: it would pass it */
     POLICY_REASON_VIEW,        /* not among the queued jobs the daemon gives the policy (run.c) */
+    POLICY_REASON_DRAIN,       /* a host's drain stopped it, and fewer slots are usable than it needs (schedule.c) */
 } policy_reason_t;
 
 /* The API's word for a reason: "slots", "hosts down", "simulations", "a higher priority",
- * "its user over their fair share", "its user's slot limit", "behind the scheduler's view". */
+ * "its user over their fair share", "its user's slot limit", "behind the scheduler's view", "a host drains". */
 const char *policy_reason_name(policy_reason_t r);
 
 #define POLICY_DETAIL_MAX 256

@@ -1277,6 +1277,40 @@ static void requeue(coordinator_t *c, coord_run_t *r, double now)
     finish_attempt(c, r, r->cancel_requested || rc == 0 ? SV_CANCELLED : SV_STALE, 0, now);
 }
 
+/* A drain's stop is over (the ranks checkpointed on notice): the interruption, then a
+ * relaunch on the hosts still usable, or, with fewer free usable slots than the job needs
+ * (a rigid job's world, an elastic one's minimum: drain_wait_slots), back to the queue's
+ * front with a reason naming the drain, to resume from that checkpoint when the scheduler
+ * finds the slots (schedule.c holds it while fewer are usable). */
+static void drained_over(coordinator_t *c, coord_run_t *r, double now)
+{
+    char reason[sizeof r->resize_reason];
+    snprintf(reason, sizeof reason, "host %.200s drains", r->drain_host);
+    drain_interruption(c, r, "drain", r->drain_host, now);
+    int need = drain_wait_slots(c, r);
+    if (need <= 0 || !c->rc) {
+        relaunch_soon(c, r, SV_EXITED, NOTICE_EXIT_STATUS, reason, now);
+        return;
+    }
+    if (r->launcher) launcher_reap(r->launcher, &r->h);
+    run_stop_probes(c, r);
+    clear_stall(r);
+    r->kill_reason = KILL_NONE;
+    run_persist(c, r); /* its interruption, before the queue owns the job again */
+    char why[sizeof r->reason];
+    drain_queue_reason(c, r, need, why, sizeof why);
+    int rc = tickconn_check(c, jobstore_requeue_drained(c->rc, r->id, r->drain_host, need, why, now), "requeue");
+    if (rc == 1) {
+        clog_printf("job %s: QUEUED: %s", r->id, why);
+        r->phase = PH_DONE;
+        r->finished = now;
+        r->dirty = 0;
+        return;
+    }
+    /* cancelled meanwhile, or Redis gone: as a preemption's requeue that failed */
+    finish_attempt(c, r, r->cancel_requested || rc == 0 ? SV_CANCELLED : SV_STALE, 0, now);
+}
+
 /* The ranks' waiting reports and heartbeats (ranks[0..n), read this tick): what the job
  * shows, when it counts as stalled, and at a stall its silent ranks' one host. */
 static void take_stall(coord_run_t *r, const stall_rank_t *ranks, int n, double now)
@@ -1514,12 +1548,8 @@ static void attempt_over(coordinator_t *c, coord_run_t *r, double now)
     else if (why == KILL_RESIZE) relaunch_soon(c, r, oc, code, r->resize_reason, now);
     else if (why == KILL_DRAIN && oc == SV_EXITED && code == 0)
         finish_attempt(c, r, oc, code, now); /* it finished before the stop reached it */
-    else if (why == KILL_DRAIN) {
-        char reason[sizeof r->resize_reason];
-        snprintf(reason, sizeof reason, "host %.200s drains", r->drain_host);
-        drain_interruption(c, r, "drain", r->drain_host, now);
-        relaunch_soon(c, r, SV_EXITED, NOTICE_EXIT_STATUS, reason, now);
-    } else {
+    else if (why == KILL_DRAIN) drained_over(c, r, now);
+    else {
         sv_outcome_t sv = why == KILL_STALL ? SV_STALLED : SV_STALE;
         if (should_probe(c, r, sv, r->stale_rank)) begin_probing(c, r, sv, r->stale_rank, lost, now);
         else finish_attempt(c, r, sv, r->stale_rank, now);
@@ -1595,6 +1625,18 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
     if (r->dirty) run_persist(c, r);
 }
 
+static const char *hstr(json_t *h, const char *key);
+
+/* A requeued job's interruptions so far (its record's), which its next attempts extend:
+ * without them each claim would start the list over. */
+static void adopt_history(coordinator_t *c, coord_run_t *r)
+{
+    json_t *h = NULL;
+    if (!c->rc || tickconn_check(c, jobstore_get(c->rc, r->id, &h), "job read") != JS_OK) return;
+    drain_adopt_interruptions(r, hstr(h, "interruptions"), hstr(h, "interruptions_total"));
+    json_decref(h);
+}
+
 int run_claimed(coordinator_t *c, const run_claim_t *k, const job_spec_t *spec, double now, coord_run_t **out)
 {
     *out = NULL;
@@ -1608,6 +1650,7 @@ int run_claimed(coordinator_t *c, const run_claim_t *k, const job_spec_t *spec, 
     r->min_world = k->min_world ? k->min_world : 1;
     snprintf(r->owner, sizeof r->owner, "%s", k->owner);
     r->requeued = k->requeued;
+    if (k->requeued) adopt_history(c, r);
     r->started = now;
     r->first_launch = 1;
     r->stale_rank = -1;

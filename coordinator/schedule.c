@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "clog.h"
+#include "drain.h"
 #include "hclass.h"
 #include "hosts.h"
 #include "jobstore.h"
@@ -45,7 +46,12 @@ static int read_queued(coordinator_t *c, const char *id, sched_queued_t *q, job_
         const char *text = json_string_value(json_object_get(h, "spec"));
         const char *owner = json_string_value(json_object_get(h, "owner"));
         const char *pre = json_string_value(json_object_get(h, "preempted_by"));
-        q->requeued = pre && *pre;
+        const char *drained = json_string_value(json_object_get(h, "drained_from"));
+        const char *need = json_string_value(json_object_get(h, "drain_need"));
+        q->requeued = (pre && *pre) || (drained && *drained);
+        /* bounded: a need above any cluster's slots would hold it for good */
+        long dn = drained && *drained && need ? strtol(need, NULL, 10) : 0;
+        q->drain_need = dn > 0 && dn <= 1000000 ? (int)dn : 0;
         if (owner && users_name_check(owner, NULL, 0) == 0) snprintf(q->owner, sizeof q->owner, "%s", owner);
         q->bad = !text || spec_parse(text, spec, err, errlen) != 0;
         if (!text) snprintf(err, errlen, "spec: missing from the job record");
@@ -696,6 +702,28 @@ static int hold_for_resize(policy_decision_t *dec, int n)
     return 0;
 }
 
+/* The jobs a drain requeued (drain.h) wait while fewer slots are usable than they need,
+ * whatever the policy decided (it would start a rigid job oversubscribed on what is left),
+ * and say so; those it started go first in line. Returns how many starts it took back. */
+static int hold_for_drain(const coordinator_t *c, const sched_queued_t *qv, policy_decision_t *dec, int n)
+{
+    int held = 0;
+    char hosts[400];
+    drain_hosts_text(c, hosts, sizeof hosts);
+    for (int i = 0; i < n; i++) {
+        if (qv[i].simulated || qv[i].drain_need <= c->slots_usable) continue;
+        if (dec[i].start) { dec[i] = (policy_decision_t){.position = ++held, .estimated_start = -1}; }
+        dec[i].reason = POLICY_REASON_DRAIN;
+        snprintf(dec[i].detail, sizeof dec[i].detail,
+                 "stopped by a host's drain: waits for %d usable slot%s (%d now) to resume from its checkpoint; "
+                 "draining: %.100s",
+                 qv[i].drain_need, qv[i].drain_need == 1 ? "" : "s", c->slots_usable, hosts[0] ? hosts : "none now");
+    }
+    for (int i = 0; held && i < n; i++)
+        if (!dec[i].start && dec[i].reason != POLICY_REASON_DRAIN && dec[i].position > 0) dec[i].position += held;
+    return held;
+}
+
 /* Asks the policy (policy.h, --policy) which queued jobs start, from a snapshot: the
  * queue's jobs with what they ask for (read once per job and cached; queue_read), the
  * QUEUE_VIEW_MAX of them queue_view_pick chooses, each owner's max_slots,
@@ -793,6 +821,7 @@ void schedule_tick(coordinator_t *c, double now)
     }
     /* Preemption: one at a time (the slots of jobs being stopped are not free yet). */
     if (!preempting) preempt(c, &st, dec, rr, minw, qv, now);
+    started -= hold_for_drain(c, qv, dec, n);
     if (classy && (resizing || applied)) started = hold_for_resize(dec, n);
     queue_publish(c, qv, dec, n, c->qdemand, beyond, nbeyond);
     /* The jobs started, in the policy's decisions (fair's backfilled ones anywhere). */

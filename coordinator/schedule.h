@@ -26,7 +26,8 @@ typedef struct {
     int max_world;                 /* the most ranks it may grow to (spec_max_workers; world when it never grows) */
     int priority;                  /* POLICY_PRIO_* from the spec's priority */
     char owner[USER_NAME_MAX + 1]; /* the job hash's "owner" ("" none) */
-    int requeued;                  /* preempted before ("preempted_by" in its hash) */
+    int requeued;                  /* preempted or drained before ("preempted_by", "drained_from" in its hash) */
+    int drain_need;                /* requeued by a drain: the usable slots it waits for (0 none; drain.h) */
     char model[SPEC_NAME_MAX];     /* its type for --policy hetero|agnostic (hclass.h) */
     double work, submitted;        /* hetero: samples it trains (0 unknown), unix s (hclass_job_work) */
 } sched_queued_t;

@@ -169,12 +169,12 @@ const char *drain_host_of(coordinator_t *c, const coord_run_t *r)
     return NULL;
 }
 
-int drain_wait_slots(coordinator_t *c, const coord_run_t *r)
+int drain_wait_slots(const coordinator_t *c, const coord_run_t *r, int slots_used)
 {
     if (r->simulated) return 0;
     /* an oversubscribed job needs the slots it had, not one per rank */
     int need = r->min_world < c->slots_total ? r->min_world : c->slots_total;
-    int others = run_slots_used(c) - (r->phase != PH_DONE ? r->world : 0);
+    int others = slots_used - (r->phase != PH_DONE ? r->world : 0);
     return c->slots_usable - others < need ? need : 0;
 }
 

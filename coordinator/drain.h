@@ -45,8 +45,10 @@ const char *drain_host_of(coordinator_t *c, const coord_run_t *r);
 
 /* After a drain's stop: the free usable slots r needs to run at once (a rigid job's world,
  * an elastic one's minimum, at most all the cluster's slots), when fewer are free than that
- * (it then waits QUEUED: jobstore_requeue_drained), else 0 (it relaunches on them). */
-int drain_wait_slots(coordinator_t *c, const coord_run_t *r);
+ * (it then waits QUEUED: jobstore_requeue_drained), else 0 (it relaunches on them).
+ * slots_used: the slots every unfinished run holds (run_slots_used; passed in, as run.c
+ * calls drain.c and not the other way round). */
+int drain_wait_slots(const coordinator_t *c, const coord_run_t *r, int slots_used);
 /* The QUEUED reason of r, requeued by its host's drain, waiting for need slots. */
 void drain_queue_reason(const coordinator_t *c, const coord_run_t *r, int need, char *out, size_t len);
 /* The draining hosts with their reasons, "a (maintenance), b" ("" none). */

@@ -1287,7 +1287,7 @@ static void drained_over(coordinator_t *c, coord_run_t *r, double now)
     char reason[sizeof r->resize_reason];
     snprintf(reason, sizeof reason, "host %.200s drains", r->drain_host);
     drain_interruption(c, r, "drain", r->drain_host, now);
-    int need = drain_wait_slots(c, r);
+    int need = drain_wait_slots(c, r, run_slots_used(c));
     if (need <= 0 || !c->rc) {
         relaunch_soon(c, r, SV_EXITED, NOTICE_EXIT_STATUS, reason, now);
         return;

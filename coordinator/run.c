@@ -1235,6 +1235,11 @@ void run_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, double now)
     r->kill_reason = why;
     r->phase = PH_KILLING;
     r->kill_deadline = now + c->cfg.kill_grace_s;
+    /* A drain gives the ranks until its deadline to reach their step boundary, however
+     * long a step takes (a step longer than --kill-grace would lose everything since the
+     * last checkpoint), and no longer than that, whatever --kill-grace says. */
+    const host_t *dh = why == KILL_DRAIN ? hosts_find(c, r->drain_host) : NULL;
+    if (dh && dh->drain_deadline > 0) r->kill_deadline = dh->drain_deadline > now + 1 ? dh->drain_deadline : now + 1;
     r->sigkilled = 0;
     launcher_stop(r->launcher, &r->h, 0);
     char what[64];
@@ -1287,6 +1292,9 @@ static void drained_over(coordinator_t *c, coord_run_t *r, double now)
     char reason[sizeof r->resize_reason];
     snprintf(reason, sizeof reason, "host %.200s drains", r->drain_host);
     drain_interruption(c, r, "drain", r->drain_host, now);
+    if (r->sigkilled) /* killed at the drain's deadline, before its step boundary */
+        json_object_set_new(json_array_get(r->interruptions, json_array_size(r->interruptions) - 1), "deadline_passed",
+                            json_true());
     int need = drain_wait_slots(c, r, run_slots_used(c));
     if (need <= 0 || !c->rc) {
         relaunch_soon(c, r, SV_EXITED, NOTICE_EXIT_STATUS, reason, now);
@@ -1597,7 +1605,11 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
         } else if (poll_ended(c, r, now, &oc, &code, lost, sizeof lost)) {
             begin_drain(c, r, oc, code, lost, now);
         } else if (now >= r->kill_deadline && !r->sigkilled) {
-            clog_printf("job %s: still running %.0f s after SIGTERM; SIGKILL", r->id, c->cfg.kill_grace_s);
+            if (r->kill_reason == KILL_DRAIN)
+                clog_printf("job %s: the drain of %s is past its deadline and the job still runs: SIGKILL (it "
+                            "resumes from its last checkpoint)",
+                            r->id, r->drain_host);
+            else clog_printf("job %s: still running %.0f s after SIGTERM; SIGKILL", r->id, c->cfg.kill_grace_s);
             launcher_stop(r->launcher, &r->h, 1);
             r->sigkilled = 1;
         }

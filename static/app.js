@@ -910,6 +910,17 @@
         j.preempted_by ? 'by ' + j.preempted_by + at(j.preempted_at) : '',
         shrink ? 'shrunk ' + shrink.from + ' → ' + shrink.to + ' ranks for ' + shrink.preempted_by + at(shrink.time) : '',
       ].filter(Boolean).join('; ');
+      // stops with notice (SIGTERM, a drain): how many, and the last one's host and steps lost
+      const ints = j.interruptions || [];
+      const li = ints[ints.length - 1];
+      $('#f-interrupted-row').hidden = !li;
+      $('#f-interrupted').textContent = li
+        ? (j.interruptions_total || ints.length) + ' × · last: ' + li.reason + (li.host ? ' on ' + li.host : '') +
+          (li.deadline_passed ? ', killed at the drain\'s deadline' : '') +
+          (typeof li.checkpoint_step === 'number'
+            ? ', checkpoint of step ' + li.checkpoint_step + ', ' + li.lost_steps + ' step' + (li.lost_steps === 1 ? '' : 's') + ' lost'
+            : ', no checkpoint of its own') + at(li.at)
+        : '';
       // --policy hetero|agnostic: the hosts it was placed on, by class, and the policy's reason
       const pl = j.placement && j.placement.hosts_by_class;
       $('#f-placement-row').hidden = !pl;

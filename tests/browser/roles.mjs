@@ -128,12 +128,17 @@ try {
     const r = await route.fetch();
     const body = await r.json();
     body.resizes = [{ from: 2, to: 1, reason: 'preempted by j-99', hosts: ['localhost'], time: Date.now() / 1000, preempted_by: 'j-99' }];
+    body.interruptions = [{ reason: 'drain', host: 'extra', at_step: 41, checkpoint_step: 40, lost_steps: 1, at: Date.now() / 1000 }];
+    body.interruptions_total = 3;
     await route.fulfill({ response: r, json: body });
   });
   await open(page, member, '#/jobs/' + jobId, 'alice (member)');
   await page.waitForFunction(() => !document.querySelector('#f-preempted-row').hidden, null, { timeout: 10000 });
   const shrunk = await page.textContent('#f-preempted');
   check(/^shrunk 2 → 1 ranks for j-99 at \S/.test(shrunk), 'the page shows a shrink for a preemption: ' + shrunk);
+  // its interruptions (stops with notice, a drain's): how many, and the last one's figures
+  const intr = await page.textContent('#f-interrupted');
+  check(/^3 × · last: drain on extra, checkpoint of step 40, 1 step lost at \S/.test(intr), 'the page shows the interruptions: ' + intr);
   await page.unroute(one);
 
   check(errors.length === 0, 'no errors in the page' + (errors.length ? ': ' + errors.join('; ') : ''));

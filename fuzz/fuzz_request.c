@@ -7,7 +7,8 @@
  *      problem document with its field), serialised as the server would; the same bytes
  *      as a POST /api/v1/users body (users_body_parse, issue 45) and a PUT
  *      /api/v1/users/{name} body (users_update_parse: a weight and limits), and a stored
- *      user record (users_record_parse: what KEY_USERS holds, read back from Redis);
+ *      user record (users_record_parse: what KEY_USERS holds, read back from Redis), and a
+ *      drain's body (drain_body_parse);
  *   1  a query string: split at '&' and '=' as libmicrohttpd does, then every typed
  *      getter the handlers use (limit, offset, tail, state, since);
  *   2  a request line "METHOD PATH": the route matcher, the static path filter, the
@@ -56,6 +57,16 @@ static void body(const char *text, size_t len)
     if (users_body_parse(text, len, name, sizeof name, &role, &exp, err, sizeof err) == 0) {
         if (users_name_check(name, NULL, 0) != 0 || (unsigned)role > USER_ADMIN || exp < 0 || exp > USER_EXPIRES_MAX_S)
             abort();
+    } else if (!err[0]) {
+        abort();
+    }
+    /* A drain's body (POST /api/v1/cluster/hosts/{name}/drain): a deadline and a reason
+     * shorter than its buffer, or a message. */
+    double deadline = 0;
+    char dreason[DRAIN_HTTP_REASON_MAX + 1];
+    err[0] = 0;
+    if (drain_body_parse(text, len, &deadline, dreason, sizeof dreason, err, sizeof err) == 0) {
+        if (err[0] || strlen(dreason) > DRAIN_HTTP_REASON_MAX || deadline != deadline) abort();
     } else if (!err[0]) {
         abort();
     }

@@ -20,44 +20,58 @@ static int drain_problem(http_req_t *rq, int code, const char *err)
     return handler_coord_error(rq, code, err);
 }
 
-/* {"deadline_s": N (default 300), "reason": "..." (optional)}; any other field is refused
- * by name, so a typo is not a drain with defaults. */
+int drain_body_parse(const char *text, size_t len, double *deadline_s, char *reason, size_t rlen, char *err,
+                     size_t errlen)
+{
+    *deadline_s = 300;
+    if (rlen) reason[0] = 0;
+    err[0] = 0;
+    if (len > DRAIN_BODY_MAX) {
+        snprintf(err, errlen, "body: at most %d bytes", DRAIN_BODY_MAX);
+        return -1;
+    }
+    if (len == 0) return 0;
+    json_error_t e;
+    json_t *body = json_loadb(text, len, 0, &e);
+    if (!json_is_object(body)) {
+        json_decref(body);
+        snprintf(err, errlen, "body: must be a JSON object {\"deadline_s\": N, \"reason\": \"...\"}");
+        return -1;
+    }
+    const char *key;
+    json_t *v;
+    json_object_foreach(body, key, v)
+    {
+        if (strcmp(key, "deadline_s") == 0 && json_is_number(v)) {
+            *deadline_s = json_number_value(v);
+        } else if (strcmp(key, "reason") == 0 && json_is_string(v) && json_string_length(v) < rlen &&
+                   strlen(json_string_value(v)) == json_string_length(v)) {
+            snprintf(reason, rlen, "%s", json_string_value(v));
+        } else {
+            snprintf(err, errlen, "%.60s: %s", key,
+                     strcmp(key, "deadline_s") == 0  ? "must be a number of seconds"
+                     : strcmp(key, "reason") != 0    ? "unknown field (deadline_s, reason)"
+                     : !json_is_string(v)            ? "must be a string"
+                     : json_string_length(v) >= rlen ? "too long"
+                                                     : "must not hold a NUL character");
+            break;
+        }
+    }
+    json_decref(body);
+    return err[0] ? -1 : 0;
+}
+
 int handle_host_drain(http_req_t *rq)
 {
     const char *name = rq->match.params[0];
     snprintf(rq->target, sizeof rq->target, "%.63s", name);
-    double deadline_s = 300;
-    const char *reason = NULL;
-    json_t *body = NULL;
-    if (rq->body_len > DRAIN_BODY_MAX) return handler_bad_parameter(rq, "body: at most 4096 bytes");
-    if (rq->body_len > 0) {
-        json_error_t e;
-        body = json_loadb(rq->body, rq->body_len, 0, &e);
-        if (!json_is_object(body)) {
-            json_decref(body);
-            return handler_bad_parameter(rq, "body: must be a JSON object {\"deadline_s\": N, \"reason\": \"...\"}");
-        }
-        const char *key;
-        json_t *v;
-        char err[160];
-        json_object_foreach(body, key, v)
-        {
-            if (strcmp(key, "deadline_s") == 0 && json_is_number(v)) deadline_s = json_number_value(v);
-            else if (strcmp(key, "reason") == 0 && json_is_string(v)) reason = json_string_value(v);
-            else {
-                snprintf(err, sizeof err, "%.60s: %s", key,
-                         strcmp(key, "deadline_s") == 0 ? "must be a number of seconds"
-                         : strcmp(key, "reason") == 0   ? "must be a string"
-                                                        : "unknown field (deadline_s, reason)");
-                json_decref(body);
-                return handler_bad_parameter(rq, err);
-            }
-        }
-    }
+    double deadline_s;
+    char reason[DRAIN_HTTP_REASON_MAX + 1], perr[160];
+    if (drain_body_parse(rq->body, rq->body_len, &deadline_s, reason, sizeof reason, perr, sizeof perr) != 0)
+        return handler_bad_parameter(rq, perr);
     char err[512] = "";
     json_t *out = NULL;
-    int code = coord_host_drain(rq->srv->coord, name, deadline_s, reason, &out, err, sizeof err);
-    json_decref(body);
+    int code = coord_host_drain(rq->srv->coord, name, deadline_s, reason[0] ? reason : NULL, &out, err, sizeof err);
     if (code != COORD_OK) return drain_problem(rq, code, err);
     clog_printf("http: host %.200s drained", name);
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);

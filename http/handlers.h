@@ -47,7 +47,7 @@ int handle_cluster_benchmark(http_req_t *rq);
 /* A drain's body (handlers_drain.c): {"deadline_s": N (default 300), "reason": "..."
  * (optional, shorter than rlen)}, any other field refused by name, so that a typo is not
  * a drain with defaults. 0, or -1 with err saying what is wrong. */
-#define DRAIN_HTTP_REASON_MAX 1000
+#define DRAIN_HTTP_REASON_MAX 200 /* coordinator/drain.c DRAIN_REASON_MAX */
 int drain_body_parse(const char *text, size_t len, double *deadline_s, char *reason, size_t rlen, char *err,
                      size_t errlen);
 int handle_host_drain(http_req_t *rq);

@@ -54,6 +54,8 @@ int drain_body_parse(const char *text, size_t len, double *deadline_s, char *rea
                      : !json_is_string(v)            ? "must be a string"
                      : json_string_length(v) >= rlen ? "too long"
                                                      : "must not hold a NUL character");
+            if (json_is_string(v) && strcmp(key, "reason") == 0 && json_string_length(v) >= rlen)
+                snprintf(err, errlen, "reason: at most %zu bytes", rlen ? rlen - 1 : 0);
             break;
         }
     }

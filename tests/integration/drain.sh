@@ -42,6 +42,7 @@ refused 404 "no host named 'nowhere' in the cluster" "$ADMIN" POST /api/v1/clust
 refused 400 "deadline_s: must be a number of seconds > 0 and at most 604800 (a week)" "$ADMIN" POST /api/v1/cluster/hosts/extra/drain -H "$JSON" -d '{"deadline_s": -1}'
 refused 400 "deadline: unknown field (deadline_s, reason)" "$ADMIN" POST /api/v1/cluster/hosts/extra/drain -H "$JSON" -d '{"deadline": 60}'
 refused 400 "reason: must be a string" "$ADMIN" POST /api/v1/cluster/hosts/extra/drain -H "$JSON" -d '{"reason": 5}'
+refused 400 "reason: at most 200 bytes" "$ADMIN" POST /api/v1/cluster/hosts/extra/drain -H "$JSON" -d "{\"reason\": \"$(printf '%0201d' 0)\"}"
 host_is extra draining false || fail "a refused drain drained extra"
 echo "ok: refusals: member 403, unknown host 404, bad fields 400 by name"
 

@@ -147,8 +147,8 @@ SLOW="onnx_zoo_families gpu_path_fake_device onnx_torchvision elastic mpi_compre
 # coordinator_lock 3 in 16). With both lanes busy the machine still had about 0.4 of its 2
 # cores idle, so one more lane runs these, and only these, beside the two: the lanes
 # take them too once their own queue is empty. None measures a speed.
-LIGHT="coordinator_redis test_coordinator drain http_api coordinator_assignment coordinator_heartbeat
- coordinator_lock hardening_admission tls hardening_secrets hardening_memory"
+LIGHT="coordinator_redis test_coordinator drain_rigid drain http_api coordinator_assignment coordinator_heartbeat
+ drain_deadline coordinator_lock hardening_admission tls hardening_secrets hardening_memory"
 LIGHT_LANE=${LIGHT_LANE:-1}
 in_list() { case " $(echo $2) " in *" $1 "*) true ;; *) false ;; esac; }
 # item NAME - how the queue names the test NAME ("u PROGRAM" or "i SCRIPT"), if this run has it

@@ -25,9 +25,12 @@ SLOW_SUITE="onnx_transformers_224 mpi_algorithms_accuracy onnx_zoo_families_all 
 if [ "$WHAT" = slow ]; then
     WHAT=only ONLY=" $SLOW_SUITE "
 fi
+# QUARANTINE: scripts no suite runs until a flaw they found is understood, each with its
+# reason in docs/TESTING.md ("Quarantined"); run them by name (tests/run.sh BUILD only NAME).
+QUARANTINE="drain_rigid"
 # wanted NAME - whether this run includes the test NAME.
 wanted() {
-    if [ -z "$ONLY" ]; then case " $SLOW_SUITE " in *" $1 "*) false ;; *) true ;; esac
+    if [ -z "$ONLY" ]; then case " $SLOW_SUITE $QUARANTINE " in *" $1 "*) false ;; *) true ;; esac
     else case $ONLY in *" $1 "*) true ;; *) false ;; esac; fi
 }
 cd "$(dirname "$0")/.." || exit 1

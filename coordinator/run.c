@@ -1261,16 +1261,20 @@ void run_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, double now)
  * and this run ends without writing its state (the queue owns the job again). The next
  * claim resumes it from its checkpoint (launch passes --resume; its directory is kept). A
  * cancel that came first wins: the job is then finished as cancelled. */
-static void requeue(coordinator_t *c, coord_run_t *r, double now)
+/* Before a requeue: the stopped attempt's processes reaped, its probes and stall let go. */
+static void requeue_detach(coordinator_t *c, coord_run_t *r)
 {
     if (r->launcher) launcher_reap(r->launcher, &r->h);
     run_stop_probes(c, r);
     clear_stall(r);
     r->kill_reason = KILL_NONE;
-    char why[128];
-    snprintf(why, sizeof why, "preempted by %s at %.3f, of a higher priority: requeued to resume from its checkpoint",
-             r->preempted_by, now);
-    int rc = c->rc ? tickconn_check(c, jobstore_requeue(c->rc, r->id, r->preempted_by, why, now), "requeue") : JS_EREDIS;
+}
+
+/* After a requeue's Redis call (rc: jobstore_requeue's): 1 ends this run (the queue owns
+ * the job again); a cancel that came meanwhile, or Redis gone, is a plain stop, which a
+ * later relaunch resumes. */
+static void requeue_settle(coordinator_t *c, coord_run_t *r, int rc, const char *why, double now)
+{
     if (rc == 1) {
         clog_printf("job %s: QUEUED: %s", r->id, why);
         r->phase = PH_DONE;
@@ -1278,8 +1282,17 @@ static void requeue(coordinator_t *c, coord_run_t *r, double now)
         r->dirty = 0;
         return;
     }
-    /* cancelled meanwhile, or Redis gone: a plain stop, which a later relaunch resumes */
     finish_attempt(c, r, r->cancel_requested || rc == 0 ? SV_CANCELLED : SV_STALE, 0, now);
+}
+
+static void requeue(coordinator_t *c, coord_run_t *r, double now)
+{
+    requeue_detach(c, r);
+    char why[128];
+    snprintf(why, sizeof why, "preempted by %s at %.3f, of a higher priority: requeued to resume from its checkpoint",
+             r->preempted_by, now);
+    int rc = c->rc ? tickconn_check(c, jobstore_requeue(c->rc, r->id, r->preempted_by, why, now), "requeue") : JS_EREDIS;
+    requeue_settle(c, r, rc, why, now);
 }
 
 /* A drain's stop is over (the ranks checkpointed on notice): the interruption, then a
@@ -1300,23 +1313,12 @@ static void drained_over(coordinator_t *c, coord_run_t *r, double now)
         relaunch_soon(c, r, SV_EXITED, NOTICE_EXIT_STATUS, reason, now);
         return;
     }
-    if (r->launcher) launcher_reap(r->launcher, &r->h);
-    run_stop_probes(c, r);
-    clear_stall(r);
-    r->kill_reason = KILL_NONE;
+    requeue_detach(c, r);
     run_persist(c, r); /* its interruption, before the queue owns the job again */
     char why[sizeof r->reason];
     drain_queue_reason(c, r, need, why, sizeof why);
     int rc = tickconn_check(c, jobstore_requeue_drained(c->rc, r->id, r->drain_host, need, why, now), "requeue");
-    if (rc == 1) {
-        clog_printf("job %s: QUEUED: %s", r->id, why);
-        r->phase = PH_DONE;
-        r->finished = now;
-        r->dirty = 0;
-        return;
-    }
-    /* cancelled meanwhile, or Redis gone: as a preemption's requeue that failed */
-    finish_attempt(c, r, r->cancel_requested || rc == 0 ? SV_CANCELLED : SV_STALE, 0, now);
+    requeue_settle(c, r, rc, why, now);
 }
 
 /* The ranks' waiting reports and heartbeats (ranks[0..n), read this tick): what the job

@@ -8,14 +8,7 @@
 . tests/integration/coordinator_lib.inc
 need_api_tools
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
-cat >"$TMP/rsh" <<'SH'
-#!/bin/sh
-while [ $# -gt 0 ]; do case $1 in -*) shift ;; *) break ;; esac; done
-shift
-exec setsid sh -c "$*"
-SH
-export OMPI_MCA_plm_rsh_agent="sh $TMP/rsh"
-printf 'localhost slots=1\nextra slots=1\n' >"$TMP/hosts"
+use_extra_host
 start_coord_admin --hostfile "$TMP/hosts" --host-probe 1 --preflight off --max-restarts 0 --kill-grace 0
 host_is() { [ "$(cli cluster | jq -r --arg h "$1" ".coordinator.hosts[] | select(.name == \$h) | .$2")" = "$3" ]; }
 await 20 "extra to be up" host_is extra state up

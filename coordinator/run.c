@@ -1508,26 +1508,52 @@ static int attempt_drained(coordinator_t *c, coord_run_t *r, double now)
     return 1;
 }
 
-/* An exit status of 0 is a finished run only with the summary rank 0 writes as its last
- * act (worker/main.c phase_report; launch_spec removes the previous attempt's): mpirun
- * has been seen to exit 0 after losing a node's daemon mid-run, and a job must not then
- * be SUCCEEDED with its training unfinished. */
-static sv_outcome_t exit_checked(coordinator_t *c, const coord_run_t *r, sv_outcome_t oc, int code)
+/* The exit_status of the summary rank 0 wrote as its last act (worker/main.c
+ * phase_report; launch_spec removes the previous attempt's): -1 when there is none. */
+static int summary_exit_status(coordinator_t *c, const coord_run_t *r)
 {
     char path[JPATH];
     struct stat st;
-    if (oc != SV_EXITED || code != 0) return oc;
     coord_job_path(c, r->id, "summary.json", path, sizeof path);
-    if (stat(path, &st) == 0) return oc;
-    clog_printf("job %s: attempt %d exited 0 but %s is missing: taken as unfinished", r->id, r->attempts, path);
-    return SV_UNFINISHED;
+    if (stat(path, &st) != 0) return -1;
+    /* The worker's file: a summary is a few KiB; anything far larger is not read. */
+    json_t *sum = st.st_size < (1 << 22) ? json_load_file(path, 0, NULL) : NULL;
+    json_t *v = json_object_get(sum, "exit_status");
+    /* unreadable, or without the field: a summary, but no verdict to go by */
+    int k = json_is_integer(v) && json_integer_value(v) >= 0 ? (int)json_integer_value(v) : 1;
+    json_decref(sum);
+    return k;
+}
+
+/* An exit status of 0 is a finished run only with the summary: mpirun has been seen to
+ * exit 0 after losing a node's daemon mid-run, and a job must not then be SUCCEEDED with
+ * its training unfinished. The other way round, a summary whose ranks all agreed on 0 is
+ * a finished run however mpirun ended: a SIGTERM to mpirun that came after the last step
+ * (a batch script's notice, a user's kill) makes it exit 1 with nothing left to do. */
+static sv_outcome_t exit_checked(coordinator_t *c, const coord_run_t *r, sv_outcome_t oc, int *code)
+{
+    if (oc == SV_EXITED && *code == 0) {
+        if (summary_exit_status(c, r) >= 0) return oc;
+        clog_printf("job %s: attempt %d exited 0 but its summary.json is missing: taken as unfinished", r->id,
+                    r->attempts);
+        return SV_UNFINISHED;
+    }
+    if ((oc == SV_EXITED && *code != NOTICE_EXIT_STATUS) || oc == SV_SIGNALLED) {
+        if (summary_exit_status(c, r) != 0) return oc;
+        clog_printf("job %s: attempt %d: mpirun %s %d after every rank finished (the summary's exit_status is 0): "
+                    "taken as finished",
+                    r->id, r->attempts, oc == SV_EXITED ? "exited" : "was killed by signal", *code);
+        *code = 0;
+        return SV_EXITED;
+    }
+    return oc;
 }
 
 /* The attempt is over everywhere: what its end (and why it was stopped) calls for. */
 static void attempt_over(coordinator_t *c, coord_run_t *r, double now)
 {
-    sv_outcome_t oc = exit_checked(c, r, r->end_oc, r->end_code);
     int code = r->end_code;
+    sv_outcome_t oc = exit_checked(c, r, r->end_oc, &code);
     const char *lost = r->end_lost;
     kill_reason_t why = r->kill_reason;
     r->draining = 0;

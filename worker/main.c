@@ -883,6 +883,7 @@ static int phase_report(run_t *r)
     /* --model-onnx: a copy for the coordinator to serve; like the one at checkpoint time
      * (worker_save_checkpoint), a failure is said but costs the download, not the job */
     if (r->rank == 0 && a->model_onnx) export_onnx(w, a, a->model_onnx);
+    status = agree(r->use_mpi, status); /* the summary's exit_status is every rank's */
     json_t *per_rank = NULL;
     if (r->use_mpi) {
         per_rank = comm_gather_ranks(w, MPI_COMM_WORLD);
@@ -904,7 +905,7 @@ static int phase_report(run_t *r)
             printf("final test_accuracy %s test_loss %s train_loss %s (%.1f s, %s samples/s)\n", acc, tl, trl,
                    w->wall_s, sps);
         }
-        if (a->summary_path && worker_write_summary(w, a->summary_path, per_rank, r->err, sizeof r->err) != 0) {
+        if (a->summary_path && worker_write_summary(w, a->summary_path, per_rank, status, r->err, sizeof r->err) != 0) {
             fprintf(stderr, "pacer-worker: %s\n", r->err);
             status = 1;
         }

@@ -987,7 +987,8 @@ static void compression_summary(const worker_t *w, json_t *root)
     json_object_set_new(root, "compression", o);
 }
 
-int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, char *err, size_t errlen)
+int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, int exit_status, char *err,
+                         size_t errlen)
 {
     const job_spec_t *s = w->spec;
     /* Every training sample once: the workers computed them; the training time is rank
@@ -1045,6 +1046,9 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
         json_object_set_new(root, "test_perplexity", worker_json_finite(tested ? expf(w->test_loss) : NAN));
     }
     json_object_set_new(root, "lr_scale", json_real(w->lr_scale));
+    /* every rank's verdict (one reduction): 0 is a finished run whatever mpirun's own
+     * status, which a signal to mpirun after the last step still makes 1 */
+    json_object_set_new(root, "exit_status", json_integer(exit_status));
     json_object_set_new(root, "device", job_device_json(s, per_rank));
     json_object_set_new(root, "emulation", emulate_summary_json(w));
     adaptive_summary(w, root);

@@ -54,6 +54,7 @@ int worker_train(worker_t *w, const train_opts_t *o, char *err, size_t errlen);
  * sample is computed by exactly one worker; the PS reports updates, not samples). */
 long worker_train_samples(json_t *per_rank);
 /* Writes the job summary (rank 0) with the per_rank array (borrowed). */
-int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, char *err, size_t errlen);
+int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, int exit_status, char *err,
+                         size_t errlen);
 
 #endif

@@ -7,11 +7,25 @@
 # and pacer:events has it.
 . tests/integration/coordinator_lib.inc
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
-start_coord --max-restarts 0
+# The worker as itself, or (with $FLAG present) as a rank that finishes its run and then
+# exits 1 the way mpirun does when a SIGTERM reaches it after the last step.
+cat >"$TMP/worker" <<'WEOF'
+#!/bin/sh
+[ -e "$FLAG" ] || exec "$REAL_WORKER" "$@"
+"$REAL_WORKER" "$@" && exit 1
+WEOF
+chmod +x "$TMP/worker"
+case $WORKER in /*) REAL_WORKER=$WORKER ;; *) REAL_WORKER=$PWD/$WORKER ;; esac
+FLAG=$TMP/exit1
+export REAL_WORKER FLAG
+start_coord --max-restarts 0 --worker "$TMP/worker"
 
+# Both ranks sleep through 5x their step (sleeping, not spinning): seconds of training,
+# so the SIGTERMs below land mid-run on a loaded machine too.
 epochs=6
 spec2 "$TMP/n.json" notice $epochs
-jq '.log_every = 2 | .checkpoint.every_steps = 1000' "$TMP/n.json" >"$TMP/n.t" && mv "$TMP/n.t" "$TMP/n.json"
+jq '.log_every = 2 | .checkpoint.every_steps = 1000 | .emulate.slowdown = [5, 5]' "$TMP/n.json" >"$TMP/n.t" &&
+    mv "$TMP/n.t" "$TMP/n.json"
 id=$(submit "$TMP/n.json")
 log="$STATE/jobs/$id/log"
 trained_past() { grep -q "epoch 1/$epochs step [1-9][0-9]*/" "$log" 2>/dev/null && [ "$(grep -c ' step ' "$log")" -ge 3 ]; }
@@ -57,4 +71,15 @@ cli wait "$id" --timeout 600 || { tail -30 "$log"; tail -20 "$TMP/coord.log"; fa
 cli status "$id" | jq -e '(.interruptions | length == 1) and .interruptions[0].lost_steps <= 1' >/dev/null ||
     fail "$id: want one interruption with lost_steps <= 1"
 echo "ok: SIGTERM to mpirun: the job resumed without a restart and SUCCEEDED"
+
+# mpirun exiting 1 after every rank finished (the SIGTERM came after the last step): the
+# summary's exit_status says the run is done, and the job SUCCEEDS without a restart.
+touch "$FLAG"
+jq '.epochs = 1 | del(.emulate)' "$TMP/n.json" >"$TMP/late.json"
+id=$(submit "$TMP/late.json")
+cli wait "$id" --timeout 300 || { tail -20 "$TMP/coord.log"; fail "job $id (mpirun exiting 1 after the run) did not succeed"; }
+[ "$(jq -r .exit_status "$STATE/jobs/$id/summary.json")" = 0 ] || fail "$id: the summary's exit_status is not 0"
+grep -q "job $id: attempt 1: mpirun exited 1 after every rank finished" "$TMP/coord.log" || fail "$id: no line says why"
+[ "$(field_of "$id" restarts)" = 0 ] || fail "$id: restarts = $(field_of "$id" restarts), want 0"
+echo "ok: mpirun exiting 1 after a finished run: SUCCEEDED, as the summary says"
 stop_coord

@@ -558,6 +558,10 @@ static void test_conv_general(void **state)
         {"g-rect-stride-12", 3, G(3, 9, 13, 4, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 1), 1},
         {"g-rect-stride-23-3x2", 2, G(3, 11, 13, 2, 3, 2, 2, 3, 1, 0, 1, 0, 1, 1, 1), 1},
         {"g-depthwise-asym-dilated", 2, G(4, 11, 12, 4, 3, 3, 1, 2, 0, 1, 2, 1, 2, 1, 4), 0},
+        /* sequences (C, L) as the importer runs them: images (C, L, 1), kernels (K, 1) */
+        {"g-1d-k3-s2-p12", 3, G(3, 10, 1, 4, 3, 1, 2, 1, 1, 0, 2, 0, 1, 1, 1), 1},
+        {"g-1d-k3-d2-groups2", 2, G(4, 12, 1, 6, 3, 1, 1, 1, 2, 0, 2, 0, 2, 1, 2), 0},
+        {"g-1d-depthwise-k5-L300", 2, G(8, 300, 1, 8, 5, 1, 1, 1, 2, 0, 2, 0, 1, 1, 8), 1},
     };
 #undef G
     lcg_t r = {12};
@@ -698,6 +702,8 @@ static void test_pool_general(void **state)
         {"g-asym-t0l1b2r1", 2, PG(3, 17, 18, 3, 3, 2, 2, 0, 1, 2, 1, 1, 1, 0)},
         {"g-asym-t1l0b0r2-ceil", 2, PG(3, 17, 18, 3, 3, 2, 2, 1, 0, 0, 2, 1, 1, 1)},
         {"g-same-upper-2x2-s1", 2, PG(3, 9, 10, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 0)},
+        {"g-1d-k3-s2-p1-ceil", 2, PG(3, 11, 1, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, 1)},
+        {"g-1d-k2-d3-p21", 2, PG(2, 9, 1, 2, 1, 1, 1, 2, 0, 1, 0, 3, 1, 0)},
     };
 #undef PG
     for (int is_max = 1; is_max >= 0; is_max--) {

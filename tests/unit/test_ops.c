@@ -1448,6 +1448,15 @@ static void test_conv_general(void **state)
          * call (conv.c, wgrad_images), so 61 images are calls of 29, 29 and 3 (on two
          * threads 29 + 1 and 29 + 2) */
         {"cv 3x3 s2 p1 6x6 C=16 OC=32 B=61", 61, G(16, 6, 6, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
+        /* sequences (C, L): ONNX's 1-D Conv runs as an image (C, L, 1) with a kernel (K, 1)
+         * (op_table.c), through the same lowerings: im2col with stride, uneven pads,
+         * dilation and groups, the depthwise kernel, the direct kernel on a long sequence
+         * (>= 256 outputs in a column one wide) and the channel-vector kernel */
+        {"1-D k3 s2 p(1,2)", 2, G(3, 10, 1, 4, 3, 1, 2, 1, 1, 0, 2, 0, 1, 1, 1), 1, 0, 1000},
+        {"1-D k3 d2 p2 groups 2", 2, G(4, 12, 1, 6, 3, 1, 1, 1, 2, 0, 2, 0, 2, 1, 2), 0, 0, 1000},
+        {"1-D depthwise k3 p1", 3, G(8, 20, 1, 8, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1, 8), 1, 0, 8},
+        {"1-D direct k5 p2 L=300", 2, G(3, 300, 1, 5, 5, 1, 1, 1, 2, 0, 2, 0, 1, 1, 1), 1, 0, 8},
+        {"1-D cv k3 p1 L=40 C=16 OC=32", 2, G(16, 40, 1, 32, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1, 1), 1, 0, 8},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         conv2d_desc_t d = cases[i].d;
@@ -1527,6 +1536,9 @@ static void test_pool_general(void **state)
         {"asym t1 l0 b0 r2 3x3 s2 ceil", 2, PG(2, 7, 8, 3, 3, 2, 2, 1, 0, 0, 2, 1, 1, 1, 0)},
         {"asym SAME_UPPER 2x2 s1", 2, PG(2, 5, 6, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 0, 0)},
         {"dilated d(2,3) s1 p(2,3) ceil", 1, PG(2, 8, 9, 3, 3, 1, 1, 2, 3, 2, 3, 2, 3, 1, 0)},
+        /* sequences (C, L) as images (C, L, 1) with a window (K, 1), as the 1-D pools run */
+        {"1-D k3 s2 p1 ceil", 2, PG(3, 11, 1, 3, 1, 2, 1, 1, 0, 1, 0, 1, 1, 1, 0)},
+        {"1-D k2 s1 d3 p(2,1)", 2, PG(2, 9, 1, 2, 1, 1, 1, 2, 0, 1, 0, 3, 1, 0, 0)},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         pool2d_desc_t d = cases[i].d;

@@ -104,8 +104,10 @@ static const cli_command_t COMMANDS[] = {
     {"tokenize", CMD_TOKENIZE, 1, 1, "DIR", OPT_TOKENIZER, "text into llm.c token shards, on this machine",
      "Reads DIR/train.txt and DIR/val.txt and writes DIR/train.bin and DIR/val.bin, llm.c's\n"
      "shards (a 1024-byte header, magic 20240520, then uint16 ids) that a data set of format\n"
-     "\"tokens\" reads. --tokenizer bpe:VOCAB,MERGES (required) names GPT-2's vocab.json and\n"
-     "merges.txt (bpe:FILE: a Hugging Face tokenizer.json of the BPE kind). Needs no coordinator; a progress bar on a terminal."},
+     "\"tokens\" reads, and the tokenizer beside them (DIR/tokens.tokenizer). --tokenizer (required):\n"
+     "bytes (each byte a token), chars (each distinct UTF-8 character of both files, in code point\n"
+     "order), bpe:VOCAB,MERGES (GPT-2's vocab.json and merges.txt) or bpe:FILE (a Hugging Face\n"
+     "tokenizer.json of the BPE kind). Needs no coordinator; a progress bar on a terminal."},
     {"whoami", CMD_WHOAMI, 0, 0, "", 0, "who your token is: name, role, how you are authenticated, expiry",
      "GET /api/v1/whoami: the name and role the coordinator gives the token you send (--token,\n"
      "--token-file or PACER_TOKEN), how it knew (auth: user-token, daemon-token, anonymous\n"
@@ -168,8 +170,9 @@ static const cli_option_t OPTIONS[] = {
     {"role", 0, "ROLE", OPT_ROLE, "user add: admin, member or viewer"},
     {"expires", 0, "SECONDS", OPT_EXPIRES, "user add: the token expires SECONDS from now (default never)"},
     {"weight", 0, "W", OPT_WEIGHT, "user weight: the user's fair-share weight, a number in (0, 1000]"},
-    {"tokenizer", 0, "bpe:VOCAB,MERGES", OPT_TOKENIZER,
-     "tokenize: GPT-2's byte-level BPE from its vocab.json and merges.txt (or bpe:TOKENIZER_JSON, Hugging Face's)"},
+    {"tokenizer", 0, "KIND", OPT_TOKENIZER,
+     "tokenize: bytes, chars, or GPT-2's byte-level BPE from its vocab.json and merges.txt (bpe:VOCAB,MERGES; "
+     "bpe:TOKENIZER_JSON, Hugging Face's)"},
     {"deadline", 0, "SECONDS", OPT_DEADLINE, "host drain: the seconds the host's jobs have (default 300)"},
     {"reason", 0, "TEXT", OPT_REASON, "host drain: why, shown with the drain"},
     {"max-tokens", 0, "N", OPT_MAX_TOKENS, "generate: at most N new tokens (the coordinator bounds N)"},

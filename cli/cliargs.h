@@ -118,7 +118,7 @@ typedef struct {
     const char *role;         /* user add --role */
     long expires;             /* user add --expires SECONDS (0 = never) */
     const char *weight;       /* user weight --weight W (the server checks the range) */
-    const char *tokenizer;    /* tokenize --tokenizer bpe:VOCAB,MERGES */
+    const char *tokenizer;    /* tokenize --tokenizer bytes|chars|bpe:VOCAB,MERGES|bpe:FILE */
     long deadline;            /* host drain --deadline SECONDS (0 = the server's default) */
     const char *reason;       /* host drain --reason TEXT */
     long every;               /* watch --every SECONDS: step lines in a pipe (0 = a line per epoch only) */

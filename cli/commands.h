@@ -37,7 +37,7 @@ int cmd_host(cli_ctx_t *cx); /* host drain|undrain NAME */
 /* generate ID PROMPT (generate.c): POST /api/v1/jobs/ID/generate, the text on stdout. */
 int cmd_generate(cli_ctx_t *cx);
 
-/* tokenize DIR --tokenizer bpe:VOCAB,MERGES (tokenize.c): local, no coordinator. */
+/* tokenize DIR --tokenizer bytes|chars|bpe:... (tokenize.c): local, no coordinator. */
 int cmd_tokenize(const cli_args_t *a);
 
 /* Follows job id until it ends (watch.c); the exit status of its final state, or of the

@@ -1,9 +1,13 @@
-/* cli/tokenize.c - `pacer tokenize DIR --tokenizer bpe:VOCAB,MERGES|bpe:TOKENIZER_JSON`: DIR/train.txt and
- * DIR/val.txt into llm.c's token shards DIR/train.bin and DIR/val.bin (common/tokfile.h),
- * with GPT-2's BPE (common/bpe.h). Local: it needs no coordinator. The text is read a
- * chunk at a time, cut only where a pre-token ends with a whole code point after it (so the
- * cut changes no pre-token), and a shard is written under a temporary name and renamed
- * when complete, so a failed run leaves no half shard behind. */
+/* cli/tokenize.c - `pacer tokenize DIR --tokenizer bytes|chars|bpe:VOCAB,MERGES|bpe:TOKENIZER_JSON`:
+ * DIR/train.txt and DIR/val.txt into llm.c's token shards DIR/train.bin and DIR/val.bin
+ * (common/tokfile.h), with the tokenizer saved beside them as DIR/tokens.tokenizer
+ * (common/tokenizer.h) so that a "tokens" data set of them trains with it and generation
+ * decodes its ids. chars builds its vocabulary from both files, as a text data set does, so
+ * the ids are those a "text" data set with "tokenizer": "chars" trains on. Local: it needs
+ * no coordinator. The text is read a chunk at a time, cut only where the tokenizer's ids do
+ * not change (BPE: where a pre-token ends with a whole code point after it; chars: before a
+ * character's first byte; bytes: anywhere), and each file is written under a temporary
+ * name and renamed when complete, so a failed run leaves no half shard behind. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,15 +17,22 @@
 
 #include "bpe.h"
 #include "commands.h"
+#include "tokenizer.h"
 #include "tokfile.h"
 
 #define TOKENIZE_CHUNK (1u << 20)
 
-/* The bytes of buf[0..len) that can be encoded now: all at the end of the file, else up to
- * the end of the last pre-token that is followed by at least 4 more bytes. */
-static size_t tokenize_cut(const char *buf, size_t len, int eof)
+/* The bytes of buf[0..len) that can be encoded now: all at the end of the file (or for
+ * bytes); chars: up to the start of the last character; BPE: up to the end of the last
+ * pre-token that is followed by at least 4 more bytes. */
+static size_t tokenize_cut(tokenizer_kind_t kind, const char *buf, size_t len, int eof)
 {
-    if (eof) return len;
+    if (eof || kind == TOKENIZER_BYTES) return len;
+    if (kind == TOKENIZER_CHARS) {
+        size_t p = len;
+        while (p > 0 && len - p < 4 && ((unsigned char)buf[p - 1] & 0xC0) == 0x80) p--;
+        return p > 0 ? p - 1 : 0;
+    }
     size_t pos = 0, cut = 0;
     while (pos < len) {
         pos += bpe_pretoken_len(buf, len, pos);
@@ -62,7 +73,7 @@ static int tokenize_write_ids(FILE *out, const uint32_t *ids, size_t n, const ch
 }
 
 /* Encodes the text of in into out (after its header): the token count, or -1. */
-static long long tokenize_stream(const bpe_t *b, FILE *in, FILE *out, const char *name, long long total,
+static long long tokenize_stream(const tokenizer_t *t, FILE *in, FILE *out, const char *name, long long total,
                                  const char *outpath)
 {
     char *buf = malloc(TOKENIZE_CHUNK * 2);
@@ -74,11 +85,11 @@ static long long tokenize_stream(const bpe_t *b, FILE *in, FILE *out, const char
         size_t got = fread(buf + have, 1, TOKENIZE_CHUNK, in);
         have += got;
         eof = got < TOKENIZE_CHUNK;
-        size_t cut = tokenize_cut(buf, have, eof);
+        size_t cut = tokenize_cut(tokenizer_kind(t), buf, have, eof);
         uint32_t *ids = NULL;
         size_t n = 0;
-        if (bpe_encode(b, buf, cut, &ids, &n, err, sizeof err) < 0) {
-            fprintf(stderr, "pacer tokenize: %s\n", err);
+        if (tokenizer_encode(t, buf, cut, &ids, &n, err, sizeof err) < 0) {
+            fprintf(stderr, "pacer tokenize: %s: %s (in the %zu bytes from byte %lld)\n", name, err, cut, done);
             rc = -1;
             break;
         }
@@ -101,7 +112,7 @@ static long long tokenize_stream(const bpe_t *b, FILE *in, FILE *out, const char
 }
 
 /* DIR/SPLIT.txt into DIR/SPLIT.bin: 0, or -1 (reported). */
-static int tokenize_split(const bpe_t *b, const char *dir, const char *split)
+static int tokenize_split(const tokenizer_t *t, const char *dir, const char *split)
 {
     char in_path[TOKFILE_PATH_MAX], out_path[TOKFILE_PATH_MAX], tmp_path[TOKFILE_PATH_MAX + 8], name[16];
     snprintf(name, sizeof name, "%s.txt", split);
@@ -122,7 +133,7 @@ static int tokenize_split(const bpe_t *b, const char *dir, const char *split)
     int32_t header[TOKFILE_HEADER_BYTES / 4] = {TOKFILE_MAGIC, TOKFILE_VERSION, 0};
     long long count = -1;
     if (out && fwrite(header, sizeof header, 1, out) == 1)
-        count = tokenize_stream(b, in, out, name, st.st_size, tmp_path);
+        count = tokenize_stream(t, in, out, name, st.st_size, tmp_path);
     fclose(in);
     header[2] = (int32_t)count;
     int ok = out && count >= 0 && fseek(out, 0, SEEK_SET) == 0 && fwrite(header, sizeof header, 1, out) == 1;
@@ -137,36 +148,66 @@ static int tokenize_split(const bpe_t *b, const char *dir, const char *split)
     return 0;
 }
 
+/* The tokenizer --tokenizer names for the data set at dir: NULL with err naming what is wrong. */
+static tokenizer_t *tokenize_tokenizer(const char *spec, const char *dir, char *err, size_t errlen)
+{
+    if (strcmp(spec, "bytes") == 0 || strcmp(spec, "chars") == 0)
+        return tokenizer_for_dataset(spec, dir, NULL, NULL, NULL, err, errlen);
+    if (strncmp(spec, "bpe:", 4) != 0 || !spec[4]) {
+        snprintf(err, errlen,
+                 "--tokenizer: '%.60s' is not bytes, chars, bpe:VOCAB,MERGES (GPT-2's vocab.json and merges.txt) "
+                 "or bpe:TOKENIZER_JSON (Hugging Face's)",
+                 spec);
+        return NULL;
+    }
+    char vocab[TOKFILE_PATH_MAX];
+    const char *comma = strchr(spec + 4, ',');
+    if (!comma) return tokenizer_bpe_hf_file(spec + 4, err, errlen);
+    if ((size_t)(comma - spec - 4) >= sizeof vocab) {
+        snprintf(err, errlen, "--tokenizer: the vocab path is too long");
+        return NULL;
+    }
+    memcpy(vocab, spec + 4, (size_t)(comma - spec - 4));
+    vocab[comma - spec - 4] = 0;
+    return tokenizer_bpe_files(vocab, comma + 1, err, errlen);
+}
+
+/* DIR/tokens.tokenizer, after the shards: 0, or -1 (reported). */
+static int tokenize_save(const tokenizer_t *t, const char *dir)
+{
+    char path[TOKFILE_PATH_MAX], err[TOKFILE_PATH_MAX + 256];
+    if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, TOKENIZER_DATASET_FILE) >= sizeof path) {
+        fprintf(stderr, "pacer tokenize: the path %s is too long\n", dir);
+        return -1;
+    }
+    if (tokenizer_save(t, path, err, sizeof err) != 0) {
+        fprintf(stderr, "pacer tokenize: %s\n", err);
+        return -1;
+    }
+    printf("%s: %s, vocabulary %d\n", path, tokenizer_kind_name(t), tokenizer_vocab_size(t));
+    return 0;
+}
+
 int cmd_tokenize(const cli_args_t *a)
 {
-    const char *spec = a->tokenizer;
-    if (!spec || strncmp(spec, "bpe:", 4) != 0 || !spec[4]) {
-        fprintf(stderr, "pacer tokenize: --tokenizer bpe:VOCAB,MERGES (GPT-2's vocab.json and merges.txt) or "
-                        "bpe:TOKENIZER_JSON (Hugging Face's) is required\n");
+    if (!a->tokenizer || !*a->tokenizer) {
+        fprintf(stderr, "pacer tokenize: --tokenizer bytes, chars, bpe:VOCAB,MERGES (GPT-2's vocab.json and "
+                        "merges.txt) or bpe:TOKENIZER_JSON (Hugging Face's) is required\n");
         return CLI_EXIT_USAGE;
     }
-    char vocab[TOKFILE_PATH_MAX], err[512];
-    const char *comma = strchr(spec + 4, ',');
-    bpe_t *b = NULL;
-    if (!comma) {
-        b = bpe_load_hf_file(spec + 4, err, sizeof err);
-    } else if ((size_t)(comma - spec - 4) >= sizeof vocab) {
-        snprintf(err, sizeof err, "--tokenizer: the vocab path is too long");
-    } else {
-        memcpy(vocab, spec + 4, (size_t)(comma - spec - 4));
-        vocab[comma - spec - 4] = 0;
-        b = bpe_load_files(vocab, comma + 1, err, sizeof err);
-    }
-    if (!b) {
+    char err[TOKFILE_PATH_MAX + 512];
+    tokenizer_t *t = tokenize_tokenizer(a->tokenizer, a->arg, err, sizeof err);
+    if (!t) {
         fprintf(stderr, "pacer tokenize: %s\n", err);
         return CLI_EXIT_USAGE;
     }
-    if (bpe_vocab_size(b) > 65536) {
-        fprintf(stderr, "pacer tokenize: %d tokens do not fit llm.c's uint16 shards\n", bpe_vocab_size(b));
-        bpe_free(b);
+    if (tokenizer_vocab_size(t) > 65536) {
+        fprintf(stderr, "pacer tokenize: %d tokens do not fit llm.c's uint16 shards\n", tokenizer_vocab_size(t));
+        tokenizer_free(t);
         return CLI_EXIT_USAGE;
     }
-    int rc = tokenize_split(b, a->arg, "train") == 0 && tokenize_split(b, a->arg, "val") == 0;
-    bpe_free(b);
+    int rc = tokenize_split(t, a->arg, "train") == 0 && tokenize_split(t, a->arg, "val") == 0 &&
+             tokenize_save(t, a->arg) == 0;
+    tokenizer_free(t);
     return rc ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 }

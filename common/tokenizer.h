@@ -28,6 +28,10 @@
 #define TOKENIZER_MAX_CHARS 65536             /* ids of a token file are uint16 */
 #define TOKENIZER_MAX_FILE_BYTES (160u << 20) /* a saved file: two BPE sources and headers */
 #define TOKENIZER_FILE_SUFFIX ".tokenizer"
+/* The tokenizer `pacer tokenize` writes beside a token data set's shards (DIR/train.bin,
+ * DIR/val.bin): a "tokens" data set that holds it trains with it, and the worker saves it
+ * beside the job's checkpoints as a text job's, so that generation decodes the right ids. */
+#define TOKENIZER_DATASET_FILE "tokens.tokenizer"
 
 typedef enum { TOKENIZER_BYTES, TOKENIZER_CHARS, TOKENIZER_BPE } tokenizer_kind_t;
 

@@ -164,7 +164,10 @@ static int load_model(const job_spec_t *spec, const char *path, model_t **m, mod
                        .block = spec->gpt.block_size       ? spec->gpt.block_size
                                 : spec->dataset.block_size ? spec->dataset.block_size
                                                            : 64,
-                       .vocab = spec->gpt.vocab_size ? spec->gpt.vocab_size : tokenizer_vocab_size(*tok),
+                       /* as the worker sized it: a token data set's vocab_size, else the tokenizer's */
+                       .vocab = spec->gpt.vocab_size       ? spec->gpt.vocab_size
+                                : spec->dataset.vocab_size ? spec->dataset.vocab_size
+                                                           : tokenizer_vocab_size(*tok),
                        .bias = spec->gpt.bias,
                        .tie = spec->gpt.tie_embeddings};
     if (model_create_gpt(spec->model, g, 1, m, why, sizeof why) != 0) {

@@ -253,6 +253,30 @@ static int save_tokenizer(const worker_t *w, const job_spec_t *spec, const token
     return DATA_OK;
 }
 
+/* The tokenizer `pacer tokenize` left beside a token data set's shards
+ * (DIR/tokens.tokenizer), into *tok: DATA_OK with NULL when there is none (shards from
+ * elsewhere: their ids mean what the user says), or an error when it does not read back or
+ * has more ids than dataset.vocab_size (the model could not embed them). */
+static int tokens_tokenizer(const job_spec_t *spec, tokenizer_t **tok, char *err, size_t errlen)
+{
+    char path[SPEC_PATH_MAX + sizeof TOKENIZER_DATASET_FILE + 1], why[1024];
+    *tok = NULL;
+    snprintf(path, sizeof path, "%s/%s", spec->dataset.path, TOKENIZER_DATASET_FILE);
+    if (access(path, F_OK) != 0) return DATA_OK;
+    if (!(*tok = tokenizer_load(path, why, sizeof why)))
+        return errmsg_code(err, errlen, DATA_EFORMAT, "dataset.path: the tokenizer %s", why);
+    if (tokenizer_vocab_size(*tok) > spec->dataset.vocab_size) {
+        const int n = tokenizer_vocab_size(*tok);
+        tokenizer_free(*tok);
+        *tok = NULL;
+        return errmsg_code(err, errlen, DATA_EFORMAT,
+                           "dataset.vocab_size %d is smaller than the vocabulary of %s (%d ids): it must be at least "
+                           "%d",
+                           spec->dataset.vocab_size, path, n, n);
+    }
+    return DATA_OK;
+}
+
 /* A text or token data set in windows of block tokens (its vocabulary into w->data.classes). */
 static int load_text(worker_t *w, const job_spec_t *spec, int block, char *err, size_t errlen)
 {
@@ -264,6 +288,8 @@ static int load_text(worker_t *w, const job_spec_t *spec, int block, char *err, 
         tok = tokenizer_for_dataset(spec->dataset.tokenizer, spec->dataset.path, spec->dataset.tokenizer_vocab,
                                     spec->dataset.tokenizer_merges, spec->dataset.tokenizer_file, why, sizeof why);
         if (!tok) return errmsg_code(err, errlen, DATA_EFORMAT, "dataset.tokenizer: %s", why);
+    } else if (tokens_tokenizer(spec, &tok, err, errlen) != DATA_OK) {
+        return DATA_EFORMAT;
     }
     char cache[SPEC_PATH_MAX];
     if (spec->dataset.cache_dir[0]) snprintf(cache, sizeof cache, "%s", spec->dataset.cache_dir);
@@ -272,7 +298,7 @@ static int load_text(worker_t *w, const job_spec_t *spec, int block, char *err, 
                                .path = spec->dataset.path,
                                .block = block,
                                .vocab = spec->dataset.vocab_size,
-                               .tokenizer = tok,
+                               .tokenizer = f == CATALOG_FORMAT_TEXT ? tok : NULL,
                                .cache_dir = cache};
     snprintf(w->data_format, sizeof w->data_format, "%s", catalog_format_name(f));
     memset(&w->data, 0, sizeof w->data);

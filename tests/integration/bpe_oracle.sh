@@ -76,7 +76,7 @@ expect_refusal() { # WHAT TOKENIZER PATTERN
 printf '{"a": 0' >"$TMP/bad.json"
 printf '{"a": -1}' >"$TMP/neg.json"
 printf '#version: 0.2\nĠ\n' >"$TMP/bad.txt"
-expect_refusal "no --tokenizer" "" "tokenizer bpe:VOCAB,MERGES"
+expect_refusal "no --tokenizer" "" "tokenizer bytes, chars, bpe:VOCAB,MERGES.* is required"
 expect_refusal "truncated vocab.json" "bpe:$TMP/bad.json,$TMP/merges.txt" "vocab.json"
 expect_refusal "a negative id" "bpe:$TMP/neg.json,$TMP/merges.txt" "is not an integer in"
 expect_refusal "a merge line of one token" "bpe:$TMP/vocab.json,$TMP/bad.txt" "merges.txt line 1"

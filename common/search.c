@@ -9,7 +9,7 @@
 #include "errmsg.h"
 #include "rng.h"
 
-static const char *const METHODS[] = {"random", "grid", "asha"};
+static const char *const METHODS[] = {"random", "grid", "asha", "pbt"};
 static const char *const DISTS[] = {"log_uniform", "uniform", "choice", "int"};
 static const char *const METRICS[] = {"test_accuracy", "test_loss", "loss"};
 
@@ -170,8 +170,10 @@ static int grid_trials(search_t *s, long given, char *err, size_t errlen)
     return 0;
 }
 
-static const char *const KNOWN[] = {"method", "trials",           "max_concurrent", "metric", "mode",
-                                    "seed",   "reduction_factor", "min_epochs",     "space",  NULL};
+static const char *const KNOWN[] = {"method",           "trials",     "max_concurrent",
+                                    "metric",           "mode",       "seed",
+                                    "reduction_factor", "min_epochs", "perturbation_interval",
+                                    "quantile",         "space",      NULL};
 
 static int known_keys(const json_t *o, char *err, size_t errlen)
 {
@@ -187,15 +189,55 @@ static int known_keys(const json_t *o, char *err, size_t errlen)
     return 0;
 }
 
+/* PBT's fields (perturbation_interval, quantile) and what a pbt search needs; the fields
+ * are refused by name for the other methods, which have no use for them. */
+static int pbt_parse(const json_t *o, search_t *s, char *err, size_t errlen)
+{
+    const json_t *q = json_object_get(o, "quantile");
+    if (s->method != SEARCH_PBT) {
+        if (q || json_object_get(o, "perturbation_interval"))
+            return errmsg(err, errlen, "search.%s: only a pbt search has it", q ? "quantile" : "perturbation_interval");
+        return 0;
+    }
+    long interval = 1;
+    if (int_member(o, "perturbation_interval", 1, SEARCH_EPOCHS_MAX, 1, &interval, err, errlen) != 0) return -1;
+    s->interval = (int)interval;
+    s->quantile = 0.25;
+    if (q && (!json_is_number(q) || !(json_number_value(q) > 0 && json_number_value(q) <= 0.5)))
+        return errmsg(err, errlen, "search.quantile: must be a number in (0, 0.5] (the bottom fraction that exploits)");
+    if (q) s->quantile = json_number_value(q);
+    if (s->trials < 2)
+        return errmsg(err, errlen, "search.trials: a pbt search needs a population of at least 2 trials");
+    long points = (s->epochs - 1) / interval;
+    if (points < 1)
+        return errmsg(err, errlen,
+                      "search.perturbation_interval: %ld leaves no perturbation point before the last of the spec's "
+                      "%d epochs",
+                      interval, s->epochs);
+    if (points > SEARCH_RUNGS_MAX)
+        return errmsg(err, errlen,
+                      "search.perturbation_interval: %ld gives %ld perturbation points in %d epochs, at most %d: "
+                      "use at least %d",
+                      interval, points, s->epochs, SEARCH_RUNGS_MAX, (s->epochs - 1) / SEARCH_RUNGS_MAX + 1);
+    /* an exploit resumes another trial's checkpoint under this trial's values: only what a
+     * checkpoint does not depend on may differ (the model, batches and data must not) */
+    for (int i = 0; i < s->nparams; i++) {
+        const char *k = s->params[i].key;
+        if (strncmp(k, "optimizer.", 10) != 0 || strcmp(k, "optimizer.kind") == 0)
+            return errmsg(err, errlen,
+                          "search.space.%s: a pbt search may search only optimizer fields but optimizer.kind (a trial "
+                          "goes on from another trial's checkpoint, which must fit its model and batches)",
+                          k);
+    }
+    return 0;
+}
+
 int search_parse(const json_t *o, int epochs, search_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!json_is_object(o)) return errmsg(err, errlen, "search: must be an object");
-    const char *m = json_string_value(json_object_get(o, "method"));
-    if (m && strcmp(m, "pbt") == 0)
-        return errmsg(err, errlen, "search.method: pbt is not supported yet (asha, random or grid)");
     if (known_keys(o, err, errlen) != 0) return -1;
-    int method = enum_member(o, "method", METHODS, 3, -1, err, errlen);
+    int method = enum_member(o, "method", METHODS, 4, -1, err, errlen);
     if (method < 0) return -1;
     out->method = (search_method_t)method;
     int metric = enum_member(o, "metric", METRICS, 3, 0, err, errlen);
@@ -227,7 +269,7 @@ int search_parse(const json_t *o, int epochs, search_t *out, char *err, size_t e
         out->trials = (int)trials;
     }
     out->max_concurrent = conc == 0 || conc > out->trials ? out->trials : (int)conc;
-    return 0;
+    return pbt_parse(o, out, err, errlen);
 }
 
 json_t *search_to_json(const search_t *s)
@@ -246,6 +288,10 @@ json_t *search_to_json(const search_t *s)
     if (o && s->method == SEARCH_ASHA) {
         json_object_set_new(o, "min_epochs", json_integer(s->min_epochs));
         json_object_set_new(o, "reduction_factor", json_integer(s->reduction_factor));
+    }
+    if (o && s->method == SEARCH_PBT) {
+        json_object_set_new(o, "perturbation_interval", json_integer(s->interval));
+        json_object_set_new(o, "quantile", json_real(s->quantile));
     }
     return o;
 }
@@ -304,8 +350,13 @@ json_t *search_trial_params(const search_t *s)
 
 int search_rungs(const search_t *s, int *rungs, int max)
 {
-    if (s->method != SEARCH_ASHA) return 0;
     int n = 0;
+    if (s->method == SEARCH_PBT) {
+        for (long e = s->interval; e < s->epochs && n < max && n < SEARCH_RUNGS_MAX; e += s->interval)
+            rungs[n++] = (int)e;
+        return n;
+    }
+    if (s->method != SEARCH_ASHA) return 0;
     for (long e = s->min_epochs; e < s->epochs && n < max && n < SEARCH_RUNGS_MAX; e *= s->reduction_factor)
         rungs[n++] = (int)e;
     return n;
@@ -343,6 +394,88 @@ int search_asha_continue(const double *recorded, int n, double value, int rf, in
     double cutoff;
     if (search_cutoff(recorded, n, rf, mode_max, &cutoff) != 0) return 1;
     return (mode_max ? value : -value) >= cutoff;
+}
+
+/* A draw's rng for trial self at point `point`, tag telling the exploit's from the
+ * explore's: the same arrivals give the same decisions whatever else happened. */
+static void pbt_rng(rng_t *r, const search_t *s, int self, int point, int tag)
+{
+    rng_seed(r, s->seed * 0x9E3779B97F4A7C15ULL ^ ((uint64_t)(unsigned)self << 24) ^ ((uint64_t)(unsigned)point << 4) ^
+                    (uint64_t)tag);
+}
+
+typedef struct {
+    double v; /* oriented: larger is better */
+    int trial;
+} ranked_t;
+
+static int ranked_order(const void *a, const void *b)
+{
+    const ranked_t *x = a, *y = b;
+    if (x->v != y->v) return x->v > y->v ? -1 : 1;
+    return x->trial - y->trial;
+}
+
+int search_pbt_exploit(const search_t *s, const double *values, const int *trials, int n, int self, double value,
+                       int point)
+{
+    ranked_t *r = malloc(sizeof *r * (size_t)(n > 0 ? n : 1));
+    if (!r) return -1;
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (isfinite(values[i]) && trials[i] != self)
+            r[m++] = (ranked_t){s->mode_max ? values[i] : -values[i], trials[i]};
+    double sv = isfinite(value) ? (s->mode_max ? value : -value) : -INFINITY;
+    int total = m + 1, q = (int)ceil(s->quantile * total - 1e-9);
+    if (q > total / 2) q = total / 2;
+    int above = 0; /* others ranked before self: ties go first */
+    for (int i = 0; i < m; i++) above += r[i].v >= sv;
+    int donor = -1;
+    if (q >= 1 && above >= total - q) {
+        qsort(r, (size_t)m, sizeof *r, ranked_order);
+        int better = 0;
+        while (better < q && better < m && r[better].v > sv) better++;
+        if (better > 0) {
+            rng_t g;
+            pbt_rng(&g, s, self, point, 1);
+            donor = r[rng_below(&g, (uint32_t)better)].trial;
+        }
+    }
+    free(r);
+    return donor;
+}
+
+static json_t *pbt_perturb(const search_param_t *p, const json_t *v, rng_t *r)
+{
+    double f = rng_below(r, 2) ? 1.2 : 0.8;
+    if (p->dist == SEARCH_CHOICE) {
+        int n = (int)json_array_size(p->choices), at = -1;
+        for (int i = 0; i < n && at < 0; i++)
+            if (v && json_equal(json_array_get(p->choices, (size_t)i), (json_t *)v)) at = i;
+        if (at < 0 || unit(r) < SEARCH_PBT_RESAMPLE) at = (int)rng_below(r, (uint32_t)n);
+        else at = f > 1 ? (at + 1 < n ? at + 1 : at) : (at > 0 ? at - 1 : 0);
+        return json_deep_copy(json_array_get(p->choices, (size_t)at));
+    }
+    if (!json_is_number(v)) return draw(p, r); /* a damaged donor: a fresh value */
+    double x = json_number_value(v) * f;
+    x = x < p->lo ? p->lo : x > p->hi ? p->hi : x;
+    if (p->dist == SEARCH_INT) return json_integer((json_int_t)llround(x));
+    return json_real(round6(x));
+}
+
+json_t *search_pbt_explore(const search_t *s, const json_t *donor, int self, int point)
+{
+    rng_t r;
+    pbt_rng(&r, s, self, point, 2);
+    json_t *o = json_object();
+    for (int i = 0; o && i < s->nparams; i++) {
+        json_t *v = pbt_perturb(&s->params[i], json_object_get(donor, s->params[i].key), &r);
+        if (!v || json_object_set_new(o, s->params[i].key, v) != 0) {
+            json_decref(o);
+            return NULL;
+        }
+    }
+    return o;
 }
 
 int search_apply(json_t *spec, const char *key, json_t *value)

@@ -578,6 +578,8 @@ static int body_parts(const json_t *body, exp_t *e, char *err, size_t errlen)
     e->spec = json_deep_copy(spec);
     json_object_set_new(e->spec, "epochs", json_integer(epochs)); /* the default, made explicit */
     if (search_parse(json_object_get(body, "search"), epochs, &e->search, err, errlen) != 0) return -1;
+    if (e->search.method == SEARCH_PBT)
+        return errmsg(err, errlen, "search.method: pbt is not supported yet (asha, random or grid)");
     e->search_doc = search_to_json(&e->search);
     e->params = search_trial_params(&e->search);
     e->nrungs = search_rungs(&e->search, e->rungs, SEARCH_RUNGS_MAX);

@@ -7,7 +7,9 @@
  * Properties checked (an abort is a finding): an accepted search has 1 to
  * SEARCH_TRIALS_MAX trials and max_concurrent within them; each trial's params has one
  * value per searched field, inside its range; the rungs rise strictly and stay below the
- * epochs; and the normalised search (search_to_json) parses again to the same trial set.
+ * epochs; the normalised search (search_to_json) parses again to the same trial set; and
+ * for pbt, every trial's explored params stay inside the space and an exploit names another
+ * trial that did strictly better, the same one when asked again.
  */
 #include <math.h>
 #include <stdint.h>
@@ -67,6 +69,33 @@ static void trial_specs(json_t *all, int epochs)
     free(s);
 }
 
+/* PBT's rules on the trial set: trial t's values are taken from the input's bytes. */
+static void check_pbt(const search_t *s, json_t *all, const uint8_t *data, size_t size)
+{
+    int n = s->trials < 16 ? s->trials : 16;
+    json_t *explored = json_array();
+    double v[16];
+    int who[16];
+    for (int t = 0; t < n; t++) {
+        v[t] = t < (int)size ? data[t] / 255.0 : NAN;
+        who[t] = t;
+        json_array_append_new(explored, search_pbt_explore(s, json_array_get(all, (size_t)t), t, t + 1));
+    }
+    json_t *fill = search_trial_params(s); /* check_params wants one object per trial */
+    for (int t = n; t < s->trials; t++) json_array_append(explored, json_array_get(fill, (size_t)t));
+    check_params(s, explored);
+    json_decref(fill);
+    json_decref(explored);
+    for (int self = 0; self < n; self++) {
+        double mine = self + 1 < (int)size ? data[self + 1] / 255.0 : NAN;
+        int d = search_pbt_exploit(s, v, who, n, self, mine, 1);
+        check(d == search_pbt_exploit(s, v, who, n, self, mine, 1), "an exploit is deterministic");
+        if (d < 0) continue;
+        check(d != self && d < n && isfinite(v[d]), "an exploit names another trial with a value");
+        check(!isfinite(mine) || (s->mode_max ? v[d] > mine : v[d] < mine), "the donor did strictly better");
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1) return 0;
@@ -85,6 +114,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int n = search_rungs(&s, rungs, SEARCH_RUNGS_MAX);
         for (int k = 0; k < n; k++) check(rungs[k] < epochs && (k == 0 || rungs[k] > rungs[k - 1]), "rungs rise");
         trial_specs(all, epochs);
+        if (s.method == SEARCH_PBT) check_pbt(&s, all, data, size);
         json_t *norm = search_to_json(&s);
         search_t again;
         check(norm && search_parse(norm, epochs, &again, err, sizeof err) == 0, "the normalised search parses");

@@ -94,6 +94,10 @@ static int parse_fields(json_t *root, const char *file, const sched_cluster_t *c
     char why[400];
     if (search_parse(search, (int)ep, &e->search, why, sizeof why) != 0)
         return errmsg(err, errlen, "%s: %s", file, why);
+    /* the simulator's trials follow a synthetic curve: there is no checkpoint to exploit */
+    if (e->search.method == SEARCH_PBT)
+        return errmsg(err, errlen, "%s: search.method: the simulator runs asha, random and grid searches, not pbt",
+                      file);
     return 0;
 }
 

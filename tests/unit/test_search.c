@@ -1,6 +1,7 @@
 /* tests/unit/test_search.c - the pure rules of a search (common/search.h): ASHA's decision
  * for scripted sequences of metrics, its rungs, the trial sets of grid and random for a
- * seed (the ones docs/EXPERIMENTS.md documents), and the refusals of a bad search object. */
+ * seed (the ones docs/EXPERIMENTS.md documents), PBT's exploit and explore for scripted
+ * arrivals (deterministic for a seed), and the refusals of a bad search object. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -15,6 +16,8 @@
 #include <jansson.h>
 
 #include "search.h"
+
+#define PBT_PIN_DONOR 1
 
 static json_t *load(const char *text)
 {
@@ -213,8 +216,7 @@ static void test_refusals(void **state)
     (void)state;
     const char *sp = "\"space\":{\"optimizer.lr\":{\"log_uniform\":[0.001,0.1]}}";
     char buf[512];
-    parse_bad("{\"method\":\"pbt\",\"trials\":4}", "pbt is not supported");
-    parse_bad("{\"method\":\"bayes\",\"trials\":4}", "search.method: must be one of random, grid, asha");
+    parse_bad("{\"method\":\"bayes\",\"trials\":4}", "search.method: must be one of random, grid, asha, pbt");
     parse_bad("[1]", "search: must be an object");
     snprintf(buf, sizeof buf, "{\"method\":\"random\",%s}", sp);
     parse_bad(buf, "search.trials: missing");
@@ -250,6 +252,167 @@ static void test_refusals(void **state)
               "int needs [a, b], integers");
 }
 
+
+static void test_pbt_parse(void **state)
+{
+    (void)state;
+    search_t s;
+    parse_ok("{\"method\":\"pbt\",\"trials\":4,\"seed\":3,\"space\":{\"optimizer.lr\":{\"log_uniform\":[0.001,0.1]}}}",
+             5, &s);
+    assert_int_equal(s.method, SEARCH_PBT);
+    assert_int_equal(s.interval, 1);
+    assert_true(s.quantile == 0.25);
+    int rungs[SEARCH_RUNGS_MAX];
+    assert_int_equal(search_rungs(&s, rungs, SEARCH_RUNGS_MAX), 4); /* 1, 2, 3, 4 of 5 */
+    assert_int_equal(rungs[3], 4);
+    json_t *doc = search_to_json(&s);
+    assert_int_equal(json_integer_value(json_object_get(doc, "perturbation_interval")), 1);
+    assert_true(json_real_value(json_object_get(doc, "quantile")) == 0.25);
+    search_t again;
+    char err[256];
+    assert_int_equal(search_parse(doc, 5, &again, err, sizeof err), 0); /* what is stored parses again */
+    json_decref(doc);
+    search_free(&again);
+    search_free(&s);
+    parse_ok("{\"method\":\"pbt\",\"trials\":2,\"perturbation_interval\":2,\"quantile\":0.5,"
+             "\"space\":{\"optimizer.momentum\":{\"uniform\":[0.5,0.9]}}}",
+             6, &s);
+    assert_int_equal(search_rungs(&s, rungs, SEARCH_RUNGS_MAX), 2); /* 2, 4 of 6 */
+    assert_int_equal(rungs[0], 2);
+    assert_int_equal(rungs[1], 4);
+    search_free(&s);
+
+    const char *sp = "\"space\":{\"optimizer.lr\":{\"log_uniform\":[0.001,0.1]}}";
+    char buf[512];
+    snprintf(buf, sizeof buf, "{\"method\":\"pbt\",\"trials\":4,\"quantile\":0.6,%s}", sp);
+    parse_bad(buf, "search.quantile: must be a number in (0, 0.5]");
+    snprintf(buf, sizeof buf, "{\"method\":\"pbt\",\"trials\":4,\"quantile\":\"x\",%s}", sp);
+    parse_bad(buf, "search.quantile: must be a number");
+    snprintf(buf, sizeof buf, "{\"method\":\"pbt\",\"trials\":4,\"perturbation_interval\":4,%s}", sp);
+    parse_bad(buf, "search.perturbation_interval: 4 leaves no perturbation point before the last of the spec's 4");
+    snprintf(buf, sizeof buf, "{\"method\":\"pbt\",\"trials\":4,\"perturbation_interval\":0,%s}", sp);
+    parse_bad(buf, "search.perturbation_interval: must be an integer from 1");
+    snprintf(buf, sizeof buf, "{\"method\":\"pbt\",\"trials\":1,%s}", sp);
+    parse_bad(buf, "search.trials: a pbt search needs a population of at least 2 trials");
+    snprintf(buf, sizeof buf, "{\"method\":\"asha\",\"trials\":4,\"perturbation_interval\":1,%s}", sp);
+    parse_bad(buf, "search.perturbation_interval: only a pbt search has it");
+    snprintf(buf, sizeof buf, "{\"method\":\"random\",\"trials\":4,\"quantile\":0.2,%s}", sp);
+    parse_bad(buf, "search.quantile: only a pbt search has it");
+    parse_bad("{\"method\":\"pbt\",\"trials\":4,\"space\":{\"batch_size\":{\"choice\":[32,64]}}}",
+              "search.space.batch_size: a pbt search may search only optimizer fields");
+    parse_bad("{\"method\":\"pbt\",\"trials\":4,\"space\":{\"optimizer.kind\":{\"choice\":[\"sgd\",\"adamw\"]}}}",
+              "search.space.optimizer.kind: a pbt search may search only optimizer fields but optimizer.kind");
+    /* at most SEARCH_RUNGS_MAX points: 100 epochs need an interval of 7 */
+    json_t *o = load("{\"method\":\"pbt\",\"trials\":4,\"space\":{\"optimizer.lr\":{\"uniform\":[0.01,0.1]}}}");
+    assert_int_equal(search_parse(o, 100, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "search.perturbation_interval: 1 gives 99 perturbation points in 100 epochs, at most "
+                                "16: use at least 7"));
+    search_free(&s);
+    json_decref(o);
+}
+
+/* A scripted population of 4 (quantile 0.25: the bottom 1 of up to 4 values exploits the
+ * top 1): the decisions at one point as the values arrive. */
+static void test_pbt_exploit_scripted(void **state)
+{
+    (void)state;
+    search_t s;
+    parse_ok("{\"method\":\"pbt\",\"trials\":4,\"seed\":5,\"space\":{\"optimizer.lr\":{\"log_uniform\":[0.001,0.1]}}}",
+             4, &s);
+    double v[4] = {0.5, 0.7, 0.3, 0.6};
+    int who[4] = {0, 1, 2, 3};
+    /* t0 first: nothing to rank against */
+    assert_int_equal(search_pbt_exploit(&s, v, who, 0, 0, v[0], 1), -1);
+    /* t1 (0.7) against {0.5}: not at the bottom */
+    assert_int_equal(search_pbt_exploit(&s, v, who, 1, 1, v[1], 1), -1);
+    /* t2 (0.3) against {0.5, 0.7}: the bottom 1 of 3, continues from the top 1, t1 */
+    assert_int_equal(search_pbt_exploit(&s, v, who, 2, 2, v[2], 1), 1);
+    /* t3 (0.6) against {0.5, 0.7, 0.3}: second of 4, goes on */
+    assert_int_equal(search_pbt_exploit(&s, v, who, 3, 3, v[3], 1), -1);
+    /* t0 had it arrived last (0.5 against 0.7, 0.3, 0.6): third of 4, not the bottom 1 */
+    assert_int_equal(search_pbt_exploit(&s, v + 1, who + 1, 3, 0, 0.5, 1), -1);
+    /* a tie with the only other value: at the bottom, but nobody did strictly better */
+    double tie[1] = {0.5};
+    int t1[1] = {1};
+    assert_int_equal(search_pbt_exploit(&s, tie, t1, 1, 0, 0.5, 1), -1);
+    /* a non-finite value ranks last; non-finite recorded values are left out */
+    double nanv[2] = {NAN, 0.2};
+    int t12[2] = {1, 2};
+    assert_int_equal(search_pbt_exploit(&s, nanv, t12, 2, 0, NAN, 1), 2);
+    assert_int_equal(search_pbt_exploit(&s, nanv, t12, 1, 0, 0.9, 1), -1); /* NaN alone: nothing to rank */
+    /* mode min (a loss): the larger value is the worse */
+    s.mode_max = 0;
+    double loss[2] = {1.5, 0.4};
+    int t01[2] = {0, 1};
+    assert_int_equal(search_pbt_exploit(&s, loss, t01, 2, 2, 2.0, 1), 1);
+    assert_int_equal(search_pbt_exploit(&s, loss, t01, 2, 2, 0.3, 1), -1);
+    s.mode_max = 1;
+    /* quantile 0.5 of 4: the bottom 2 exploit one of the top 2, drawn from the seed, the
+     * trial and the point: the same every time, and both donors are drawn for some point */
+    s.quantile = 0.5;
+    double w[3] = {0.9, 0.8, 0.1};
+    int t013[3] = {0, 1, 3};
+    int seen[2] = {0, 0};
+    for (int point = 1; point <= 16; point++) {
+        int d = search_pbt_exploit(&s, w, t013, 3, 2, 0.2, point);
+        assert_true(d == 0 || d == 1);
+        assert_int_equal(search_pbt_exploit(&s, w, t013, 3, 2, 0.2, point), d);
+        seen[d] = 1;
+    }
+    assert_true(seen[0] && seen[1]);
+    /* pinned for seed 5 at point 1, so a change of the draw shows here */
+    assert_int_equal(search_pbt_exploit(&s, w, t013, 3, 2, 0.2, 1), PBT_PIN_DONOR);
+    assert_int_equal(search_pbt_exploit(&s, w, t013, 3, 2, 0.85, 1), -1); /* second of 4 */
+    search_free(&s);
+}
+
+static void test_pbt_explore(void **state)
+{
+    (void)state;
+    search_t s;
+    parse_ok("{\"method\":\"pbt\",\"trials\":4,\"seed\":5,\"space\":{\"optimizer.lr\":{\"log_uniform\":[0.001,0.1]},"
+             "\"optimizer.momentum\":{\"uniform\":[0.5,0.95]},\"optimizer.nesterov\":{\"choice\":[false,true]},"
+             "\"optimizer.lr_schedule.warmup_epochs\":{\"int\":[0,10]}}}",
+             4, &s);
+    json_t *donor = load("{\"optimizer.lr\":0.01,\"optimizer.momentum\":0.9,\"optimizer.nesterov\":false,"
+                         "\"optimizer.lr_schedule.warmup_epochs\":5}");
+    int lr_up = 0, lr_down = 0;
+    for (int point = 1; point <= 16; point++) {
+        json_t *p = search_pbt_explore(&s, donor, 2, point), *q = search_pbt_explore(&s, donor, 2, point);
+        assert_non_null(p);
+        assert_true(json_equal(p, q)); /* deterministic */
+        double lr = json_real_value(json_object_get(p, "optimizer.lr"));
+        double mom = json_real_value(json_object_get(p, "optimizer.momentum"));
+        json_int_t wu = json_integer_value(json_object_get(p, "optimizer.lr_schedule.warmup_epochs"));
+        assert_true(lr == 0.012 || lr == 0.008);
+        lr_up += lr == 0.012;
+        lr_down += lr == 0.008;
+        assert_true(mom == 0.72 || mom == 0.95); /* 0.9 x 1.2 clipped to the bound */
+        assert_true(wu == 4 || wu == 6);
+        assert_true(json_is_boolean(json_object_get(p, "optimizer.nesterov")));
+        json_decref(p);
+        json_decref(q);
+    }
+    assert_true(lr_up > 0 && lr_down > 0);
+    /* a choice moves to a neighbour, clipped at the ends, or is drawn again */
+    search_free(&s);
+    parse_ok("{\"method\":\"pbt\",\"trials\":2,\"seed\":1,\"space\":{\"optimizer.lr\":{\"choice\":[0.1,0.01,0.001]}}}",
+             4, &s);
+    json_t *mid = load("{\"optimizer.lr\":0.01}");
+    int moved[3] = {0, 0, 0};
+    for (int point = 1; point <= 40; point++) {
+        json_t *p = search_pbt_explore(&s, mid, 0, point);
+        double lr = json_real_value(json_object_get(p, "optimizer.lr"));
+        assert_true(lr == 0.1 || lr == 0.01 || lr == 0.001);
+        moved[lr == 0.1 ? 0 : lr == 0.01 ? 1 : 2]++;
+        json_decref(p);
+    }
+    assert_true(moved[0] > 0 && moved[2] > 0);
+    json_decref(mid);
+    json_decref(donor);
+    search_free(&s);
+}
+
 static void test_apply(void **state)
 {
     (void)state;
@@ -274,6 +437,9 @@ int main(void)
         cmocka_unit_test(test_grid_set),
         cmocka_unit_test(test_random_set),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_pbt_parse),
+        cmocka_unit_test(test_pbt_exploit_scripted),
+        cmocka_unit_test(test_pbt_explore),
         cmocka_unit_test(test_apply),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -364,6 +364,7 @@ static const char *act_verb(user_action_t a)
     switch (a) {
     case USER_ACT_CANCEL: return "cancel";
     case USER_ACT_RETRY: return "retry";
+    case USER_ACT_GENERATE: return "generate from";
     case USER_ACT_MODEL_PUT: return "replace";
     case USER_ACT_MODEL_DELETE: return "delete";
     case USER_ACT_SUBMIT: return "submit jobs";
@@ -381,6 +382,7 @@ static const char *act_what(user_action_t a)
     switch (a) {
     case USER_ACT_CANCEL: return "cancel jobs";
     case USER_ACT_RETRY: return "retry jobs";
+    case USER_ACT_GENERATE: return "generate text from jobs";
     case USER_ACT_MODEL_PUT: return "upload models";
     case USER_ACT_MODEL_DELETE: return "delete models";
     default: return act_verb(a);

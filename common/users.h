@@ -156,6 +156,8 @@ typedef enum {
     USER_ACT_SUBMIT,       /* POST /api/v1/jobs */
     USER_ACT_CANCEL,       /* DELETE /api/v1/jobs/{id} */
     USER_ACT_RETRY,        /* POST /api/v1/jobs/{id}/retry */
+    USER_ACT_GENERATE,     /* POST /api/v1/jobs/{id}/generate: as retry, unless the daemon lets
+                              every user generate (http/server.h's viewers_generate) */
     USER_ACT_MODEL_PUT,    /* PUT /api/v1/models/{name}: a new name, or a replacement */
     USER_ACT_MODEL_DELETE, /* DELETE /api/v1/models/{name} */
     USER_ACT_CLUSTER,      /* POST /api/v1/cluster/reload, /benchmark */
@@ -176,7 +178,7 @@ typedef struct {
 /* 1 when user (of role) may do act to t (NULL for actions on no object), else 0 with why
  * naming the rule ("members may cancel only their own jobs: j-3 is alice's"). Admins may
  * do anything; viewers only read; members read, submit, upload new models, renew their
- * own token, and cancel, retry, replace or delete what they own. Something with no owner
+ * own token, and cancel, retry, generate from, replace or delete what they own. Something with no owner
  * is an admin's to change. */
 int users_may(user_role_t role, const char *user, user_action_t act, const user_target_t *t, char *why, size_t whylen);
 

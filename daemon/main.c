@@ -71,6 +71,7 @@ enum {
     O_SIM_PLATFORMS,
     O_SIM_SLOTS,
     O_PUBLIC_READS,
+    O_VIEWERS_GENERATE,
     O_ALLOWED_HOST,
     O_SSE_PER_CLIENT,
     O_CONNS_PER_CLIENT,
@@ -120,6 +121,10 @@ static const opt_row_t OPTIONS[] = {
      "to local users and answers only a loopback Host",
      O_TOKEN_FILE},
     {"public-reads", 0, NULL, "with a token: the read-only API endpoints do not need it", O_PUBLIC_READS},
+    {"viewers-generate", 0, NULL,
+     "every user, viewers included, may generate text from any job (POST /api/v1/jobs/ID/generate, which "
+     "spends the cluster's CPU); default: only the job's owner and admins (a viewer's call is 403)",
+     O_VIEWERS_GENERATE},
     {"auth-reads", 0, NULL, "reads need the token (the default; kept for older scripts)", O_AUTH_READS},
     {"allowed-host", 1, "NAME",
      "without a token: also answer requests whose Host is NAME (repeatable; a name "
@@ -357,6 +362,7 @@ static const struct {
     {O_REFUSE_OVERSUB, SET_FLAG, offsetof(cli_t, cfg.refuse_oversubscribed), 0, 0},
     {O_JSON, SET_FLAG, offsetof(cli_t, json), 0, 0},
     {O_PUBLIC_READS, SET_FLAG, offsetof(cli_t, http.public_reads), 0, 0},
+    {O_VIEWERS_GENERATE, SET_FLAG, offsetof(cli_t, http.viewers_generate), 0, 0},
     {O_PREEMPT_MIN_RUN, SET_DUR, offsetof(cli_t, cfg.preempt_min_run_s), 0, 0},
     {O_FAIR_HALF_LIFE, SET_DUR, offsetof(cli_t, cfg.fair_half_life_s), 0, 0},
     {O_HETERO_MIN_RUN, SET_DUR, offsetof(cli_t, cfg.hetero_min_run_s), 0, 0},

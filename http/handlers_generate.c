@@ -1,6 +1,7 @@
 /* http/handlers_generate.c - POST /api/v1/jobs/{id}/generate: text from a job's checkpoint
  * (coordinator/textgen.h). Who may: admins on any job, a member on their own jobs, a viewer
- * never (routes.c gives it USER_ACT_RETRY's rule: it spends the cluster's CPU).
+ * never (USER_ACT_GENERATE, retry's rule: it spends the cluster's CPU); under the daemon's
+ * --viewers-generate every user on any job (http/server.h's viewers_generate).
  *
  * The handler starts pacer-generate and reads its first line before answering, so that a
  * refusal (a bad checkpoint name: 400; a job with nothing to generate from: 409) is the
@@ -267,7 +268,8 @@ static int generate_refused(http_req_t *rq, const char *id, int *ret)
         *ret = handler_coord_error(rq, COORD_ENOTFOUND, err);
         return 1;
     }
-    return rq->role != USER_ADMIN && handler_refused(rq, USER_ACT_RETRY, "job", id, 1, owner, ret);
+    return rq->role != USER_ADMIN && !rq->srv->viewers_generate &&
+           handler_refused(rq, USER_ACT_GENERATE, "job", id, 1, owner, ret);
 }
 
 int handle_job_generate(http_req_t *rq)

@@ -33,6 +33,7 @@ struct http_server {
     struct MHD_Daemon *daemon;
     int port;
     int public_reads;
+    int viewers_generate; /* server.h's: generation is every user's, not the owner's alone */
     int sse_max;
     int sse_per_client;
     int conns_per_client; /* MHD_OPTION_PER_IP_CONNECTION_LIMIT */

@@ -18,8 +18,9 @@ static const struct {
     {"POST", "/api/v1/jobs", USER_ACT_SUBMIT},
     {"DELETE", "/api/v1/jobs/{id}", USER_ACT_CANCEL},
     {"POST", "/api/v1/jobs/{id}/retry", USER_ACT_RETRY},
-    /* the owner or an admin, as retry: it spends the cluster's CPU on the job's model */
-    {"POST", "/api/v1/jobs/{id}/generate", USER_ACT_RETRY},
+    /* the owner or an admin, as retry (it spends the cluster's CPU on the job's model), or
+     * every user under --viewers-generate (http/server.c's route_forbidden) */
+    {"POST", "/api/v1/jobs/{id}/generate", USER_ACT_GENERATE},
     {"POST", "/api/v1/experiments", USER_ACT_SUBMIT},
     {"DELETE", "/api/v1/experiments/{id}", USER_ACT_CANCEL},
     {"POST", "/api/v1/cluster/reload", USER_ACT_CLUSTER},

@@ -253,10 +253,16 @@ static const char *route_forbidden(http_req_t *rq, char *why, size_t len)
     const route_t *r = rq->match.route;
     if (r->flags & ROUTE_PUBLIC) return NULL;
     int act = routes_action(r);
-    int per_object = act == USER_ACT_CANCEL || act == USER_ACT_RETRY || act == USER_ACT_MODEL_PUT ||
-                     act == USER_ACT_MODEL_DELETE;
+    int per_object = act == USER_ACT_CANCEL || act == USER_ACT_RETRY || act == USER_ACT_GENERATE ||
+                     act == USER_ACT_MODEL_PUT || act == USER_ACT_MODEL_DELETE;
     if (rq->role == USER_MEMBER && per_object) return NULL;
-    return users_may(rq->role, rq->user, (user_action_t)act, NULL, why, len) ? NULL : why;
+    if (act == USER_ACT_GENERATE && rq->srv->viewers_generate) return NULL;
+    if (users_may(rq->role, rq->user, (user_action_t)act, NULL, why, len)) return NULL;
+    if (act == USER_ACT_GENERATE) /* say that it is the admin's choice, and how to change it */
+        snprintf(why + strlen(why), len - strlen(why),
+                 " (this coordinator lets only a job's owner and admins "
+                 "generate; pacer-coordinator --viewers-generate lets every user)");
+    return why;
 }
 
 static int is_json_type(const char *ct)
@@ -748,6 +754,7 @@ int http_start(coordinator_t *c, const http_config_t *cfg, http_server_t **out, 
     }
     s->coord = c;
     s->public_reads = cfg->public_reads;
+    s->viewers_generate = cfg->viewers_generate;
     s->sse_max = cfg->sse_max;
     s->sse_per_client = cfg->sse_per_client > 0 ? cfg->sse_per_client : HTTP_SSE_PER_CLIENT_DEFAULT;
     for (int i = 0; i < cfg->nallowed_hosts; i++) {

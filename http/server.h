@@ -41,6 +41,8 @@ typedef struct {
     const char *listen;               /* "ADDR:PORT", "[v6]:PORT"; port 0 = any free port */
     const char *token;                /* NULL or "" = none */
     int public_reads;                 /* with a token: the read endpoints do not need it */
+    int viewers_generate;             /* every user, viewers included, may generate from any job
+                                           (POST /api/v1/jobs/{id}/generate); 0: the owner and admins */
     const char *const *allowed_hosts; /* without a token: Host names answered besides the
                                            loopback ones (--allowed-host) */
     int nallowed_hosts;

@@ -77,7 +77,7 @@ refused 400 'checkpoint: must be "latest", "best" or a checkpoint'"'"'s file nam
 refused 400 "checkpoint: nope.ckpt is not one of the job's checkpoints" "$ALICE" POST "$P" -H "$JSON" -d '{"prompt": "a", "checkpoint": "nope.ckpt"}'
 ok 404 "$ALICE" POST /api/v1/jobs/j-999999/generate -H "$JSON" -d '{"prompt": "a"}'
 ok 403 "$BOB" POST "$P" -H "$JSON" -d '{"prompt": "a"}'
-ok 403 "$VIC" POST "$P" -H "$JSON" -d '{"prompt": "a"}'
+refused 403 "viewers may only read: to generate text from jobs takes the member or admin role (this coordinator lets only a job's owner and admins generate; pacer-coordinator --viewers-generate lets every user)" "$VIC" POST "$P" -H "$JSON" -d '{"prompt": "a"}'
 echo "ok: bad fields 400 by name, an unknown job 404, another member and a viewer 403"
 
 # the dashboard: the job page's Generate card streams the same greedy answer

@@ -46,6 +46,12 @@ static void test_rules(void **state)
     assert_string_equal(why, "members may cancel only their own jobs: j-3 is alice's");
     assert_false(may(USER_MEMBER, "bob", USER_ACT_RETRY, "job", "j-3", 1, "alice"));
     assert_string_equal(why, "members may retry only their own jobs: j-3 is alice's");
+    /* generation: retry's rule (the daemon's --viewers-generate widens it before asking) */
+    assert_true(may(USER_MEMBER, "alice", USER_ACT_GENERATE, "job", "j-3", 1, "alice"));
+    assert_false(may(USER_MEMBER, "bob", USER_ACT_GENERATE, "job", "j-3", 1, "alice"));
+    assert_string_equal(why, "members may generate from only their own jobs: j-3 is alice's");
+    assert_false(may(USER_VIEWER, "carol", USER_ACT_GENERATE, "job", "j-3", 1, "alice"));
+    assert_string_equal(why, "viewers may only read: to generate text from jobs takes the member or admin role");
     assert_false(may(USER_MEMBER, "alice", USER_ACT_CANCEL, "job", "j-1", 1, NULL));
     assert_string_equal(why, "members may cancel only their own jobs: j-1 has no owner (it predates users); only "
                              "admins may");

@@ -1,0 +1,38 @@
+# The admin's choice of who may generate (pacer-coordinator --viewers-generate): with it, a
+# viewer and a member who does not own the job get a member's GPT job's text (200, the same
+# seeded sample as the owner's), as JSON and streamed; anonymous callers still need a token.
+# Without it (the default) both are 403 naming the rule and the option: generate_endpoint.
+. tests/integration/coordinator_lib.inc
+need_api_tools
+LIC=/usr/share/common-licenses
+[ -r "$LIC/GPL-3" ] || skip "$LIC (Debian's base-files) is not here"
+mkdir -p "$TMP/root/lic"
+head -c 20000 "$LIC/GPL-3" >"$TMP/root/lic/train.txt"
+tail -c 4000 "$LIC/GPL-3" >"$TMP/root/lic/val.txt"
+start_coord_admin --data-root "$TMP/root" --viewers-generate
+ALICE=$(adduser alice member)
+BOB=$(adduser bob member)
+VIC=$(adduser vic viewer)
+jq -n --arg data "$TMP/root/lic" '{name: "gpt-view", model: {gpt: {layers: 1, heads: 1, embd: 16, block_size: 16}},
+      dataset: {format: "text", path: $data, train_subset: 16, test_subset: 8}, batch_size: 8, epochs: 1,
+      seed: 2, device: "cpu", log_every: 0, checkpoint: {every_steps: 2}}' >"$TMP/gpt.json"
+ok 201 "$ALICE" POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/gpt.json"
+id=$(jq -r .id "$TMP/body")
+cli wait "$id" --timeout 300 >/dev/null || { cat "$STATE/jobs/$id/log"; fail "GPT job $id did not succeed"; }
+P=/api/v1/jobs/$id/generate
+body='{"prompt": "GNU ", "max_tokens": 6, "temperature": 1, "seed": 5}'
+ok 200 "$ALICE" POST "$P" -H "$JSON" -d "$body"
+owner_text=$(jq -r .text "$TMP/body")
+ok 200 "$VIC" POST "$P" -H "$JSON" -d "$body"
+[ "$(jq -r .text "$TMP/body")" = "$owner_text" ] || fail "the viewer's text differs from the owner's: $(cat "$TMP/body")"
+ok 200 "$BOB" POST "$P" -H "$JSON" -d "$body"
+[ "$(jq -r .text "$TMP/body")" = "$owner_text" ] || fail "another member's text differs from the owner's"
+curl -sN -X POST -H "Authorization: Bearer $VIC" -H "$JSON" -H "Accept: text/event-stream" -d "$body" "$BASE$P" \
+    >"$TMP/sse.txt"
+[ "$(grep -c '^event: token' "$TMP/sse.txt")" = 6 ] && grep -q '^event: done' "$TMP/sse.txt" ||
+    { cat "$TMP/sse.txt"; fail "the viewer's stream is not 6 token frames and done"; }
+got=$(curl -s -o "$TMP/body" -w '%{http_code}' -X POST -H "$JSON" -d "$body" "$BASE$P")
+[ "$got" = 401 ] || fail "an anonymous caller got HTTP $got, not 401"
+# the viewer may generate, not change: retry and cancel stay the owner's
+ok 403 "$VIC" POST "/api/v1/jobs/$id/retry"
+echo "ok: under --viewers-generate a viewer and another member generate the owner's text; anonymous 401"

@@ -118,7 +118,7 @@ printf 'bad \377 byte' | "$PACER" generate job-1 - >/dev/null 2>"$TMP/err"; rc=$
 
 # ---- the Python client ---------------------------------------------------------------------------
 PYTHONPATH=clients/python python3 - "$PACER_URL" "$TMP/got.jsonl" <<'PY' || fail "client.generate's checks failed"
-import json, sys
+import json, os, sys
 import pacer
 
 client = pacer.Client(sys.argv[1], "gen-token")
@@ -150,5 +150,35 @@ for kw, word in ((dict(prompt=b"bytes"), "prompt must be a str"), (dict(prompt="
     except pacer.PacerError as e:
         assert word in str(e), (kw, e)
     assert len(open(sys.argv[2]).read().splitlines()) == n, "a refused call still sent a request"
+# stream=True: each piece as its event arrives (the stub holds "slow" after its first
+# token until OUT.go exists), then the answer; errors raise after the pieces before them
+go = sys.argv[2] + ".go"
+os.remove(go)
+s = client.generate("slow", "Tick", max_tokens=7, stream=True)
+it = iter(s)
+assert next(it) == "T" and s.result is None
+open(go, "w").close()
+assert "".join(it) == "ick and more" and s.text == "Tick and more", s.text
+assert s.result == {"text": "Tick and more", "tokens": 7, "prompt_tokens": 4, "tokens_per_s": 250.0,
+                    "prompt_truncated": False}, s.result
+assert last()["body"] == {"prompt": "Tick", "max_tokens": 7}, last()
+w = client.job("whole-1").generate("Hi", stream=True)
+assert list(w) == ["Hi and more"] and w.result["tokens"] == 16, w.result
+for job, word in (("broken", "generation failed: the generation process exited: killed at its memory limit"),
+                  ("broken-problem", "Generation failed: the generation process timed out"),
+                  ("cut", 'ended before its answer (no "done" event)')):
+    got = []
+    try:
+        for piece in client.generate(job, "Hi", stream=True):
+            got.append(piece)
+        raise SystemExit("%s: no error raised" % job)
+    except pacer.PacerError as e:
+        assert word in str(e), (job, e)
+    assert got == (["H", "i", " ", "a", "n", "d", " ", "m", "o", "r", "e"] if job == "cut" else ["H"]), (job, got)
+try:
+    client.generate("nosuch", "Hi", stream=True)
+    raise SystemExit("a 404 stream did not raise at the call")
+except pacer.PacerError as e:
+    assert e.status == 404, e
 PY
 echo "ok: pacer generate and client.generate send what they are given and report the API's answers"

@@ -1,7 +1,8 @@
 # `pacer generate` and client.generate against the real endpoint: a tiny GPT trained on text
 # through the coordinator, then its text asked for three ways (the CLI's event stream, the
 # CLI's --json whole answer, the Python client): greedy decoding gives the same text each
-# time and each way, a seed gives the same sample twice (streamed and whole), the CLI's
+# time and each way (the client's stream=True too, a piece per token), a seed gives the same
+# sample twice (streamed and whole), the CLI's
 # Accept is answered with token events, and the API's refusals come back
 # named (an unknown job: exit 1 and PacerError 404; max_tokens out of bounds: the field).
 # The endpoint's own rules (owners, checkpoints, bounds) are its tests'; this one checks
@@ -45,6 +46,9 @@ assert ans["text"] == want["text"] and ans["tokens"] == 24 and ans["prompt_token
 a = client.job(sys.argv[2]).generate("GNU General", max_tokens=16, temperature=1.0, top_k=8, seed=5)
 b = client.generate(sys.argv[2], "GNU General", max_tokens=16, temperature=1.0, top_k=8, seed=5)
 assert a["text"] == b["text"], (a, b)
+s = client.generate(sys.argv[2], "GNU General", max_tokens=24, temperature=0, stream=True)
+pieces = list(s)
+assert len(pieces) == 24 and "".join(pieces) == want["text"] and s.result["text"] == want["text"], (pieces, s.result)
 try:
     client.generate("j-nosuch", "x")
     raise SystemExit("an unknown job did not raise")

@@ -14,6 +14,6 @@ Only the standard library is needed to talk to the coordinator; torch and onnx (
 python3-torch and python3-onnx) are imported when a module is exported or weights are
 read back.
 """
-from .client import Client, Experiment, Job, PacerError
+from .client import Client, Experiment, GenerateStream, Job, PacerError
 
 __all__ = ["Client", "Experiment", "Job", "PacerError"]

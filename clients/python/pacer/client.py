@@ -203,6 +203,88 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+class GenerateStream:
+    """The answer of Client.generate(..., stream=True): an iterator over the generated
+    text, one str per token as its server-sent "token" event arrives (a character cut
+    between tokens comes with its last byte). Once the stream has ended, result is the
+    answer as stream=False returns it ({"text", "tokens", "prompt_tokens", ...}) and text
+    the pieces joined. An "error" event, or a stream that ends before its "done" event,
+    raises PacerError after the pieces that came before it. A coordinator that answers
+    with the whole JSON instead gives its text as one piece. A context manager; close()
+    (or leaving the loop early) drops the connection, which stops the generation."""
+
+    _EVENT_MAX = 2 << 20  # bytes of one event: the endpoint's lines are at most 1 MiB
+
+    def __init__(self, response, what):
+        self._resp, self._what = response, what
+        self.result = None
+        self._pieces = []
+
+    @property
+    def text(self):
+        return "".join(self._pieces)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self._resp.close()
+
+    def __iter__(self):
+        try:
+            if not self._resp.headers.get("Content-Type", "").startswith("text/event-stream"):
+                self.result = json.loads(self._resp.read(self._EVENT_MAX))
+                self._pieces.append(self.result.get("text", ""))
+                yield self._pieces[-1]
+                return
+            for kind, data in self._events():
+                try:
+                    doc = json.loads(data)
+                except ValueError:
+                    raise PacerError("%s: a %s event whose data is not JSON: %.80r" % (self._what, kind, data)) from None
+                if kind == "token":
+                    self._pieces.append(doc.get("text", ""))
+                    yield self._pieces[-1]
+                elif kind == "done":
+                    doc.pop("done", None)
+                    self.result = doc
+                    return
+                elif kind == "error":
+                    why = doc.get("error") or "%s: %s" % (doc.get("title", "error"), doc.get("detail", ""))
+                    raise PacerError("%s: generation failed: %s" % (self._what, why), doc.get("status"),
+                                     doc if "detail" in doc else None)
+            raise PacerError('%s: the stream ended before its answer (no "done" event)' % self._what)
+        finally:
+            self.close()
+
+    def _events(self):
+        """(event, data) of each event of the stream as it arrives (the WHATWG rules: data
+        lines joined by newlines, comments skipped, an event without a name "message")."""
+        kind, data, size = None, [], 0
+        while True:
+            raw = self._resp.readline(self._EVENT_MAX + 1)
+            if not raw:
+                return
+            size += len(raw)
+            if size > self._EVENT_MAX:
+                raise PacerError("%s: an event of over %d bytes" % (self._what, self._EVENT_MAX))
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            if not line:
+                if data:
+                    yield kind or "message", "\n".join(data)
+                kind, data, size = None, [], 0
+                continue
+            field, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if field == "event":
+                kind = value
+            elif field == "data":
+                data.append(value)
+
+
 class Client:
     """A coordinator at url (e.g. "http://127.0.0.1:8080", "https://pacer.example:8443");
     token is a user's token (from `pacer user add`) or the daemon's own (sent as
@@ -241,6 +323,12 @@ class Client:
     def request(self, method, path, body=None, content_type=None, accept="application/json"):
         """Sends one request; returns (status, headers, body bytes) of a success, raises
         PacerError with the problem detail otherwise."""
+        with self._open(method, path, body, content_type, accept) as r:
+            return r.status, r.headers, r.read()
+
+    def _open(self, method, path, body=None, content_type=None, accept="application/json"):
+        """Sends one request; returns the open response of a success (the caller reads and
+        closes it: a stream is read as it comes), raises PacerError otherwise."""
         req = urllib.request.Request(self.url + path, data=body, method=method)
         if self.token:
             req.add_header("Authorization", "Bearer " + self.token)
@@ -248,8 +336,7 @@ class Client:
             req.add_header("Content-Type", content_type)
         req.add_header("Accept", accept)
         try:
-            with self._opener.open(req, timeout=self.timeout) as r:
-                return r.status, r.headers, r.read()
+            return self._opener.open(req, timeout=self.timeout)
         except urllib.error.HTTPError as e:
             raw = e.read()
             try:
@@ -334,7 +421,8 @@ class Client:
     def job(self, job_id):
         return Job(self, job_id)
 
-    def generate(self, job, prompt, max_tokens=None, temperature=None, top_k=None, seed=None, checkpoint=None):
+    def generate(self, job, prompt, max_tokens=None, temperature=None, top_k=None, seed=None, checkpoint=None,
+                 stream=False):
         """Text from a language model job's weights (POST /api/v1/jobs/{id}/generate):
         job is a Job or its id, prompt the text to continue. The options are sent only
         when given, so the coordinator's defaults and bounds apply (a value it refuses
@@ -342,7 +430,14 @@ class Client:
         the same seed gives the same text. checkpoint is "latest", "best" or a
         checkpoint's name. Returns the answer: {"text", "tokens", "prompt_tokens",
         "tokens_per_s", ...} ("prompt_truncated" says the prompt was cut to the model's
-        last block_size tokens)."""
+        last block_size tokens).
+
+        stream=True asks for server-sent events and returns a GenerateStream at once (a
+        refusal still raises here): iterating it yields each token's text as it arrives,
+        and its result is then the same answer:
+
+            for piece in client.generate(job, "Once", stream=True):
+                print(piece, end="", flush=True)"""
         job_id = job.id if isinstance(job, Job) else job
         if not isinstance(job_id, str) or not job_id:
             raise PacerError("generate: job must be a Job or a job id, not %r" % (job,))
@@ -359,7 +454,11 @@ class Client:
                                                                        "a number" if float in kinds else
                                                                        "an int", value))
             req[name] = value
-        return self._json("POST", "/api/v1/jobs/%s/generate" % urllib.parse.quote(job_id, safe=""), req)
+        path = "/api/v1/jobs/%s/generate" % urllib.parse.quote(job_id, safe="")
+        if not stream:
+            return self._json("POST", path, req)
+        return GenerateStream(self._open("POST", path, json.dumps(req).encode(), "application/json",
+                                         "text/event-stream"), "POST " + path)
 
     def train(self, module, example_input, spec, name=None):
         """Exports module (see export_module), uploads it, and submits spec with its

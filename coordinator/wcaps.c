@@ -18,7 +18,7 @@ static const struct {
     {"--world", offsetof(wcaps_t, world)},         {"--resume-before", offsetof(wcaps_t, collapse)},
     {"--netprobe", offsetof(wcaps_t, netprobe)},   {"--data-cache", offsetof(wcaps_t, data_cache)},
     {"--data-root", offsetof(wcaps_t, data_root)}, {"--model-onnx", offsetof(wcaps_t, model_onnx)},
-    {"--fence", offsetof(wcaps_t, fence)},
+    {"--fence", offsetof(wcaps_t, fence)},         {"--adopt-checkpoint", offsetof(wcaps_t, adopt)},
 };
 #define NASKED (sizeof ASKED / sizeof ASKED[0])
 

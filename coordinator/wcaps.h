@@ -21,6 +21,7 @@ typedef struct {
     int data_root;     /* --data-root DIR */
     int model_onnx;    /* --model-onnx FILE */
     int fence;         /* --fence G (the checkpoint fence, common/ckptdir.h) */
+    int adopt;         /* --adopt-checkpoint FILE (a PBT trial's exploit, coordinator/experiment.c) */
 } wcaps_t;
 
 /* From the output of --capabilities: 0, or -1 (and *out all 0) when it is not that JSON

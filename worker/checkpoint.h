@@ -101,7 +101,8 @@ typedef struct {
 /* What the resuming run can take, to validate a checkpoint's fields against. */
 typedef struct {
     uint64_t spec_hash, seed;
-    int32_t nworkers;        /* this run's workers */
+    int any_spec;     /* adopting another run's checkpoint (pacer-worker --adopt-checkpoint): spec_hash not compared */
+    int32_t nworkers; /* this run's workers */
     int32_t spec_workers;    /* the spec's max_workers (a checkpoint may come from 1 to this many) */
     int64_t epochs;          /* the spec's */
     int64_t steps_per_epoch; /* synchronous loop; ignored when async */

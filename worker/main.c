@@ -56,6 +56,7 @@ static const struct option OPTIONS[] = {
     {"resume", no_argument, NULL, 'r'},
     {"resume-from", required_argument, NULL, 'R'},
     {"resume-before", required_argument, NULL, 'E'},
+    {"adopt-checkpoint", required_argument, NULL, 1000},
     {"lr-scale", required_argument, NULL, 'L'},
     {"fence", required_argument, NULL, 'F'},
     {"stop-after-steps", required_argument, NULL, 'S'},
@@ -127,6 +128,11 @@ static void usage(FILE *f)
                "  --resume               continue from the job's latest checkpoint\n"
                "                         (checkpoint.dir/NAME.ckpt); starts fresh if there is none\n"
                "  --resume-from FILE     continue from this checkpoint; a missing file is an error\n"
+               "  --adopt-checkpoint FILE  with --resume, when the job has no checkpoint of its own:\n"
+               "                         start from FILE, another run's checkpoint, under this spec\n"
+               "                         (its spec hash is not compared; the model's layout, the seed\n"
+               "                         and every counter are): how the coordinator continues a PBT\n"
+               "                         trial from a better trial's weights with its own values\n"
                "  --resume-before STEP   continue from the newest checkpoint the job kept that was\n"
                "                         written before global step STEP (the last good one before a\n"
                "                         collapse); with none, start afresh. It is then saved again as\n"
@@ -252,6 +258,7 @@ typedef struct {
     const char *spec_path, *summary_path, *metrics_path; /* --spec, --summary, --metrics */
     int resume;                                          /* --resume */
     const char *resume_from;                             /* --resume-from */
+    const char *adopt;                                   /* --adopt-checkpoint */
     train_opts_t opts;                                   /* the test hooks and the time budget */
     const char *redis_url, *job_id;                      /* --redis, --job */
     const char *trace_path;                              /* --trace */
@@ -377,6 +384,7 @@ int main(int argc, char **argv)
         }
         case 'r': a->resume = 1; break;
         case 'R': a->resume_from = optarg; break;
+        case 1000: a->adopt = optarg; break;
         case 'E':
             if (numarg_long(optarg, 1, RESUME_BEFORE_MAX, &a->resume_before))
                 return bad_number("resume-before", optarg, "a global step", 1, (double)RESUME_BEFORE_MAX);
@@ -438,6 +446,11 @@ int main(int argc, char **argv)
     if (tool >= 0) return tool;
     if ((a->redis_url != NULL) != (a->job_id != NULL) || (a->redis_password_file && !a->redis_url)) {
         fprintf(stderr, "pacer-worker: --redis and --job go together (and --redis-password-file needs them)\n");
+        return 2;
+    }
+    if (a->adopt && (!a->resume || a->resume_from || a->resume_before > 0)) {
+        fprintf(stderr, "pacer-worker: --adopt-checkpoint goes with --resume (it is taken only when the job has no "
+                        "checkpoint of its own), not with --resume-from or --resume-before\n");
         return 2;
     }
     if (a->resume_before > 0 && (a->resume_from || a->resume)) {
@@ -646,7 +659,28 @@ static int phase_setup(run_t *r)
     return PHASE_GO_ON;
 }
 
-/* --resume, --resume-from, --resume-before: one checkpoint that every rank reads. */
+/* --adopt-checkpoint: taken when the job has no checkpoint of its own (rank 0 looks, every
+ * rank follows), so a relaunch after the job's first checkpoint resumes its own. */
+static const char *adopted(run_t *r)
+{
+    int take = 0;
+    if (r->a->adopt && r->rank == 0) {
+        char own[1100];
+        struct stat st;
+        worker_checkpoint_path(&r->w, own, sizeof own);
+        take = stat(own, &st) != 0;
+    }
+    if (r->a->adopt && r->use_mpi) MPI_CHECK(MPI_Bcast(&take, 1, MPI_INT, 0, MPI_COMM_WORLD));
+    if (!take) return NULL;
+    /* the file was written under another spec (a PBT trial's, other optimizer values):
+     * every check but the spec's fingerprint still applies */
+    r->w.adopt_any_spec = 1;
+    if (r->rank == 0) SAY("adopting %s: another run's checkpoint, under this job's spec\n", r->a->adopt);
+    return r->a->adopt;
+}
+
+/* --resume, --resume-from, --resume-before, --adopt-checkpoint: one checkpoint that every
+ * rank reads. */
 static int phase_resume(run_t *r)
 {
     const worker_args_t *a = r->a;
@@ -655,19 +689,21 @@ static int phase_resume(run_t *r)
     const size_t errlen = sizeof r->err;
     int rank = r->rank, use_mpi = r->use_mpi, failed = 0;
     int before = a->resume_before > 0;
-    if (!a->resume_from && !a->resume && !before) return PHASE_GO_ON;
+    const char *from = a->resume_from ? a->resume_from : adopted(r);
+    if (!from && !a->resume && !before) return PHASE_GO_ON;
     char path[1100];
-    if (a->resume_from) snprintf(path, sizeof path, "%s", a->resume_from);
+    if (from) snprintf(path, sizeof path, "%s", from);
     else worker_checkpoint_path(w, path, sizeof path);
     /* Rank 0 decides which checkpoint (--resume: the latest that it can use, else an
      * older one the job kept; none: start fresh): a rank that cannot see it (a
      * directory not shared with its host) must not start fresh beside ranks that
      * resume. Every other rank then loads that file, and one that cannot stops them all. */
     int got = 1; /* 1: resumed (rank 0), 0: no checkpoint, -1: none usable */
-    if (a->resume_from) failed = worker_resume(w, path, err, errlen) != 0;
+    if (from) failed = worker_resume(w, path, err, errlen) != 0;
     else if (rank == 0 && before) got = worker_resume_before(w, a->resume_before, path, sizeof path, err, errlen);
     else if (rank == 0) got = worker_resume_latest(w, path, sizeof path, err, errlen);
-    if (use_mpi && !a->resume_from) {
+    w->adopt_any_spec = 0; /* the job's own checkpoints from here on */
+    if (use_mpi && !from) {
         MPI_CHECK(MPI_Bcast(&got, 1, MPI_INT, 0, MPI_COMM_WORLD));
         MPI_CHECK(MPI_Bcast(path, (int)sizeof path, MPI_CHAR, 0, MPI_COMM_WORLD));
         if (rank != 0 && got == 1) failed = worker_resume(w, path, err, errlen) != 0;

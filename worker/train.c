@@ -657,6 +657,7 @@ int worker_resume(worker_t *w, const char *path, char *err, size_t errlen)
      * batch sizes index the buffers, the cursor the epoch order. */
     ckpt_expect_t want = {
         .spec_hash = spec_hash(w->spec),
+        .any_spec = w->adopt_any_spec,
         .seed = (uint64_t)w->spec->seed,
         .nworkers = w->nworkers,
         .spec_workers = spec_max_workers(w->spec),

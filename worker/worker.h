@@ -220,6 +220,7 @@ typedef struct worker {
     double time_to_target_s;
     long ckpt_step;     /* global_step of the last checkpoint this rank wrote; -1: none */
     stop_reason_t stop; /* why the loop stops; STOP_NONE while it runs */
+    int adopt_any_spec; /* --adopt-checkpoint: the file being resumed may be of another spec */
     int nothing_left;   /* resumed after the last epoch end: nothing trained (worker_finish_resumed) */
     /* Rank 0 (the PS in the asynchronous family): is the run still learning (health.h)?
      * Fed the loss of every step and every evaluation; the other ranks leave it

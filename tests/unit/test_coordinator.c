@@ -486,7 +486,7 @@ static void test_worker_capabilities(void **state)
     if (access(path, X_OK) == 0) {
         assert_int_equal(wcaps_probe(path, &w), 1);
         assert_true(w.redis && w.password_file && w.world && w.collapse && w.netprobe && w.data_cache && w.data_root &&
-                    w.model_onnx);
+                    w.model_onnx && w.adopt);
     }
     /* JSON: only the options listed; anything else is not an answer. */
     assert_int_equal(wcaps_from_json("{\"options\": [\"--redis-password-file\", 7, \"--world\"]}", &w), 0);

@@ -489,6 +489,37 @@ static void test_checkpoint_validate_async(void **state)
     assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), 0);
 }
 
+/* pacer-worker --adopt-checkpoint (a PBT trial continuing from a better trial's weights
+ * under its own optimizer values): another spec's fingerprint is taken, nothing else is
+ * waived. */
+static void test_checkpoint_validate_adopt(void **state)
+{
+    (void)state;
+    ckpt_state_t st;
+    memset(&st, 0, sizeof st);
+    st.spec_hash = 8, st.seed = 1, st.nworkers = 2, st.epoch = 1, st.cursor = 100, st.global_step = 150;
+    st.aug_rng.s[0] = 1, st.batch_of[0] = 32, st.batch_of[1] = 32, st.epoch_loss_samples = 100;
+    st.global_batch = 64;
+    ckpt_expect_t want = {.spec_hash = 7,
+                          .seed = 1,
+                          .nworkers = 2,
+                          .epochs = 3,
+                          .train_n = 1000,
+                          .global_batch = 64,
+                          .max_batch = 64,
+                          .async = 1};
+    char err[512];
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+    assert_non_null(strstr(err, "another job spec"));
+    want.any_spec = 1;
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), 0);
+    st.seed = 2; /* the data order and the augmentation are the seed's: still compared */
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+    assert_non_null(strstr(err, "seed 2"));
+    st.seed = 1, st.epoch = 4;
+    assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
+}
+
 /* A goodput run's checkpoint (algorithm.goodput): the global batch within [B0,
  * max_global], a plan that may leave workers out (never worker 0) and sums to it, the
  * position counted in samples, progress consistent with the epoch and the steps (each
@@ -1312,6 +1343,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_checkpoint_dropout_step, setup, teardown),
         cmocka_unit_test(test_checkpoint_validate_goodput),
         cmocka_unit_test(test_checkpoint_validate_async),
+        cmocka_unit_test(test_checkpoint_validate_adopt),
         cmocka_unit_test(test_checkpoint_validate_other_world),
         cmocka_unit_test_setup_teardown(test_checkpoint_field_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_old_format, setup, teardown),

@@ -64,8 +64,8 @@ e "{\"type\": \"lenet5\", \"workers\": 9, \"epoch_samples\": 100, \"epochs\": 9,
 expect_error 1 "e.json: workers: must be an integer in 1..8" run
 e "{\"type\": \"lenet5\", \"epoch_samples\": 100, \"epochs\": 9, \"trails\": 3, $S}"
 expect_error 1 "e.json: trails: unknown field" run
-e '{"type": "lenet5", "epoch_samples": 100, "epochs": 9, "search": {"method": "pbt", "trials": 4}}'
-expect_error 1 "e.json: search.method: pbt is not supported" run
+e "{\"type\": \"lenet5\", \"epoch_samples\": 100, \"epochs\": 9, $(echo "$S" | sed 's/"asha"/"pbt"/')}"
+expect_error 1 "e.json: search.method: the simulator runs asha, random and grid searches, not pbt" run
 e '{"type": "lenet5", "epoch_samples": 100, "epochs": 9}'
 expect_error 1 "e.json: search: must be an object" run
 expect_error 2 "one of --trace and --experiment" "$SIM" --cluster $CL --experiment $EXP --trace x --policy hetero

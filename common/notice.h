@@ -1,5 +1,5 @@
 /* common/notice.h - the note a worker leaves when it stopped on notice (SIGTERM: Slurm's
- * before its SIGKILL, a spot instance's, `kill`, a drain's): which rank heard it, on which
+ * before its SIGKILL, a spot instance's, `kill`; a drain's SIGUSR1): which rank heard it, on which
  * host, the step every rank stopped at and the checkpoint it wrote there. Rank 0 writes it
  * beside the checkpoint (DIR/NAME.notice) before it exits with NOTICE_EXIT_STATUS; the
  * coordinator reads it to record the job's interruption, then removes it. The file is
@@ -7,16 +7,23 @@
 #ifndef PACER_NOTICE_H
 #define PACER_NOTICE_H
 
+#include <signal.h>
 #include <stddef.h>
 
 /* The exit status of every rank of a run stopped on notice (sysexits' EX_TEMPFAIL:
  * "try again later"): the coordinator resumes it without counting a restart. */
 #define NOTICE_EXIT_STATUS 75
+/* The notice the coordinator itself gives (a drain): sent to mpirun, which forwards
+ * SIGUSR1 to every rank at once and kills none. A SIGTERM to mpirun reaches the ranks
+ * only as part of Open MPI's teardown: SIGTERM after odls_base_sigkill_timeout (1 s) and
+ * SIGKILL as long again after it, so a rank whose step (or checkpoint) takes longer died
+ * before its step boundary, without its checkpoint or note. The worker hears both. */
+#define NOTICE_FORWARDED_SIGNAL SIGUSR1
 #define NOTICE_HOST_MAX 64
 #define NOTICE_FILE_MAX 4096 /* a note is a line of JSON; more is not one */
 
 typedef struct {
-    int signal;                 /* the signal heard (SIGTERM) */
+    int signal;                 /* the signal heard (SIGTERM, or a drain's SIGUSR1) */
     int rank;                   /* the (highest) rank that heard it */
     char host[NOTICE_HOST_MAX]; /* that rank's host ("" unknown) */
     long long at_step;          /* the step every rank stopped after */

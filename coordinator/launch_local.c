@@ -16,6 +16,7 @@
 
 #include "clog.h"
 #include "launch.h"
+#include "notice.h"
 
 static int local_open(launcher_t *l, const launcher_config_t *cfg, char *err, size_t errlen)
 {
@@ -231,6 +232,13 @@ void launch_local_stop(launcher_t *l, launch_handle_t *h, int hard)
     if (hard || session_signal_launchers(h->pid, SIGTERM) == 0) session_signal(h->pid, hard ? SIGKILL : SIGTERM);
 }
 
+void launch_local_notice(launcher_t *l, launch_handle_t *h)
+{
+    /* mpirun alone: it forwards this signal to every rank at once; a SIGTERM would start
+     * its teardown, which SIGKILLs the ranks about 2 s later, step boundary or not */
+    if (session_signal_launchers(h->pid, NOTICE_FORWARDED_SIGNAL) == 0) launch_local_stop(l, h, 0);
+}
+
 void launch_local_reap(launcher_t *l, launch_handle_t *h)
 {
     (void)l;
@@ -248,6 +256,7 @@ const launcher_ops_t LAUNCH_LOCAL_OPS = {
     .start = local_start,
     .poll = launch_local_poll,
     .stop = launch_local_stop,
+    .notice = launch_local_notice,
     .reap = launch_local_reap,
     .predicts_placement = 1,
 };

@@ -207,6 +207,12 @@ void launcher_poll(launcher_t *l, launch_handle_t *h, const char *exit_code_path
 
 void launcher_stop(launcher_t *l, launch_handle_t *h, int hard) { l->ops->stop(l, h, hard); }
 
+void launcher_notice(launcher_t *l, launch_handle_t *h)
+{
+    if (l->ops->notice) l->ops->notice(l, h);
+    else l->ops->stop(l, h, 0);
+}
+
 void launcher_reap(launcher_t *l, launch_handle_t *h)
 {
     l->ops->reap(l, h);

@@ -175,6 +175,12 @@ void launcher_poll(launcher_t *l, launch_handle_t *h, const char *exit_code_path
 /* Asks the attempt to stop: hard = 0 SIGTERM to every process (slurm: scancel), hard = 1
  * SIGKILL (slurm: scancel --signal=KILL --full). launcher_poll says when it is over. */
 void launcher_stop(launcher_t *l, launch_handle_t *h, int hard);
+/* Asks the attempt's ranks to stop at their next step boundary, checkpointed (a drain):
+ * local and hostfile send NOTICE_FORWARDED_SIGNAL (common/notice.h) to mpirun alone,
+ * which forwards it to every rank and kills none, so the ranks have as long as they need
+ * (the caller's SIGKILL, launcher_stop hard, is the limit); with no mpirun in the session
+ * yet, and for the other kinds, launcher_stop soft. */
+void launcher_notice(launcher_t *l, launch_handle_t *h);
 
 /* The attempt is over (or must be treated so): kills stragglers, reaps a child, and
  * clears *h. */

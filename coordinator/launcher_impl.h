@@ -25,6 +25,7 @@ typedef struct {
     void (*poll)(launcher_t *l, launch_handle_t *h, const char *exit_code_path, const char *log_path, double now,
                  launch_status_t *st);
     void (*stop)(launcher_t *l, launch_handle_t *h, int hard);
+    void (*notice)(launcher_t *l, launch_handle_t *h); /* NULL: stop soft */
     void (*reap)(launcher_t *l, launch_handle_t *h);
     int predicts_placement; /* launcher_rank_hosts can answer before the start */
 } launcher_ops_t;
@@ -61,6 +62,7 @@ extern const launcher_ops_t LAUNCH_SIM_OPS;
 void launch_local_poll(launcher_t *l, launch_handle_t *h, const char *exit_code_path, const char *log_path, double now,
                        launch_status_t *st);
 void launch_local_stop(launcher_t *l, launch_handle_t *h, int hard);
+void launch_local_notice(launcher_t *l, launch_handle_t *h);
 void launch_local_reap(launcher_t *l, launch_handle_t *h);
 
 /* Open MPI's TCP eager limit and largest fragment (docs/PERFORMANCE.md, "Over TCP: Open

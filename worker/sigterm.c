@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <string.h>
 
+#include "notice.h"
+
 /* Written by the handler only; a sig_atomic_t is the one type it may write. */
 static volatile sig_atomic_t heard;
 
@@ -17,7 +19,8 @@ int sigterm_install(void)
     sa.sa_handler = on_notice;
     sa.sa_flags = SA_RESTART;
     sigemptyset(&sa.sa_mask);
-    return sigaction(SIGTERM, &sa, NULL);
+    if (sigaction(SIGTERM, &sa, NULL) != 0) return -1;
+    return sigaction(NOTICE_FORWARDED_SIGNAL, &sa, NULL);
 }
 
 int sigterm_heard(void) { return (int)heard; }

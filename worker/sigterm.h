@@ -1,5 +1,6 @@
 /* worker/sigterm.h - a notice to stop (SIGTERM: Slurm's before its SIGKILL, a spot
- * instance's, `kill`, a coordinator's drain): heard by a signal handler that only sets a
+ * instance's, `kill`; SIGUSR1, NOTICE_FORWARDED_SIGNAL: a coordinator's drain, which
+ * mpirun forwards to every rank without tearing the job down): heard by a signal handler that only sets a
  * flag; the training loops read it at each step boundary, every rank agrees on it there
  * (in ssgd's gradient all-reduce, else worker_t.notice_agree), rank 0 checkpoints, and
  * every rank exits with NOTICE_EXIT_STATUS (common/notice.h), which the coordinator reads as "interrupted with
@@ -7,11 +8,12 @@
 #ifndef PACER_WORKER_SIGTERM_H
 #define PACER_WORKER_SIGTERM_H
 
-/* Installs the handler for SIGTERM (SA_RESTART: a system call it interrupts goes on).
+/* Installs the handler for SIGTERM and SIGUSR1 (SA_RESTART: a system call it interrupts
+ * goes on).
  * Called where the loop will read the flag: the ranks of the synchronous loop and the
  * parameter server; elsewhere SIGTERM keeps its default. 0, or -1 with errno. */
 int sigterm_install(void);
-/* The signal heard (SIGTERM), or 0 while none was. */
+/* The signal heard (SIGTERM or SIGUSR1), or 0 while none was. */
 int sigterm_heard(void);
 
 /* The notice rides in the synchronous all-reduce a step makes anyway (ssgd: the fused

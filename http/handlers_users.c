@@ -125,6 +125,8 @@ int handle_whoami(http_req_t *rq)
                             : !rq->authed                            ? "anonymous"
                             : strcmp(rq->user, USER_ADMIN_NAME) == 0 ? "daemon-token"
                                                                      : "user-token");
+    /* the dashboard shows the Generate card by it (server.h's viewers_generate) */
+    if (out) json_object_set_new(out, "viewers_generate", json_boolean(rq->srv->viewers_generate));
     user_record_t r;
     if (out && rq->authed && strcmp(rq->user, USER_ADMIN_NAME) != 0 &&
         coord_user_get(rq->srv->coord, rq->user, &r) == COORD_OK)

@@ -149,6 +149,8 @@
   function can(act, owner) {
     if (!me) return true;
     if (me.role === 'admin') return true;
+    // the coordinator's --viewers-generate: every user with a token, on any job
+    if (act === 'generate' && me.viewers_generate && me.name) return true;
     if (me.role !== 'member') return false;
     if (act === 'submit' || act === 'upload') return true;
     if (act === 'cluster') return false;
@@ -934,7 +936,7 @@
       $('#job-cancel').disabled = !active || !!j.cancel_requested;
       $('#job-cancel').textContent = j.cancel_requested && active ? 'Cancelling…' : 'Cancel';
       if (window.pacerCheckpoints) window.pacerCheckpoints.render($('#ckpts'), j.checkpoints);   // checkpoints.js
-      if (window.pacerGenerate) window.pacerGenerate.render($('#gen-card'), j, can('cancel', j.owner));   // generate.js
+      if (window.pacerGenerate) window.pacerGenerate.render($('#gen-card'), j, can('generate', j.owner));   // generate.js
       // Only while the worker has written the file (the API names it then).
       $('#job-onnx').hidden = !j.model_onnx;
     }

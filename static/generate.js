@@ -1,7 +1,8 @@
 // static/generate.js - the job page's "Generate" card for a language model job (a GPT on a
 // text data set): a prompt box under the charts whose answer streams in token by token from
 // POST /api/v1/jobs/{id}/generate with Accept: text/event-stream (docs/openapi.json). Only
-// shown to who may generate (the job's owner or an admin); app.js calls render with the
+// shown to who may generate (the job's owner or an admin; every user under the coordinator's
+// --viewers-generate, which GET /api/v1/whoami says); app.js calls render with the
 // job's answer each time it loads it.
 (function () {
   'use strict';

@@ -1,6 +1,8 @@
 # The admin's choice of who may generate (pacer-coordinator --viewers-generate): with it, a
 # viewer and a member who does not own the job get a member's GPT job's text (200, the same
-# seeded sample as the owner's), as JSON and streamed; anonymous callers still need a token.
+# seeded sample as the owner's), as JSON and streamed, and GET /api/v1/whoami says so, so
+# the job page shows a viewer the Generate card (headless Chromium, where it is); anonymous
+# callers still need a token.
 # Without it (the default) both are 403 naming the rule and the option: generate_endpoint.
 . tests/integration/coordinator_lib.inc
 need_api_tools
@@ -35,4 +37,16 @@ got=$(curl -s -o "$TMP/body" -w '%{http_code}' -X POST -H "$JSON" -d "$body" "$B
 [ "$got" = 401 ] || fail "an anonymous caller got HTTP $got, not 401"
 # the viewer may generate, not change: retry and cancel stay the owner's
 ok 403 "$VIC" POST "/api/v1/jobs/$id/retry"
+ok 200 "$VIC" GET /api/v1/whoami
+jq -e '.role == "viewer" and .viewers_generate == true' "$TMP/body" >/dev/null || fail "whoami: $(cat "$TMP/body")"
+# the dashboard shows the viewer the job page's Generate card, which streams the answer
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+if [ -x "$CHROMIUM" ] && command -v node >/dev/null && [ -d tests/browser/node_modules/playwright-core ]; then
+    ok 200 "$VIC" POST "$P" -H "$JSON" -d '{"prompt": "GNU ", "max_tokens": 12, "temperature": 0}'
+    CHROMIUM=$CHROMIUM timeout 120 node tests/browser/generate.mjs "$BASE" "$VIC" "$id" "GNU " \
+        "$(jq -r .text "$TMP/body")" "$BUILD/generate_viewer.png" ||
+        fail "a viewer's Generate card (screenshot: $BUILD/generate_viewer.png)"
+else
+    echo "not checked: the viewer's Generate card (no chromium, node or playwright-core in tests/browser)"
+fi
 echo "ok: under --viewers-generate a viewer and another member generate the owner's text; anonymous 401"

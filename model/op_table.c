@@ -1023,8 +1023,8 @@ const model_op_t MODEL_OPS[] = {
     /* {kind, name, ONNX import, ONNX export, inputs, gradients, infer_shape, workspace, flops, forward, backward,
      *  converter} */
     [LAYER_CONV]       = {LAYER_CONV, "conv", "Conv", "Conv", 1, IN1, infer_conv, ws_conv, flops_conv, conv_fwd, conv_bwd, OWN},
-    [LAYER_MAXPOOL]    = {LAYER_MAXPOOL, "maxpool", "MaxPool", "MaxPool", 1, IN1, infer_pool, NULL, flops_pass, maxpool_fwd, maxpool_bwd, OWN},
-    [LAYER_AVGPOOL]    = {LAYER_AVGPOOL, "avgpool", "AveragePool", "AveragePool", 1, IN1, infer_pool, NULL, flops_pass, avgpool_fwd, avgpool_bwd, OWN},
+    [LAYER_MAXPOOL]    = {LAYER_MAXPOOL, "maxpool", "MaxPool, GlobalMaxPool", "MaxPool", 1, IN1, infer_pool, NULL, flops_pass, maxpool_fwd, maxpool_bwd, OWN},
+    [LAYER_AVGPOOL]    = {LAYER_AVGPOOL, "avgpool", "AveragePool, GlobalAveragePool (of a sequence)", "AveragePool", 1, IN1, infer_pool, NULL, flops_pass, avgpool_fwd, avgpool_bwd, OWN},
     [LAYER_RELU]       = {LAYER_RELU, "relu", "Relu", "Relu", 1, IN1, infer_same, NULL, flops_pass, relu_fwd, relu_bwd, OWN},
     [LAYER_FC]         = {LAYER_FC, "fc", "Gemm, MatMul (+ Add)", "Gemm", 1, IN1, infer_fc, NULL, flops_fc, fc_fwd, fc_bwd, OWN},
     [LAYER_BN]         = {LAYER_BN, "batchnorm", "BatchNormalization", "BatchNormalization", 1, IN1, infer_same, NULL, flops_pass, bn_fwd, bn_bwd, OWN},

@@ -59,7 +59,7 @@ size_t onnx_import_memory_bound(void)
 /* Frees the values and the arrays they own. */
 static void free_values(imp_t *im)
 {
-    for (size_t i = 0; i < im->nvals; i++) free(im->vals[i].arr);
+    for (size_t i = 0; i < im->nvals; i++) free(im->vals[i].arr), free(im->vals[i].owned_name);
     free(im->vals);
     im->vals = NULL;
 }
@@ -279,6 +279,24 @@ static int input_type(imp_t *im, const Onnx__ValueInfoProto *input, char *err, s
     return 0;
 }
 
+/* Below opset 6 the operators that changed by 6 (consumed_inputs, is_test, the broadcast
+ * attribute, Reshape's shape attribute, Concat's default axis, ...) mean something else:
+ * such a graph is read only when every operator in it has had one definition from opset 1
+ * through 6, so that it means what it would at 6. */
+static int as_at_opset6(const Onnx__GraphProto *g)
+{
+    static const char *const unchanged[] = {"GlobalAveragePool", "GlobalMaxPool"};
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *n = g->node[i];
+        int found = 0;
+        if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0) return 0;
+        for (size_t k = 0; k < sizeof unchanged / sizeof unchanged[0]; k++)
+            found |= n->op_type && strcmp(n->op_type, unchanged[k]) == 0;
+        if (!found) return 0;
+    }
+    return 1;
+}
+
 int import_model(const Onnx__ModelProto *mp, const char *name, int max_batch, int any_output, model_t **out, char *err,
                  size_t errlen)
 {
@@ -290,8 +308,12 @@ int import_model(const Onnx__ModelProto *mp, const char *name, int max_batch, in
         if (!o->domain || !o->domain[0] || strcmp(o->domain, "ai.onnx") == 0) opset = o->has_version ? o->version : -1;
     }
     /* from 6: what changed since is read by version or refused as an unknown attribute */
-    if (opset < 6 || opset > 17)
-        return snprintf(err, errlen, "onnx: opset %lld is not supported (6 to 17)", (long long)opset), -1;
+    if ((opset < 6 && !(opset >= 1 && as_at_opset6(g))) || opset > 17)
+        return snprintf(err, errlen,
+                        "onnx: opset %lld is not supported (6 to 17; 1 to 5 for graphs of operators defined once "
+                        "since opset 1 only: GlobalAveragePool, GlobalMaxPool)",
+                        (long long)opset),
+               -1;
     if (g->n_node > ONNX_MAX_NODES || g->n_initializer > ONNX_MAX_INITIALIZERS)
         return snprintf(err, errlen, "onnx: %zu nodes and %zu initializers exceed the bounds (%d, %d)", g->n_node,
                         g->n_initializer, ONNX_MAX_NODES, ONNX_MAX_INITIALIZERS),

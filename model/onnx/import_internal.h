@@ -58,6 +58,7 @@ typedef struct {
 
 typedef struct {
     const char *name;
+    char *owned_name; /* name when the importer made it (a constant no node names), freed with the values */
     vkind_t kind;
     int layer;                       /* V_LAYER, V_PADDED: producing layer, -1 the model input */
     int flat;                        /* V_LAYER: seen as (N, C*H*W) (Flatten, Reshape) */

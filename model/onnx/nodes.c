@@ -8,7 +8,8 @@
  *     count_include_pad); a zero Pad in front of an AveragePool (torch's export of
  *     AvgPool2d(padding=p, count_include_pad=True)) merges into it; a zero Pad of channels
  *     read by an Add is LAYER_ADD's option-A shortcut (pacer's export of resnet20);
- *   GlobalAveragePool and ReduceMean over an image's plane -> LAYER_GAP, other ReduceMean
+ *   GlobalAveragePool and ReduceMean over an image's plane -> LAYER_GAP; GlobalAveragePool of a
+ *     sequence (N, C, L) and GlobalMaxPool -> the pool of one window over the whole plane; other ReduceMean
  *     and ReduceSum of non-batch axes -> LAYER_REDUCE_MEAN, LAYER_REDUCE_SUM; Relu, LeakyRelu, Sigmoid, Tanh, Clip (bounds as
  *     attributes or constant inputs), HardSigmoid, HardSwish -> their layers; Mul of two
  *     activations (equal shapes, or (C, 1, 1) times (C, H, W)) -> LAYER_MUL; Add of
@@ -159,18 +160,6 @@ static int define_output(imp_t *im, const Onnx__NodeProto *n, int li, int flat)
     v->flat = flat;
     v->lead = lead && !flat; /* the elementwise and axis-keeping readers' (lead_reader) */
     return 0;
-}
-
-/* Refuses an input x that is not an image batch (N, C, H, W): what the global average pool
- * takes (the operator table's rows refuse another rank too). */
-static int image_input(imp_t *im, const model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
-{
-    model_shape_t s;
-    char t[96];
-    model_build_shape_nd(b, x->layer, &s);
-    if (!x->flat && s.rank == 3) return 0;
-    return imp_fail(im, "node '%s' (%s): input '%s' is %s%s: %s takes images (N, C, H, W) only", imp_node_name(n),
-                    n->op_type, n->input[0], imp_batch_text(&s, t, sizeof t), x->flat ? " flattened" : "", n->op_type);
 }
 
 /* The spatial axes of Conv's and the pools' input x: 2 for images (N, C, H, W), 1 for
@@ -1160,8 +1149,69 @@ static int match_layernorm(imp_t *im, model_builder_t *b, const Onnx__NodeProto 
     return define_output(im, ab, model_build_layernorm(b, as_seen(b, x, &s), axis, eps, w, bias), 0);
 }
 
+/* Defines the value name (a node's output after its first) as layer li. */
+static int define_named(imp_t *im, const char *name, int li)
+{
+    value_t *v = imp_add_value(im, name, V_LAYER);
+    if (!v) return imp_fail(im, "out of memory");
+    v->layer = li;
+    return 0;
+}
+
+/* A frozen constant of one element, value f, named "<of>/epsilon" (a name no node gives: a
+ * value of that name in the graph is refused), whose buffer import_model fills. */
+static int scalar_constant(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const char *of, float f, int *li)
+{
+    char name[MODEL_TENSOR_NAME_MAX];
+    if (snprintf(name, sizeof name, "%s/epsilon", of) >= (int)sizeof name || imp_find_value(im, name))
+        return imp_fail(im, "node '%s' (%s): no room for a constant named '%.64s/epsilon'", imp_node_name(n),
+                        n->op_type, of);
+    char *own = strdup(name);
+    double *arr = malloc(sizeof *arr);
+    value_t *v = own && arr ? imp_add_value(im, own, V_ARRAY) : NULL;
+    if (!v) return free(own), free(arr), imp_fail(im, "out of memory");
+    v->owned_name = own;
+    v->arr = arr;
+    arr[0] = f;
+    v->acount = 1;
+    v->afloat = 1;
+    *li = model_build_const(b, &(model_shape_t){.rank = 0}, own, 1);
+    v->const_layer = *li + 1;
+    return 0;
+}
+
+/* LayerNormalization's Mean and InvStdDev outputs, where a node or the graph's output reads
+ * them: the statistics over the normalised sample axes axis.. r - 1, kept as axes of 1,
+ * through the layers the operator's definition spells (ReduceMean; Sub, Pow 2, ReduceMean,
+ * Add epsilon, Sqrt, Reciprocal) on in, the normalised layer's input. pacer's layer norm
+ * keeps its statistics to itself, and only a graph that reads them pays for these. */
+static int layernorm_statistics(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int in, int axis, int r,
+                                float eps)
+{
+    const char *mean_name = n->n_output > 1 ? n->output[1] : "", *inv_name = n->n_output > 2 ? n->output[2] : "";
+    const int want_mean = mean_name[0] && imp_readers(im, mean_name, NULL, 0) > 0;
+    const int want_inv = inv_name[0] && imp_readers(im, inv_name, NULL, 0) > 0;
+    if (!want_mean && !want_inv) return 0;
+    unsigned mask = 0;
+    for (int d = axis; d < r; d++) mask |= 1u << d;
+    const int mean = model_build_reduce(b, LAYER_REDUCE_MEAN, in, mask, 1);
+    if (want_mean && define_named(im, mean_name, mean)) return -1;
+    if (!want_inv) return 0;
+    const int sq = model_build_unary(b, LAYER_POW, model_build_binary(b, LAYER_SUB, in, mean), 2.0f);
+    const int var = model_build_reduce(b, LAYER_REDUCE_MEAN, sq, mask, 1);
+    int e = -1;
+    if (scalar_constant(im, b, n, inv_name, eps, &e)) return -1;
+    const int sd = model_build_unary(b, LAYER_SQRT, model_build_binary(b, LAYER_BADD, var, e), 0.0f);
+    const int inv = model_build_unary(b, LAYER_RECIPROCAL, sd, 0.0f);
+    if (model_build_failed(b))
+        return imp_fail(im, "node '%s' (LayerNormalization): its Mean and InvStdDev outputs: not supported",
+                        imp_node_name(n));
+    return define_named(im, inv_name, inv);
+}
+
 /* ONNX LayerNormalization (opset 17): over the axes from axis (a non-batch one) to the last,
- * the scale and the bias (optional: zeros) initializers of those axes' size. */
+ * the scale and the bias (optional: zeros) initializers of those axes' size; its Mean and
+ * InvStdDev outputs where they are read (layernorm_statistics). */
 static int do_layernorm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const known[] = {"axis", "epsilon", "stash_type", NULL};
@@ -1184,8 +1234,9 @@ static int do_layernorm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         return imp_fail(im, "node '%s' (LayerNormalization): scale and bias must be initializers of %zu elements",
                         imp_node_name(n), D);
     if (imp_weight_name_ok(im, n, 1) || imp_weight_name_ok(im, n, 2)) return -1;
-    return define_output(im, n, model_build_layernorm(b, as_seen(b, x, &s), (int)ax - 1, eps, n->input[1], n->input[2]),
-                         0);
+    const int in = as_seen(b, x, &s);
+    if (define_output(im, n, model_build_layernorm(b, in, (int)ax - 1, eps, n->input[1], n->input[2]), 0)) return -1;
+    return layernorm_statistics(im, b, n, in, (int)ax - 1, s.rank, eps);
 }
 
 /* Gather on axis 0 of a Transpose that moved the batch axis (x->defer; q, k, v = qkv[0],
@@ -1391,16 +1442,32 @@ static int do_identity(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     return define_output(im, n, x->layer, x->flat);
 }
 
-/* Relu -> LAYER_RELU, GlobalAveragePool -> LAYER_GAP */
-static int do_relu_gap(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+/* Relu -> LAYER_RELU */
+static int do_relu(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const none[] = {NULL};
-    const char *op = n->op_type;
     const value_t *x;
     if (imp_check_attrs(im, n, none) || imp_input_layer(im, n, 0, &x)) return -1;
-    if (op[0] == 'G' && image_input(im, b, n, x)) return -1;
-    int li = op[0] == 'R' ? model_build_relu(b, x->layer) : model_build_gap(b, x->layer);
-    return define_output(im, n, li, op[0] == 'R' ? x->flat : 0);
+    return define_output(im, n, model_build_relu(b, x->layer), x->flat);
+}
+
+/* GlobalAveragePool of an image -> LAYER_GAP (its kernels are the plane's mean); of a
+ * sequence (N, C, L), and GlobalMaxPool of either, -> the pool whose one window is the whole
+ * plane (L x 1 for a sequence, as the pools run it): the output (N, C, 1, 1) or (N, C, 1). */
+static int do_global_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, layer_kind_t kind)
+{
+    static const char *const none[] = {NULL};
+    const value_t *x;
+    int sp;
+    if (imp_check_attrs(im, n, none) || imp_input_layer(im, n, 0, &x) || !(sp = spatial_axes(im, b, n, x))) return -1;
+    if (kind == LAYER_AVGPOOL && sp == 2) return define_output(im, n, model_build_gap(b, x->layer), 0);
+    int C, H, W;
+    model_build_shape(b, x->layer, &C, &H, &W);
+    const pool2d_desc_t g = {.KH = H, .KW = W, .sH = 1, .sW = 1, .dH = 1, .dW = 1};
+    const int li = model_build_pool(b, kind, x->layer, &g);
+    if (model_build_failed(b))
+        return imp_fail(im, "node '%s' (%s): no pool over a %dx%dx%d input", imp_node_name(n), n->op_type, C, H, W);
+    return define_output(im, n, li, 0);
 }
 
 /* LeakyRelu, Sigmoid, Tanh -> their elementwise layers */
@@ -1718,7 +1785,8 @@ static const node_import_t NODE_IMPORTS[] = {
     {"Expand", .import = do_expand},
     {"Flatten", .import = do_flatten},
     {"Gemm", .import = do_gemm},
-    {"GlobalAveragePool", .import = do_relu_gap},
+    {"GlobalAveragePool", .import_kind = do_global_pool, .kind = LAYER_AVGPOOL},
+    {"GlobalMaxPool", .import_kind = do_global_pool, .kind = LAYER_MAXPOOL},
     {"HardSigmoid", .import = do_hard},
     {"HardSwish", .import = do_hard},
     {"Identity", .import = do_identity},
@@ -1732,7 +1800,7 @@ static const node_import_t NODE_IMPORTS[] = {
     {"Pow", .import_kind = do_unary_kind, .kind = LAYER_POW},
     {"ReduceMean", .import = do_reduce_mean},
     {"ReduceSum", .import = do_reduce},
-    {"Relu", .import = do_relu_gap},
+    {"Relu", .import = do_relu},
     {"Reshape", .import = do_reshape},
     {"Sigmoid", .import = do_activation},
     {"Slice", .import = do_slice},

@@ -12,7 +12,9 @@
 # of rank 7 are refused by name; a second graph input of the activation's batch is fed as an
 # activation (an Add of two inputs passes), a Conv weight given as an input stays one, each
 # output of a Split is compared, an Identity's output, a Conv on (N, C, L) and opset 6 pass,
-# opset 5 and a batch norm in training mode are refused; a shape chain of every folded operator, ReduceSum and
+# opset 5 (but for the global pools, defined once since opset 1) and a batch norm in
+# training mode are refused; GlobalAveragePool of a sequence, GlobalMaxPool of an image and
+# a sequence, LayerNormalization's Mean and InvStdDev (an output, and read by a node) pass; a shape chain of every folded operator, ReduceSum and
 # ReduceMean, and MatMul + Add over the last axis pass; Flatten merging the batch is refused.
 . tests/lib.sh
 /usr/bin/python3 tests/tools/onnx_case_make.py "$TMP/c" >"$TMP/make.log" 2>&1
@@ -65,7 +67,12 @@ grep -qF "test_data_set_0 output_0 'a' (2, 1, 3): 6 values" "$TMP/out" || { cat 
 expect identity_out 0 "test_data_set_0 output_0 'y' (2, 4, 3): 24 values"
 expect conv1d 0 "test_data_set_0 output_0 'y' (2, 4, 6): 48 values"
 expect opset6 0 "test_data_set_0 output_0 'y' (2, 4, 3): 24 values"
-expect opset5 2 "opset 5 is not supported (6 to 17)"
+expect opset5 2 "opset 5 is not supported (6 to 17; 1 to 5 for graphs of operators defined once since opset 1 only"
+expect gap1d 0 "test_data_set_0 output_0 'y' (2, 3, 1): 6 values"
+expect gmp 0 "test_data_set_0 output_0 'y' (2, 3, 1, 1): 6 values"
+expect gmp1d 0 "test_data_set_0 output_0 'y' (2, 3, 1): 6 values"
+expect ln_stats 0 "test_data_set_0 output_2 'z' (2, 3, 1, 1): 6 values"
+[ "$(grep -c ': ok$' "$TMP/out")" -eq 3 ] || { cat "$TMP/out"; fail "ln_stats: not three outputs ok"; }
 expect bn_training 2 "(BatchNormalization): training_mode 1: a case runs the forward in evaluation mode"
 expect unary 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"
 expect pow_tensor 2 "node 'y' (Pow): the exponent must be a constant finite float scalar"

@@ -38,6 +38,11 @@ Writes under OUTDIR:
   identity_out/ Identity of x: the output is the input, passes;
   conv1d/    Conv on a sequence x (2, 3, 10) by W (4, 3, 3), stride 2, pads 1 and 2: passes;
   opset6/    Relu in opset 6: passes; opset5/ the same in opset 5: refused by its opset;
+  gap1d/     GlobalAveragePool of a sequence x (2, 3, 10) in opset 1 (the operator unchanged
+             since): (2, 3, 1), passes;
+  gmp/, gmp1d/ GlobalMaxPool of x (2, 3, 4, 5) and of the sequence: passes;
+  ln_stats/  LayerNormalization over axes 2 and 3 of x (2, 3, 4, 5), epsilon 0.25, with its
+             Mean a graph output and its InvStdDev read by a Neg: Y, Mean and -InvStdDev pass;
   bn_training/ BatchNormalization with training_mode 1 (the batch's statistics): refused, the
              forward of a case being in evaluation mode;
   unary/     Sqrt(Abs(Exp(Neg(x)))) then Reciprocal then Pow(., 2.5) on x (2, 3, 4): passes;
@@ -293,6 +298,20 @@ def main():
     case("opset5", [helper.make_node("Relu", ["x"], ["y"])], [("x", xs)], [("y", np.maximum(xs, 0))], opset=5)
     case("bn_training", [helper.make_node("BatchNormalization", ["x"] + bn_names, ["y"], training_mode=1)],
          [("x", xs[:, :3])], [("y", xs[:, :3])], [numpy_helper.from_array(t, nm) for t, nm in zip(bn, bn_names)], 15)
+    case("gap1d", [helper.make_node("GlobalAveragePool", ["x"], ["y"])], [("x", xq)],
+         [("y", xq.astype(np.float64).mean(axis=2, keepdims=True))], opset=1)
+    xm = rnd(2, 3, 4, 5)
+    case("gmp", [helper.make_node("GlobalMaxPool", ["x"], ["y"])], [("x", xm)],
+         [("y", xm.max(axis=(2, 3), keepdims=True))])
+    case("gmp1d", [helper.make_node("GlobalMaxPool", ["x"], ["y"])], [("x", xq)], [("y", xq.max(axis=2, keepdims=True))])
+    lw, lb = rnd(4, 5), rnd(4, 5)
+    x64 = xm.astype(np.float64)
+    mu = x64.mean(axis=(2, 3), keepdims=True)
+    inv = 1 / np.sqrt(((x64 - mu) ** 2).mean(axis=(2, 3), keepdims=True) + 0.25)
+    case("ln_stats", [helper.make_node("LayerNormalization", ["x", "lw", "lb"], ["y", "mean", "inv"], axis=2,
+                                       epsilon=0.25), k("Neg", "inv", "z")], [("x", xm)],
+         [("y", (x64 - mu) * inv * lw + lb), ("mean", mu), ("z", -inv)],
+         [numpy_helper.from_array(lw, "lw"), numpy_helper.from_array(lb, "lb")], 17)
 
     d = os.path.join(out, "bigbatch", "test_data_set_0")
     os.makedirs(d)

@@ -35,8 +35,8 @@ except ImportError:
     sys.exit(77)
 
 FAMILIES = [
-    ("convolutional", ["Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "BatchNormalization", "Relu",
-                       "LeakyRelu", "Sigmoid", "Tanh", "Clip", "HardSigmoid", "HardSwish", "Dropout", "Gemm",
+    ("convolutional", ["Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "BatchNormalization",
+                       "Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "HardSigmoid", "HardSwish", "Dropout", "Gemm",
                        "Flatten", "Pad", "Concat", "Add", "Mul"]),
     ("transformer", ["LayerNormalization", "Softmax", "LogSoftmax", "MatMul", "Gather", "Expand", "Erf", "Where"]),
     ("elementwise", ["Sub", "Div", "Exp", "Neg", "Sqrt", "Reciprocal", "Abs", "Pow", "Identity"]),
@@ -49,7 +49,8 @@ FAMILIES = [
 # The directory name's operator part, longest first (test_reduce_mean_... is ReduceMean).
 DIR_OPS = {
     "averagepool": "AveragePool", "avgpool": "AveragePool", "maxpool": "MaxPool", "globalaveragepool":
-    "GlobalAveragePool", "batchnorm": "BatchNormalization", "batchnormalization": "BatchNormalization",
+    "GlobalAveragePool", "globalmaxpool": "GlobalMaxPool", "batchnorm": "BatchNormalization",
+    "batchnormalization": "BatchNormalization",
     "layer_normalization": "LayerNormalization", "logsoftmax": "LogSoftmax", "log_softmax": "LogSoftmax",
     "softmax": "Softmax", "reduce_mean": "ReduceMean", "reduce_sum": "ReduceSum", "leakyrelu": "LeakyRelu",
     "hardsigmoid": "HardSigmoid", "hardswish": "HardSwish", "constantofshape": "ConstantOfShape",

@@ -1,5 +1,5 @@
 // static/generate.js - the job page's "Generate" card for a language model job (a GPT on a
-// text data set): a prompt box under the charts whose answer streams in token by token from
+// text or token data set): a prompt box under the charts whose answer streams in token by token from
 // POST /api/v1/jobs/{id}/generate with Accept: text/event-stream (docs/openapi.json). Only
 // shown to who may generate (the job's owner or an admin; every user under the coordinator's
 // --viewers-generate, which GET /api/v1/whoami says); app.js calls render with the
@@ -9,7 +9,9 @@
 
   function isTextModel(j) {
     const s = j && j.spec;
-    if (!s || !s.dataset || s.dataset.format !== 'text') return false;
+    // text, or tokens (`pacer tokenize` leaves the tokenizer beside them; without one the
+    // ids are read as bytes)
+    if (!s || !s.dataset || (s.dataset.format !== 'text' && s.dataset.format !== 'tokens')) return false;
     return s.model === 'gpt' || (s.model && typeof s.model === 'object' && !!s.model.gpt) || !!s.gpt;
   }
 

@@ -1,11 +1,13 @@
 # The admin's choice of who may generate (pacer-coordinator --viewers-generate): with it, a
-# viewer and a member who does not own the job get a member's GPT job's text (200, the same
+# viewer and a member who does not own the job get a member's GPT job's text (a "tokens" data
+# set that `pacer tokenize --tokenizer chars` wrote, its tokenizer used) (200, the same
 # seeded sample as the owner's), as JSON and streamed, and GET /api/v1/whoami says so, so
 # the job page shows a viewer the Generate card (headless Chromium, where it is); anonymous
 # callers still need a token.
 # Without it (the default) both are 403 naming the rule and the option: generate_endpoint.
 . tests/integration/coordinator_lib.inc
 need_api_tools
+[ -x "$BUILD/pacer" ] || skip "$BUILD/pacer not built (libcurl missing?)"
 LIC=/usr/share/common-licenses
 [ -r "$LIC/GPL-3" ] || skip "$LIC (Debian's base-files) is not here"
 mkdir -p "$TMP/root/lic"
@@ -15,8 +17,12 @@ start_coord_admin --data-root "$TMP/root" --viewers-generate
 ALICE=$(adduser alice member)
 BOB=$(adduser bob member)
 VIC=$(adduser vic viewer)
-jq -n --arg data "$TMP/root/lic" '{name: "gpt-view", model: {gpt: {layers: 1, heads: 1, embd: 16, block_size: 16}},
-      dataset: {format: "text", path: $data, train_subset: 16, test_subset: 8}, batch_size: 8, epochs: 1,
+# a token data set of the text's characters (pacer tokenize), whose tokenizer generation uses
+"$BUILD/pacer" tokenize "$TMP/root/lic" --tokenizer chars >"$TMP/tok.log" 2>&1 || fail "tokenize: $(cat "$TMP/tok.log")"
+V=$(sed -n 's/.*tokens.tokenizer: chars, vocabulary \([0-9]*\)$/\1/p' "$TMP/tok.log")
+[ -n "$V" ] || fail "no vocabulary line: $(cat "$TMP/tok.log")"
+jq -n --arg data "$TMP/root/lic" --argjson v "$V" '{name: "gpt-view", model: {gpt: {layers: 1, heads: 1, embd: 16, block_size: 16}},
+      dataset: {format: "tokens", path: $data, vocab_size: $v, train_subset: 16, test_subset: 8}, batch_size: 8, epochs: 1,
       seed: 2, device: "cpu", log_every: 0, checkpoint: {every_steps: 2}}' >"$TMP/gpt.json"
 ok 201 "$ALICE" POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/gpt.json"
 id=$(jq -r .id "$TMP/body")
@@ -25,6 +31,7 @@ P=/api/v1/jobs/$id/generate
 body='{"prompt": "GNU ", "max_tokens": 6, "temperature": 1, "seed": 5}'
 ok 200 "$ALICE" POST "$P" -H "$JSON" -d "$body"
 owner_text=$(jq -r .text "$TMP/body")
+jq -e '.prompt_tokens == 4' "$TMP/body" >/dev/null || fail "the prompt was not read as 4 characters: $(cat "$TMP/body")"
 ok 200 "$VIC" POST "$P" -H "$JSON" -d "$body"
 [ "$(jq -r .text "$TMP/body")" = "$owner_text" ] || fail "the viewer's text differs from the owner's: $(cat "$TMP/body")"
 ok 200 "$BOB" POST "$P" -H "$JSON" -d "$body"

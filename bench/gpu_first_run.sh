@@ -11,7 +11,8 @@
 #   1. the machine: nvidia-smi; pacer-worker --version (the CUDA runtime the backend was built
 #      with, the driver that needs, the driver found);
 #   2. parity: PACER_REQUIRE_GPU=1 build/tests/test_cuda_parity (fails, with the reason, when
-#      CUDA is not usable; every tensor's max_abs and max_rel);
+#      CUDA is not usable; every tensor's max_abs and max_rel; with PACER_GPU_ZOO, the
+#      networks bench/gpu_zoo_export.py exports, when this machine's Python can);
 #   3. throughput at batch 256, LeNet-5 and ResNet-20: build/bench/gpu_bench (the worker's
 #      step) and bench/torch_gpu_bench.py (PyTorch, same networks and optimizer, TF32 off)
 #      alternating, RUNS times each (default 3): median, min and max of step_ms;
@@ -49,7 +50,13 @@ block "Machine" nvidia-smi --query-gpu=name,driver_version,memory.total,compute_
 block "pacer-worker --version" "$WORKER" --version || status=1
 
 # ---- 2. parity -------------------------------------------------------------------------------
-if block "Parity with the CPU reference (PACER_REQUIRE_GPU=1)" env PACER_REQUIRE_GPU=1 "$BUILD/tests/test_cuda_parity"; then
+# The zoo case imports what bench/gpu_zoo_export.py writes (torch, torchvision and onnx of
+# any version that exports; Debian's work); without them the case says it checked nothing.
+ZOO=""
+if "${PYTHON:-python3}" bench/gpu_zoo_export.py "$TMP/zoo" >"$TMP/zoo.log" 2>&1; then ZOO=$TMP/zoo; fi
+note ""
+note "The zoo for the parity's imported networks: $([ -n "$ZOO" ] && echo exported || echo "not exported: $(tail -1 "$TMP/zoo.log")")"
+if block "Parity with the CPU reference (PACER_REQUIRE_GPU=1)" env PACER_REQUIRE_GPU=1 PACER_GPU_ZOO="$ZOO" "$BUILD/tests/test_cuda_parity"; then
     note ""
     note "Parity: passed. $(grep '^largest max_rel' "$TMP/block.out")"
 else

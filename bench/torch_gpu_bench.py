@@ -8,9 +8,12 @@ takes cuDNN's heuristic choice too), timed until the update has finished
 (torch.cuda.synchronize). One line per model, in gpu_bench's format:
   torch_bench model=M batch=B params=N steps=S step_ms=... samples_per_s=... loss=... device="..." torch=V
 
-  python3 bench/torch_gpu_bench.py [--batch 256] [--steps 50] [--warmup 5] [--device cpu] [model ...]
+  python3 bench/torch_gpu_bench.py [--batch 256] [--steps 50] [--warmup 5] [--device cpu]
+                                   [--profile PREFIX] [model ...]
 
-params must equal gpu_bench's (the same network). --device cpu runs the same loop on the
+--profile PREFIX: after the timed steps, 10 more under torch.profiler, its table (kernel by
+kernel, sorted by device time) written to PREFIX.M.txt, to set beside Nsight Systems' of
+gpu_bench. params must equal gpu_bench's (the same network). --device cpu runs the same loop on the
 CPU (to check the script where there is no GPU). Without torch or a CUDA device it prints
 "skip: ..." and exits 0."""
 import argparse
@@ -75,12 +78,25 @@ def build(name, nn, F, torch):
     raise SystemExit(f"torch_gpu_bench: unknown model {name} (lenet5, resnet20)")
 
 
+def profile(torch, step, sync, gpu, path):
+    from torch.profiler import ProfilerActivity
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
+    with torch.profiler.profile(activities=acts) as prof:
+        for _ in range(10):
+            step()
+        sync()
+    key = "cuda_time_total" if gpu else "cpu_time_total"
+    with open(path, "w") as f:
+        f.write(prof.key_averages().table(sort_by=key, row_limit=40))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    ap.add_argument("--profile", default="")
     ap.add_argument("models", nargs="*", default=["lenet5", "resnet20"])
     a = ap.parse_args()
     try:
@@ -127,6 +143,8 @@ def main():
         print(f"torch_bench model={name} batch={a.batch} params={params} steps={a.steps} step_ms={1e3 * dt:.3f} "
               f"samples_per_s={a.batch / dt:.0f} loss={loss.item():.4f} "
               f'device="{name_dev}" torch={torch.__version__}')
+        if a.profile:
+            profile(torch, step, sync, gpu, f"{a.profile}.{name}.txt")
     return 0
 
 

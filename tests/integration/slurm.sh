@@ -14,7 +14,10 @@
 #   2. the coordinator's API token is in neither the ranks' environment nor slurmctld's
 #      state (the job's environment comes from the coordinator's); a coordinator
 #      restarted while a job runs adopts its Slurm job (from the handle
-#      file in the job's directory); then DELETE: the job ends CANCELLED, Slurm shows its batch job
+#      file in the job's directory); `scancel --signal=TERM` of it is a notice: its ranks
+#      checkpoint at their next step, the job records an interruption "notice" with
+#      lost_steps <= 1 and resumes from that checkpoint as a new batch job, no restart
+#      used; then DELETE: the job ends CANCELLED, Slurm shows its batch job
 #      CANCELLED and no longer pending or running (squeue -j, scontrol show job), and no
 #      pacer-worker process is left on either node;
 #   0. before the first job, the pre-flight (coordinator/preflight.c): each node
@@ -258,6 +261,28 @@ start_coord
 grep -q "job $id2: adopted (Slurm job $s2)" "$COORD_LOG" || fail "job $id2 not adopted: $(tail -5 "$COORD_LOG")"
 [ "$(state_of "$id2")" = RUNNING ] || fail "job $id2 is $(jq -r .state "$TMP/body") after the coordinator restart"
 echo "ok: a restarted coordinator adopted Slurm job $s2 (still RUNNING)"
+# Notice from Slurm: `scancel --signal=TERM` reaches the job's steps (the ranks srun
+# started, not the batch shell), as Slurm's SIGTERM before its SIGKILL does. The ranks
+# checkpoint at their next step and exit 75; the coordinator records an interruption
+# "notice" from their note and resumes the job from that checkpoint as a new batch job,
+# no restart used (--max-restarts 0: a failure would end it FAILED).
+sl scancel --signal=TERM "$s2" || fail "scancel --signal=TERM $s2 failed"
+resumed() {
+    [ "$(state_of "$id2")" = RUNNING ] && jq -e '(.interruptions | length) == 1' "$TMP/body" >/dev/null &&
+        grep -q "^resumed from .* at step" "$STATE/jobs/$id2/log"
+}
+end=$(($(date +%s) + 90))
+until resumed; do
+    [ "$(date +%s)" -ge "$end" ] && { tail -20 "$STATE/jobs/$id2/log"; grep "job $id2" "$COORD_LOG" | tail; fail "job $id2 did not resume after Slurm's SIGTERM"; }
+    case $(jq -r .state "$TMP/body") in FAILED | CANCELLED | SUCCEEDED) fail "job $id2 ended $(jq -r '"\(.state): \(.reason)"' "$TMP/body") after Slurm's SIGTERM" ;; esac
+    sleep 0.3
+done
+jq -e '.interruptions[0] | .reason == "notice" and (.checkpoint_step | type == "number") and .lost_steps <= 1' "$TMP/body" >/dev/null &&
+    [ "$(jq -r .restarts "$TMP/body")" = 0 ] || fail "job $id2 after Slurm's SIGTERM: $(jq -c '{interruptions, restarts}' "$TMP/body")"
+ck=$(jq -r '.interruptions[0].checkpoint_step' "$TMP/body")
+grep -q "^resumed from .* at step $ck " "$STATE/jobs/$id2/log" || fail "job $id2 did not resume at step $ck: $(grep '^resumed' "$STATE/jobs/$id2/log")"
+s2=$(slurm_id "$id2")
+echo "ok: scancel --signal=TERM: job $id2 $(jq -c '.interruptions[0] | {reason, checkpoint_step, lost_steps}' "$TMP/body"), resumed at step $ck as Slurm job $s2, restarts 0"
 code=$(http DELETE "/api/v1/jobs/$id2")
 case $code in 200 | 202) ;; *) fail "DELETE /api/v1/jobs/$id2 answered $code: $(cat "$TMP/body")" ;; esac
 finish "$id2" 60 CANCELLED

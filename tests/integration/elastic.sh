@@ -29,8 +29,12 @@ T=elastic T_PREFIX=pel- T_NET=10.78.0
 # every run (CI failed it twice). So rank 0 sleeps through 60x its own step (emulate:
 # slowdown 60 from step 0, sleeping, not spinning: no load on the machine) and paces the
 # synchronous job, in every world: about 30 ms a step here, the 2-rank attempt's ~240
-# steps 7 s or more, and a loaded machine only slows it further. The slowdown changes no
-# value: ssgd without dynamic batching splits the batch evenly whatever the speeds.
+# steps 7 s or more, and a loaded machine only slows it further. From step 176 rank 0 runs
+# at full speed again: the grow comes at the first checkpoint after pw3 is back, long
+# before (the 2-rank attempt starts by step 24: 150 slowed steps, 4.5 s at 30 ms and 30 s
+# at the 210 ms measured on 2026-11-27), and the last 80 steps slept through cost 17 s of
+# wall time. The slowdown changes no value: ssgd without dynamic batching splits the batch
+# evenly whatever the speeds.
 # Tested on all 10000 test images:
 # a resize changes only the order of float sums (the same global batch of the same
 # samples), and with lr 0.02 and the full test set a shrunk run ended within 0.05 points
@@ -39,7 +43,8 @@ cat >"$TMP/job.json" <<JSON
 {"name": "elastic", "model": "lenet5", "algorithm": {"name": "ssgd"}, "workers": 3, "batch_size": 32,
  "dataset": {"name": "fashion-mnist", "train_subset": 3072},
  "optimizer": {"lr": 0.02, "momentum": 0.9}, "epochs": 8, "seed": 11, "log_every": 8,
- "checkpoint": {"every_steps": 8}, "emulate": {"schedule": [{"step": 0, "rank": 0, "slowdown": 60}]}}
+ "checkpoint": {"every_steps": 8},
+ "emulate": {"schedule": [{"step": 0, "rank": 0, "slowdown": 60}, {"step": 176, "rank": 0, "slowdown": 1}]}}
 JSON
 
 # 1. Undisturbed, on the three hosts, without the slowdown (it changes no value, above;

@@ -110,7 +110,7 @@ int onnx_graph_ops(const uint8_t *data, size_t len, char *out, size_t outlen)
 
 /* ---- a case's inputs fed as activations ----------------------------------------------------
  * A case's graph input that has the activation's rank and batch (input_0's first
- * dimension), is float32 and is read as data, not as a weight (Conv's, Gemm's and a
+ * dimension), is float32 and is read as data, not as a weight (Conv's, Gemm's B and a
  * normalisation's parameters, a 2-D MatMul's second operand), is an activation like
  * input_0, not a constant: onnx_import_case_inputs feeds them all as one model input of
  * (N, S), each sample theirs one after the other, and puts in front of the graph a Slice of
@@ -131,6 +131,7 @@ static int read_as_weight(const Onnx__GraphProto *g, const char *name, int ndims
         const Onnx__NodeProto *n = g->node[i];
         for (size_t k = 1; k < n->n_input; k++) {
             if (!n->input[k] || strcmp(n->input[k], name) != 0 || !n->op_type) continue;
+            if (k == 2 && strcmp(n->op_type, "Gemm") == 0) continue; /* C: data, added to the product */
             for (const char *const *w = weights; *w; w++)
                 if (strcmp(n->op_type, *w) == 0) return 1;
             if (strcmp(n->op_type, "MatMul") == 0 && ndims == 2) return 1;
@@ -254,20 +255,26 @@ static void pack_graph(pack_t *p, const onnx_tensor_t *const *in, char *const *n
 }
 
 /* Whether g has a node that computes its training form (BatchNormalization's
- * training_mode 1: the batch's statistics), which --onnx-case's forward in evaluation mode
- * (the running statistics) does not: 1 with err set naming it. */
-static int training_node(const Onnx__GraphProto *g, char *err, size_t errlen)
+ * training_mode 1, or below opset 7 is_test 0, its default: the batch's statistics), which
+ * --onnx-case's forward in evaluation mode (the running statistics) does not: 1 with err
+ * set naming it. */
+static int training_node(const Onnx__GraphProto *g, int64_t opset, char *err, size_t errlen)
 {
     for (size_t i = 0; i < g->n_node && i < ONNX_MAX_NODES; i++) {
         const Onnx__NodeProto *n = g->node[i];
         if (!n->op_type || strcmp(n->op_type, "BatchNormalization") != 0) continue;
-        for (size_t a = 0; a < n->n_attribute; a++)
-            if (n->attribute[a]->name && strcmp(n->attribute[a]->name, "training_mode") == 0 && n->attribute[a]->i)
-                return snprintf(err, errlen,
-                                "node '%s' (BatchNormalization): training_mode 1: a case runs the forward in evaluation "
-                                "mode (the running statistics)",
-                                n->name ? n->name : "?"),
-                       1;
+        int training = 0, is_test = 0;
+        for (size_t a = 0; a < n->n_attribute; a++) {
+            const char *an = n->attribute[a]->name;
+            training |= an && strcmp(an, "training_mode") == 0 && n->attribute[a]->i;
+            is_test |= an && strcmp(an, "is_test") == 0 && n->attribute[a]->i;
+        }
+        if (training || (opset < 7 && !is_test))
+            return snprintf(err, errlen,
+                            "node '%s' (BatchNormalization): %s: a case runs the forward in evaluation mode (the "
+                            "running statistics)",
+                            n->name ? n->name : "?", training ? "training_mode 1" : "is_test 0"),
+                   1;
     }
     return 0;
 }
@@ -330,7 +337,7 @@ static int case_import(const uint8_t *data, size_t len, const onnx_tensor_t *in0
         snprintf(err, errlen, "onnx: the model has no graph");
         goto out;
     }
-    if (training_node(g, err, errlen)) goto out;
+    if (training_node(g, case_opset(mp), err, errlen)) goto out;
     /* The graph inputs that no initializer fills: the first is the activation, the others
      * (a single-operator case's weights and data) are bound, in order, to the given
      * tensors: activations like the first (is_activation) join it in the packed input,

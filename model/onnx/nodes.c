@@ -349,9 +349,12 @@ static int do_pad(imp_t *im, const Onnx__NodeProto *n)
 
 static int do_bn(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
+    /* opset 6's is_test: which statistics an inference reads, as training_mode says from
+     * opset 14; pacer trains with the batch's and evaluates with the running ones either way */
     static const char *const known[] = {"epsilon", "momentum", "training_mode", "spatial", NULL};
+    static const char *const known6[] = {"epsilon", "momentum", "spatial", "is_test", NULL};
     const value_t *x;
-    if (imp_check_attrs(im, n, known) || imp_input_layer(im, n, 0, &x)) return -1;
+    if (imp_check_attrs(im, n, im->opset < 7 ? known6 : known) || imp_input_layer(im, n, 0, &x)) return -1;
     if (imp_attr_int(n, "spatial", 1) != 1)
         return imp_fail(im, "node '%s' (BatchNormalization): spatial = 0 is not supported", imp_node_name(n));
     /* any epsilon and momentum; ONNX's momentum weighs the old running statistics, PyTorch's
@@ -379,11 +382,25 @@ static int do_bn(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     return define_output(im, n, li, 0);
 }
 
+/* Whether Gemm's C, a constant, is the OUT values of a bias vector: (OUT), (1, OUT), ... */
+static int bias_vector(const Onnx__TensorProto *c, int64_t OUT)
+{
+    if (c->n_dims < 1 || c->dims[c->n_dims - 1] != OUT) return 0;
+    for (size_t d = 0; d + 1 < c->n_dims; d++)
+        if (c->dims[d] != 1) return 0;
+    return 1;
+}
+
 static int do_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
+    /* opset 6's broadcast: 1 is the rule opset 7 made (C broadcast to (M, N)); with 0, C
+     * must already be (M, N), which broadcasting leaves as it is, so both read as opset 7 */
     static const char *const known[] = {"alpha", "beta", "transA", "transB", NULL};
+    static const char *const known6[] = {"alpha", "beta", "transA", "transB", "broadcast", NULL};
     const value_t *x;
-    if (imp_check_attrs(im, n, known) || imp_input_layer(im, n, 0, &x)) return -1;
+    if (imp_check_attrs(im, n, im->opset < 7 ? known6 : known) || imp_input_layer(im, n, 0, &x)) return -1;
+    const int64_t bcast = imp_attr_int(n, "broadcast", 1);
+    if (bcast != 0 && bcast != 1) return imp_fail(im, "node '%s' (Gemm): broadcast must be 0 or 1", imp_node_name(n));
     if (imp_attr_int(n, "transA", 0) != 0)
         return imp_fail(im, "node '%s' (Gemm): transA = 1 is not supported (A is the activation)", imp_node_name(n));
     const int64_t tb = imp_attr_int(n, "transB", 0);
@@ -400,16 +417,28 @@ static int do_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         return imp_fail(im, "node '%s' (Gemm): B must be an initializer %s", imp_node_name(n),
                         transB ? "(OUT, IN) for transB = 1" : "(IN, OUT) for transB = 0");
     const int64_t OUT = w->dims[transB ? 0 : 1];
-    if (n->n_input > 2 && n->input[2][0] && (!c || c->n_dims != 1 || c->dims[0] != OUT))
-        return imp_fail(im, "node '%s' (Gemm): C must be an initializer of %lld values (no other broadcast)",
-                        imp_node_name(n), (long long)OUT);
-    if (imp_weight_name_ok(im, n, 1) || (c && imp_weight_name_ok(im, n, 2))) return -1;
     const gemm_desc_t g = {.layout = transB ? GEMM_W_OUT_IN : GEMM_W_IN_OUT,
                            .alpha = imp_attr_float(n, "alpha", 1.0f),
                            .beta = imp_attr_float(n, "beta", 1.0f)};
     if (!isfinite(g.alpha) || !isfinite(g.beta))
         return imp_fail(im, "node '%s' (Gemm): alpha and beta must be finite", imp_node_name(n));
-    int li = model_build_gemm(b, x->layer, (int)OUT, &g, n->input[1], c ? n->input[2] : NULL);
+    const int has_c = n->n_input > 2 && n->input[2][0], vec = c && bias_vector(c, OUT);
+    if (imp_weight_name_ok(im, n, 1) || (vec && imp_weight_name_ok(im, n, 2))) return -1;
+    int li = model_build_gemm(b, x->layer, (int)OUT, &g, n->input[1], vec ? n->input[2] : NULL);
+    if (has_c && !vec) {
+        /* any other C that broadcasts to the (N, OUT) output (a scalar; with the batch, an
+         * activation): added after the product, which has no bias to scale by beta */
+        int cl;
+        if (g.beta != 1.0f)
+            return imp_fail(im,
+                            "node '%s' (Gemm): beta %g with a C other than a vector of the %lld outputs: only beta 1",
+                            imp_node_name(n), g.beta, (long long)OUT);
+        if (binary_operand(im, b, n, 2, 1, &cl)) return -1;
+        li = model_build_binary(b, LAYER_BADD, li, cl);
+        if (model_build_failed(b))
+            return imp_fail(im, "node '%s' (Gemm): C does not broadcast to the (N, %lld) output", imp_node_name(n),
+                            (long long)OUT);
+    }
     return define_output(im, n, li, 0);
 }
 

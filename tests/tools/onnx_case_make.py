@@ -41,6 +41,12 @@ Writes under OUTDIR:
   gap1d/     GlobalAveragePool of a sequence x (2, 3, 10) in opset 1 (the operator unchanged
              since): (2, 3, 1), passes;
   gmp/, gmp1d/ GlobalMaxPool of x (2, 3, 4, 5) and of the sequence: passes;
+  gemm_c/    Gemm (alpha 0.5) of x (3, 5) by B (5, 4) plus C (3, 4), a graph input of the
+             batch's: C is data (an activation), passes; gemm_c_row/ C (1, 4), beta 0.25: a
+             bias, passes; gemm_c_scalar/ C a scalar: broadcast, passes; gemm_c_scalar_beta/
+             the same with beta 2: refused (beta 1 only where C is not a bias vector);
+  bn_opset6/ BatchNormalization in opset 6 with is_test 1: passes; bn_opset6_train/ without
+             is_test (0, the training form): refused like training_mode 1;
   ln_stats/  LayerNormalization over axes 2 and 3 of x (2, 3, 4, 5), epsilon 0.25, with its
              Mean a graph output and its InvStdDev read by a Neg: Y, Mean and -InvStdDev pass;
   bn_training/ BatchNormalization with training_mode 1 (the batch's statistics): refused, the
@@ -304,6 +310,23 @@ def main():
     case("gmp", [helper.make_node("GlobalMaxPool", ["x"], ["y"])], [("x", xm)],
          [("y", xm.max(axis=(2, 3), keepdims=True))])
     case("gmp1d", [helper.make_node("GlobalMaxPool", ["x"], ["y"])], [("x", xq)], [("y", xq.max(axis=2, keepdims=True))])
+    xg, bg, cg = rnd(3, 5), rnd(5, 4), rnd(3, 4)
+    ab = xg.astype(np.float64) @ bg
+    gemm = lambda c, **kw: [helper.make_node("Gemm", ["x", "B", "C"], ["y"], **kw)]
+    case("gemm_c", gemm("C", alpha=0.5), [("x", xg), ("C", cg)], [("y", 0.5 * ab + cg)], [numpy_helper.from_array(bg, "B")])
+    case("gemm_c_row", gemm("C", beta=0.25), [("x", xg)], [("y", ab + 0.25 * cg[:1])],
+         [numpy_helper.from_array(bg, "B"), numpy_helper.from_array(cg[:1], "C")])
+    case("gemm_c_scalar", gemm("C"), [("x", xg)], [("y", ab + cg[0, 0])],
+         [numpy_helper.from_array(bg, "B"), numpy_helper.from_array(cg[0, 0].reshape(()), "C")])
+    case("gemm_c_scalar_beta", gemm("C", beta=2.0), [("x", xg)], [("y", ab + 2 * cg[0, 0])],
+         [numpy_helper.from_array(bg, "B"), numpy_helper.from_array(cg[0, 0].reshape(()), "C")])
+    bn4 = lambda v: ((v - bn[2][None, :, None]) / np.sqrt(bn[3][None, :, None] + 1e-5) * bn[0][None, :, None] +
+                     bn[1][None, :, None])
+    case("bn_opset6", [helper.make_node("BatchNormalization", ["x"] + bn_names, ["y"], epsilon=1e-5, is_test=1)],
+         [("x", xs[:, :3])], [("y", bn4(xs[:, :3].astype(np.float64)))],
+         [numpy_helper.from_array(t, nm) for t, nm in zip(bn, bn_names)], 6)
+    case("bn_opset6_train", [helper.make_node("BatchNormalization", ["x"] + bn_names, ["y"])],
+         [("x", xs[:, :3])], [("y", xs[:, :3])], [numpy_helper.from_array(t, nm) for t, nm in zip(bn, bn_names)], 6)
     lw, lb = rnd(4, 5), rnd(4, 5)
     x64 = xm.astype(np.float64)
     mu = x64.mean(axis=(2, 3), keepdims=True)

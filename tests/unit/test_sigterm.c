@@ -2,13 +2,15 @@
  * every rank's packed slot, summed as the all-reduce sums it (in floats, like MPI_SUM of
  * MPI_FLOAT), decodes to the same contributing-rank count and the ranks that heard a
  * notice, for worlds up to 4000 ranks; nobody heard one decodes to 0, as the plain
- * contributing count did before. */
+ * contributing count did before. The handler hears SIGTERM and a drain's SIGUSR1. */
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include "notice.h"
 #include "sigterm.h"
 
 static void sum_and_check(int nranks, int every_contrib, int every_heard)
@@ -53,11 +55,25 @@ static void test_nobody_heard_is_the_plain_count(void **state)
     assert_int_equal(heard, 1);
 }
 
+/* The handler takes a drain's SIGUSR1 (what mpirun forwards at once) as it takes SIGTERM:
+ * the flag says which came last, and neither ends the process. */
+static void test_both_notices_heard(void **state)
+{
+    (void)state;
+    assert_int_equal(sigterm_install(), 0);
+    assert_int_equal(sigterm_heard(), 0);
+    assert_int_equal(raise(NOTICE_FORWARDED_SIGNAL), 0);
+    assert_int_equal(sigterm_heard(), SIGUSR1);
+    assert_int_equal(raise(SIGTERM), 0);
+    assert_int_equal(sigterm_heard(), SIGTERM);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slot_round_trip),
         cmocka_unit_test(test_nobody_heard_is_the_plain_count),
+        cmocka_unit_test(test_both_notices_heard),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

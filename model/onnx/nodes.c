@@ -5,7 +5,8 @@
  * topological order), and each node becomes zero or more layers through model.h's builder:
  *   Conv -> LAYER_CONV (any stride, pads incl. auto_pad, dilation, groups);
  *   MaxPool / AveragePool -> LAYER_MAXPOOL / LAYER_AVGPOOL (ceil_mode, pads, dilations,
- *     count_include_pad); a zero Pad in front of an AveragePool (torch's export of
+ *     count_include_pad; of a volume: two of them and LAYER_RESHAPEs, pool_volume); a zero
+ *     Pad in front of an AveragePool (torch's export of
  *     AvgPool2d(padding=p, count_include_pad=True)) merges into it; a zero Pad of channels
  *     read by an Add is LAYER_ADD's option-A shortcut (pacer's export of resnet20);
  *   GlobalAveragePool and ReduceMean over an image's plane -> LAYER_GAP; GlobalAveragePool of a
@@ -249,6 +250,64 @@ static int do_conv(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     return define_output(im, n, li, 0);
 }
 
+/* A pool of a volume (N, C, D, H, W) as two of the 2-D pools, the window being a box: over
+ * (H, W) of the (C * D, H, W) planes, then over D of (C, D, OH * OW) with a window (KD, 1),
+ * reshaped back to (C, OD, OH, OW). The maximum of the maxima is the maximum, and the
+ * average of averages is the average because the taps a window counts (inside the input,
+ * or the pads too with count_include_pad) are a box too: their count is the product of
+ * each axis's. The pads are given (auto_pad VALID or NOTSET). */
+static int pool_volume(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int in, const model_shape_t *s,
+                       layer_kind_t kind)
+{
+    int ks[3], st[3], dl[3], pd[6];
+    if (attr_ints(im, n, "kernel_shape", 3, -1, ks) || attr_ints(im, n, "strides", 3, 1, st) ||
+        attr_ints(im, n, "dilations", 3, 1, dl) || attr_ints(im, n, "pads", 6, 0, pd))
+        return -1;
+    if (ks[0] < 1 || ks[1] < 1 || ks[2] < 1)
+        return imp_fail(im, "node '%s' (%s): kernel_shape is required", imp_node_name(n), n->op_type);
+    if (auto_pad(n) > 1 || auto_pad(n) < 0)
+        return imp_fail(im, "node '%s' (%s): auto_pad of a 3-D pool: only NOTSET and VALID are supported",
+                        imp_node_name(n), n->op_type);
+    const int C = s->dims[0], D = s->dims[1], H = s->dims[2], W = s->dims[3],
+              ceil_mode = imp_attr_int(n, "ceil_mode", 0) != 0, cip = imp_attr_int(n, "count_include_pad", 0) != 0;
+    const pool2d_desc_t plane = {.KH = ks[1],
+                                 .KW = ks[2],
+                                 .sH = st[1],
+                                 .sW = st[2],
+                                 .pad_t = pd[1],
+                                 .pad_l = pd[2],
+                                 .pad_b = pd[4],
+                                 .pad_r = pd[5],
+                                 .dH = dl[1],
+                                 .dW = dl[2],
+                                 .ceil_mode = ceil_mode,
+                                 .count_include_pad = cip};
+    const pool2d_desc_t depth = {.KH = ks[0],
+                                 .KW = 1,
+                                 .sH = st[0],
+                                 .sW = 1,
+                                 .pad_t = pd[0],
+                                 .pad_b = pd[3],
+                                 .dH = dl[0],
+                                 .dW = 1,
+                                 .ceil_mode = ceil_mode,
+                                 .count_include_pad = cip};
+    int li = model_build_reshape(b, in, &(model_shape_t){.rank = 3, .dims = {C * D, H, W}});
+    li = model_build_pool(b, kind, li, &plane);
+    int c2, OH, OW;
+    model_build_shape(b, li, &c2, &OH, &OW);
+    li = model_build_pool(b, kind, model_build_reshape(b, li, &(model_shape_t){.rank = 3, .dims = {C, D, OH * OW}}),
+                          &depth);
+    int c3, OD, one;
+    model_build_shape(b, li, &c3, &OD, &one);
+    li = model_build_reshape(b, li, &(model_shape_t){.rank = 4, .dims = {C, OD, OH, OW}});
+    if (model_build_failed(b))
+        return imp_fail(im,
+                        "node '%s' (%s): geometry gives no output (or a window of padding only) on a %dx%dx%dx%d input",
+                        imp_node_name(n), n->op_type, C, D, H, W);
+    return define_output(im, n, li, 0);
+}
+
 static int do_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, layer_kind_t kind)
 {
     const int is_max = kind == LAYER_MAXPOOL;
@@ -258,13 +317,15 @@ static int do_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, laye
                                        "count_include_pad", "auto_pad", NULL};
     const value_t *x;
     int sp;
-    if (imp_check_attrs(im, n, is_max ? kmax : kavg) || imp_input_layer(im, n, 0, &x) ||
-        !(sp = spatial_axes(im, b, n, x)))
-        return -1;
+    if (imp_check_attrs(im, n, is_max ? kmax : kavg) || imp_input_layer(im, n, 0, &x)) return -1;
     if (is_max && imp_attr_int(n, "storage_order", 0) != 0)
         return imp_fail(im, "node '%s' (MaxPool): storage_order 1 is not supported", imp_node_name(n));
     if (n->n_output > 1 && n->output[1] && n->output[1][0])
         return imp_fail(im, "node '%s' (MaxPool): the Indices output is not supported", imp_node_name(n));
+    model_shape_t vs;
+    model_build_shape_nd(b, x->layer, &vs);
+    if (vs.rank == 4 && !x->flat && x->kind == V_LAYER) return pool_volume(im, b, n, x->layer, &vs, kind);
+    if (!(sp = spatial_axes(im, b, n, x))) return -1;
     int C, H, W;
     model_build_shape(b, x->layer, &C, &H, &W);
     int ks[2], st[2], dl[2], pd[4];

@@ -14,6 +14,11 @@ nets(): the set "batchaxis" of onnx_families.py --export:
   Seq1dish  the image read as a sequence (B, 3, 1024): Conv1d (stride 2, padding 1),
             BatchNorm1d, ReLU, MaxPool1d (3, stride 2, padding 1), Conv1d (dilation 2),
             AvgPool1d (4), then Flatten and a Linear head: Conv and the pools on (N, C, L).
+volume_nets(): the set "volume":
+  Vol3dish  a Conv2d and ReLU, the output read as a volume (B, 4, 8, 4, 32), MaxPool3d
+            ((2, 3, 3), stride (2, 1, 2), padding 1, dilation (1, 1, 2), ceil_mode) and
+            AvgPool3d (3, stride (1, 2, 2), padding 1, ceil_mode, count_include_pad False),
+            Flatten and a Linear head: the pools of volumes, each two of the 2-D pools.
 
 Usage: /usr/bin/python3 tests/tools/onnx_batch_axis.py --graphs OUTDIR
   Writes small graphs by hand (onnx.helper) for onnx_batch_axis.sh:
@@ -91,6 +96,23 @@ class Seq1dish(nn.Module):
 
 def nets():
     return {"Timmish": Timmish, "Seq1dish": Seq1dish}
+
+
+class Vol3dish(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.pool1 = nn.MaxPool3d((2, 3, 3), stride=(2, 1, 2), padding=1, dilation=(1, 1, 2), ceil_mode=True)
+        self.pool2 = nn.AvgPool3d(3, stride=(1, 2, 2), padding=1, ceil_mode=True, count_include_pad=False)
+        self.head = nn.Linear(4 * 5 * 3 * 9, 10)
+
+    def forward(self, x):
+        v = torch.relu(self.conv(x)).view(x.shape[0], 4, 8, 4, 32)
+        return self.head(self.pool2(self.pool1(v)).flatten(1))
+
+
+def volume_nets():
+    return {"Vol3dish": Vol3dish}
 
 
 class FixedMHA(nn.Module):

@@ -47,6 +47,11 @@ Writes under OUTDIR:
              the same with beta 2: refused (beta 1 only where C is not a bias vector);
   bn_opset6/ BatchNormalization in opset 6 with is_test 1: passes; bn_opset6_train/ without
              is_test (0, the training form): refused like training_mode 1;
+  pool3d_max/ MaxPool of a volume x (2, 2, 5, 6, 7): window (2, 3, 2), strides (2, 1, 2),
+             pads (1, 0, 1) and (0, 1, 1), dilations (1, 2, 1), ceil_mode: passes against a
+             window-by-window numpy pool; pool3d_avg/, pool3d_avg_cip/ AveragePool (3, 2, 2),
+             strides (2, 2, 1), pads (1, 1, 0) and (1, 0, 1), ceil_mode, count_include_pad 0
+             and 1: pass;
   ln_stats/  LayerNormalization over axes 2 and 3 of x (2, 3, 4, 5), epsilon 0.25, with its
              Mean a graph output and its InvStdDev read by a Neg: Y, Mean and -InvStdDev pass;
   bn_training/ BatchNormalization with training_mode 1 (the batch's statistics): refused, the
@@ -327,6 +332,32 @@ def main():
          [numpy_helper.from_array(t, nm) for t, nm in zip(bn, bn_names)], 6)
     case("bn_opset6_train", [helper.make_node("BatchNormalization", ["x"] + bn_names, ["y"])],
          [("x", xs[:, :3])], [("y", xs[:, :3])], [numpy_helper.from_array(t, nm) for t, nm in zip(bn, bn_names)], 6)
+    def pool3d(x, k, st, pb, pe, dl, ceil, cip, is_max):
+        """ONNX's and PyTorch's 3-D pool of x (N, C, D, H, W), one window at a time (ops.h's rules)"""
+        sp, outs = x.shape[2:], []
+        for a in range(3):
+            span = sp[a] + pb[a] + pe[a] - dl[a] * (k[a] - 1) - 1
+            o = (-(-span // st[a]) if ceil else span // st[a]) + 1
+            outs.append(o - 1 if ceil and (o - 1) * st[a] >= sp[a] + pb[a] else o)
+        y = np.zeros(x.shape[:2] + tuple(outs))
+        for idx in np.ndindex(*outs):
+            taps = [[i * st[a] - pb[a] + t * dl[a] for t in range(k[a])] for a, i in enumerate(idx)]
+            inb = [[p for p in tp if 0 <= p < sp[a]] for a, tp in enumerate(taps)]
+            win = x[:, :, inb[0]][:, :, :, inb[1]][:, :, :, :, inb[2]]
+            cnt = np.prod([len([p for p in tp if -pb[a] <= p < sp[a] + pe[a]]) if cip else len(inb[a])
+                           for a, tp in enumerate(taps)])
+            y[(slice(None), slice(None)) + idx] = win.max(axis=(2, 3, 4)) if is_max else win.sum(axis=(2, 3, 4)) / cnt
+        return y
+    xv = rnd(2, 2, 5, 6, 7)
+    case("pool3d_max", [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 3, 2], strides=[2, 1, 2],
+                                         pads=[1, 0, 1, 0, 1, 1], dilations=[1, 2, 1], ceil_mode=1)],
+         [("x", xv)], [("y", pool3d(xv.astype(np.float64), [2, 3, 2], [2, 1, 2], [1, 0, 1], [0, 1, 1], [1, 2, 1], 1, 0, 1))])
+    for cip in (0, 1):
+        case("pool3d_avg%s" % ("_cip" if cip else ""),
+             [helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 2, 2], strides=[2, 2, 1],
+                               pads=[1, 1, 0, 1, 0, 1], ceil_mode=1, count_include_pad=cip)],
+             [("x", xv)], [("y", pool3d(xv.astype(np.float64), [3, 2, 2], [2, 2, 1], [1, 1, 0], [1, 0, 1], [1, 1, 1], 1,
+                                        cip, 0))])
     lw, lb = rnd(4, 5), rnd(4, 5)
     x64 = xm.astype(np.float64)
     mu = x64.mean(axis=(2, 3), keepdims=True)

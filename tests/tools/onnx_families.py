@@ -22,7 +22,8 @@ Usage: /usr/bin/python3 tests/tools/onnx_families.py --export SET OUTDIR
   SET attention: issue 44's operators in small modules (tests/tools/onnx_attention.py).
   SET swin: issue 44's Swin stage (tests/tools/onnx_swin.py; exits 77 without torchvision).
   SET batchaxis: the batch axis moved and split (timm's attention) and sequences (N, C, L)
-    (tests/tools/onnx_batch_axis.py).
+    (tests/tools/onnx_batch_axis.py). SET volume: the pools of volumes (N, C, D, H, W)
+    (onnx_batch_axis.py's volume_nets).
   Writes x.bin (N_BATCH images 3x32x32), and per network NAME.onnx and NAME.torch.npz:
   eval_logits (the file's running statistics), train_logits, grad:TENSOR for every
   parameter and buffer:TENSOR for every running statistic after one training step on x
@@ -76,7 +77,8 @@ N_BATCH = 8
 STEPS = 4
 # plain SGD's step per set: torchvision's deeper networks take a smaller one (at 0.05 their
 # losses jump about on a batch of 8, in torch as in pacer)
-LR = {"blocks": 0.05, "torchvision": 0.01, "attention": 0.05, "swin": 0.05, "vit": 0.05, "batchaxis": 0.05}
+LR = {"blocks": 0.05, "torchvision": 0.01, "attention": 0.05, "swin": 0.05, "vit": 0.05, "batchaxis": 0.05,
+      "volume": 0.05}
 # torch's numbers are computed in float64 from the file's float32 weights: float32 through
 # 150 to 290 layers with batch statistics over 8 images at 1x1 planes is ill-conditioned
 # (torch's own float32 gradients of mobilenet_v2 differ from its float64 ones by up to 24%
@@ -222,6 +224,13 @@ def batchaxis():
     return nets()
 
 
+def volume():
+    """the pools of volumes (tests/tools/onnx_batch_axis.py's volume_nets)"""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from onnx_batch_axis import volume_nets
+    return volume_nets()
+
+
 def vit():
     """issue 44's ViT and ConvNeXt in torchvision's classes (tests/tools/onnx_vit.py)"""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -306,7 +315,7 @@ SEED = {"shufflenet_v2_x0_5": 303}
 def export(which, out):
     nets = blocks() if which == "blocks" else torchvision_models() if which == "torchvision" else \
         swin() if which == "swin" else vit() if which == "vit" else batchaxis() if which == "batchaxis" else \
-        attention()
+        volume() if which == "volume" else attention()
     torch.manual_seed(11)
     x = torch.randn(N_BATCH, 3, 32, 32)
     x.numpy().astype("<f4").tofile(out + "/x.bin")
@@ -576,7 +585,7 @@ def compare(npz, pdir):
 
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--export" and sys.argv[2] in ("blocks", "torchvision", "attention", "swin", "vit",
-                                                                        "batchaxis"):
+                                                                        "batchaxis", "volume"):
         export(sys.argv[2], sys.argv[3])
         return 0
     if len(sys.argv) == 3 and sys.argv[1] == "--graphs":

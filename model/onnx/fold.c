@@ -461,6 +461,13 @@ static int fold_elementwise(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int 
      * Div and Pow align the second operand otherwise than NumPy's rule */
     if (imp_check_attrs(im, n, strcmp(op, "Cast") == 0 ? cast_attrs : strcmp(op, "Mod") == 0 ? mod_attrs : none))
         return -1;
+    /* each operator's own count of inputs: Where's third is read, a binary's second */
+    const int want = strcmp(op, "Where") == 0 ? 3
+                     : strcmp(op, "Not") == 0 || strcmp(op, "Cast") == 0 || strcmp(op, "Neg") == 0 ||
+                             strcmp(op, "Sqrt") == 0
+                         ? 1
+                         : 2;
+    if (k != want) return imp_fail(im, "node '%s' (%s): %d inputs, want %d", imp_node_name(n), op, k, want);
     for (int i = 0; i < k; i++)
         if (in[i].table && (strcmp(op, "Equal") != 0 || arr_untag(im, n, &in[i]) != 0))
             return imp_fail(im,

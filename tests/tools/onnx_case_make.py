@@ -47,6 +47,8 @@ Writes under OUTDIR:
              the same with beta 2: refused (beta 1 only where C is not a bias vector);
   bn_opset6/ BatchNormalization in opset 6 with is_test 1: passes; bn_opset6_train/ without
              is_test (0, the training form): refused like training_mode 1;
+  where_arity/ a Where of two constants (it takes three) folded at import: refused by its
+             count of inputs (the third was read regardless);
   pool3d_max/ MaxPool of a volume x (2, 2, 5, 6, 7): window (2, 3, 2), strides (2, 1, 2),
              pads (1, 0, 1) and (0, 1, 1), dilations (1, 2, 1), ceil_mode: passes against a
              window-by-window numpy pool; pool3d_avg/, pool3d_avg_cip/ AveragePool (3, 2, 2),
@@ -348,6 +350,9 @@ def main():
                            for a, tp in enumerate(taps)])
             y[(slice(None), slice(None)) + idx] = win.max(axis=(2, 3, 4)) if is_max else win.sum(axis=(2, 3, 4)) / cnt
         return y
+    case("where_arity", [helper.make_node("Where", ["wc", "wv"], ["w"]), k("Add", "x", "w", "y")], [("x", xs)],
+         [("y", xs)], [numpy_helper.from_array(np.ones(3, np.float32), "wc"),
+                       numpy_helper.from_array(np.ones(3, np.float32), "wv")])
     xv = rnd(2, 2, 5, 6, 7)
     case("pool3d_max", [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 3, 2], strides=[2, 1, 2],
                                          pads=[1, 0, 1, 0, 1, 1], dilations=[1, 2, 1], ceil_mode=1)],

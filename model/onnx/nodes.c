@@ -3,7 +3,8 @@
  * The ModelProto is decoded by protobuf-c (code generated at build time from python3-onnx's
  * onnx.proto, Makefile). The graph's nodes are visited once, in file order (ONNX requires
  * topological order), and each node becomes zero or more layers through model.h's builder:
- *   Conv -> LAYER_CONV (any stride, pads incl. auto_pad, dilation, groups);
+ *   Conv -> LAYER_CONV (any stride, pads incl. auto_pad, dilation, groups; of a volume:
+ *     the depth taps' planes stacked into the channels, conv_volume);
  *   MaxPool / AveragePool -> LAYER_MAXPOOL / LAYER_AVGPOOL (ceil_mode, pads, dilations,
  *     count_include_pad; of a volume: two of them and LAYER_RESHAPEs, pool_volume); a zero
  *     Pad in front of an AveragePool (torch's export of
@@ -165,16 +166,17 @@ static int define_output(imp_t *im, const Onnx__NodeProto *n, int li, int flat)
 
 /* The spatial axes of Conv's and the pools' input x: 2 for images (N, C, H, W), 1 for
  * sequences (N, C, L), which run as images of width 1 (the layer keeps their rank);
- * another rank is refused (0). */
-static int spatial_axes(imp_t *im, const model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
+ * another rank is refused (0), naming volumes (N, C, D, H, W) too where the caller took
+ * them before (Conv, MaxPool, AveragePool: conv_volume, pool_volume). */
+static int spatial_axes(imp_t *im, const model_builder_t *b, const Onnx__NodeProto *n, const value_t *x, int volumes)
 {
     model_shape_t s;
     char t[96];
     model_build_shape_nd(b, x->layer, &s);
     if (!x->flat && (s.rank == 3 || s.rank == 2)) return s.rank - 1;
-    imp_fail(im, "node '%s' (%s): input '%s' is %s%s: %s takes images (N, C, H, W) and sequences (N, C, L) only",
+    imp_fail(im, "node '%s' (%s): input '%s' is %s%s: %s takes images (N, C, H, W)%s sequences (N, C, L)%s only",
              imp_node_name(n), n->op_type, n->input[0], imp_batch_text(&s, t, sizeof t), x->flat ? " flattened" : "",
-             n->op_type);
+             n->op_type, volumes ? "," : " and", volumes ? " and volumes (N, C, D, H, W)" : "");
     return 0;
 }
 
@@ -196,16 +198,130 @@ static int window_attrs(imp_t *im, const Onnx__NodeProto *n, int sp, int *ks, in
     return 0;
 }
 
+/* A frozen constant of one element, value f, named "<of>/<what>" (a name no node gives: a
+ * value of that name in the graph is refused), whose buffer import_model fills. */
+static int scalar_constant(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const char *of, const char *what,
+                           float f, int *li)
+{
+    char name[MODEL_TENSOR_NAME_MAX];
+    if (snprintf(name, sizeof name, "%s/%s", of, what) >= (int)sizeof name || imp_find_value(im, name))
+        return imp_fail(im, "node '%s' (%s): no room for a constant named '%.64s/%s'", imp_node_name(n), n->op_type, of,
+                        what);
+    char *own = strdup(name);
+    double *arr = malloc(sizeof *arr);
+    value_t *v = own && arr ? imp_add_value(im, own, V_ARRAY) : NULL;
+    if (!v) return free(own), free(arr), imp_fail(im, "out of memory");
+    v->owned_name = own;
+    v->arr = arr;
+    arr[0] = f;
+    v->acount = 1;
+    v->afloat = 1;
+    *li = model_build_const(b, &(model_shape_t){.rank = 0}, own, 1);
+    v->const_layer = *li + 1;
+    return 0;
+}
+
+/* li with zeros (zero: a scalar constant 0, expanded) before and after it along sample
+ * axis ax of its shape s, which grows by them. */
+static int pad_axis(model_builder_t *b, int li, model_shape_t *s, int ax, int before, int after, int zero)
+{
+    model_shape_t z = *s;
+    if (before > 0) {
+        z.dims[ax] = before;
+        li = model_build_concat_axis(b, model_build_expand(b, zero, &z), li, ax);
+    }
+    if (after > 0) {
+        z.dims[ax] = after;
+        li = model_build_concat_axis(b, li, model_build_expand(b, zero, &z), ax);
+    }
+    s->dims[ax] += before + after;
+    return li;
+}
+
+/* A convolution of a volume (C, D, H, W) as pacer's 2-D one, the depth gathered into the
+ * channels: the input zero-padded along D, and for each tap kd of the kernel's depth the
+ * planes kd * dD, kd * dD + sD, ... (OD of them), stacked as (C, KD, OD, H, W), so that
+ * the channels (C * KD, c first) are in the order of the weight's (OC, C / group, KD, KH,
+ * KW), which the 2-D convolution reads as (OC, C * KD / group, KH, KW) unchanged. The OD
+ * planes run as one image (C * KD, OD * H2, W): each plane padded along H to H2 rows (its
+ * pads, then up to a multiple of the stride, so every plane's outputs start on a row of
+ * their own), the last by the kernel's extent less 1 more. Rows whose window crosses
+ * into the next plane are cut off after: (OC, OD, H2 / sH, OW) sliced to OH rows. Exact:
+ * each output sums the same products, only in another order. */
+static int conv_volume(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int in, const model_shape_t *s,
+                       const Onnx__TensorProto *w, const Onnx__TensorProto *bias, int group)
+{
+    int ks[3], st[3], dl[3], pd[6], zero;
+    if (attr_ints(im, n, "kernel_shape", 3, -1, ks) || attr_ints(im, n, "strides", 3, 1, st) ||
+        attr_ints(im, n, "dilations", 3, 1, dl) || attr_ints(im, n, "pads", 6, 0, pd))
+        return -1;
+    const int OC = (int)w->dims[0], KD = (int)w->dims[2], KH = (int)w->dims[3], KW = (int)w->dims[4];
+    if ((ks[0] != -1 && (ks[0] != KD || ks[1] != KH || ks[2] != KW)) || auto_pad(n) > 1 || auto_pad(n) < 0 ||
+        st[0] < 1 || st[1] < 1 || dl[0] < 1 || dl[1] < 1)
+        return imp_fail(im,
+                        "node '%s' (Conv): of a volume: kernel_shape the weight's, auto_pad NOTSET or VALID, strides "
+                        "and dilations at least 1",
+                        imp_node_name(n));
+    model_shape_t v = *s;
+    const int C = v.dims[0], H = v.dims[2], W = v.dims[3];
+    const int64_t Dp = (int64_t)v.dims[1] + pd[0] + pd[3], ext_d = (int64_t)dl[0] * (KD - 1) + 1;
+    const int64_t Hp = (int64_t)H + pd[1] + pd[4], ext_h = (int64_t)dl[1] * (KH - 1) + 1;
+    if (Dp < ext_d || Hp < ext_h || Dp > DIM_MAX || Hp > DIM_MAX)
+        return imp_fail(im, "node '%s' (Conv): geometry gives no output on a %dx%dx%dx%d input", imp_node_name(n), C,
+                        v.dims[1], H, W);
+    const int OD = (int)((Dp - ext_d) / st[0] + 1), OH = (int)((Hp - ext_h) / st[1] + 1);
+    const int H2 = (int)((Hp + st[1] - 1) / st[1] * st[1]);
+    if (scalar_constant(im, b, n, n->output[0], "zero", 0.0f, &zero)) return -1;
+    int li = pad_axis(b, in, &v, 1, pd[0], pd[3], zero), stack = -1;
+    const model_shape_t tap = {.rank = 5, .dims = {C, 1, OD, H, W}};
+    for (int kd = 0; kd < KD; kd++) {
+        const int t = model_build_reshape(
+            b, model_build_slice(b, li, 1, kd * dl[0], kd * dl[0] + (OD - 1) * st[0] + 1, st[0]), &tap);
+        stack = kd ? model_build_concat_axis(b, stack, t, 1) : t;
+    }
+    v = (model_shape_t){.rank = 4, .dims = {C * KD, OD, H, W}};
+    li = pad_axis(b, model_build_reshape(b, stack, &v), &v, 2, pd[1], pd[4] + H2 - (int)Hp, zero);
+    v = (model_shape_t){.rank = 3, .dims = {C * KD, OD * H2, W}};
+    li = pad_axis(b, model_build_reshape(b, li, &v), &v, 1, 0, (int)ext_h - 1, zero);
+    const conv2d_desc_t g = {.OC = OC,
+                             .KH = KH,
+                             .KW = KW,
+                             .sH = st[1],
+                             .sW = st[2],
+                             .pad_l = pd[2],
+                             .pad_r = pd[5],
+                             .dH = dl[1],
+                             .dW = dl[2],
+                             .groups = group};
+    li = model_build_conv(b, li, &g, bias != NULL, n->input[1], bias ? n->input[2] : NULL);
+    int c2, rows, OW;
+    model_build_shape(b, li, &c2, &rows, &OW);
+    li = model_build_reshape(b, li, &(model_shape_t){.rank = 4, .dims = {OC, OD, H2 / st[1], OW}});
+    if (OH < H2 / st[1]) li = model_build_slice(b, li, 2, 0, OH, 1);
+    if (model_build_failed(b))
+        return imp_fail(im, "node '%s' (Conv): geometry gives no output on a %dx%dx%dx%d input", imp_node_name(n), C,
+                        s->dims[1], H, W);
+    return define_output(im, n, li, 0);
+}
+
 static int do_conv(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const known[] = {"kernel_shape", "strides", "pads", "dilations", "group", "auto_pad", NULL};
     const value_t *x;
     int sp;
-    if (imp_check_attrs(im, n, known) || imp_input_layer(im, n, 0, &x) || !(sp = spatial_axes(im, b, n, x))) return -1;
+    if (imp_check_attrs(im, n, known) || imp_input_layer(im, n, 0, &x)) return -1;
+    model_shape_t vs;
+    model_build_shape_nd(b, x->layer, &vs);
+    const int volume = vs.rank == 4 && !x->flat && x->kind == V_LAYER;
+    if (!volume && !(sp = spatial_axes(im, b, n, x, 1))) return -1;
+    if (volume) sp = 3;
     const Onnx__TensorProto *w = imp_input_tensor(im, n, 1), *bias = imp_input_tensor(im, n, 2);
     if (!w || w->n_dims != (size_t)sp + 2 || imp_tensor_count(w) <= 0)
         return imp_fail(im, "node '%s' (Conv): the weight must be a %d-D initializer (OC, C/group, %s)",
-                        imp_node_name(n), sp + 2, sp == 2 ? "KH, KW" : "K");
+                        imp_node_name(n), sp + 2,
+                        sp == 3   ? "KD, KH, KW"
+                        : sp == 2 ? "KH, KW"
+                                  : "K");
     if (n->n_input > 2 && n->input[2][0] && !bias)
         return imp_fail(im, "node '%s' (Conv): the bias must be an initializer", imp_node_name(n));
     if (n->n_input > 3) return imp_fail(im, "node '%s' (Conv): more than 3 inputs", imp_node_name(n));
@@ -216,6 +332,14 @@ static int do_conv(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     /* bounded before it becomes an int (a group of 2^32 + 1 is not a group of 1) */
     const int64_t group64 = imp_attr_int(n, "group", 1);
     const int group = group64 >= 1 && group64 <= DIM_MAX ? (int)group64 : 0;
+    if (volume) {
+        C = vs.dims[0];
+        if (group < 1 || group > C || (int64_t)w->dims[1] * group != C || w->dims[0] % group != 0 || w->dims[0] < 1 ||
+            (bias && (bias->n_dims != 1 || bias->dims[0] != w->dims[0])))
+            return imp_fail(im, "node '%s' (Conv): the weight and bias do not fit %d input channels in %lld groups",
+                            imp_node_name(n), C, (long long)group64);
+        return conv_volume(im, b, n, x->layer, &vs, w, bias, group);
+    }
     if (window_attrs(im, n, sp, ks, st, dl, pd)) return -1;
     const int KH = (int)w->dims[2], KW = sp == 2 ? (int)w->dims[3] : 1, OC = (int)w->dims[0];
     if ((ks[0] != -1 && ks[0] != KH) || (ks[1] != -1 && ks[1] != KW))
@@ -325,7 +449,7 @@ static int do_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, laye
     model_shape_t vs;
     model_build_shape_nd(b, x->layer, &vs);
     if (vs.rank == 4 && !x->flat && x->kind == V_LAYER) return pool_volume(im, b, n, x->layer, &vs, kind);
-    if (!(sp = spatial_axes(im, b, n, x))) return -1;
+    if (!(sp = spatial_axes(im, b, n, x, 1))) return -1;
     int C, H, W;
     model_build_shape(b, x->layer, &C, &H, &W);
     int ks[2], st[2], dl[2], pd[4];
@@ -1248,28 +1372,6 @@ static int define_named(imp_t *im, const char *name, int li)
     return 0;
 }
 
-/* A frozen constant of one element, value f, named "<of>/epsilon" (a name no node gives: a
- * value of that name in the graph is refused), whose buffer import_model fills. */
-static int scalar_constant(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const char *of, float f, int *li)
-{
-    char name[MODEL_TENSOR_NAME_MAX];
-    if (snprintf(name, sizeof name, "%s/epsilon", of) >= (int)sizeof name || imp_find_value(im, name))
-        return imp_fail(im, "node '%s' (%s): no room for a constant named '%.64s/epsilon'", imp_node_name(n),
-                        n->op_type, of);
-    char *own = strdup(name);
-    double *arr = malloc(sizeof *arr);
-    value_t *v = own && arr ? imp_add_value(im, own, V_ARRAY) : NULL;
-    if (!v) return free(own), free(arr), imp_fail(im, "out of memory");
-    v->owned_name = own;
-    v->arr = arr;
-    arr[0] = f;
-    v->acount = 1;
-    v->afloat = 1;
-    *li = model_build_const(b, &(model_shape_t){.rank = 0}, own, 1);
-    v->const_layer = *li + 1;
-    return 0;
-}
-
 /* LayerNormalization's Mean and InvStdDev outputs, where a node or the graph's output reads
  * them: the statistics over the normalised sample axes axis.. r - 1, kept as axes of 1,
  * through the layers the operator's definition spells (ReduceMean; Sub, Pow 2, ReduceMean,
@@ -1290,7 +1392,7 @@ static int layernorm_statistics(imp_t *im, model_builder_t *b, const Onnx__NodeP
     const int sq = model_build_unary(b, LAYER_POW, model_build_binary(b, LAYER_SUB, in, mean), 2.0f);
     const int var = model_build_reduce(b, LAYER_REDUCE_MEAN, sq, mask, 1);
     int e = -1;
-    if (scalar_constant(im, b, n, inv_name, eps, &e)) return -1;
+    if (scalar_constant(im, b, n, inv_name, "epsilon", eps, &e)) return -1;
     const int sd = model_build_unary(b, LAYER_SQRT, model_build_binary(b, LAYER_BADD, var, e), 0.0f);
     const int inv = model_build_unary(b, LAYER_RECIPROCAL, sd, 0.0f);
     if (model_build_failed(b))
@@ -1549,7 +1651,8 @@ static int do_global_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *
     static const char *const none[] = {NULL};
     const value_t *x;
     int sp;
-    if (imp_check_attrs(im, n, none) || imp_input_layer(im, n, 0, &x) || !(sp = spatial_axes(im, b, n, x))) return -1;
+    if (imp_check_attrs(im, n, none) || imp_input_layer(im, n, 0, &x) || !(sp = spatial_axes(im, b, n, x, 0)))
+        return -1;
     if (kind == LAYER_AVGPOOL && sp == 2) return define_output(im, n, model_build_gap(b, x->layer), 0);
     int C, H, W;
     model_build_shape(b, x->layer, &C, &H, &W);

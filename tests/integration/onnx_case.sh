@@ -61,7 +61,8 @@ expect missing 2 "model.onnx: No such file or directory"
 expect nd_relu 0 "test_data_set_0 output_0 'y' (2, 3, 4, 5, 2): 240 values"
 expect nd_scalar 0 "test_data_set_0 output_0 'y' (3): 3 values"
 expect nd_bn 0 "test_data_set_0 output_0 'y' (2, 3, 4, 2, 2): 96 values"
-expect nd_conv 2 "node 'y' (Conv): input 'x' is (N, 3, 4, 5, 5): Conv takes images (N, C, H, W) and sequences (N, C, L) only"
+expect nd_conv 2 "node 'y' (Conv): input 'x' is (N, 3, 2, 3, 4, 2): Conv takes images (N, C, H, W), sequences (N, C, L) and volumes (N, C, D, H, W) only"
+expect conv3d 0 "test_data_set_0 output_0 'y' (2, 4, 3, 4, 4): 384 values"
 # every graph input as what it is: a second activation is fed with the first, a weight given
 # as an input (its first dimension the batch's) stays a weight; every output is compared,
 # an output that is the input itself too; Conv on a sequence; opsets 6 to 17

@@ -15,10 +15,12 @@ nets(): the set "batchaxis" of onnx_families.py --export:
             BatchNorm1d, ReLU, MaxPool1d (3, stride 2, padding 1), Conv1d (dilation 2),
             AvgPool1d (4), then Flatten and a Linear head: Conv and the pools on (N, C, L).
 volume_nets(): the set "volume":
-  Vol3dish  a Conv2d and ReLU, the output read as a volume (B, 4, 8, 4, 32), MaxPool3d
-            ((2, 3, 3), stride (2, 1, 2), padding 1, dilation (1, 1, 2), ceil_mode) and
-            AvgPool3d (3, stride (1, 2, 2), padding 1, ceil_mode, count_include_pad False),
-            Flatten and a Linear head: the pools of volumes, each two of the 2-D pools.
+  Vol3dish  a Conv2d and ReLU, the output read as a volume (B, 4, 8, 4, 32), Conv3d
+            ((3, 2, 3), stride (1, 1, 2), padding (1, 0, 1), dilation (2, 1, 1), groups 2),
+            MaxPool3d ((2, 3, 3), stride (2, 1, 2), padding 1, dilation (1, 1, 2), ceil_mode)
+            and AvgPool3d (3, stride (1, 2, 2), padding 1, ceil_mode, count_include_pad
+            False), Flatten and a Linear head: convolutions and pools of volumes, which the
+            importer runs on the 2-D kernels.
 
 Usage: /usr/bin/python3 tests/tools/onnx_batch_axis.py --graphs OUTDIR
   Writes small graphs by hand (onnx.helper) for onnx_batch_axis.sh:
@@ -102,13 +104,14 @@ class Vol3dish(nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.conv3 = nn.Conv3d(4, 4, (3, 2, 3), stride=(1, 1, 2), padding=(1, 0, 1), dilation=(2, 1, 1), groups=2)
         self.pool1 = nn.MaxPool3d((2, 3, 3), stride=(2, 1, 2), padding=1, dilation=(1, 1, 2), ceil_mode=True)
         self.pool2 = nn.AvgPool3d(3, stride=(1, 2, 2), padding=1, ceil_mode=True, count_include_pad=False)
-        self.head = nn.Linear(4 * 5 * 3 * 9, 10)
+        self.head = nn.Linear(4 * 4 * 2 * 5, 10)
 
     def forward(self, x):
         v = torch.relu(self.conv(x)).view(x.shape[0], 4, 8, 4, 32)
-        return self.head(self.pool2(self.pool1(v)).flatten(1))
+        return self.head(self.pool2(self.pool1(self.conv3(v))).flatten(1))
 
 
 def volume_nets():

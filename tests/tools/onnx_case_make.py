@@ -27,7 +27,9 @@ Writes under OUTDIR:
   nd_relu/   Relu on x (2, 3, 4, 5, 2): a rank-4 sample, passes;
   nd_bn/     BatchNormalization (evaluation) on x (2, 3, 4, 2, 2): channels axis 1, passes;
   nd_scalar/ Relu on x (3,): a rank-0 sample, passes;
-  nd_conv/   Conv on x (2, 3, 4, 5, 5) (a 3-D convolution): refused by name;
+  nd_conv/   Conv on x (2, 3, 2, 3, 4, 2) (a 4-D convolution): refused by name;
+  conv3d/    Conv on a volume x (2, 2, 5, 6, 7) by W (4, 1, 2, 3, 2), strides (2, 1, 2), pads
+             (1, 0, 1) and (0, 2, 1), dilations (1, 2, 1), group 2: passes against numpy;
   nd_rank7/  Relu on x of rank 7: more axes than a sample may have, refused;
   inputs_add/ Add of x (2, 3, 4) and z (2, 3, 4), both graph inputs: z is an activation like x
              (fed with it), passes;
@@ -216,9 +218,29 @@ def main():
             lambda v: (v - bn[2][None, :, None, None, None]) / np.sqrt(bn[3][None, :, None, None, None] + 1e-5)
             * bn[0][None, :, None, None, None] + bn[1][None, :, None, None, None],
             [numpy_helper.from_array(t, nm) for t, nm in zip(bn, bn_names)])
-    nd_case("nd_conv", [helper.make_node("Conv", ["x", "W"], ["y"], kernel_shape=[1, 1, 1])], [2, 3, 4, 5, 5],
-            [2, 2, 4, 5, 5], lambda v: np.zeros((2, 2, 4, 5, 5)),
-            [numpy_helper.from_array(np.ones((2, 3, 1, 1, 1), np.float32), "W")])
+    nd_case("nd_conv", [helper.make_node("Conv", ["x", "W"], ["y"], kernel_shape=[1, 1, 1, 1])], [2, 3, 2, 3, 4, 2],
+            [2, 2, 2, 3, 4, 2], lambda v: np.zeros((2, 2, 2, 3, 4, 2)),
+            [numpy_helper.from_array(np.ones((2, 3, 1, 1, 1, 1), np.float32), "W")])
+    wv = rng.standard_normal((4, 1, 2, 3, 2)).astype(np.float32)
+
+    def conv3d(v, w, st, pb, pe, dl, group):
+        """ONNX's Conv of a volume, one output at a time"""
+        v = np.pad(v, ((0, 0), (0, 0)) + tuple(zip(pb, pe)))
+        OC, cg = w.shape[:2]
+        outs = [(v.shape[2 + a] - dl[a] * (w.shape[2 + a] - 1) - 1) // st[a] + 1 for a in range(3)]
+        y = np.zeros((v.shape[0], OC) + tuple(outs))
+        for o in range(OC):
+            gi = o // (OC // group)
+            for idx in np.ndindex(*outs):
+                win = v[:, gi * cg:(gi + 1) * cg, idx[0] * st[0]:idx[0] * st[0] + dl[0] * (w.shape[2] - 1) + 1:dl[0],
+                        idx[1] * st[1]:idx[1] * st[1] + dl[1] * (w.shape[3] - 1) + 1:dl[1],
+                        idx[2] * st[2]:idx[2] * st[2] + dl[2] * (w.shape[4] - 1) + 1:dl[2]]
+                y[(slice(None), o) + idx] = (win * w[o]).sum(axis=(1, 2, 3, 4))
+        return y
+    nd_case("conv3d", [helper.make_node("Conv", ["x", "W"], ["y"], kernel_shape=[2, 3, 2], strides=[2, 1, 2],
+                                        pads=[1, 0, 1, 0, 2, 1], dilations=[1, 2, 1], group=2)], [2, 2, 5, 6, 7],
+            [2, 4, 3, 4, 4], lambda v: conv3d(v, wv.astype(np.float64), [2, 1, 2], [1, 0, 1], [0, 2, 1], [1, 2, 1], 2),
+            [numpy_helper.from_array(wv, "W")])
     nd_case("nd_rank7", [relu], [1, 2, 1, 2, 1, 2, 1], [1, 2, 1, 2, 1, 2, 1], lambda v: np.maximum(v, 0))
 
     k = lambda *s: helper.make_node(s[0], list(s[1:-1]), [s[-1]])

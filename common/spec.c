@@ -167,6 +167,16 @@ static const char *check_sha256(const void *v)
 
 static const char *check_nonempty(const void *v) { return *(const char *)v ? NULL : "must not be empty"; }
 
+/* A prompt is text a tokenizer reads and a record carries as a JSON string (the JSON decoder
+ * has refused what is not UTF-8 and NUL): no control characters other than tab and newline. */
+static const char *check_eval_sample(const void *v)
+{
+    for (const unsigned char *p = v; *p; p++)
+        if (*p < 0x20 && *p != '\t' && *p != '\n')
+            return "must be text: control characters other than tab and newline are refused";
+    return NULL;
+}
+
 /* simulate.platform / hostfile go onto smpirun's command line, which splits words on
  * white space: keep them to characters that need no quoting. */
 static const char *check_sim_path(const void *v)
@@ -348,6 +358,15 @@ static const field_t FIELDS[] = {
      .doc = "Also evaluate on the test set every N steps (synchronous algorithms: global steps; the "
             "parameter-server family: updates), so time to accuracy is measured finer than an epoch; "
             "0 = at epoch ends only."},
+    {.path = "eval_sample", STR(eval_sample), .def_str = "", .check = check_eval_sample, .resume_free = 1,
+     .default_doc = "none", .allowed_doc = "1 to 255 bytes of text (no control characters but tab and newline); the built-in GPT on text or tokens only",
+     .doc = "A prompt the model continues at each evaluation: rank 0 decodes eval_sample_tokens greedily from it "
+            "with the weights just evaluated (as `pacer-generate --temperature 0` from that checkpoint) and the "
+            "text goes with the evaluation's record (`eval_sample` in the metrics and the history's `accuracy` "
+            "entries; the job page shows the newest). A token data set needs its tokenizer (`pacer tokenize`'s "
+            "tokens.tokenizer) to encode it."},
+    {.path = "eval_sample_tokens", INT(eval_sample_tokens), BETWEEN(1, SPEC_EVAL_SAMPLE_TOKENS_MAX), .def_num = 32,
+     .resume_free = 1, .doc = "eval_sample: the tokens generated at each evaluation."},
     {.path = "log_every", INT(log_every), BETWEEN(0, MAX_COUNT), .def_num = 100, .resume_free = 1,
      .doc = "Print a progress line every N steps; 0 = none."},
     {.path = "on_collapse", STR(on_collapse), .choices = ON_COLLAPSE, .def_str = "continue", .resume_free = 1,
@@ -1461,6 +1480,11 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
     if (cross_check_dataset(e, s) < 0) return -1;
     if (cross_check_tokenizer(e, s) < 0) return -1;
     if (cross_check_catalog(e, s) < 0) return -1;
+    if (s->eval_sample[0] && (!spec_model_is_gpt(s) || !spec_dataset_is_text(s)))
+        return fail(e,
+                    "eval_sample: only for the built-in GPT (\"model\": {\"gpt\": {...}}) on dataset.format text or "
+                    "tokens, not model %s on %s",
+                    s->model, spec_dataset_format(s));
 
     if (strcmp(alg, "sgd") == 0 && s->workers != 1)
         return fail(e, "algorithm.name: sgd is single-process; use ssgd for workers > 1");

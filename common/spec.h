@@ -18,6 +18,8 @@
 
 #define SPEC_NAME_MAX 64
 #define SPEC_PATH_MAX 512
+#define SPEC_EVAL_SAMPLE_MAX 256        /* eval_sample: bytes with the NUL */
+#define SPEC_EVAL_SAMPLE_TOKENS_MAX 256 /* eval_sample_tokens */
 #define SPEC_MAX_WORKERS 256
 #define SPEC_MAX_SCHEDULE 64
 #define SPEC_MAX_CHANNELS 3 /* dataset.mean / dataset.std entries */
@@ -185,9 +187,13 @@ typedef struct {
     double target_accuracy; /* 0 = off; stop at the first evaluation
                                                  that reaches it */
     long eval_every_steps;  /* also evaluate every N steps (PS: updates); 0 = off */
-    int log_every;          /* progress line period in steps */
-    char on_collapse[16];   /* continue | fail | restart (worker/health.h) */
-    char priority[8];       /* high | normal | low: the order of the queue under --policy fair */
+    /* A prompt rank 0 continues greedily at each evaluation, eval_sample_tokens long, its
+     * text in the evaluation's record (worker/evalsample.h); "" = none. */
+    char eval_sample[SPEC_EVAL_SAMPLE_MAX];
+    int eval_sample_tokens;
+    int log_every;        /* progress line period in steps */
+    char on_collapse[16]; /* continue | fail | restart (worker/health.h) */
+    char priority[8];     /* high | normal | low: the order of the queue under --policy fair */
 } job_spec_t;
 
 /* Adds the model of the ONNX file at path to the catalog under name (a model of source
@@ -234,7 +240,8 @@ char *spec_to_json_doc(const job_spec_t *s, json_t **doc);
 /* A fingerprint of everything in the spec that shapes the training run: the normalised
  * spec without the fields a resumed run may change (resume_free: name, dataset.path, dataset.cache_dir,
  * model.onnx,
- * device, threads, log_every, checkpoint.every_steps, dir, keep_last, keep_best), keys sorted, FNV-1a
+ * device, threads, log_every, checkpoint.every_steps, dir, keep_last, keep_best, eval_sample,
+ * eval_sample_tokens, ...: the rows marked resume_free), keys sorted, FNV-1a
  * 64. Checkpoints carry it; a resume with a spec of another hash is refused. */
 uint64_t spec_hash(const job_spec_t *s);
 

@@ -54,6 +54,7 @@ typedef struct {
     double time, acc, loss, samples; /* loss NAN: the record had none */
     int rank, final;                 /* final: from a final record */
     int between;                     /* from an eval record */
+    json_t *sample;                  /* its eval_sample string (a reference), or NULL */
 } eval_t;
 
 struct history {
@@ -103,6 +104,7 @@ void history_free(history_t *h)
     for (int r = 0; h->ranks && r < h->nranks; r++) free(h->ranks[r].cells);
     free(h->ranks);
     free(h->job);
+    for (int i = 0; h->evals && i < h->nevals; i++) json_decref(h->evals[i].sample);
     free(h->evals);
     free(h);
 }
@@ -159,8 +161,11 @@ static void add_eval(history_t *h, json_t *rec, int rank, double t, int final, i
     if (!e) {
         if (h->nevals >= HISTORY_ACC_MAX) return;
         e = &h->evals[h->nevals++];
-    }
-    *e = (eval_t){.epoch = epoch,
+    } else json_decref(e->sample);
+    json_t *sample = json_object_get(rec, "eval_sample");
+    const int keep = json_is_string(sample) && json_string_length(sample) <= HISTORY_SAMPLE_MAX;
+    *e = (eval_t){.sample = keep ? json_incref(sample) : NULL,
+                  .epoch = epoch,
                   .step = step,
                   .between = between,
                   .time = t,
@@ -299,6 +304,7 @@ json_t *history_json(const history_t *h)
                               ev[i].acc, "samples", ev[i].samples, "rank", ev[i].rank);
         if (e && isfinite(ev[i].loss)) json_object_set_new(e, "test_loss", json_real(ev[i].loss));
         if (e && ev[i].between) json_object_set_new(e, "step", json_integer(ev[i].step));
+        if (e && ev[i].sample) json_object_set(e, "eval_sample", ev[i].sample);
         if (!e || json_array_append_new(acc, e) != 0) {
             free(ev);
             goto fail;

@@ -16,7 +16,8 @@
  * `points` buckets, the mean loss of the worker step records in it, with the job's
  * samples so far (the sum of each worker's latest cumulative count) and the epoch, so that
  * the compare view can put jobs side by side against time, samples or epochs. "accuracy"
- * lists the test evaluations (epoch and final records).
+ * lists the test evaluations (epoch and final records), each with its eval_sample text
+ * when the record has one (the spec's eval_sample: worker/evalsample.h).
  *
  * Bounded work: the streams are read in pages of HISTORY_PAGE entries, at most
  * HISTORY_COARSE_MAX of the coarse stream (its records older than the full stream's
@@ -39,6 +40,7 @@
 #define HISTORY_RANKS_MAX 1024
 #define HISTORY_CELLS_MAX 200000
 #define HISTORY_ACC_MAX 5000
+#define HISTORY_SAMPLE_MAX 4096 /* bytes of an evaluation's eval_sample kept (a longer one: none) */
 
 typedef struct history history_t;
 

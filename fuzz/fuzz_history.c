@@ -7,7 +7,8 @@
  * no crash or leak whatever the records hold; every series has at most `points` points,
  * as many values as times, times strictly ascending; the job-loss series has at most
  * `points` buckets; the accuracy series has one point per epoch (epochs strictly
- * ascending, from 1), each with a finite accuracy and a rank in range (issue 29).
+ * ascending, from 1), each with a finite accuracy and a rank in range, and an eval_sample
+ * only as a string of at most HISTORY_SAMPLE_MAX bytes.
  */
 #include <math.h>
 #include <stdint.h>
@@ -61,6 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (e <= last || !isfinite(json_number_value(json_object_get(a, "test_accuracy"))) || r < 0 ||
             r >= (nranks < 1 ? 1 : nranks))
             abort();
+        json_t *sample = json_object_get(a, "eval_sample"); /* a record's text, bounded */
+        if (sample && (!json_is_string(sample) || json_string_length(sample) > HISTORY_SAMPLE_MAX)) abort();
         last = e;
     }
     json_decref(out);

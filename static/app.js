@@ -721,6 +721,7 @@
       }
       if ((rec.kind === 'epoch' || rec.kind === 'final') && rec.test_accuracy !== null && rec.test_accuracy !== undefined)
         s.acc.set(rec.epoch, rec.test_accuracy);
+      noteSample(rec);
       const prev = s.last[rec.rank];
       if (!prev || prev.time <= rec.time) s.last[rec.rank] = rec;
       if (!s.ranks.includes(rec.rank)) {
@@ -731,6 +732,21 @@
       s.dirty = true;
       // Beyond the budget of live points, ask the server for the run downsampled again.
       if (s.appended > LIVE_POINTS * Math.max(1, s.ranks.length) && Date.now() - s.lastReload > 10000) loadHistory();
+    }
+
+    // The spec's eval_sample: the newest evaluation's text (a record or a history point).
+    function noteSample(e) {
+      if (typeof e.eval_sample !== 'string' || (s.sample && s.sample.time > e.time)) return;
+      s.sample = { time: e.time, epoch: e.epoch, step: e.step, text: e.eval_sample };
+    }
+
+    function showSample() {
+      const card = $('#sample-card');
+      if (!card) return;
+      card.hidden = !s.sample;
+      if (!s.sample) return;
+      card.querySelector('.sample-text').textContent = s.sample.text;
+      card.querySelector('.sample-when').textContent = 'epoch ' + s.sample.epoch + (s.sample.step !== undefined ? ', step ' + s.sample.step : '');
     }
 
     // A live record (event stream): after the history's cursor only; kept until the next
@@ -759,6 +775,7 @@
         s.stores = HIST.fromHistory(h, s.t0);
         // per epoch: the evaluations between epoch ends (eval_every_steps: with a step) are not
         for (const a of h.accuracy) if (a.step === undefined) s.acc.set(a.epoch, a.test_accuracy);
+        for (const a of h.accuracy) noteSample(a);
         s.ranks = h.ranks.map((r) => r.rank);
         s.history = h;
         s.next = h.next;
@@ -791,6 +808,7 @@
       for (const name of Object.keys(RANK_CHARTS)) if (s.charts[name]) s.charts[name].setData(chartData(name));
       if (s.breakdown) s.breakdown.render();
       if (s.charts.acc) s.charts.acc.setData(accData());
+      showSample();
       emptyNotes();
       facts();
     }

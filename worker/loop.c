@@ -28,6 +28,7 @@
 #include "compress.h"
 #include "dcache.h"
 #include "emulate.h"
+#include "evalsample.h"
 #include "hash.h"
 #include "hostname.h"
 #include "memest.h"
@@ -70,6 +71,7 @@ static metrics_record_t *fill_record(worker_t *w, metrics_kind_t kind)
     r->events = w->phases.events;
     /* Bytes handed to MPI since the last step record, where the algorithm measures them
      * (its comm_steps count; one process measures nothing: absent). */
+    r->eval_sample[0] = '\0';
     r->comm_measured = kind == METRICS_STEP && w->stats.comm_steps > 0;
     r->comm_bytes = w->stats.comm_bytes - w->comm_bytes_reported;
     if (kind == METRICS_STEP) w->comm_bytes_reported = w->stats.comm_bytes;
@@ -149,6 +151,18 @@ json_t *worker_health_json(const worker_t *w)
                      (json_int_t)h->at_step, "reason", why);
 }
 
+/* eval_sample: the prompt continued by the weights just evaluated, into r (host weights:
+ * a GPU rank's are brought back first, as for a checkpoint). A failure is said once per
+ * sample and leaves the record without one: training goes on. */
+static void sample_text(worker_t *w, metrics_record_t *r)
+{
+    if (!w->eval_sample) return;
+    char err[512];
+    worker_model_to_host(w);
+    if (evalsample_run(w->eval_sample, r->eval_sample, sizeof r->eval_sample, err, sizeof err) != 0)
+        fprintf(stderr, "pacer-worker: rank 0: eval_sample: %s\n", err);
+}
+
 /* Epoch-end and final records carry the epoch's mean training loss, and with_eval (the
  * record of an evaluation just made) the evaluation, on the rank that made it only; an
  * evaluation between epoch ends (METRICS_EVAL, eval_every_steps) the evaluation only.
@@ -169,6 +183,7 @@ void worker_report_epoch(worker_t *w, metrics_kind_t kind, int with_eval)
     if (with_eval && w->rank == 0) {
         r->test_loss = w->test_loss;
         r->test_accuracy = w->test_accuracy;
+        sample_text(w, r);
     }
     r->loss = kind == METRICS_EVAL ? NAN : w->train_loss_running;
     /* Training time so far: time to any accuracy can be read from the records of one run

@@ -21,7 +21,7 @@ static int num(char *p, size_t left, double v)
     return snprintf(p, left, "%.6g", v);
 }
 
-/* JSON string escaping for the two free-text fields (host and job names). */
+/* JSON string escaping for the free-text fields (host and job names, the text sample). */
 static int str(char *p, size_t left, const char *s)
 {
     size_t o = 0;
@@ -105,6 +105,10 @@ int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_
     ADD(snprintf(buf + o, len - o, ",\"test_accuracy\":"));
     ADD(num(buf + o, len - o, r->test_accuracy));
     if (r->kind != METRICS_STEP && r->train_s > 0) ADD(snprintf(buf + o, len - o, ",\"train_s\":%.6f", r->train_s));
+    if (r->eval_sample[0]) {
+        ADD(snprintf(buf + o, len - o, ",\"eval_sample\":"));
+        ADD(str(buf + o, len - o, r->eval_sample));
+    }
     ADD(snprintf(buf + o, len - o, "}"));
     return (int)o;
 }
@@ -112,7 +116,8 @@ int metrics_to_json(const metrics_record_t *r, const char *job, char *buf, size_
 /* ---- reporter ------------------------------------------------------------------------ */
 
 #define BATCH 256
-#define LINE 1536
+/* a record with the longest text sample, each byte escaped (6 bytes), fits */
+#define LINE (2048 + 6 * METRICS_SAMPLE_MAX)
 
 /* Waits on m->wake (m->lock held) for at most one period. */
 static void wait_period(metrics_reporter_t *m)

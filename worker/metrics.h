@@ -22,6 +22,10 @@
 #include "phases.h"
 #include "staleness.h"
 
+/* Bytes of an evaluation's text sample with its NUL: a record stays one bounded line
+ * (metrics.c's LINE holds it escaped). */
+#define METRICS_SAMPLE_MAX 512
+
 /* METRICS_EVAL: an evaluation between epoch ends (eval_every_steps). */
 typedef enum { METRICS_STEP = 0, METRICS_EPOCH = 1, METRICS_FINAL = 2, METRICS_EVAL = 3 } metrics_kind_t;
 
@@ -71,6 +75,10 @@ typedef struct {
      * one's (1 in PowerSGD's warm-up steps; 0: no compression, absent). */
     int comm_measured;
     double comm_bytes, compression_ratio;
+    /* The spec's eval_sample continued by the weights this record's evaluation measured
+     * (worker/evalsample.h): valid UTF-8, on rank 0's evaluation records only; "" (absent)
+     * everywhere else. */
+    char eval_sample[METRICS_SAMPLE_MAX];
 } metrics_record_t;
 
 /* Serialises r as one JSON object without a newline into buf; returns the length, or -1

@@ -30,6 +30,7 @@
 #include "dcache.h"
 #include "emulate.h"
 #include "errmsg.h"
+#include "evalsample.h"
 #include "hash.h"
 #include "hostname.h"
 #include "loop.h"
@@ -277,8 +278,10 @@ static int tokens_tokenizer(const job_spec_t *spec, tokenizer_t **tok, char *err
     return DATA_OK;
 }
 
-/* A text or token data set in windows of block tokens (its vocabulary into w->data.classes). */
-static int load_text(worker_t *w, const job_spec_t *spec, int block, char *err, size_t errlen)
+/* A text or token data set in windows of block tokens (its vocabulary into w->data.classes).
+ * keep not NULL: the tokenizer (NULL for a token data set without one) is handed over there
+ * instead of freed. */
+static int load_text(worker_t *w, const job_spec_t *spec, int block, tokenizer_t **keep, char *err, size_t errlen)
 {
     catalog_format_t f = CATALOG_FORMAT_N;
     catalog_format_parse(spec_dataset_format(spec), &f);
@@ -305,7 +308,8 @@ static int load_text(worker_t *w, const job_spec_t *spec, int block, char *err, 
     int rc = textdata_load(&o, &w->train, &w->test, err, errlen);
     w->data.classes = textdata_vocab(&o);
     rc = rc == DATA_OK ? save_tokenizer(w, spec, tok, err, errlen) : rc;
-    tokenizer_free(tok);
+    if (keep && rc == DATA_OK) *keep = tok;
+    else tokenizer_free(tok);
     return rc;
 }
 
@@ -344,7 +348,10 @@ static int setup_gpt(worker_t *w, const job_spec_t *spec, char *err, size_t errl
                  spec->dataset.block_size, spec->gpt.block_size);
         return -1;
     }
-    int rc = load_text(w, spec, block, err, errlen);
+    /* eval_sample: rank 0 samples (a simulation that skips the compute has no weights to) */
+    const int sample = spec->eval_sample[0] && w->rank == 0 && !sim_skip_compute(w);
+    tokenizer_t *tok = NULL;
+    int rc = load_text(w, spec, block, sample ? &tok : NULL, err, errlen);
     if (rc != DATA_OK) return rc;
     const model_gpt_t g = {.layers = spec->gpt.layers,
                            .heads = spec->gpt.heads,
@@ -354,7 +361,12 @@ static int setup_gpt(worker_t *w, const job_spec_t *spec, char *err, size_t errl
                            .dropout = (float)spec->gpt.dropout,
                            .bias = spec->gpt.bias,
                            .tie = spec->gpt.tie_embeddings};
-    return model_create_gpt(spec->model, &g, sim_model_batch(w), &w->model, err, errlen) == 0 ? 0 : -1;
+    if (model_create_gpt(spec->model, &g, sim_model_batch(w), &w->model, err, errlen) != 0) {
+        tokenizer_free(tok);
+        return -1;
+    }
+    /* the generator reads the model's own parameters: allocated once here, never in a step */
+    return sample ? evalsample_open(spec, tok, w->model, &g, &w->eval_sample, err, errlen) : 0;
 }
 
 static int load_data(worker_t *w, const job_spec_t *spec, const catalog_model_t *m, char *err, size_t errlen)
@@ -495,7 +507,7 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     if (onnx) rc = check_token_input(w->model, spec, err, errlen);
     if (rc != 0) return rc;
     if (gpt) rc = setup_gpt(w, spec, err, errlen);
-    else if (onnx && spec_dataset_is_text(spec)) rc = load_text(w, spec, w->model->C, err, errlen);
+    else if (onnx && spec_dataset_is_text(spec)) rc = load_text(w, spec, w->model->C, NULL, err, errlen);
     else rc = load_data(w, spec, &shape, err, errlen);
     if (rc != 0) return rc;
     if (!onnx && !gpt &&
@@ -560,6 +572,7 @@ void worker_teardown(worker_t *w)
     w->compress = NULL;
     adaptive_free(w);
     cuda_model_free(w->gpu);
+    evalsample_free(w->eval_sample); /* reads the model's parameters: before them */
     model_free(w->model);
     sim_dataset_free(&w->train);
     sim_dataset_free(&w->test);

@@ -94,6 +94,9 @@ typedef struct worker {
     } emulation; /* emulate.c */
 
     model_t *model;
+    /* rank 0 with the spec's eval_sample (worker/evalsample.h), else NULL */
+    struct evalsample *eval_sample;
+
     struct cuda_model *gpu;  /* the model's device copy (device cuda/auto), or NULL */
     int gpu_device;          /* its CUDA device index (valid when gpu) */
     int gpu_ahead;           /* the device optimizer moved params and momentum

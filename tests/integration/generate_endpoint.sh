@@ -5,7 +5,9 @@
 # checkpoint, a prompt longer than the window is cut and says so, and `pacer generate` prints
 # the text. Refused by name: each bad field (400), an unknown job (404), another member's job
 # and a viewer (403), a checkpoint the job does not have (400), a job without checkpoints (409).
-# The job page's Generate card, typed into in headless Chromium, streams the same answer.
+# The job page's Generate card, typed into in headless Chromium, streams the same answer. The
+# spec's eval_sample (the same prompt, 12 tokens) is in the history's evaluation and on the
+# job page's Sample card, the same text.
 . tests/integration/coordinator_lib.inc
 need_api_tools
 LIC=/usr/share/common-licenses
@@ -22,7 +24,8 @@ BOB=$(adduser bob member)
 VIC=$(adduser vic viewer)
 jq -n --arg data "$TMP/root/lic" '{name: "gpt-gen", model: {gpt: {layers: 1, heads: 2, embd: 16, block_size: 16}},
       dataset: {format: "text", path: $data, train_subset: 64, test_subset: 16}, batch_size: 8, epochs: 1,
-      seed: 2, device: "cpu", log_every: 0, optimizer: {kind: "adamw", lr: 0.003}}' >"$TMP/gpt.json"
+      seed: 2, device: "cpu", log_every: 0, optimizer: {kind: "adamw", lr: 0.003},
+      eval_sample: "The GNU General ", eval_sample_tokens: 12}' >"$TMP/gpt.json"
 ok 201 "$ALICE" POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/gpt.json"
 id=$(jq -r .id "$TMP/body")
 cli wait "$id" --timeout 300 >/dev/null || { cat "$STATE/jobs/$id/log"; fail "GPT job $id did not succeed"; }
@@ -38,6 +41,11 @@ printf 'The GNU General ' | "$GEN" --spec "$STATE/jobs/$id/spec.json" --checkpoi
     --max-tokens 12 --temperature 0 | tail -1 >"$TMP/direct.json"
 [ "$(jq -r .text "$TMP/direct.json")" = "$(jq -r .text "$TMP/a.json")" ] || fail "the endpoint and pacer-generate differ"
 echo "ok: greedy generation as JSON, the same twice and as pacer-generate's: $(jq -c .text "$TMP/a.json")"
+# eval_sample: the epoch's evaluation continued the same prompt with the same (final) weights
+ok 200 "$ALICE" GET "/api/v1/jobs/$id/history"
+[ "$(jq -r '.accuracy[0].eval_sample' "$TMP/body")" = "$(jq -r .text "$TMP/a.json")" ] ||
+    fail "the history's eval_sample $(jq -c '.accuracy[0].eval_sample' "$TMP/body") is not the greedy answer"
+echo "ok: the history's evaluation carries the eval_sample text, the greedy answer of its weights"
 
 # seeded sampling repeats; the window of 16 cuts a prompt of 40
 body='{"prompt": "This License applies to any program or other work ", "max_tokens": 8, "temperature": 0.9, "top_k": 20, "seed": 7}'
@@ -86,7 +94,7 @@ if [ -x "$CHROMIUM" ] && command -v node >/dev/null && command -v npm >/dev/null
     { [ -d tests/browser/node_modules/playwright-core ] ||
         (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error) >"$TMP/npm.log" 2>&1; }; then
     CHROMIUM=$CHROMIUM timeout 120 node tests/browser/generate.mjs "$BASE" "$ALICE" "$id" "The GNU General " \
-        "$(jq -r .text "$TMP/a.json")" "$BUILD/generate.png" || fail "the job page's Generate card (screenshot: $BUILD/generate.png)"
+        "$(jq -r .text "$TMP/a.json")" "$BUILD/generate.png" "$(jq -r .text "$TMP/a.json")" || fail "the job page's Generate card (screenshot: $BUILD/generate.png)"
 else
     echo "not checked: the dashboard's Generate card (no chromium, node or playwright-core)"
 fi

@@ -513,6 +513,56 @@ static void test_history_eval_between(void **state)
     history_free(h);
 }
 
+/* eval_sample: a record's text (quotes, a newline, a control byte, UTF-8) is one escaped
+ * JSON string that decodes back to it, and the longest sample, every byte escaped, fits
+ * the reporter's line; the history's accuracy points carry the text of the evaluation
+ * that stands for the epoch (a re-evaluation's replaces the first), none when the record
+ * had none or one longer than HISTORY_SAMPLE_MAX. */
+static void test_eval_sample(void **state)
+{
+    (void)state;
+    metrics_record_t r;
+    memset(&r, 0, sizeof r);
+    r.kind = METRICS_EPOCH;
+    r.test_loss = r.test_accuracy = r.noise_scale = NAN;
+    snprintf(r.eval_sample, sizeof r.eval_sample, "say \"caf\xc3\xa9\"\n\x01\\");
+    char buf[2048 + 6 * METRICS_SAMPLE_MAX];
+    assert_true(metrics_to_json(&r, "j", buf, sizeof buf) > 0);
+    json_t *rec = json_loads(buf, 0, NULL);
+    assert_non_null(rec);
+    assert_string_equal(json_string_value(json_object_get(rec, "eval_sample")), r.eval_sample);
+    json_decref(rec);
+    memset(r.eval_sample, 1, sizeof r.eval_sample - 1); /* the worst case: \u0001 each */
+    r.eval_sample[sizeof r.eval_sample - 1] = '\0';
+    assert_true(metrics_to_json(&r, "j", buf, sizeof buf) > 0);
+    r.eval_sample[0] = '\0';
+    assert_true(metrics_to_json(&r, "j", buf, sizeof buf) > 0);
+    assert_null(strstr(buf, "eval_sample"));
+
+    history_t *h = history_new(10, 0.0, 100.0, 1);
+    char *big = malloc(HISTORY_SAMPLE_MAX + 2);
+    assert_non_null(big);
+    memset(big, 'x', HISTORY_SAMPLE_MAX + 1);
+    big[HISTORY_SAMPLE_MAX + 1] = '\0';
+    const char *text[] = {"first", "second", NULL, big};
+    for (int i = 0; i < 4; i++) {
+        json_t *e = json_pack("{s:s, s:i, s:f, s:i, s:f, s:f}", "kind", "epoch", "rank", 0, "time", 10.0 + i, "epoch",
+                              i == 0 ? 1 : i, "test_accuracy", 0.5, "test_loss", 1.0);
+        if (text[i]) json_object_set_new(e, "eval_sample", json_string(text[i]));
+        history_add(h, e);
+        json_decref(e);
+    }
+    free(big);
+    json_t *out = history_json(h);
+    json_t *acc = json_object_get(out, "accuracy");
+    assert_int_equal(json_array_size(acc), 3);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(acc, 0), "eval_sample")), "second");
+    assert_null(json_object_get(json_array_get(acc, 1), "eval_sample"));
+    assert_null(json_object_get(json_array_get(acc, 2), "eval_sample"));
+    json_decref(out);
+    history_free(h);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -520,7 +570,7 @@ int main(void)
         cmocka_unit_test(test_record_json),           cmocka_unit_test(test_trace_ring),
         cmocka_unit_test(test_prom_phases),           cmocka_unit_test(test_trace_from_records),
         cmocka_unit_test(test_history_downsample),    cmocka_unit_test(test_history_accuracy),
-        cmocka_unit_test(test_history_eval_between),
+        cmocka_unit_test(test_history_eval_between),  cmocka_unit_test(test_eval_sample),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

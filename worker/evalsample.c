@@ -1,0 +1,109 @@
+/* worker/evalsample.c - see evalsample.h. */
+#include "evalsample.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generate.h"
+
+struct evalsample {
+    tokenizer_t *tok;
+    gen_state_t *gen;
+    uint32_t *prompt, *out;
+    size_t nprompt;
+    gen_opts_t opts;
+};
+
+int evalsample_open(const job_spec_t *spec, tokenizer_t *tok, const model_t *m, const model_gpt_t *g,
+                    evalsample_t **out, char *err, size_t errlen)
+{
+    char why[1024];
+    *out = NULL;
+    if (!tok) {
+        snprintf(err, errlen,
+                 "eval_sample: the token data set %s has no tokenizer (tokens.tokenizer, written by pacer tokenize): "
+                 "nothing turns the prompt into ids",
+                 spec->dataset.path);
+        return -1;
+    }
+    evalsample_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        tokenizer_free(tok);
+        snprintf(err, errlen, "eval_sample: out of memory");
+        return -1;
+    }
+    s->tok = tok;
+    s->opts = (gen_opts_t){.max_tokens = spec->eval_sample_tokens, .temperature = 0, .top_k = 0, .seed = 0};
+    if (tokenizer_encode(tok, spec->eval_sample, strlen(spec->eval_sample), &s->prompt, &s->nprompt, why, sizeof why) !=
+        0) {
+        snprintf(err, errlen, "eval_sample: %s", why);
+    } else if (s->nprompt == 0) {
+        snprintf(err, errlen, "eval_sample: the %s tokenizer reads no token in it", tokenizer_kind_name(tok));
+    } else if (!(s->out = malloc((size_t)s->opts.max_tokens * sizeof *s->out))) {
+        snprintf(err, errlen, "eval_sample: out of memory");
+    } else if (gen_open(m, g, &s->gen, why, sizeof why) != 0) {
+        snprintf(err, errlen, "eval_sample: %s", why);
+    } else {
+        *out = s;
+        return 0;
+    }
+    evalsample_free(s);
+    return -1;
+}
+
+void evalsample_free(evalsample_t *s)
+{
+    if (!s) return;
+    gen_close(s->gen);
+    tokenizer_free(s->tok);
+    free(s->prompt);
+    free(s->out);
+    free(s);
+}
+
+/* The length of the valid UTF-8 character at p (n bytes left), 0 when there is none. */
+static size_t utf8_char(const unsigned char *p, size_t n)
+{
+    const size_t len = p[0] < 0x80                             ? 1
+                       : (p[0] & 0xe0) == 0xc0 && p[0] >= 0xc2 ? 2
+                       : (p[0] & 0xf0) == 0xe0                 ? 3
+                       : (p[0] & 0xf8) == 0xf0 && p[0] <= 0xf4 ? 4
+                                                               : 0;
+    if (len > n) return 0;
+    for (size_t i = 1; i < len; i++)
+        if ((p[i] & 0xc0) != 0x80) return 0;
+    return len;
+}
+
+/* in[0..n) as valid UTF-8 into out (len bytes with the NUL), whole characters only. */
+static void utf8_copy(const char *in, size_t n, char *out, size_t len)
+{
+    size_t i = 0, o = 0;
+    while (i < n) {
+        const size_t l = utf8_char((const unsigned char *)in + i, n - i);
+        const char *c = l ? in + i : "\xef\xbf\xbd";
+        const size_t cl = l ? l : 3;
+        if (o + cl + 1 > len) break;
+        memcpy(out + o, c, cl);
+        o += cl;
+        i += l ? l : 1;
+    }
+    out[o] = '\0';
+}
+
+int evalsample_run(evalsample_t *s, char *text, size_t len, char *err, size_t errlen)
+{
+    size_t cut = 0;
+    if (len == 0) return 0;
+    text[0] = '\0';
+    gen_reset(s->gen);
+    const int n = gen_run(s->gen, s->prompt, s->nprompt, &s->opts, NULL, NULL, s->out, &cut, err, errlen);
+    if (n < 0) return -1;
+    char *dec = NULL;
+    size_t dlen = 0;
+    if (tokenizer_decode(s->tok, s->out, (size_t)n, &dec, &dlen, err, errlen) != 0) return -1;
+    utf8_copy(dec, dlen, text, len);
+    free(dec);
+    return 0;
+}

@@ -1033,7 +1033,7 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_LEAKY_RELU] = {LAYER_LEAKY_RELU, "leaky relu", "LeakyRelu", "LeakyRelu", 1, IN1, infer_same, NULL, flops_pass, leaky_relu_fwd, leaky_relu_bwd, OWN},
     [LAYER_SIGMOID]    = {LAYER_SIGMOID, "sigmoid", "Sigmoid", "Sigmoid", 1, IN1, infer_same, NULL, flops_pass, sigmoid_fwd, sigmoid_bwd, OWN},
     [LAYER_TANH]       = {LAYER_TANH, "tanh", "Tanh", "Tanh", 1, IN1, infer_same, NULL, flops_pass, tanh_fwd, tanh_bwd, OWN},
-    [LAYER_CONCAT]     = {LAYER_CONCAT, "concat", "Concat", "Concat", 2, IN12, infer_concat, NULL, flops_pass, concat_fwd, concat_bwd, OWN},
+    [LAYER_CONCAT]     = {LAYER_CONCAT, "concat", "Concat, Pad (mode constant, of its value)", "Concat", 2, IN12, infer_concat, NULL, flops_pass, concat_fwd, concat_bwd, OWN},
     /* the inference form: dropout is exported as the identity */
     [LAYER_DROPOUT]    = {LAYER_DROPOUT, "dropout", "Dropout", "Identity", 1, IN1, infer_same, NULL, flops_pass, dropout_fwd, dropout_bwd, OWN},
     /* exported in opset 13's form: the bounds as constant inputs */
@@ -1085,8 +1085,8 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_EXPAND]     = {LAYER_EXPAND, "expand", "Expand (to the batch, a constant shape)", "Expand", 1, IN1, infer_expand, NULL, flops_none, view_fwd, view_bwd, OWN},
 
     /* the language models' rows: built in (model/gpt.c), not imported or exported yet */
-    [LAYER_EMBED]      = {LAYER_EMBED, "embedding", "", "", 1, 0, infer_embed, NULL, flops_embed, embed_fwd, embed_bwd, OWN},
-    [LAYER_CAUSAL_SOFTMAX] = {LAYER_CAUSAL_SOFTMAX, "causal softmax", "", "", 1, IN1, infer_causal, NULL, flops_causal, causal_fwd, causal_bwd, OWN},
+    [LAYER_EMBED]      = {LAYER_EMBED, "embedding", "", "Gather", 1, 0, infer_embed, NULL, flops_embed, embed_fwd, embed_bwd, OWN},
+    [LAYER_CAUSAL_SOFTMAX] = {LAYER_CAUSAL_SOFTMAX, "causal softmax", "", "Softmax", 1, IN1, infer_causal, NULL, flops_causal, causal_fwd, causal_bwd, OWN},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

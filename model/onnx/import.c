@@ -22,8 +22,8 @@
 /* The operators the importer takes that are no layer of their own (folded into constants,
  * aliases of their input, or the padding of the layer after them); the layers' own come
  * from the operator table (model/op_table.c). */
-static const char GRAPH_OPS[] = "Flatten, Reshape, Identity, Constant, Pad (before Conv or AveragePool; of channels "
-                                "before Add), Shape, Gather, Unsqueeze, Concat, Cast, Add, Sub, Mul, Div, Equal, "
+static const char GRAPH_OPS[] = "Flatten, Reshape, Identity, Constant, Pad (zeros before Conv or AveragePool; of "
+                                "channels before Add), Shape, Gather, Unsqueeze, Concat, Cast, Add, Sub, Mul, Div, Equal, "
                                 "Mod, Not, Where, Squeeze, Slice, Range, ScatterND, ConstantOfShape (of constant "
                                 "shapes: folded)";
 

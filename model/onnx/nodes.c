@@ -9,7 +9,8 @@
  *     count_include_pad; of a volume: two of them and LAYER_RESHAPEs, pool_volume); a zero
  *     Pad in front of an AveragePool (torch's export of
  *     AvgPool2d(padding=p, count_include_pad=True)) merges into it; a zero Pad of channels
- *     read by an Add is LAYER_ADD's option-A shortcut (pacer's export of resnet20);
+ *     read by an Add is LAYER_ADD's option-A shortcut (pacer's export of resnet20); any
+ *     other Pad of mode constant -> LAYER_CONCATs of its value (pad_layers);
  *   GlobalAveragePool and ReduceMean over an image's plane -> LAYER_GAP; GlobalAveragePool of a
  *     sequence (N, C, L) and GlobalMaxPool -> the pool of one window over the whole plane; other ReduceMean
  *     and ReduceSum of non-batch axes -> LAYER_REDUCE_MEAN, LAYER_REDUCE_SUM; Relu, LeakyRelu, Sigmoid, Tanh, Clip (bounds as
@@ -487,31 +488,76 @@ static int do_pool(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, laye
     return define_output(im, n, li, 0);
 }
 
-/* Pad: constant zeros on the two spatial dimensions only, read by the next Conv or
- * AveragePool (no layer of its own). */
-static int do_pad(imp_t *im, const Onnx__NodeProto *n)
+/* Whether every reader of Pad n's output is a Conv, an AveragePool or an Add, which take
+ * zero padding in their own geometry (and nothing else reads it, the graph's output neither). */
+static int pad_fuses(const imp_t *im, const Onnx__NodeProto *n)
 {
-    static const char *const known[] = {"mode", NULL};
+    const Onnx__NodeProto *r[8];
+    const int k = imp_readers(im, n->output[0], r, 8);
+    if (k < 1 || k > 8) return 0;
+    for (int i = 0; i < k; i++)
+        if (!r[i]->op_type || (strcmp(r[i]->op_type, "Conv") != 0 && strcmp(r[i]->op_type, "AveragePool") != 0 &&
+                               strcmp(r[i]->op_type, "Add") != 0))
+            return 0;
+    return 1;
+}
+
+/* A Pad of constant value as layers: along each non-batch axis, the value's blocks before
+ * and after (pad_axis), for a reader that takes no padding of its own. */
+static int pad_layers(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x, const int64_t *p,
+                      int np, float value)
+{
+    model_shape_t s;
+    model_build_shape_nd(b, x->layer, &s);
+    const int R = s.rank + 1;
+    if (x->flat || np != 2 * R || p[0] != 0 || p[R] != 0)
+        return imp_fail(im, "node '%s' (Pad): pads must be 2 x %d values, none of the batch axis", imp_node_name(n), R);
+    int z, li = x->layer;
+    if (scalar_constant(im, b, n, n->output[0], "value", value, &z)) return -1;
+    for (int a = 1; a < R; a++) li = pad_axis(b, li, &s, a - 1, (int)p[a], (int)p[R + a], z);
+    if (model_build_failed(b)) return imp_fail(im, "node '%s' (Pad): the padded shape is too large", imp_node_name(n));
+    return define_output(im, n, li, x->flat);
+}
+
+/* Pad of mode constant: the pads an input (opset 11 on) or an attribute (before), as the
+ * value. Zeros on the two spatial dimensions, or on the channels alone, read by Conv,
+ * AveragePool or Add (pad_fuses): no layer of its own, the reader pads (V_PADDED); any
+ * other constant padding of non-batch axes: pad_layers. */
+static int do_pad(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"mode", NULL}, *const known2[] = {"mode", "pads", "value", NULL};
     const value_t *x;
-    if (imp_check_attrs(im, n, known) || imp_input_layer(im, n, 0, &x)) return -1;
+    if (imp_check_attrs(im, n, im->opset < 11 ? known2 : known) || imp_input_layer(im, n, 0, &x)) return -1;
     const Onnx__AttributeProto *mode = imp_attr(n, "mode");
     if (mode && mode->has_s && !(mode->s.len == 8 && memcmp(mode->s.data, "constant", 8) == 0))
         return imp_fail(im, "node '%s' (Pad): only mode 'constant' is supported", imp_node_name(n));
-    const Onnx__TensorProto *val = imp_input_tensor(im, n, 2);
-    int64_t p[8];
-    int np = 0, sc, zero = 1;
-    /* pads folded from shapes (F.pad's of Swin's windows) read like a constant's */
-    if (imp_input_ints(im, n, 1, p, &np, &sc) != 0 || sc)
-        return imp_fail(im, "node '%s' (Pad): pads must be a constant of at most 8 int64 values", imp_node_name(n));
-    for (int i = 0; i < np; i++) zero &= p[i] == 0;
-    if (zero && n->n_input > 1 && (n->n_input < 3 || !n->input[2][0] || val) && x->kind == V_LAYER)
-        return define_output(im, n, x->layer, x->flat); /* no padding: the identity */
-    if (np != 8) return imp_fail(im, "node '%s' (Pad): pads must be a constant of 8 int64 values", imp_node_name(n));
-    if (val) {
-        float z;
-        if (imp_tensor_count(val) != 1 || imp_tensor_floats(im, val, &z, 1) || z != 0.0f)
-            return imp_fail(im, "node '%s' (Pad): only zero padding is supported", imp_node_name(n));
+    const Onnx__TensorProto *val = im->opset < 11 ? NULL : imp_input_tensor(im, n, 2);
+    const Onnx__AttributeProto *pa = im->opset < 11 ? imp_attr(n, "pads") : NULL;
+    int64_t p[2 * VIEW_AXES];
+    int np = 0, sc = 0, zero = 1;
+    float value = im->opset < 11 ? imp_attr_float(n, "value", 0.0f) : 0.0f;
+    if (pa) {
+        np = (int)pa->n_ints;
+        for (int i = 0; i < np && i < 2 * VIEW_AXES; i++) p[i] = pa->ints[i];
     }
+    /* pads folded from shapes (F.pad's of Swin's windows) read like a constant's */
+    if (im->opset < 11 ? !pa || np > 2 * VIEW_AXES : imp_input_ints(im, n, 1, p, &np, &sc) != 0 || sc)
+        return imp_fail(im, "node '%s' (Pad): pads must be a constant of at most %d int64 values", imp_node_name(n),
+                        2 * VIEW_AXES);
+    if (val && (imp_tensor_count(val) != 1 || imp_tensor_floats(im, val, &value, 1)))
+        return imp_fail(im, "node '%s' (Pad): the value must be one float", imp_node_name(n));
+    if (n->n_input > 2 && n->input[2][0] && !val && im->opset >= 11)
+        return imp_fail(im, "node '%s' (Pad): the value must be a constant", imp_node_name(n));
+    if (!isfinite(value)) return imp_fail(im, "node '%s' (Pad): the value must be finite", imp_node_name(n));
+    for (int i = 0; i < np; i++) {
+        zero &= p[i] == 0;
+        if (p[i] < 0 || p[i] > DIM_MAX) return imp_fail(im, "node '%s' (Pad): negative or huge pads", imp_node_name(n));
+    }
+    if (zero && x->kind == V_LAYER) return define_output(im, n, x->layer, x->flat); /* no padding: the identity */
+    if (x->kind == V_PADDED)
+        return imp_fail(im, "node '%s' (Pad): two Pads in a row are not supported", imp_node_name(n));
+    if (value != 0.0f || !pad_fuses(im, n)) return pad_layers(im, b, n, x, p, np, value);
+    if (np != 8) return imp_fail(im, "node '%s' (Pad): pads must be a constant of 8 int64 values", imp_node_name(n));
     /* (N, C, H, W): begins p[0..3], ends p[4..7]. Channels are padded only on their own,
      * for an Add to read (the option-A shortcut of a CIFAR ResNet, as pacer exports
      * resnet20: model.h's LAYER_ADD) */
@@ -520,10 +566,6 @@ static int do_pad(imp_t *im, const Onnx__NodeProto *n)
         return imp_fail(
             im, "node '%s' (Pad): padding of the batch dimension, or of channels and pixels at once, is not supported",
             imp_node_name(n));
-    for (int i = 0; i < 8; i++)
-        if (p[i] < 0 || p[i] > DIM_MAX) return imp_fail(im, "node '%s' (Pad): negative or huge pads", imp_node_name(n));
-    if (x->kind == V_PADDED)
-        return imp_fail(im, "node '%s' (Pad): two Pads in a row are not supported", imp_node_name(n));
     value_t *v = imp_add_value(im, n->output[0], V_PADDED);
     if (!v) return imp_fail(im, "out of memory");
     v->layer = x->layer;
@@ -1925,7 +1967,6 @@ static int do_unary_kind(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n
     return define_output(im, n, model_build_unary(b, kind, x->layer, a), x->flat);
 }
 
-static int do_pad_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n) { return do_pad(im, n); }
 static int do_squeeze_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n) { return do_squeeze(im, b, n, 0); }
 static int do_unsqueeze(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n) { return do_squeeze(im, b, n, 1); }
 
@@ -1989,7 +2030,7 @@ static const node_import_t NODE_IMPORTS[] = {
     {"MatMul", .import = do_matmul_node},
     {"MaxPool", .import_kind = do_pool, .kind = LAYER_MAXPOOL},
     {"Mul", .import = do_mul},
-    {"Pad", .import = do_pad_node},
+    {"Pad", .import = do_pad},
     {"Pow", .import_kind = do_unary_kind, .kind = LAYER_POW},
     {"ReduceMean", .import = do_reduce_mean},
     {"ReduceSum", .import = do_reduce},

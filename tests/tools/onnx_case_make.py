@@ -49,6 +49,9 @@ Writes under OUTDIR:
              the same with beta 2: refused (beta 1 only where C is not a bias vector);
   bn_opset6/ BatchNormalization in opset 6 with is_test 1: passes; bn_opset6_train/ without
              is_test (0, the training form): refused like training_mode 1;
+  pad_value/ Pad of x (2, 3, 4, 5) with 1.5 on channels and both spatial axes, read by no
+             Conv (the graph's output): layers of its own, passes; pad_attr/ opset 6's pads
+             attribute, zeros: passes; pad_edge/ mode edge: refused;
   where_arity/ a Where of two constants (it takes three) folded at import: refused by its
              count of inputs (the third was read regardless);
   pool3d_max/ MaxPool of a volume x (2, 2, 5, 6, 7): window (2, 3, 2), strides (2, 1, 2),
@@ -372,6 +375,15 @@ def main():
                            for a, tp in enumerate(taps)])
             y[(slice(None), slice(None)) + idx] = win.max(axis=(2, 3, 4)) if is_max else win.sum(axis=(2, 3, 4)) / cnt
         return y
+    xp = rnd(2, 3, 4, 5)
+    case("pad_value", [helper.make_node("Pad", ["x", "pads", "pv"], ["y"])], [("x", xp)],
+         [("y", np.pad(xp, ((0, 0), (1, 0), (0, 2), (3, 1)), constant_values=1.5))],
+         [numpy_helper.from_array(np.array([0, 1, 0, 3, 0, 0, 2, 1], np.int64), "pads"),
+          numpy_helper.from_array(np.array(1.5, np.float32), "pv")])
+    case("pad_attr", [helper.make_node("Pad", ["x"], ["y"], pads=[0, 0, 2, 1, 0, 0, 0, 3])], [("x", xp)],
+         [("y", np.pad(xp, ((0, 0), (0, 0), (2, 0), (1, 3))))], opset=6)
+    case("pad_edge", [helper.make_node("Pad", ["x"], ["y"], pads=[0, 0, 2, 1, 0, 0, 0, 3], mode="edge")], [("x", xp)],
+         [("y", np.pad(xp, ((0, 0), (0, 0), (2, 0), (1, 3)), mode="edge"))], opset=6)
     case("where_arity", [helper.make_node("Where", ["wc", "wv"], ["w"]), k("Add", "x", "w", "y")], [("x", xs)],
          [("y", xs)], [numpy_helper.from_array(np.ones(3, np.float32), "wc"),
                        numpy_helper.from_array(np.ones(3, np.float32), "wv")])

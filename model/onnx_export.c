@@ -437,7 +437,10 @@ static Onnx__TensorProto *gen_tensor(gen_t *x, const char *name, int nd, const i
 /* The initializer of model tensor name (its values, in m's order of tensors) shaped dims. */
 static void gen_init(gen_t *x, const model_t *m, const char *name, int nd, const int64_t *dims)
 {
-    for (int i = 0; i < m->ntensors; i++) {
+    /* a tensor two layers read (a tied head's embedding table) is one initializer */
+    for (size_t k = 0; name && k < x->g->n_initializer; k++)
+        if (x->g->initializer[k]->name && strcmp(x->g->initializer[k]->name, name) == 0) return;
+    for (int i = 0; name && i < m->ntensors; i++) {
         const tensor_info_t *ti = &m->tensors[i];
         if (strcmp(ti->name, name) != 0) continue;
         const float *data = (ti->is_buffer ? m->buffers : m->params) + ti->offset;
@@ -910,6 +913,46 @@ static void export_expand(gen_t *x, const layer_exp_t *ex)
     ex->flat[ex->li] = 0;
 }
 
+/* LAYER_EMBED: Gather of the table's rows by the int64 token ids (the graph's input) */
+static void export_embed(gen_t *x, const layer_exp_t *ex)
+{
+    const char *w = tensor_name_at(ex->m, ex->l->w_off, 0);
+    const int64_t wd[2] = {ex->l->gp_table.dims[0], ex->l->gp_table.dims[1]};
+    gen_node(x, ex->op, gen_str(x, "%s_%d", ex->op, ex->li), ex->out, 2, w, ex->in);
+    gen_init(x, ex->m, w, 2, wd);
+    ex->flat[ex->li] = 0;
+}
+
+/* LAYER_CAUSAL_SOFTMAX over the last axis of (..., T, T) scores: Mul by the scale, then
+ * nanoGPT's masked_fill as torch exports it, Where(mask, -inf, scores) with a (T, T) bool
+ * mask true above the diagonal (key j after query i; a Cast of a float Constant, which the
+ * importer folds), then Softmax: each row's weights
+ * over the keys up to its own position, the masked ones exactly 0. The importer reads that
+ * Where and Softmax as one causal softmax again (model/onnx/lm.c). */
+static void export_causal_softmax(gen_t *x, const layer_exp_t *ex)
+{
+    const int T = ex->l->shape.dims[ex->l->shape.rank - 1];
+    float *mask = gen_alloc(x, (size_t)T * (size_t)T * sizeof *mask);
+    if (!mask) return;
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++) mask[(size_t)i * (size_t)T + (size_t)j] = j > i ? 1.0f : 0.0f;
+    const int64_t md[2] = {T, T};
+    char *alpha = gen_scalar(x, gen_str(x, "CausalSoftmax_%d_scale", ex->li), ex->l->alpha),
+         *ninf = gen_scalar(x, gen_str(x, "CausalSoftmax_%d_ninf", ex->li), -INFINITY),
+         *m = gen_constant(x, gen_str(x, "CausalSoftmax_%d_mask01", ex->li), 2, md, mask,
+                           (size_t)T * (size_t)T * sizeof *mask, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT),
+         *cond = gen_str(x, "CausalSoftmax_%d_mask", ex->li), *scaled = gen_str(x, "%s_scaled", ex->out),
+         *masked = gen_str(x, "%s_masked", ex->out);
+    if (!alpha || !ninf || !m || !cond) return;
+    Onnx__NodeProto *c = gen_node(x, "Cast", gen_str(x, "CausalSoftmax_%d_cast", ex->li), cond, 1, m);
+    gen_attr_int(x, c, "to", ONNX__TENSOR_PROTO__DATA_TYPE__BOOL);
+    gen_node(x, "Mul", gen_str(x, "CausalSoftmax_%d_mul", ex->li), scaled, 2, ex->in, alpha);
+    gen_node(x, "Where", gen_str(x, "CausalSoftmax_%d_where", ex->li), masked, 3, cond, ninf, scaled);
+    Onnx__NodeProto *n = gen_node(x, "Softmax", gen_str(x, "CausalSoftmax_%d", ex->li), ex->out, 1, masked);
+    gen_attr_int(x, n, "axis", -1);
+    ex->flat[ex->li] = 0;
+}
+
 /* LAYER_SOFTMAX, LAYER_LOG_SOFTMAX */
 static void export_softmax(gen_t *x, const layer_exp_t *ex)
 {
@@ -1072,6 +1115,8 @@ static void (*const EXPORTS[LAYER_KIND_COUNT])(gen_t *x, const layer_exp_t *ex) 
     [LAYER_BN] = export_bn,
     [LAYER_FC] = export_fc,
     [LAYER_LINEAR] = export_linear,
+    [LAYER_EMBED] = export_embed,
+    [LAYER_CAUSAL_SOFTMAX] = export_causal_softmax,
     [LAYER_ADD] = export_add,
 };
 
@@ -1156,18 +1201,28 @@ int onnx_export_layers(const model_t *m, uint8_t **out, size_t *outlen, char *er
     for (int i = 0; val && i < m->nlayers; i++) val[i] = i == m->nlayers - 1 ? (char *)"logits" : gen_str(&x, "t%d", i);
     /* the logits are (N, classes): a last layer of (N, classes, 1, 1) (a convolution or a
      * pool) writes "logits4d", which a Flatten makes the output */
-    const int last_spatial = m->nlayers > 0 && m->layers[m->nlayers - 1].kind != LAYER_FC;
+    /* a language model's head (LAYER_LINEAR over the last axis) writes its (N, T, V) logits */
+    const int last_linear = m->nlayers > 0 && m->layers[m->nlayers - 1].kind == LAYER_LINEAR;
+    const int last_spatial = m->nlayers > 0 && m->layers[m->nlayers - 1].kind != LAYER_FC && !last_linear;
     if (val && last_spatial) val[m->nlayers - 1] = (char *)"logits4d";
     err[0] = '\0';
     for (int i = 0; val && flat && i < m->nlayers && !x.failed; i++) gen_layer(&x, m, i, val, flat, err, errlen);
     if (last_spatial && !x.failed)
         gen_node(&x, flat[m->nlayers - 1] ? "Identity" : "Flatten", "Flatten_logits", "logits", 1, "logits4d");
     /* the input's N-D shape (the builders' images are (C, H, W)) */
-    int64_t in_dims[MODEL_MAX_RANK];
-    const int64_t out_dims[1] = {m->num_classes};
+    int64_t in_dims[MODEL_MAX_RANK], out_dims[MODEL_MAX_RANK] = {m->num_classes};
+    int out_rank = 1, ids = 0;
     for (int d = 0; d < m->in_shape.rank; d++) in_dims[d] = m->in_shape.dims[d];
+    if (last_linear) {
+        const model_shape_t *os = &m->layers[m->nlayers - 1].shape;
+        out_rank = os->rank;
+        for (int d = 0; d < os->rank; d++) out_dims[d] = os->dims[d];
+    }
+    /* token ids (an embedding reads the input): int64, as torch exports them */
+    for (int i = 0; i < m->nlayers; i++) ids |= m->layers[i].in == -1 && m->layers[i].kind == LAYER_EMBED;
     Onnx__ValueInfoProto *io[2] = {gen_value_info(&x, "input", m->in_shape.rank, in_dims),
-                                   gen_value_info(&x, "logits", 1, out_dims)};
+                                   gen_value_info(&x, "logits", out_rank, out_dims)};
+    if (ids && io[0]) io[0]->type->tensor_type->elem_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
     g.input = &io[0];
     g.n_input = 1;
     g.output = &io[1];

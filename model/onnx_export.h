@@ -19,6 +19,10 @@
  * conv1.bias, fc1.weight, bn1.weight, bn1.bias, bn1.running_mean, bn1.running_var,
  * layer2.0.conv1.weight; no num_batches_tracked), in the model's order. The graph's input
  * is "input" (batch, C, H, W), its output "logits" (batch, classes), the batch dynamic.
+ * The built-in GPT's (model/gpt.h): input int64 token ids (batch, block), output logits
+ * (batch, block, vocab); Gather for the embedding, Mul, Where of a causal mask and Softmax
+ * for the causal softmax (the form the importer reads back as one), the tied head a MatMul
+ * by the Transpose of the embedding's one initializer.
  */
 #ifndef PACER_ONNX_EXPORT_H
 #define PACER_ONNX_EXPORT_H

@@ -9,7 +9,8 @@
  * a memory bound of FUZZ_MEMORY_BOUND (a model beyond it is refused before it is
  * allocated, so no input can exhaust the fuzzer's memory). Invariants: an accepted model's
  * buffers fit the bound; a refusal leaves no model and says why; an accepted model has
- * layers, its logits layer is (classes, 1, 1), and an evaluation and a training step over
+ * layers, its logits layer is (classes, 1, 1) (a language model's: (T, classes), a label per
+ * position), and an evaluation and a training step over
  * one zero image run inside its buffers (AddressSanitizer checks every geometry the
  * importer accepted against what the kernels touch). The accepted model then exports
  * (onnx_export_buffer, model/onnx_export.c) into a file that imports again as a model of
@@ -43,16 +44,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const size_t f = sizeof(float);
     if (f * (3 * m->nparams + m->nbuffers + 2 * m->act_floats + m->aux_floats + m->ws_floats) > FUZZ_MEMORY_BOUND)
         abort();
+    /* a classifier's logits layer is (classes, 1, 1); a language model's (T, V): a label
+     * per position (model.h's positions) */
     const layer_t *last = &m->layers[m->nlayers - 1];
-    if (last->OC != m->num_classes || last->OH != 1 || last->OW != 1) abort();
+    if (m->positions < 1 || model_shape_count(&last->shape) != (size_t)m->positions * m->num_classes) abort();
+    if (m->positions == 1 && (last->OC != m->num_classes || last->OH != 1 || last->OW != 1)) abort();
     if (m->act_floats <= RUN_MAX_FLOATS && (size_t)m->C * m->H * m->W <= RUN_MAX_FLOATS) {
         float *x = calloc((size_t)m->C * m->H * m->W, sizeof(float));
-        if (!x) abort();
-        const int32_t y = 0;
-        model_forward(m, x, &y, 1, 0);
-        model_forward(m, x, &y, 1, 1);
-        model_backward(m, x, &y, 1, 1.0f);
+        int32_t *y = calloc((size_t)m->positions, sizeof(int32_t));
+        if (!x || !y) abort();
+        model_forward(m, x, y, 1, 0);
+        model_forward(m, x, y, 1, 1);
+        model_backward(m, x, y, 1, 1.0f);
         free(x);
+        free(y);
     }
     uint8_t *out = NULL;
     size_t outlen = 0;

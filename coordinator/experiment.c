@@ -2,12 +2,22 @@
  * given (spec, search, every trial's params, fixed at submission) and, per trial, one field
  * "trial:<i>" that only the tick writes after the submission (its job, state, epochs, last
  * metric, the metrics at the rungs it reached, and how far its job's coarse metrics stream
- * has been read). The API writes the state only through a script that changes a RUNNING
- * experiment, so a cancel and the tick's end of an experiment cannot overwrite each other. */
+ * has been read; under PBT also its values now, its exploits and its previous job). The
+ * API writes the state only through a script that changes a RUNNING experiment, so a
+ * cancel and the tick's end of an experiment cannot overwrite each other.
+ *
+ * PBT's exploit (pbt_exploit): the trial's job is cancelled, the better trial's newest
+ * checkpoint is hard-linked as STATE_DIR/jobs/{the cancelled job}/exploit.ckpt (a snapshot:
+ * the donor's worker replaces NAME.ckpt by renaming, never in place), and the trial goes
+ * on as a new job of its perturbed values whose hash's "adopt_from" names the cancelled
+ * job: its launch passes that file as pacer-worker --adopt-checkpoint (run.c), which the
+ * worker takes while the new job has no checkpoint of its own. A new job, not the old one
+ * relaunched: a job's spec never changes, and the trial's values are in it. */
 #include "experiment.h"
 
 #include <errno.h>
 #include <math.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +47,10 @@ typedef struct {
     double rec[SEARCH_RUNGS_MAX];
     char cursor[48];  /* the coarse stream's last id read */
     char reason[256]; /* why it failed to start, or "" */
+    /* pbt */
+    json_t *params;        /* the values now (NULL: as given at submission) */
+    json_t *exploits;      /* [{"epoch", "from", "from_job", "job", "metric", "from_metric", "params"}] or NULL */
+    char prev[JOB_ID_MAX]; /* the job its last exploit ended: the next job adopts its exploit.ckpt */
 } trial_t;
 
 typedef struct {
@@ -83,6 +97,10 @@ static void exp_free(exp_t *e)
     json_decref(e->params);
     json_decref(e->search_doc);
     search_free(&e->search);
+    for (int i = 0; e->trials && i < e->search.trials; i++) {
+        json_decref(e->trials[i].params);
+        json_decref(e->trials[i].exploits);
+    }
     free(e->trials);
     free(e->dirty);
     memset(e, 0, sizeof *e);
@@ -99,17 +117,38 @@ static char *trial_text(const trial_t *t)
     json_t *o = json_pack("{s:o, s:s, s:i, s:o, s:o, s:s, s:s}", "job", t->job[0] ? json_string(t->job) : json_null(),
                           "state", t->state, "epochs", t->epochs, "metric", num_or_null(t->metric), "rungs", rungs,
                           "cursor", t->cursor, "reason", t->reason);
+    if (o && t->params) json_object_set(o, "params", t->params);
+    if (o && t->exploits) json_object_set(o, "exploits", t->exploits);
+    if (o && t->prev[0]) json_object_set_new(o, "prev", json_string(t->prev));
     char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return s;
 }
 
+/* A fresh PENDING trial; t holds no PBT parts (they are not released here). */
 static void trial_pending(trial_t *t)
 {
     memset(t, 0, sizeof *t);
     snprintf(t->state, sizeof t->state, "PENDING");
     snprintf(t->cursor, sizeof t->cursor, "0");
     t->metric = NAN;
+}
+
+/* A stored trial's PBT parts, bounded: the values an object of at most SEARCH_KEYS_MAX
+ * fields, at most SEARCH_RUNGS_MAX exploits (one per point at most), prev a job id. */
+static int trial_parse_pbt(const json_t *o, trial_t *t)
+{
+    const json_t *params = json_object_get(o, "params"), *ex = json_object_get(o, "exploits");
+    const json_t *prev = json_object_get(o, "prev");
+    if (params && (!json_is_object(params) || json_object_size(params) > SEARCH_KEYS_MAX)) return -1;
+    if (ex && (!json_is_array(ex) || json_array_size(ex) > SEARCH_RUNGS_MAX)) return -1;
+    for (size_t k = 0; ex && k < json_array_size(ex); k++)
+        if (!json_is_object(json_array_get(ex, k))) return -1;
+    if (prev && (!json_string_value(prev) || !job_id_valid(json_string_value(prev)))) return -1;
+    t->params = params ? json_deep_copy(params) : NULL;
+    t->exploits = ex ? json_deep_copy(ex) : NULL;
+    if (prev) snprintf(t->prev, sizeof t->prev, "%s", json_string_value(prev));
+    return 0;
 }
 
 /* A stored trial, each part checked: Redis is outside input. Returns 0, or -1 (damaged). */
@@ -129,6 +168,7 @@ static int trial_parse(const char *text, trial_t *t)
     ok = ok && (!job || job_id_valid(job)) && (!cursor || jobstore_stream_id_parse(cursor, NULL, NULL) == 0);
     ok = ok && json_array_size(rungs) <= SEARCH_RUNGS_MAX && json_is_integer(ep) && json_integer_value(ep) >= 0 &&
          json_integer_value(ep) <= SEARCH_EPOCHS_MAX;
+    ok = ok && trial_parse_pbt(o, t) == 0;
     if (ok) {
         snprintf(t->job, sizeof t->job, "%s", job ? job : "");
         snprintf(t->state, sizeof t->state, "%s", state);
@@ -221,6 +261,12 @@ static int exp_load(redisContext *rc, const char *id, exp_t *e, char *err, size_
 
 /* ---- the answer ---------------------------------------------------------------------------------------------- */
 
+/* Trial i's values now: a PBT trial's last exploit's, else those given at submission. */
+static json_t *trial_params(const exp_t *e, int i)
+{
+    return e->trials[i].params ? e->trials[i].params : json_array_get(e->params, (size_t)i);
+}
+
 /* How far a trial got, for "best": rungs reached, one more when it trained every epoch. */
 static int trial_level(const exp_t *e, const trial_t *t) { return t->nrec + (t->epochs >= e->search.epochs); }
 
@@ -242,8 +288,7 @@ static json_t *best_json(const exp_t *e)
     if (best < 0) return json_null();
     const trial_t *t = &e->trials[best];
     return json_pack("{s:i, s:o, s:O, s:f, s:i}", "trial", best, "job", t->job[0] ? json_string(t->job) : json_null(),
-                     "params", json_array_get(e->params, (size_t)best), "metric", t->metric, "epochs_trained",
-                     t->epochs);
+                     "params", trial_params(e, best), "metric", t->metric, "epochs_trained", t->epochs);
 }
 
 static json_t *trials_json(const exp_t *e, json_t *counts)
@@ -254,10 +299,12 @@ static json_t *trials_json(const exp_t *e, json_t *counts)
         json_t *rm = json_array();
         for (int k = 0; rm && k < t->nrec; k++) json_array_append_new(rm, num_or_null(t->rec[k]));
         json_t *o = json_pack("{s:i, s:o, s:O, s:s, s:i, s:i, s:o, s:o}", "trial", i, "job",
-                              t->job[0] ? json_string(t->job) : json_null(), "params",
-                              json_array_get(e->params, (size_t)i), "state", t->state, "rung", t->nrec,
-                              "epochs_trained", t->epochs, "metric", num_or_null(t->metric), "rung_metrics", rm);
+                              t->job[0] ? json_string(t->job) : json_null(), "params", trial_params(e, i), "state",
+                              t->state, "rung", t->nrec, "epochs_trained", t->epochs, "metric", num_or_null(t->metric),
+                              "rung_metrics", rm);
         if (o && t->reason[0]) json_object_set_new(o, "reason", json_string(t->reason));
+        if (o && e->search.method == SEARCH_PBT)
+            json_object_set_new(o, "exploits", t->exploits ? json_deep_copy(t->exploits) : json_array());
         json_array_append_new(a, o);
         json_t *n = json_object_get(counts, t->state);
         json_object_set_new(counts, t->state, json_integer(n ? json_integer_value(n) + 1 : 1));
@@ -509,7 +556,7 @@ static int trials_valid(const json_t *spec, const char *name, const json_t *para
 /* Submits trial i as the experiment's owner and records it in e (dirty). */
 static int trial_submit(coordinator_t *c, exp_t *e, int i, const coord_caller_t *by, char *err, size_t errlen)
 {
-    char *text = trial_spec_text(e->spec, e->name, json_array_get(e->params, (size_t)i), i, err, errlen);
+    char *text = trial_spec_text(e->spec, e->name, trial_params(e, i), i, err, errlen);
     if (!text) return COORD_EINTERNAL;
     char job[COORD_ID_MAX];
     int code = coord_submit_as(c, text, NULL, by, job, sizeof job, err, errlen);
@@ -541,6 +588,11 @@ static int exp_save(redisContext *rc, exp_t *e)
         if (!ok) return JS_EREDIS;
         if (e->dirty[i] == 2 && e->trials[i].job[0]) {
             r = redisCommand(rc, "HSET " KEY_JOB " experiment %s trial %d", e->trials[i].job, e->id, i);
+            if (r) freeReplyObject(r);
+        }
+        /* before the job's first launch (the same tick): it starts from the exploit's file */
+        if (e->dirty[i] == 2 && e->trials[i].job[0] && e->trials[i].prev[0]) {
+            r = redisCommand(rc, "HSET " KEY_JOB " adopt_from %s", e->trials[i].job, e->trials[i].prev);
             if (r) freeReplyObject(r);
         }
         e->dirty[i] = 0;
@@ -578,8 +630,6 @@ static int body_parts(const json_t *body, exp_t *e, char *err, size_t errlen)
     e->spec = json_deep_copy(spec);
     json_object_set_new(e->spec, "epochs", json_integer(epochs)); /* the default, made explicit */
     if (search_parse(json_object_get(body, "search"), epochs, &e->search, err, errlen) != 0) return -1;
-    if (e->search.method == SEARCH_PBT)
-        return errmsg(err, errlen, "search.method: pbt is not supported yet (asha, random or grid)");
     e->search_doc = search_to_json(&e->search);
     e->params = search_trial_params(&e->search);
     e->nrungs = search_rungs(&e->search, e->rungs, SEARCH_RUNGS_MAX);
@@ -737,6 +787,11 @@ static void record_read(const exp_t *e, int i, trial_t *t, const char *sid, cons
     if (epoch_rec && json_is_number(m) && (!rank || json_integer_value(rank) == 0)) {
         t->metric = json_number_value(m);
         int k = *next_rung;
+        /* a PBT trial that continued from a trial further on passes the points it skipped:
+         * its evaluation at a point is the one at exactly that epoch */
+        while (e->search.method == SEARCH_PBT && k < e->nrungs && json_is_integer(ep) &&
+               json_integer_value(ep) > e->rungs[k])
+            k++;
         if (k < e->nrungs && json_is_integer(ep) && json_integer_value(ep) >= e->rungs[k]) {
             arrival_t a = {.trial = i, .rung = k, .value = t->metric};
             jobstore_stream_id_parse(sid, &a.ms, &a.seq);
@@ -785,6 +840,82 @@ static int trial_poll(redisContext *rc, exp_t *e, int i, int *js, arrivals_t *as
     return JS_OK;
 }
 
+/* PBT's exploit of trial i from trial d at rung k (see the file's comment). Returns 0, or
+ * -1 when d has no checkpoint to give yet (i then goes on as it is). */
+static int pbt_exploit(coordinator_t *c, redisContext *rc, exp_t *e, int i, int d, int k, double now)
+{
+    trial_t *t = &e->trials[i];
+    const trial_t *src = &e->trials[d];
+    char dir[PATH_MAX], from[PATH_MAX + SPEC_NAME_MAX + 32], to[PATH_MAX];
+    if (!src->job[0] || coord_job_path(c, src->job, "checkpoints", dir, sizeof dir) != 0 ||
+        coord_job_path(c, t->job, "exploit.ckpt", to, sizeof to) != 0)
+        return -1;
+    snprintf(from, sizeof from, "%s/%s-t%d.ckpt", dir, e->name, d);
+    unlink(to); /* one exploit per job: a file here is from an exploit that did not go through */
+    if (link(from, to) != 0) {
+        clog_printf("experiment %s: trial %d (%s) would continue from trial %d, but %s: %s; it goes on as it is", e->id,
+                    i, t->job, d, from, strerror(errno));
+        return -1;
+    }
+    json_t *np = search_pbt_explore(&e->search, trial_params(e, d), i, k);
+    json_t *entry = json_pack("{s:i, s:i, s:s, s:s, s:o, s:o, s:O}", "epoch", e->rungs[k], "from", d, "from_job",
+                              src->job, "job", t->job, "metric", num_or_null(t->rec[k]), "from_metric",
+                              num_or_null(src->nrec > k ? src->rec[k] : NAN), "params", np);
+    if (!np || !entry || (!t->exploits && !(t->exploits = json_array()))) {
+        json_decref(np);
+        json_decref(entry);
+        unlink(to);
+        return -1;
+    }
+    char *shown = json_dumps(np, JSON_COMPACT);
+    clog_printf("experiment %s: trial %d (%s) exploits trial %d (%s) at epoch %d: %s %.6g against %.6g; goes on "
+                "from its checkpoint with %s",
+                e->id, i, t->job, d, src->job, e->rungs[k], e->search.metric, t->rec[k],
+                src->nrec > k ? src->rec[k] : NAN, shown ? shown : "?");
+    free(shown);
+    exp_event(rc, e, i, "exploited", json_deep_copy(entry), now);
+    json_array_append_new(t->exploits, entry);
+    json_decref(t->params);
+    t->params = np;
+    snprintf(t->prev, sizeof t->prev, "%s", t->job);
+    t->job[0] = 0;
+    snprintf(t->state, sizeof t->state, "PENDING");
+    snprintf(t->cursor, sizeof t->cursor, "0");
+    e->dirty[i] = 1;
+    /* recorded before the old job is cancelled: a coordinator that stops in between then
+     * finds the trial pending (and the old job still running, to end on its own), never
+     * a trial whose cancelled job looks like its end */
+    exp_save(rc, e);
+    char err[256];
+    int code = coord_cancel(c, t->prev, err, sizeof err);
+    if (code != COORD_OK && code != COORD_ESTATE) clog_printf("experiment %s: stopping %s: %s", e->id, t->prev, err);
+    return 0;
+}
+
+/* PBT's decision for one arrival at a perturbation point, against the values the other
+ * trials recorded there; a trial whose job has ended (js terminal) has nothing to go on. */
+static void pbt_judge(coordinator_t *c, redisContext *rc, exp_t *e, const arrival_t *a, int js, double now)
+{
+    trial_t *t = &e->trials[a->trial];
+    if (state_final(t->state) || !t->job[0] || t->nrec > a->rung) return;
+    double *vals = malloc(sizeof *vals * (size_t)e->search.trials);
+    int *who = malloc(sizeof *who * (size_t)e->search.trials);
+    int n = 0, d = -1;
+    for (int j = 0; vals && who && j < e->search.trials; j++)
+        if (j != a->trial && e->trials[j].nrec > a->rung && isfinite(e->trials[j].rec[a->rung])) {
+            vals[n] = e->trials[j].rec[a->rung];
+            who[n++] = j;
+        }
+    while (t->nrec < a->rung) t->rec[t->nrec++] = NAN; /* points it skipped */
+    t->rec[t->nrec++] = a->value;
+    e->dirty[a->trial] = 1;
+    if (vals && who && !(js >= 0 && job_state_terminal((job_state_t)js)))
+        d = search_pbt_exploit(&e->search, vals, who, n, a->trial, a->value, a->rung);
+    free(vals);
+    free(who);
+    if (d >= 0) pbt_exploit(c, rc, e, a->trial, d, a->rung, now);
+}
+
 /* ASHA's decision for one arrival, against the values recorded at its rung before it. */
 static void arrival_judge(coordinator_t *c, redisContext *rc, exp_t *e, const arrival_t *a, double now)
 {
@@ -831,10 +962,13 @@ static int trials_advance(coordinator_t *c, redisContext *rc, exp_t *e, double n
     }
     if (code == JS_OK) {
         qsort(as.a, (size_t)as.n, sizeof *as.a, arrival_order);
-        for (int k = 0; k < as.n; k++) arrival_judge(c, rc, e, &as.a[k], now);
+        for (int k = 0; k < as.n; k++) {
+            if (e->search.method == SEARCH_PBT) pbt_judge(c, rc, e, &as.a[k], js[as.a[k].trial], now);
+            else arrival_judge(c, rc, e, &as.a[k], now);
+        }
         for (int i = 0; i < n; i++) {
             trial_t *t = &e->trials[i];
-            if (js[i] == -2 || state_final(t->state)) continue;
+            if (js[i] == -2 || state_final(t->state) || !t->job[0]) continue; /* !job: exploited just now */
             const char *now_state = js[i] < 0 ? "FAILED" : job_state_name((job_state_t)js[i]);
             if (strcmp(now_state, t->state) == 0) continue;
             snprintf(t->state, sizeof t->state, "%s", now_state);
@@ -871,35 +1005,49 @@ static void trials_worth(coordinator_t *c, const exp_t *e)
     }
 }
 
+/* Submits pending trial i: 1 started, 0 failed (recorded), -1 waits (waiting says why). */
+static int trial_start(coordinator_t *c, redisContext *rc, exp_t *e, int i, const coord_caller_t *by, char *waiting,
+                       size_t wlen)
+{
+    trial_t *t = &e->trials[i];
+    char err[512] = "";
+    int code = trial_submit(c, e, i, by, err, sizeof err);
+    if (code == COORD_ELIMIT || code == COORD_EUNAVAIL) {
+        snprintf(waiting, wlen, "trial %d waits: %s", i, err);
+        return -1;
+    }
+    if (code != COORD_OK) {
+        snprintf(t->state, sizeof t->state, "FAILED");
+        snprintf(t->reason, sizeof t->reason, "%s", err);
+        e->dirty[i] = 1;
+        clog_printf("experiment %s: trial %d could not start: %s", e->id, i, err);
+        return 0;
+    }
+    if (t->prev[0]) clog_printf("experiment %s: trial %d goes on as %s, from %s's exploit", e->id, i, t->job, t->prev);
+    else clog_printf("experiment %s: trial %d started as %s", e->id, i, t->job);
+    /* recorded at once: a coordinator that stops before the tick's save would else
+     * submit the trial again */
+    exp_save(rc, e);
+    return 1;
+}
+
 /* Starts pending trials while fewer than max_concurrent are live, each recorded as soon
- * as its job is stored. A refusal for a limit (the owner's queue is full) waits; any other
- * fails that trial. */
+ * as its job is stored: first the PBT trials that go on after an exploit (their slot was
+ * theirs), then new ones. A refusal for a limit (the owner's queue is full) waits; any
+ * other fails that trial. */
 static void trials_start(coordinator_t *c, redisContext *rc, exp_t *e, char *waiting, size_t wlen)
 {
     int live = 0;
     for (int i = 0; i < e->search.trials; i++) live += e->trials[i].job[0] && !state_final(e->trials[i].state);
     coord_caller_t by = {e->owner[0] ? e->owner : NULL, e->role};
-    for (int i = 0; i < e->search.trials && live < e->search.max_concurrent; i++) {
-        trial_t *t = &e->trials[i];
-        if (strcmp(t->state, "PENDING") != 0) continue;
-        char err[512] = "";
-        int code = trial_submit(c, e, i, by.user ? &by : NULL, err, sizeof err);
-        if (code == COORD_ELIMIT || code == COORD_EUNAVAIL) {
-            snprintf(waiting, wlen, "trial %d waits: %s", i, err);
-            return;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < e->search.trials && live < e->search.max_concurrent; i++) {
+            int goes_on = e->trials[i].prev[0] != 0;
+            if (goes_on != (pass == 0) || strcmp(e->trials[i].state, "PENDING") != 0) continue;
+            int code = trial_start(c, rc, e, i, by.user ? &by : NULL, waiting, wlen);
+            if (code < 0) return;
+            live += code;
         }
-        if (code != COORD_OK) {
-            snprintf(t->state, sizeof t->state, "FAILED");
-            snprintf(t->reason, sizeof t->reason, "%s", err);
-            e->dirty[i] = 1;
-            clog_printf("experiment %s: trial %d could not start: %s", e->id, i, err);
-            continue;
-        }
-        clog_printf("experiment %s: trial %d started as %s", e->id, i, t->job);
-        /* recorded at once: a coordinator that stops before the tick's save would else
-         * submit the trial again */
-        exp_save(rc, e);
-        live++;
     }
 }
 

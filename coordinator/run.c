@@ -876,7 +876,7 @@ static void argv_add(launch_argv_t *av, const char *opt, const char *value)
  * the buffers its option values live in; launch_free releases what it owns. */
 typedef struct {
     char dir[JPATH], ckdir[JPATH], specp[JPATH], summary[JPATH];
-    char log[JPATH], ecp[JPATH], pidp[JPATH], onnx[JPATH];
+    char log[JPATH], ecp[JPATH], pidp[JPATH], onnx[JPATH], adopt[JPATH];
     char err[512];
     long long fence;
     job_spec_t *sp;
@@ -1044,6 +1044,23 @@ static int launch_world(coordinator_t *c, coord_run_t *r, launch_t *L, double no
     return LAUNCH_GO_ON;
 }
 
+/* A PBT trial's job that continues from a better trial (coordinator/experiment.c): its
+ * hash's "adopt_from" names the trial's previous job, whose exploit.ckpt the experiment
+ * linked from that trial's checkpoint; the worker takes it while the job has no
+ * checkpoint of its own. The path is derived from the id, never read from Redis. */
+static void launch_adopt(coordinator_t *c, coord_run_t *r, launch_t *L)
+{
+    if (!c->worker_caps.adopt || r->simulated || !c->rc) return;
+    redisReply *x = redisCommand(c->rc, "HGET " KEY_JOB " adopt_from", r->id);
+    const char *from = x ? reply_str(x) : NULL;
+    struct stat st;
+    if (from && job_id_valid(from) && coord_job_path(c, from, "exploit.ckpt", L->adopt, sizeof L->adopt) == 0 &&
+        stat(L->adopt, &st) == 0)
+        argv_add(&L->argv, "--adopt-checkpoint", L->adopt);
+    if (x) freeReplyObject(x);
+    else tickconn_broken(c, "adopt");
+}
+
 /* The worker's command; the launcher wraps it (mpirun, sbatch). */
 static int launch_argv(coordinator_t *c, coord_run_t *r, launch_t *L, double now)
 {
@@ -1060,6 +1077,7 @@ static int launch_argv(coordinator_t *c, coord_run_t *r, launch_t *L, double now
     } else {
         argv_add(av, "--resume", NULL);
     }
+    launch_adopt(c, r, L);
     if (r->lr_scale < 1.0 && c->worker_caps.collapse) {
         snprintf(L->scale, sizeof L->scale, "%.17g", r->lr_scale);
         argv_add(av, "--lr-scale", L->scale);

@@ -34,8 +34,8 @@ body "$TMP/bad.json" bad 4 '{"method": "random", "trials": 2, "space": {"optimiz
 ok 400 "$ALICE" POST /api/v1/experiments -H "$JSON" -d @"$TMP/bad.json"
 jq -e '.detail | startswith("optimizer.lrr: unknown field")' "$TMP/body" >/dev/null ||
     { cat "$TMP/body"; fail "an unknown searched key: want the spec's own message"; }
-body "$TMP/bad.json" bad 4 '{"method": "pbt", "trials": 2, "space": {"optimizer.lr": {"log_uniform": [0.001, 0.1]}}}'
-refused 400 "search.method: pbt is not supported yet (asha, random or grid)" "$ALICE" POST /api/v1/experiments \
+body "$TMP/bad.json" bad 4 '{"method": "pbt", "trials": 1, "space": {"optimizer.lr": {"log_uniform": [0.001, 0.1]}}}'
+refused 400 "search.trials: a pbt search needs a population of at least 2 trials" "$ALICE" POST /api/v1/experiments \
     -H "$JSON" -d @"$TMP/bad.json"
 body "$TMP/bad.json" bad 4 '{"method": "random", "trials": 2, "space": {"optimizer.lr": {"uniform": [-1, -0.5]}}}'
 ok 400 "$ALICE" POST /api/v1/experiments -H "$JSON" -d @"$TMP/bad.json"
@@ -45,7 +45,7 @@ body "$TMP/grid.json" cx 40 '{"method": "grid", "max_concurrent": 1, "space": {"
 ok 403 "$CAROL" POST /api/v1/experiments -H "$JSON" -d @"$TMP/grid.json"
 jq -e '.detail | test("viewers")' "$TMP/body" >/dev/null || { cat "$TMP/body"; fail "a viewer's 403 does not say why"; }
 ok 404 "$ALICE" GET /api/v1/experiments/e-999
-echo "ok: an unknown key and a refused value (the spec's messages), pbt, a viewer (403), an unknown id (404)"
+echo "ok: an unknown key and a refused value (the spec's messages), a pbt population of 1, a viewer (403), an unknown id (404)"
 
 # ---- the ASHA search, with a coordinator restart in its middle ---------------------------------------------
 body "$TMP/asha.json" sweep 6 '{"method": "asha", "trials": 6, "max_concurrent": 2, "min_epochs": 1,

@@ -455,12 +455,22 @@ static int arr_untag(imp_t *im, const Onnx__NodeProto *n, arr_t *a)
  * Where, Cast, Neg, Sqrt. Ints stay exact (a result beyond 2^53 is refused). */
 static int fold_elementwise(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr_t *out)
 {
-    static const char *const cast_attrs[] = {"to", NULL}, *const mod_attrs[] = {"fmod", NULL}, *const none[] = {NULL};
+    static const char *const cast_attrs[] = {"to", NULL}, *const mod_attrs[] = {"fmod", NULL}, *const none[] = {NULL},
+                             *const six[] = {"broadcast", NULL};
     const char *op = n->op_type;
-    /* an attribute is refused, not ignored: opset 6's broadcast and axis of Add, Sub, Mul,
-     * Div and Pow align the second operand otherwise than NumPy's rule */
-    if (imp_check_attrs(im, n, strcmp(op, "Cast") == 0 ? cast_attrs : strcmp(op, "Mod") == 0 ? mod_attrs : none))
+    /* an attribute is refused, not ignored: opset 6's axis of Add, Sub, Mul and Div aligns
+     * the second operand otherwise than NumPy's rule; its broadcast (1: B aligned with A's
+     * last axes, 0: equal shapes) reads as NumPy's rule on the shapes it allows */
+    const int arith = strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
+                      strcmp(op, "Div") == 0;
+    if (imp_check_attrs(im, n,
+                        strcmp(op, "Cast") == 0  ? cast_attrs
+                        : strcmp(op, "Mod") == 0 ? mod_attrs
+                        : arith && im->opset < 7 ? six
+                                                 : none))
         return -1;
+    const int64_t bc = imp_attr_int(n, "broadcast", 0);
+    if (bc != 0 && bc != 1) return imp_fail(im, "node '%s' (%s): broadcast must be 0 or 1", imp_node_name(n), op);
     /* each operator's own count of inputs: Where's third is read, a binary's second */
     const int want = strcmp(op, "Where") == 0 ? 3
                      : strcmp(op, "Not") == 0 || strcmp(op, "Cast") == 0 || strcmp(op, "Neg") == 0 ||

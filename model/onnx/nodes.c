@@ -1171,12 +1171,25 @@ static int do_reduce(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
                          model_build_reduce(b, mean ? LAYER_REDUCE_MEAN : LAYER_REDUCE_SUM, x->layer, mask, keep), 0);
 }
 
+/* Add's, Sub's, Mul's and Div's attributes: none from opset 7; before, broadcast, whose 1
+ * aligns B with A's last axes (NumPy's rule on the shapes opset 6 allows) and whose 0 wants
+ * equal shapes (which broadcasting leaves as they are), so both read as opset 7; an axis
+ * (another alignment) is refused as any unknown attribute is. */
+static int binary_attrs(imp_t *im, const Onnx__NodeProto *n)
+{
+    static const char *const none[] = {NULL}, *const six[] = {"broadcast", NULL};
+    if (imp_check_attrs(im, n, im->opset < 7 ? six : none)) return -1;
+    const int64_t bc = imp_attr_int(n, "broadcast", 0);
+    if (bc != 0 && bc != 1)
+        return imp_fail(im, "node '%s' (%s): broadcast must be 0 or 1", imp_node_name(n), n->op_type);
+    return 0;
+}
+
 /* Add, Sub, Mul, Div with NumPy broadcasting (kind LAYER_BADD .. LAYER_DIV): two
  * activations, or an activation and a constant. */
 static int do_binary(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, layer_kind_t kind)
 {
-    static const char *const none[] = {NULL};
-    if (imp_check_attrs(im, n, none)) return -1;
+    if (binary_attrs(im, n)) return -1;
     if (n->n_input != 2)
         return imp_fail(im, "node '%s' (%s): %zu inputs, want 2", imp_node_name(n), n->op_type, n->n_input);
     const int t0 = const_input(im, n, 0), t1 = const_input(im, n, 1);
@@ -1762,13 +1775,12 @@ static int do_hard(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 /* Mul -> LAYER_MUL, or broadcast (do_binary) */
 static int do_mul(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
-    static const char *const none[] = {NULL};
     const value_t *x;
     /* of two activations: the same shape, or a per-channel (C, 1, 1) one against a
      * (C, H, W) one (SiLU as x * Sigmoid(x), HardSwish as x * HardSigmoid(x),
      * squeeze-excitation's scale): LAYER_MUL; anything else broadcasts (do_binary) */
     const value_t *y;
-    if (imp_check_attrs(im, n, none)) return -1;
+    if (binary_attrs(im, n)) return -1;
     if (n->n_input != 2) return imp_fail(im, "node '%s' (Mul): %zu inputs, want 2", imp_node_name(n), n->n_input);
     if (const_input(im, n, 0) || const_input(im, n, 1)) return do_binary(im, b, n, LAYER_BMUL);
     if (imp_input_layer(im, n, 0, &x) || imp_input_layer(im, n, 1, &y)) return -1;
@@ -1879,7 +1891,6 @@ static int do_flatten(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 /* Add -> LAYER_ADD (or a MatMul's bias, or broadcast: do_binary) */
 static int do_add(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
-    static const char *const none[] = {NULL};
     const value_t *x;
     const value_t *y;
     /* MatMul + Add(bias): the bias joins the MatMul's layer when nothing else reads the
@@ -1892,7 +1903,7 @@ static int do_add(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         model_shape_t ms;
         model_build_shape_nd(b, mm->layer, &ms);
         C = ms.dims[ms.rank - 1]; /* the outputs: the last axis (rank 1 for LAYER_FC) */
-        if (imp_check_attrs(im, n, none)) return -1;
+        if (binary_attrs(im, n)) return -1;
         if (bias->n_dims != 1 || bias->dims[0] != C || uses(im, n->input[mi]) != 1 ||
             model_build_shape(b, last + 1, &H, &H, &H) == 0)
             return imp_fail(im,
@@ -1904,7 +1915,7 @@ static int do_add(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         return define_output(im, n, mm->layer, 0);
     }
     if (const_input(im, n, 0) || const_input(im, n, 1)) return do_binary(im, b, n, LAYER_BADD);
-    if (imp_check_attrs(im, n, none) || imp_input_layer(im, n, 0, &x) || imp_input_layer(im, n, 1, &y)) return -1;
+    if (binary_attrs(im, n) || imp_input_layer(im, n, 0, &x) || imp_input_layer(im, n, 1, &y)) return -1;
     if (x->kind == V_PADDED) {
         const value_t *t = x;
         x = y;

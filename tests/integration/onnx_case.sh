@@ -18,7 +18,8 @@
 # Gemm's C of the batch (an activation), of one row and a scalar pass, a scalar with beta 2 is
 # refused; opset 6's BatchNormalization with is_test 1 passes, without it is refused;
 # MaxPool and AveragePool of a volume (N, C, D, H, W) with uneven pads, dilation, ceil_mode
-# and count_include_pad both ways pass against numpy; a Pad of a constant value that no Conv
+# and count_include_pad both ways pass against numpy; opset 6's Add with broadcast 1 passes,
+# with an axis is refused; a Pad of a constant value that no Conv
 # reads (as an input, opset 6's attribute) passes, of mode edge is refused; a folded Where of
 # two inputs is refused; a shape chain of every folded operator, ReduceSum and
 # ReduceMean, and MatMul + Add over the last axis pass; Flatten merging the batch is refused.
@@ -85,6 +86,8 @@ expect gemm_c_row 0 "test_data_set_0 output_0 'y' (3, 4): 12 values"
 expect gemm_c_scalar 0 "test_data_set_0 output_0 'y' (3, 4): 12 values"
 expect gemm_c_scalar_beta 2 "node 'y' (Gemm): beta 2 with a C other than a vector of the 4 outputs: only beta 1"
 expect bn_opset6 0 "test_data_set_0 output_0 'y' (2, 3, 3): 18 values"
+expect bcast_opset6 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"
+expect bcast_axis6 2 "node 'y' (Add): attribute 'axis' is not supported"
 expect pad_value 0 "test_data_set_0 output_0 'y' (2, 4, 6, 9): 432 values"
 expect pad_attr 0 "test_data_set_0 output_0 'y' (2, 3, 6, 9): 324 values"
 expect pad_edge 2 "node 'y' (Pad): only mode 'constant' is supported"

@@ -49,6 +49,8 @@ Writes under OUTDIR:
              the same with beta 2: refused (beta 1 only where C is not a bias vector);
   bn_opset6/ BatchNormalization in opset 6 with is_test 1: passes; bn_opset6_train/ without
              is_test (0, the training form): refused like training_mode 1;
+  bcast_opset6/ opset 6's Add of x (2, 3, 4) and c (4) with broadcast 1: passes;
+             bcast_axis6/ the same with axis 1 (another alignment than NumPy's): refused;
   pad_value/ Pad of x (2, 3, 4, 5) with 1.5 on channels and both spatial axes, read by no
              Conv (the graph's output): layers of its own, passes; pad_attr/ opset 6's pads
              attribute, zeros: passes; pad_edge/ mode edge: refused;
@@ -375,6 +377,11 @@ def main():
                            for a, tp in enumerate(taps)])
             y[(slice(None), slice(None)) + idx] = win.max(axis=(2, 3, 4)) if is_max else win.sum(axis=(2, 3, 4)) / cnt
         return y
+    cb = rnd(4)
+    case("bcast_opset6", [helper.make_node("Add", ["x", "c"], ["y"], broadcast=1)], [("x", xa)],
+         [("y", xa.astype(np.float64) + cb)], [numpy_helper.from_array(cb, "c")], 6)
+    case("bcast_axis6", [helper.make_node("Add", ["x", "c"], ["y"], broadcast=1, axis=1)], [("x", xa)],
+         [("y", xa)], [numpy_helper.from_array(rnd(3), "c")], 6)
     xp = rnd(2, 3, 4, 5)
     case("pad_value", [helper.make_node("Pad", ["x", "pads", "pv"], ["y"])], [("x", xp)],
          [("y", np.pad(xp, ((0, 0), (1, 0), (0, 2), (3, 1)), constant_values=1.5))],

@@ -130,6 +130,25 @@ static void params_text(json_t *p, char *out, size_t len)
     }
 }
 
+/* PBT: each exploit on a line of its own under the table, oldest first per trial. */
+static void print_exploits(json_t *trials)
+{
+    size_t i, k;
+    json_t *tr, *x;
+    json_array_foreach(trials, i, tr)
+    {
+        json_array_foreach(json_object_get(tr, "exploits"), k, x)
+        {
+            char p[512];
+            params_text(json_object_get(x, "params"), p, sizeof p);
+            printf("trial %zu exploited trial %lld at epoch %lld (job %s stopped, went on from %s's checkpoint): %s\n",
+                   i, (long long)json_integer_value(json_object_get(x, "from")),
+                   (long long)json_integer_value(json_object_get(x, "epoch")), str(x, "job", "?"),
+                   str(x, "from_job", "?"), p);
+        }
+    }
+}
+
 static void print_one(json_t *e)
 {
     char best[64];
@@ -161,6 +180,7 @@ static void print_one(json_t *e)
     }
     table_print(t, stdout);
     table_free(t);
+    print_exploits(json_object_get(e, "trials"));
 }
 
 int cmd_experiment(cli_ctx_t *cx)

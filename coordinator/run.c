@@ -1259,7 +1259,10 @@ void run_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, double now)
     const host_t *dh = why == KILL_DRAIN ? hosts_find(c, r->drain_host) : NULL;
     if (dh && dh->drain_deadline > 0) r->kill_deadline = dh->drain_deadline > now + 1 ? dh->drain_deadline : now + 1;
     r->sigkilled = 0;
-    launcher_stop(r->launcher, &r->h, 0);
+    /* A drain's stop is a notice (launcher_notice: forwarded to every rank and nothing
+     * torn down), bounded by the deadline above; the others are mpirun's SIGTERM. */
+    if (why == KILL_DRAIN) launcher_notice(r->launcher, &r->h);
+    else launcher_stop(r->launcher, &r->h, 0);
     char what[64];
     launcher_describe(&r->h, what, sizeof what);
     if (why == KILL_CANCEL) clog_printf("job %s: cancelling (stopping %s)", r->id, what);

@@ -1,8 +1,10 @@
 # A drain's deadline, under --kill-grace 0: a 2-rank ssgd job on localhost and "extra" (the
-# stand-in remote shell of drain.sh) whose steps take seconds (rank 0 emulates a 60x
-# slowdown). Drained with 60 s to go, its ranks are given until the deadline to reach their
-# step boundary (not SIGKILLed after the kill grace): the interruption has its checkpoint
-# step and lost_steps <= 1. Relaunched on localhost alone, localhost then drains with 1 s
+# stand-in remote shell of drain.sh) whose steps take seconds (rank 0 emulates a 600x
+# slowdown, sleeping). Drained with 60 s to go, its ranks are given until the deadline to
+# reach their step boundary (not SIGKILLed after the kill grace, nor by mpirun, whose
+# teardown after a SIGTERM kills the ranks about 2 s later: a drain's notice is SIGUSR1,
+# which mpirun only forwards): the interruption has its checkpoint step and
+# lost_steps <= 1. Relaunched on localhost alone, localhost then drains with 1 s
 # to go, less than a step: at the deadline the job is SIGKILLed, its interruption says
 # deadline_passed, and with no usable host left it waits QUEUED naming the drain.
 . tests/integration/coordinator_lib.inc
@@ -14,7 +16,7 @@ host_is() { [ "$(cli cluster | jq -r --arg h "$1" ".coordinator.hosts[] | select
 await 20 "extra to be up" host_is extra state up
 
 spec2 "$TMP/s.json" slow 4
-jq '.log_every = 1 | .checkpoint.every_steps = 1000 | .emulate = {schedule: [{step: 0, rank: 0, slowdown: 60}]}' \
+jq '.log_every = 1 | .checkpoint.every_steps = 1000 | .emulate = {schedule: [{step: 0, rank: 0, slowdown: 600}]}' \
     "$TMP/s.json" >"$TMP/s.t" && mv "$TMP/s.t" "$TMP/s.json"
 id=$(submit "$TMP/s.json")
 log="$STATE/jobs/$id/log"

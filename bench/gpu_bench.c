@@ -23,6 +23,11 @@
  * --cpu-steps N also times N steps of the CPU reference (model_forward, model_backward,
  * sgd_update) on the same batch for comparison (0, the default, skips it).
  *
+ * PACER_CUDA_PROFILE=1 in the environment: each model's device time per layer, forward and
+ * backward, averaged over its training steps, to stderr when the model is freed
+ * ("cuda profile M: layer I kind K out CxHxW: forward ... ms, backward ... ms";
+ * model/model_cuda.cu's events around each layer), where no Nsight Systems runs.
+ *
  * Without a CUDA build or a usable GPU it prints "skip: " and the reason, and exits 0; with
  * PACER_REQUIRE_GPU=1 it exits 1 instead.
  */

@@ -77,7 +77,85 @@ struct cuda_model {
     int fwd_B; /* batch of the last training forward with labels; 0: none */
     void (*progress)(void *ctx);
     void *progress_ctx;
+    struct layer_profile *prof; /* PACER_CUDA_PROFILE=1 at creation, else NULL */
+    int prof_active;            /* inside a training step that is timed */
 };
+
+/* The device time of each layer's forward and backward in the training steps
+ * (PACER_CUDA_PROFILE=1 when the model is created: bench/gpu_bench's per-layer profile,
+ * where no Nsight Systems runs): events around every layer, read after each step's one
+ * wait, the table written to stderr when the model is freed, outside every step. Without
+ * the variable it costs a branch a layer. */
+struct layer_profile {
+    cudaEvent_t *fwd, *bwd;  /* (nlayers + 1) boundaries each; bwd[0] before the last layer */
+    double *fwd_ms, *bwd_ms; /* (nlayers) summed over the steps */
+    long steps;
+};
+
+static void profile_free(cuda_model_t *cm)
+{
+    struct layer_profile *p = cm->prof;
+    if (!p) return;
+    const int n = cm->meta.nlayers;
+    if (p->steps > 0) {
+        double tf = 0.0, tb = 0.0;
+        for (int i = 0; i < n; i++) tf += p->fwd_ms[i], tb += p->bwd_ms[i];
+        fprintf(stderr, "cuda profile %s: %ld training steps at batch %d: forward %.3f ms, backward %.3f ms a step\n",
+                cm->meta.name, p->steps, cm->fwd_B, tf / p->steps, tb / p->steps);
+        for (int i = 0; i < n; i++) {
+            const layer_t *l = &cm->meta.layers[i];
+            fprintf(stderr, "cuda profile %s: layer %d kind %d out %dx%dx%d: forward %.4f ms, backward %.4f ms\n",
+                    cm->meta.name, i, (int)l->kind, l->OC, l->OH, l->OW, p->fwd_ms[i] / p->steps,
+                    p->bwd_ms[i] / p->steps);
+        }
+    }
+    for (int i = 0; i <= n; i++) {
+        if (p->fwd && p->fwd[i]) cudaEventDestroy(p->fwd[i]);
+        if (p->bwd && p->bwd[i]) cudaEventDestroy(p->bwd[i]);
+    }
+    free(p->fwd);
+    free(p->bwd);
+    free(p->fwd_ms);
+    free(p->bwd_ms);
+    free(p);
+    cm->prof = NULL;
+}
+
+/* 0, or -1 (the profile is then left off: it is a measurement, never a failure) */
+static int profile_create(cuda_model_t *cm)
+{
+    const char *v = getenv("PACER_CUDA_PROFILE");
+    if (!v || strcmp(v, "1") != 0) return 0;
+    const int n = cm->meta.nlayers;
+    struct layer_profile *p = (struct layer_profile *)calloc(1, sizeof *p);
+    if (!p) return -1;
+    cm->prof = p;
+    p->fwd = (cudaEvent_t *)calloc((size_t)n + 1, sizeof *p->fwd);
+    p->bwd = (cudaEvent_t *)calloc((size_t)n + 1, sizeof *p->bwd);
+    p->fwd_ms = (double *)calloc((size_t)n, sizeof *p->fwd_ms);
+    p->bwd_ms = (double *)calloc((size_t)n, sizeof *p->bwd_ms);
+    if (!p->fwd || !p->bwd || !p->fwd_ms || !p->bwd_ms) goto fail;
+    for (int i = 0; i <= n; i++)
+        if (cudaEventCreate(&p->fwd[i]) != cudaSuccess || cudaEventCreate(&p->bwd[i]) != cudaSuccess) goto fail;
+    return 0;
+fail:
+    profile_free(cm);
+    return -1;
+}
+
+/* After a timed step's wait: each layer's share. */
+static void profile_add(cuda_model_t *cm)
+{
+    struct layer_profile *p = cm->prof;
+    const int n = cm->meta.nlayers;
+    float ms;
+    for (int i = 0; i < n; i++) {
+        if (cudaEventElapsedTime(&ms, p->fwd[i], p->fwd[i + 1]) == cudaSuccess) p->fwd_ms[i] += ms;
+        /* backward runs the layers from the last: layer i between bwd[n - 1 - i] and the next */
+        if (cudaEventElapsedTime(&ms, p->bwd[n - 1 - i], p->bwd[n - i]) == cudaSuccess) p->bwd_ms[i] += ms;
+    }
+    p->steps++;
+}
 
 static void cuda_model_free(cuda_model_t *cm);
 
@@ -418,6 +496,8 @@ static cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, 
         cuda_model_free(cm);
         return NULL;
     }
+    if (profile_create(cm) != 0)
+        fprintf(stderr, "cuda model %s: PACER_CUDA_PROFILE: no events; not profiled\n", m->name);
     return cm;
 }
 
@@ -425,6 +505,7 @@ static void cuda_model_free(cuda_model_t *cm)
 {
     if (!cm) return;
     if (cm->ctx) cudaStreamSynchronize(cm->ctx->stream);
+    profile_free(cm);
     for (int i = 0; cm->plans && i < cm->meta.nlayers; i++) cuda_conv2d_plan_free(cm->plans[i]);
     free(cm->plans);
     free(cm->meta.layers);
@@ -1215,8 +1296,11 @@ static int enqueue_forward(cuda_model_t *cm, const float *x, const int32_t *y, i
         CUDA_CHECK(ctx, cudaMemcpyAsync(cm->y, y, yb, cudaMemcpyHostToDevice, s), "upload labels");
     }
 
-    for (int i = 0; i < m->nlayers; i++)
+    for (int i = 0; i < m->nlayers; i++) {
+        if (cm->prof_active) cudaEventRecord(cm->prof->fwd[i], s);
         if (CUDA_OPS[m->layers[i].kind].forward(cm, i, B, train) != 0) return -1;
+    }
+    if (cm->prof_active) cudaEventRecord(cm->prof->fwd[m->nlayers], s);
     if (y) {
         if (cuda_softmax_xent_forward(ctx, B, m->num_classes, logits_dev(cm), cm->y, m->label_smoothing, cm->probs,
                                       cm->loss) != 0)
@@ -1251,8 +1335,11 @@ static int enqueue_backward(cuda_model_t *cm, int B, float loss_scale)
                                    cm->dacts + last->out_off) != 0)
         return -1;
 
-    for (int i = m->nlayers - 1; i >= 0; i--)
+    for (int i = m->nlayers - 1; i >= 0; i--) {
+        if (cm->prof_active) cudaEventRecord(cm->prof->bwd[m->nlayers - 1 - i], ctx->stream);
         if (CUDA_OPS[m->layers[i].kind].backward(cm, i, B) != 0) return -1;
+    }
+    if (cm->prof_active) cudaEventRecord(cm->prof->bwd[m->nlayers], ctx->stream);
     return 0;
 }
 
@@ -1274,10 +1361,13 @@ static int cuda_model_train_step(cuda_model_t *cm, const float *host_x, const in
     if (!host_y) return FAIL(cm, "cuda_model_train_step", "labels are required");
     /* One wait for the whole step; with a progress callback (hpsgd) the host drives MPI while
      * the device computes instead of sleeping through it. */
-    if (enqueue_forward(cm, host_x, host_y, B, 1) != 0 || enqueue_backward(cm, B, loss_scale) != 0 ||
-        enqueue_grads_download(cm, host_grads) != 0 ||
-        cuda_ctx_sync_progress(cm->ctx, cm->progress, cm->progress_ctx) != 0)
-        return -1;
+    cm->prof_active = cm->prof != NULL;
+    const int rc = enqueue_forward(cm, host_x, host_y, B, 1) != 0 || enqueue_backward(cm, B, loss_scale) != 0 ||
+                   enqueue_grads_download(cm, host_grads) != 0 ||
+                   cuda_ctx_sync_progress(cm->ctx, cm->progress, cm->progress_ctx) != 0;
+    if (cm->prof_active && !rc) profile_add(cm);
+    cm->prof_active = 0;
+    if (rc) return -1;
     if (loss) *loss = *cm->h_loss;
     return 0;
 }

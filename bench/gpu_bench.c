@@ -23,6 +23,8 @@
  * --cpu-steps N also times N steps of the CPU reference (model_forward, model_backward,
  * sgd_update) on the same batch for comparison (0, the default, skips it).
  *
+ * PACER_CUDA_CONV=any: cuDNN's first-ranked convolution algorithms of any kind
+ * (kernels/cuda/conv.cu's conv_any), to measure what the default's restrictions cost.
  * PACER_CUDA_PROFILE=1 in the environment: each model's device time per layer, forward and
  * backward, averaged over its training steps, to stderr when the model is freed
  * ("cuda profile M: layer I kind K out CxHxW: forward ... ms, backward ... ms";

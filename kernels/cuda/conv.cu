@@ -80,19 +80,36 @@ extern "C" int cuda_cudnn_is_not_supported(int status)
 #endif
 }
 
+/* PACER_CUDA_CONV=any (read once): every algorithm cuDNN ranks, Winograd and FFT and the
+ * nondeterministic backward ones included, first come first taken, as PyTorch takes them
+ * with cudnn.benchmark off: what the restrictions above cost (bench/gpu_bench; the
+ * parity tolerances are not meant for it). FMA math stays: no TF32 either way. */
+static int conv_any(void)
+{
+    static int any = -1;
+    if (any < 0) {
+        const char *v = getenv("PACER_CUDA_CONV");
+        any = v && strcmp(v, "any") == 0;
+    }
+    return any;
+}
+
 static int fwd_allowed(cudnnConvolutionFwdAlgo_t a)
 {
+    if (conv_any()) return 1;
     return a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM ||
            a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM || a == CUDNN_CONVOLUTION_FWD_ALGO_DIRECT;
 }
 
 static int data_allowed(cudnnConvolutionBwdDataAlgo_t a)
 {
+    if (conv_any()) return 1;
     return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
 }
 
 static int filter_allowed(cudnnConvolutionBwdFilterAlgo_t a)
 {
+    if (conv_any()) return 1;
     return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1 ||
            a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
 }
@@ -151,7 +168,7 @@ static int pick_data(cuda_ctx_t *ctx, const cuda_conv_plan_t *p, conv_algos_t *a
         for (int i = 0; i < n; i++) {
             size_t ws = 0;
             if (perf[i].status != CUDNN_STATUS_SUCCESS || !fma_math(perf[i].mathType) || !data_allowed(perf[i].algo) ||
-                (pass == 0 && perf[i].determinism != CUDNN_DETERMINISTIC))
+                (pass == 0 && !conv_any() && perf[i].determinism != CUDNN_DETERMINISTIC))
                 continue;
             if (cudnnGetConvolutionBackwardDataWorkspaceSize(ctx->cudnn, p->w, p->y, p->conv, p->x, perf[i].algo,
                                                              &ws) != CUDNN_STATUS_SUCCESS ||
@@ -190,8 +207,8 @@ static int pick_filter(cuda_ctx_t *ctx, const cuda_conv_plan_t *p, conv_algos_t 
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < n; i++) {
             size_t ws = 0;
-            if (perf[i].status != CUDNN_STATUS_SUCCESS || !fma_math(perf[i].mathType) ||
-                !filter_allowed(perf[i].algo) || (pass == 0 && perf[i].determinism != CUDNN_DETERMINISTIC))
+            if (perf[i].status != CUDNN_STATUS_SUCCESS || !fma_math(perf[i].mathType) || !filter_allowed(perf[i].algo) ||
+                (pass == 0 && !conv_any() && perf[i].determinism != CUDNN_DETERMINISTIC))
                 continue;
             if (cudnnGetConvolutionBackwardFilterWorkspaceSize(ctx->cudnn, p->x, p->y, p->conv, p->w, perf[i].algo,
                                                                &ws) != CUDNN_STATUS_SUCCESS ||

@@ -446,23 +446,31 @@ static void test_checkpoint_spec_hash(void **state)
     }
 }
 
+/* A parameter server's checkpoint of a 2-worker job (spec fingerprint spec_hash) and what
+ * a resume of spec 7 expects of it. */
+static void async_checkpoint(ckpt_state_t *st, ckpt_expect_t *want, uint64_t spec_hash)
+{
+    memset(st, 0, sizeof *st);
+    st->spec_hash = spec_hash, st->seed = 1, st->nworkers = 2, st->epoch = 1, st->cursor = 100, st->global_step = 150;
+    st->aug_rng.s[0] = 1, st->batch_of[0] = 32, st->batch_of[1] = 32, st->epoch_loss_samples = 100;
+    st->global_batch = 64;
+    *want = (ckpt_expect_t){.spec_hash = 7,
+                            .seed = 1,
+                            .nworkers = 2,
+                            .epochs = 3,
+                            .train_n = 1000,
+                            .global_batch = 64,
+                            .max_batch = 64,
+                            .async = 1};
+}
+
 /* The parameter server's positions: checked against the training set, not steps. */
 static void test_checkpoint_validate_async(void **state)
 {
     (void)state;
     ckpt_state_t st;
-    memset(&st, 0, sizeof st);
-    st.spec_hash = 7, st.seed = 1, st.nworkers = 2, st.epoch = 1, st.cursor = 100, st.global_step = 150;
-    st.aug_rng.s[0] = 1, st.batch_of[0] = 32, st.batch_of[1] = 32, st.epoch_loss_samples = 100;
-    st.global_batch = 64;
-    ckpt_expect_t want = {.spec_hash = 7,
-                          .seed = 1,
-                          .nworkers = 2,
-                          .epochs = 3,
-                          .train_n = 1000,
-                          .global_batch = 64,
-                          .max_batch = 64,
-                          .async = 1};
+    ckpt_expect_t want;
+    async_checkpoint(&st, &want, 7);
     char err[512];
     assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), 0);
     st.cursor = 1001;
@@ -496,18 +504,8 @@ static void test_checkpoint_validate_adopt(void **state)
 {
     (void)state;
     ckpt_state_t st;
-    memset(&st, 0, sizeof st);
-    st.spec_hash = 8, st.seed = 1, st.nworkers = 2, st.epoch = 1, st.cursor = 100, st.global_step = 150;
-    st.aug_rng.s[0] = 1, st.batch_of[0] = 32, st.batch_of[1] = 32, st.epoch_loss_samples = 100;
-    st.global_batch = 64;
-    ckpt_expect_t want = {.spec_hash = 7,
-                          .seed = 1,
-                          .nworkers = 2,
-                          .epochs = 3,
-                          .train_n = 1000,
-                          .global_batch = 64,
-                          .max_batch = 64,
-                          .async = 1};
+    ckpt_expect_t want;
+    async_checkpoint(&st, &want, 8);
     char err[512];
     assert_int_equal(checkpoint_validate(&st, &want, "p", err, sizeof err), -1);
     assert_non_null(strstr(err, "another job spec"));

@@ -20,8 +20,8 @@ fi
 # The slow suite: scripts `make test` leaves to `make test-slow` (tests/run.sh BUILD slow),
 # which .ci/run runs after it. Each checks, at full size or length, a feature that a fast
 # test in `make test` also checks (docs/TESTING.md, "Time", names the fast one of each).
-SLOW_SUITE="onnx_transformers_224 mpi_algorithms_accuracy onnx_zoo_families_all train_lenet5_fashion
- train_lenet5_mnist train_mlp_fashion"
+SLOW_SUITE="onnx_transformers_224 mpi_algorithms_accuracy onnx_zoo_families_all onnx_torchvision_all
+ train_lenet5_fashion train_lenet5_mnist train_mlp_fashion"
 SLOW_SUITE=$(echo $SLOW_SUITE) # one line: the matches below look for " NAME "
 if [ "$WHAT" = slow ]; then
     WHAT=only ONLY=" $SLOW_SUITE "

@@ -92,6 +92,8 @@ static void capabilities(void)
     printf("]}\n");
 }
 
+static void usage_resume(FILE *f);
+
 static void usage(FILE *f)
 {
     fprintf(f, "usage: pacer-worker --spec FILE [options]\n"
@@ -124,8 +126,14 @@ static void usage(FILE *f)
                "  --netprobe S           instead of training, check the job's network: under\n"
                "                         mpirun every rank exchanges a message with every other\n"
                "                         within S seconds and prints {\"netprobe\": {rank, host,\n"
-               "                         heard, sent, ...}}; no --spec (worker/netprobe.h)\n"
-               "  --resume               continue from the job's latest checkpoint\n"
+               "                         heard, sent, ...}}; no --spec (worker/netprobe.h)\n");
+    usage_resume(f);
+}
+
+/* usage's second part: resuming, and the options for tests and benchmarks. */
+static void usage_resume(FILE *f)
+{
+    fprintf(f, "  --resume               continue from the job's latest checkpoint\n"
                "                         (checkpoint.dir/NAME.ckpt); starts fresh if there is none\n"
                "  --resume-from FILE     continue from this checkpoint; a missing file is an error\n"
                "  --adopt-checkpoint FILE  with --resume, when the job has no checkpoint of its own:\n"
@@ -212,6 +220,9 @@ static void usage(FILE *f)
                "\n"
                "Environment: PACER_CUDA_LIB  the CUDA backend that device cuda or auto loads\n"
                "                             (default: libpacer_cuda.so next to this program)\n"
+               "             PACER_CUDA_PROFILE=1  each layer's device time, to stderr at the end\n"
+               "             PACER_CUDA_CONV=any   cuDNN's fastest convolutions of any kind\n"
+               "                             (not deterministic; for measurements)\n"
                "\n"
                "Exit status: 0 done, 1 training failed, 2 bad input (spec, data, checkpoint),\n"
                "3 training collapsed with on_collapse fail or restart.\n");
@@ -350,6 +361,8 @@ static int tool_mode(const worker_args_t *a, int extra, const char *onnx_case, c
     return -1;
 }
 
+static int args_refused(const worker_args_t *a, int extra);
+
 int main(int argc, char **argv)
 {
     static worker_args_t args = {.lr_scale = 1.0, .fence = -1, .resume_before = -1};
@@ -444,25 +457,7 @@ int main(int argc, char **argv)
     }
     int tool = tool_mode(a, optind != argc, onnx_case, check_onnx, check_mb, netprobe_s);
     if (tool >= 0) return tool;
-    if ((a->redis_url != NULL) != (a->job_id != NULL) || (a->redis_password_file && !a->redis_url)) {
-        fprintf(stderr, "pacer-worker: --redis and --job go together (and --redis-password-file needs them)\n");
-        return 2;
-    }
-    if (a->adopt && (!a->resume || a->resume_from || a->resume_before > 0)) {
-        fprintf(stderr, "pacer-worker: --adopt-checkpoint goes with --resume (it is taken only when the job has no "
-                        "checkpoint of its own), not with --resume-from or --resume-before\n");
-        return 2;
-    }
-    if (a->resume_before > 0 && (a->resume_from || a->resume)) {
-        fprintf(stderr,
-                "pacer-worker: --resume-before chooses the checkpoint itself: not with --resume or --resume-from\n");
-        return 2;
-    }
-    if (!a->spec_path || optind != argc) {
-        fprintf(stderr, "pacer-worker: %s\n", a->spec_path ? "unexpected argument" : "--spec FILE is required");
-        usage(stderr);
-        return 2;
-    }
+    if (args_refused(a, optind != argc)) return 2;
 
     /* A spec's "model": {"onnx": PATH} is imported into the catalog while the spec is
      * read, before its model and data set are paired. */
@@ -470,6 +465,32 @@ int main(int argc, char **argv)
     spec_set_onnx_loader(modelfetch_loader);
     if (bench_steps) return benchmark_run(a->spec_path, bench_steps, a->summary_path);
     return run(a);
+}
+
+/* The options that do not go together, and the spec that must be there: 1 (said on
+ * stderr) when the command line is refused. extra: an argument that is no option. */
+static int args_refused(const worker_args_t *a, int extra)
+{
+    if ((a->redis_url != NULL) != (a->job_id != NULL) || (a->redis_password_file && !a->redis_url)) {
+        fprintf(stderr, "pacer-worker: --redis and --job go together (and --redis-password-file needs them)\n");
+        return 1;
+    }
+    if (a->adopt && (!a->resume || a->resume_from || a->resume_before > 0)) {
+        fprintf(stderr, "pacer-worker: --adopt-checkpoint goes with --resume (it is taken only when the job has no "
+                        "checkpoint of its own), not with --resume-from or --resume-before\n");
+        return 1;
+    }
+    if (a->resume_before > 0 && (a->resume_from || a->resume)) {
+        fprintf(stderr,
+                "pacer-worker: --resume-before chooses the checkpoint itself: not with --resume or --resume-from\n");
+        return 1;
+    }
+    if (!a->spec_path || extra) {
+        fprintf(stderr, "pacer-worker: %s\n", a->spec_path ? "unexpected argument" : "--spec FILE is required");
+        usage(stderr);
+        return 1;
+    }
+    return 0;
 }
 
 /* worker_t.report_health through the Redis sink (the node hash's health field). */

@@ -7,7 +7,10 @@
 # "resumed from ... at step S" with S that trial's step, never 0) with that trial's values
 # perturbed (momentum x0.8 or x1.2, the lr choice moved or drawn again); the exploit is
 # recorded on the trial and as an event, every trial ends with the spec's epochs, and the
-# experiment SUCCEEDS. Bad PBT fields are refused naming the field.
+# experiment SUCCEEDS. The coordinator is restarted once trial 0 has passed its first point:
+# what it recorded (each trial's values at the points, its exploits) is kept, each trial runs
+# one job per exploit plus one, and trial 2's exploit is the new coordinator's. Bad PBT fields
+# are refused naming the field.
 . tests/integration/coordinator_lib.inc
 need_api_tools
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
@@ -40,9 +43,41 @@ X=$(jq -r .id "$TMP/body")
 jq -e '.search.perturbation_interval == 1 and .search.quantile == 0.25 and .rungs == [1, 2]
     and ([.trials[].params["optimizer.lr"]] == [0.05, 0.05, 0.0001]) and .trials[0].exploits == []' "$TMP/body" \
     >/dev/null || { cat "$TMP/body"; fail "the new PBT experiment: want points [1, 2], seed 1's lrs, no exploits"; }
+
+# ---- a coordinator restart between two perturbation points ----------------------------------------------------
+# Once trial 0 has its value at the first point (epoch 1 of 3) the coordinator stops (Redis and the trials' workers
+# go on). Trial 2 waits for a trial to end, so it has not reached a point yet: its exploit is the new
+# coordinator's, against the values the old one recorded.
+trial_rec() { rcli HGET "pacer:experiment:$X" "trial:$1"; }
+point_recorded() { trial_rec 0 | jq -e '.rungs | length >= 1'; }
+await 120 "experiment $X's trial 0 at its first perturbation point" point_recorded
+stop_coord
+restart_at=$(now)
+for t in 0 1 2; do trial_rec "$t" >"$TMP/before-$t.json"; done
+jq -e '.exploits // [] | length == 0' "$TMP/before-2.json" >/dev/null ||
+    fail "experiment $X: trial 2 exploited before the restart (the test wants it after): $(cat "$TMP/before-2.json")"
+start_coord
+BASE=$(api_base)
 is_x_state() { [ "$(xq "$X" .state)" = "$1" ]; }
-await 180 "experiment $X to succeed" is_x_state SUCCEEDED
+await 180 "experiment $X to succeed after the restart" is_x_state SUCCEEDED
 xq "$X" . >"$TMP/x.json"
+# nothing the old coordinator recorded is lost or redone: each trial's values at the points and its exploits then
+# begin its values and exploits now, and each trial ran one job per exploit plus one (its jobs are NAME-tI)
+curl -s -H "Authorization: Bearer $PACER_TOKEN" "$BASE/api/v1/jobs?limit=200" |
+    jq -r '.jobs[].name | select(startswith("pbt-t"))' | sort | uniq -c >"$TMP/jobs"
+for t in 0 1 2; do
+    [ -s "$TMP/before-$t.json" ] || continue # not stored before the restart: nothing to keep
+    jq -e --slurpfile b "$TMP/before-$t.json" --argjson t "$t" '.trials[$t] | ($b[0].rungs | length) as $n
+        | ($b[0].exploits // [] | length) as $m
+        | .rung_metrics[:$n] == $b[0].rungs and .exploits[:$m] == ($b[0].exploits // [])' "$TMP/x.json" >/dev/null ||
+        fail "experiment $X: trial $t's points or exploits from before the restart changed: $(cat "$TMP/before-$t.json")"
+    want=$(jq --argjson t "$t" '.trials[$t].exploits | length + 1' "$TMP/x.json")
+    grep -qx " *$want pbt-t$t" "$TMP/jobs" || { cat "$TMP/jobs"; fail "trial $t of $X: want $want jobs (its exploits + 1)"; }
+done
+rcli XRANGE pacer:events - + | grep "\"experiment\":\"$X\"" | grep '"action":"exploited"' |
+    sed 's/^[^{]*//' | jq -se --argjson r "$restart_at" 'map(select(.trial == 2 and .time > $r)) | length >= 1' \
+    >/dev/null || fail "experiment $X: trial 2 did not exploit after the coordinator's restart at $restart_at"
+echo "ok: a coordinator restart between two points of $X: every trial's points and exploits kept, one job per exploit plus one, trial 2's exploit made by the new coordinator"
 jq -e '[.trials[] | select(.state != "SUCCEEDED" or .epochs_trained != 3)] | length == 0' "$TMP/x.json" >/dev/null ||
     { cat "$TMP/x.json"; fail "experiment $X: a trial did not succeed with 3 epochs"; }
 jq -e '.trials[2].exploits | length >= 1' "$TMP/x.json" >/dev/null ||

@@ -476,6 +476,25 @@ static void slurm_stop(launcher_t *l, launch_handle_t *h, int hard)
     if (h->slurm_job > 0) slurm_cancel(h->slurm_job, hard);
 }
 
+/* A notice to the attempt's ranks (a drain, a grow): SIGTERM to the job's steps alone, the
+ * ranks srun started, which checkpoint at their next step and exit; nothing is killed
+ * (the caller's hard stop, at its deadline, is the limit). Not with mpirun inside the
+ * allocation: the steps there are Open MPI's daemons on the other nodes, which a SIGTERM
+ * tears down with their ranks; that mode stops soft (scancel), as before. */
+static void slurm_notice(launcher_t *l, launch_handle_t *h)
+{
+    if (h->slurm_job <= 0) return;
+    if (!l->slurm_pmix) {
+        slurm_cancel(h->slurm_job, 0);
+        return;
+    }
+    char id[32], out[512];
+    snprintf(id, sizeof id, "%ld", h->slurm_job);
+    const char *argv[] = {"scancel", "--signal=TERM", id, NULL};
+    if (slurm_cmd(argv, out, sizeof out, SLURM_TIMEOUT_S) != 0)
+        clog_printf("slurm: scancel --signal=TERM %s: %s", id, first_line(out));
+}
+
 static void slurm_reap(launcher_t *l, launch_handle_t *h)
 {
     (void)l;
@@ -552,6 +571,7 @@ const launcher_ops_t LAUNCH_SLURM_OPS = {
     .start = slurm_start,
     .poll = slurm_poll,
     .stop = slurm_stop,
+    .notice = slurm_notice,
     .reap = slurm_reap,
     .predicts_placement = 0,
 };

@@ -213,6 +213,11 @@ void launcher_notice(launcher_t *l, launch_handle_t *h)
     else l->ops->stop(l, h, 0);
 }
 
+int launcher_has_notice(const launcher_t *l)
+{
+    return l->ops->notice != NULL && (l->kind != LAUNCHER_SLURM || l->slurm_pmix);
+}
+
 void launcher_reap(launcher_t *l, launch_handle_t *h)
 {
     l->ops->reap(l, h);

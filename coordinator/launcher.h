@@ -179,8 +179,14 @@ void launcher_stop(launcher_t *l, launch_handle_t *h, int hard);
  * local and hostfile send NOTICE_FORWARDED_SIGNAL (common/notice.h) to mpirun alone,
  * which forwards it to every rank and kills none, so the ranks have as long as they need
  * (the caller's SIGKILL, launcher_stop hard, is the limit); with no mpirun in the session
- * yet, and for the other kinds, launcher_stop soft. */
+ * yet, and for the other kinds, launcher_stop soft; slurm: `scancel --signal=TERM` of the
+ * job's steps (srun's ranks; with mpirun inside the allocation, launcher_stop soft). */
 void launcher_notice(launcher_t *l, launch_handle_t *h);
+/* Whether launcher_notice is a notice of its own (its ranks stop at their next step), not
+ * launcher_stop soft: 1 for local, hostfile and slurm with srun's ranks (scancel
+ * --signal=TERM of the job's steps), 0 for slurm with mpirun inside the allocation and for
+ * the simulator. */
+int launcher_has_notice(const launcher_t *l);
 
 /* The attempt is over (or must be treated so): kills stragglers, reaps a child, and
  * clears *h. */

@@ -11,8 +11,9 @@
  * hosts probed first (PH_PROBING, hosts.h); when one is gone the job is relaunched at
  * once, without using a restart, on the hosts that remain, with the world that fits them
  * (hosts_elastic_world) and the same global batch, from its last checkpoint. While a job
- * runs on fewer ranks than its spec asks and hosts come back, it is stopped right after
- * its next checkpoint (KILL_RESIZE) and relaunched on more. Each change of world is a
+ * runs on fewer ranks than its spec asks and hosts come back, it is stopped with notice
+ * (its ranks checkpoint at their next step; the simulator: right after its next
+ * checkpoint) (KILL_RESIZE, grow_check) and relaunched on more. Each change of world is a
  * resize: logged, an event {"type": "resize"}, and the job's "resizes" field.
  *
  * A host cut off from the job's network answers the remote shell, so after
@@ -787,8 +788,11 @@ static int placed_only(coordinator_t *c, const coord_run_t *r, const char **name
 }
 
 /* PH_ACTIVE, once a second: a job on fewer ranks than its spec asks grows when more
- * slots are usable again, right after its next checkpoint (the work since is lost
- * otherwise). */
+ * slots are usable again. Where the launcher has a notice (launcher_has_notice), with one,
+ * once the slots are still usable a check later: its ranks checkpoint at their next step
+ * and nothing is lost, whether or not the job writes periodic checkpoints (one that
+ * writes none, every_steps 0, would otherwise never grow back). Elsewhere (the
+ * simulator), right after its next checkpoint: a plain stop loses the work since. */
 static void grow_check(coordinator_t *c, coord_run_t *r, double now)
 {
     if (now - r->last_grow_check < 1.0) return;
@@ -817,14 +821,16 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
     }
     long long id[3];
     ckpt_ident(c, r, id);
+    int notice = launcher_has_notice(r->launcher);
     if (!r->grow_armed) {
         r->grow_armed = 1;
         memcpy(r->grow_ckpt, id, sizeof r->grow_ckpt);
-        clog_printf("job %s: %d usable slot%s now: grows from %d to %d ranks at its next checkpoint", r->id, slots,
-                    slots == 1 ? "" : "s", r->world, w);
+        clog_printf("job %s: %d usable slot%s now: grows from %d to %d ranks at its next %s", r->id, slots,
+                    slots == 1 ? "" : "s", r->world, w,
+                    notice ? "step (a notice: its ranks checkpoint there)" : "checkpoint");
         return;
     }
-    if (memcmp(id, r->grow_ckpt, sizeof id) == 0) return;
+    if (!notice && memcmp(id, r->grow_ckpt, sizeof id) == 0) return;
     /* Which hosts it gains, for the reason. */
     char back[512] = "";
     size_t used = 0;
@@ -846,6 +852,7 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
                             : " are usable");
     r->grow_armed = 0;
     r->world_cap = w < r->full_world ? w : 0;
+    r->stop_notice = notice;
     run_kill(c, r, KILL_RESIZE, now);
 }
 
@@ -1258,15 +1265,22 @@ void run_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, double now)
      * last checkpoint), and no longer than that, whatever --kill-grace says. */
     const host_t *dh = why == KILL_DRAIN ? hosts_find(c, r->drain_host) : NULL;
     if (dh && dh->drain_deadline > 0) r->kill_deadline = dh->drain_deadline > now + 1 ? dh->drain_deadline : now + 1;
+    /* A grow's notice (grow_check) waits for the ranks' step boundary as long as a
+     * step may take, not --kill-grace alone: SIGKILLed, they would lose their work. */
+    int notice = why == KILL_DRAIN || r->stop_notice;
+    if (why != KILL_DRAIN && notice && c->cfg.kill_grace_s < RUN_NOTICE_STOP_S)
+        r->kill_deadline = now + RUN_NOTICE_STOP_S;
+    r->stop_notice = 0;
     r->sigkilled = 0;
-    /* A drain's stop is a notice (launcher_notice: forwarded to every rank and nothing
-     * torn down), bounded by the deadline above; the others are mpirun's SIGTERM. */
-    if (why == KILL_DRAIN) launcher_notice(r->launcher, &r->h);
+    /* A drain's and a grow's stop is a notice (launcher_notice: forwarded to every rank and
+     * nothing torn down), bounded by the deadline above; the others are mpirun's SIGTERM. */
+    if (notice) launcher_notice(r->launcher, &r->h);
     else launcher_stop(r->launcher, &r->h, 0);
     char what[64];
     launcher_describe(&r->h, what, sizeof what);
     if (why == KILL_CANCEL) clog_printf("job %s: cancelling (stopping %s)", r->id, what);
-    else if (why == KILL_RESIZE) clog_printf("job %s: stopping %s to resize: %s", r->id, what, r->resize_reason);
+    else if (why == KILL_RESIZE)
+        clog_printf("job %s: stopping %s%s to resize: %s", r->id, what, notice ? " with notice" : "", r->resize_reason);
     else if (why == KILL_DRAIN)
         clog_printf("job %s: host %s drains: stopping %s with notice, to resume elsewhere", r->id, r->drain_host, what);
     else if (why == KILL_STALL) clog_printf("job %s: stalled: %s; stopping %s", r->id, r->stall_text, what);

@@ -27,7 +27,8 @@ typedef enum {
     PH_PREFLIGHT, /* before the first launch: a benchmark of the hosts runs (preflight.h) */
 } run_phase_t;
 
-/* KILL_RESIZE: a host is back and the job has just checkpointed: it stops to grow.
+/* KILL_RESIZE: a host is back and the job stops to grow (with notice where the launcher
+ * has one: its ranks checkpoint at their next step; else it has just checkpointed).
  * KILL_STALL: its ranks wait and none trains (stall.h). */
 /* KILL_PREEMPT: a job of a higher priority needs its slots (--policy fair, policy_preempt):
  * stopped, then back in the queue to resume from its checkpoint. */
@@ -36,6 +37,9 @@ typedef enum {
 typedef enum { KILL_NONE, KILL_CANCEL, KILL_STALE, KILL_RESIZE, KILL_STALL, KILL_PREEMPT, KILL_DRAIN } kill_reason_t;
 
 #define RUN_RESIZES_KEPT 20 /* resizes a job's record lists (the newest) */
+/* How long a stop with notice other than a drain's (which has its own deadline) waits for
+ * the ranks' step boundary before SIGKILL, when --kill-grace is shorter. */
+#define RUN_NOTICE_STOP_S 60.0
 
 /* One job the daemon runs (tick thread only). */
 typedef struct {
@@ -59,8 +63,9 @@ typedef struct {
     char resize_reason[320];
     int resizes;
     json_t *resize_log;     /* the newest RUN_RESIZES_KEPT: [{from, to, reason, hosts, time}] */
-    int grow_armed;         /* a grow is possible: waiting for the next checkpoint */
+    int grow_armed;         /* a grow is possible: a check later (a notice) or at the next checkpoint */
     long long grow_ckpt[3]; /* the checkpoint file then (mtime ns, inode, size) */
+    int stop_notice;        /* run_kill's next stop is a notice (launcher_notice): a grow's */
     double last_grow_check;
     run_phase_t phase;
     launch_handle_t h;    /* the attempt's processes (launcher.h); zero between attempts */

@@ -60,15 +60,21 @@ netns_bench_up() {
     sh "$NETNS/down.sh"
     sh "$NETNS/up.sh" >"$TMP/up.log" 2>&1 || { cat "$TMP/up.log"; exit 1; }
 }
-# compress_cluster_up - the cluster of the gradient compression benchmarks (compress_netns.sh,
-# compress_tta.sh; $NETNS and $B set by the caller): 4 worker hosts pw1-pw4, one rank each,
-# under one lock and one prefix (pcb-, 10.82.0.0/24), so the two never run at once; Open
-# MPI sends messages up to 1 MiB eagerly, as the coordinator's launch does.
-compress_cluster_up() {
-    netns_bench_up compressnetns pcb- 10.82.0
+# netns_four_up NAME PREFIX NET - netns_bench_up's cluster ($NETNS and $B set by the
+# caller) with one rank on each of the 4 worker hosts pw1-pw4 ($TMP/hostfile, for
+# compress_mpirun), MPI over its TCP links only; Open MPI sends messages up to 1 MiB
+# eagerly, as the coordinator's launch does.
+netns_four_up() {
+    netns_bench_up "$@"
     netns_mpi_env "sh $NETNS/rsh.sh"
     export OMPI_MCA_btl_tcp_eager_limit=1048576 OMPI_MCA_btl_tcp_max_send_size=1048576
     for h in pw1 pw2 pw3 pw4; do echo "$h slots=1"; done >"$TMP/hostfile"
+}
+# compress_cluster_up - the cluster of the gradient compression benchmarks (compress_netns.sh,
+# compress_tta.sh): under one lock and one prefix (pcb-, 10.82.0.0/24), so the two never
+# run at once.
+compress_cluster_up() {
+    netns_four_up compressnetns pcb- 10.82.0
 }
 # compress_shape MBIT - every worker host's link limited to MBIT Mbit/s both ways
 # (deploy/netns/shape.sh: tbf, or netem rate with no delay where the kernel has netem).

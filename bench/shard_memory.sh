@@ -24,13 +24,31 @@
 # 24 GB): plain ssgd is refused by the worker's memory check (its estimate against
 # MemAvailable), stage 2 trains STEPS steps and its peaks are printed.
 #
+# NETNS=1: the same comparison on real links instead of one host's shared memory: 4 ranks,
+# one on each worker host of the namespace cluster (deploy/netns, its own names psz- and
+# network 10.89.0), every host's link limited both ways to each of RATES in turn
+# (Mbit/s, default "1000 10000": deploy/netns/shape.sh, tbf or netem), MPI over TCP only;
+# a table of runs and medians per rate. Needs root; the namespaces are removed on any exit
+# (netns_bench_up's trap), an interrupt included.
+#
 # usage: sh bench/shard_memory.sh   (NP=4 STEPS=6 BATCH=4 REPEAT=3 BIG=1 MODEL=... override)
+#        sudo NETNS=1 STEPS=8 BATCH=1 GPT='"layers": 4, "heads": 4, "embd": 384' sh bench/shard_memory.sh
 . bench/lib.sh
 NP=${NP:-4}
 STEPS=${STEPS:-6}
 BATCH=${BATCH:-4}
 REPEAT=${REPEAT:-3}
 BIG=${BIG:-0}
+NETNS=${NETNS:-0}
+RATES=${RATES:-1000 10000}
+if [ "$NETNS" = 1 ]; then
+    [ "$(id -u)" -eq 0 ] || { echo "shard_memory: NETNS=1 needs root (network namespaces)"; exit 1; }
+    [ "$NP" = 4 ] || { echo "shard_memory: NETNS=1 runs 4 ranks, one a host (NP=$NP)"; exit 1; }
+    case $BUILD in /*) B=$BUILD ;; *) B=$(pwd)/$BUILD ;; esac
+    ON_NETNS=1 NETNS=$(pwd)/deploy/netns # from here, the path bench/lib.sh's helpers use
+else
+    ON_NETNS=0
+fi
 [ "$BIG" = 1 ] && [ -z "${MODEL:-}" ] && GPT='"layers": 24, "heads": 12, "embd": 1152'
 GPT=${GPT:-'"layers": 14, "heads": 12, "embd": 768'}
 if [ -z "${MODEL:-}" ]; then
@@ -51,16 +69,21 @@ spec() { # FILE [SHARD-JSON]
 JSON
 }
 
-# run NAME [SHARD-JSON]: prints "NAME peak_mb_rank0 ... | summary peak_rss_mb ... | median step s"
+# run NAME [SHARD-JSON]: prints "NAME|peak_mb_rank0 ...|rss_mb ...|summary peak_rss_mb ...|median step s|comm"
 run() {
     spec "$TMP/$1.json" "${2:-}"
-    $MPIRUN -np "$NP" $WORKER --spec "$TMP/$1.json" --stop-after-steps "$STEPS" --summary "$TMP/$1.out" \
-        --metrics "$TMP/$1.jsonl" >"$TMP/$1.log" 2>&1 &
+    if [ "$ON_NETNS" = 1 ]; then
+        compress_mpirun "$TMP/$1.json" "$TMP/$1.log" --stop-after-steps "$STEPS" --summary "$TMP/$1.out" \
+            --metrics "$TMP/$1.jsonl" &
+    else
+        $MPIRUN -np "$NP" $WORKER --spec "$TMP/$1.json" --stop-after-steps "$STEPS" --summary "$TMP/$1.out" \
+            --metrics "$TMP/$1.jsonl" >"$TMP/$1.log" 2>&1 &
+    fi
     launcher=$!
     : >"$TMP/$1.hwm"
     while kill -0 "$launcher" 2>/dev/null; do
-        for pid in $(pgrep -P "$launcher" -f pacer-worker 2>/dev/null) $(pgrep -f "pacer-worker --spec $TMP/$1.json" 2>/dev/null); do
-            [ "$pid" = "$launcher" ] && continue # mpirun's own arguments name the spec too
+        # the workers only: mpirun's own arguments name the spec too, after "mpirun"
+        for pid in $(pgrep -f "^[^ ]*pacer-worker --spec $TMP/$1.json" 2>/dev/null); do
             kb=$(awk '/^VmHWM:/ { h = $2 } /^VmRSS:/ { r = $2 } END { if (h) print h, r }' "/proc/$pid/status" 2>/dev/null)
             [ -n "$kb" ] && echo "$pid $kb" >>"$TMP/$1.hwm"
         done
@@ -76,7 +99,10 @@ run() {
     rss=$(echo "$peaks" | awk '{ printf "%s%.0f", (NR > 1 ? " " : ""), $2 / 1024 }')
     inside=$(jq -r '[.per_rank[].peak_rss_mb | floor] | map(tostring) | join(" ")' "$TMP/$1.out")
     step=$(jq -r 'select(.kind == "step" and .rank == 0) | .step_s // .wall_s // empty' "$TMP/$1.jsonl" | tail -n +2 | median)
-    echo "$1|$hwm|$rss|$inside|$step"
+    # rank 0's time in communication per step (the reduce-scatter inside the backward pass
+    # included), and the bytes a rank sent per step
+    comm=$(jq -r '"\(.per_rank[0].phases.comm / .steps * 1000 | round / 1000) s, \(.comm_bytes_per_step / 1e6 | round) MB"' "$TMP/$1.out")
+    echo "$1|$hwm|$rss|$inside|$step|$comm"
 }
 
 CPU="$(lscpu | sed -n 's/^Model name: *//p' | head -1), $(nproc) cores"
@@ -98,33 +124,47 @@ if [ "$BIG" = 1 ]; then
     exit 0
 fi
 
-md ""
-md "### Peak resident memory and step time per rank, plain ssgd against algorithm.shard (\`sh bench/shard_memory.sh\`, $NP ranks, $CPU, $REPEAT runs each)"
-md ""
-md "| run | VmHWM per rank, MiB (from /proc, largest first) | VmRSS while training, MiB | peak_rss_mb per rank (summary) | median step, s |"
-md "|---|---|---|---|---|"
-: >"$TMP/all"
-for i in $(seq "$REPEAT"); do
-    for cfg in "plain|" "stage 1|{\"stage\": 1}" "stage 2|{\"stage\": 2}"; do
-        name=${cfg%%|*}
-        line=$(run "$(echo "$name" | tr -d ' ')" "${cfg#*|}") || { echo "$line"; exit 1; }
-        md "| $name ($i) | $(echo "$line" | cut -d'|' -f2) | $(echo "$line" | cut -d'|' -f3) | $(echo "$line" | cut -d'|' -f4) | $(echo "$line" | cut -d'|' -f5) |"
-        # the largest rank's peak and the step, per run
-        echo "$name|$(echo "$line" | cut -d'|' -f2 | awk '{ print $1 }')|$(echo "$line" | cut -d'|' -f5)" >>"$TMP/all"
+# compare TITLE: REPEAT interleaved runs of plain, stage 1 and stage 2, a row each, then
+# their medians and ratios to plain
+compare() {
+    md ""
+    md "### $1"
+    md ""
+    md "| run | VmHWM per rank, MiB (from /proc, largest first) | VmRSS while training, MiB | peak_rss_mb per rank (summary) | median step, s | communication a step (rank 0's time, bytes sent) |"
+    md "|---|---|---|---|---|---|"
+    : >"$TMP/all"
+    for i in $(seq "$REPEAT"); do
+        for cfg in "plain|" "stage 1|{\"stage\": 1}" "stage 2|{\"stage\": 2}"; do
+            name=${cfg%%|*}
+            line=$(run "$(echo "$name" | tr -d ' ')" "${cfg#*|}") || { echo "$line"; exit 1; }
+            md "| $name ($i) | $(echo "$line" | cut -d'|' -f2) | $(echo "$line" | cut -d'|' -f3) | $(echo "$line" | cut -d'|' -f4) | $(echo "$line" | cut -d'|' -f5) | $(echo "$line" | cut -d'|' -f6) |"
+            # the largest rank's peak and the step, per run
+            echo "$name|$(echo "$line" | cut -d'|' -f2 | awk '{ print $1 }')|$(echo "$line" | cut -d'|' -f5)" >>"$TMP/all"
+        done
     done
-done
-med() { grep "^$1|" "$TMP/all" | cut -d'|' -f"$2" | median; }
-pm=$(med plain 2)
-ps=$(med plain 3)
-md ""
-md "Medians over $REPEAT runs (the largest rank's VmHWM; rank 0's median step):"
-md ""
-md "| run | VmHWM, MiB | x plain | step, s | x plain |"
-md "|---|---|---|---|---|"
-for name in plain "stage 1" "stage 2"; do
-    m=$(med "$name" 2)
-    st=$(med "$name" 3)
-    md "| $name | $m | $(ratio "$m" "$pm") | $st | $(ratio "$st" "$ps") |"
-done
-md ""
-md "Parameters: $(jq '.shard.params_per_rank | add' "$TMP/stage2.out"); shard object of stage 2: \`$(jq -c '.shard | {state_bytes_per_rank, gradient_bytes_per_rank}' "$TMP/stage2.out")\`."
+    med() { grep "^$1|" "$TMP/all" | cut -d'|' -f"$2" | median; }
+    pm=$(med plain 2)
+    ps=$(med plain 3)
+    md ""
+    md "Medians over $REPEAT runs (the largest rank's VmHWM; rank 0's median step); load average $(cut -d' ' -f1-3 /proc/loadavg) at the end:"
+    md ""
+    md "| run | VmHWM, MiB | x plain | step, s | x plain |"
+    md "|---|---|---|---|---|"
+    for name in plain "stage 1" "stage 2"; do
+        m=$(med "$name" 2)
+        st=$(med "$name" 3)
+        md "| $name | $m | $(ratio "$m" "$pm") | $st | $(ratio "$st" "$ps") |"
+    done
+    md ""
+    md "Parameters: $(jq '.shard.params_per_rank | add' "$TMP/stage2.out"); shard object of stage 2: \`$(jq -c '.shard | {state_bytes_per_rank, gradient_bytes_per_rank}' "$TMP/stage2.out")\`."
+}
+
+if [ "$ON_NETNS" = 1 ]; then
+    netns_four_up shardnetns psz- 10.89.0
+    for rate in $RATES; do
+        compress_shape "$rate"
+        compare "Step time on links of $rate Mbit/s, plain ssgd against algorithm.shard (\`NETNS=1 sh bench/shard_memory.sh\`, 4 ranks on 4 namespace hosts, $CPU, $REPEAT runs each, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start)"
+    done
+    exit 0
+fi
+compare "Peak resident memory and step time per rank, plain ssgd against algorithm.shard (\`sh bench/shard_memory.sh\`, $NP ranks, $CPU, $REPEAT runs each)"

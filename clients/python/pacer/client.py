@@ -83,6 +83,18 @@ def _model_name(module, onnx_bytes):
     return "%s-%s" % (base[:_NAME_MAX - 13], hashlib.sha256(onnx_bytes).hexdigest()[:12])
 
 
+def _tied_names(state):
+    """{name: [the other names of the same tensor]} for the tensors of a state_dict that
+    appear under several names (tied weights: nanoGPT's and GPT-2's lm_head.weight is
+    transformer.wte.weight). torch.onnx writes such a tensor once, under one of them."""
+    by_storage = {}
+    for name, t in state.items():
+        if t.numel() > 0:
+            key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)
+            by_storage.setdefault(key, []).append(name)
+    return {n: [m for m in names if m != n] for names in by_storage.values() if len(names) > 1 for n in names}
+
+
 def _batch_of_two(example_input):
     """example_input with a batch of 1 repeated to 2, else as it is. Batch norm in training
     mode needs more than one value per channel (torch raises "Expected more than 1 value
@@ -485,7 +497,9 @@ class Client:
             raise PacerError("job refused: %s (%s)" % (e, left), e.status, e.problem) from None
         job.model = summary
         # What load_state_dict will expect back, and the buffers ONNX does not carry.
-        job._module_state = {k: v.detach().clone() for k, v in module.state_dict().items()}
+        state = module.state_dict()
+        job._module_state = {k: v.detach().clone() for k, v in state.items()}
+        job._module_aliases = _tied_names(state)
         return job
 
 
@@ -598,6 +612,7 @@ class Job:
         self.info = info or {}
         self.model = None
         self._module_state = None
+        self._module_aliases = {}
 
     def refresh(self):
         self.info = self.client._json("GET", "/api/v1/jobs/" + urllib.parse.quote(self.id, safe=""))
@@ -648,8 +663,10 @@ class Job:
         module.load_state_dict(..., strict=True): every initializer of the file, and batch
         norm's num_batches_tracked, a counter ONNX does not carry (see _batches_tracked).
         For a job made by Client.train, exactly the module's state_dict keys: a key the
-        file lacks, or a shape that differs, raises PacerError. For another job (client.job),
-        one num_batches_tracked per batch norm of the file (PREFIX.running_mean)."""
+        file lacks, or a shape that differs, raises PacerError; a tensor the module holds
+        under several names (a head tied to the embedding) fills each of them. For another
+        job (client.job), one num_batches_tracked per batch norm of the file
+        (PREFIX.running_mean)."""
         import onnx
         import torch
         from onnx import numpy_helper
@@ -664,8 +681,11 @@ class Job:
             return weights
         out = {}
         for key, old in self._module_state.items():
-            if key in weights:
-                new = weights[key]
+            # A tied tensor (a language model's head reading the token embedding) is one
+            # initializer of the file under one of its names: every name gets it.
+            found = [k for k in [key] + self._module_aliases.get(key, []) if k in weights]
+            if found:
+                new = weights[found[0]]
                 if tuple(new.shape) != tuple(old.shape):
                     raise PacerError("job %s: %s has shape %s in the trained model, the module's is %s"
                                      % (self.id, key, tuple(new.shape), tuple(old.shape)))

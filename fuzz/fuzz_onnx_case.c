@@ -49,13 +49,13 @@ static void try_inputs(const uint8_t *data, size_t size, const onnx_tensor_t *in
 {
     model_t *m = NULL;
     char err[512];
-    int packed[ONNX_CASE_MAX_TENSORS + 1];
+    int packed[ONNX_CASE_MAX_TENSORS + 1], whole = -1;
     err[0] = '\0';
-    if (onnx_import_case_inputs(data, size, in, nin, 2, k, packed, &m, err, sizeof err) != 0) {
+    if (onnx_import_case_inputs(data, size, in, nin, 2, k, packed, &whole, &m, err, sizeof err) != 0) {
         if (m || !err[0]) abort();
         return;
     }
-    if (!packed[0]) abort();
+    if (!packed[0] || (whole != 0 && whole != 1)) abort();
     size_t n = 1;
     for (int d = 0; d < m->in_shape.rank; d++) n *= (size_t)m->in_shape.dims[d];
     if (m->act_floats <= RUN_MAX_FLOATS && n <= RUN_MAX_FLOATS) {

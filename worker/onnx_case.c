@@ -97,11 +97,12 @@ static int compare(const char *set, int k, const onnx_tensor_t *want, const floa
 /* The model's input: input_0's data alone (*shape its shape), or with the other inputs fed as
  * activations (packed[k]: onnx_import_case_inputs) each sample theirs one after the other,
  * (N, S), malloc'ed, into *out; 0, or -1 when out of memory. */
-static int pack_inputs(const onnx_tensor_t *in, int nin, const int *packed, float **out, onnx_tensor_t *shape)
+static int pack_inputs(const onnx_tensor_t *in, int nin, const int *packed, int whole, float **out, onnx_tensor_t *shape)
 {
-    const size_t N = (size_t)in[0].dims[0];
+    /* whole: the inputs are one sample of a batch of 1 (onnx_import_case_inputs' *whole) */
+    const size_t N = whole ? 1 : (size_t)in[0].dims[0];
     size_t S = 0;
-    int more = 0;
+    int more = whole;
     for (int k = 0; k < nin; k++)
         if (packed[k]) S += in[k].count / N, more |= k > 0;
     *shape = (onnx_tensor_t){.ndims = in[0].ndims};
@@ -131,8 +132,7 @@ static int run_output(const char *set, const uint8_t *onnx, size_t onnx_len, con
                       const onnx_tensor_t *want, int k, char *err, size_t errlen)
 {
     const onnx_tensor_t *x = &in[0];
-    const int N = (int)x->dims[0];
-    int packed[NT + 1], rc = 2;
+    int N = x->ndims ? (int)x->dims[0] : 1, packed[NT + 1], whole, rc = 2;
     model_t *m = NULL;
     int32_t *y = NULL;
     float *xp = NULL;
@@ -140,7 +140,8 @@ static int run_output(const char *set, const uint8_t *onnx, size_t onnx_len, con
     /* The batch is the file's: the model is built for one sample first, so that a batch
      * whose activations would not fit is refused before they are allocated and touched.
      * The inputs that are activations like input_0 are fed with it (packed). */
-    if (onnx_import_case_inputs(onnx, onnx_len, in, nin, 1, k, packed, &m, err, errlen) != 0) goto out;
+    if (onnx_import_case_inputs(onnx, onnx_len, in, nin, 1, k, packed, &whole, &m, err, errlen) != 0) goto out;
+    if (whole) N = 1; /* the inputs whole, one sample */
     if ((double)m->act_floats * (double)N > (double)ONNX_CASE_MAX_ACT_FLOATS) {
         snprintf(err, errlen, "%s/input_0.pb: a batch of %d needs %.3g floats of activations (at most %.3g)", set, N,
                  (double)m->act_floats * (double)N, (double)ONNX_CASE_MAX_ACT_FLOATS);
@@ -148,8 +149,8 @@ static int run_output(const char *set, const uint8_t *onnx, size_t onnx_len, con
     }
     model_free(m);
     m = NULL;
-    if (onnx_import_case_inputs(onnx, onnx_len, in, nin, N, k, packed, &m, err, errlen) != 0) goto out;
-    if (pack_inputs(in, nin, packed, &xp, &pshape) != 0) {
+    if (onnx_import_case_inputs(onnx, onnx_len, in, nin, N, k, packed, &whole, &m, err, errlen) != 0) goto out;
+    if (pack_inputs(in, nin, packed, whole, &xp, &pshape) != 0) {
         snprintf(err, errlen, "out of memory");
         goto out;
     }
@@ -210,10 +211,11 @@ static int run_set(const char *dir, const char *set, const uint8_t *onnx, size_t
             goto out;
         }
     }
-    if (in[0].ndims < 1 || in[0].ndims > 1 + MODEL_MAX_RANK || in[0].dims[0] < 1) {
+    /* rank 0: one sample of a scalar (onnx_import_case_inputs reads it as one sample) */
+    if (in[0].ndims > 1 + MODEL_MAX_RANK || (in[0].ndims && in[0].dims[0] < 1)) {
         char s[160];
         shape_str(&in[0], s, sizeof s);
-        snprintf(err, sizeof err, "%s/input_0.pb: shape %s: the activation must be a batch (N, ...) of rank 1 to %d",
+        snprintf(err, sizeof err, "%s/input_0.pb: shape %s: the activation must be a batch (N, ...) of rank 0 to %d",
                  set, s, 1 + MODEL_MAX_RANK);
         goto out;
     }

@@ -15,6 +15,7 @@
 #include "op_table.h"
 #include "sha256.h"
 #include "import_internal.h"
+#include "unit.h"
 #include "wire.h"
 
 /* ---- conformance cases (pacer-worker --onnx-case) -------------------------------------- */
@@ -158,7 +159,7 @@ typedef struct {
     Onnx__TensorShapeProto__Dimension dim[2], *dimp[2];
     Onnx__NodeProto nodes[2 * NPACK];
     Onnx__TensorProto consts[3 * NPACK + 1];
-    int64_t starts[NPACK], ends[NPACK], shapes[NPACK][8], axis1, cdims[3 * NPACK + 1];
+    int64_t starts[NPACK], ends[NPACK], shapes[NPACK][9], axis1, cdims[3 * NPACK + 1];
     char axes_name[48], name[NPACK][4][48];
     char *slice_in[NPACK][4], *slice_out[NPACK], *reshape_in[NPACK][2], *reshape_out[NPACK];
 } pack_t;
@@ -217,11 +218,11 @@ static void pack_input(pack_t *p, int64_t N, int64_t S)
 /* p for the npk packed inputs in[k] (graph inputs names[k]): the packed input (N, S), and
  * per input a Slice of elements [off, off + its sample size) of each sample and a Reshape
  * to its shape (p->nodes[2k], [2k + 1]), their constants (p->consts, 3 npk + 1). */
-static void pack_graph(pack_t *p, const onnx_tensor_t *const *in, char *const *names, int npk, int64_t S)
+static void pack_graph(pack_t *p, const onnx_tensor_t *const *in, char *const *names, int npk, int64_t S, int unit)
 {
     static char slice[] = "Slice", reshape[] = "Reshape", input[] = PACK_INPUT;
     memset(p, 0, sizeof *p);
-    pack_input(p, in[0]->dims[0], S);
+    pack_input(p, unit ? 1 : in[0]->dims[0], S);
     p->axis1 = 1;
     snprintf(p->axes_name, sizeof p->axes_name, "%s_axes", PACK_INPUT);
     int64_const(p, 0, p->axes_name, &p->axis1, 1);
@@ -234,13 +235,14 @@ static void pack_graph(pack_t *p, const onnx_tensor_t *const *in, char *const *n
         snprintf(nm[2], 48, "%s_%d_ends", PACK_INPUT, k);
         snprintf(nm[3], 48, "%s_%d_shape", PACK_INPUT, k);
         p->starts[k] = off;
-        off += (int64_t)t->count / t->dims[0];
+        off += unit ? (int64_t)t->count : (int64_t)t->count / t->dims[0];
         p->ends[k] = off;
         p->shapes[k][0] = 0; /* the batch, copied */
-        for (int d = 1; d < t->ndims && d < 8; d++) p->shapes[k][d] = t->dims[d];
+        /* unit: the whole tensor one sample, after the batch's leading 1 */
+        for (int d = unit ? 0 : 1; d < t->ndims && d + unit < 9; d++) p->shapes[k][d + unit] = t->dims[d];
         int64_const(p, 1 + 3 * (size_t)k, nm[1], &p->starts[k], 1);
         int64_const(p, 2 + 3 * (size_t)k, nm[2], &p->ends[k], 1);
-        int64_const(p, 3 + 3 * (size_t)k, nm[3], p->shapes[k], (size_t)t->ndims);
+        int64_const(p, 3 + 3 * (size_t)k, nm[3], p->shapes[k], (size_t)(t->ndims + unit));
         p->slice_in[k][0] = input;
         p->slice_in[k][1] = nm[1];
         p->slice_in[k][2] = nm[2];
@@ -311,10 +313,112 @@ static Onnx__TensorProto *bound_tensor(Onnx__TensorProto *t, char *name, const o
     return t;
 }
 
+/* The graph's parts a case's import replaces, borrowed by the graph only while it is
+ * imported: the initializers (the graph's, the bound inputs', the packing's and the unit
+ * rewrite's), the nodes, the packing, the unit rewrite and its output. */
+typedef struct {
+    Onnx__TensorProto tp[ONNX_CASE_MAX_TENSORS];
+    Onnx__TensorProto **inits;
+    size_t n_inits;
+    Onnx__NodeProto **nodes;
+    pack_t *p;
+    unit_t *unit;
+    Onnx__ValueInfoProto *out_vi;
+    const onnx_tensor_t *pk[NPACK];
+    char *pk_names[NPACK];
+    int npk;
+    unit_shape_t known[NPACK + ONNX_CASE_MAX_TENSORS];
+    int nknown;
+} edits_t;
+
+static void edits_free(edits_t *e)
+{
+    free(e->inits);
+    free(e->nodes);
+    free(e->p);
+    unit_free(e->unit);
+    free(e);
+}
+
+/* The graph inputs that no initializer fills: the first is the activation (in0), the
+ * others (a single-operator case's weights and data) are bound, in order, to bound[]:
+ * activations like the first (is_activation; with unit, every float one not read as a
+ * weight) join it in the packed input (e->pk), the rest become initializers of the graph
+ * (e->inits) for the importer, which then sees one input. */
+static void bind_inputs(const Onnx__GraphProto *g, const onnx_tensor_t *in0, const onnx_tensor_t *bound, int feed,
+                        int unit, int *packed, edits_t *e)
+{
+    int j = -1; /* -1: the activation is still to come */
+    for (size_t i = 0; i < g->n_input; i++) {
+        char *name = g->input[i]->name;
+        if (!name || imp_is_initializer(g, name)) continue;
+        const onnx_tensor_t *b = j < 0 ? in0 : &bound[j];
+        if (b) e->known[e->nknown++] = (unit_shape_t){.name = name, .ndims = b->ndims, .dims = b->dims};
+        if (j < 0) {
+            e->pk[0] = in0, e->pk_names[0] = name;
+            j = 0;
+            continue;
+        }
+        if (packed) packed[j + 1] = 0;
+        const int act = feed && (unit ? b->data && !read_as_weight(g, name, b->ndims) : is_activation(g, name, b, in0));
+        if (act) {
+            if (packed) packed[j + 1] = 1;
+            e->pk[++e->npk] = b, e->pk_names[e->npk] = name;
+            j++;
+            continue;
+        }
+        e->inits[e->n_inits++] = bound_tensor(&e->tp[j], name, b);
+        j++;
+    }
+    if (packed) packed[0] = 1;
+}
+
+/* The packed input (e->npk inputs after the first; with unit, the first alone too) in
+ * front of nodes (n_nodes of them): g's nodes, inputs and initializers set to the
+ * rewritten ones. 0, or -1 when out of memory. */
+static int pack_in_front(Onnx__GraphProto *g, edits_t *e, Onnx__NodeProto **nodes, size_t n_nodes, int unit)
+{
+    if (e->npk == 0 && !unit) return 0;
+    int64_t S = 0;
+    const int npk = ++e->npk; /* the first input's part too */
+    for (int q = 0; q < npk; q++) S += unit ? (int64_t)e->pk[q]->count : (int64_t)e->pk[q]->count / e->pk[q]->dims[0];
+    if (!(e->p = malloc(sizeof *e->p)) || !(e->nodes = malloc((n_nodes + 2 * (size_t)npk) * sizeof *e->nodes)))
+        return -1;
+    pack_graph(e->p, e->pk, e->pk_names, npk, S, unit);
+    for (size_t c = 0; c < 3 * (size_t)npk + 1; c++) e->inits[e->n_inits++] = &e->p->consts[c];
+    for (int q = 0; q < 2 * npk; q++) e->nodes[q] = &e->p->nodes[q];
+    if (n_nodes) memcpy(e->nodes + 2 * npk, nodes, n_nodes * sizeof *nodes);
+    g->node = e->nodes;
+    g->n_node = n_nodes + 2 * (size_t)npk;
+    g->input = &e->p->vip;
+    g->n_input = 1;
+    return 0;
+}
+
+/* The unit rewrite of g (unit.h) for output `output`: its nodes in *nodes, its constants
+ * added to e->inits (room for UNIT_MORE). 0, or -1 with err set. */
+static int unit_edit(Onnx__GraphProto *g, int64_t opset, int output, edits_t *e, Onnx__NodeProto ***nodes,
+                     size_t *n_nodes, char *err, size_t errlen)
+{
+    Onnx__TensorProto **ui;
+    size_t nui;
+    if (unit_rewrite(g, opset, e->inits, e->n_inits, e->known, e->nknown, (size_t)output, &e->unit, nodes, n_nodes, &ui,
+                     &nui, &e->out_vi, err, errlen) != 0)
+        return -1;
+    Onnx__TensorProto **more = realloc(e->inits, (e->n_inits + nui + 3 * NPACK + 1) * sizeof *more);
+    if (!more) return snprintf(err, errlen, "onnx: out of memory"), -1;
+    e->inits = more;
+    for (size_t i = 0; i < nui; i++) e->inits[e->n_inits++] = ui[i];
+    return 0;
+}
+
 /* onnx_import_case and onnx_import_case_inputs: in0 NULL (no input fed as an activation
- * but the first) or the first input, whose batch the others' is compared with. */
+ * but the first) or the first input, whose batch the others' is compared with; unit: the
+ * graph read as one sample (unit.h; every input given, one output), *rewrite_refused set
+ * when the rewrite refused it (not the importer). */
 static int case_import(const uint8_t *data, size_t len, const onnx_tensor_t *in0, const onnx_tensor_t *bound,
-                       int nbound, int max_batch, int output, int *packed, model_t **out, char *err, size_t errlen)
+                       int nbound, int max_batch, int output, int unit, int *packed, int *rewrite_refused,
+                       model_t **out, char *err, size_t errlen)
 {
     *out = NULL;
     if (len == 0 || len > ONNX_MAX_BYTES)
@@ -325,24 +429,19 @@ static int case_import(const uint8_t *data, size_t len, const onnx_tensor_t *in0
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
     if (!mp) return snprintf(err, errlen, "onnx: not an ONNX model, or truncated (the protobuf does not decode)"), -1;
     Onnx__GraphProto *g = mp->graph;
-    int rc = -1, npk = 0;
-    Onnx__TensorProto tp[ONNX_CASE_MAX_TENSORS];
-    Onnx__TensorProto **inits = NULL;
-    Onnx__NodeProto **nodes = NULL;
-    pack_t *p = NULL;
-    const onnx_tensor_t *pk[NPACK];
-    char *pk_names[NPACK];
-    size_t n_init = g ? g->n_initializer : 0;
+    int rc = -1;
+    edits_t *e = calloc(1, sizeof *e);
+    const size_t n_init = g ? g->n_initializer : 0;
+    const int64_t opset = case_opset(mp);
+    if (!e) {
+        snprintf(err, errlen, "onnx: out of memory");
+        goto out;
+    }
     if (!g) {
         snprintf(err, errlen, "onnx: the model has no graph");
         goto out;
     }
-    if (training_node(g, case_opset(mp), err, errlen)) goto out;
-    /* The graph inputs that no initializer fills: the first is the activation, the others
-     * (a single-operator case's weights and data) are bound, in order, to the given
-     * tensors: activations like the first (is_activation) join it in the packed input,
-     * the rest become initializers of the graph for the importer, which then sees one
-     * input. */
+    if (training_node(g, opset, err, errlen)) goto out;
     int k = 0;
     for (size_t i = 0; i < g->n_input; i++)
         if (g->input[i]->name && !imp_is_initializer(g, g->input[i]->name)) k++;
@@ -350,32 +449,28 @@ static int case_import(const uint8_t *data, size_t len, const onnx_tensor_t *in0
         snprintf(err, errlen, "onnx: the graph has %d inputs, the case gives %d", k, nbound + 1);
         goto out;
     }
-    inits = malloc((n_init + (size_t)nbound + 3 * NPACK + 1) * sizeof *inits);
-    if (!inits) {
+    if (output >= 0 && (size_t)output >= g->n_output) {
+        snprintf(err, errlen, "onnx: the graph has %zu outputs, the case gives more", g->n_output);
+        goto out;
+    }
+    if (unit && (!in0 || !in0->data || output < 0 || opset < 10)) {
+        snprintf(err, errlen, "onnx: read as one sample of fixed shape: every input given, opset 10 on");
+        if (rewrite_refused) *rewrite_refused = 1;
+        goto out;
+    }
+    if (!(e->inits = malloc((n_init + (size_t)nbound + 3 * NPACK + 1) * sizeof *e->inits))) {
         snprintf(err, errlen, "onnx: out of memory");
         goto out;
     }
-    if (n_init) memcpy(inits, g->initializer, n_init * sizeof *inits);
-    const int feed = in0 && case_opset(mp) >= 10;
-    int j = -1, nb = 0; /* j -1: the activation is still to come */
-    for (size_t i = 0; i < g->n_input; i++) {
-        if (!g->input[i]->name || imp_is_initializer(g, g->input[i]->name)) continue;
-        if (j < 0) {
-            pk[0] = in0, pk_names[0] = g->input[i]->name;
-            j = 0;
-            continue;
-        }
-        const onnx_tensor_t *b = &bound[j];
-        if (packed) packed[j + 1] = 0;
-        if (feed && is_activation(g, g->input[i]->name, b, in0)) {
-            if (packed) packed[j + 1] = 1;
-            pk[++npk] = b, pk_names[npk] = g->input[i]->name;
-            j++;
-            continue;
-        }
-        inits[n_init + (size_t)nb++] = bound_tensor(&tp[j++], g->input[i]->name, b);
+    if (n_init) memcpy(e->inits, g->initializer, n_init * sizeof *e->inits);
+    e->n_inits = n_init;
+    bind_inputs(g, in0, bound, unit || (in0 && in0->ndims >= 1 && opset >= 10), unit, packed, e);
+    Onnx__NodeProto **nodes = g->node;
+    size_t n_nodes = g->n_node;
+    if (unit && unit_edit(g, opset, output, e, &nodes, &n_nodes, err, errlen) != 0) {
+        if (rewrite_refused) *rewrite_refused = !e->unit;
+        goto out;
     }
-    if (packed) packed[0] = 1;
     /* the graph borrows the arrays and the tensors only for the import: restored below,
      * before free_unpacked frees what protobuf-c allocated */
     Onnx__TensorProto **orig = g->initializer;
@@ -383,32 +478,16 @@ static int case_import(const uint8_t *data, size_t len, const onnx_tensor_t *in0
     Onnx__NodeProto **orig_nodes = g->node;
     Onnx__ValueInfoProto **orig_out = g->output;
     const size_t orig_nin = g->n_input, orig_nn = g->n_node, orig_nout = g->n_output;
-    if (output >= 0 && (size_t)output >= g->n_output) {
-        snprintf(err, errlen, "onnx: the graph has %zu outputs, the case gives more", g->n_output);
-        goto out;
+    if (pack_in_front(g, e, nodes, n_nodes, unit) != 0) {
+        snprintf(err, errlen, "onnx: out of memory");
+        goto restore;
     }
-    if (output >= 0) g->output += output, g->n_output = 1; /* that output alone */
-    size_t n_new = n_init + (size_t)nb;
-    if (npk > 0) {
-        int64_t S = 0;
-        npk++; /* the first input's part too */
-        for (int q = 0; q < npk; q++) S += (int64_t)pk[q]->count / pk[q]->dims[0];
-        if (!(p = malloc(sizeof *p)) || !(nodes = malloc((orig_nn + 2 * (size_t)npk) * sizeof *nodes))) {
-            snprintf(err, errlen, "onnx: out of memory");
-            goto out;
-        }
-        pack_graph(p, pk, pk_names, npk, S);
-        for (size_t c = 0; c < 3 * (size_t)npk + 1; c++) inits[n_new++] = &p->consts[c];
-        for (int q = 0; q < 2 * npk; q++) nodes[q] = &p->nodes[q];
-        if (orig_nn) memcpy(nodes + 2 * npk, orig_nodes, orig_nn * sizeof *nodes);
-        g->node = nodes;
-        g->n_node = orig_nn + 2 * (size_t)npk;
-        g->input = &p->vip;
-        g->n_input = 1;
-    }
-    g->initializer = inits;
-    g->n_initializer = n_new;
+    if (unit) g->output = &e->out_vi, g->n_output = 1;
+    else if (output >= 0) g->output += output, g->n_output = 1; /* that output alone */
+    g->initializer = e->inits;
+    g->n_initializer = e->n_inits;
     rc = import_model(mp, "onnx-case", max_batch, 1, out, err, errlen);
+restore:
     g->initializer = orig;
     g->n_initializer = n_init;
     g->input = orig_in;
@@ -418,9 +497,7 @@ static int case_import(const uint8_t *data, size_t len, const onnx_tensor_t *in0
     g->output = orig_out;
     g->n_output = orig_nout;
 out:
-    free(inits);
-    free(nodes);
-    free(p);
+    if (e) edits_free(e);
     onnx__model_proto__free_unpacked(mp, NULL);
     return rc;
 }
@@ -428,12 +505,27 @@ out:
 int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound, int nbound, int max_batch,
                      model_t **out, char *err, size_t errlen)
 {
-    return case_import(data, len, NULL, bound, nbound, max_batch, -1, NULL, out, err, errlen);
+    return case_import(data, len, NULL, bound, nbound, max_batch, -1, 0, NULL, NULL, out, err, errlen);
 }
 
 int onnx_import_case_inputs(const uint8_t *data, size_t len, const onnx_tensor_t *in, int nin, int max_batch,
-                            int output, int *packed, model_t **out, char *err, size_t errlen)
+                            int output, int *packed, int *whole, model_t **out, char *err, size_t errlen)
 {
+    *whole = 0;
     if (nin < 1) return *out = NULL, snprintf(err, errlen, "onnx: no input"), -1;
-    return case_import(data, len, &in[0], &in[1], nin - 1, max_batch, output, packed, out, err, errlen);
+    if (case_import(data, len, &in[0], &in[1], nin - 1, max_batch, output, 0, packed, NULL, out, err, errlen) == 0)
+        return 0;
+    /* refused as batches: read as one sample of fixed shape, where the graph's own axis 0
+     * is an axis like any other; a node that cannot be read so keeps the first refusal,
+     * another refusal of the graph so read follows it */
+    char why[1024];
+    int rewrite_refused = 0;
+    if (case_import(data, len, &in[0], &in[1], nin - 1, max_batch, output, 1, packed, &rewrite_refused, out, why,
+                    sizeof why) == 0)
+        return *whole = 1, 0;
+    const size_t used = strlen(err);
+    if (!rewrite_refused && strcmp(err, why) != 0 && used < errlen)
+        snprintf(err + used, errlen - used, " (read as one sample of fixed shape: %s)",
+                 strncmp(why, "onnx: ", 6) == 0 ? why + 6 : why);
+    return -1;
 }

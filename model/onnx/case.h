@@ -51,8 +51,13 @@ int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound
  * those that are activations like in[0] (its rank and batch, float32, not read as a weight;
  * opset 10 on) are fed with it, packed[k] set to 1 for them (packed[0] too) and 0 for the
  * inputs bound as constants: the model's input is then (N, S), each sample the packed
- * inputs' samples one after the other (in order, their elements flat). */
+ * inputs' samples one after the other (in order, their elements flat).
+ * A case refused so (an operator on the graph's axis 0, which is the batch here; an input of
+ * rank 0) is read again as one sample of fixed shape (model/onnx/unit.h): every float
+ * input not read as a weight is then fed, whole, each after the other, as the one sample
+ * (1, S) of a model of batch 1, and *whole is set to 1 (else 0); a node that cannot be
+ * read so leaves the first refusal's message. */
 int onnx_import_case_inputs(const uint8_t *data, size_t len, const onnx_tensor_t *in, int nin, int max_batch,
-                            int output, int *packed, model_t **out, char *err, size_t errlen);
+                            int output, int *packed, int *whole, model_t **out, char *err, size_t errlen);
 
 #endif

@@ -502,35 +502,87 @@ static int pad_fuses(const imp_t *im, const Onnx__NodeProto *n)
     return 1;
 }
 
-/* A Pad of constant value as layers: along each non-batch axis, the value's blocks before
- * and after (pad_axis), for a reader that takes no padding of its own. */
+/* Pad's modes: the value's blocks, the input mirrored at its ends (not repeating the end:
+ * PyTorch's ReflectionPad), the end repeated (ReplicationPad). */
+enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE };
+
+/* li padded along sample axis ax of its shape s (which grows) by mode reflect or edge:
+ * its elements before .. 1 (reflect, a slice walking down) or its first expanded (edge)
+ * before it, and likewise after it. */
+static int pad_axis_copy(model_builder_t *b, int li, model_shape_t *s, int ax, int before, int after, int mode)
+{
+    const int dim = s->dims[ax];
+    model_shape_t z = *s;
+    int lo = li, hi = li;
+    if (before > 0) {
+        z.dims[ax] = before;
+        lo = mode == PAD_REFLECT ? model_build_slice(b, li, ax, before, 0, -1)
+                                 : model_build_expand(b, model_build_slice(b, li, ax, 0, 1, 1), &z);
+    }
+    if (after > 0) {
+        z.dims[ax] = after;
+        hi = mode == PAD_REFLECT ? model_build_slice(b, li, ax, dim - 2, dim - 2 - after, -1)
+                                 : model_build_expand(b, model_build_slice(b, li, ax, dim - 1, dim, 1), &z);
+    }
+    if (before > 0) li = model_build_concat_axis(b, lo, li, ax);
+    if (after > 0) li = model_build_concat_axis(b, li, hi, ax);
+    s->dims[ax] += before + after;
+    return li;
+}
+
+/* A Pad as layers: along each non-batch axis, the value's blocks before and after
+ * (pad_axis), for a reader that takes no padding of its own, or the input's own elements
+ * (pad_axis_copy: reflect needs pads below the axis's size, edge an axis not empty). */
 static int pad_layers(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x, const int64_t *p,
-                      int np, float value)
+                      int np, float value, int mode)
 {
     model_shape_t s;
     model_build_shape_nd(b, x->layer, &s);
     const int R = s.rank + 1;
     if (x->flat || np != 2 * R || p[0] != 0 || p[R] != 0)
         return imp_fail(im, "node '%s' (Pad): pads must be 2 x %d values, none of the batch axis", imp_node_name(n), R);
-    int z, li = x->layer;
-    if (scalar_constant(im, b, n, n->output[0], "value", value, &z)) return -1;
-    for (int a = 1; a < R; a++) li = pad_axis(b, li, &s, a - 1, (int)p[a], (int)p[R + a], z);
+    int z = -1, li = x->layer;
+    if (mode == PAD_CONSTANT && scalar_constant(im, b, n, n->output[0], "value", value, &z)) return -1;
+    for (int a = 1; a < R; a++) {
+        if (mode == PAD_CONSTANT) {
+            li = pad_axis(b, li, &s, a - 1, (int)p[a], (int)p[R + a], z);
+            continue;
+        }
+        const int dim = s.dims[a - 1], lim = mode == PAD_REFLECT ? dim - 1 : dim > 0 ? DIM_MAX : 0;
+        if ((p[a] || p[R + a]) && (p[a] > lim || p[R + a] > lim))
+            return imp_fail(im, "node '%s' (Pad): pads %lld, %lld of an axis of %d: %s", imp_node_name(n),
+                            (long long)p[a], (long long)p[R + a], dim,
+                            mode == PAD_REFLECT ? "reflect pads below the axis's size" : "edge pads a non-empty axis");
+        li = pad_axis_copy(b, li, &s, a - 1, (int)p[a], (int)p[R + a], mode);
+    }
     if (model_build_failed(b)) return imp_fail(im, "node '%s' (Pad): the padded shape is too large", imp_node_name(n));
     return define_output(im, n, li, x->flat);
 }
 
-/* Pad of mode constant: the pads an input (opset 11 on) or an attribute (before), as the
- * value. Zeros on the two spatial dimensions, or on the channels alone, read by Conv,
- * AveragePool or Add (pad_fuses): no layer of its own, the reader pads (V_PADDED); any
- * other constant padding of non-batch axes: pad_layers. */
+/* Pad's mode attribute: PAD_CONSTANT (the default), PAD_REFLECT, PAD_EDGE, or -1. */
+static int pad_mode(const Onnx__NodeProto *n)
+{
+    static const char *const modes[] = {"constant", "reflect", "edge"};
+    const Onnx__AttributeProto *a = imp_attr(n, "mode");
+    if (!a || !a->has_s) return PAD_CONSTANT;
+    for (int i = 0; i < 3; i++)
+        if (a->s.len == strlen(modes[i]) && memcmp(a->s.data, modes[i], a->s.len) == 0) return i;
+    return -1;
+}
+
+/* Pad: the pads an input (opset 11 on) or an attribute (before), as the value. Zeros on
+ * the two spatial dimensions, or on the channels alone, read by Conv, AveragePool or Add
+ * (pad_fuses): no layer of its own, the reader pads (V_PADDED); any other padding of
+ * non-batch axes (a value, mode reflect or edge): pad_layers. */
 static int do_pad(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const known[] = {"mode", NULL}, *const known2[] = {"mode", "pads", "value", NULL};
     const value_t *x;
     if (imp_check_attrs(im, n, im->opset < 11 ? known2 : known) || imp_input_layer(im, n, 0, &x)) return -1;
-    const Onnx__AttributeProto *mode = imp_attr(n, "mode");
-    if (mode && mode->has_s && !(mode->s.len == 8 && memcmp(mode->s.data, "constant", 8) == 0))
-        return imp_fail(im, "node '%s' (Pad): only mode 'constant' is supported", imp_node_name(n));
+    const int mode = pad_mode(n);
+    if (mode < 0)
+        return imp_fail(im, "node '%s' (Pad): only modes 'constant', 'reflect' and 'edge' are supported",
+                        imp_node_name(n));
     const Onnx__TensorProto *val = im->opset < 11 ? NULL : imp_input_tensor(im, n, 2);
     const Onnx__AttributeProto *pa = im->opset < 11 ? imp_attr(n, "pads") : NULL;
     int64_t p[2 * VIEW_AXES];
@@ -556,7 +608,7 @@ static int do_pad(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (zero && x->kind == V_LAYER) return define_output(im, n, x->layer, x->flat); /* no padding: the identity */
     if (x->kind == V_PADDED)
         return imp_fail(im, "node '%s' (Pad): two Pads in a row are not supported", imp_node_name(n));
-    if (value != 0.0f || !pad_fuses(im, n)) return pad_layers(im, b, n, x, p, np, value);
+    if (value != 0.0f || mode != PAD_CONSTANT || !pad_fuses(im, n)) return pad_layers(im, b, n, x, p, np, value, mode);
     if (np != 8) return imp_fail(im, "node '%s' (Pad): pads must be a constant of 8 int64 values", imp_node_name(n));
     /* (N, C, H, W): begins p[0..3], ends p[4..7]. Channels are padded only on their own,
      * for an Add to read (the option-A shortcut of a CIFAR ResNet, as pacer exports
@@ -1107,7 +1159,8 @@ static int do_split(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     model_build_shape_nd(b, x->layer, &s);
     int64_t ax = imp_attr_int(n, "axis", 0);
     if (ax < 0) ax += s.rank + 1;
-    if (ax < 1 || ax > s.rank || x->flat || n->n_output < 1 || n->n_output > INTS_MAX)
+    /* a flat value of one axis is that axis (a Reshape to (N, k) of a sample of k) */
+    if (ax < 1 || ax > s.rank || (x->flat && s.rank != 1) || n->n_output < 1 || n->n_output > INTS_MAX)
         return imp_fail(im, "node '%s' (Split): axis %lld: only a non-batch axis into 1 to %d outputs is supported",
                         imp_node_name(n), (long long)imp_attr_int(n, "axis", 0), INTS_MAX);
     const int dim = s.dims[ax - 1];
@@ -1524,22 +1577,44 @@ static int gather_deferred(imp_t *im, model_builder_t *b, const Onnx__NodeProto 
     return 0;
 }
 
-/* Gather of an activation along a non-batch axis by one constant index (ViT's class token,
- * x[:, 0]): a LAYER_SLICE of that element, and for a scalar index a LAYER_RESHAPE without
- * the axis. Gather of shapes is do_shape_op's. */
+/* Gather's indices (input 1 of n): a constant of at most INTS_MAX integers, of any rank
+ * (its dimensions in idims[0..*irank)); their count, or -1. */
+static int gather_indices(imp_t *im, const Onnx__NodeProto *n, int64_t *idx, int64_t *idims, int *irank)
+{
+    int ni, scalar;
+    if (n->n_input != 2) return -1;
+    if (imp_input_ints(im, n, 1, idx, &ni, &scalar) == 0) {
+        *irank = scalar ? 0 : 1;
+        idims[0] = ni;
+        return ni;
+    }
+    const Onnx__TensorProto *t = imp_input_tensor(im, n, 1);
+    if (!t || t->n_dims > MODEL_MAX_RANK || (ni = imp_tensor_ints(t, idx, INTS_MAX)) < 1) return -1;
+    *irank = (int)t->n_dims;
+    for (size_t d = 0; d < t->n_dims; d++) idims[d] = t->dims[d];
+    return ni;
+}
+
+/* Gather of an activation along a non-batch axis by constant indices (ViT's class token,
+ * x[:, 0]: one scalar index; or a list of any shape): a LAYER_SLICE of each element, joined
+ * by LAYER_CONCATs along the axis, and a LAYER_RESHAPE putting the indices' shape in place
+ * of the axis where it is not one axis. Gather of shapes is do_shape_op's. */
 static int do_gather(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
     static const char *const known[] = {"axis", NULL};
     const value_t *x;
-    int64_t idx[INTS_MAX];
-    int ni, scalar;
+    int64_t idx[INTS_MAX], idims[MODEL_MAX_RANK];
+    int irank = 0, ni;
     if (imp_check_attrs(im, n, known) || imp_input_layer(im, n, 0, &x)) return -1;
-    if (n->n_input != 2 || imp_input_ints(im, n, 1, idx, &ni, &scalar) || ni != 1)
-        return imp_fail(im, "node '%s' (Gather): the indices of an activation must be one constant integer",
-                        imp_node_name(n));
+    if ((ni = gather_indices(im, n, idx, idims, &irank)) < 1)
+        return imp_fail(im, "node '%s' (Gather): the indices of an activation must be a constant of 1 to %d integers",
+                        imp_node_name(n), INTS_MAX);
     model_shape_t s;
     seen_shape(b, x, &s);
-    if (x->defer) return gather_deferred(im, b, n, x, &s, idx[0], scalar);
+    if (x->defer) {
+        if (ni != 1) return imp_fail(im, "node '%s' (Gather): of a Transpose: one index only", imp_node_name(n));
+        return gather_deferred(im, b, n, x, &s, idx[0], irank == 0);
+    }
     if (x->lead)
         return imp_fail(im, "node '%s' (Gather): of a value whose batch axis holds several of the sample's elements",
                         imp_node_name(n));
@@ -1547,16 +1622,25 @@ static int do_gather(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (ax < 1 || ax > s.rank)
         return imp_fail(im, "node '%s' (Gather): axis %lld: only a non-batch axis (1 to %d) is supported",
                         imp_node_name(n), (long long)given, s.rank);
-    const int dim = s.dims[ax - 1];
-    const int64_t k = idx[0] < 0 ? idx[0] + dim : idx[0];
-    if (k < 0 || k >= dim)
-        return imp_fail(im, "node '%s' (Gather): index %lld is out of range for an axis of %d", imp_node_name(n),
-                        (long long)idx[0], dim);
-    int li = model_build_slice(b, as_seen(b, x, &s), (int)ax - 1, (int)k, (int)k + 1, 1);
-    if (scalar) {
-        model_shape_t to = {.rank = s.rank - 1};
+    if (s.rank - 1 + irank > MODEL_MAX_RANK)
+        return imp_fail(im, "node '%s' (Gather): an output of more than %d axes per sample", imp_node_name(n),
+                        MODEL_MAX_RANK);
+    const int dim = s.dims[ax - 1], src = as_seen(b, x, &s);
+    int li = -1;
+    for (int j = 0; j < ni; j++) {
+        const int64_t k = idx[j] < 0 ? idx[j] + dim : idx[j];
+        if (k < 0 || k >= dim)
+            return imp_fail(im, "node '%s' (Gather): index %lld is out of range for an axis of %d", imp_node_name(n),
+                            (long long)idx[j], dim);
+        const int one = model_build_slice(b, src, (int)ax - 1, (int)k, (int)k + 1, 1);
+        li = j ? model_build_concat_axis(b, li, one, (int)ax - 1) : one;
+    }
+    if (irank != 1) {
+        model_shape_t to = {.rank = s.rank - 1 + irank};
         for (int d = 0, o = 0; d < s.rank; d++)
             if (d != ax - 1) to.dims[o++] = s.dims[d];
+            else
+                for (int q = 0; q < irank; q++) to.dims[o++] = (int)idims[q];
         li = model_build_reshape(b, li, &to);
     }
     return define_output(im, n, li, 0);

@@ -20,9 +20,13 @@
 # MaxPool and AveragePool of a volume (N, C, D, H, W) with uneven pads, dilation, ceil_mode
 # and count_include_pad both ways pass against numpy; opset 6's Add with broadcast 1 passes,
 # with an axis is refused; a Pad of a constant value that no Conv
-# reads (as an input, opset 6's attribute) passes, of mode edge is refused; a folded Where of
+# reads (as an input, opset 6's attribute) passes, of modes edge and reflect too (reflect
+# by the axis's size is refused); a folded Where of
 # two inputs is refused; a shape chain of every folded operator, ReduceSum and
-# ReduceMean, and MatMul + Add over the last axis pass; Flatten merging the batch is refused.
+# ReduceMean, and MatMul + Add over the last axis pass; a Gather by a constant list of
+# indices passes; what moves, merges or reduces the graph's axis 0 (a Transpose, a Flatten,
+# a Concat, a constant of the input's rank, a rank-0 input) passes read as one sample of
+# fixed shape, but next to an operator of batches only (MaxPool) keeps its refusal.
 . tests/lib.sh
 /usr/bin/python3 tests/tools/onnx_case_make.py "$TMP/c" >"$TMP/make.log" 2>&1
 rc=$?
@@ -90,7 +94,9 @@ expect bcast_opset6 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"
 expect bcast_axis6 2 "node 'y' (Add): attribute 'axis' is not supported"
 expect pad_value 0 "test_data_set_0 output_0 'y' (2, 4, 6, 9): 432 values"
 expect pad_attr 0 "test_data_set_0 output_0 'y' (2, 3, 6, 9): 324 values"
-expect pad_edge 2 "node 'y' (Pad): only mode 'constant' is supported"
+expect pad_edge 0 "test_data_set_0 output_0 'y' (2, 3, 6, 9): 324 values"
+expect pad_reflect 0 "test_data_set_0 output_0 'y' (2, 3, 7, 12): 504 values"
+expect pad_reflect_far 2 "node 'y' (Pad): pads 5, 0 of an axis of 5: reflect pads below the axis's size"
 expect where_arity 2 "node 'w' (Where): 2 inputs, want 3"
 expect pool3d_max 0 "test_data_set_0 output_0 'y' (2, 2, 3, 3, 4): 144 values"
 expect pool3d_avg 0 "test_data_set_0 output_0 'y' (2, 2, 3, 4, 7): 336 values"
@@ -100,17 +106,23 @@ expect bn_training 2 "(BatchNormalization): training_mode 1: a case runs the for
 expect unary 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"
 expect pow_tensor 2 "node 'y' (Pow): the exponent must be a constant finite float scalar"
 expect bcast 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"
-expect bcast_rank 2 "node 'y' (Add): constant 'c' is (2, 3, 4): a constant operand has elements and at most the 2 axes of the activation's samples (and a leading 1 for the batch)"
+expect bcast_rank 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"
 expect bcast_shape 2 "node 'y' (Add): shapes (N, 3, 4) and the constant (5) do not broadcast"
 expect movement 0 "test_data_set_0 output_0 'y' (2, 2, 3): 12 values"
-expect move_batch 2 "the graph's output 'y' is (3, N, 4): its batch axis moved or merged by a Transpose or Reshape"
+expect move_batch 0 "test_data_set_0 output_0 'y' (3, 2, 4): 24 values"
 # folding at import of the shape arithmetic, Flatten's batch axis, reductions, a last-axis linear
 expect fold 0 "test_data_set_0 output_0 'y' (2, 4, 3): 24 values"
 expect slice_down 0 "test_data_set_0 output_0 'y' (2, 3, 3): 18 values"
-expect flatten_axis 2 "node 'y' (Flatten): axis 2 merges the batch axis with others (axis 0 is the batch; only axis 1, or one after axes of size 1, is supported)"
+expect flatten_axis 0 "test_data_set_0 output_0 'y' (6, 4): 24 values"
+# the graph's axis 0 as any axis: a case refused as batches is read as one sample of fixed
+# shape (model/onnx/unit.c), a node of batches only then keeps the first refusal
+expect gather_list 0 "test_data_set_0 output_0 'y' (2, 2, 2, 3): 24 values"
+expect unit_axis0 0 "test_data_set_0 output_0 'y' (1, 1, 3): 3 values"
+expect unit_scalar 0 "test_data_set_0 output_0 'y' (): 1 values"
+expect unit_pool 2 "node 'c' (Concat): axis 0: activations join along a non-batch axis only"
 expect reduce 0 "test_data_set_0 output_0 'y' (2, 3, 1): 6 values"
 expect linear 0 "test_data_set_0 output_0 'y' (2, 3, 5): 30 values"
-expect nd_rank7 2 "test_data_set_0/input_0.pb: shape (1, 2, 1, 2, 1, 2, 1): the activation must be a batch (N, ...) of rank 1 to 6"
+expect nd_rank7 2 "test_data_set_0/input_0.pb: shape (1, 2, 1, 2, 1, 2, 1): the activation must be a batch (N, ...) of rank 0 to 6"
 "$WORKER" --onnx-case "$TMP/c/good" extra >"$TMP/out" 2>&1
 [ $? -eq 2 ] && grep -qF -- "--onnx-case takes one directory and nothing else" "$TMP/out" ||
     { cat "$TMP/out"; fail "a second argument is not refused"; }

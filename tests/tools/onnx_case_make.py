@@ -53,7 +53,9 @@ Writes under OUTDIR:
              bcast_axis6/ the same with axis 1 (another alignment than NumPy's): refused;
   pad_value/ Pad of x (2, 3, 4, 5) with 1.5 on channels and both spatial axes, read by no
              Conv (the graph's output): layers of its own, passes; pad_attr/ opset 6's pads
-             attribute, zeros: passes; pad_edge/ mode edge: refused;
+             attribute, zeros: passes; pad_edge/ mode edge: passes; pad_reflect/ mode
+             reflect (pads an input): passes; pad_reflect_far/ reflect by the axis's size (of a
+             sequence): refused;
   where_arity/ a Where of two constants (it takes three) folded at import: refused by its
              count of inputs (the third was read regardless);
   pool3d_max/ MaxPool of a volume x (2, 2, 5, 6, 7): window (2, 3, 2), strides (2, 1, 2),
@@ -68,17 +70,26 @@ Writes under OUTDIR:
   unary/     Sqrt(Abs(Exp(Neg(x)))) then Reciprocal then Pow(., 2.5) on x (2, 3, 4): passes;
   pow_tensor/ Pow whose exponent is a (3, 4) initializer: refused (a constant scalar only);
   bcast/     ((x (2, 3, 4) - c (3, 1)) * k (4), a Constant) / x: broadcasting, passes;
-  bcast_rank/ x (2, 3, 4) + c (2, 3, 4): a constant with the batch's axis, refused;
+  bcast_rank/ x (2, 3, 4) + c (2, 3, 4): a constant with the batch's axis: read as one
+             sample of fixed shape, passes;
   bcast_shape/ x (2, 3, 4) + c (5): shapes that do not broadcast, refused;
   movement/  x (2, 4, 3) split 1 + 3 on axis 1, Unsqueeze and Squeeze of the one, Transpose
              twice of the other, Concat again, Slice of every other row: passes;
-  move_batch/ Transpose perm (1, 0, 2): moves the batch axis, refused;
+  move_batch/ Transpose perm (1, 0, 2): moves the batch axis: read as one sample, passes;
   fold/      Reshape of x (2, 3, 4) to a shape computed from Shape(x) through Slice (step
              -1), Gather, Unsqueeze, Squeeze, Range, Equal, ConstantOfShape, Mod, Not, Where
              and Concat: (N, 4, 3), folded at import, passes;
   slice_down/ Slice of x (2, 5, 3) from row 4 down past the first by step -2: rows 4, 2,
              0, passes;
-  flatten_axis/ Flatten axis 2 of x (2, 3, 4): merges the batch axis, refused;
+  flatten_axis/ Flatten axis 2 of x (2, 3, 4): merges the batch axis: read as one sample,
+             passes;
+  gather_list/ Gather of x (2, 5, 3) along axis 1 by constant indices [[4, 0], [1, -1]]:
+             passes as batches;
+  unit_axis0/ Concat along axis 0 of x (2, 3) and z (2, 3), graph inputs, then ReduceSum
+             over axis 0 and Unsqueeze of axis 0: read as one sample, passes;
+  unit_scalar/ Neg of a rank-0 x: one sample of a scalar, passes;
+  unit_pool/ Concat along axis 0 of x (2, 3, 4, 4) with itself, then MaxPool: an operator
+             of batches only, refused with the Concat's reason (the first);
   reduce/    ReduceSum over axis 2 (axes an input) then ReduceMean over -1 of x (2, 3, 4, 5),
              keepdims 0 and 1: (2, 3, 1), passes;
   linear/    MatMul of x (2, 3, 4) by a (4, 5) weight, then Add of a bias: passes.
@@ -260,7 +271,7 @@ def main():
     nd_case("bcast", [k("Sub", "x", "c", "s"), helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(kv)),
                       k("Mul", "s", "k", "m"), k("Div", "m", "x", "y")], [2, 3, 4], [2, 3, 4],
             lambda v: (v - cv) * kv / v, [numpy_helper.from_array(cv, "c")])
-    nd_case("bcast_rank", [k("Add", "x", "c", "y")], [2, 3, 4], [2, 3, 4], lambda v: v,
+    nd_case("bcast_rank", [k("Add", "x", "c", "y")], [2, 3, 4], [2, 3, 4], lambda v: v + 1,
             [numpy_helper.from_array(np.ones((2, 3, 4), np.float32), "c")])
     nd_case("bcast_shape", [k("Add", "x", "c", "y")], [2, 3, 4], [2, 3, 4], lambda v: v,
             [numpy_helper.from_array(np.ones(5, np.float32), "c")])
@@ -391,6 +402,23 @@ def main():
          [("y", np.pad(xp, ((0, 0), (0, 0), (2, 0), (1, 3))))], opset=6)
     case("pad_edge", [helper.make_node("Pad", ["x"], ["y"], pads=[0, 0, 2, 1, 0, 0, 0, 3], mode="edge")], [("x", xp)],
          [("y", np.pad(xp, ((0, 0), (0, 0), (2, 0), (1, 3)), mode="edge"))], opset=6)
+    case("pad_reflect", [helper.make_node("Pad", ["x", "pp"], ["y"], mode="reflect")], [("x", xp)],
+         [("y", np.pad(xp, ((0, 0), (0, 0), (2, 1), (4, 3)), mode="reflect"))], [i64("pp", [0, 0, 2, 4, 0, 0, 1, 3])])
+    case("pad_reflect_far", [helper.make_node("Pad", ["x", "pp"], ["y"], mode="reflect")], [("x", xp[:, :, 0])],
+         [("y", np.zeros((2, 3, 10), np.float32))], [i64("pp", [0, 0, 5, 0, 0, 0])])
+    xg = rnd(2, 5, 3)
+    case("gather_list", [helper.make_node("Gather", ["x", "gi"], ["y"], axis=1)], [("x", xg)],
+         [("y", np.take(xg, [[4, 0], [1, -1]], axis=1))], [i64("gi", [[4, 0], [1, -1]])])
+    xa0, za0 = rnd(2, 3), rnd(2, 3)
+    case("unit_axis0", [helper.make_node("Concat", ["x", "z"], ["c"], axis=0), k("ReduceSum", "c", "r0", "s"),
+                        k("Unsqueeze", "s", "u0", "y")],
+         [("x", xa0), ("z", za0)], [("y", np.concatenate([xa0, za0]).astype(np.float64).sum(axis=0)[None, None])],
+         [i64("r0", [0]), i64("u0", [0])])
+    case("unit_scalar", [k("Neg", "x", "y")], [("x", np.array(1.5, np.float32))], [("y", np.array(-1.5))])
+    xq = rnd(2, 3, 4, 4)
+    case("unit_pool", [helper.make_node("Concat", ["x", "x"], ["c"], axis=0),
+                       helper.make_node("MaxPool", ["c"], ["y"], kernel_shape=[2, 2])], [("x", xq)],
+         [("y", np.zeros((4, 3, 3, 3), np.float32))])
     case("where_arity", [helper.make_node("Where", ["wc", "wv"], ["w"]), k("Add", "x", "w", "y")], [("x", xs)],
          [("y", xs)], [numpy_helper.from_array(np.ones(3, np.float32), "wc"),
                        numpy_helper.from_array(np.ones(3, np.float32), "wv")])

@@ -10,7 +10,8 @@
  * workers to the slots and past its workers only when elastic. An accepted experiment has
  * 1..256 trials within the slots, the first max_concurrent arriving at 0 and the others
  * later; each trial, driven segment by segment, ends within its rungs plus one segment,
- * each segment a positive number of samples, and is worth at least 1.
+ * each segment a positive number of samples, and is worth at least 1; under PBT every
+ * trial trains to the end (none stopped), with at most one exploit per point.
  */
 #include <math.h>
 #include <stdint.h>
@@ -52,7 +53,14 @@ static void experiment(const char *text, size_t size, const sched_cluster_t *fix
     }
     for (int i = 0; i < n; i++)
         if (!isfinite(j[i].arrival_s)) abort(); /* every trial that ended released the next */
-    json_decref(sched_exp_summary(&e));
+    json_t *sum = sched_exp_summary(&e);
+    if (!sum) abort();
+    json_t *ex = json_object_get(sum, "exploits");
+    if (e.search.method == SEARCH_PBT && (json_integer_value(json_object_get(sum, "stopped")) != 0 ||
+                                          json_integer_value(json_object_get(sum, "trained_to_end")) != n ||
+                                          !json_is_integer(ex) || json_integer_value(ex) > (json_int_t)n * e.nrungs))
+        abort();
+    json_decref(sum);
     free(j);
     sched_exp_free(&e);
 }

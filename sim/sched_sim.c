@@ -11,7 +11,8 @@
  * --experiment: the jobs are one search's trials (sched_exp.h), released max_concurrent at
  * a time; a trial that reaches an ASHA rung stops there or goes on, and counts rf^rung to
  * hetero's objective (policy_hjob_t.worth; --trial-worth none: 1), so promoted trials are
- * the ones it moves onto the fast slots. The summary adds the search's outcome.
+ * the ones it moves onto the fast slots; a PBT trial that exploits at a point goes back to
+ * the queue as the daemon's new job does. The summary adds the search's outcome.
  *
  * Event-driven: the clock jumps to the next arrival, completion or round (every R virtual
  * seconds); at each the policy decides (policy_plan, and policy_preempt under fair) on a
@@ -314,9 +315,17 @@ static int simulate(sim_t *s, const opts_t *o)
             sjob_t *j = &s->j[i];
             if (j->state != 2 || (i != finisher && j->remaining > 1e-9 * j->in->samples)) continue;
             changed = 1; /* a completion frees slots, a promotion changes a trial's worth: decide now */
-            /* an experiment's trial at the end of a segment: a rung, where ASHA may stop it */
-            if (s->exp && (j->remaining = sched_exp_reached(s->exp, s->in, i, t)) > 0) continue;
             static const int none[PCM];
+            /* an experiment's trial at the end of a segment: a rung, where ASHA may stop it,
+             * or a point, where PBT may move it onto a better trial's weights as a new job
+             * (back to the queue: placed again, its restart cost paid again) */
+            if (s->exp && (j->remaining = sched_exp_reached(s->exp, s->in, i, t)) > 0) {
+                if (sched_exp_requeue(s->exp, i)) {
+                    j->state = 1;
+                    if (reallocate(j, none, t, o) != 0) return -1;
+                }
+                continue;
+            }
             j->state = 3;
             j->end = t;
             j->nbar = t > j->in->arrival_s ? (area - j->area0) / (t - j->in->arrival_s) : 1;

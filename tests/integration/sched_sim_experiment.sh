@@ -4,7 +4,10 @@
 # the same bytes. On bench/sched/cluster_exp.json (2 fast, 2 half, 4 quarter slots) the
 # 32-trial ASHA search of bench/sched/asha32.json ends sooner under hetero, which moves the
 # promoted trials onto the fast slots, than under agnostic, which leaves them where they
-# started (virtual seconds, so an exact comparison); a random search stops nothing.
+# started (virtual seconds, so an exact comparison); a random search stops nothing. A PBT
+# search (bench/sched/pbt8.json) stops nothing either: its bottom trials take over better
+# trials' weights at the points (each exploit a new job, queued again) and so train fewer
+# epochs themselves and end with a higher mean than the same trials as a random search.
 # Every refusal of the experiment file names the file and the field.
 . tests/lib.sh
 SIM=$BUILD/pacer-sched-sim
@@ -46,6 +49,27 @@ jq '.search.method = "random"' $EXP >"$TMP/random.json"
     fail "random: trials stopped or epochs missing: $(cat "$TMP/random.out")"
 echo "ok: random trains 32 x 27 epochs"
 
+# pbt: the same curves as a random search of the same seed, the bottom trials moved onto the top ones' weights
+PBT=bench/sched/pbt8.json
+for i in 1 2; do
+    "$SIM" --cluster $CL --experiment $PBT --policy hetero $OPTS --jobs-out "$TMP/pbt-$i.jobs" >"$TMP/pbt-$i.out" ||
+        fail "pbt: exit $?"
+done
+cmp "$TMP/pbt-1.out" "$TMP/pbt-2.out" || fail "pbt: two runs printed different summaries"
+jq '.search.method = "random" | del(.search.perturbation_interval, .search.quantile)' $PBT >"$TMP/pbt-random.json"
+"$SIM" --cluster $CL --experiment "$TMP/pbt-random.json" --policy hetero $OPTS >"$TMP/pbt-random.out" ||
+    fail "pbt's random: exit $?"
+jq -e '.experiment | .method == "pbt" and .trials == 8 and .stopped == 0 and .trained_to_end == 8 and .exploits >= 1
+    and .epochs_trained < 8 * 27' "$TMP/pbt-1.out" >/dev/null ||
+    fail "pbt: want 8 trials to the end, none stopped, an exploit, fewer than 8 x 27 epochs: $(cat "$TMP/pbt-1.out")"
+jq -e --slurpfile r "$TMP/pbt-random.out" '.experiment.mean_metric > $r[0].experiment.mean_metric
+    and .experiment.best.metric >= $r[0].experiment.best.metric' "$TMP/pbt-1.out" >/dev/null ||
+    fail "pbt: its mean (or best) is not above the random search's: $(cat "$TMP/pbt-1.out" "$TMP/pbt-random.out")"
+# an exploit is a new job: the trial leaves its slots and is placed again before its end
+jq -se 'map(select(.allocations[:-1] | any(.slots == {}))) | length >= 1' "$TMP/pbt-1.jobs" >/dev/null ||
+    fail "pbt: no trial went back to the queue for an exploit"
+echo "ok: pbt: $(jq .experiment.exploits "$TMP/pbt-1.out") exploits, $(jq .experiment.epochs_trained "$TMP/pbt-1.out") epochs trained of 216, mean $(jq .experiment.mean_metric "$TMP/pbt-1.out") against random's $(jq .experiment.mean_metric "$TMP/pbt-random.out")"
+
 # refusals
 e() { printf '%s\n' "$1" >"$TMP/e.json"; }
 run() { "$SIM" --cluster $CL --experiment "$TMP/e.json" --policy hetero; }
@@ -64,8 +88,8 @@ e "{\"type\": \"lenet5\", \"workers\": 9, \"epoch_samples\": 100, \"epochs\": 9,
 expect_error 1 "e.json: workers: must be an integer in 1..8" run
 e "{\"type\": \"lenet5\", \"epoch_samples\": 100, \"epochs\": 9, \"trails\": 3, $S}"
 expect_error 1 "e.json: trails: unknown field" run
-e "{\"type\": \"lenet5\", \"epoch_samples\": 100, \"epochs\": 9, $(echo "$S" | sed 's/"asha"/"pbt"/')}"
-expect_error 1 "e.json: search.method: the simulator runs asha, random and grid searches, not pbt" run
+e "{\"type\": \"lenet5\", \"epoch_samples\": 100, \"epochs\": 9, $(echo "$S" | sed 's/"asha"/"pbt"/; s/optimizer.lr/batch_size/')}"
+expect_error 1 "e.json: search.space.batch_size: a pbt search may search only optimizer fields" run
 e '{"type": "lenet5", "epoch_samples": 100, "epochs": 9}'
 expect_error 1 "e.json: search: must be an object" run
 expect_error 2 "one of --trace and --experiment" "$SIM" --cluster $CL --experiment $EXP --trace x --policy hetero

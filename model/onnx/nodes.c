@@ -10,7 +10,8 @@
  *     Pad in front of an AveragePool (torch's export of
  *     AvgPool2d(padding=p, count_include_pad=True)) merges into it; a zero Pad of channels
  *     read by an Add is LAYER_ADD's option-A shortcut (pacer's export of resnet20); any
- *     other Pad of mode constant -> LAYER_CONCATs of its value (pad_layers);
+ *     other Pad of mode constant -> LAYER_CONCATs of its value, of modes reflect and edge
+ *     -> LAYER_CONCATs of LAYER_SLICEs of the input (pad_layers);
  *   GlobalAveragePool and ReduceMean over an image's plane -> LAYER_GAP; GlobalAveragePool of a
  *     sequence (N, C, L) and GlobalMaxPool -> the pool of one window over the whole plane; other ReduceMean
  *     and ReduceSum of non-batch axes -> LAYER_REDUCE_MEAN, LAYER_REDUCE_SUM; Relu, LeakyRelu, Sigmoid, Tanh, Clip (bounds as
@@ -31,8 +32,9 @@
  *   the transformers': Softmax, LogSoftmax (one non-batch axis) -> LAYER_SOFTMAX, LAYER_LOG_SOFTMAX;
  *     Erf -> LAYER_ERF; MatMul of two activations -> LAYER_BMM; LayerNormalization and
  *     torch 1.13's nn.LayerNorm nodes (match_layernorm) -> LAYER_LAYERNORM; torch 1.13's
- *     nn.GELU nodes (match_gelu) -> LAYER_GELU; Gather of an activation by one constant
- *     index -> LAYER_SLICE (and LAYER_RESHAPE for a scalar index);
+ *     nn.GELU nodes (match_gelu) -> LAYER_GELU; Gather of an activation by constant
+ *     indices -> a LAYER_SLICE each, LAYER_CONCATs joining them (and LAYER_RESHAPE for
+ *     indices of rank other than 1);
  *   Swin's: nodes whose inputs are all constants are folded into N-D tensors (fold_array:
  *     the shifted-window mask, a frozen LAYER_CONST where an activation reads it); a
  *     parameter gathered by constant indices and moved -> LAYER_GATHER_PARAM (the relative

@@ -276,23 +276,88 @@ static int shift_perm(unit_t *u, const Onnx__NodeProto *n)
 }
 
 /* A Reshape of x to the shape v[0..k) (a new node, output `out`); 0 or -1. */
-static int add_reshape(unit_t *u, char *x, const int64_t *v, int k, char *out)
+/* A new node op of inputs x[0..nin) and output `out`, appended; the node, or NULL (err set). */
+static Onnx__NodeProto *add_node(unit_t *u, const char *op, char *const *x, int nin, char *out)
 {
     Onnx__NodeProto *c = ualloc(u, sizeof *c);
-    char **in = ualloc(u, 2 * sizeof *in), **outs = ualloc(u, sizeof *outs), *op = ustrdup(u, "Reshape");
-    if (!c || !in || !outs || !op || !out) return ufail(u, "out of memory");
+    char **in = ualloc(u, (size_t)nin * sizeof *in), **outs = ualloc(u, sizeof *outs), *o = ustrdup(u, op);
+    int ok = c && in && outs && o && out;
+    for (int i = 0; ok && i < nin; i++) ok = (in[i] = x[i]) != NULL;
+    if (!ok) return ufail(u, "out of memory"), NULL;
     onnx__node_proto__init(c);
-    in[0] = x;
-    in[1] = new_const(u, v, k);
     outs[0] = out;
-    if (!in[1]) return ufail(u, "out of memory");
-    c->op_type = op;
+    c->op_type = o;
     c->name = out;
-    c->n_input = 2;
+    c->n_input = (size_t)nin;
     c->input = in;
     c->n_output = 1;
     c->output = outs;
-    return push_node(u, c);
+    return push_node(u, c) ? NULL : c;
+}
+
+static int add_reshape(unit_t *u, char *x, const int64_t *v, int k, char *out)
+{
+    char *in[2] = {x, new_const(u, v, k)};
+    return add_node(u, "Reshape", in, 2, out) ? 0 : -1;
+}
+
+/* A name for a value the rewrite makes, or NULL. */
+static char *made_name(unit_t *u)
+{
+    char name[48];
+    snprintf(name, sizeof name, "pacer_unit_%d_made", u->nmade++);
+    return ustrdup(u, name);
+}
+
+/* A new float32 scalar constant of v; its name, or NULL when out of memory. */
+static char *new_float(unit_t *u, float v)
+{
+    Onnx__TensorProto *t = ualloc(u, sizeof *t);
+    float *data = ualloc(u, sizeof *data);
+    char *name = made_name(u);
+    if (!t || !data || !name) return NULL;
+    onnx__tensor_proto__init(t);
+    *data = v;
+    t->name = name;
+    t->has_data_type = 1;
+    t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT;
+    t->n_float_data = 1;
+    t->float_data = data;
+    return push(&u->inits, &u->ninits, &u->capinits, t) ? NULL : name;
+}
+
+/* Gemm, whose A is no longer 2-D: alpha * A' B' + beta * C as MatMul (A', B': A and B, or
+ * their Transposes), Mul and Add, which broadcast. C a constant other than with beta 1
+ * would be a product of two constants, which the importer does not fold: refused. */
+static int gemm_matmul(unit_t *u, const Onnx__NodeProto *n)
+{
+    static const int64_t perm_a[3] = {0, 2, 1}, perm_b[2] = {1, 0};
+    const float alpha = imp_attr_float(n, "alpha", 1.0f), beta = imp_attr_float(n, "beta", 1.0f);
+    const int has_c = n->n_input > 2 && n->input[2][0];
+    if (n->n_input < 2 || n->n_output < 1 || !n->output[0][0]) return refuse(u, n, "inputs A and B and an output");
+    int64_t c_ints[UNIT_INTS];
+    if (has_c && beta != 1.0f && const_ints(u, n->input[2], c_ints) >= 0)
+        return refuse(u, n, "beta other than 1 with a constant C");
+    for (size_t i = 0; has_c && beta != 1.0f && i < u->n_inits0; i++)
+        if (u->inits0[i]->name && strcmp(u->inits0[i]->name, n->input[2]) == 0)
+            return refuse(u, n, "beta other than 1 with a constant C");
+    char *in[2] = {n->input[0], n->input[1]}, *y;
+    for (int k = 0; k < 2; k++) {
+        if (!imp_attr_int(n, k ? "transB" : "transA", 0)) continue;
+        Onnx__NodeProto *t = add_node(u, "Transpose", &in[k], 1, made_name(u));
+        if (!t || set_attr(u, t, "perm", k ? perm_b : perm_a, k ? 2 : 3, 0)) return -1;
+        in[k] = t->output[0];
+    }
+    const int last = alpha == 1.0f && !has_c;
+    if (!add_node(u, "MatMul", in, 2, y = last ? n->output[0] : made_name(u))) return -1;
+    if (alpha != 1.0f) {
+        char *m[2] = {y, new_float(u, alpha)};
+        if (!add_node(u, "Mul", m, 2, y = has_c ? made_name(u) : n->output[0])) return -1;
+    }
+    if (!has_c) return 0;
+    char *c[2] = {n->input[2], new_float(u, beta)}, *sum[2] = {y, n->input[2]};
+    if (beta != 1.0f && !add_node(u, "Mul", c, 2, sum[1] = made_name(u))) return -1;
+    return add_node(u, "Add", sum, 2, n->output[0]) ? 0 : -1;
 }
 
 /* Reshape and Expand: the shape with a leading 1. An Expand to more axes than its input
@@ -312,9 +377,8 @@ static int shift_shape(unit_t *u, const Onnx__NodeProto *n)
         w[0] = 1;
         for (int d = 0; d < k - s->ndims; d++) w[1 + d] = 1;
         for (int d = 0; d < s->ndims; d++) w[1 + k - s->ndims + d] = s->dims[d];
-        char name[64], *ranked;
-        snprintf(name, sizeof name, "pacer_unit_%d_ranked", u->nmade++);
-        if (!(ranked = ustrdup(u, name)) || add_reshape(u, x, w, k + 1, ranked)) return ufail(u, "out of memory");
+        char *ranked = made_name(u);
+        if (add_reshape(u, x, w, k + 1, ranked)) return -1;
         x = ranked;
     }
     Onnx__NodeProto *c = copy_node(u, n);
@@ -381,6 +445,7 @@ static int unit_node(unit_t *u, const Onnx__NodeProto *n)
     if (strcmp(op, "Reshape") == 0 || strcmp(op, "Expand") == 0) return shift_shape(u, n);
     if (strcmp(op, "Pad") == 0) return shift_pads(u, n);
     if (strcmp(op, "Flatten") == 0) return flatten_reshape(u, n);
+    if (strcmp(op, "Gemm") == 0) return gemm_matmul(u, n);
     return refuse(u, n, "an operator of batches only");
 }
 

@@ -8,9 +8,9 @@
  * sample (d0, d1, ...) of a batch (1, d0, d1, ...). unit_rewrite gives the importer that
  * graph: the nodes whose meaning depends on the rank (their axes, perms, shapes and pads)
  * counted one further, the others as they are (NumPy's broadcasting aligns shapes on their
- * last axes, which the leading 1 leaves in place). A node whose rewrite needs a shape the
- * graph does not give, or an operator that only works on batches of images (Conv, the
- * pools, batch norm, Gemm), is refused by name. */
+ * last axes, which the leading 1 leaves in place), Gemm as MatMul, Mul and Add. A node
+ * whose rewrite needs a shape the graph does not give, or an operator that only works on
+ * batches of images (Conv, the pools, batch norm), is refused by name. */
 #ifndef PACER_MODEL_ONNX_UNIT_H
 #define PACER_MODEL_ONNX_UNIT_H
 

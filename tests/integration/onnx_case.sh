@@ -25,7 +25,7 @@
 # two inputs is refused; a shape chain of every folded operator, ReduceSum and
 # ReduceMean, and MatMul + Add over the last axis pass; a Gather by a constant list of
 # indices passes; what moves, merges or reduces the graph's axis 0 (a Transpose, a Flatten,
-# a Concat, a constant of the input's rank, a rank-0 input) passes read as one sample of
+# a Concat, a constant of the input's rank, a rank-0 input, Gemm's transA) passes read as one sample of
 # fixed shape, but next to an operator of batches only (MaxPool) keeps its refusal.
 . tests/lib.sh
 /usr/bin/python3 tests/tools/onnx_case_make.py "$TMP/c" >"$TMP/make.log" 2>&1
@@ -119,6 +119,7 @@ expect flatten_axis 0 "test_data_set_0 output_0 'y' (6, 4): 24 values"
 expect gather_list 0 "test_data_set_0 output_0 'y' (2, 2, 2, 3): 24 values"
 expect unit_axis0 0 "test_data_set_0 output_0 'y' (1, 1, 3): 3 values"
 expect unit_scalar 0 "test_data_set_0 output_0 'y' (): 1 values"
+expect unit_gemm 0 "test_data_set_0 output_0 'y' (3, 5): 15 values"
 expect unit_pool 2 "node 'c' (Concat): axis 0: activations join along a non-batch axis only"
 expect reduce 0 "test_data_set_0 output_0 'y' (2, 3, 1): 6 values"
 expect linear 0 "test_data_set_0 output_0 'y' (2, 3, 5): 30 values"

@@ -88,6 +88,8 @@ Writes under OUTDIR:
   unit_axis0/ Concat along axis 0 of x (2, 3) and z (2, 3), graph inputs, then ReduceSum
              over axis 0 and Unsqueeze of axis 0: read as one sample, passes;
   unit_scalar/ Neg of a rank-0 x: one sample of a scalar, passes;
+  unit_gemm/ Gemm of x (4, 3) with transA (a product over the batch axis), B (5, 4) with
+             transB, C (1, 5) a graph input, alpha 0.5, beta 2: read as one sample, passes;
   unit_pool/ Concat along axis 0 of x (2, 3, 4, 4) with itself, then MaxPool: an operator
              of batches only, refused with the Concat's reason (the first);
   reduce/    ReduceSum over axis 2 (axes an input) then ReduceMean over -1 of x (2, 3, 4, 5),
@@ -415,6 +417,10 @@ def main():
          [("x", xa0), ("z", za0)], [("y", np.concatenate([xa0, za0]).astype(np.float64).sum(axis=0)[None, None])],
          [i64("r0", [0]), i64("u0", [0])])
     case("unit_scalar", [k("Neg", "x", "y")], [("x", np.array(1.5, np.float32))], [("y", np.array(-1.5))])
+    xg4, bg, cg = rnd(4, 3), rnd(5, 4), rnd(1, 5)
+    case("unit_gemm", [helper.make_node("Gemm", ["x", "B", "C"], ["y"], transA=1, transB=1, alpha=0.5, beta=2.0)],
+         [("x", xg4), ("B", bg), ("C", cg)],
+         [("y", 0.5 * xg4.T.astype(np.float64) @ bg.T.astype(np.float64) + 2.0 * cg)])
     xq = rnd(2, 3, 4, 4)
     case("unit_pool", [helper.make_node("Concat", ["x", "x"], ["c"], axis=0),
                        helper.make_node("MaxPool", ["c"], ["y"], kernel_shape=[2, 2])], [("x", xq)],

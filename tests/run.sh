@@ -241,6 +241,8 @@ if [ -s "$times" ]; then
         printf "=== %d CPU s in the tests: %.2f cores busy on average over the wall time\n", c, c / (wall ? wall : 1) }' "$times" &&
         echo "=== the most CPU: $(sort -k3,3rn "$times" | head -12 | awk '{ printf "%s%s %ss", (NR > 1 ? ", " : ""), $2, $3 }')"
 fi
+# every test's line (seconds, name, CPU seconds) kept for whoever profiles the suite next
+[ -s "$times" ] && sort -k3,3rn "$times" >"$BUILD/test-times.txt" 2>/dev/null
 [ -s "$recap" ] && { echo "=== failures, last lines of each"; cat "$recap"; }
 [ -n "$failures" ] && echo "failed:$failures"
 echo "$passed passed, $failed failed, $skipped skipped"

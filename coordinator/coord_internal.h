@@ -106,6 +106,7 @@ struct coordinator {
     hclass_cache_t hcache;   /* the profiles --policy hetero|agnostic classes hosts by (hclass.h) */
     double hplan_at;         /* when the tick last planned with classes (schedule.c) */
     double drain_read_at;    /* when the tick last read the drains (drain.c, drain_hosts_tick) */
+    double rm_drain_read_at; /* and the resource manager's own (drain.c, rm_drain_read) */
     int nqdemand;
     long owners_seen; /* the owners_gen the tick's runs and qdemand were read at */
     redisContext *rc;

@@ -42,6 +42,7 @@ void coord_config_defaults(coord_config_t *cfg)
     cfg->heartbeat_timeout_s = 60;
     cfg->restart_backoff_s = 1;
     cfg->kill_grace_s = 5;
+    cfg->slurm_drain_deadline_s = 300;
     cfg->tick_s = 0.2;
     cfg->fair_half_life_s = 3600;
     cfg->preempt_min_run_s = 60;

@@ -76,6 +76,7 @@ typedef struct {
     double heartbeat_timeout_s;    /* 60 */
     double restart_backoff_s;      /* 1: restart delays are 1, 2, 4, ... s */
     double kill_grace_s;           /* 5: SIGTERM to SIGKILL */
+    double slurm_drain_deadline_s; /* 300: a node Slurm drains is a drain with this deadline */
     double tick_s;                 /* 0.2 */
     long default_checkpoint_steps; /* 50: used when the spec says 0 */
     int stop_jobs_on_exit;         /* 0: running jobs outlive the daemon and are re-adopted */

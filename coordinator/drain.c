@@ -12,6 +12,7 @@
 #include "clog.h"
 #include "jobstore.h"
 #include "hosts.h"
+#include "launcher.h"
 #include "redis_keys.h"
 #include "notice.h"
 #include "tickconn.h"
@@ -127,11 +128,54 @@ static void drain_take(coordinator_t *c, host_t *h, const char *text, double now
     }
 }
 
+/* A drain of the resource manager's (rm_drain_read) on h, which no admin's drain
+ * overrides: the same as an admin's with --slurm-drain-deadline from when it was seen. */
+static void drain_take_rm(coordinator_t *c, host_t *h, double now)
+{
+    char reason[sizeof h->drain_reason];
+    snprintf(reason, sizeof reason, "Slurm drains it%s%s", h->rm_drain_reason[0] ? ": " : "", h->rm_drain_reason);
+    double deadline = h->rm_drain_since + c->cfg.slurm_drain_deadline_s;
+    int changed = !h->drained || strcmp(reason, h->drain_reason) != 0 || deadline != h->drain_deadline;
+    if (!changed) return;
+    int was = h->drained;
+    h->drained = 1;
+    h->drain_deadline = deadline;
+    snprintf(h->drain_reason, sizeof h->drain_reason, "%s", reason);
+    if (was) return;
+    hosts_recount(c);
+    clog_printf("host %s: draining (%s), deadline in %.0f s", h->name, reason, deadline > now ? deadline - now : 0.0);
+    if (c->host_changed) c->host_changed(c, now);
+}
+
+/* Every DRAIN_RM_PERIOD_S under a launcher whose resource manager drains nodes itself
+ * (Slurm: `scontrol update nodename=N state=drain`, which signals no job there): which
+ * hosts it drains, into host_t's rm_ fields. No answer keeps what was known. */
+#define DRAIN_RM_PERIOD_S 2.0
+static void rm_drain_read(coordinator_t *c, double now)
+{
+    if (!c->launcher || !launcher_has_rm_drains(c->launcher)) return;
+    if (now - c->rm_drain_read_at < DRAIN_RM_PERIOD_S && now >= c->rm_drain_read_at) return;
+    c->rm_drain_read_at = now;
+    launch_rm_drain_t *d = calloc(LAUNCH_RM_DRAINS_MAX, sizeof *d);
+    int n = d ? launcher_rm_drains(c->launcher, d, LAUNCH_RM_DRAINS_MAX) : -1;
+    for (int i = 0; n >= 0 && i < c->nhosts; i++) {
+        host_t *h = &c->hosts[i];
+        const launch_rm_drain_t *x = NULL;
+        for (int k = 0; k < n && !x; k++)
+            if (strcmp(d[k].name, h->name) == 0) x = &d[k];
+        if (x && !h->rm_drained) h->rm_drain_since = now;
+        h->rm_drained = x != NULL;
+        snprintf(h->rm_drain_reason, sizeof h->rm_drain_reason, "%s", x ? x->reason : "");
+    }
+    free(d);
+}
+
 void drain_hosts_tick(coordinator_t *c, double now)
 {
     /* once a second; a clock that went back reads at once */
     if (!c->rc || (now - c->drain_read_at < 1.0 && now >= c->drain_read_at)) return;
     c->drain_read_at = now;
+    rm_drain_read(c, now);
     redisReply *rep = redisCommand(c->rc, "HGETALL %s", KEY_DRAIN);
     if (!rep) {
         tickconn_broken(c, "drain");
@@ -149,6 +193,8 @@ void drain_hosts_tick(coordinator_t *c, double now)
                 text = rep->element[k + 1]->str;
         if (text) {
             drain_take(c, h, text, now);
+        } else if (h->rm_drained) {
+            drain_take_rm(c, h, now);
         } else if (h->drained) {
             h->drained = 0;
             h->drain_reason[0] = 0;

@@ -36,9 +36,13 @@ void drain_adopt_interruptions(coord_run_t *r, const char *text, const char *tot
  * every second into host_t's drained fields. A drained host is not usable (hosts_usable),
  * and each job with ranks there is stopped with SIGTERM (KILL_DRAIN: a notice, its ranks
  * checkpoint at the next step), recorded as an interruption "drain" naming the host, and
- * relaunched at once on the hosts still usable. DELETE ends the drain. */
+ * relaunched at once on the hosts still usable. DELETE ends the drain. Under a launcher
+ * whose resource manager drains nodes itself (Slurm: launcher_rm_drains), a node it drains
+ * is drained here too when no admin's drain names it: reason "Slurm drains it: R",
+ * deadline --slurm-drain-deadline after it was first seen; it ends when Slurm's does. */
 
-/* Once a second: KEY_DRAIN into the host table (a change is logged and published). */
+/* Once a second: KEY_DRAIN, and every 2 s the resource manager's drains, into the host
+ * table (a change is logged and published). */
 void drain_hosts_tick(coordinator_t *c, double now);
 /* The first of r's hosts that drains, or NULL. */
 const char *drain_host_of(coordinator_t *c, const coord_run_t *r);

@@ -63,6 +63,11 @@ typedef struct {
     int drained;
     double drain_deadline; /* unix s by which its jobs are to be gone */
     char drain_reason[256];
+    /* The resource manager's own drain (launcher_rm_drains: Slurm's DRAIN state), taken
+     * as a drain when no admin's is set: since when it has been seen, and its reason. */
+    int rm_drained;
+    double rm_drain_since;
+    char rm_drain_reason[200];
 } host_t;
 
 struct coordinator;

@@ -561,6 +561,62 @@ static int slurm_schedulable(launcher_t *l, const char *host)
     return !strstr(st, "down") && !strstr(st, "drain") && !strstr(st, "fail") && !strchr(st, '*');
 }
 
+/* One line of sinfo's NAME|STATE|REASON: 1 with a drained or draining node in d, else 0. */
+static int drain_line(const char *line, size_t n, launch_rm_drain_t *d)
+{
+    const char *bar1 = memchr(line, '|', n);
+    const char *bar2 = bar1 ? memchr(bar1 + 1, '|', n - (size_t)(bar1 + 1 - line)) : NULL;
+    if (!bar2) return 0;
+    size_t nl = (size_t)(bar1 - line), sl = (size_t)(bar2 - bar1 - 1), rl = n - (size_t)(bar2 + 1 - line);
+    char st[32];
+    if (nl == 0 || nl >= sizeof d->name || sl == 0 || sl >= sizeof st) return 0;
+    memcpy(st, bar1 + 1, sl);
+    st[sl] = 0;
+    if (!strstr(st, "drain") && !strstr(st, "drng")) return 0;
+    memcpy(d->name, line, nl);
+    d->name[nl] = 0;
+    if (rl >= sizeof d->reason) rl = sizeof d->reason - 1;
+    memcpy(d->reason, bar2 + 1, rl);
+    d->reason[rl] = 0;
+    if (strcmp(d->reason, "none") == 0) d->reason[0] = 0;
+    for (char *q = d->reason; *q; q++)
+        if ((unsigned char)*q < 0x20) *q = ' '; /* nothing that breaks a log line */
+    return 1;
+}
+
+int launch_slurm_parse_drains(const char *text, launch_rm_drain_t *out, int max)
+{
+    int k = 0;
+    for (const char *p = text; p && *p && k < max;) {
+        const char *end = strchr(p, '\n');
+        size_t n = end ? (size_t)(end - p) : strlen(p);
+        if (drain_line(p, n, &out[k])) {
+            int dup = 0;
+            for (int i = 0; i < k; i++) dup |= strcmp(out[i].name, out[k].name) == 0;
+            if (!dup) k++;
+        }
+        p = end ? end + 1 : NULL;
+    }
+    return k;
+}
+
+/* The nodes slurmctld drains: an admin's `scontrol update state=drain` tells the jobs
+ * running there nothing, so the coordinator asks (drain.c). */
+static int slurm_rm_drains(launcher_t *l, launch_rm_drain_t *out, int max)
+{
+    char arg[160];
+    char *text = malloc(OUT_MAX);
+    if (!text) return -1;
+    const char *argv[] = {"sinfo", "--noheader", "--Node", "--format=%N|%t|%E", NULL, NULL};
+    if (l->partition[0]) {
+        snprintf(arg, sizeof arg, "--partition=%s", l->partition);
+        argv[4] = arg;
+    }
+    int k = slurm_cmd(argv, text, OUT_MAX, SLURM_TIMEOUT_S) == 0 ? launch_slurm_parse_drains(text, out, max) : -1;
+    free(text);
+    return k;
+}
+
 const launcher_ops_t LAUNCH_SLURM_OPS = {
     .name = "slurm",
     .open = slurm_open,
@@ -568,6 +624,7 @@ const launcher_ops_t LAUNCH_SLURM_OPS = {
     .probe_start = slurm_probe_start,
     .probe_poll = slurm_probe_poll,
     .schedulable = slurm_schedulable,
+    .rm_drains = slurm_rm_drains,
     .start = slurm_start,
     .poll = slurm_poll,
     .stop = slurm_stop,

@@ -213,6 +213,13 @@ void launcher_notice(launcher_t *l, launch_handle_t *h)
     else l->ops->stop(l, h, 0);
 }
 
+int launcher_rm_drains(launcher_t *l, launch_rm_drain_t *out, int max)
+{
+    return l->ops->rm_drains ? l->ops->rm_drains(l, out, max) : 0;
+}
+
+int launcher_has_rm_drains(const launcher_t *l) { return l->ops->rm_drains != NULL; }
+
 int launcher_has_notice(const launcher_t *l)
 {
     return l->ops->notice != NULL && (l->kind != LAUNCHER_SLURM || l->slurm_pmix);

@@ -153,6 +153,21 @@ void launcher_probe_cancel(launcher_t *l, launch_probe_t *p);
  * block (slurm: one sinfo, 5 s at most). */
 int launcher_host_schedulable(launcher_t *l, const char *host);
 
+/* A host the resource manager itself drains (slurm: `scontrol update nodename=N
+ * state=drain reason=R`), which Slurm does not tell the jobs running there about. */
+typedef struct {
+    char name[256];
+    char reason[200]; /* its reason as the resource manager has it ("" none) */
+} launch_rm_drain_t;
+#define LAUNCH_RM_DRAINS_MAX LAUNCH_MAX_HOSTS
+/* The hosts the resource manager drains now, into out (at most max): their number, 0
+ * where the launcher has no drains of its own (local, hostfile, sim), -1 when the
+ * resource manager did not answer (the caller keeps what it knew). May block (slurm:
+ * one sinfo, 5 s at most). */
+int launcher_rm_drains(launcher_t *l, launch_rm_drain_t *out, int max);
+/* Whether launcher_rm_drains can say anything (the slurm launcher). */
+int launcher_has_rm_drains(const launcher_t *l);
+
 /* Where rank r will run, for the first batch plan (from stored host profiles): Open
  * MPI's default by-slot mapping over the hosts (names: only these, as an attempt with
  * launch_req_t.hosts; NULL = all), wrapping around when oversubscribed. Returns 0, or
@@ -247,5 +262,11 @@ const char *launcher_describe(const launch_handle_t *h, char *buf, size_t len);
  * and NodeList ("" when absent). Returns 0, or -1 when text is not a job record. */
 int launch_slurm_parse_job(const char *text, char *state, size_t statelen, int *exit_status, int *signal, char *nodes,
                            size_t nodeslen);
+/* Parsing `sinfo --noheader --Node --format=%N|%t|%E` (exposed for the unit tests): the
+ * nodes whose compact state says drained or draining ("drain", "drng", with any of
+ * sinfo's suffixes), each once (sinfo lists a node once per partition), their reasons
+ * cut to fit; a line that is not NAME|STATE|REASON, or whose name is empty or longer than
+ * 255 bytes, is skipped. Returns how many went into out (at most max). */
+int launch_slurm_parse_drains(const char *text, launch_rm_drain_t *out, int max);
 
 #endif

@@ -20,6 +20,7 @@ typedef struct {
     /* After probe_start set p->result = -1: finds out; the deadline is launcher.c's. */
     void (*probe_poll)(launcher_t *l, launch_probe_t *p);
     int (*schedulable)(launcher_t *l, const char *host);
+    int (*rm_drains)(launcher_t *l, launch_rm_drain_t *out, int max); /* NULL: none */
     /* Starts the attempt (the header line and the handle file are launcher.c's). */
     int (*start)(launcher_t *l, const launch_req_t *req, launch_handle_t *h, char *err, size_t errlen);
     void (*poll)(launcher_t *l, launch_handle_t *h, const char *exit_code_path, const char *log_path, double now,

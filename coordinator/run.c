@@ -790,9 +790,9 @@ static int placed_only(coordinator_t *c, const coord_run_t *r, const char **name
 /* PH_ACTIVE, once a second: a job on fewer ranks than its spec asks grows when more
  * slots are usable again. Where the launcher has a notice (launcher_has_notice), with one,
  * once the slots are still usable a check later: its ranks checkpoint at their next step
- * and nothing is lost, whether or not the job writes periodic checkpoints (one that
- * writes none, every_steps 0, would otherwise never grow back). Elsewhere (the
- * simulator), right after its next checkpoint: a plain stop loses the work since. */
+ * and nothing is lost, however far off its next periodic checkpoint is (a job whose
+ * period outlasts its run would otherwise never grow back). Elsewhere (the simulator),
+ * right after its next checkpoint: a plain stop loses the work since. */
 static void grow_check(coordinator_t *c, coord_run_t *r, double now)
 {
     if (now - r->last_grow_check < 1.0) return;

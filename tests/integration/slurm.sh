@@ -17,9 +17,13 @@
 #      file in the job's directory); `scancel --signal=TERM` of it is a notice: its ranks
 #      checkpoint at their next step, the job records an interruption "notice" with
 #      lost_steps <= 1 and resumes from that checkpoint as a new batch job, no restart
-#      used; then DELETE: the job ends CANCELLED, Slurm shows its batch job
+#      used; `scontrol update nodename=pw2 state=drain` (which signals no job) is seen
+#      in sinfo and taken as a drain: the ranks checkpoint at their next step, the job
+#      records an interruption "drain" naming pw2 and resumes on pw1 alone (--exclude=pw2),
+#      no restart used, pw2 shown draining with Slurm's reason; then DELETE: the job
+#      ends CANCELLED, Slurm shows its batch job
 #      CANCELLED and no longer pending or running (squeue -j, scontrol show job), and no
-#      pacer-worker process is left on either node;
+#      pacer-worker process is left on either node; `state=resume` ends pw2's drain;
 #   0. before the first job, the pre-flight (coordinator/preflight.c): each node
 #      benchmarked by its own batch job (sbatch --ntasks=1 --exclude of the other),
 #      its speed in GET /api/v1/cluster under its Slurm node name;
@@ -283,6 +287,43 @@ ck=$(jq -r '.interruptions[0].checkpoint_step' "$TMP/body")
 grep -q "^resumed from .* at step $ck " "$STATE/jobs/$id2/log" || fail "job $id2 did not resume at step $ck: $(grep '^resumed' "$STATE/jobs/$id2/log")"
 s2=$(slurm_id "$id2")
 echo "ok: scancel --signal=TERM: job $id2 $(jq -c '.interruptions[0] | {reason, checkpoint_step, lost_steps}' "$TMP/body"), resumed at step $ck as Slurm job $s2, restarts 0"
+# Slurm's own drain: `scontrol update state=drain` signals no job running on the node.
+# The coordinator sees pw2 draining in sinfo and takes it as a drain of its own
+# (--slurm-drain-deadline): the ranks hear scancel --signal=TERM, checkpoint at their
+# next step, and the job resumes on pw1 alone as a new batch job excluding pw2, an
+# interruption "drain" naming pw2, no restart used (drain.sh checks the grow back once a
+# drain ends).
+past_step() {
+    [ "$(http GET "/api/v1/jobs/$id2/nodes")" = 200 ] &&
+        [ "$(jq --argjson k "$1" '[.ranks[] | select(.step > $k)] | length' "$TMP/body")" = "$2" ]
+}
+end=$(($(date +%s) + 60))
+until past_step "$ck" 2; do
+    [ "$(date +%s)" -ge "$end" ] && { tail -20 "$STATE/jobs/$id2/log"; fail "job $id2: ranks not training again after the notice"; }
+    sleep 0.3
+done
+sl scontrol update nodename=pw2 state=drain reason="pacer test: maintenance" || fail "scontrol could not drain pw2"
+drained_away() {
+    [ "$(state_of "$id2")" = RUNNING ] && jq -e '(.interruptions | length) == 2 and .world == 1' "$TMP/body" >/dev/null &&
+        [ "$(grep -c '^resumed from' "$STATE/jobs/$id2/log")" = 2 ]
+}
+end=$(($(date +%s) + 120))
+until drained_away; do
+    [ "$(date +%s)" -ge "$end" ] && { tail -20 "$STATE/jobs/$id2/log"; grep "job $id2\|host pw2" "$COORD_LOG" | tail; fail "job $id2 did not leave pw2 when Slurm drained it"; }
+    case $(jq -r .state "$TMP/body") in FAILED | CANCELLED | SUCCEEDED) fail "job $id2 ended $(jq -r '"\(.state): \(.reason)"' "$TMP/body") after pw2's drain" ;; esac
+    sleep 0.3
+done
+jq -e '.interruptions[1] | .reason == "drain" and .host == "pw2" and (.checkpoint_step | type == "number") and .lost_steps <= 1' "$TMP/body" >/dev/null &&
+    [ "$(jq -r .restarts "$TMP/body")" = 0 ] || fail "job $id2 after pw2's drain: $(jq -c '{interruptions, restarts}' "$TMP/body")"
+ck=$(jq -r '.interruptions[1].checkpoint_step' "$TMP/body")
+grep -q "^resumed from .* at step $ck " "$STATE/jobs/$id2/log" || fail "job $id2 did not resume at step $ck: $(grep '^resumed' "$STATE/jobs/$id2/log")"
+grep -q "attempt [0-9]*: sbatch .*--exclude=pw2 " "$STATE/jobs/$id2/log" ||
+    fail "the relaunch was not a batch job excluding pw2: $(grep '^=== pacer-coordinator' "$STATE/jobs/$id2/log")"
+[ "$(http GET /api/v1/cluster)" = 200 ] && jq -e '.coordinator.hosts[] | select(.name == "pw2") |
+    .draining and .drain_reason == "Slurm drains it: pacer test: maintenance" and (.drain_deadline | type == "number")' "$TMP/body" >/dev/null ||
+    fail "GET /api/v1/cluster does not show pw2 draining: $(jq -c '.coordinator.hosts' "$TMP/body")"
+echo "ok: scontrol drain of pw2: job $id2 $(jq -c '.interruptions[1] | {reason, host, checkpoint_step, lost_steps}' "$TMP/body") resumed at step $ck on pw1 (--exclude=pw2), restarts 0"
+s2=$(slurm_id "$id2")
 code=$(http DELETE "/api/v1/jobs/$id2")
 case $code in 200 | 202) ;; *) fail "DELETE /api/v1/jobs/$id2 answered $code: $(cat "$TMP/body")" ;; esac
 finish "$id2" 60 CANCELLED
@@ -300,6 +341,14 @@ while [ -n "$(workers_left)" ]; do
     sleep 0.2
 done
 echo "ok: DELETE: job $id2 CANCELLED; Slurm job $s2 CANCELLED, not in squeue; no pacer-worker left on pw1 or pw2"
+# Slurm ends its drain: pw2 is usable again (section 3 runs on both nodes).
+sl scontrol update nodename=pw2 state=resume || fail "scontrol could not resume pw2"
+end=$(($(date +%s) + 30))
+until [ "$(http GET /api/v1/cluster)" = 200 ] && jq -e '.coordinator.hosts[] | select(.name == "pw2") | .draining == false' "$TMP/body" >/dev/null; do
+    [ "$(date +%s)" -ge "$end" ] && fail "pw2 still draining 30 s after scontrol resumed it: $(jq -c .coordinator.hosts "$TMP/body")"
+    sleep 0.3
+done
+echo "ok: scontrol state=resume: pw2 no longer draining"
 
 # 3. mpirun inside the allocation; pw2's slurmd dies mid-job.
 stop_coord

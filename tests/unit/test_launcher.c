@@ -501,6 +501,40 @@ static void test_slurm_parse(void **state)
     assert_int_equal(launch_slurm_parse_job("", st, sizeof st, &s, &g, nodes, sizeof nodes), -1);
 }
 
+/* sinfo's NAME|STATE|REASON lines: the drained and draining nodes, once each, reasons
+ * cut to fit; malformed lines and other states skipped. */
+static void test_slurm_parse_drains(void **state)
+{
+    (void)state;
+    launch_rm_drain_t d[4];
+    const char *text = "pw1|mix|none\n"
+                       "pw2|drng|pacer test: maintenance\n"
+                       "pw2|drng|pacer test: maintenance\n" /* a second partition */
+                       "pw3|drain*|disk | full\n"           /* not responding; a bar in the reason */
+                       "pw4|idle|none\n"
+                       "garbage without bars\n"
+                       "|drain|no name\n"
+                       "pw5|drained|none"; /* the last line without its newline */
+    int n = launch_slurm_parse_drains(text, d, 4);
+    assert_int_equal(n, 3);
+    assert_string_equal(d[0].name, "pw2");
+    assert_string_equal(d[0].reason, "pacer test: maintenance");
+    assert_string_equal(d[1].name, "pw3");
+    assert_string_equal(d[1].reason, "disk | full");
+    assert_string_equal(d[2].name, "pw5");
+    assert_string_equal(d[2].reason, ""); /* "none" is no reason */
+    /* At most max; names too long skipped; reasons cut to the buffer. */
+    assert_int_equal(launch_slurm_parse_drains(text, d, 1), 1);
+    char big[2048] = "";
+    memset(big, 'n', 300);
+    strcat(big, "|drain|x\npw6|drng|");
+    memset(big + strlen(big), 'r', 500);
+    assert_int_equal(launch_slurm_parse_drains(big, d, 4), 1);
+    assert_string_equal(d[0].name, "pw6");
+    assert_int_equal(strlen(d[0].reason), sizeof d[0].reason - 1);
+    assert_int_equal(launch_slurm_parse_drains("", d, 4), 0);
+}
+
 /* ---- hosts coming and going: reload, probes, attempts on some hosts ----------------------- */
 
 /* Polls p until it answers (a probe never takes longer than its deadline). */
@@ -810,6 +844,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_slurm_attempt, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slurm_mpirun_inside, setup, teardown),
         cmocka_unit_test(test_slurm_parse),
+        cmocka_unit_test(test_slurm_parse_drains),
         cmocka_unit_test_setup_teardown(test_hostfile_reload_and_probe, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mca_defaults, setup, teardown),
         cmocka_unit_test_setup_teardown(test_slurm_hosts, setup, teardown),

@@ -1265,15 +1265,17 @@ void run_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, double now)
      * last checkpoint), and no longer than that, whatever --kill-grace says. */
     const host_t *dh = why == KILL_DRAIN ? hosts_find(c, r->drain_host) : NULL;
     if (dh && dh->drain_deadline > 0) r->kill_deadline = dh->drain_deadline > now + 1 ? dh->drain_deadline : now + 1;
-    /* A grow's notice (grow_check) waits for the ranks' step boundary as long as a
-     * step may take, not --kill-grace alone: SIGKILLed, they would lose their work. */
-    int notice = why == KILL_DRAIN || r->stop_notice;
+    /* A grow's notice (grow_check) and a preemption's wait for the ranks' step boundary
+     * as long as a step may take, not --kill-grace alone: SIGKILLed, they would lose the
+     * work since their last periodic checkpoint. */
+    int notice = why == KILL_DRAIN || why == KILL_PREEMPT || r->stop_notice;
     if (why != KILL_DRAIN && notice && c->cfg.kill_grace_s < RUN_NOTICE_STOP_S)
         r->kill_deadline = now + RUN_NOTICE_STOP_S;
     r->stop_notice = 0;
     r->sigkilled = 0;
-    /* A drain's and a grow's stop is a notice (launcher_notice: forwarded to every rank and
-     * nothing torn down), bounded by the deadline above; the others are mpirun's SIGTERM. */
+    /* A drain's, a grow's and a preemption's stop (requeue or shrink) is a notice
+     * (launcher_notice: forwarded to every rank and nothing torn down), bounded by the
+     * deadline above; the others are mpirun's SIGTERM. */
     if (notice) launcher_notice(r->launcher, &r->h);
     else launcher_stop(r->launcher, &r->h, 0);
     char what[64];

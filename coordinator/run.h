@@ -31,7 +31,8 @@ typedef enum {
  * has one: its ranks checkpoint at their next step; else it has just checkpointed).
  * KILL_STALL: its ranks wait and none trains (stall.h). */
 /* KILL_PREEMPT: a job of a higher priority needs its slots (--policy fair, policy_preempt):
- * stopped, then back in the queue to resume from its checkpoint. */
+ * stopped with notice (its ranks checkpoint at their next step), then back in the queue
+ * to resume from that checkpoint. */
 /* KILL_DRAIN: a host of its attempt drains (drain.h): stopped with notice, it resumes
  * on the other hosts without using a restart. */
 typedef enum { KILL_NONE, KILL_CANCEL, KILL_STALE, KILL_RESIZE, KILL_STALL, KILL_PREEMPT, KILL_DRAIN } kill_reason_t;
@@ -65,7 +66,7 @@ typedef struct {
     json_t *resize_log;     /* the newest RUN_RESIZES_KEPT: [{from, to, reason, hosts, time}] */
     int grow_armed;         /* a grow is possible: a check later (a notice) or at the next checkpoint */
     long long grow_ckpt[3]; /* the checkpoint file then (mtime ns, inode, size) */
-    int stop_notice;        /* run_kill's next stop is a notice (launcher_notice): a grow's */
+    int stop_notice; /* run_kill's next stop is a notice (launcher_notice): a grow's, a shrink's for a preemption */
     double last_grow_check;
     run_phase_t phase;
     launch_handle_t h;    /* the attempt's processes (launcher.h); zero between attempts */

@@ -665,6 +665,7 @@ static void shrink_for(coordinator_t *c, coord_run_t *r, int keep, double now)
              "preempted by %s, of a higher priority: shrunk from %d to %d rank%s, which frees enough, "
              "to resume from its checkpoint",
              r->preempted_by, r->world, keep, keep == 1 ? "" : "s");
+    r->stop_notice = launcher_has_notice(r->launcher); /* its ranks checkpoint at their next step */
     run_kill(c, r, KILL_RESIZE, now);
 }
 

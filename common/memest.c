@@ -193,6 +193,24 @@ int memest_host_rank(const job_spec_t *s, int nworkers, int ranks, memest_t *out
     return 0;
 }
 
+int memest_ranks(const job_spec_t *s, int nworkers, const int *ranks, int k, const double *mem, memest_t *out,
+                 char *err, size_t errlen)
+{
+    if (k < 1 || !ranks) return memest_rank(s, nworkers, out, err, errlen);
+    double sum = 0, largest = -1;
+    for (int i = 0; i < k; i++) {
+        memest_t e;
+        if (memest_rank_of(s, nworkers, ranks[i], mem, &e, err, errlen) != 0) return -1;
+        sum += e.rank_bytes;
+        if (e.rank_bytes > largest) {
+            largest = e.rank_bytes;
+            *out = e;
+        }
+    }
+    out->rank_bytes = sum / k;
+    return 0;
+}
+
 const char *memest_fmt(double bytes, char *out, size_t len)
 {
     const double MiB = 1024.0 * 1024.0;

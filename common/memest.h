@@ -62,15 +62,24 @@ int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, siz
 /* The estimate for rank `rank` of nworkers when s shards its optimizer state
  * (algorithm.shard, common/shard_plan.h): memest_rank's, less the state outside the rank's
  * range (rank 0 with checkpoints keeps all of it: it writes them). mem: the ranks' available
- * bytes for split "memory" (NULL: even). The gradient is counted whole at every stage:
- * the backward pass writes all of it before stage 2 lets the rest go. Without sharding,
- * memest_rank's estimate. */
+ * bytes for split "memory" (NULL: even). The gradient is counted whole at stage 1; at
+ * stage 2, for the built-in GPT, less what lies outside the range beyond the buckets the
+ * backward pass may hold before they are reduced. Without sharding, memest_rank's
+ * estimate. */
 int memest_rank_of(const job_spec_t *s, int nworkers, int rank, const double *mem, memest_t *out, char *err,
                    size_t errlen);
 /* For a check of `ranks` ranks on one host (memest_check): memest_rank's estimate, or for
  * a sharded job the mean of its `ranks` largest per-rank estimates, so that ranks x
  * rank_bytes bounds what any `ranks` of its ranks need together. */
 int memest_host_rank(const job_spec_t *s, int nworkers, int ranks, memest_t *out, char *err, size_t errlen);
+/* For a check of a host whose ranks are known (the worker's: the world ranks on its host,
+ * and for split "memory" every rank's available bytes in mem, NULL otherwise): the mean
+ * of those k ranks' estimates (memest_rank_of) and the largest one's breakdown, so that
+ * k x rank_bytes is what they need together. A split by weights or by memory gives the
+ * ranks unequal ranges: a host whose ranks hold small ones is checked for those, not for
+ * the job's largest (memest_host_rank, which admission uses before the hosts are known). */
+int memest_ranks(const job_spec_t *s, int nworkers, const int *ranks, int k, const double *mem, memest_t *out,
+                 char *err, size_t errlen);
 
 /* Writes "N MiB" (or "N GiB" from 10 GiB on) into out; returns out. */
 const char *memest_fmt(double bytes, char *out, size_t len);

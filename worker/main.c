@@ -27,6 +27,7 @@
 #include "ckptdir.h"
 #include "dataroot.h"
 #include "emulate.h"
+#include "memest.h"
 #include "modelfetch.h"
 #include "netprobe.h"
 #include "notice.h"
@@ -565,6 +566,10 @@ typedef struct {
     trace_ring_t ring;
     int rank, world, use_mpi;
     int async, nworkers;
+    /* algorithm.shard: the world ranks on this host and every rank's available memory
+     * (split "memory"), for the memory check (shard_host_ranks) */
+    int host_ids[SPEC_MAX_WORKERS];
+    double host_mem[SPEC_MAX_WORKERS];
 } run_t;
 
 /* Only rank 0 explains failures that every rank sees the same way. */
@@ -638,6 +643,32 @@ static int phase_spec(run_t *r)
     return PHASE_GO_ON;
 }
 
+/* A sharded job's ranks hold unequal ranges (a list of weights, split "memory"): the world
+ * ranks on this host (hc's), and for split "memory" every rank's MemAvailable shared by
+ * its host's ranks, what worker/shard.c will split by (it reads MemAvailable again once
+ * the data are loaded: the same on every rank, so the ranges stay about the same), so that
+ * the memory check counts the ranges this host's ranks will get, not the job's largest: a
+ * small host whose ranks get small ranges can take its part of a job that would not fit it
+ * split evenly. Collective over the world and hc (every rank takes the same branch: the
+ * spec and the world are the same on all). NULL where it does not apply. */
+static const worker_host_ranks_t *shard_host_ranks(run_t *r, MPI_Comm hc, int host_ranks, worker_host_ranks_t *known)
+{
+    if (r->spec.algorithm.shard.stage <= 0 || r->async || r->nworkers != r->world || r->world > SPEC_MAX_WORKERS ||
+        host_ranks > r->world)
+        return NULL;
+    MPI_CHECK(MPI_Allgather(&r->rank, 1, MPI_INT, r->host_ids, 1, MPI_INT, hc));
+    known->rank = r->rank;
+    known->ids = r->host_ids;
+    known->mem = NULL;
+    if (strcmp(r->spec.algorithm.shard.split, "memory") == 0) {
+        double mine = memest_meminfo("MemAvailable");
+        mine = mine > 0 ? mine / host_ranks : 0; /* unknown anywhere: an even split */
+        MPI_CHECK(MPI_Allgather(&mine, 1, MPI_DOUBLE, r->host_mem, 1, MPI_DOUBLE, MPI_COMM_WORLD));
+        known->mem = r->host_mem;
+    }
+    return known;
+}
+
 /* Memory, data, model and the batch plan; then what the worker takes from the options. */
 static int phase_setup(run_t *r)
 {
@@ -652,13 +683,17 @@ static int phase_setup(run_t *r)
      * MemAvailable is the machine's, shared by the ranks on it; a simulation's ranks share
      * one process, its data and (skip_compute) a batch-1 model, so it is not checked. */
     int host_ranks = 1;
+    worker_host_ranks_t known_store;
+    const worker_host_ranks_t *known = NULL;
     if (r->use_mpi && !sim_active()) {
         MPI_Comm hc;
         comm_split_machine(r->rank, &hc);
         MPI_Comm_size(hc, &host_ranks);
+        known = shard_host_ranks(r, hc, host_ranks, &known_store);
         MPI_Comm_free(&hc);
     }
-    int failed = !sim_active() && worker_check_memory(&r->spec, r->nworkers, host_ranks, r->err, sizeof r->err) != 0;
+    int failed = !sim_active() &&
+                 worker_check_memory(&r->spec, r->nworkers, host_ranks, known, r->err, sizeof r->err) != 0;
     if (!failed) failed = worker_setup_world(w, &r->spec, r->rank, r->world, r->nworkers, r->err, sizeof r->err) != 0;
     if (failed) fprintf(stderr, "pacer-worker%s: %s\n", r->rank ? " (rank>0)" : "", r->err);
     if (!failed && a->opts.batch_plan && worker_apply_batch_plan(w, a->opts.batch_plan, r->err, sizeof r->err) != 0) {

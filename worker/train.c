@@ -161,11 +161,17 @@ static double mapped_bytes(void)
     return ok ? (double)pages * (double)sysconf(_SC_PAGESIZE) : -1;
 }
 
-int worker_check_memory(const job_spec_t *spec, int nworkers, int host_ranks, char *err, size_t errlen)
+int worker_check_memory(const job_spec_t *spec, int nworkers, int host_ranks, const worker_host_ranks_t *known,
+                        char *err, size_t errlen)
 {
-    memest_t e, eh; /* one rank (a sharded job's largest), and the mean of the host's ranks */
-    if (memest_host_rank(spec, nworkers, 1, &e, err, errlen) != 0) return -1; /* never unchecked */
-    if (memest_host_rank(spec, nworkers, host_ranks, &eh, err, errlen) != 0) return -1;
+    memest_t e, eh; /* one rank (this one, or a sharded job's largest), and the mean of the host's ranks */
+    if (known) {
+        if (memest_ranks(spec, nworkers, &known->rank, 1, known->mem, &e, err, errlen) != 0) return -1;
+        if (memest_ranks(spec, nworkers, known->ids, host_ranks, known->mem, &eh, err, errlen) != 0) return -1;
+    } else {
+        if (memest_host_rank(spec, nworkers, 1, &e, err, errlen) != 0) return -1; /* never unchecked */
+        if (memest_host_rank(spec, nworkers, host_ranks, &eh, err, errlen) != 0) return -1;
+    }
     struct rlimit rl;
     if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
         double mapped = mapped_bytes(), limit = (double)rl.rlim_cur;

@@ -18,12 +18,24 @@ int worker_setup(worker_t *w, const job_spec_t *spec, int rank, int world, char 
  * workers (an elastic restart on the hosts that remain, --world): the global batch stays
  * workers x batch_size, split evenly over the nworkers (the first ranks take the
  * remainder), and the batch buffers grow to hold the largest share. */
+/* Which ranks a sharded job (algorithm.shard) put on this host, for worker_check_memory:
+ * this process's rank, the world ranks on its host (ids, host_ranks of them) and, for
+ * split "memory", every rank's available bytes (mem; NULL otherwise), what the split
+ * will be made of. */
+typedef struct {
+    int rank;
+    const int *ids;
+    const double *mem;
+} worker_host_ranks_t;
 /* Whether this process and host can hold one rank of spec (common/memest.h's estimate
  * for nworkers gradient ranks): against the address space RLIMIT_AS leaves (the limit
  * less what the process maps already) when a limit is set, and host_ranks x the
- * estimate against MemAvailable. Returns 0, or -1 with err naming the figures. Called
- * before worker_setup_world allocates (worker/main.c). */
-int worker_check_memory(const job_spec_t *spec, int nworkers, int host_ranks, char *err, size_t errlen);
+ * estimate against MemAvailable. A sharded job's ranks differ: with known (NULL
+ * otherwise) this rank and this host's ranks are checked for the ranges the split gives
+ * them, without it for the job's largest. Returns 0, or -1 with err naming the figures.
+ * Called before worker_setup_world allocates (worker/main.c). */
+int worker_check_memory(const job_spec_t *spec, int nworkers, int host_ranks, const worker_host_ranks_t *known,
+                        char *err, size_t errlen);
 int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world, int nworkers, char *err, size_t errlen);
 void worker_teardown(worker_t *w);
 

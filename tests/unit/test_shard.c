@@ -1,6 +1,7 @@
 /* tests/unit/test_shard.c - ZeRO sharding's pure parts: the split of the fused buffer
  * (common/shard_plan.c), algorithm.shard in the spec (common/spec.c: parsing, printing
- * back, the refusals by name) and the per-rank memory estimate (common/memest.c). The
+ * back, the refusals by name) and the per-rank memory estimate (common/memest.c: a rank's,
+ * a host's by the largest ranks, and a host's whose ranks are known). The
  * sharded training itself: tests/integration/mpi_shard.sh. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -202,6 +203,50 @@ static void test_memory_stage2(void **state)
     }
 }
 
+/* The worker's check of a host whose ranks it knows (memest_ranks): a split by memory
+ * gives the rank of a small host a small range, and the check counts that range, not an
+ * even share nor the job's largest; so a job a small host could not hold split evenly
+ * fits it split by memory. A list of weights likewise, and a host of both ranks counts
+ * their mean. */
+static void test_memory_known_ranks(void **state)
+{
+    (void)state;
+    job_spec_t m, wt;
+    char err[512];
+#define GPT                                                                             \
+    "{\"model\":{\"gpt\":{\"layers\":14,\"heads\":12,\"embd\":768,\"block_size\":64}}," \
+    "\"dataset\":{\"format\":\"text\",\"path\":\"/d\"},\"workers\":2,\"batch_size\":1,\"optimizer\":{\"kind\":\"adamw\"},"
+    parse_ok(GPT "\"algorithm\":{\"name\":\"ssgd\",\"shard\":{\"stage\":2,\"split\":\"memory\"}}}", &m);
+    parse_ok(GPT "\"algorithm\":{\"name\":\"ssgd\",\"shard\":{\"stage\":2,\"split\":[1,3]}}}", &wt);
+#undef GPT
+    const double mem[2] = {1e9, 9e9}; /* rank 0's host has a tenth of the memory */
+    const int small[1] = {0}, both[2] = {0, 1};
+    memest_t known, largest, r0, r1;
+    assert_int_equal(memest_ranks(&m, 2, small, 1, mem, &known, err, sizeof err), 0);
+    assert_int_equal(memest_host_rank(&m, 2, 1, &largest, err, sizeof err), 0);
+    assert_int_equal(memest_rank_of(&m, 2, 0, mem, &r0, err, sizeof err), 0);
+    assert_true(known.rank_bytes == r0.rank_bytes);
+    assert_true(known.rank_bytes < 0.8 * largest.rank_bytes);
+    const double avail = (known.rank_bytes + largest.rank_bytes) / 2;
+    assert_int_equal(memest_check(&known, 1, avail, "a small host", err, sizeof err), 0);
+    assert_int_equal(memest_check(&largest, 1, avail, "a small host", err, sizeof err), -1);
+    /* weights [1, 3]: rank 0 alone on its host is checked for its quarter */
+    assert_int_equal(memest_ranks(&wt, 2, small, 1, NULL, &known, err, sizeof err), 0);
+    assert_int_equal(memest_host_rank(&wt, 2, 1, &largest, err, sizeof err), 0);
+    assert_int_equal(memest_rank_of(&wt, 2, 1, NULL, &r1, err, sizeof err), 0);
+    assert_true(largest.rank_bytes == r1.rank_bytes && known.rank_bytes < r1.rank_bytes);
+    /* both ranks on one host: their mean, the larger one's breakdown */
+    assert_int_equal(memest_rank_of(&wt, 2, 0, NULL, &r0, err, sizeof err), 0);
+    assert_int_equal(memest_ranks(&wt, 2, both, 2, NULL, &known, err, sizeof err), 0);
+    assert_true(fabs(2 * known.rank_bytes - (r0.rank_bytes + r1.rank_bytes)) < 1e-3);
+    assert_true(known.model_bytes == r1.model_bytes);
+    /* no ranks known: memest_rank's whole estimate */
+    memest_t whole;
+    assert_int_equal(memest_rank(&m, 2, &whole, err, sizeof err), 0);
+    assert_int_equal(memest_ranks(&m, 2, NULL, 0, mem, &known, err, sizeof err), 0);
+    assert_true(known.rank_bytes == whole.rank_bytes);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -209,6 +254,7 @@ int main(void)
         cmocka_unit_test(test_spec),
         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_memory_stage2),
+        cmocka_unit_test(test_memory_known_ranks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

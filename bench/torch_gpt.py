@@ -1,9 +1,15 @@
 """bench/torch_gpt.py - PyTorch's side of bench/gpt_speed.sh: the nanoGPT-style module of
 tests/tools/gpt_torch.py (GPT-2's pre-norm blocks, causal mask, tied head) trained with
 AdamW on random windows of a text file, one thread; prints {"tokens_per_s": ...} for the
-training loop alone (the windows are cut before the clock starts).
+training loop alone (the windows are cut before the clock starts), "cpu_tokens_per_s" for
+the loop's process CPU time, and "step_s_median", the median of its steps' times after the
+first.
 
-Usage: /usr/bin/python3 bench/torch_gpt.py TEXT LAYERS HEADS EMBD BLOCK BATCH STEPS
+Usage: /usr/bin/python3 bench/torch_gpt.py TEXT LAYERS HEADS EMBD BLOCK BATCH STEPS [VOCAB]
+TEXT is bytes (vocabulary 256, the default), or an llm.c token shard (magic 20240520, as
+bench/llmc_gpt2_data.py writes) whose ids are below VOCAB (50257 for GPT-2's shape).
+With TORCH_GPT_MARKS=1 it prints "step N" to stderr, flushed, as each step ends (for a
+watcher outside the process that reads its CPU time between steps).
 """
 import json
 import os
@@ -20,25 +26,42 @@ from gpt_torch import GPT  # noqa: E402  (the same module the tests compare agai
 
 def main(argv):
     text, L, H, E, T, B, steps = argv[1], *(int(a) for a in argv[2:8])
+    V = int(argv[8]) if len(argv) > 8 else 256
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    data = np.frombuffer(open(text, "rb").read(), dtype=np.uint8).astype(np.int64)
+    raw = open(text, "rb").read()
+    if np.frombuffer(raw[:4], dtype=np.int32)[0] == 20240520:  # an llm.c shard: 256 int32, then uint16 ids
+        n = int(np.frombuffer(raw[8:12], dtype=np.int32)[0])
+        data = np.frombuffer(raw[1024: 1024 + 2 * n], dtype=np.uint16).astype(np.int64)
+    else:
+        data = np.frombuffer(raw, dtype=np.uint8).astype(np.int64)
+    if data.max() >= V:
+        sys.exit("torch_gpt: %s has id %d, outside the vocabulary of %d" % (text, data.max(), V))
     rng = np.random.default_rng(0)
     starts = rng.integers(0, len(data) - T - 1, size=(steps, B))
     xs = [torch.from_numpy(np.stack([data[s: s + T] for s in row])) for row in starts]
     ys = [torch.from_numpy(np.stack([data[s + 1: s + T + 1] for s in row])) for row in starts]
-    net = GPT(L, H, E, T, 256, True, True)
+    net = GPT(L, H, E, T, V, True, True)
     params = list(net.parameters())
     opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
                              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}], lr=1e-3)
-    t0 = time.perf_counter()
+    times, marks = [], os.environ.get("TORCH_GPT_MARKS") == "1"
+    t0, c0 = time.perf_counter(), time.process_time()
     for x, y in zip(xs, ys):
+        ts = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         logits = net(x)
-        F.cross_entropy(logits.view(-1, 256), y.view(-1)).backward()
+        F.cross_entropy(logits.view(-1, V), y.view(-1)).backward()
         opt.step()
-    dt = time.perf_counter() - t0
-    print(json.dumps({"tokens_per_s": steps * B * T / dt, "steps": steps, "seconds": dt, "torch": torch.__version__}))
+        times.append(time.perf_counter() - ts)
+        if marks:
+            print("step %d" % len(times), file=sys.stderr, flush=True)
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+    later = sorted(times[1:] or times)
+    median = (later[(len(later) - 1) // 2] + later[len(later) // 2]) / 2
+    print(json.dumps({"tokens_per_s": steps * B * T / dt, "steps": steps, "seconds": dt, "cpu_tokens_per_s": steps * B * T / cpu,
+                      "step_s_median": median,
+                      "torch": torch.__version__}))
 
 
 if __name__ == "__main__":

@@ -821,7 +821,19 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
     }
     long long id[3];
     ckpt_ident(c, r, id);
-    int notice = launcher_has_notice(r->launcher);
+    /* The notice only once this attempt has trained past where the last one was seen
+     * (a training rank's reported step): its ranks' handler is installed by then (a
+     * signal before it ends a rank with nothing saved), and a relaunch is not stopped
+     * before it has done anything. Without the ranks' reports, the checkpoint decides. */
+    int notice = launcher_has_notice(r->launcher) && c->worker_caps.redis;
+    if (notice && r->progress_step <= r->launch_progress) {
+        if (!r->grow_armed)
+            clog_printf("job %s: %d usable slot%s now: grows from %d to %d ranks once this attempt has trained", r->id,
+                        slots, slots == 1 ? "" : "s", r->world, w);
+        r->grow_armed = 1;
+        memcpy(r->grow_ckpt, id, sizeof r->grow_ckpt);
+        return;
+    }
     if (!r->grow_armed) {
         r->grow_armed = 1;
         memcpy(r->grow_ckpt, id, sizeof r->grow_ckpt);
@@ -1036,6 +1048,7 @@ static int launch_world(coordinator_t *c, coord_run_t *r, launch_t *L, double no
     r->world = world;
     r->resize_reason[0] = 0;
     r->grow_armed = 0;
+    r->launch_progress = r->progress_step;
     r->shrinking = 0;
     r->hplan = 0;
 

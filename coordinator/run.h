@@ -133,6 +133,7 @@ typedef struct {
     /* Measured progress (the node hash of a training rank: step, total_steps), for the
      * estimate of when it ends (schedule.c, coordinator/policy.h); 0 = not measured. */
     long long progress_step, progress_total;
+    long long launch_progress; /* progress_step when the attempt was launched (grow_check) */
     /* Its owner (the job hash's "owner"; "" for jobs from before users): whose fair-share
      * usage its slots count to (schedule.c, --policy fair). */
     char owner[USER_NAME_MAX + 1];

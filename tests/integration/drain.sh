@@ -3,11 +3,12 @@
 # An admin drains extra (POST /api/v1/cluster/hosts/extra/drain): the job's ranks hear
 # SIGTERM, checkpoint at their next step and exit 75; the coordinator records an
 # interruption "drain" naming extra and relaunches the job at once on localhost alone (1
-# rank over the same global batch, no restart used: --max-restarts 0), where it SUCCEEDS
-# with as many steps as an uninterrupted run. The drain is in GET /api/v1/cluster and
-# survives a restart of the daemon (Redis holds it); DELETE ends it, and a 2-rank job runs
-# on both hosts again; `pacer host drain|undrain` do the same. A member is refused
-# (403), an unknown host is 404, a bad field 400.
+# rank over the same global batch, no restart used: --max-restarts 0). DELETE then ends
+# the drain mid-job: the job grows back onto extra (stopped with notice, resumed at its
+# notice's step on 2 ranks) and SUCCEEDS with as many steps as an uninterrupted run.
+# The drain is in GET /api/v1/cluster and survives a restart of the daemon (Redis holds
+# it); `pacer host drain|undrain` drive it too. A member is refused (403), an unknown host
+# is 404, a bad field 400.
 . tests/integration/coordinator_lib.inc
 need_api_tools
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"

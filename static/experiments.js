@@ -4,7 +4,12 @@
 //                        its job's history, GET /api/v1/jobs/JOB/history), the metric
 //                        against the first searched parameter as a scatter plot, and the
 //                        trials' table linking each job's page; stopped trials are grey,
-//                        the best is highlighted. Polled every 3 s while it runs.
+//                        the best is highlighted. PBT: a trial's curve joins its jobs (each
+//                        exploit's cancelled job up to the exploit's epoch, then the next),
+//                        every exploit is marked on it (a line from the trial's value to the
+//                        better trial's at that epoch) and listed (#experiment-exploits:
+//                        which trial copied which, at which epoch, from which job).
+//                        Polled every 3 s while it runs.
 // app.js routes both here (window.pacerExperiments.list / .page); the API token is the one
 // app.js keeps in localStorage.
 (function () {
@@ -88,26 +93,48 @@
   // The trial's color: grey when ASHA stopped it (or it failed), else one of COLORS.
   function color(t, i) { return t.state === 'STOPPED' || t.state === 'FAILED' || t.state === 'CANCELLED' ? GREY : COLORS[i % COLORS.length]; }
 
-  // Each trial's evaluations, epoch -> metric, from its job's history (rank 0's).
+  // One job's evaluations, epoch -> metric, from its history (rank 0's); cached once it ended.
+  async function jobPoints(job, field, done, cache) {
+    const known = cache[job];
+    if (known && known.done) return known.points;
+    let points = {};
+    try {
+      const h = await call('/jobs/' + encodeURIComponent(job) + '/history?points=200');
+      for (const a of h.accuracy || []) if (typeof a[field] === 'number') points[a.epoch] = a[field];
+    } catch (e) { points = (known && known.points) || {}; }
+    cache[job] = { points, done };
+    return points;
+  }
+
+  // Each trial's evaluations as [epoch, metric] pairs. A PBT trial's are its jobs' in turn:
+  // each exploit's (cancelled) job up to the exploit's epoch, then the job after it, which
+  // went on from the better trial's checkpoint.
   async function curves(x, cache) {
     const field = x.metric === 'test_loss' || x.metric === 'loss' ? 'test_loss' : 'test_accuracy';
     const out = [];
     for (const t of x.trials) {
-      if (!t.job) { out.push([]); continue; }
-      const known = cache[t.job];
-      if (known && known.done) { out.push(known.points); continue; }
-      let points = [];
-      try {
-        const h = await call('/jobs/' + encodeURIComponent(t.job) + '/history?points=200');
-        const byEpoch = {};
-        for (const a of h.accuracy || []) if (typeof a[field] === 'number') byEpoch[a.epoch] = a[field];
-        points = Object.keys(byEpoch).map(Number).sort((a, b) => a - b).map((e) => [e, byEpoch[e]]);
-      } catch (e) { points = (known && known.points) || []; }
-      const done = ['SUCCEEDED', 'FAILED', 'CANCELLED', 'STOPPED'].includes(t.state);
-      cache[t.job] = { points, done };
-      out.push(points);
+      const byEpoch = {};
+      let from = 0;
+      for (const ex of t.exploits || []) {
+        if (!ex.job) continue;
+        const p = await jobPoints(ex.job, field, true, cache);
+        for (const e of Object.keys(p).map(Number)) if (e > from && e <= ex.epoch) byEpoch[e] = p[e];
+        from = ex.epoch;
+      }
+      if (t.job) {
+        const p = await jobPoints(t.job, field, ['SUCCEEDED', 'FAILED', 'CANCELLED', 'STOPPED'].includes(t.state), cache);
+        for (const e of Object.keys(p).map(Number)) if (e > from) byEpoch[e] = p[e];
+      }
+      out.push(Object.keys(byEpoch).map(Number).sort((a, b) => a - b).map((e) => [e, byEpoch[e]]));
     }
     return out;
+  }
+
+  // PBT's exploits, oldest first: {trial, from, epoch, job, from_job, metric, from_metric, params}.
+  function exploits(x) {
+    const out = [];
+    x.trials.forEach((t, i) => { for (const ex of t.exploits || []) out.push(Object.assign({ trial: i }, ex)); });
+    return out.sort((a, b) => a.epoch - b.epoch || a.trial - b.trial);
   }
 
   function drawCurves(box, x, pts, bestTrial) {
@@ -127,9 +154,49 @@
                     points: { show: true, size: best ? 7 : 4 } });
     });
     const width = Math.max(320, box.clientWidth || 600);
+    // each exploit: a dashed line at its epoch from the trial's value up to the better
+    // trial's (where the trial went on from), in the better trial's color, a dot at the bottom
+    const marks = exploits(x).filter((m) => typeof m.metric === 'number' && typeof m.from_metric === 'number');
+    box.dataset.exploitMarks = String(marks.length);
+    const draw = (u) => {
+      const ctx = u.ctx;
+      ctx.save();
+      for (const m of marks) {
+        const px = u.valToPos(m.epoch, 'x', true), y0 = u.valToPos(m.metric, 'y', true), y1 = u.valToPos(m.from_metric, 'y', true);
+        ctx.strokeStyle = ctx.fillStyle = m.from === bestTrial ? '#e0a000' : color(x.trials[m.from] || {}, m.from);
+        ctx.lineWidth = 2;
+        ctx.setLineDash([4, 3]);
+        ctx.beginPath(); ctx.moveTo(px, y0); ctx.lineTo(px, y1); ctx.stroke();
+        ctx.setLineDash([]);
+        ctx.beginPath(); ctx.arc(px, y0, 4, 0, 2 * Math.PI); ctx.fill();
+      }
+      ctx.restore();
+    };
     // eslint-disable-next-line no-undef
-    return new uPlot({ width, height: 260, series, legend: { show: false },
+    return new uPlot({ width, height: 260, series, legend: { show: false }, hooks: { draw: [draw] },
                        axes: [{ label: 'epoch' }, { label: x.metric }], scales: { x: { time: false } } }, data, box);
+  }
+
+  // PBT's exploits as a list under the charts, one line each (hidden for other methods).
+  function fillExploits(box, x) {
+    box.innerHTML = '';
+    const all = exploits(x);
+    box.hidden = x.method !== 'pbt';
+    if (box.hidden) return;
+    box.append(el('h2', {}, 'Exploits (' + all.length + ')'));
+    if (!all.length) { box.append(el('p', { class: 'muted' }, 'no exploit yet')); return; }
+    const ul = el('ul', { id: 'experiment-exploits' });
+    for (const m of all) {
+      const li = el('li', { class: 'exploit', 'data-trial': String(m.trial), 'data-from': String(m.from),
+                            'data-epoch': String(m.epoch), 'data-job': m.job || '', 'data-from-job': m.from_job || '' });
+      li.append(el('span', {}, 'epoch ' + m.epoch + ': trial ' + m.trial + ' (' + num(m.metric) + ') copied trial ' +
+                   m.from + ' (' + num(m.from_metric) + '): job '));
+      li.append(el('a', { href: '#/jobs/' + m.job }, m.job), el('span', {}, ' stopped, went on from '));
+      li.append(el('a', { href: '#/jobs/' + m.from_job }, m.from_job),
+                el('span', {}, '\'s checkpoint with ' + params(m.params)));
+      ul.append(li);
+    }
+    box.append(ul);
   }
 
   // The metric against the first searched parameter (log axis for log_uniform), one dot per
@@ -190,6 +257,9 @@
       else jc.textContent = '–';
       tr.append(jc);
       for (const c of [t.state, String(t.rung), String(t.epochs_trained), num(t.metric), params(t.params)]) tr.append(el('td', {}, c));
+      // PBT: the trials it copied, "t1@1" for trial 1 at epoch 1
+      if (x.method === 'pbt')
+        tr.append(el('td', { class: 'exploits' }, (t.exploits || []).map((m) => 't' + m.from + '@' + m.epoch).join(' ') || '–'));
       tbody.append(tr);
     });
   }
@@ -216,7 +286,9 @@
     thead.append(hr);
     const tbody = el('tbody');
     table.append(thead, tbody);
-    card.append(head, charts, table);
+    const exploitBox = el('section', { class: 'card', id: 'experiment-exploit-card' });
+    exploitBox.hidden = true;
+    card.append(head, charts, exploitBox, table);
     view.append(card);
     let stopped = false, timer = null, plot = null;
     const cache = {};
@@ -229,7 +301,9 @@
         title.textContent = x.id + '  ' + x.name;
         summary.textContent = x.state + ' · ' + x.method + ' search of ' + x.trials_total + ' trials · ' + x.metric +
           ' (' + ((x.search && x.search.mode) || '') + ')' + (x.best ? ' · best ' + num(x.best.metric) + ' (trial ' + x.best.trial + ')' : '');
+        if (x.method === 'pbt' && hr.children.length === 7) hr.append(el('th', {}, 'Copied'));
         fillTable(tbody, x, bestTrial);
+        fillExploits(exploitBox, x);
         drawScatter(scatterBox, x, bestTrial);
         const pts = await curves(x, cache);
         if (plot) plot.destroy();

@@ -3,7 +3,10 @@
 // its row, which opens its page; the page has one chart of every trial's metric per epoch
 // (a uPlot canvas), a scatter of the metric against the searched parameter with a dot per
 // evaluated trial, the stopped ones grey and the best one highlighted, and a table row per
-// trial whose job links to the job's page; no page error. Exit 0 = pass, 1 = fail.
+// trial whose job links to the job's page; no page error. A PBT experiment (run by
+// tests/integration/experiment_pbt.sh): a line per exploit saying which trial copied which
+// at which epoch and from which jobs, each trial's "Copied" cell, and a mark per exploit on
+// the chart. Exit 0 = pass, 1 = fail.
 // usage: node experiment.mjs BASE_URL TOKEN EXPERIMENT_ID SCREENSHOT.png
 import { chromium } from 'playwright-core';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -66,6 +69,21 @@ try {
     'the scatter has a dot per evaluated trial (' + dots.length + ')');
   check(dots.filter((d) => d.cls.includes('best')).length === 1, 'one dot, the best trial\'s, is highlighted');
   check(dots.filter((d) => d.cls.includes('stopped')).every((d) => d.fill === '#b8bec9'), 'the stopped trials\' dots are grey');
+  if (api.method === 'pbt') {
+    const key = (m) => [m.epoch, m.trial, m.from, m.job, m.from_job].join(' ');
+    const want = api.trials.flatMap((t, i) => (t.exploits || []).map((m) => key(Object.assign({ trial: i }, m)))).sort();
+    await page.waitForSelector('#experiment-exploits li.exploit', { timeout: 15000 }).catch(() => {});
+    const got = await page.$$eval('#experiment-exploits li.exploit', (ls) => ls.map((l) => [l.dataset.epoch,
+      l.dataset.trial, l.dataset.from, l.dataset.job, l.dataset.fromJob].join(' ')));
+    check(want.length > 0 && got.sort().join('|') === want.join('|'),
+      'a line per exploit: which trial copied which, at which epoch, from which jobs (' + got.join('; ') + ')');
+    const copied = await page.$$eval('#trials tbody tr[data-trial] td.exploits', (tds) => tds.map((td) => td.textContent));
+    check(copied.length === api.trials.length && api.trials.every((t, i) =>
+      copied[i] === ((t.exploits || []).map((m) => 't' + m.from + '@' + m.epoch).join(' ') || '–')),
+      'each trial\'s Copied cell names the trials it copied and the epochs (' + copied.join(', ') + ')');
+    const marks = await page.$eval('#experiment-curves', (b) => b.dataset.exploitMarks);
+    check(+marks === want.length, 'a mark per exploit on the chart (' + marks + ')');
+  }
   const link = rows[0].link;
   await page.click(`#trials a[href="${link}"]`);
   await page.waitForFunction((l) => location.hash === l, link, { timeout: 10000 });

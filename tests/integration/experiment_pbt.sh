@@ -9,8 +9,9 @@
 # recorded on the trial and as an event, every trial ends with the spec's epochs, and the
 # experiment SUCCEEDS. The coordinator is restarted once trial 0 has passed its first point:
 # what it recorded (each trial's values at the points, its exploits) is kept, each trial runs
-# one job per exploit plus one, and trial 2's exploit is the new coordinator's. Bad PBT fields
-# are refused naming the field.
+# one job per exploit plus one, and trial 2's exploit is the new coordinator's. The
+# dashboard's page lists and marks every exploit (tests/browser/experiment.mjs) where
+# chromium is installed. Bad PBT fields are refused naming the field.
 . tests/integration/coordinator_lib.inc
 need_api_tools
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
@@ -122,6 +123,15 @@ if [ -x "$PACER" ]; then
     [ "$(grep -c '^trial [0-2] exploited trial [0-2] at epoch [12] (job j-[0-9]* stopped' "$TMP/get.txt")" = "$n" ] ||
         { cat "$TMP/get.txt"; fail "pacer experiment get $X: not one line per exploit"; }
     echo "ok: pacer experiment get lists the $n exploit(s)"
+fi
+# the dashboard's experiment page marks the exploits (static/experiments.js), in a real browser where there is one
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+if [ -x "$CHROMIUM" ] && command -v node >/dev/null && [ -d tests/browser/node_modules/playwright-core ]; then
+    CHROMIUM=$CHROMIUM timeout 120 node tests/browser/experiment.mjs "$BASE" "$ADMIN" "$X" "$BUILD/experiment_pbt.png" ||
+        fail "the dashboard's page of PBT experiment $X"
+    echo "ok: the dashboard's page of $X lists and marks its $n exploit(s) ($BUILD/experiment_pbt.png)"
+else
+    echo "ok (the dashboard's exploit marks not checked: they need chromium, node and tests/browser's playwright-core)"
 fi
 # what Redis holds is outside input: a trial whose exploit parts are damaged is named, never used
 rcli HSET "pacer:experiment:$X" trial:1 \

@@ -37,8 +37,9 @@ extern "C" {
  * 12: Swin's LAYER_GATHER_PARAM and layer_t's gp_table;
  * 13: the vision transformers' LAYER_EXPAND (the class token);
  * 14: the language models' kinds LAYER_EMBED and LAYER_CAUSAL_SOFTMAX,
- * layer_t's tied and model_t's positions */
-#define PACER_CUDA_ABI 14
+ * layer_t's tied and model_t's positions;
+ * 15: LAYER_BPOW (Pow of a tensor exponent) */
+#define PACER_CUDA_ABI 15
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
 typedef struct cuda_model cuda_model_t;

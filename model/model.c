@@ -426,7 +426,8 @@ int model_build_binary(model_builder_t *b, layer_kind_t kind, int a, int x)
     /* the batch strides: 0 for a batch-less constant (infer_binary sets the others) */
     l->bc.sa[0] = !ca;
     l->bc.sb[0] = !cx;
-    const int ok = kind >= LAYER_BADD && kind <= LAYER_DIV && !(ca && cx) && infer_layer(b, li, shape_at(b, x)) == 0;
+    const int ok = ((kind >= LAYER_BADD && kind <= LAYER_DIV) || kind == LAYER_BPOW) && !(ca && cx) &&
+                   infer_layer(b, li, shape_at(b, x)) == 0;
     if (!ok) b->failed = 1;
     finish_layer(b, li, ok);
     return li;

@@ -182,6 +182,10 @@ typedef enum {
      * masked half is never computed). */
     LAYER_EMBED,
     LAYER_CAUSAL_SOFTMAX,
+    /* ONNX's Pow of an exponent that is a tensor (a constant of any shape, or an activation):
+     * in ^ in2 with NumPy broadcasting like LAYER_BADD (bc); its backward adds into both
+     * inputs' gradients (binary_backward), which it never sets */
+    LAYER_BPOW,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -386,7 +390,8 @@ int model_build_elementwise(model_builder_t *b, layer_kind_t kind, int in, float
 /* A LAYER_CONST of shape s (no batch axis), the tensor name in params (frozen 0) or in
  * buffers (frozen 1) */
 int model_build_const(model_builder_t *b, const model_shape_t *s, const char *name, int frozen);
-/* kind LAYER_BADD, LAYER_SUB, LAYER_BMUL or LAYER_DIV: a op x, broadcast; not both constants */
+/* kind LAYER_BADD, LAYER_SUB, LAYER_BMUL, LAYER_DIV or LAYER_BPOW: a op x, broadcast; not
+ * both constants */
 int model_build_binary(model_builder_t *b, layer_kind_t kind, int a, int x);
 /* in's elements in the shape to (the same count) */
 int model_build_reshape(model_builder_t *b, int in, const model_shape_t *to);

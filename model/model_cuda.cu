@@ -1039,6 +1039,7 @@ static binary_op_t binary_of(const layer_t *l)
     return l->kind == LAYER_SUB    ? BINARY_SUB
            : l->kind == LAYER_BMUL ? BINARY_MUL
            : l->kind == LAYER_DIV  ? BINARY_DIV
+           : l->kind == LAYER_BPOW ? BINARY_POW
                                    : BINARY_ADD;
 }
 static int binary_fwd(cuda_model_t *cm, int i, int B, int train)
@@ -1258,6 +1259,7 @@ static constexpr cuda_op_t CUDA_OPS[] = {
      * by cuda_model_create: the rank stays on the CPU) */
     {LAYER_EMBED, embed_fwd, embed_bwd, NULL},
     {LAYER_CAUSAL_SOFTMAX, causal_fwd, causal_bwd, NULL},
+    {LAYER_BPOW, binary_fwd, binary_bwd, NULL},
 };
 static_assert(sizeof CUDA_OPS / sizeof CUDA_OPS[0] == LAYER_KIND_COUNT, "one CUDA row per layer kind");
 static constexpr bool cuda_ops_in_order(int k)

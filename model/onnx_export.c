@@ -1095,6 +1095,7 @@ static void (*const EXPORTS[LAYER_KIND_COUNT])(gen_t *x, const layer_exp_t *ex) 
     [LAYER_BADD] = export_binary,
     [LAYER_BMUL] = export_binary,
     [LAYER_DIV] = export_binary,
+    [LAYER_BPOW] = export_binary,
     [LAYER_POW] = export_pow,
     [LAYER_LEAKY_RELU] = export_leaky_relu,
     [LAYER_CLIP] = export_clip,

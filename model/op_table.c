@@ -772,6 +772,21 @@ OP_STEPS(sub, binary, BINARY_SUB)
 OP_STEPS(bmul, binary, BINARY_MUL)
 OP_STEPS(div, binary, BINARY_DIV)
 
+/* Pow of a tensor exponent: the broadcast walk of ops.h's binary_forward and
+ * binary_backward (the row kernels take Add to Div), which adds into both gradients */
+static void bpow_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    binary_forward(BINARY_POW, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
+}
+
+static void bpow_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    binary_backward(BINARY_POW, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->dacts + l->out_off,
+                    dbinary_of(m, l->in), dbinary_of(m, l->in2));
+}
+
 static double flops_none(const layer_t *l) { return 0.0; }
 
 /* a copy of the contiguous data (the shape is the layer's); the gradient added back, or
@@ -1033,7 +1048,7 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_LEAKY_RELU] = {LAYER_LEAKY_RELU, "leaky relu", "LeakyRelu", "LeakyRelu", 1, IN1, infer_same, NULL, flops_pass, leaky_relu_fwd, leaky_relu_bwd, OWN},
     [LAYER_SIGMOID]    = {LAYER_SIGMOID, "sigmoid", "Sigmoid", "Sigmoid", 1, IN1, infer_same, NULL, flops_pass, sigmoid_fwd, sigmoid_bwd, OWN},
     [LAYER_TANH]       = {LAYER_TANH, "tanh", "Tanh", "Tanh", 1, IN1, infer_same, NULL, flops_pass, tanh_fwd, tanh_bwd, OWN},
-    [LAYER_CONCAT]     = {LAYER_CONCAT, "concat", "Concat, Pad (mode constant, of its value)", "Concat", 2, IN12, infer_concat, NULL, flops_pass, concat_fwd, concat_bwd, OWN},
+    [LAYER_CONCAT]     = {LAYER_CONCAT, "concat", "Concat, Pad (of its value; reflect, edge)", "Concat", 2, IN12, infer_concat, NULL, flops_pass, concat_fwd, concat_bwd, OWN},
     /* the inference form: dropout is exported as the identity */
     [LAYER_DROPOUT]    = {LAYER_DROPOUT, "dropout", "Dropout", "Identity", 1, IN1, infer_same, NULL, flops_pass, dropout_fwd, dropout_bwd, OWN},
     /* exported in opset 13's form: the bounds as constant inputs */
@@ -1087,6 +1102,8 @@ const model_op_t MODEL_OPS[] = {
     /* the language models' rows: built in (model/gpt.c), not imported or exported yet */
     [LAYER_EMBED]      = {LAYER_EMBED, "embedding", "", "Gather", 1, 0, infer_embed, NULL, flops_embed, embed_fwd, embed_bwd, OWN},
     [LAYER_CAUSAL_SOFTMAX] = {LAYER_CAUSAL_SOFTMAX, "causal softmax", "", "Softmax", 1, IN1, infer_causal, NULL, flops_causal, causal_fwd, causal_bwd, OWN},
+    /* broadcasting like LAYER_BADD; the exponent a constant or an activation */
+    [LAYER_BPOW]       = {LAYER_BPOW, "broadcast pow", "Pow (tensor exponent)", "Pow", 2, IN12, infer_binary, NULL, flops_pass, bpow_fwd, bpow_bwd, OWN},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

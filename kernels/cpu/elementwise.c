@@ -364,7 +364,7 @@ void binary_backward(binary_op_t op, const bcast_desc_t *d, int B, const float *
     const size_t n = bcast_count(d, B);
     for (size_t o = 0; o < n; o++, bcast_next(d, B, &p)) {
         const float g = dout[o], x = a[p.ia], y = b[p.ib];
-        if (da) da[p.ia] += binary_grad_x(op, g, y);
+        if (da) da[p.ia] += binary_grad_xy(op, g, x, y);
         if (db) db[p.ib] += binary_grad_y(op, g, x, y);
     }
 }

@@ -265,13 +265,16 @@ static inline OPS_HD float unary_grad(unary_op_t op, float x, float y, float g, 
 }
 
 /* Binary operators with NumPy broadcasting (ops.h's binary_forward). */
-typedef enum { BINARY_ADD, BINARY_SUB, BINARY_MUL, BINARY_DIV } binary_op_t;
+/* BINARY_POW (x ^ y, powf) runs through binary_forward and binary_backward only: the
+ * row kernels (binary_rows_*) take the other four. */
+typedef enum { BINARY_ADD, BINARY_SUB, BINARY_MUL, BINARY_DIV, BINARY_POW } binary_op_t;
 
 static inline OPS_HD float binary_fn(binary_op_t op, float x, float y)
 {
     return op == BINARY_ADD   ? UFN_ADD(x, y)
            : op == BINARY_SUB ? UFN_SUB(x, y)
            : op == BINARY_MUL ? UFN_MUL(x, y)
+           : op == BINARY_POW ? powf(x, y)
                               : UFN_DIV(x, y);
 }
 
@@ -284,10 +287,21 @@ static inline OPS_HD float binary_grad_x(binary_op_t op, float g, float y)
 
 static inline OPS_HD float binary_grad_y(binary_op_t op, float g, float x, float y)
 {
+    /* Pow's: g * x^y * ln x, and 0 where x is 0 and y not negative (PyTorch's rule: the
+     * limit, where ln 0 would give NaN) */
+    if (op == BINARY_POW) return x == 0.0f && y >= 0.0f ? 0.0f : UFN_MUL(UFN_MUL(g, powf(x, y)), logf(x));
     return op == BINARY_ADD   ? g
            : op == BINARY_SUB ? -g
            : op == BINARY_MUL ? UFN_MUL(g, x)
                               : UFN_DIV(UFN_MUL(-g, x), UFN_MUL(y, y));
+}
+
+/* binary_grad_x with x's own value too, which Pow's term reads: g * y * x^(y - 1) (0 where
+ * y is 0, as PyTorch's). */
+static inline OPS_HD float binary_grad_xy(binary_op_t op, float g, float x, float y)
+{
+    if (op == BINARY_POW) return y == 0.0f ? 0.0f : UFN_MUL(UFN_MUL(g, y), powf(x, UFN_SUB(y, 1.0f)));
+    return binary_grad_x(op, g, y);
 }
 
 #endif

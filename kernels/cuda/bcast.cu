@@ -78,7 +78,7 @@ __global__ void binary_bwd_kernel(binary_op_t op, bcast_dev_t g, int of_b, const
             }
         }
         size_t cnt[BCAST_MAX_AXES] = {0};
-        const float ye = of_b ? b[e] : 0.0f; /* b's own value, which its term reads */
+        const float ye = of_b ? b[e] : a[e]; /* the input's own value, which its term reads */
         float acc = dx[e];
         for (;;) {
             size_t o = o0, io = io0;
@@ -87,7 +87,7 @@ __global__ void binary_bwd_kernel(binary_op_t op, bcast_dev_t g, int of_b, const
                 io += cnt[k] * so[bax[k]];
             }
             const float gv = dout[o], ov = other[io];
-            acc = __fadd_rn(acc, of_b ? binary_grad_y(op, gv, ov, ye) : binary_grad_x(op, gv, ov));
+            acc = __fadd_rn(acc, of_b ? binary_grad_y(op, gv, ov, ye) : binary_grad_xy(op, gv, ye, ov));
             int k = nb - 1;
             for (; k >= 0; k--) {
                 if (++cnt[k] < g.dims[bax[k]]) break;

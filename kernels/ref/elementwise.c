@@ -59,7 +59,11 @@ void ref_binary_forward(binary_op_t op, const bcast_desc_t *d, int B, const doub
             ib += i * d->sb[ax];
         }
         const double u = a[ia], v = b[ib];
-        y[o] = op == BINARY_ADD ? u + v : op == BINARY_SUB ? u - v : op == BINARY_MUL ? u * v : u / v;
+        y[o] = op == BINARY_ADD   ? u + v
+               : op == BINARY_SUB ? u - v
+               : op == BINARY_MUL ? u * v
+               : op == BINARY_POW ? pow(u, v)
+                                  : u / v;
     }
 }
 

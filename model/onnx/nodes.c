@@ -2046,7 +2046,21 @@ static int do_constant(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     return 0;
 }
 
-/* functions of one input (the table's unary rows); Pow's exponent a constant scalar */
+/* Pow's exponent as one finite float into *a: a constant of one float32 or int64 value; 0,
+ * or -1 (a tensor of another size, or no constant: the broadcasting LAYER_BPOW's). */
+static int pow_scalar(imp_t *im, const Onnx__NodeProto *n, float *a)
+{
+    const Onnx__TensorProto *t = n->n_input == 2 ? imp_input_tensor(im, n, 1) : NULL;
+    int64_t v;
+    if (!t || imp_tensor_count(t) != 1) return -1;
+    if (imp_tensor_ints(t, &v, 1) == 1) return *a = (float)v, 0;
+    return t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT && imp_tensor_floats(im, t, a, 1) == 0 && isfinite(*a)
+               ? 0
+               : -1;
+}
+
+/* functions of one input (the table's unary rows); Pow's exponent a constant scalar (any
+ * other exponent: the broadcasting LAYER_BPOW) */
 static int do_unary_kind(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, layer_kind_t kind)
 {
     static const char *const none[] = {NULL};
@@ -2055,10 +2069,8 @@ static int do_unary_kind(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n
     if (imp_check_attrs(im, n, none) || imp_input_layer(im, n, 0, &x)) return -1;
     float a = 0.0f;
     if (kind == LAYER_POW) {
-        const Onnx__TensorProto *t = n->n_input == 2 ? imp_input_tensor(im, n, 1) : NULL;
-        if (!t || imp_tensor_count(t) != 1 || imp_tensor_floats(im, t, &a, 1) != 0 || !isfinite(a))
-            return imp_fail(im, "node '%s' (Pow): the exponent must be a constant finite float scalar",
-                            imp_node_name(n));
+        if (n->n_input != 2) return imp_fail(im, "node '%s' (Pow): %zu inputs, want 2", imp_node_name(n), n->n_input);
+        if (pow_scalar(im, n, &a) != 0) return do_binary(im, b, n, LAYER_BPOW);
     } else if (n->n_input != 1)
         return imp_fail(im, "node '%s' (%s): %zu inputs, want 1", imp_node_name(n), op, n->n_input);
     return define_output(im, n, model_build_unary(b, kind, x->layer, a), x->flat);

@@ -68,7 +68,9 @@ Writes under OUTDIR:
   bn_training/ BatchNormalization with training_mode 1 (the batch's statistics): refused, the
              forward of a case being in evaluation mode;
   unary/     Sqrt(Abs(Exp(Neg(x)))) then Reciprocal then Pow(., 2.5) on x (2, 3, 4): passes;
-  pow_tensor/ Pow whose exponent is a (3, 4) initializer: refused (a constant scalar only);
+  pow_tensor/ Pow whose exponent is a (3, 4) initializer (of integers: x may be negative):
+             passes; pow_inputs/ Pow of x (2, 3, 4) > 0 by z (2, 3, 4), both graph inputs:
+             passes; pow_int/ Pow by an int64 initializer (4): refused by its type;
   bcast/     ((x (2, 3, 4) - c (3, 1)) * k (4), a Constant) / x: broadcasting, passes;
   bcast_rank/ x (2, 3, 4) + c (2, 3, 4): a constant with the batch's axis: read as one
              sample of fixed shape, passes;
@@ -265,8 +267,9 @@ def main():
     nd_case("unary", [k("Neg", "x", "a"), k("Exp", "a", "b"), k("Abs", "b", "c"), k("Sqrt", "c", "d"),
                       k("Reciprocal", "d", "e"), k("Pow", "e", "p", "y")], [2, 3, 4], [2, 3, 4],
             lambda v: (1 / np.sqrt(np.abs(np.exp(-v)))) ** 2.5, [numpy_helper.from_array(np.float32(2.5), "p")])
-    nd_case("pow_tensor", [k("Pow", "x", "p", "y")], [2, 3, 4], [2, 3, 4], lambda v: v,
-            [numpy_helper.from_array(np.ones((3, 4), np.float32), "p")])
+    pt = (np.arange(12).reshape(3, 4) % 3 + 1).astype(np.float32)
+    nd_case("pow_tensor", [k("Pow", "x", "p", "y")], [2, 3, 4], [2, 3, 4], lambda v: v ** pt,
+            [numpy_helper.from_array(pt, "p")])
 
     cv = rng.standard_normal((3, 1)).astype(np.float32)
     kv = rng.standard_normal(4).astype(np.float32)
@@ -417,6 +420,10 @@ def main():
          [("x", xa0), ("z", za0)], [("y", np.concatenate([xa0, za0]).astype(np.float64).sum(axis=0)[None, None])],
          [i64("r0", [0]), i64("u0", [0])])
     case("unit_scalar", [k("Neg", "x", "y")], [("x", np.array(1.5, np.float32))], [("y", np.array(-1.5))])
+    xpw, zpw = np.abs(rnd(2, 3, 4)) + 0.5, rnd(2, 3, 4)
+    case("pow_inputs", [k("Pow", "x", "z", "y")], [("x", xpw), ("z", zpw)],
+         [("y", xpw.astype(np.float64) ** zpw.astype(np.float64))])
+    case("pow_int", [k("Pow", "x", "q", "y")], [("x", xpw)], [("y", xpw)], [i64("q", [1, 2, 3, 4])])
     xg4, bg, cg = rnd(4, 3), rnd(5, 4), rnd(1, 5)
     case("unit_gemm", [helper.make_node("Gemm", ["x", "B", "C"], ["y"], transA=1, transB=1, alpha=0.5, beta=2.0)],
          [("x", xg4), ("B", bg), ("C", cg)],

@@ -338,6 +338,30 @@ static void ref_div(const ref_in_t *in, double *y)
     ref_binary_forward(BINARY_DIV, &l->bc, in->B, in->x, s, y);
     free(s);
 }
+/* exp(x) (C, H, W) ^ c (C, 1, 1): Pow of a tensor exponent (a positive base: a fractional
+ * power of a negative one is NaN), the exponent's gradient too */
+static int build_bpow(model_builder_t *b, int x)
+{
+    return model_build_binary(b, LAYER_BPOW, model_build_unary(b, LAYER_EXP, x, 0.0f), build_const_of(b, 3, 3, 1, 1));
+}
+static void ref_bpow(const ref_in_t *in, double *y)
+{
+    const size_t n = in_count(in);
+    double *e = malloc(n * sizeof *e);
+    assert_non_null(e);
+    for (size_t i = 0; i < n; i++) e[i] = exp(in->x[i]);
+    ref_binary_forward(BINARY_POW, &in->l->bc, in->B, e, const_params(in, in->l->in2), y);
+    free(e);
+}
+/* exp(x) ^ x: two activations, both batched */
+static int build_bpow_act(model_builder_t *b, int x)
+{
+    return model_build_binary(b, LAYER_BPOW, model_build_unary(b, LAYER_EXP, x, 0.0f), x);
+}
+static void ref_bpow_act(const ref_in_t *in, double *y)
+{
+    for (size_t i = 0; i < in_count(in); i++) y[i] = pow(exp(in->x[i]), in->x[i]);
+}
 
 /* Data movement: x (3, 5, 4) as (5, 12); transposed (W, C, H); every other W from 1 */
 static int build_reshape(model_builder_t *b, int x)
@@ -560,6 +584,7 @@ static const row_case_t CASES[] = {
     {LAYER_EXPAND, 3, 1, 4, build_expand, ref_view, 0, 1e-3, 0, 0},
     /* the language models' (LAYER_EMBED: test_gpt) */
     {LAYER_CAUSAL_SOFTMAX, 3, 4, 4, build_causal, ref_causal, 1e-6, 1e-3, 1e-6, 0},
+    {LAYER_BPOW, 3, 5, 4, build_bpow, ref_bpow, 1e-6, 1e-3, 1e-6, 0},
 };
 
 /* Further cases of rows whose case above does not reach every path (the shape generator
@@ -573,6 +598,7 @@ static const row_case_t MORE_CASES[] = {
     {LAYER_SOFTMAX, 3, 5, 4, build_softmax_last, ref_softmax_layer, 1e-6, 1e-3, 1e-6, 0},
     {LAYER_EXPAND, 3, 5, 4, build_expand_const, ref_expand_const, 1e-6, 1e-3, 1e-6, 1},
     {LAYER_LINEAR, 3, 5, 4, build_linear_out_in, ref_linear, 1e-5, 1e-3, 1e-4, 0},
+    {LAYER_BPOW, 3, 5, 4, build_bpow_act, ref_bpow_act, 1e-6, 1e-3, 1e-6, 0},
 };
 
 static const row_case_t *case_of(layer_kind_t k)
@@ -767,7 +793,7 @@ static void run_row(layer_kind_t k)
     }
     /* the importer's refusals list the row's ONNX operators (generated from the table); a
      * row with none is built in only (the language models' causal softmax) */
-    char supported[1024];
+    char supported[4096];
     onnx_supported_ops(supported, sizeof supported);
     if (*op->onnx_import && !strstr(supported, op->onnx_import))
         fail_msg("row %s: '%s' is missing from the importer's supported operators (%s)", row, op->onnx_import,

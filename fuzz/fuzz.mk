@@ -27,7 +27,7 @@ FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-fr
 FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lzip -lpng16 -ljpeg -lpthread -lm
 
 FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file \
-                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef ckptfence tokfile bpe tokenizer search notice webhook genreq
+                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef ckptfence tokfile bpe tokenizer search notice webhook genreq slurm
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 # What each harness links besides its own file: the code it drives, no more (the worker's
@@ -51,6 +51,8 @@ FUZZ_SRC_webhook    := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 # a generate request's body (coordinator/textgen.h): the fields a pacer-generate process gets
 FUZZ_SRC_genreq     := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_history    := $(FUZZ_COORD_SRC) $(COMMON_SRC)
+# what the slurm launcher reads from scontrol and sinfo (coordinator/launcher.h)
+FUZZ_SRC_slurm      := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_netprobe   := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_modelindex := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_npy        := $(COMMON_SRC)
@@ -109,6 +111,7 @@ FUZZ_MAXLEN_dcache     := 4200
 FUZZ_MAXLEN_onnx       := 8192
 FUZZ_MAXLEN_onnx_case  := 8192
 FUZZ_MAXLEN_sched      := 8192
+FUZZ_MAXLEN_slurm      := 4096
 
 FUZZ_RUNS_request    = $(FUZZ_RUNS_PARSERS)
 FUZZ_RUNS_spec       = $(FUZZ_RUNS_PARSERS)

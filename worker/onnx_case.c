@@ -211,8 +211,15 @@ static int run_set(const char *dir, const char *set, const uint8_t *onnx, size_t
             goto out;
         }
     }
+    for (int d = 0; d < in[0].ndims; d++)
+        if (in[0].dims[d] < 1) {
+            char s[160];
+            shape_str(&in[0], s, sizeof s);
+            snprintf(err, sizeof err, "%s/input_0.pb: shape %s: an empty tensor (a dimension of 0) is not read", set, s);
+            goto out;
+        }
     /* rank 0: one sample of a scalar (onnx_import_case_inputs reads it as one sample) */
-    if (in[0].ndims > 1 + MODEL_MAX_RANK || (in[0].ndims && in[0].dims[0] < 1)) {
+    if (in[0].ndims > 1 + MODEL_MAX_RANK) {
         char s[160];
         shape_str(&in[0], s, sizeof s);
         snprintf(err, sizeof err, "%s/input_0.pb: shape %s: the activation must be a batch (N, ...) of rank 0 to %d",

@@ -31,6 +31,7 @@ Writes under OUTDIR:
   conv3d/    Conv on a volume x (2, 2, 5, 6, 7) by W (4, 1, 2, 3, 2), strides (2, 1, 2), pads
              (1, 0, 1) and (0, 2, 1), dilations (1, 2, 1), group 2: passes against numpy;
   nd_rank7/  Relu on x of rank 7: more axes than a sample may have, refused;
+  nd_empty/  Relu on x (2, 0, 3): an empty tensor, refused by name;
   inputs_add/ Add of x (2, 3, 4) and z (2, 3, 4), both graph inputs: z is an activation like x
              (fed with it), passes;
   conv_w_batch/ Conv of x (4, 3, 5, 5) by a weight W (4, 3, 3, 3) given as a graph input whose
@@ -262,6 +263,7 @@ def main():
             [2, 4, 3, 4, 4], lambda v: conv3d(v, wv.astype(np.float64), [2, 1, 2], [1, 0, 1], [0, 2, 1], [1, 2, 1], 2),
             [numpy_helper.from_array(wv, "W")])
     nd_case("nd_rank7", [relu], [1, 2, 1, 2, 1, 2, 1], [1, 2, 1, 2, 1, 2, 1], lambda v: np.maximum(v, 0))
+    nd_case("nd_empty", [relu], [2, 0, 3], [2, 0, 3], lambda v: np.maximum(v, 0))
 
     k = lambda *s: helper.make_node(s[0], list(s[1:-1]), [s[-1]])
     nd_case("unary", [k("Neg", "x", "a"), k("Exp", "a", "b"), k("Abs", "b", "c"), k("Sqrt", "c", "d"),

@@ -2059,6 +2059,45 @@ static int pow_scalar(imp_t *im, const Onnx__NodeProto *n, float *a)
                : -1;
 }
 
+/* Pow's exponent an int64 initializer that only Pow nodes read as their exponent: its values
+ * as a folded array of floats (V_ARRAY, each exact: at most 2^24 in magnitude), which the
+ * broadcasting Pow reads as a constant operand like a float one; anything else is left as
+ * it is (a binary operand's refusal of its type then says why). */
+static void pow_int_exponent(imp_t *im, const Onnx__NodeProto *n)
+{
+    enum { MAX_EXPONENTS = 1 << 16 };
+    value_t *v = imp_find_value(im, n->input[1]);
+    const Onnx__NodeProto *r[8];
+    const int k = imp_readers(im, n->input[1], r, 8);
+    if (!v || v->kind != V_TENSOR || !v->tensor->has_data_type ||
+        v->tensor->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__INT64 || v->tensor->n_dims > 8 || k < 1 || k > 8)
+        return;
+    for (int i = 0; i < k; i++)
+        if (!r[i]->op_type || strcmp(r[i]->op_type, "Pow") != 0 || r[i]->n_input != 2 ||
+            strcmp(r[i]->input[0], n->input[1]) == 0)
+            return;
+    const int64_t cnt = imp_tensor_count(v->tensor);
+    if (cnt < 1 || cnt > MAX_EXPONENTS) return;
+    int64_t *ints = malloc((size_t)cnt * sizeof *ints);
+    double *arr = malloc((size_t)cnt * sizeof *arr);
+    int ok = ints && arr && imp_tensor_ints(v->tensor, ints, (int)cnt) == cnt;
+    for (int64_t i = 0; ok && i < cnt; i++) {
+        ok = ints[i] >= -DIM_MAX && ints[i] <= DIM_MAX;
+        arr[i] = (double)ints[i];
+    }
+    free(ints);
+    if (!ok) {
+        free(arr);
+        return;
+    }
+    v->kind = V_ARRAY;
+    v->arr = arr;
+    v->acount = (size_t)cnt;
+    v->afloat = 1;
+    v->arank = (int)v->tensor->n_dims;
+    for (int d = 0; d < v->arank; d++) v->adims[d] = v->tensor->dims[d];
+}
+
 /* functions of one input (the table's unary rows); Pow's exponent a constant scalar (any
  * other exponent: the broadcasting LAYER_BPOW) */
 static int do_unary_kind(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, layer_kind_t kind)
@@ -2070,7 +2109,10 @@ static int do_unary_kind(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n
     float a = 0.0f;
     if (kind == LAYER_POW) {
         if (n->n_input != 2) return imp_fail(im, "node '%s' (Pow): %zu inputs, want 2", imp_node_name(n), n->n_input);
-        if (pow_scalar(im, n, &a) != 0) return do_binary(im, b, n, LAYER_BPOW);
+        if (pow_scalar(im, n, &a) != 0) {
+            pow_int_exponent(im, n);
+            return do_binary(im, b, n, LAYER_BPOW);
+        }
     } else if (n->n_input != 1)
         return imp_fail(im, "node '%s' (%s): %zu inputs, want 1", imp_node_name(n), op, n->n_input);
     return define_output(im, n, model_build_unary(b, kind, x->layer, a), x->flat);

@@ -71,7 +71,7 @@ Writes under OUTDIR:
   unary/     Sqrt(Abs(Exp(Neg(x)))) then Reciprocal then Pow(., 2.5) on x (2, 3, 4): passes;
   pow_tensor/ Pow whose exponent is a (3, 4) initializer (of integers: x may be negative):
              passes; pow_inputs/ Pow of x (2, 3, 4) > 0 by z (2, 3, 4), both graph inputs:
-             passes; pow_int/ Pow by an int64 initializer (4): refused by its type;
+             passes; pow_int/ Pow by an int64 initializer (4): its values as floats, passes;
   bcast/     ((x (2, 3, 4) - c (3, 1)) * k (4), a Constant) / x: broadcasting, passes;
   bcast_rank/ x (2, 3, 4) + c (2, 3, 4): a constant with the batch's axis: read as one
              sample of fixed shape, passes;
@@ -425,7 +425,8 @@ def main():
     xpw, zpw = np.abs(rnd(2, 3, 4)) + 0.5, rnd(2, 3, 4)
     case("pow_inputs", [k("Pow", "x", "z", "y")], [("x", xpw), ("z", zpw)],
          [("y", xpw.astype(np.float64) ** zpw.astype(np.float64))])
-    case("pow_int", [k("Pow", "x", "q", "y")], [("x", xpw)], [("y", xpw)], [i64("q", [1, 2, 3, 4])])
+    case("pow_int", [k("Pow", "x", "q", "y")], [("x", xpw)], [("y", xpw.astype(np.float64) ** np.arange(1, 5))],
+         [i64("q", [1, 2, 3, 4])])
     xg4, bg, cg = rnd(4, 3), rnd(5, 4), rnd(1, 5)
     case("unit_gemm", [helper.make_node("Gemm", ["x", "B", "C"], ["y"], transA=1, transB=1, alpha=0.5, beta=2.0)],
          [("x", xg4), ("B", bg), ("C", cg)],

@@ -29,10 +29,16 @@
 # network 10.89.0), every host's link limited both ways to each of RATES in turn
 # (Mbit/s, default "1000 10000": deploy/netns/shape.sh, tbf or netem), MPI over TCP only;
 # a table of runs and medians per rate. Needs root; the namespaces are removed on any exit
-# (netns_bench_up's trap), an interrupt included.
+# (netns_bench_up's trap), an interrupt included. A rank waiting in MPI yields its core
+# (OMPI_MCA_mpi_yield_when_idle=1, as bench/tcp_eager.sh and sim_validate.sh run; set it
+# to 0 to see the other case): the 4 "hosts" share this machine's cores, and Open MPI,
+# which sees one rank a host, would otherwise poll at full speed while it waits, taking
+# the core from a rank of another "host" still computing, which separate hosts never do.
+# (Measured at 1 Gbit/s, 3 runs: polling gave stage 1 1.06x and stage 2 1.14x plain's
+# step, about what yielding gave; docs/PERFORMANCE.md.)
 #
 # usage: sh bench/shard_memory.sh   (NP=4 STEPS=6 BATCH=4 REPEAT=3 BIG=1 MODEL=... override)
-#        sudo NETNS=1 STEPS=8 BATCH=1 GPT='"layers": 4, "heads": 4, "embd": 384' sh bench/shard_memory.sh
+#        sudo NETNS=1 REPEAT=5 STEPS=10 BATCH=1 GPT='"layers": 4, "heads": 4, "embd": 384' sh bench/shard_memory.sh
 . bench/lib.sh
 NP=${NP:-4}
 STEPS=${STEPS:-6}
@@ -46,6 +52,7 @@ if [ "$NETNS" = 1 ]; then
     [ "$NP" = 4 ] || { echo "shard_memory: NETNS=1 runs 4 ranks, one a host (NP=$NP)"; exit 1; }
     case $BUILD in /*) B=$BUILD ;; *) B=$(pwd)/$BUILD ;; esac
     ON_NETNS=1 NETNS=$(pwd)/deploy/netns # from here, the path bench/lib.sh's helpers use
+    export OMPI_MCA_mpi_yield_when_idle="${OMPI_MCA_mpi_yield_when_idle:-1}"
 else
     ON_NETNS=0
 fi
@@ -72,6 +79,7 @@ JSON
 # run NAME [SHARD-JSON]: prints "NAME|peak_mb_rank0 ...|rss_mb ...|summary peak_rss_mb ...|median step s|comm"
 run() {
     spec "$TMP/$1.json" "${2:-}"
+    rm -f "$TMP/$1.jsonl" "$TMP/$1.out" # the worker appends its metrics: a run's own steps only
     if [ "$ON_NETNS" = 1 ]; then
         compress_mpirun "$TMP/$1.json" "$TMP/$1.log" --stop-after-steps "$STEPS" --summary "$TMP/$1.out" \
             --metrics "$TMP/$1.jsonl" &
@@ -163,7 +171,7 @@ if [ "$ON_NETNS" = 1 ]; then
     netns_four_up shardnetns psz- 10.89.0
     for rate in $RATES; do
         compress_shape "$rate"
-        compare "Step time on links of $rate Mbit/s, plain ssgd against algorithm.shard (\`NETNS=1 sh bench/shard_memory.sh\`, 4 ranks on 4 namespace hosts, $CPU, $REPEAT runs each, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start)"
+        compare "Step time on links of $rate Mbit/s, plain ssgd against algorithm.shard (\`NETNS=1 sh bench/shard_memory.sh\`, 4 ranks on 4 namespace hosts, mpi_yield_when_idle $OMPI_MCA_mpi_yield_when_idle, $CPU, $REPEAT runs each, load average $(cut -d' ' -f1-3 /proc/loadavg) at the start)"
     done
     exit 0
 fi

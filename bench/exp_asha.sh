@@ -12,7 +12,10 @@
 # one full trial's. Appends it to $OUT (bench/lib.sh). MIN_EPOCHS (1) and RF (3): ASHA's
 # first rung and reduction factor; METHODS="asha" runs ASHA alone (each trial trains as it
 # would in the random search, one process with a fixed seed, so an earlier run's random
-# bests for the same seeds still compare).
+# bests for the same seeds still compare: the per-seed bests are printed too). KEEP=DIR
+# keeps each search's GET answer (METHOD-SEED.json) and every trial's test accuracy per
+# epoch (METHOD-SEED-curves.json: [{"trial", "params", "acc": [epoch 1, 2, ...]}], from its
+# job's history): a random search's curves are what bench/asha_replay.py replays ASHA on.
 #   make && sh bench/exp_asha.sh   (about 5 minutes a seed on 2 cores)
 ROOT=$(pwd)
 . tests/integration/coordinator_lib.inc
@@ -53,6 +56,14 @@ for s in $SEEDS; do
         [ "$(jq -r .state "$TMP/$m-$s.json")" = SUCCEEDED ] || fail "$m seed $s: $(jq -c '{state, reason}' "$TMP/$m-$s.json")"
         jq -r '.finished - .submitted' "$TMP/$m-$s.json" >"$TMP/$m-$s.wall"
         jq -r .best.metric "$TMP/$m-$s.json" >"$TMP/$m-$s.best"
+        if [ -n "${KEEP:-}" ]; then
+            mkdir -p "$KEEP" && cp "$TMP/$m-$s.json" "$KEEP/$m-$s.json"
+            jq -c '.trials[] | {trial, job, params}' "$TMP/$m-$s.json" | while read -r t; do
+                curl -s -H "Authorization: Bearer $PACER_TOKEN" "$BASE/api/v1/jobs/$(echo "$t" | jq -r .job)/history" |
+                    jq -c --argjson t "$t" '$t + {acc: ([.accuracy[] | select(.rank == 0)] | group_by(.epoch)
+                        | map(.[-1].test_accuracy))}'
+            done | jq -s . >"$KEEP/$m-$s-curves.json"
+        fi
         echo "$m seed $s: $(cat "$TMP/$m-$s.wall") s, best $(cat "$TMP/$m-$s.best")," \
             "$(jq '[.trials[].epochs_trained] | add' "$TMP/$m-$s.json") epochs trained"
     done
@@ -60,7 +71,7 @@ for s in $SEEDS; do
     for j in $(jq -r '.trials[].job' "$TMP/random-$s.json"); do q "$j" '.finished - .started'; done |
         median >"$TMP/one-$s.wall"
 done
-col() { for s in $SEEDS; do cat "$TMP/$1-$s.$2"; done; }
+col() { for s in $SEEDS; do cat "$TMP/$1-$s.$2" 2>/dev/null; done; }
 md ""
 md "### ASHA against random search, $TRIALS LeNet-5 trials ($EPOCHS epochs of $TRAIN Fashion-MNIST images, $CONC at a time; seeds: $SEEDS; $(nproc) cores)"
 md ""
@@ -71,6 +82,8 @@ md "| ASHA (rf $RF, rungs from $MIN_EPOCHS epochs) | $(col asha wall | meansd 0)
 md "| random (every trial to the end) | $(col random wall | meansd 0) | $(col random best | meansd 4) |"
 md "| one full trial | $(col one wall | meansd 1) | - |"
 md ""
+[ -f "$TMP/asha-${SEEDS%% *}.json" ] || exit 0
+md "Per seed ($SEEDS): ASHA's best $(col asha best | tr '\n' ' ')and random's $(col random best | tr '\n' ' ')(final test accuracy)."
 md "ASHA's best minus random's (points): $(for s in $SEEDS; do awk -v a="$(cat "$TMP/asha-$s.best")" -v r="$(cat "$TMP/random-$s.best")" 'BEGIN { print 100 * (a - r) }'; done | meansd 2);" \
     "ASHA's wall time over one full trial's: $(for s in $SEEDS; do awk -v a="$(cat "$TMP/asha-$s.wall")" -v o="$(cat "$TMP/one-$s.wall")" 'BEGIN { print a / o }'; done | meansd 2);" \
     "random's over ASHA's: $(for s in $SEEDS; do awk -v a="$(cat "$TMP/asha-$s.wall")" -v r="$(cat "$TMP/random-$s.wall")" 'BEGIN { print r / a }'; done | meansd 2)."

@@ -31,6 +31,7 @@ Usage: /usr/bin/python3 tests/tools/onnx_attention.py --graphs OUTDIR
     layernorm_scale.onnx the same with a scale and bias of 5 elements;
     layernorm_batch.onnx the same on axis 0 (the batch);
     gather_indices.onnx  Gather of an activation by two indices.
+    gather_many.onnx     Gather of an activation by nine indices.
 Exits 77 when torch or onnx cannot be imported.
 """
 import math
@@ -136,6 +137,8 @@ def graphs(out):
                                helper.make_node("MatMul", ["input", "p"], ["logits"])], ["N", 4, 6, 6], ["N", 10]),
         "gather_indices": model([helper.make_node("Gather", ["input", "idx"], ["logits"], axis=1)], ["N", 10],
                                 ["N", 2], 13, [numpy_helper.from_array(np.array([0, 1], np.int64), "idx")]),
+        "gather_many": model([helper.make_node("Gather", ["input", "idx"], ["logits"], axis=1)], ["N", 10],
+                             ["N", 9], 13, [numpy_helper.from_array(np.arange(9, dtype=np.int64), "idx")]),
         "layernorm17": model([ln(-1)], ["N", 10], ["N", 10], 17, ln_inits(10)),
         "layernorm_scale": model([ln(-1)], ["N", 10], ["N", 10], 17, ln_inits(5)),
         "layernorm_batch": model([ln(0)], ["N", 10], ["N", 10], 17, ln_inits(10)),

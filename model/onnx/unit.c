@@ -365,7 +365,8 @@ static int gemm_matmul(unit_t *u, const Onnx__NodeProto *n)
  * needs the input's known shape. */
 static int shift_shape(unit_t *u, const Onnx__NodeProto *n)
 {
-    int64_t v[UNIT_INTS], w[UNIT_INTS];
+    /* v: the leading 1, then the shape's up to UNIT_INTS values (const_ints' bound) */
+    int64_t v[UNIT_INTS + 1], w[UNIT_INTS + 1];
     int k;
     if (n->n_input < 2 || (k = const_ints(u, n->input[1], v + 1)) < 0 || k + 1 > UNIT_INTS)
         return refuse(u, n, "its shape is not a constant of at most 15 values");

@@ -587,11 +587,26 @@ static int phase_mpi(run_t *r)
     r->rank = 0;
     r->world = 1;
     r->use_mpi = comm_launched_by_mpirun();
+    /* The notice handler first of all: a SIGTERM or forwarded SIGUSR1 while the attempt
+     * starts (MPI_Init, the data, the model, the resume can take minutes) would otherwise
+     * kill the rank by the default action, a failure with nothing saved. Heard now, it
+     * waits for the first step boundary, where every rank agrees on it through the
+     * step's collective as on any notice (worker_step_end): nothing here agrees early, so
+     * a rank that heard one cannot leave the others blocked. Every rank of the
+     * synchronous loop and the parameter server reads it there; the server's workers
+     * take it too and leave the decision to the server (one that reaches only a worker
+     * is not acted on, rather than the worker's death). A simulated run hears none. */
+    if (!sim_active() && sigterm_install() != 0)
+        fprintf(stderr, "pacer-worker: no SIGTERM handler: %s\n", strerror(errno));
     if (r->use_mpi) {
         int provided;
         MPI_CHECK(MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided));
         MPI_Comm_rank(MPI_COMM_WORLD, &r->rank);
         MPI_Comm_size(MPI_COMM_WORLD, &r->world);
+        /* Open MPI's MPI_Init leaves SIGTERM and SIGUSR1 alone today (it takes SIGSEGV
+         * and the like for its stack traces); should another MPI take them, ours again. */
+        if (!sim_active() && !sigterm_installed() && sigterm_install() != 0)
+            fprintf(stderr, "pacer-worker: rank %d: no SIGTERM handler: %s\n", r->rank, strerror(errno));
     }
     return PHASE_GO_ON;
 }
@@ -886,13 +901,6 @@ static int phase_train(run_t *r)
     else if (w->nworkers > spec->workers)
         SAY("elastic: grown to %d workers (the spec's %d, max_workers %d) sharing its global batch of %d\n",
             w->nworkers, spec->workers, spec->max_workers, w->global_batch);
-    /* A notice is read where a loop agrees at its step boundaries: every rank of the
-     * synchronous loop, the parameter server. Its workers take the handler too and leave
-     * the decision to it: a SIGTERM sent to every rank (srun's, mpirun's) then ends in the
-     * server's checkpoint instead of a worker's death; one that reaches only a worker is
-     * not acted on. */
-    if (!sim_active() && sigterm_install() != 0)
-        fprintf(stderr, "pacer-worker: rank %d: no SIGTERM handler: %s\n", r->rank, strerror(errno));
     int rc = worker_train(w, &r->a->opts, r->err, sizeof r->err);
     if (w->metrics) {
         metrics_stop(w->metrics, 5.0);

@@ -23,6 +23,13 @@ int sigterm_install(void)
     return sigaction(NOTICE_FORWARDED_SIGNAL, &sa, NULL);
 }
 
+int sigterm_installed(void)
+{
+    struct sigaction term, usr;
+    if (sigaction(SIGTERM, NULL, &term) != 0 || sigaction(NOTICE_FORWARDED_SIGNAL, NULL, &usr) != 0) return 0;
+    return term.sa_handler == on_notice && usr.sa_handler == on_notice;
+}
+
 int sigterm_heard(void) { return (int)heard; }
 
 float sigterm_slot_pack(int contributes, int heard_one, int nranks)

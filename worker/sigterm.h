@@ -9,10 +9,13 @@
 #define PACER_WORKER_SIGTERM_H
 
 /* Installs the handler for SIGTERM and SIGUSR1 (SA_RESTART: a system call it interrupts
- * goes on).
- * Called where the loop will read the flag: the ranks of the synchronous loop and the
- * parameter server; elsewhere SIGTERM keeps its default. 0, or -1 with errno. */
+ * goes on). Called first thing, before MPI_Init: a notice during start-up (MPI_Init,
+ * reading the data, building the model, resuming) is remembered, not a death by the
+ * default action, and the first step boundary acts on it. 0, or -1 with errno. */
 int sigterm_install(void);
+/* 1 while both signals still run this handler (MPI_Init may install its own: the caller
+ * installs it again then), else 0. */
+int sigterm_installed(void);
 /* The signal heard (SIGTERM or SIGUSR1), or 0 while none was. */
 int sigterm_heard(void);
 

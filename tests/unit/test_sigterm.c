@@ -2,7 +2,8 @@
  * every rank's packed slot, summed as the all-reduce sums it (in floats, like MPI_SUM of
  * MPI_FLOAT), decodes to the same contributing-rank count and the ranks that heard a
  * notice, for worlds up to 4000 ranks; nobody heard one decodes to 0, as the plain
- * contributing count did before. The handler hears SIGTERM and a drain's SIGUSR1. */
+ * contributing count did before. The handler hears SIGTERM and a drain's SIGUSR1, and knows
+ * when another handler took either. */
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -68,12 +69,29 @@ static void test_both_notices_heard(void **state)
     assert_int_equal(sigterm_heard(), SIGTERM);
 }
 
+/* sigterm_installed sees another handler taking either signal (what an MPI_Init might
+ * do), so that the worker installs its own again after it. */
+static void test_installed_sees_a_replacement(void **state)
+{
+    (void)state;
+    assert_int_equal(sigterm_install(), 0);
+    assert_int_equal(sigterm_installed(), 1);
+    signal(NOTICE_FORWARDED_SIGNAL, SIG_IGN);
+    assert_int_equal(sigterm_installed(), 0);
+    assert_int_equal(sigterm_install(), 0);
+    signal(SIGTERM, SIG_IGN);
+    assert_int_equal(sigterm_installed(), 0);
+    assert_int_equal(sigterm_install(), 0);
+    assert_int_equal(sigterm_installed(), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_slot_round_trip),
         cmocka_unit_test(test_nobody_heard_is_the_plain_count),
         cmocka_unit_test(test_both_notices_heard),
+        cmocka_unit_test(test_installed_sees_a_replacement),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -822,9 +822,9 @@ static void grow_check(coordinator_t *c, coord_run_t *r, double now)
     long long id[3];
     ckpt_ident(c, r, id);
     /* The notice only once this attempt has trained past where the last one was seen
-     * (a training rank's reported step): its ranks' handler is installed by then (a
-     * signal before it ends a rank with nothing saved), and a relaunch is not stopped
-     * before it has done anything. Without the ranks' reports, the checkpoint decides. */
+     * (a training rank's reported step): a rank acts on a notice during its start-up
+     * only at its first step anyway, and a relaunch stopped before it has done anything
+     * pays its start-up again. Without the ranks' reports, the checkpoint decides. */
     int notice = launcher_has_notice(r->launcher) && c->worker_caps.redis;
     if (notice && r->progress_step <= r->launch_progress) {
         if (!r->grow_armed)

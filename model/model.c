@@ -845,6 +845,79 @@ int model_alloc_moment2(model_t *m)
  * whole 4 KiB pages: aligned for AVX loads, and a GPU rank can page-lock params and grads
  * (cudaHostRegister) without two registrations sharing a page. 0, or -1 (out of memory;
  * what was allocated stays for model_free). */
+/* One planned gradient: its size and its life in backward steps [lo, hi]. */
+typedef struct {
+    size_t off, n;
+    int lo, hi;
+} dact_slot_t;
+
+static int by_offset(const void *a, const void *b)
+{
+    const dact_slot_t *x = *(const dact_slot_t *const *)a, *y = *(const dact_slot_t *const *)b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* The lowest offset (a multiple of 16 floats) where slot s fits beside every placed slot
+ * live at any of its steps: first fit over the gaps between them. */
+static size_t first_fit(const dact_slot_t *slots, const int *placed, int nplaced, const dact_slot_t *s,
+                        const dact_slot_t **live)
+{
+    int nl = 0;
+    for (int p = 0; p < nplaced; p++) {
+        const dact_slot_t *o = &slots[placed[p]];
+        if (o->lo <= s->hi && s->lo <= o->hi) live[nl++] = o;
+    }
+    qsort(live, (size_t)nl, sizeof *live, by_offset);
+    size_t at = 0;
+    for (int p = 0; p < nl; p++) {
+        if (live[p]->off >= at + s->n) break;
+        const size_t end = (live[p]->off + live[p]->n + 15) & ~(size_t)15;
+        if (end > at) at = end;
+    }
+    return at;
+}
+
+/* model_t's dact_off, dact_first and dact_floats: each layer's output gradient lives from
+ * the backward of its last reader (the loss's for the last layer) down to its own. */
+static int plan_dacts(model_t *m)
+{
+    const int n = m->nlayers;
+    int fused = 0;
+    dact_slot_t *slots = calloc((size_t)(n ? n : 1), sizeof *slots);
+    int *placed = calloc((size_t)(n ? n : 1), sizeof *placed);
+    const dact_slot_t **live = calloc((size_t)(n ? n : 1), sizeof *live);
+    m->dact_off = calloc((size_t)(n ? n : 1), sizeof *m->dact_off);
+    m->dact_first = calloc((size_t)(n ? n : 1), sizeof *m->dact_first);
+    if (!slots || !placed || !live || !m->dact_off || !m->dact_first) {
+        free(slots), free(placed), free(live);
+        return -1;
+    }
+    for (int j = 0; j < n; j++) {
+        const layer_t *l = &m->layers[j];
+        fused |= l->fused_relu || l->fused_add;
+        int hi = j;
+        for (int k = j + 1; k < n; k++)
+            if (m->layers[k].in == j || m->layers[k].in2 == j) hi = k;
+        slots[j] = (dact_slot_t){0, (size_t)m->max_batch * l->OC * l->OH * l->OW, j, hi};
+        m->dact_first[j] = hi;
+    }
+    /* fused kernels read gradients beyond their inputs': one slot each, as the forward's */
+    if (fused)
+        for (int j = 0; j < n; j++) slots[j].lo = 0, slots[j].hi = n - 1;
+    /* place in the order the backward brings gradients to life: the last reader first */
+    m->dact_floats = 0;
+    for (int step = n - 1, np = 0; step >= 0; step--)
+        for (int j = n - 1; j >= 0; j--) {
+            if (slots[j].hi != step) continue;
+            slots[j].off = first_fit(slots, placed, np, &slots[j], live);
+            placed[np++] = j;
+            m->dact_off[j] = slots[j].off;
+            if (slots[j].off + slots[j].n > m->dact_floats) m->dact_floats = slots[j].off + slots[j].n;
+        }
+    free(slots), free(placed), free(live);
+    return 0;
+}
+
 static int alloc_buffers(model_t *m)
 {
 #define ALLOC(ptr, n)                                                 \
@@ -869,7 +942,8 @@ static int alloc_buffers(model_t *m)
     ALLOC_UNTOUCHED(m->momentum, m->nparams);
     ALLOC(m->buffers, m->nbuffers);
     ALLOC(m->acts, m->act_floats);
-    ALLOC(m->dacts, m->act_floats);
+    if (plan_dacts(m) != 0) return -1;
+    ALLOC(m->dacts, m->dact_floats);
     ALLOC(m->aux, m->aux_floats);
     ALLOC(m->argmax, m->argmax_ints);
     ALLOC(m->ws, m->ws_floats);
@@ -1138,6 +1212,8 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     m->tensors = NULL;
     m->params = m->grads = m->momentum = m->moment2 = m->buffers = m->acts = m->dacts = m->aux = m->ws = m->probs = NULL;
     m->argmax = NULL;
+    m->dact_off = NULL;
+    m->dact_first = NULL;
     m->dinput = NULL;
     m->progress = NULL;
     m->progress_ctx = NULL;
@@ -1172,6 +1248,8 @@ void model_free(model_t *m)
     free(m->buffers);
     free(m->acts);
     free(m->dacts);
+    free(m->dact_off);
+    free(m->dact_first);
     free(m->aux);
     free(m->argmax);
     free(m->ws);
@@ -1286,27 +1364,39 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
     return softmax_xent_forward(B * m->positions, m->num_classes, model_logits(m), y, m->label_smoothing, m->probs);
 }
 
+/* Whether layer i's output gradient is zeroed for its readers to add into. */
+static int dact_accumulates(const model_t *m, int i)
+{
+    const layer_t *l = &m->layers[i];
+    if (i == m->nlayers - 1) return 0;           /* written by the loss */
+    if (l->fused_relu || l->fused_add) return 0; /* never read: the fused backward reads the ReLU's */
+    if (l->grad_setter >= 0) return 0;           /* written whole by the reader whose backward runs first */
+    return !l->grad_split;                       /* else written in parts by its Slices */
+}
+
 void model_zero_dacts(model_t *m, int B)
 {
     /* Input gradients accumulate, so every layer's output gradient starts at zero; the
      * last layer's is written by the loss. Only the first B samples are touched. */
-    for (int i = 0; i < m->nlayers - 1; i++) {
-        const layer_t *l = &m->layers[i];
-        if (l->fused_relu || l->fused_add) continue; /* never read: the fused backward reads the ReLU's */
-        if (l->grad_setter >= 0) continue;           /* written whole by the reader whose backward runs first */
-        if (l->grad_split) continue;                 /* written in parts by its Slices */
-        zero_floats((size_t)B * l->OC * l->OH * l->OW, m->dacts + l->out_off);
-    }
+    for (int i = 0; i < m->nlayers; i++)
+        if (dact_accumulates(m, i))
+            zero_floats((size_t)B * m->layers[i].OC * m->layers[i].OH * m->layers[i].OW, m->dacts + m->dact_off[i]);
+}
+
+void model_zero_dacts_at(model_t *m, int B, int step)
+{
+    for (int i = 0; i <= step; i++)
+        if (m->dact_first[i] == step && dact_accumulates(m, i))
+            zero_floats((size_t)B * m->layers[i].OC * m->layers[i].OH * m->layers[i].OW, m->dacts + m->dact_off[i]);
 }
 
 void model_backward(model_t *m, const float *x, const int32_t *y, int B, float loss_scale)
 {
-    model_zero_dacts(m, B);
-    const layer_t *last = &m->layers[m->nlayers - 1];
     softmax_xent_backward(B * m->positions, m->num_classes, m->probs, y, m->label_smoothing, loss_scale,
-                          m->dacts + last->out_off);
+                          m->dacts + m->dact_off[m->nlayers - 1]);
 
     for (int i = m->nlayers - 1; i >= 0; i--) {
+        model_zero_dacts_at(m, B, i);
         MODEL_OPS[m->layers[i].kind].backward(m, i, x, B);
         if (m->progress) m->progress(m->progress_ctx);
         if (m->grad_done) m->grad_done(m->grad_done_ctx, i);

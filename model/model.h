@@ -333,6 +333,17 @@ typedef struct {
      * owner sets it around a training step only, which every process takes: any other
      * training forward (a timing) must not reduce. */
     const bn_sync_t *bn_sync;
+    /* The activation gradients' own arena (dacts), planned by liveness: layer i's output
+     * gradient is live from the backward of its last reader (which runs first) down to its
+     * own backward, and gradients never live at once share memory (dact_off[i], first
+     * fit over the backward order). Models with fused kernels (layer_t's fused_relu,
+     * fused_add), whose backward reads other layers' gradients, keep one slot each. A
+     * backward zeroes a gradient its readers add into when its life begins
+     * (dact_first[i], the step of its last reader), not all at the start. Kept at the end
+     * of model_t: the CUDA library reads the fields above it (it keeps its own arena). */
+    size_t dact_floats; /* floats in dacts (<= act_floats) */
+    size_t *dact_off;   /* per layer: its output gradient's offset in dacts */
+    int *dact_first;    /* per layer: the backward step at which that gradient's life begins */
 } model_t;
 
 /* Builds the catalog's model name (its input shape and classes from the catalog, its
@@ -508,6 +519,10 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
 /* The first pass of model_backward: zeroes the output gradients its layers accumulate
  * into, for the first B samples (bench/layer_profile times it alone). */
 void model_zero_dacts(model_t *m, int B);
+/* The zeroing of model_zero_dacts for the gradients whose life begins at backward step
+ * `step` only (model_t's dact_first): what model_backward does before each layer's
+ * backward, since a gradient may share memory with one that dies before it is born. */
+void model_zero_dacts_at(model_t *m, int B, int step);
 const float *model_logits(const model_t *m);
 
 /* Allocates the zeroed second-moment buffer (m->moment2) an AdamW run needs; the one

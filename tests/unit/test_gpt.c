@@ -239,12 +239,72 @@ static void test_gpt_refusals(void **state)
     }
 }
 
+/* The activation gradients' arena planned by liveness (model_t's dact_off): smaller than
+ * one slot per layer for a GPT, no two gradients sharing a float while both live (from
+ * their last reader's backward down to their own), and the same gradients bit for bit as
+ * one private slot per layer (the forward's offsets), the dropout included. */
+static void test_gpt_dact_plan(void **state)
+{
+    (void)state;
+    enum { B = 2 };
+    model_gpt_t g = TINY;
+    g.dropout = 0.1f;
+    model_t *m = tiny(&g, B);
+    const int n = m->nlayers;
+    printf("  gradient arena %zu floats, one slot per layer %zu\n", m->dact_floats, m->act_floats);
+    assert_true(m->dact_floats < m->act_floats);
+    int shared = 0;
+    for (int i = 0; i < n; i++) {
+        const size_t ni = (size_t)B * m->layers[i].OC * m->layers[i].OH * m->layers[i].OW;
+        assert_true(m->dact_off[i] + ni <= m->dact_floats);
+        for (int j = i + 1; j < n; j++) {
+            const size_t nj = (size_t)B * m->layers[j].OC * m->layers[j].OH * m->layers[j].OW;
+            if (m->dact_off[i] + ni <= m->dact_off[j] || m->dact_off[j] + nj <= m->dact_off[i]) continue;
+            shared++;
+            /* j > i: i's life [i, first_i] must end after j's [j, first_j] begins below it */
+            if (!(m->dact_first[i] < j)) fail_msg("layers %d and %d share gradient memory while both live", i, j);
+        }
+    }
+    assert_true(shared > 0);
+
+    rng_t r;
+    rng_seed(&r, 5);
+    float x[B * 6];
+    int32_t y[B * 6];
+    random_tokens(&r, B * g.block, g.vocab, x, y);
+    const uint64_t step = m->dropout_step;
+    const float loss = model_forward(m, x, y, B, 1);
+    model_backward(m, x, y, B, 1.0f);
+    float *g1 = malloc(m->nparams * sizeof(float)), *own = malloc(m->act_floats * sizeof(float));
+    assert_true(g1 && own);
+    memcpy(g1, m->grads, m->nparams * sizeof(float));
+    /* the same step (the same dropout masks) with one slot per layer */
+    float *planned = m->dacts;
+    size_t *offs = malloc((size_t)n * sizeof *offs);
+    assert_non_null(offs);
+    memcpy(offs, m->dact_off, (size_t)n * sizeof *offs);
+    for (int i = 0; i < n; i++) m->dact_off[i] = m->layers[i].out_off;
+    for (size_t k = 0; k < m->act_floats; k++) own[k] = NAN;
+    m->dacts = own;
+    m->dropout_step = step;
+    assert_true(model_forward(m, x, y, B, 1) == loss);
+    model_backward(m, x, y, B, 1.0f);
+    assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
+    m->dacts = planned;
+    memcpy(m->dact_off, offs, (size_t)n * sizeof *offs);
+    free(offs);
+    free(own);
+    free(g1);
+    model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_embed_kernels), cmocka_unit_test(test_causal_softmax),
         cmocka_unit_test(test_gpt_gradients), cmocka_unit_test(test_gpt_tied),
         cmocka_unit_test(test_gpt_causal),    cmocka_unit_test(test_gpt_refusals),
+        cmocka_unit_test(test_gpt_dact_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -479,13 +479,13 @@ static void check_overwrites(model_t *m, int B)
     memcpy(logits, model_logits(m), (size_t)B * m->num_classes * sizeof(float));
     model_backward(m, x, y, B, 1.0f);
     memcpy(g1, m->grads, m->nparams * sizeof(float));
-    for (size_t i = 0; i < m->act_floats; i++) m->dacts[i] = NAN;
+    for (size_t i = 0; i < m->dact_floats; i++) m->dacts[i] = NAN;
     model_forward(m, x, y, B, 1);
     model_backward(m, x, y, B, 1.0f);
     assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
     /* the fused kernels give the bits of the layers they stand for */
     for (int i = 0; i < m->nlayers; i++) m->layers[i].fused_relu = m->layers[i].fused_add = 0;
-    for (size_t i = 0; i < m->act_floats; i++) m->dacts[i] = NAN;
+    for (size_t i = 0; i < m->dact_floats; i++) m->dacts[i] = NAN;
     assert_true(model_forward(m, x, y, B, 1) == loss);
     assert_memory_equal(logits, model_logits(m), (size_t)B * m->num_classes * sizeof(float));
     model_backward(m, x, y, B, 1.0f);
@@ -494,7 +494,7 @@ static void check_overwrites(model_t *m, int B)
         m->layers[i].grad_setter = -1;
         m->layers[i].grad_split = 0;
     }
-    for (size_t i = 0; i < m->act_floats; i++) m->dacts[i] = NAN;
+    for (size_t i = 0; i < m->dact_floats; i++) m->dacts[i] = NAN;
     model_forward(m, x, y, B, 1);
     model_backward(m, x, y, B, 1.0f);
     assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));

@@ -804,6 +804,21 @@ static void run_row(layer_kind_t k)
     run_case(k, c);
 }
 
+/* The row's output gradient, copied right after its layer's backward: later gradients may
+ * reuse its memory (model_t's dact_off, planned by liveness). */
+typedef struct {
+    const model_t *m;
+    int li;
+    float *dout;
+    size_t n;
+} dout_copy_t;
+
+static void copy_dout(void *ctx, int layer)
+{
+    dout_copy_t *c = ctx;
+    if (layer == c->li) memcpy(c->dout, c->m->dacts + c->m->dact_off[c->li], c->n * sizeof(float));
+}
+
 /* One case of row k (whole: run_row checked it). */
 static void run_case(layer_kind_t k, const row_case_t *c)
 {
@@ -847,14 +862,20 @@ static void run_case(layer_kind_t k, const row_case_t *c)
     memcpy(start->buffers, m->buffers, m->nbuffers * sizeof(float));
 
     const float loss = model_forward(m, x, y, B_TEST, 1);
-    model_backward(m, x, y, B_TEST, 1.0f);
-
-    /* the output against the reference */
     const layer_t *l = &m->layers[n.li];
     const size_t ny = (size_t)B_TEST * l->OC * l->OH * l->OW;
+    dout_copy_t dc = {m, n.li, malloc(ny * sizeof(float)), ny};
+    assert_non_null(dc.dout);
+    m->grad_done = copy_dout;
+    m->grad_done_ctx = &dc;
+    model_backward(m, x, y, B_TEST, 1.0f);
+    m->grad_done = NULL;
+
+    /* the output against the reference */
     double *xin = to_double(m->acts + m->layers[0].out_off, nx), *xin2 = to_double(m->acts + m->layers[0].out_off, nx);
     double *params = to_double(m->params, m->nparams), *yref = malloc(ny * sizeof *yref);
-    double *g = to_double(m->dacts + l->out_off, ny);
+    double *g = to_double(dc.dout, ny);
+    free(dc.dout);
     assert_non_null(yref);
     const ref_in_t in = {.m = m, .l = l, .li = n.li, .B = B_TEST, .x = xin, .x2 = xin2, .params = params};
     c->ref(&in, yref);
@@ -876,7 +897,7 @@ static void run_case(layer_kind_t k, const row_case_t *c)
 
     /* the gradients against finite differences of the reference */
     check_fd(row, "input gradient", &in, c->ref, g, yref, ny, xin, op->ninputs == 2 ? xin2 : NULL,
-             m->dacts + m->layers[0].out_off, nx, c->tol_grad);
+             m->dacts + m->dact_off[0], nx, c->tol_grad);
     for (int t = 0; t < m->ntensors; t++) {
         const tensor_info_t *ti = &m->tensors[t];
         if (ti->is_buffer || strncmp(ti->name, "t.", 2) != 0) continue; /* the head's are not this row's */

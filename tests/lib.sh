@@ -8,6 +8,20 @@ FASHION=/usr/share/datasets/fashion-mnist
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
+# Python that imports torch or onnx: through tests/run.sh's forked server while it is up
+# (tests/tools/pyfork.py: the import once per run, not once per tool), else the plain one.
+# A test that starts while the server still imports (about 2 s after tests/run.sh began)
+# waits for it, unless it has died (no torch here).
+TORCH_PY=/usr/bin/python3
+if [ -n "${PACER_PYFORK:-}" ] && [ -n "${PACER_PYFORK_PID:-}" ]; then
+    i=0
+    while [ ! -S "$PACER_PYFORK" ] && [ $i -lt 150 ] && kill -0 "$PACER_PYFORK_PID" 2>/dev/null; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    [ -S "$PACER_PYFORK" ] && TORCH_PY="/usr/bin/python3 $(pwd)/tests/tools/pyfork.py run"
+fi
+
 fail() { echo "FAIL: $*"; exit 1; }
 skip() { echo "skip: $*"; exit 77; }
 need_dir() { [ -d "$1" ] || skip "$2 not found at $1"; }

@@ -51,9 +51,26 @@ began=$(date +%s)
 # Each failure's last lines again at the very end, just above the closing line: a CI log
 # is often read from its tail, where the failing check's own message then is.
 recap=$(mktemp)
-trap 'rm -f "$recap" "$times"' EXIT
 # recap_add NAME FILE - the last lines of a failed test's output, for the closing recap.
 recap_add() { { echo "--- $1 (its last lines; the whole output is above)"; tail -12 "$2"; } >>"$recap"; }
+
+# One Python with torch, onnx and numpy imported, forked for each run of a tool that needs
+# them (tests/tools/pyfork.py, tests/lib.sh's TORCH_PY): importing torch is 1.5 to 2.5 CPU s,
+# and most of what such a tool costs. Until the server listens (or without torch, or with
+# PYFORK=0) TORCH_PY is the plain /usr/bin/python3.
+PACER_PYFORK="" pyfork_pid=""
+pyfork_stop() {
+    [ -n "$pyfork_pid" ] && kill "$pyfork_pid" 2>/dev/null
+    [ -n "$PACER_PYFORK" ] && rm -f "$PACER_PYFORK" "$PACER_PYFORK.env" "$PACER_PYFORK.log"
+}
+if [ "${PYFORK:-1}" = 1 ] && [ -x /usr/bin/python3 ]; then
+    PACER_PYFORK=$(mktemp -u /tmp/pacer-pyfork.XXXXXX)
+    /usr/bin/python3 tests/tools/pyfork.py serve "$PACER_PYFORK" >"$PACER_PYFORK.log" 2>&1 &
+    pyfork_pid=$!
+fi
+PACER_PYFORK_PID=$pyfork_pid
+export PACER_PYFORK PACER_PYFORK_PID
+trap 'rm -f "$recap" "$times"; pyfork_stop' EXIT
 
 # Per-test CPU time, where this shell may make cgroups (root with cgroup v1's cpuacct or
 # cgroup v2): each test runs in a cgroup of its own, so its CPU seconds include every
@@ -172,7 +189,7 @@ item() {
 
 if [ "$WHAT" = all ] || [ "$WHAT" = unit ] || [ "$WHAT" = integration ] || [ "$WHAT" = only ]; then
     qdir=$(mktemp -d)
-    trap 'rm -f "$recap" "$times"; rm -rf "$qdir"' EXIT
+    trap 'rm -f "$recap" "$times"; rm -rf "$qdir"; pyfork_stop' EXIT
     # the queues: lane 1's own (the NETNS scripts), then the shared one, SLOW first
     : >"$qdir/own" && : >"$qdir/shared" && : >"$qdir/light"
     light=0
@@ -212,14 +229,15 @@ if [ "$WHAT" = all ] || [ "$WHAT" = unit ] || [ "$WHAT" = integration ] || [ "$W
         done
         echo "$passed $failed $skipped $failures" >"$qdir/counts.$1"
     }
-    k=2
+    k=2 lanes=""
     while [ "$k" -le "$TEST_LANES" ]; do
         lane "$k" &
-        k=$((k + 1))
+        lanes="$lanes $!" k=$((k + 1))
     done
-    [ $light = 1 ] && lane light &
+    [ $light = 1 ] && { lane light & lanes="$lanes $!"; }
     (lane 1)
-    wait
+    # the lanes only: the Python server (above) is a child too, and lives until the end
+    wait $lanes
     for k in $(seq 1 "$TEST_LANES") $([ $light = 1 ] && echo light); do
         [ -f "$qdir/recap.$k" ] && cat "$qdir/recap.$k" >>"$recap"
         read -r p f s fl <"$qdir/counts.$k"

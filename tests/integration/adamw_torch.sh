@@ -14,7 +14,7 @@
 # with the moments and step count: its losses after steps 4 to 6 are the 2-rank run's
 # within adamw_torch.py's LOSS_TOL (the same mean gradient, summed in another order).
 . tests/lib.sh
-/usr/bin/python3 tests/tools/adamw_torch.py --export "$TMP" >"$TMP/export.log" 2>&1
+$TORCH_PY tests/tools/adamw_torch.py --export "$TMP" >"$TMP/export.log" 2>&1
 rc=$?
 [ $rc -eq 77 ] && skip "$(tail -1 "$TMP/export.log")"
 [ $rc -eq 0 ] || { cat "$TMP/export.log"; fail "tests/tools/adamw_torch.py --export exited $rc"; }
@@ -35,7 +35,7 @@ mpi() { # LOG ARGS...
 
 spec aw "$TMP/full" >"$TMP/full.json"
 mpi "$TMP/full.log" --spec "$TMP/full.json" --metrics "$TMP/full.jsonl" --export-onnx "$TMP/trained.onnx"
-/usr/bin/python3 tests/tools/adamw_torch.py --check "$TMP" "$TMP/full.jsonl" "$TMP/trained.onnx" 6 0.01 0.5 0.9 0.99 0.1 ||
+$TORCH_PY tests/tools/adamw_torch.py --check "$TMP" "$TMP/full.jsonl" "$TMP/trained.onnx" 6 0.01 0.5 0.9 0.99 0.1 ||
     fail "pacer's AdamW differs from torch.optim.AdamW (above)"
 echo "ok: 6 ssgd steps on 2 ranks with adamw, label smoothing and no-decay biases give torch's losses and weights"
 

@@ -7,7 +7,7 @@
 . tests/integration/coordinator_lib.inc
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 command -v curl >/dev/null || skip "curl not installed (make deps)"
-/usr/bin/python3 -c "import onnx" 2>/dev/null || skip "onnx not importable by /usr/bin/python3"
+$TORCH_PY -c "import onnx" 2>/dev/null || skip "onnx not importable by /usr/bin/python3"
 [ -x "$BUILD/pacer" ] || skip "$BUILD/pacer not built (libcurl)"
 start_coord
 base=$(api_base)
@@ -26,7 +26,7 @@ cmp "$TMP/got.onnx" "$STATE/jobs/$id/model.onnx" || fail "the download is not th
 $BUILD/pacer --url "$base" export "$id" -o "$TMP/cli.onnx" 2>"$TMP/cli.err" || { cat "$TMP/cli.err"; fail "pacer export"; }
 grep -q "pacer export: wrote $TMP/cli.onnx" "$TMP/cli.err" || { cat "$TMP/cli.err"; fail "pacer export said"; }
 cmp "$TMP/cli.onnx" "$TMP/got.onnx" || fail "pacer export wrote other bytes"
-/usr/bin/python3 - "$TMP/got.onnx" <<'PY' || fail "the job's model.onnx does not check"
+$TORCH_PY - "$TMP/got.onnx" <<'PY' || fail "the job's model.onnx does not check"
 import sys, onnx
 m = onnx.load(sys.argv[1])
 onnx.checker.check_model(m, full_check=True)

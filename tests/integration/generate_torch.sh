@@ -26,7 +26,7 @@ head -c 10 "$TMP/text/train.txt" >"$TMP/prompt.txt"
 # the tensor names in layout order: gpt_tool's listing for the same shape
 head -c 17 "$TEXT" | /usr/bin/python3 -c "import sys, numpy as np; np.array(list(sys.stdin.buffer.read()), dtype=np.int32).tofile('$TMP/names/ids.i32')"
 "$BUILD/tools/gpt_tool" 2 2 32 16 256 1 1 3 "$TMP/names" >/dev/null || fail "gpt_tool failed"
-/usr/bin/python3 tests/tools/generate_torch.py "$TMP/ck/g.ckpt" "$TMP/names/names.txt" 2 2 32 16 "$TMP/prompt.txt" \
+$TORCH_PY tests/tools/generate_torch.py "$TMP/ck/g.ckpt" "$TMP/names/names.txt" 2 2 32 16 "$TMP/prompt.txt" \
     "$TMP/pacer.jsonl" >"$TMP/torch.log" 2>&1
 rc=$?
 cat "$TMP/torch.log"

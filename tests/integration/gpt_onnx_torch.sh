@@ -11,7 +11,7 @@
 # pacer and onnxruntime-node agree on its logits), and the refusals, each named.
 . tests/lib.sh
 [ -x "$BUILD/tools/gpt_tool" ] || fail "$BUILD/tools/gpt_tool is not built"
-/usr/bin/python3 tests/tools/gpt_onnx_torch.py "$BUILD/tools/gpt_tool" "$TMP" 13,17,gpt2:13,gpt2:17 >"$TMP/grads.log" 2>&1
+$TORCH_PY tests/tools/gpt_onnx_torch.py "$BUILD/tools/gpt_tool" "$TMP" 13,17,gpt2:13,gpt2:17 >"$TMP/grads.log" 2>&1
 rc=$?
 grep -v -e Warning -e 'att = ' -e 'low = ' "$TMP/grads.log"
 [ $rc -eq 77 ] && skip "$(tail -1 "$TMP/grads.log")"
@@ -25,7 +25,7 @@ echo "ok: nanoGPT's and GPT-2's blocks, opsets 13 and 17: the imported GPT's log
 
 # torch.onnx's default export folds the tied head's weight.T into an initializer of its own:
 # pacer ties it back (the same 28032 parameters), not training it apart from the table
-/usr/bin/python3 - "$TMP/folded.onnx" >/dev/null 2>&1 <<'PY' || fail "could not export the GPT with constant folding"
+$TORCH_PY - "$TMP/folded.onnx" >/dev/null 2>&1 <<'PY' || fail "could not export the GPT with constant folding"
 import sys
 import torch
 sys.path.insert(0, "tests/tools")
@@ -52,7 +52,7 @@ jq -n --arg onnx "$TMP/o17/gpt.onnx" --arg data "$TMP/tokens" \
       optimizer: {kind: "adamw", lr: 0.003, weight_decay: 0.1, betas: [0.9, 0.95]}}' >"$TMP/adamw.json"
 $MPIRUN -np 2 $WORKER --spec "$TMP/adamw.json" --metrics "$TMP/adamw.jsonl" --summary "$TMP/adamw_summary.json" \
     --export-onnx "$TMP/trained.onnx" >"$TMP/adamw.log" 2>&1 || { tail -20 "$TMP/adamw.log"; fail "mpirun -np 2 pacer-worker (imported gpt, adamw) failed"; }
-/usr/bin/python3 tests/tools/gpt_onnx_torch.py --adamw "$TMP/o17" "$TMP/tokens/train.bin" "$TMP/adamw.jsonl" \
+$TORCH_PY tests/tools/gpt_onnx_torch.py --adamw "$TMP/o17" "$TMP/tokens/train.bin" "$TMP/adamw.jsonl" \
     10 0.003 0.1 0.9 0.95 >"$TMP/adamw_cmp.log" 2>&1
 rc=$?
 grep -v -e Warning -e 'att = ' "$TMP/adamw_cmp.log"
@@ -61,7 +61,7 @@ echo "ok: 10 AdamW steps of the imported GPT on 2 ranks give torch's losses with
 # the trained model exported: torch (load_state_dict strict), pacer and onnxruntime-node
 # give the same logits from it
 mkdir -p "$TMP/export"
-/usr/bin/python3 tests/tools/gpt_onnx_torch.py --export "$BUILD/tools/gpt_tool" "$TMP/trained.onnx" "$TMP/export" \
+$TORCH_PY tests/tools/gpt_onnx_torch.py --export "$BUILD/tools/gpt_tool" "$TMP/trained.onnx" "$TMP/export" \
     >"$TMP/export.log" 2>&1
 rc=$?
 grep -v -e Warning -e 'att = ' "$TMP/export.log"
@@ -78,7 +78,7 @@ grep -q "token id 64, model .* has a vocabulary of 64" "$TMP/vocab.log" ||
     { tail -5 "$TMP/vocab.log"; fail "an id past the model's vocabulary: not refused by name"; }
 echo "ok: a token model on images, and an id past its vocabulary, are refused by name"
 
-/usr/bin/python3 - "$TMP" <<'PY' || fail "could not write the refused models"
+$TORCH_PY - "$TMP" <<'PY' || fail "could not write the refused models"
 import sys
 from onnx import TensorProto, helper, save
 out = sys.argv[1]

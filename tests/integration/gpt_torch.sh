@@ -12,7 +12,7 @@
 TEXT=/usr/share/common-licenses/GPL-3
 [ -r "$TEXT" ] || skip "$TEXT (Debian's base-files) is not here"
 [ -x "$BUILD/tools/gpt_tool" ] || fail "$BUILD/tools/gpt_tool is not built"
-/usr/bin/python3 tests/tools/gpt_torch.py --grads "$BUILD/tools/gpt_tool" "$TMP" "$TEXT" 2 2 16 8 1 1 7 >"$TMP/grads.log" 2>&1
+$TORCH_PY tests/tools/gpt_torch.py --grads "$BUILD/tools/gpt_tool" "$TMP" "$TEXT" 2 2 16 8 1 1 7 >"$TMP/grads.log" 2>&1
 rc=$?
 cat "$TMP/grads.log"
 [ $rc -eq 77 ] && skip "$(tail -1 "$TMP/grads.log")"
@@ -29,6 +29,6 @@ jq -n --arg data "$TMP/text" \
       optimizer: {kind: "adamw", lr: 0.003, weight_decay: 0.1, betas: [0.9, 0.95]}}' >"$TMP/adamw.json"
 $MPIRUN -np 2 $WORKER --spec "$TMP/adamw.json" --metrics "$TMP/adamw.jsonl" --summary "$TMP/adamw_summary.json" \
     >"$TMP/adamw.log" 2>&1 || { tail -20 "$TMP/adamw.log"; fail "mpirun -np 2 pacer-worker (gpt, adamw) failed"; }
-/usr/bin/python3 tests/tools/gpt_torch.py --adamw "$BUILD/tools/gpt_tool" "$TMP/adamw" "$TMP/text/train.txt" \
+$TORCH_PY tests/tools/gpt_torch.py --adamw "$BUILD/tools/gpt_tool" "$TMP/adamw" "$TMP/text/train.txt" \
     2 2 32 16 1 1 7 "$TMP/adamw.jsonl" 10 0.003 0.1 0.9 0.95 || fail "pacer's AdamW steps of the GPT differ from torch's (above)"
 echo "ok: 10 AdamW steps of the GPT on 2 ranks give torch's losses"

@@ -129,7 +129,7 @@ used hp1-gpu cuda
 same hp1-cpu hp1-gpu "hpsgd in one process, local steps on the device"
 
 # ---- an imported model with every layer kind only ONNX graphs have ---------------------------
-/usr/bin/python3 tests/tools/onnx_export.py --mnist "$TMP" >"$TMP/export.log" 2>&1
+$TORCH_PY tests/tools/onnx_export.py --mnist "$TMP" >"$TMP/export.log" 2>&1
 rc=$?
 if [ $rc -eq 77 ]; then
     echo "note: torch/onnx not importable by /usr/bin/python3: the imported model's GPU path was not run"

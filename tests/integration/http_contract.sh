@@ -149,7 +149,7 @@ via 400 PUT /api/v1/models/junk -H "$OCTET" --data-binary 'not a model'
 via 409 PUT /api/v1/models/lenet5 -H "$OCTET" --data-binary 'not a model'
 via 404 DELETE /api/v1/models/no-such-model
 via 409 DELETE /api/v1/models/lenet5
-if mkdir -p "$TMP/onnx" && /usr/bin/python3 tests/tools/onnx_export.py --mnist "$TMP/onnx" >"$TMP/export.log" 2>&1; then
+if mkdir -p "$TMP/onnx" && $TORCH_PY tests/tools/onnx_export.py --mnist "$TMP/onnx" >"$TMP/export.log" 2>&1; then
     # Prism's proxy does not forward a binary body byte for byte (the coordinator then
     # sees no ONNX model): the upload itself goes straight to the coordinator, and what
     # it made goes through Prism.

@@ -20,7 +20,7 @@
 . tests/integration/coordinator_lib.inc
 need_dir "$PACER_SHARED/datasets/mnist" "MNIST"
 command -v curl >/dev/null || skip "curl not installed (make deps)"
-/usr/bin/python3 tests/tools/onnx_export.py --mnist "$TMP" >"$TMP/export.log" 2>&1
+$TORCH_PY tests/tools/onnx_export.py --mnist "$TMP" >"$TMP/export.log" 2>&1
 rc=$?
 [ $rc -eq 77 ] && skip "torch/onnx not importable by /usr/bin/python3 ($(tail -1 "$TMP/export.log"))"
 [ $rc -eq 0 ] || { cat "$TMP/export.log"; fail "tests/tools/onnx_export.py --mnist exited $rc"; }
@@ -84,7 +84,7 @@ expect_error 2 "check-memory-mb 0: must be a size in MiB" $WORKER --check-onnx "
 
 # ---- hostile files: refused from their declared shapes and counts, in bounded memory ------
 mkdir -p "$TMP/hostile"
-python3 tests/tools/onnx_hostile.py "$TMP/hostile" || fail "tests/tools/onnx_hostile.py failed"
+$TORCH_PY tests/tools/onnx_hostile.py "$TMP/hostile" || fail "tests/tools/onnx_hostile.py failed"
 # hostile FILE REASON: the file and the reason --check-onnx and the API give
 hostile() {
     case $1 in

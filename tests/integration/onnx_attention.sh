@@ -15,7 +15,7 @@
 # and ViT need a Linear over the last axis: another branch's, not here.)
 . tests/lib.sh
 mkdir -p "$TMP/graphs"
-/usr/bin/python3 tests/tools/onnx_attention.py --graphs "$TMP/graphs" >"$TMP/graphs.log" 2>&1
+$TORCH_PY tests/tools/onnx_attention.py --graphs "$TMP/graphs" >"$TMP/graphs.log" 2>&1
 rc=$?
 [ $rc -eq 77 ] && skip "$(tail -1 "$TMP/graphs.log")"
 [ $rc -eq 0 ] || { cat "$TMP/graphs.log"; fail "tests/tools/onnx_attention.py --graphs exited $rc"; }

@@ -15,7 +15,7 @@
 # to export with; so is a Reshape of such a file to a constant (2, 2, 6) (Swin's windows).
 . tests/lib.sh
 mkdir -p "$TMP/graphs"
-/usr/bin/python3 tests/tools/onnx_batch_axis.py --graphs "$TMP/graphs" >"$TMP/graphs.log" 2>&1
+$TORCH_PY tests/tools/onnx_batch_axis.py --graphs "$TMP/graphs" >"$TMP/graphs.log" 2>&1
 rc=$?
 [ $rc -eq 77 ] && skip "$(tail -1 "$TMP/graphs.log")"
 [ $rc -eq 0 ] || { cat "$TMP/graphs.log"; fail "tests/tools/onnx_batch_axis.py --graphs exited $rc"; }

@@ -9,7 +9,7 @@
 # cifar10_quick and resnet20 on 64 random images.
 . tests/lib.sh
 need_dir "$PACER_SHARED/datasets/mnist" "MNIST"
-/usr/bin/python3 -c "import onnx, numpy" 2>/dev/null || skip "onnx/numpy not importable by /usr/bin/python3"
+$TORCH_PY -c "import onnx, numpy" 2>/dev/null || skip "onnx/numpy not importable by /usr/bin/python3"
 
 # spec MODEL DATASET PATH > FILE
 spec() {
@@ -60,7 +60,7 @@ steps "$TMP/resnet20.log" >"$TMP/a" && steps "$TMP/r20imported.log" >"$TMP/b"
 diff "$TMP/a" "$TMP/b" || fail "the imported resnet20 trains differently from the built-in"
 cmp "$TMP/resnet20.onnx" "$TMP/r20imported.onnx" || fail "the trained resnet20 weights of the two runs differ"
 echo "round trip: resnet20 bit for bit the same"
-/usr/bin/python3 - "$TMP" <<'PY' || fail "the exported built-in models do not check"
+$TORCH_PY - "$TMP" <<'PY' || fail "the exported built-in models do not check"
 import sys, onnx
 from onnx import numpy_helper
 want = {

@@ -29,7 +29,7 @@
 # fixed shape, but next to an operator of batches only (MaxPool) keeps its refusal; Pow
 # by a tensor exponent (an initializer, a second input, an int64 initializer) passes.
 . tests/lib.sh
-/usr/bin/python3 tests/tools/onnx_case_make.py "$TMP/c" >"$TMP/make.log" 2>&1
+$TORCH_PY tests/tools/onnx_case_make.py "$TMP/c" >"$TMP/make.log" 2>&1
 rc=$?
 [ $rc -eq 77 ] && skip "onnx/numpy not importable by /usr/bin/python3 ($(tail -1 "$TMP/make.log"))"
 [ $rc -eq 0 ] || { cat "$TMP/make.log"; fail "tests/tools/onnx_case_make.py exited $rc"; }

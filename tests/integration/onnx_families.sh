@@ -18,7 +18,7 @@
 SET=${FAMILIES_SET:-blocks}
 if [ "$SET" = blocks ]; then
     mkdir -p "$TMP/graphs"
-    /usr/bin/python3 tests/tools/onnx_families.py --graphs "$TMP/graphs" >"$TMP/graphs.log" 2>&1
+    $TORCH_PY tests/tools/onnx_families.py --graphs "$TMP/graphs" >"$TMP/graphs.log" 2>&1
     rc=$?
     [ $rc -eq 77 ] && skip "$(grep '^onnx_families:' "$TMP/graphs.log" | tail -1)"
     [ $rc -eq 0 ] || { cat "$TMP/graphs.log"; fail "tests/tools/onnx_families.py --graphs exited $rc"; }
@@ -43,14 +43,14 @@ if [ "$SET" = blocks ]; then
     # stochastic depth (the Python client's ai.pacer:StochasticDepth): the per-sample mask
     # of pacer's training forward, the identity at evaluation, mode "batch" refused
     mkdir -p "$TMP/sdepth"
-    /usr/bin/python3 tests/tools/onnx_families.py --sdepth "$TMP/sdepth" >"$TMP/sdepth.log" 2>&1 ||
+    $TORCH_PY tests/tools/onnx_families.py --sdepth "$TMP/sdepth" >"$TMP/sdepth.log" 2>&1 ||
         { cat "$TMP/sdepth.log"; fail "tests/tools/onnx_families.py --sdepth failed"; }
     expect_error 2 "(StochasticDepth): mode 'batch' is not supported (\"row\" only: one draw per sample)" \
         $WORKER --check-onnx "$TMP/sdepth/sdepth_batch.onnx"
     mkdir -p "$TMP/sdepth/pacer"
     "$BUILD/tools/onnx_grads" "$TMP/sdepth/sdepth.onnx" "$TMP/sdepth/x.bin" 8 1 0.01 "$TMP/sdepth/pacer" ||
         fail "sdepth.onnx: onnx_grads failed"
-    /usr/bin/python3 tests/tools/onnx_families.py --sdepth-check "$TMP/sdepth/pacer" "$TMP/sdepth/sdepth_eval.npy" ||
+    $TORCH_PY tests/tools/onnx_families.py --sdepth-check "$TMP/sdepth/pacer" "$TMP/sdepth/sdepth_eval.npy" ||
         fail "stochastic depth's mask (above)"
     # trained and exported (--export-onnx: the inference form), it is an Identity: a
     # runtime that knows no ai.pacer operator runs the file
@@ -61,7 +61,7 @@ if [ "$SET" = blocks ]; then
             >"$TMP/sdepth/spec.json"
         $WORKER --spec "$TMP/sdepth/spec.json" --export-onnx "$TMP/sdepth/trained.onnx" >"$TMP/sdepth/train.log" 2>&1 ||
             { tail -20 "$TMP/sdepth/train.log"; fail "sdepth.onnx did not train"; }
-        /usr/bin/python3 -c 'import onnx, sys
+        $TORCH_PY -c 'import onnx, sys
 g = onnx.load(sys.argv[1]).graph
 bad = [n.op_type for n in g.node if n.domain == "ai.pacer"] + [o.domain for o in onnx.load(sys.argv[1]).opset_import if o.domain == "ai.pacer"]
 sys.exit("ai.pacer nodes left in the exported file: %s" % bad if bad else 0)' "$TMP/sdepth/trained.onnx" ||
@@ -69,7 +69,7 @@ sys.exit("ai.pacer nodes left in the exported file: %s" % bad if bad else 0)' "$
         echo "ok: trained and exported, stochastic depth is an Identity in the file"
     fi
 fi
-/usr/bin/python3 tests/tools/onnx_families.py --export "$SET" "$TMP" >"$TMP/export.log" 2>&1
+$TORCH_PY tests/tools/onnx_families.py --export "$SET" "$TMP" >"$TMP/export.log" 2>&1
 rc=$?
 [ $rc -eq 77 ] && skip "$(grep '^onnx_families:' "$TMP/export.log" | tail -1)"
 [ $rc -eq 0 ] || { tail -20 "$TMP/export.log"; fail "tests/tools/onnx_families.py --export $SET exited $rc"; }
@@ -85,7 +85,7 @@ for net in $nets; do
     lr=$(sed -n "s/^$net: exported .*, lr \([^,]*\),.*/\1/p" "$TMP/export.log")
     "$BUILD/tools/onnx_grads" "$f" "$TMP/x.bin" 8 4 "$lr" "$TMP/$net" || fail "$net: onnx_grads failed"
     echo "$net ($(grep "^$net:" "$TMP/export.log" | sed 's/^[^(]*(\([^)]*\)).*/\1/'), $(json "$TMP/$net.check" .layers) layers):"
-    /usr/bin/python3 tests/tools/onnx_families.py --compare "$TMP/$net.torch.npz" "$TMP/$net" ||
+    $TORCH_PY tests/tools/onnx_families.py --compare "$TMP/$net.torch.npz" "$TMP/$net" ||
         fail "$net: pacer and torch differ (above)"
 done
 echo "ok: $(echo $nets | wc -w) networks import and match torch: $(echo $nets)"

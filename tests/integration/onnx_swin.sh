@@ -43,7 +43,7 @@ export FAMILIES_SET
 # (b) AdamW on 2 ranks against torch.optim.AdamW
 A="$TMP/adamw"
 mkdir -p "$A"
-/usr/bin/python3 tests/tools/onnx_swin.py --adamw "$A" 4 0.01 0.05 0.9 0.999 0.1 >"$A/export.log" 2>&1 ||
+$TORCH_PY tests/tools/onnx_swin.py --adamw "$A" 4 0.01 0.05 0.9 0.999 0.1 >"$A/export.log" 2>&1 ||
     { cat "$A/export.log"; fail "tests/tools/onnx_swin.py --adamw failed"; }
 jq -n --arg m "$A/swin.onnx" --arg p "$A/data.npz" \
     '{model: {onnx: $m}, dataset: {name: "swin", format: "npz", layout: "nchw", path: $p, mean: [0], std: [1]},
@@ -52,7 +52,7 @@ jq -n --arg m "$A/swin.onnx" --arg p "$A/data.npz" \
       loss: {label_smoothing: 0.1}, log_every: 1}' >"$A/spec.json"
 $MPIRUN -np 2 $WORKER --spec "$A/spec.json" --metrics "$A/metrics.jsonl" --export-onnx "$A/trained.onnx" \
     >"$A/run.log" 2>&1 || { tail -20 "$A/run.log"; fail "SwinStage: ssgd with adamw on 2 ranks failed"; }
-/usr/bin/python3 tests/tools/onnx_swin.py --check-losses "$A" "$A/metrics.jsonl" ||
+$TORCH_PY tests/tools/onnx_swin.py --check-losses "$A" "$A/metrics.jsonl" ||
     fail "SwinStage: pacer's AdamW on 2 ranks is not torch's (above)"
 echo "ok: 4 ssgd steps on 2 ranks with adamw and label smoothing give torch.optim.AdamW's losses"
 
@@ -68,6 +68,6 @@ if command -v node >/dev/null 2>&1 && [ -d tests/onnxrt/node_modules/onnxruntime
 else
     echo "note: onnxruntime-node not installed (make deps installs it into tests/onnxrt): runtime check not run"
 fi
-/usr/bin/python3 tests/tools/onnx_swin.py --load "$A" "$A/trained.onnx" "$A/logits.bin" ||
+$TORCH_PY tests/tools/onnx_swin.py --load "$A" "$A/trained.onnx" "$A/logits.bin" ||
     fail "the trained weights in the torchvision module (above)"
 echo "ok: SwinStage trained with adamw on 2 ranks, run by onnxruntime-node, and loaded back with strict=True"

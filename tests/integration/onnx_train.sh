@@ -9,7 +9,7 @@
 # PyTorch module (load_state_dict), the weights give that accuracy in torch.
 . tests/lib.sh
 need_dir "$PACER_SHARED/datasets/mnist" "MNIST"
-/usr/bin/python3 tests/tools/onnx_export.py --mnist "$TMP" >"$TMP/export.log" 2>&1
+$TORCH_PY tests/tools/onnx_export.py --mnist "$TMP" >"$TMP/export.log" 2>&1
 rc=$?
 [ $rc -eq 77 ] && skip "torch/onnx not importable by /usr/bin/python3 ($(tail -1 "$TMP/export.log"))"
 [ $rc -eq 0 ] || { cat "$TMP/export.log"; fail "tests/tools/onnx_export.py --mnist exited $rc"; }
@@ -38,7 +38,7 @@ at_most "mean loss of the last 4 steps" "$last" "$(echo "$first" | awk '{print $
 at_least "test accuracy after 32 steps" "$(json "$TMP/ssgd.out" .test_accuracy)" 0.5
 
 # the trained model as ONNX, checked by onnx's checker and by an independent runtime
-/usr/bin/python3 tests/tools/onnx_check.py "$TMP/trained.onnx" "$TMP/mnist_cnn.onnx" "$PACER_SHARED/datasets/mnist" \
+$TORCH_PY tests/tools/onnx_check.py "$TMP/trained.onnx" "$TMP/mnist_cnn.onnx" "$PACER_SHARED/datasets/mnist" \
     512 "$TMP" || fail "tests/tools/onnx_check.py refused the exported model"
 # the trained weights back in the PyTorch module (load_state_dict): the accuracy pacer
 # reported, within one image of the 512 (torch's kernels sum in another order)
@@ -64,7 +64,7 @@ $MPIRUN -np 3 $WORKER --spec "$TMP/asgd.json" --summary "$TMP/asgd.out" --export
 need_number "asgd test accuracy" "$(json "$TMP/asgd.out" .test_accuracy)"
 # The parameter server runs no training forward: its batch-norm running statistics are
 # the workers' (each push carries them, worker/ps.c), not the file's initial ones.
-/usr/bin/python3 - "$TMP/mnist_cnn.onnx" "$TMP/asgd_trained.onnx" <<'PY' || fail "asgd: the parameter server kept the initial batch-norm statistics"
+$TORCH_PY - "$TMP/mnist_cnn.onnx" "$TMP/asgd_trained.onnx" <<'PY' || fail "asgd: the parameter server kept the initial batch-norm statistics"
 import sys
 import numpy as np
 import onnx

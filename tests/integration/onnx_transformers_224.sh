@@ -13,9 +13,9 @@ command -v /usr/bin/python3 >/dev/null && /usr/bin/python3 -c 'import torch, tor
     skip "onnx_transformers_224: python3-torch and python3-torchvision not installed (make deps)"
 for net in convnext_tiny vit_b_16 swin_t; do
     start=$(date +%s)
-    /usr/bin/python3 tests/tools/onnx_vit.py --big "$TMP" "$net" >"$TMP/export.log" 2>&1 ||
+    $TORCH_PY tests/tools/onnx_vit.py --big "$TMP" "$net" >"$TMP/export.log" 2>&1 ||
         { tail -5 "$TMP/export.log"; fail "$net: the client's export failed"; }
-    want=$(/usr/bin/python3 -c 'import sys, torchvision
+    want=$($TORCH_PY -c 'import sys, torchvision
 m = torchvision.models.get_model(sys.argv[1], weights=None, num_classes=10)
 print(sum(p.numel() for p in m.parameters()))' "$net") || fail "$net: torch could not count its parameters"
     exported=$(($(date +%s) - start))

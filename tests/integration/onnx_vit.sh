@@ -72,7 +72,7 @@ FAMILIES_SET=vit
 export FAMILIES_SET
 . tests/integration/onnx_families.sh
 
-/usr/bin/python3 tests/tools/onnx_vit.py --attn-dropout 0.1 "$TMP/x.bin" "$TMP" >"$TMP/drop.log" 2>&1 ||
+$TORCH_PY tests/tools/onnx_vit.py --attn-dropout 0.1 "$TMP/x.bin" "$TMP" >"$TMP/drop.log" 2>&1 ||
     { cat "$TMP/drop.log"; fail "onnx_vit.py --attn-dropout failed"; }
 expect_accepts "$TMP/vit_drop.onnx" "$TMP/drop.check"
 mkdir -p "$TMP/drop"
@@ -91,7 +91,7 @@ sys.exit(0 if e <= 1e-4 and np.all(np.isfinite(train)) and t > 1e-3 else 1)
 PY
 echo "ok: attention dropout p > 0 drops while training and is the identity at evaluation"
 
-/usr/bin/python3 tests/tools/onnx_vit.py --data "$TMP" >"$TMP/data.log" 2>&1 || { cat "$TMP/data.log"; fail "onnx_vit.py --data failed"; }
+$TORCH_PY tests/tools/onnx_vit.py --data "$TMP" >"$TMP/data.log" 2>&1 || { cat "$TMP/data.log"; fail "onnx_vit.py --data failed"; }
 ORT=0
 if command -v node >/dev/null 2>&1 && [ -d tests/onnxrt/node_modules/onnxruntime-node ]; then
     ORT=1
@@ -107,7 +107,7 @@ for net in ViT ConvNeXt; do
     $MPIRUN -np 2 $WORKER --spec "$TMP/$net.adamw.json" --metrics "$TMP/$net.adamw.jsonl" \
         --export-onnx "$TMP/$net.trained.onnx" >"$TMP/$net.adamw.log" 2>&1 ||
         { tail -20 "$TMP/$net.adamw.log"; fail "$net: ssgd with adamw on 2 ranks failed"; }
-    /usr/bin/python3 tests/tools/onnx_vit.py --adamw $net "$TMP" "$TMP/$net.adamw.jsonl" "$TMP/$net.trained.onnx" \
+    $TORCH_PY tests/tools/onnx_vit.py --adamw $net "$TMP" "$TMP/$net.adamw.jsonl" "$TMP/$net.trained.onnx" \
         4 0.003 0.5 0.9 0.99 0.1 || fail "$net: pacer's AdamW differs from torch.optim.AdamW (above)"
     "$BUILD/tools/onnx_logits" "$TMP/$net.trained.onnx" "$TMP/x_test.bin" 32 "$TMP/$net.logits.bin" \
         >"$TMP/$net.logits.log" 2>&1 || { cat "$TMP/$net.logits.log"; fail "$net: onnx_logits failed"; }
@@ -119,7 +119,7 @@ for net in ViT ConvNeXt; do
         echo "  $net: onnxruntime-node: logits max_rel $d (tol $ORT_TOL), $p of 32 predictions differ"
         cmp_num "$d" "<=" $ORT_TOL && [ "$p" = 0 ] || fail "$net: onnxruntime-node's logits are not pacer's"
     fi
-    /usr/bin/python3 tests/tools/onnx_vit.py --load $net "$TMP/$net.trained.onnx" "$TMP" "$TMP/$net.logits.bin" ||
+    $TORCH_PY tests/tools/onnx_vit.py --load $net "$TMP/$net.trained.onnx" "$TMP" "$TMP/$net.logits.bin" ||
         fail "$net: the trained weights in torch (above)"
 done
 echo "ok: ViT and ConvNeXt trained with adamw on 2 ranks as torch, exported, run by onnxruntime and reloaded"

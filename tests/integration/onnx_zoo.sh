@@ -16,7 +16,7 @@
 # resume, which a worker restarting its count at the global step would break.
 . tests/lib.sh
 need_dir "$PACER_SHARED/datasets/mnist" "MNIST"
-/usr/bin/python3 tests/tools/onnx_export.py --zoo "$TMP" >"$TMP/export.log" 2>&1
+$TORCH_PY tests/tools/onnx_export.py --zoo "$TMP" >"$TMP/export.log" 2>&1
 rc=$?
 [ $rc -eq 77 ] && skip "torch/onnx not importable by /usr/bin/python3 ($(tail -1 "$TMP/export.log"))"
 [ $rc -eq 0 ] || { cat "$TMP/export.log"; fail "tests/tools/onnx_export.py --zoo exited $rc"; }
@@ -39,7 +39,7 @@ trained() {
     at_least "$1 $2 test accuracy" "$(json "$s" .test_accuracy)" "$3"
 }
 
-/usr/bin/python3 tests/tools/onnx_check.py --images "$PACER_SHARED/datasets/mnist" $TEST_N "$TMP" ||
+$TORCH_PY tests/tools/onnx_check.py --images "$PACER_SHARED/datasets/mnist" $TEST_N "$TMP" ||
     fail "onnx_check.py --images failed"
 set --
 for net in $NETS; do
@@ -82,7 +82,7 @@ done
 
 # every export checked, and its weights back in the PyTorch module (one process: torch
 # is imported once)
-/usr/bin/python3 tests/tools/onnx_check.py "$@" || fail "tests/tools/onnx_check.py refused an exported model"
+$TORCH_PY tests/tools/onnx_check.py "$@" || fail "tests/tools/onnx_check.py refused an exported model"
 for net in $NETS; do
     at_most "$net: |torch accuracy - pacer's|" \
         "$(jq -n --slurpfile t "$TMP/$net/torch.json" --slurpfile s "$TMP/$net.sgd.out" \

@@ -42,12 +42,12 @@ fi
 [ -x "$BUILD/tools/epoch_order" ] && [ -x "$BUILD/tools/onnx_logits" ] ||
     fail "$BUILD/tools/epoch_order or onnx_logits is not built"
 
-/usr/bin/python3 tests/tools/onnx_zoo_families.py --data "$TMP" >"$TMP/data.log" 2>&1
+$TORCH_PY tests/tools/onnx_zoo_families.py --data "$TMP" >"$TMP/data.log" 2>&1
 rc=$?
 [ $rc -eq 77 ] && skip "$(grep '^onnx_families:\|^onnx_zoo_families:' "$TMP/data.log" | tail -1)"
 [ $rc -eq 0 ] || { cat "$TMP/data.log"; fail "onnx_zoo_families.py --data exited $rc"; }
 "$BUILD/tools/epoch_order" $SEED $((2 * B)) $STEPS >"$TMP/order.txt" || fail "epoch_order failed"
-/usr/bin/python3 tests/tools/onnx_zoo_families.py --export "$TMP" "$TMP/order.txt" $B $LR $TRAINED $CHECK_ONLY \
+$TORCH_PY tests/tools/onnx_zoo_families.py --export "$TMP" "$TMP/order.txt" $B $LR $TRAINED $CHECK_ONLY \
     >"$TMP/export.log" 2>&1
 rc=$?
 [ $rc -eq 77 ] && skip "$(grep '^onnx_families:\|^onnx_zoo_families:' "$TMP/export.log" | tail -1)"
@@ -93,7 +93,7 @@ for net in $TRAINED; do
     $MPIRUN -np 2 $WORKER --spec "$TMP/$net.json" --metrics "$TMP/$net.metrics.jsonl" \
         --export-onnx "$TMP/$net.trained.onnx" >"$TMP/$net.log" 2>&1 ||
         { tail -20 "$TMP/$net.log"; bad $net "ssgd on 2 ranks failed"; continue; }
-    /usr/bin/python3 tests/tools/onnx_zoo_families.py --losses "$TMP/$net.losses.npz" "$TMP/$net.metrics.jsonl" ||
+    $TORCH_PY tests/tools/onnx_zoo_families.py --losses "$TMP/$net.losses.npz" "$TMP/$net.metrics.jsonl" ||
         bad $net "2-rank losses are not torch's"
     # (b) the trained export in onnxruntime-node against pacer's own logits of it
     $BUILD/tools/onnx_logits "$TMP/$net.trained.onnx" "$TMP/x_test.bin" 32 "$TMP/$net.logits.bin" \
@@ -110,7 +110,7 @@ for net in $TRAINED; do
         fi
     fi
     # (c) the weights back in the torchvision module
-    /usr/bin/python3 tests/tools/onnx_zoo_families.py --load $net "$TMP/$net.trained.onnx" "$TMP" \
+    $TORCH_PY tests/tools/onnx_zoo_families.py --load $net "$TMP/$net.trained.onnx" "$TMP" \
         "$TMP/$net.logits.bin" || bad $net "the trained weights in torch"
 done
 [ -z "$failed" ] || fail "failed:$failed"

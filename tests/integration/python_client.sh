@@ -7,7 +7,7 @@
 . tests/integration/coordinator_lib.inc
 MNIST=$PACER_SHARED/datasets/mnist
 need_dir "$MNIST" "MNIST (../shared/datasets/mnist)"
-/usr/bin/python3 -c 'import torch, onnx, numpy' 2>/dev/null || skip "python3-torch, python3-onnx and python3-numpy are needed (make deps)"
+$TORCH_PY -c 'import torch, onnx, numpy' 2>/dev/null || skip "python3-torch, python3-onnx and python3-numpy are needed (make deps)"
 
 TOKEN=test-token-$$
 export PACER_TOKEN=$TOKEN
@@ -16,7 +16,7 @@ start_coord --data-root "$ROOT"
 BASE=$(grep -o 'REST API and dashboard on http://[0-9.:]*' "$TMP/coord.log" | tail -1 | sed 's/.* on //')
 [ -n "$BASE" ] || fail "the coordinator did not say where it serves"
 
-PYTHONPATH=clients/python /usr/bin/python3 tests/tools/pyclient_train.py "$BASE" "$TOKEN" "$ROOT/mnist"
+PYTHONPATH=clients/python $TORCH_PY tests/tools/pyclient_train.py "$BASE" "$TOKEN" "$ROOT/mnist"
 rc=$?
 [ $rc -eq 77 ] && skip "tests/tools/pyclient_train.py: torch/onnx not importable"
 [ $rc -eq 0 ] || { echo "--- coordinator log"; tail -30 "$TMP/coord.log"; fail "the Python client's checks failed (exit $rc)"; }

@@ -5,7 +5,7 @@
 # into the module (both names of the tied table, the causal mask kept), and the module then
 # gives the job's validation loss in torch (tests/tools/pyclient_lm.py).
 . tests/integration/coordinator_lib.inc
-/usr/bin/python3 -c 'import torch, onnx, numpy' 2>/dev/null || skip "python3-torch, python3-onnx and python3-numpy are needed (make deps)"
+$TORCH_PY -c 'import torch, onnx, numpy' 2>/dev/null || skip "python3-torch, python3-onnx and python3-numpy are needed (make deps)"
 
 TOKEN=test-token-$$
 export PACER_TOKEN=$TOKEN
@@ -19,7 +19,7 @@ start_coord --data-root "$ROOT"
 BASE=$(grep -o 'REST API and dashboard on http://[0-9.:]*' "$TMP/coord.log" | tail -1 | sed 's/.* on //')
 [ -n "$BASE" ] || fail "the coordinator did not say where it serves"
 
-PYTHONPATH=clients/python /usr/bin/python3 tests/tools/pyclient_lm.py "$BASE" "$TOKEN" "$ROOT/lm"
+PYTHONPATH=clients/python $TORCH_PY tests/tools/pyclient_lm.py "$BASE" "$TOKEN" "$ROOT/lm"
 rc=$?
 [ $rc -eq 77 ] && skip "tests/tools/pyclient_lm.py: torch/onnx not importable"
 [ $rc -eq 0 ] || { echo "--- coordinator log"; tail -30 "$TMP/coord.log"; fail "the Python client's language-model checks failed (exit $rc)"; }

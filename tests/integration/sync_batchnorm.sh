@@ -24,7 +24,7 @@ STEPS=3
 LR=0.05
 WD=0.0005
 SEED=5
-TOOL="/usr/bin/python3 tests/tools/heldout_cnn.py"
+TOOL="$TORCH_PY tests/tools/heldout_cnn.py"
 [ -x "$BUILD/tools/epoch_order" ] || fail "$BUILD/tools/epoch_order is not built"
 $TOOL --data "$TMP/data.npz" 16 >"$TMP/data.log" 2>&1
 rc=$?

@@ -46,6 +46,24 @@ fit_slowdowns() {
 faithful() {
     jq -r 'if .emulation.faithful then "yes" else "NO (\(.emulation.demand_cores * 100 | round / 100) of \(.emulation.cores) cores)" end' "$1"
 }
+# The seed runs of an accuracy bench (vit_accuracy.sh, lm_accuracy.sh) kept as
+# $KEEP/CFG.SEED.json (the summary) and $KEEP/CFG.SEED.load (/proc/loadavg after the run),
+# for the seeds in $SEEDS.
+# seed_field CFG FIELD - the field of each seed's summary of configuration CFG, one a line.
+seed_field() { for s in $SEEDS; do [ -f "$KEEP/$1.$s.json" ] && jq -r ".$2" "$KEEP/$1.$s.json"; done; }
+# seed_loads CFG - the load averages after CFG's runs, comma-separated.
+seed_loads() { for s in $SEEDS; do [ -f "$KEEP/$1.$s.load" ] && cut -d' ' -f1 "$KEEP/$1.$s.load"; done | xargs | tr ' ' ,; }
+# seed_plans - per seed of the "unequal" configuration, its final batches and each rank's
+# emulated wait (s): where the machine's load already makes every step longer than
+# slowdown x its cost, nothing is waited and the plan stays even (the profile is then not
+# what ran)
+seed_plans() {
+    for s in $SEEDS; do
+        [ -f "$KEEP/unequal.$s.json" ] && jq -r --arg s "$s" '"seed \($s): final batches " +
+            ([.per_rank[] | .batch_final | tostring] | join(", ")) + ", emulated wait s " +
+            ([.per_rank[] | .emulated_s | round | tostring] | join(", "))' "$KEEP/unequal.$s.json"
+    done | paste -sd';' | sed 's/;/; /g'
+}
 # netns_bench_up NAME PREFIX NET - the namespace cluster of a root-only benchmark
 # (deploy/netns; $NETNS set by the caller): one run at a time (/tmp/pacer-NAME.lock), 4
 # worker namespaces named PREFIX* on NET.0/24, torn down again on exit.

@@ -87,9 +87,7 @@ for seed in $SEEDS; do
     done
 done
 # loss CFG - the seeds' validation losses of a configuration, one a line (the runs KEEP holds)
-loss() { for s in $SEEDS; do [ -f "$KEEP/$1.$s.json" ] && jq -r .test_loss "$KEEP/$1.$s.json"; done; }
-secs() { for s in $SEEDS; do [ -f "$KEEP/$1.$s.json" ] && jq -r ".train_s" "$KEEP/$1.$s.json"; done; }
-loads() { for s in $SEEDS; do [ -f "$KEEP/$1.$s.load" ] && cut -d' ' -f1 "$KEEP/$1.$s.load"; done | xargs | tr ' ' ,; }
+loss() { seed_field "$1" test_loss; }
 # verdict A B - A's mean validation loss against B's: the difference (A - B, nats per token,
 # rounded to 0.001 as printed) and the goal, |difference| <= 0.02
 verdict() {
@@ -97,15 +95,7 @@ verdict() {
     awk -v a="$(loss "$1" | awk '{ s += $1 } END { print s / NR }')" -v b="$(loss "$2" | awk '{ s += $1 } END { print s / NR }')" \
         'BEGIN { d = sprintf("%.3f", a - b); printf "%+.3f nats: %s", d, (d + 0 <= 0.02 && d + 0 >= -0.02 ? "met" : "**missed**") }'
 }
-# plans - per unequal seed, the final batches and each rank's emulated wait (s)
-plans() {
-    for s in $SEEDS; do
-        [ -f "$KEEP/unequal.$s.json" ] && jq -r --arg s "$s" '"seed \($s): final batches " +
-            ([.per_rank[] | .batch_final | tostring] | join(", ")) + ", emulated wait s " +
-            ([.per_rank[] | .emulated_s | round | tostring] | join(", "))' "$KEEP/unequal.$s.json"
-    done | paste -sd';' | sed 's/;/; /g'
-}
-plan=$(plans)
+plan=$(seed_plans)
 first=$(echo $SEEDS | cut -d' ' -f1)
 u="$KEEP/unequal.$first.json"
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
@@ -116,12 +106,12 @@ md "GPT 4 x 128, 4 heads, block 64, dropout 0, bytes (vocabulary 256); the $nfil
     "$ITERS steps of 12 windows (one epoch over the first $((12 * ITERS)) training windows), AdamW lr 1e-3, betas [0.9, 0.99], weight decay 0.1 (1-D tensors exempt), clip 1.0," \
     "warm-up $WARMUP steps, cosine to 1e-4; validation loss over the first $VAL windows of val.txt. 4 ranks: ssgd, 3 windows each, dynamic batching;" \
     "unequal: slowdowns $SLOW$([ -f "$u" ] && echo " (faithful by the summary's demand: $(faithful "$u"))")${plan:+; $plan}." \
-    "$cpu, $(nproc) cores shared with other work; load average before: $load0, after each run: torch $(loads torch), pacer $(loads pacer), equal $(loads equal), unequal $(loads unequal)."
+    "$cpu, $(nproc) cores shared with other work; load average before: $load0, after each run: torch $(seed_loads torch), pacer $(seed_loads pacer), equal $(seed_loads equal), unequal $(seed_loads unequal)."
 md ""
 md "| configuration | validation loss per seed ($SEEDS) | mean ± sd | training s per run |"
 md "|---|---|---|---|"
 for cfg in torch pacer equal unequal; do
-    md "| $cfg | $(loss $cfg | xargs -r printf '%.4f ')| $(loss $cfg | meansd 4) | $(secs $cfg | meansd 0) |"
+    md "| $cfg | $(loss $cfg | xargs -r printf '%.4f ')| $(loss $cfg | meansd 4) | $(seed_field $cfg train_s | meansd 0) |"
 done
 md ""
 md "Goal, pacer within 0.02 nats of PyTorch: $(verdict pacer torch). Goal, unequal speeds within 0.02 of equal: $(verdict unequal equal)."

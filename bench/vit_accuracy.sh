@@ -70,9 +70,7 @@ for seed in $SEEDS; do
     done
 done
 # acc CFG - the seeds' test accuracies of a configuration, one a line (the runs KEEP holds)
-acc() { for s in $SEEDS; do [ -f "$KEEP/$1.$s.json" ] && jq -r .test_accuracy "$KEEP/$1.$s.json"; done; }
-secs() { for s in $SEEDS; do [ -f "$KEEP/$1.$s.json" ] && jq -r ".train_s" "$KEEP/$1.$s.json"; done; }
-loads() { for s in $SEEDS; do [ -f "$KEEP/$1.$s.load" ] && cut -d' ' -f1 "$KEEP/$1.$s.load"; done | xargs | tr ' ' ,; }
+acc() { seed_field "$1" test_accuracy; }
 # verdict A B - A's mean accuracy against B's: the difference in points and the goal (the
 # difference rounded to 0.01 point first, as printed: float32 accuracies otherwise put an
 # exact -1.00 a hair below the bound)
@@ -80,16 +78,6 @@ verdict() {
     [ -n "$(acc "$1")" ] && [ -n "$(acc "$2")" ] || { echo "not measured"; return; }
     awk -v a="$(acc "$1" | awk '{ s += $1 } END { print s / NR }')" -v b="$(acc "$2" | awk '{ s += $1 } END { print s / NR }')" \
         'BEGIN { d = sprintf("%.2f", 100 * (a - b)); printf "%+.2f points: %s", d, (d + 0 >= -1 ? "met" : "missed") }'
-}
-# plans - per unequal seed, the final batches and each rank's emulated wait (s): where the
-# machine's load already makes every step longer than slowdown x its cost, nothing is
-# waited and the plan stays even (the profile is then not what ran)
-plans() {
-    for s in $SEEDS; do
-        [ -f "$KEEP/unequal.$s.json" ] && jq -r --arg s "$s" '"seed \($s): final batches " +
-            ([.per_rank[] | .batch_final | tostring] | join(", ")) + ", emulated wait s " +
-            ([.per_rank[] | .emulated_s | round | tostring] | join(", "))' "$KEEP/unequal.$s.json"
-    done | paste -sd';' | sed 's/;/; /g'
 }
 first=$(echo $SEEDS | cut -d' ' -f1)
 u="$KEEP/unequal.$first.json"
@@ -99,13 +87,13 @@ md ""
 md "$NET (bench/torch_transformer.py), the first $SUBSET training images, $([ "$TEST_SUBSET" = 0 ] && echo all 10,000 || echo "the first $TEST_SUBSET") test images, $EPOCHS epochs," \
     "global batch $((4 * BATCH)) (pacer: 4 workers x $BATCH, ssgd, dynamic batching), AdamW lr $LR, weight decay $WD (1-D parameters exempt)," \
     "betas [0.9, 0.999], eps 1e-8, warm-up $WARMUP epoch(s) then cosine to 0 (per step), label smoothing 0.1, augmentation $aug;" \
-    "unequal: slowdowns $SLOW$([ -f "$u" ] && echo " (faithful by the summary's demand: $(faithful "$u"))"); $(plans)." \
-    "$(nproc) cores shared with other work; load average before: $load0, after each run: torch $(loads torch), equal $(loads equal), unequal $(loads unequal)."
+    "unequal: slowdowns $SLOW$([ -f "$u" ] && echo " (faithful by the summary's demand: $(faithful "$u"))"); $(seed_plans)." \
+    "$(nproc) cores shared with other work; load average before: $load0, after each run: torch $(seed_loads torch), equal $(seed_loads equal), unequal $(seed_loads unequal)."
 md ""
 md "| configuration | test accuracy per seed ($SEEDS) | mean ± sd | training s per run |"
 md "|---|---|---|---|"
 for cfg in torch equal unequal; do
-    md "| $cfg | $(acc $cfg | xargs printf '%.4f ')| $(acc $cfg | meansd 4) | $(secs $cfg | meansd 0) |"
+    md "| $cfg | $(acc $cfg | xargs printf '%.4f ')| $(acc $cfg | meansd 4) | $(seed_field $cfg train_s | meansd 0) |"
 done
 md ""
 md "Goal, pacer within 1 point of PyTorch: $(verdict equal torch). Goal, unequal speeds within 1 point of equal: $(verdict unequal equal)."

@@ -23,7 +23,10 @@ Usage: /usr/bin/python3 tests/tools/onnx_families.py --export SET OUTDIR
   SET swin: issue 44's Swin stage (tests/tools/onnx_swin.py; exits 77 without torchvision).
   SET batchaxis: the batch axis moved and split (timm's attention) and sequences (N, C, L)
     (tests/tools/onnx_batch_axis.py). SET volume: the pools of volumes (N, C, D, H, W)
-    (onnx_batch_axis.py's volume_nets).
+    (onnx_batch_axis.py's volume_nets). SET evalform: networks exported in inference form
+    (tests/tools/onnx_eval_form.py: model.eval(), torch.onnx.export's defaults, constant
+    folding on), torch's numbers those of the module as the file parametrises it
+    (as_exported) and keyed by the file's names (by_initializer).
   Writes x.bin (N_BATCH images 3x32x32), and per network NAME.onnx and NAME.torch.npz:
   eval_logits (the file's running statistics), train_logits, grad:TENSOR for every
   parameter and buffer:TENSOR for every running statistic after one training step on x
@@ -78,7 +81,7 @@ STEPS = 4
 # plain SGD's step per set: torchvision's deeper networks take a smaller one (at 0.05 their
 # losses jump about on a batch of 8, in torch as in pacer)
 LR = {"blocks": 0.05, "torchvision": 0.01, "attention": 0.05, "swin": 0.05, "vit": 0.05, "batchaxis": 0.05,
-      "volume": 0.05}
+      "volume": 0.05, "evalform": 0.05}
 # torch's numbers are computed in float64 from the file's float32 weights: float32 through
 # 150 to 290 layers with batch statistics over 8 images at 1x1 planes is ill-conditioned
 # (torch's own float32 gradients of mobilenet_v2 differ from its float64 ones by up to 24%
@@ -224,6 +227,13 @@ def batchaxis():
     return nets()
 
 
+def evalform():
+    """networks exported in inference form (tests/tools/onnx_eval_form.py)"""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from onnx_eval_form import nets
+    return nets()
+
+
 def volume():
     """the pools of volumes (tests/tools/onnx_batch_axis.py's volume_nets)"""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -315,7 +325,7 @@ SEED = {"shufflenet_v2_x0_5": 303}
 def export(which, out):
     nets = blocks() if which == "blocks" else torchvision_models() if which == "torchvision" else \
         swin() if which == "swin" else vit() if which == "vit" else batchaxis() if which == "batchaxis" else \
-        volume() if which == "volume" else attention()
+        volume() if which == "volume" else evalform() if which == "evalform" else attention()
     torch.manual_seed(11)
     x = torch.randn(N_BATCH, 3, 32, 32)
     x.numpy().astype("<f4").tofile(out + "/x.bin")
@@ -333,16 +343,27 @@ def export(which, out):
         path = "%s/%s.onnx" % (out, name)
         # the Python client's export (clients/python/pacer/client.py export_module): the
         # same call here, and the client's own where stochastic depth needs its operator
-        eval_form = False
+        eval_form = which == "evalform"
         net.train()
-        if has_stochastic_depth(net):
+        if eval_form:
+            # as most people export: model.eval(), torch.onnx.export's defaults (constant
+            # folding on), the batch dynamic; the weights are the module's own
+            from onnx_eval_form import OPSET
+            net.eval()
+            torch.onnx.export(net, x, path, opset_version=OPSET[name], input_names=["input"], output_names=["logits"],
+                              dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
+        elif has_stochastic_depth(net):
             with open(path, "wb") as f:
                 f.write(client_export()(net, x))
         else:
             torch.onnx.export(net, x, path, opset_version=13, do_constant_folding=False,
                               training=torch.onnx.TrainingMode.PRESERVE, input_names=["input"],
                               output_names=["logits"], dynamic_axes={"input": {0: "N"}, "logits": {0: "N"}})
-        load_from_file(net, path)
+        if eval_form:
+            from onnx_eval_form import as_exported
+            net = as_exported(net)
+        else:
+            load_from_file(net, path)
         net32 = copy.deepcopy(net)
         res = steps(net.double(), x.double(), y, LR[which])
         losses = res["losses"]
@@ -356,6 +377,9 @@ def export(which, out):
                     continue
                 e = rel(v, res[k], FLOOR if ":" in k else 0.0)
                 res["f32err:" + k] = np.array(max(e, float(res.get("f32err:" + k, 0.0))))
+        if eval_form:
+            from onnx_eval_form import by_initializer
+            res = by_initializer(res, net32, path)
         np.savez("%s/%s.torch.npz" % (out, name), **res)
         print("%s: exported (%s form), lr %g, torch's losses %s" % (
             name, "inference" if eval_form else "training", LR[which], " ".join("%.4f" % v for v in losses)))
@@ -591,7 +615,7 @@ def compare(npz, pdir):
 
 def main():
     if len(sys.argv) == 4 and sys.argv[1] == "--export" and sys.argv[2] in ("blocks", "torchvision", "attention", "swin", "vit",
-                                                                        "batchaxis", "volume"):
+                                                                        "batchaxis", "volume", "evalform"):
         export(sys.argv[2], sys.argv[3])
         return 0
     if len(sys.argv) == 3 and sys.argv[1] == "--graphs":

@@ -99,6 +99,50 @@ static void test_causal_softmax(void **state)
     assert_true(max_rel(dxs, fd, N) < 1e-5);
 }
 
+/* Rows long enough for the kernels' eight lanes and their tails (T 37 and nanoGPT's 64, the
+ * row i reads i + 1 positions): the forward against the double reference, the backward
+ * (set and add) against its formula in double on the reference's output,
+ * scale y_j (g_j - sum_k y_k g_k), with the masked half untouched by the add. */
+static void causal_long_case(int M, int T)
+{
+    const size_t N = (size_t)M * T * T;
+    const double scale = 0.17677669529663687; /* 1 / sqrt(32): nanoGPT's heads */
+    rng_t r;
+    rng_seed(&r, 7 + (uint64_t)T);
+    float *x = malloc(N * sizeof *x), *y = malloc(N * sizeof *y), *g = malloc(N * sizeof *g);
+    float *dx = malloc(N * sizeof *dx), *dxs = malloc(N * sizeof *dxs);
+    double *xd = malloc(N * sizeof *xd), *yd = malloc(N * sizeof *yd), *dd = malloc(N * sizeof *dd);
+    assert_non_null(x), assert_non_null(y), assert_non_null(g), assert_non_null(dx), assert_non_null(dxs);
+    assert_non_null(xd), assert_non_null(yd), assert_non_null(dd);
+    for (size_t k = 0; k < N; k++) xd[k] = x[k] = 4.0f * rng_normal(&r), g[k] = rng_normal(&r);
+    causal_softmax_forward((size_t)M, T, (float)scale, x, y);
+    ref_causal_softmax((size_t)M, T, scale, xd, yd);
+    printf("  causal softmax forward, T %d: max_rel %.2e (tol 1e-6)\n", T, max_rel(y, yd, N));
+    assert_true(max_rel(y, yd, N) < 1e-6);
+    for (int m = 0; m < M; m++)
+        for (int i = 0; i < T; i++) {
+            const size_t row = ((size_t)m * T + i) * T;
+            double dot = 0;
+            for (int j = 0; j <= i; j++) dot += yd[row + j] * g[row + j];
+            for (int j = 0; j < T; j++) dd[row + j] = j <= i ? scale * yd[row + j] * (g[row + j] - dot) : 0.0;
+        }
+    for (size_t k = 0; k < N; k++) dx[k] = 0.5f, dxs[k] = 99.0f;
+    causal_softmax_backward((size_t)M, T, (float)scale, y, g, dx, 0);
+    causal_softmax_backward((size_t)M, T, (float)scale, y, g, dxs, 1);
+    for (size_t k = 0; k < N; k++) dx[k] -= 0.5f;
+    printf("  causal softmax backward, T %d: add %.2e, set %.2e (tol 1e-5)\n", T, max_rel(dx, dd, N),
+           max_rel(dxs, dd, N));
+    assert_true(max_rel(dx, dd, N) < 1e-5);
+    assert_true(max_rel(dxs, dd, N) < 1e-5);
+    free(x), free(y), free(g), free(dx), free(dxs), free(xd), free(yd), free(dd);
+}
+
+static void test_causal_softmax_long(void **state)
+{
+    causal_long_case(3, 37);
+    causal_long_case(2, 64);
+}
+
 static const model_gpt_t TINY = {
     .layers = 2, .heads = 2, .embd = 8, .block = 6, .vocab = 13, .dropout = 0.0f, .bias = 1, .tie = 1};
 
@@ -301,9 +345,13 @@ static void test_gpt_dact_plan(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_embed_kernels), cmocka_unit_test(test_causal_softmax),
-        cmocka_unit_test(test_gpt_gradients), cmocka_unit_test(test_gpt_tied),
-        cmocka_unit_test(test_gpt_causal),    cmocka_unit_test(test_gpt_refusals),
+        cmocka_unit_test(test_embed_kernels),
+        cmocka_unit_test(test_causal_softmax),
+        cmocka_unit_test(test_causal_softmax_long),
+        cmocka_unit_test(test_gpt_gradients),
+        cmocka_unit_test(test_gpt_tied),
+        cmocka_unit_test(test_gpt_causal),
+        cmocka_unit_test(test_gpt_refusals),
         cmocka_unit_test(test_gpt_dact_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

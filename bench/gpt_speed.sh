@@ -3,16 +3,24 @@
 # second against PyTorch's (Debian's python3-torch, the same module as
 # tests/tools/gpt_torch.py) on the same OpenBLAS, alternating runs, RUNS each (3), medians.
 # The text is the GNU licenses of Debian's base-files (/usr/share/common-licenses: GPL 3,
-# GPL 2, Apache 2.0; 1,400 windows of 64 bytes, 120 steps of 12). pacer's figure is the
-# summary's train_tokens_per_s (its training loop: data, forward, backward, AdamW); torch's
-# times its loop alone on windows cut beforehand. On CPU time too, steadier on a shared
-# machine: pacer's is the whole process's (/usr/bin/time: start-up, data and evaluation
-# included, against it), torch's its loop's (time.process_time).
+# GPL 2, Apache 2.0; 1,009 windows of 64 bytes, 84 steps of 12); each side trains STEPS
+# steps (80) of 12 windows. pacer's figure is the summary's train_tokens_per_s (its training
+# loop: data, forward, backward, AdamW); torch's times its loop alone on windows cut
+# beforehand. On CPU time too, steadier on a shared machine: pacer's is the whole process's
+# (/usr/bin/time: start-up and data included, against it), torch's its loop's
+# (time.process_time). pacer stops after STEPS steps through --stop-after-steps, as if
+# interrupted: so it does not pay the summary's train_loss, a forward over every training
+# window (1,009 windows: about 28% of the process's CPU time when it was included), nor a
+# final checkpoint, neither of which PyTorch's loop does.
+# BASE=PATH runs a second pacer-worker (an earlier build) in the same alternation, for a
+# before/after figure on the same load.
 # OPENBLAS_CORETYPE defaults to Haswell: both on OpenBLAS's AVX2 kernels, as the other CPU
 # rows of docs/PERFORMANCE.md (OpenBLAS 0.3.21 takes a Xeon it does not know for Prescott,
 # SSE3, for both); OPENBLAS_CORETYPE= leaves OpenBLAS its own choice.
 . bench/lib.sh
 RUNS=${RUNS:-3}
+STEPS=${STEPS:-80}
+BASE=${BASE:-}
 export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE-Haswell}
 LIC=/usr/share/common-licenses
 mkdir -p "$TMP/text"
@@ -24,17 +32,28 @@ cat >"$TMP/spec.json" <<JSON
  "batch_size": 12, "epochs": 1, "threads": 1, "device": "cpu", "log_every": 0,
  "optimizer": {"kind": "adamw", "lr": 0.001, "weight_decay": 0.1}}
 JSON
+# pacer_run BIN TAG I: one pacer run, its summary in $TMP/TAG.I.json, its CPU in $TMP/TAG.I.cpu
+pacer_run() {
+    /usr/bin/time -f '%U %S' -o "$TMP/$2.$3.cpu" "$1" --spec "$TMP/spec.json" --summary "$TMP/$2.$3.json" \
+        --stop-after-steps "$STEPS" >/dev/null 2>&1 || { echo "pacer-worker ($1) failed"; exit 1; }
+    [ "$(jq .steps "$TMP/$2.$3.json")" = "$STEPS" ] || { echo "gpt_speed: $1 did not train $STEPS steps"; exit 1; }
+}
+# tokens per second (wall, from the summary) and per CPU second of a pacer TAG's runs
+pacer_wall() { for i in $(seq "$RUNS"); do jq .train_tokens_per_s "$TMP/$1.$i.json"; done | median; }
+pacer_cpu() {
+    for i in $(seq "$RUNS"); do awk -v n="$(jq .train_tokens "$TMP/$1.$i.json")" '{ print n / ($1 + $2) }' "$TMP/$1.$i.cpu"; done | median
+}
 for i in $(seq "$RUNS"); do
-    /usr/bin/time -f '%U %S' -o "$TMP/c$i" $WORKER --spec "$TMP/spec.json" --summary "$TMP/p$i.json" >/dev/null 2>&1 ||
-        { echo "pacer-worker failed"; exit 1; }
-    /usr/bin/python3 bench/torch_gpt.py "$TMP/text/train.txt" 4 4 128 64 12 120 >"$TMP/t$i.json" || exit 1
+    pacer_run "$WORKER" p "$i"
+    /usr/bin/python3 bench/torch_gpt.py "$TMP/text/train.txt" 4 4 128 64 12 "$STEPS" >"$TMP/t$i.json" || exit 1
+    [ -z "$BASE" ] || pacer_run "$BASE" b "$i"
 done
-p=$(for i in $(seq "$RUNS"); do jq .train_tokens_per_s "$TMP/p$i.json"; done | median)
+p=$(pacer_wall p) pc=$(pacer_cpu p)
 t=$(for i in $(seq "$RUNS"); do jq .tokens_per_s "$TMP/t$i.json"; done | median)
-pc=$(for i in $(seq "$RUNS"); do awk -v n="$(jq .train_tokens "$TMP/p$i.json")" '{ print n / ($1 + $2) }' "$TMP/c$i"; done | median)
 tc=$(for i in $(seq "$RUNS"); do jq .cpu_tokens_per_s "$TMP/t$i.json"; done | median)
-blas=$(jq -r '.per_rank[0].device.blas' "$TMP/p1.json")
+blas=$(jq -r '.per_rank[0].device.blas' "$TMP/p.1.json")
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
-md "GPT 4 x 128, block 64, batch 12, AdamW, one thread ($cpu; $blas; torch $(jq -r .torch "$TMP/t1.json")), median of $RUNS alternating runs, load $(uptime | sed 's/.*load average: //'):"
+md "GPT 4 x 128, block 64, batch 12, AdamW, one thread, $STEPS steps ($cpu; $blas; torch $(jq -r .torch "$TMP/t1.json")), median of $RUNS alternating runs, load $(uptime | sed 's/.*load average: //'):"
 md "  pacer $(printf '%.0f' "$p") tokens/s, PyTorch $(printf '%.0f' "$t") tokens/s: pacer/PyTorch $(ratio "$p" "$t")"
 md "  per CPU second: pacer $(printf '%.0f' "$pc") tokens, PyTorch $(printf '%.0f' "$tc"): pacer/PyTorch $(ratio "$pc" "$tc")"
+[ -z "$BASE" ] || md "  BASE ($BASE): $(printf '%.0f' "$(pacer_wall b)") tokens/s, $(printf '%.0f' "$(pacer_cpu b)") per CPU second: pacer/BASE $(ratio "$p" "$(pacer_wall b)") (wall), $(ratio "$pc" "$(pacer_cpu b)") (CPU); BASE/PyTorch $(ratio "$(pacer_cpu b)" "$tc") (CPU)"

@@ -38,8 +38,9 @@ extern "C" {
  * 13: the vision transformers' LAYER_EXPAND (the class token);
  * 14: the language models' kinds LAYER_EMBED and LAYER_CAUSAL_SOFTMAX,
  * layer_t's tied and model_t's positions;
- * 15: LAYER_BPOW (Pow of a tensor exponent) */
-#define PACER_CUDA_ABI 15
+ * 15: LAYER_BPOW (Pow of a tensor exponent);
+ * 16: layer_t's causal_bmm */
+#define PACER_CUDA_ABI 16
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
 typedef struct cuda_model cuda_model_t;

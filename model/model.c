@@ -1061,6 +1061,26 @@ static void mark_set_grads(model_t *m)
     }
 }
 
+/* Marks attention's products under a causal mask (layer_t's causal_bmm): the scores whose
+ * only reader is a causal softmax (not the model's output), and the products whose left
+ * input is a causal softmax's output. */
+static void mark_causal_bmm(model_t *m)
+{
+    for (int j = 0; j < m->nlayers; j++) m->layers[j].causal_bmm = BMM_CAUSAL_NONE;
+    for (int j = 0; j < m->nlayers; j++) {
+        const layer_t *s = &m->layers[j];
+        if (s->kind != LAYER_CAUSAL_SOFTMAX) continue;
+        const int q = s->in;
+        if (q >= 0 && m->layers[q].kind == LAYER_BMM && only_reader(m, q) == j)
+            m->layers[q].causal_bmm = BMM_CAUSAL_OUT;
+        for (int k = j + 1; k < m->nlayers; k++) {
+            layer_t *v = &m->layers[k];
+            if (v->kind == LAYER_BMM && v->in == j && v->in2 != j)
+                v->causal_bmm = v->causal_bmm == BMM_CAUSAL_NONE ? BMM_CAUSAL_LEFT : BMM_CAUSAL_NONE;
+        }
+    }
+}
+
 /* Marks the embeddings whose table a later layer reads as its weight (layer_t's tied). */
 static void mark_tied(model_t *m)
 {
@@ -1159,6 +1179,7 @@ static int create_with(const char *name, const model_shape_t *in, int classes, i
     fuse_layers(m);
     mark_set_grads(m);
     mark_tied(m);
+    mark_causal_bmm(m);
     if (set_positions(m) != 0) {
         snprintf(err, errlen, "model %s: its output (%zu values per sample) is no whole number of rows of %d classes",
                  name, model_shape_count(&m->layers[m->nlayers - 1].shape), classes);

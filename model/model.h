@@ -225,6 +225,12 @@ typedef struct {
     size_t view_off;
     model_shape_t gp_table; /* LAYER_GATHER_PARAM, LAYER_EMBED: the table's shape (its params) */
     int tied;               /* LAYER_EMBED: its table is a later layer's weight too (set by model_create) */
+    /* LAYER_BMM under attention's causal mask (ops.h's bmm_causal_t, set by model_create):
+     * BMM_CAUSAL_OUT where its only reader is a causal softmax (the scores: what is above the
+     * diagonal is never read, nor computed), BMM_CAUSAL_LEFT where its left input is a
+     * causal softmax's output (zeros above the diagonal: the sums skip them); else
+     * BMM_CAUSAL_NONE. The CPU kernels skip that work; the results read are the same. */
+    int causal_bmm;
     /* Fusions, set by model_create from the finished layer list; each gives bit for bit
      * the results of the layers it replaces.
      * fused_relu: LAYER_BN: the next layer is a ReLU and the only reader of this one's

@@ -875,7 +875,8 @@ static void bmm_fwd(model_t *m, int i, const float *x, int B, int train)
     const layer_t *l = &m->layers[i];
     int G, M, K, N;
     bmm_geometry(l, B, &G, &M, &K, &N);
-    bmm_forward(G, M, K, N, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
+    bmm_forward_causal((bmm_causal_t)l->causal_bmm, G, M, K, N, input_of(m, x, l->in), input_of(m, x, l->in2),
+                       m->acts + l->out_off);
 }
 
 static void bmm_bwd(model_t *m, int i, const float *x, int B)
@@ -883,8 +884,9 @@ static void bmm_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     int G, M, K, N;
     bmm_geometry(l, B, &G, &M, &K, &N);
-    bmm_backward_set(G, M, K, N, input_of(m, x, l->in), input_of(m, x, l->in2), m->dacts + m->dact_off[i],
-                     dinput_of(m, l->in), sets_grad(m, l->in, i), dinput_of(m, l->in2), sets_grad(m, l->in2, i));
+    bmm_backward_causal((bmm_causal_t)l->causal_bmm, G, M, K, N, input_of(m, x, l->in), input_of(m, x, l->in2),
+                        m->dacts + m->dact_off[i], dinput_of(m, l->in), sets_grad(m, l->in, i), dinput_of(m, l->in2),
+                        sets_grad(m, l->in2, i));
 }
 
 /* 2 per multiply-add: each output element is K of them */

@@ -35,6 +35,11 @@
  * for 192 of the ViT's pairs from cold memory; 2 or 3 ahead measured the same). */
 #define BMM_AHEAD 1
 
+/* What a tile of bmm_small may skip (bmm_causal_t's products, bmm_forward_causal and
+ * bmm_backward_causal): nothing; the tiles wholly above the diagonal (their outputs unread);
+ * the terms k past the tile's last row, or before its first row or first column (zeros). */
+typedef enum { BMM_TRI_NONE, BMM_TRI_OUT_LOWER, BMM_TRI_K_LE_ROW, BMM_TRI_K_GE_ROW, BMM_TRI_K_GE_COL } bmm_tri_t;
+
 /* round up to a whole vector of 8 floats */
 static inline int bmm_round8(int n) { return (n + 7) & ~7; }
 
@@ -62,7 +67,7 @@ BMM_TARGET static inline void bmm_store(float *c, __m256 v, int cnt, int set)
  * last vector is read only in its columns (rows of N floats exactly, not padded: no read
  * past the row, which may be the buffer's end). */
 #define BMM_KLOOP(load_last)                                                                                  \
-    for (int k = 0; k < K; k++) {                                                                             \
+    for (int k = k0; k < K; k++) {                                                                            \
         const float *bk = B + (size_t)k * ldb, *ak = A + (size_t)k * sk;                                      \
         const __m256 b0 = nv > 1 ? _mm256_loadu_ps(bk) : load_last(bk), b1 = nv > 1 ? load_last(bk + 8) : b0; \
         for (int i = 0; i < mr; i++) {                                                                        \
@@ -73,9 +78,10 @@ BMM_TARGET static inline void bmm_store(float *c, __m256 v, int cnt, int set)
     }
 #define BMM_LOADU(p) _mm256_loadu_ps(p)
 #define BMM_LOADM(p) _mm256_maskload_ps(p, m)
-BMM_TARGET static inline __attribute__((always_inline)) void bmm_tile(const int mr, const int nv, int K, const float *A,
-                                                                      size_t sm, size_t sk, const float *B, int ldb,
-                                                                      float *C, int ldc, int nc, int masked, int set)
+BMM_TARGET static inline __attribute__((always_inline)) void bmm_tile(const int mr, const int nv, int k0, int K,
+                                                                      const float *A, size_t sm, size_t sk,
+                                                                      const float *B, int ldb, float *C, int ldc,
+                                                                      int nc, int masked, int set)
 {
     __m256 acc[BMM_MR][2];
     for (int i = 0; i < mr; i++)
@@ -89,25 +95,34 @@ BMM_TARGET static inline __attribute__((always_inline)) void bmm_tile(const int 
 }
 
 /* The tile's rows as constants: 1 to BMM_MR. */
-#define BMM_ROWS(nv)                                                               \
-    switch (mr) {                                                                  \
-    case 6: bmm_tile(6, nv, K, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
-    case 5: bmm_tile(5, nv, K, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
-    case 4: bmm_tile(4, nv, K, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
-    case 3: bmm_tile(3, nv, K, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
-    case 2: bmm_tile(2, nv, K, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
-    default: bmm_tile(1, nv, K, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break; \
+#define BMM_ROWS(nv)                                                                    \
+    switch (mr) {                                                                       \
+    case 6: bmm_tile(6, nv, k0, k1, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
+    case 5: bmm_tile(5, nv, k0, k1, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
+    case 4: bmm_tile(4, nv, k0, k1, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
+    case 3: bmm_tile(3, nv, k0, k1, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
+    case 2: bmm_tile(2, nv, k0, k1, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
+    default: bmm_tile(1, nv, k0, k1, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break; \
     }
 
 /* C (M, N, rows N apart) = or += op(A) (M, K) B (K, N): A(m, k) at A[m * sm + k * sk]; B's
- * rows ldb apart, padded to a multiple of 8 floats (zero beyond N) or, with masked, not. */
+ * rows ldb apart, padded to a multiple of 8 floats (zero beyond N) or, with masked, not.
+ * tri (bmm_tri_t) skips what a causal mask makes zero or unread, tile by tile: a tile's sum
+ * over k starts or stops where its terms can be nonzero (the terms left out are exact
+ * zeros, and a sum in order that starts later or stops earlier by zeros has the same
+ * bits), or a tile wholly above the diagonal is not computed (its outputs unread). */
 BMM_TARGET static void bmm_small(int M, int N, int K, const float *A, size_t sm, size_t sk, const float *B, int ldb,
-                                 int masked, float *C, int set)
+                                 int masked, float *C, int set, bmm_tri_t tri)
 {
     for (int n0 = 0; n0 < N; n0 += 16) {
         const int nc = N - n0 < 16 ? N - n0 : 16;
         for (int m0 = 0; m0 < M; m0 += BMM_MR) {
             const int mr = M - m0 < BMM_MR ? M - m0 : BMM_MR;
+            int k0 = 0, k1 = K;
+            if (tri == BMM_TRI_OUT_LOWER && n0 > m0 + mr - 1) continue;
+            if (tri == BMM_TRI_K_LE_ROW && m0 + mr < K) k1 = m0 + mr;
+            if (tri == BMM_TRI_K_GE_ROW) k0 = m0 < K ? m0 : K;
+            if (tri == BMM_TRI_K_GE_COL) k0 = n0 < K ? n0 : K;
             const float *a = A + (size_t)m0 * sm;
             float *c = C + (size_t)m0 * N + n0;
             const float *Bt = B + n0;
@@ -135,15 +150,15 @@ static void bmm_pack(int rows, int cols, const float *src, size_t sr, size_t sc,
 /* C (M, N) = or += op(A) (M, K) op(B) (K, N), B(k, n) at B[k * bk + n * bn]: B packed
  * unless its rows are contiguous (bn 1). */
 static void bmm_one(int M, int N, int K, const float *A, size_t am, size_t ak, const float *B, size_t bk, size_t bn,
-                    float *C, int set)
+                    float *C, int set, bmm_tri_t tri)
 {
     float pack[BMM_PACK_MAX];
     if (bn == 1) {
-        bmm_small(M, N, K, A, am, ak, B, (int)bk, 1, C, set);
+        bmm_small(M, N, K, A, am, ak, B, (int)bk, 1, C, set, tri);
         return;
     }
     bmm_pack(K, N, B, bk, bn, pack);
-    bmm_small(M, N, K, A, am, ak, pack, bmm_round8(N), 0, C, set);
+    bmm_small(M, N, K, A, am, ak, pack, bmm_round8(N), 0, C, set, tri);
 }
 
 /* Whether the small kernel takes a (M, K) x (K, N) product: AVX2 and FMA, and the right
@@ -172,10 +187,28 @@ static int bmm_small_ok(int M, int K, int N)
 }
 #endif
 
+/* The masks' shapes: the causal product's output is square (M == N), the causal left
+ * operand too (M == K); anything else is computed whole. */
+static inline bmm_causal_t causal_fits(bmm_causal_t causal, int M, int K, int N)
+{
+    if (causal == BMM_CAUSAL_OUT && M == N) return causal;
+    if (causal == BMM_CAUSAL_LEFT && M == K) return causal;
+    return BMM_CAUSAL_NONE;
+}
+
 void bmm_forward(int G, int M, int K, int N, const float *a, const float *b, float *out)
+{
+    bmm_forward_causal(BMM_CAUSAL_NONE, G, M, K, N, a, b, out);
+}
+
+void bmm_forward_causal(bmm_causal_t causal, int G, int M, int K, int N, const float *a, const float *b, float *out)
 {
 #ifdef BMM_X86
     if (bmm_small_ok(M, K, N)) {
+        const bmm_causal_t c = causal_fits(causal, M, K, N);
+        const bmm_tri_t tri = c == BMM_CAUSAL_OUT    ? BMM_TRI_OUT_LOWER
+                              : c == BMM_CAUSAL_LEFT ? BMM_TRI_K_LE_ROW
+                                                     : BMM_TRI_NONE;
         for (int g = 0; g < G; g++) {
             if (g + BMM_AHEAD < G) {
                 const size_t h = (size_t)g + BMM_AHEAD;
@@ -184,7 +217,7 @@ void bmm_forward(int G, int M, int K, int N, const float *a, const float *b, flo
                 bmm_prefetch(out + h * M * N, (size_t)M * N, 1);
             }
             bmm_one(M, N, K, a + (size_t)g * M * K, (size_t)K, 1, b + (size_t)g * K * N, (size_t)N, 1,
-                    out + (size_t)g * M * N, 1);
+                    out + (size_t)g * M * N, 1, tri);
         }
         return;
     }
@@ -197,8 +230,24 @@ void bmm_forward(int G, int M, int K, int N, const float *a, const float *b, flo
 void bmm_backward_set(int G, int M, int K, int N, const float *a, const float *b, const float *dout, float *da,
                       int set_a, float *db, int set_b)
 {
+    bmm_backward_causal(BMM_CAUSAL_NONE, G, M, K, N, a, b, dout, da, set_a, db, set_b);
+}
+
+void bmm_backward_causal(bmm_causal_t causal, int G, int M, int K, int N, const float *a, const float *b,
+                         const float *dout, float *da, int set_a, float *db, int set_b)
+{
 #ifdef BMM_X86
     if (bmm_small_ok(M, K, N)) {
+        /* causal out: dout is zero above the diagonal (da's sum over n stops at its row, db's
+         * over m starts at its column); causal left: a is (da, a's gradient, is read below
+         * the diagonal only; db's sum over m starts at its row) */
+        const bmm_causal_t c = causal_fits(causal, M, K, N);
+        const bmm_tri_t tri_a = c == BMM_CAUSAL_OUT    ? BMM_TRI_K_LE_ROW
+                                : c == BMM_CAUSAL_LEFT ? BMM_TRI_OUT_LOWER
+                                                       : BMM_TRI_NONE;
+        const bmm_tri_t tri_b = c == BMM_CAUSAL_OUT    ? BMM_TRI_K_GE_COL
+                                : c == BMM_CAUSAL_LEFT ? BMM_TRI_K_GE_ROW
+                                                       : BMM_TRI_NONE;
         for (int g = 0; g < G; g++) {
             const float *ag = a + (size_t)g * M * K, *bg = b + (size_t)g * K * N, *dg = dout + (size_t)g * M * N;
             if (g + BMM_AHEAD < G) {
@@ -211,8 +260,8 @@ void bmm_backward_set(int G, int M, int K, int N, const float *a, const float *b
             }
             /* da (M, K) = dout (M, N) b^T; db (K, N) = a^T dout: each reads only the inputs,
              * so da and db may alias (when both add) */
-            if (da) bmm_one(M, K, N, dg, (size_t)N, 1, bg, 1, (size_t)N, da + (size_t)g * M * K, set_a);
-            if (db) bmm_one(K, N, M, ag, 1, (size_t)K, dg, (size_t)N, 1, db + (size_t)g * K * N, set_b);
+            if (da) bmm_one(M, K, N, dg, (size_t)N, 1, bg, 1, (size_t)N, da + (size_t)g * M * K, set_a, tri_a);
+            if (db) bmm_one(K, N, M, ag, 1, (size_t)K, dg, (size_t)N, 1, db + (size_t)g * K * N, set_b, tri_b);
         }
         return;
     }

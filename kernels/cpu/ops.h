@@ -359,6 +359,18 @@ void bmm_backward(int G, int M, int K, int N, const float *a, const float *b, co
  * db do not alias): bit for bit what bmm_backward gives into zeros (model.c's grad_setter). */
 void bmm_backward_set(int G, int M, int K, int N, const float *a, const float *b, const float *dout, float *da,
                       int set_a, float *db, int set_b);
+/* Attention's two products under a causal mask (model.c's causal_bmm):
+ * BMM_CAUSAL_OUT: the scores Q K^T (M == N), of which only the lower triangle (column <=
+ *   row) is read: the rest of out may be left unwritten, and dout is zero there;
+ * BMM_CAUSAL_LEFT: the weights' product A V, a lower triangular (zero after the diagonal,
+ *   M == K): da's upper triangle may be left unwritten (its reader, the causal softmax,
+ *   reads below the diagonal only).
+ * What is computed has the bits of the whole product (the terms left out are zeros); a
+ * shape that does not fit, or OpenBLAS's path, computes the whole product. */
+typedef enum { BMM_CAUSAL_NONE, BMM_CAUSAL_OUT, BMM_CAUSAL_LEFT } bmm_causal_t;
+void bmm_forward_causal(bmm_causal_t causal, int G, int M, int K, int N, const float *a, const float *b, float *out);
+void bmm_backward_causal(bmm_causal_t causal, int G, int M, int K, int N, const float *a, const float *b,
+                         const float *dout, float *da, int set_a, float *db, int set_b);
 
 /* Swin's relative position bias (gather.c): out[j] = table[map[j]] for j < n, map holding
  * float-coded indices (exact below 2^24); one outside [0, tcount) reads 0. The backward

@@ -143,6 +143,98 @@ static void test_causal_softmax_long(void **state)
     causal_long_case(2, 64);
 }
 
+/* Whether a and b hold the same bits at the n floats from each */
+static int same_bits(const float *a, const float *b, size_t n) { return memcmp(a, b, n * sizeof *a) == 0; }
+
+/* A float's copy of n doubles */
+static float *floats_of(const double *d, size_t n)
+{
+    float *f = malloc(n * sizeof *f);
+    assert_non_null(f);
+    for (size_t k = 0; k < n; k++) f[k] = (float)d[k];
+    return f;
+}
+
+/* Attention's products under the causal mask (ops.h's bmm_causal_t), G matrices of T x T
+ * and T x D. The scores Q K^T (BMM_CAUSAL_OUT): the lower triangle the whole product's
+ * bits (the rest unread), the backward from a gradient zero above the diagonal (what the
+ * causal softmax's backward writes) the whole backward's bits, set and added. The weights'
+ * product P V (BMM_CAUSAL_LEFT, P zero above the diagonal): the forward and dV the whole
+ * product's bits, dP's lower triangle too. The whole products against the double
+ * reference (ref_bmm_forward) within 1e-5 of the largest output. */
+static void causal_bmm_case(int G, int T, int D)
+{
+    const size_t nq = (size_t)G * T * D, ns = (size_t)G * T * T;
+    rng_t r;
+    rng_seed(&r, 100 + (uint64_t)T);
+    double *qd = malloc(nq * sizeof *qd), *kd = malloc(nq * sizeof *kd), *pd = malloc(ns * sizeof *pd);
+    double *gs = malloc(ns * sizeof *gs), *gy = malloc(nq * sizeof *gy), *want = malloc(ns * sizeof *want);
+    assert_non_null(qd), assert_non_null(kd), assert_non_null(pd), assert_non_null(gs), assert_non_null(gy);
+    assert_non_null(want);
+    for (size_t k = 0; k < nq; k++) qd[k] = rng_normal(&r), kd[k] = rng_normal(&r), gy[k] = rng_normal(&r);
+    for (int g = 0; g < G; g++)
+        for (int i = 0; i < T; i++)
+            for (int j = 0; j < T; j++) {
+                const size_t e = ((size_t)g * T + i) * T + j;
+                pd[e] = j <= i ? fabs(rng_normal(&r)) / (i + 1) : 0.0; /* lower triangular, like weights */
+                gs[e] = j <= i ? rng_normal(&r) : 0.0;                 /* the causal softmax's dS */
+            }
+    float *q = floats_of(qd, nq), *k = floats_of(kd, nq), *p = floats_of(pd, ns), *ds = floats_of(gs, ns);
+    float *dy = floats_of(gy, nq);
+    float *full = malloc(ns * sizeof *full), *part = malloc(ns * sizeof *part);
+    float *fa = malloc(ns * sizeof *fa), *fb = malloc(ns * sizeof *fb), *ca = malloc(ns * sizeof *ca),
+          *cb = malloc(ns * sizeof *cb);
+    assert_non_null(full), assert_non_null(part), assert_non_null(fa), assert_non_null(fb), assert_non_null(ca);
+    assert_non_null(cb);
+    /* the scores: k stands for K^T (G, D, T) */
+    ref_bmm_forward(G, T, D, T, qd, kd, want);
+    bmm_forward(G, T, D, T, q, k, full);
+    for (size_t e = 0; e < ns; e++) part[e] = NAN;
+    bmm_forward_causal(BMM_CAUSAL_OUT, G, T, D, T, q, k, part);
+    printf("  causal bmm %d x %dx%d scores: whole product max_rel %.2e (tol 1e-5)\n", G, T, D, max_rel(full, want, ns));
+    assert_true(max_rel(full, want, ns) < 1e-5);
+    for (int g = 0; g < G; g++)
+        for (int i = 0; i < T; i++) {
+            const size_t row = ((size_t)g * T + i) * T;
+            assert_true(same_bits(full + row, part + row, (size_t)i + 1));
+        }
+    for (int set = 1; set >= 0; set--) {
+        for (size_t e = 0; e < nq; e++) fa[e] = ca[e] = set ? NAN : 0.25f, fb[e] = cb[e] = set ? NAN : -0.5f;
+        bmm_backward_set(G, T, D, T, q, k, ds, fa, set, fb, set);
+        bmm_backward_causal(BMM_CAUSAL_OUT, G, T, D, T, q, k, ds, ca, set, cb, set);
+        assert_true(same_bits(fa, ca, nq));
+        assert_true(same_bits(fb, cb, nq));
+    }
+    /* the weights' product: P (G, T, T) by V (G, T, D); k stands for V */
+    ref_bmm_forward(G, T, T, D, pd, kd, want);
+    bmm_forward(G, T, T, D, p, k, full);
+    bmm_forward_causal(BMM_CAUSAL_LEFT, G, T, T, D, p, k, part);
+    printf("  causal bmm %d x %dx%d weights: whole product max_rel %.2e (tol 1e-5)\n", G, T, D, max_rel(full, want, nq));
+    assert_true(max_rel(full, want, nq) < 1e-5);
+    assert_true(same_bits(full, part, nq));
+    for (int set = 1; set >= 0; set--) {
+        for (size_t e = 0; e < ns; e++) fa[e] = ca[e] = set ? NAN : 0.25f;
+        for (size_t e = 0; e < nq; e++) fb[e] = cb[e] = set ? NAN : -0.5f;
+        bmm_backward_set(G, T, T, D, p, k, dy, fa, set, fb, set);
+        bmm_backward_causal(BMM_CAUSAL_LEFT, G, T, T, D, p, k, dy, ca, set, cb, set);
+        for (int g = 0; g < G; g++)
+            for (int i = 0; i < T; i++) {
+                const size_t row = ((size_t)g * T + i) * T;
+                assert_true(same_bits(fa + row, ca + row, (size_t)i + 1));
+            }
+        assert_true(same_bits(fb, cb, nq));
+    }
+    free(qd), free(kd), free(pd), free(gs), free(gy), free(want), free(q), free(k), free(p), free(ds), free(dy);
+    free(full), free(part), free(fa), free(fb), free(ca), free(cb);
+}
+
+static void test_causal_bmm(void **state)
+{
+    causal_bmm_case(3, 37, 8);
+    causal_bmm_case(2, 64, 32); /* nanoGPT's heads */
+    causal_bmm_case(2, 5, 3);   /* one tile */
+}
+
 static const model_gpt_t TINY = {
     .layers = 2, .heads = 2, .embd = 8, .block = 6, .vocab = 13, .dropout = 0.0f, .bias = 1, .tie = 1};
 
@@ -283,6 +375,50 @@ static void test_gpt_refusals(void **state)
     }
 }
 
+/* model_create marks each block's scores (BMM_CAUSAL_OUT) and weights' product
+ * (BMM_CAUSAL_LEFT; with dropout on the weights its left input is the dropout's, so not
+ * marked), and the loss and every gradient are those of the whole products bit for bit
+ * (the marks cleared), at 37 positions (several tiles of the kernels). */
+static void causal_model_case(float dropout)
+{
+    enum { B = 2 };
+    const model_gpt_t g = {
+        .layers = 2, .heads = 2, .embd = 16, .block = 37, .vocab = 13, .dropout = dropout, .bias = 1, .tie = 1};
+    model_t *m = tiny(&g, B);
+    int outs = 0, lefts = 0;
+    for (int j = 0; j < m->nlayers; j++) {
+        outs += m->layers[j].causal_bmm == BMM_CAUSAL_OUT;
+        lefts += m->layers[j].causal_bmm == BMM_CAUSAL_LEFT;
+    }
+    assert_int_equal(outs, g.layers);
+    assert_int_equal(lefts, dropout > 0.0f ? 0 : g.layers);
+    rng_t r;
+    rng_seed(&r, 23);
+    float x[B * 37];
+    int32_t y[B * 37];
+    random_tokens(&r, B * g.block, g.vocab, x, y);
+    const uint64_t step = m->dropout_step;
+    const float loss = model_forward(m, x, y, B, 1);
+    model_backward(m, x, y, B, 1.0f);
+    float *grads = malloc(m->nparams * sizeof *grads);
+    assert_non_null(grads);
+    memcpy(grads, m->grads, m->nparams * sizeof *grads);
+    for (int j = 0; j < m->nlayers; j++) m->layers[j].causal_bmm = BMM_CAUSAL_NONE;
+    m->dropout_step = step;
+    const float whole = model_forward(m, x, y, B, 1);
+    model_backward(m, x, y, B, 1.0f);
+    assert_true(memcmp(&loss, &whole, sizeof loss) == 0);
+    assert_true(same_bits(grads, m->grads, m->nparams));
+    free(grads);
+    model_free(m);
+}
+
+static void test_gpt_causal_bmm(void **state)
+{
+    causal_model_case(0.0f);
+    causal_model_case(0.1f);
+}
+
 /* The activation gradients' arena planned by liveness (model_t's dact_off): smaller than
  * one slot per layer for a GPT, no two gradients sharing a float while both live (from
  * their last reader's backward down to their own), and the same gradients bit for bit as
@@ -348,6 +484,8 @@ int main(void)
         cmocka_unit_test(test_embed_kernels),
         cmocka_unit_test(test_causal_softmax),
         cmocka_unit_test(test_causal_softmax_long),
+        cmocka_unit_test(test_causal_bmm),
+        cmocka_unit_test(test_gpt_causal_bmm),
         cmocka_unit_test(test_gpt_gradients),
         cmocka_unit_test(test_gpt_tied),
         cmocka_unit_test(test_gpt_causal),

@@ -27,7 +27,16 @@ static const char GRAPH_OPS[] = "Flatten, Reshape, Identity, Constant, Pad (zero
                                 "Mod, Not, Where, Squeeze, Slice, Range, ScatterND, ConstantOfShape (of constant "
                                 "shapes: folded)";
 
-size_t onnx_supported_ops(char *buf, size_t len) { return model_op_onnx_names(buf, len, GRAPH_OPS); }
+/* An operator the importer rewrites as other operators' nodes (model/onnx/einsum.c): its
+ * layers are theirs. */
+static const char EINSUM_OPS[] = "Einsum (a batched matrix product of two inputs, or one input permuted)";
+
+size_t onnx_supported_ops(char *buf, size_t len)
+{
+    const size_t n = model_op_onnx_names(buf, len, GRAPH_OPS);
+    if (n + 1 < len) snprintf(buf + n, len - n, ", %s", EINSUM_OPS);
+    return n + 2 + strlen(EINSUM_OPS);
+}
 
 void onnx_print_supported_ops(FILE *f)
 {
@@ -35,6 +44,7 @@ void onnx_print_supported_ops(FILE *f)
     /* a row with no ONNX operator (built in only: the language models') imports nothing */
     for (int k = 0; k < LAYER_KIND_COUNT; k++)
         if (*MODEL_OPS[k].onnx_import) fprintf(f, "| %s | %s |\n", MODEL_OPS[k].onnx_import, MODEL_OPS[k].name);
+    fprintf(f, "| %s | matmul, or transpose |\n", EINSUM_OPS);
     fprintf(f,
             "| %s | none: folded into constants, aliases of their input, or the padding of the layer after them "
             "|\n",

@@ -80,6 +80,7 @@
 #include "fold.h"
 #include "view.h"
 #include "lm.h"
+#include "einsum.h"
 
 /* A list of exactly count ints (default dflt when absent); 0, or -1 with the reason. */
 static int attr_ints(imp_t *im, const Onnx__NodeProto *n, const char *name, int count, int dflt, int *out)
@@ -2137,6 +2138,13 @@ static int do_reduce_mean(imp_t *im, model_builder_t *b, const Onnx__NodeProto *
     return do_reduce(im, b, n);
 }
 
+/* Einsum -> the MatMul or Transpose its equation spells (model/onnx/einsum.c), each run
+ * through do_node */
+static int do_einsum_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    return do_einsum(im, b, n, do_node);
+}
+
 /* MatMul of two activations -> LAYER_BMM, else by a weight (do_matmul) */
 static int do_matmul_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 {
@@ -2166,6 +2174,7 @@ static const node_import_t NODE_IMPORTS[] = {
     {"Conv", .import = do_conv},
     {"Div", .import = do_div},
     {"Dropout", .import = do_dropout},
+    {"Einsum", .import = do_einsum_node},
     {"Erf", .import = do_erf},
     {"Expand", .import = do_expand},
     {"Flatten", .import = do_flatten},

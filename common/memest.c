@@ -152,12 +152,14 @@ int memest_rank_of(const job_spec_t *s, int nworkers, int rank, const double *me
     const double share = params > 0 ? (double)(bounds[rank + 1] - bounds[rank]) / params : 1.0;
     out->model_bytes -= state * (1.0 - share);
     /* Stage 2: the gradient outside the range is resident only until the backward pass has
-     * reduced its bucket (worker/shard.h): at most SHARD_BUCKET floats and twice the
+     * reduced its bucket (worker/shard.h): the bucket being written and up to SHARD_LAG
+     * finished ones still in transfer, each at most SHARD_BUCKET floats and twice the
      * largest tensor (the one being written, and a tied embedding the head writes first).
      * Only the built-in GPT's tensors are known here: another model's gradient stays
      * counted whole. */
     if (s->algorithm.shard.stage >= 2 && spec_model_is_gpt(s)) {
-        const double outside = params * (1.0 - share), pending = (double)SHARD_BUCKET + 2.0 * gpt_largest_tensor(s);
+        const double outside = params * (1.0 - share),
+                     pending = (1.0 + SHARD_LAG) * ((double)SHARD_BUCKET + 2.0 * gpt_largest_tensor(s));
         if (outside > pending) out->model_bytes -= 4.0 * (outside - pending);
     }
     double run = out->model_bytes + out->batch_bytes + out->data_bytes;

@@ -16,9 +16,13 @@
 #include "spec.h"
 
 #define SHARD_ALIGN 16
-/* Stage 2's smallest bucket of the reduce-scatter at most (worker/shard.c: an eighth of
+/* Stage 2's smallest bucket of the reduce-scatter at most (worker/shard.c: a sixteenth of
  * the model up to this many floats), which the memory estimate counts as resident. */
 #define SHARD_BUCKET ((size_t)1 << 21)
+/* Stage 2's backward pass goes on while at most this many buckets it finished are not yet
+ * reduced (worker/shard.c: their transfer overlaps the next bucket's layers), so that
+ * many more buckets may be resident besides the one the pass writes. */
+#define SHARD_LAG 1
 
 /* bounds (n + 1 entries) of n ranks with these weights (each > 0 and finite). Returns 0,
  * or -1 when n < 1 or a weight is not > 0 (bounds untouched). A rank whose share rounds

@@ -14,12 +14,23 @@
 #include "shard_plan.h"
 #include "step.h"
 
-/* The reduce-scatter's chunk (1 MiB of floats; reduce_scatter) and its messages' tag. */
+/* The reduce-scatter's rounds (start_round): at most SHARD_DEPTH in flight, each taking a
+ * chunk of at most SHARD_CHUNK floats (1 MiB, Open MPI's eager limit as pacer launches it:
+ * a message then needs no reply from its receiver to leave) from every rank's part, the
+ * chunk smaller on larger worlds so that the rounds' scratch stays within
+ * SHARD_SCRATCH floats (8 MiB), down to SHARD_CHUNK_MIN. Messages of one pair and tag
+ * match in the order they were posted, and every rank posts the rounds in one order. */
 #define SHARD_CHUNK ((size_t)1 << 18)
+#define SHARD_CHUNK_MIN ((size_t)1 << 12)
+#define SHARD_SCRATCH ((size_t)1 << 21)
+#define SHARD_DEPTH 4
 #define SHARD_TAG 0x5a4d
-/* The smallest bucket: an eighth of the model up to SHARD_BUCKET (8 MiB of floats; fewer,
- * larger exchanges than one per layer, yet a small part of a model large enough to need
- * sharding; a small model gets several buckets all the same, as the tests' do). */
+/* The smallest bucket: a sixteenth of the model up to SHARD_BUCKET (8 MiB of floats;
+ * fewer, larger exchanges than one per layer, yet a small part of a model large enough to
+ * need sharding; a small model gets several buckets all the same, as the tests' do). A
+ * sixteenth, not an eighth: stage 2 keeps a finished bucket resident while it is in
+ * transfer (SHARD_LAG), and smaller buckets keep that what it was when the pass waited
+ * for each bucket. */
 
 /* A range-sized state buffer, 64-byte aligned as the model's (the vector loops' reach),
  * zeroed, with src's range copied in when given (a restored state). */
@@ -56,6 +67,28 @@ static double *memory_weights(worker_t *w, int n)
     return mem;
 }
 
+/* The ring of rounds: SHARD_DEPTH slots of n chunks and 2n requests each (none in one
+ * process). 0, or -1 when memory runs out. */
+static int make_rounds(shard_t *sh)
+{
+    const size_t n = (size_t)sh->n;
+    sh->chunk = SHARD_SCRATCH / (n * SHARD_DEPTH);
+    if (sh->chunk > SHARD_CHUNK) sh->chunk = SHARD_CHUNK;
+    if (sh->chunk < SHARD_CHUNK_MIN) sh->chunk = SHARD_CHUNK_MIN;
+    sh->from = calloc(n, sizeof *sh->from);
+    sh->cnt = calloc(n, sizeof *sh->cnt);
+    if (!sh->from || !sh->cnt) return -1;
+    if (n < 2) return 0;
+    sh->rounds = calloc(SHARD_DEPTH, sizeof *sh->rounds);
+    if (!sh->rounds) return -1;
+    for (int i = 0; i < SHARD_DEPTH; i++) {
+        sh->rounds[i].scratch = range_buffer(n * sh->chunk, NULL);
+        sh->rounds[i].reqs = calloc(2 * n, sizeof *sh->rounds[i].reqs);
+        if (!sh->rounds[i].scratch || !sh->rounds[i].reqs) return -1;
+    }
+    return 0;
+}
+
 static int make_plan(worker_t *w, shard_t *sh, char *err, size_t errlen)
 {
     const int n = sh->n;
@@ -63,10 +96,8 @@ static int make_plan(worker_t *w, shard_t *sh, char *err, size_t errlen)
     sh->counts = calloc((size_t)n, sizeof *sh->counts);
     sh->displs = calloc((size_t)n, sizeof *sh->displs);
     sh->weights = calloc((size_t)n, sizeof *sh->weights);
-    sh->reqs = calloc(2 * (size_t)n, sizeof *sh->reqs);
-    sh->scratch = n > 1 ? range_buffer((size_t)n * SHARD_CHUNK, NULL) : NULL;
     double *mem = memory_weights(w, n);
-    if (!sh->bounds || !sh->counts || !sh->displs || !sh->weights || !sh->reqs || (n > 1 && !sh->scratch)) {
+    if (!sh->bounds || !sh->counts || !sh->displs || !sh->weights || make_rounds(sh) != 0) {
         free(mem);
         snprintf(err, errlen, "algorithm.shard: out of memory for the plan of %d ranks", n);
         return -1;
@@ -153,14 +184,14 @@ static int plan_buckets(const model_t *m, shard_t *sh)
         if (e > below) below = e;
         if (f > below) below = f;
     }
-    const size_t least = m->nparams / 8 < SHARD_BUCKET ? m->nparams / 8 + 1 : SHARD_BUCKET;
+    const size_t least = m->nparams / 16 < SHARD_BUCKET ? m->nparams / 16 + 1 : SHARD_BUCKET;
     int k = 0;
     sh->edge[k] = m->nparams;
     for (int i = nl - 1; i >= 0; i--)
         if (sh->edge[k] >= sh->final_below[i] + least) sh->edge[++k] = sh->final_below[i];
     if (sh->edge[k] > 0) sh->edge[++k] = 0;
     sh->nbuckets = k;
-    sh->next_bucket = k; /* none pending until shard_begin_step */
+    sh->ready = sh->posted = sh->reduced = k; /* none pending until shard_begin_step */
     return 0;
 }
 
@@ -211,8 +242,13 @@ void shard_free(worker_t *w)
     free(sh->counts);
     free(sh->displs);
     free(sh->weights);
-    free(sh->reqs);
-    free(sh->scratch);
+    for (int i = 0; sh->rounds && i < SHARD_DEPTH; i++) {
+        free(sh->rounds[i].scratch);
+        free(sh->rounds[i].reqs);
+    }
+    free(sh->rounds);
+    free(sh->from);
+    free(sh->cnt);
     free(sh->edge);
     free(sh->final_below);
     free(sh);
@@ -240,73 +276,133 @@ static void sum_in_rank_order(int n, const float *const *in, float *acc, size_t 
     }
 }
 
-/* The reduce-scatter of grads[a, b), in chunks of SHARD_CHUNK floats: each rank sends
- * every other rank its part of that rank's range and sums the parts of its own range, in
- * place in grads, in one fixed order. MPI_Reduce_scatter would do it in one call, but
- * Open MPI's allocates scratch the size of the whole buffer (what the sharding saves),
- * and its summation order differs from the all-reduce's. Scratch here: n chunks. */
-static void reduce_scatter(worker_t *w, shard_t *sh, size_t a, size_t b)
-{
-    float *g = w->model->grads;
-    const int n = sh->n, me = w->rank;
-    size_t from[SPEC_MAX_WORKERS], cnt[SPEC_MAX_WORKERS], most = 0;
-    for (int r = 0; r < n; r++) { /* rank r's part of [a, b) */
-        const size_t lo = sh->bounds[r] > a ? sh->bounds[r] : a, hi = sh->bounds[r + 1] < b ? sh->bounds[r + 1] : b;
-        from[r] = lo;
-        cnt[r] = hi > lo ? hi - lo : 0;
-        if (cnt[r] > most) most = cnt[r];
-    }
-    const size_t len = cnt[me];
-    const float *in[SPEC_MAX_WORKERS];
-    for (size_t off = 0; off < most; off += SHARD_CHUNK) {
-        int nreq = 0;
-        const size_t c = off < len ? (len - off < SHARD_CHUNK ? len - off : SHARD_CHUNK) : 0;
-        for (int r = 0; r < n; r++) {
-            in[r] = r == me ? g + from[me] + off : sh->scratch + (size_t)r * SHARD_CHUNK;
-            if (r != me && c > 0)
-                MPI_CHECK(MPI_Irecv(sh->scratch + (size_t)r * SHARD_CHUNK, (int)c, MPI_FLOAT, r, SHARD_TAG,
-                                    MPI_COMM_WORLD, &sh->reqs[nreq++]));
-        }
-        for (int r = 0; r < n; r++) {
-            if (r == me || off >= cnt[r]) continue;
-            const size_t cr = cnt[r] - off < SHARD_CHUNK ? cnt[r] - off : SHARD_CHUNK;
-            MPI_CHECK(MPI_Isend(g + from[r] + off, (int)cr, MPI_FLOAT, r, SHARD_TAG, MPI_COMM_WORLD, &sh->reqs[nreq++]));
-        }
-        MPI_CHECK(MPI_Waitall(nreq, sh->reqs, MPI_STATUSES_IGNORE));
-        if (c == 0) continue;
-        /* the sum into my slot of the scratch, then over my part (read as an input first) */
-        float *acc = sh->scratch + (size_t)me * SHARD_CHUNK;
-        sum_in_rank_order(n, in, acc, c);
-        memcpy(g + from[me] + off, acc, c * sizeof *acc);
-    }
-}
-
-/* Bucket k: its share of the local gradient's norm (before the sums overwrite this
- * rank's range), the reduce-scatter, and at stage 2 its pages outside the range given
- * back. */
-static void reduce_bucket(worker_t *w, shard_t *sh, int k)
+/* Stage 2: bucket k's pages outside this rank's range, once its sends are done. */
+static void release_bucket(worker_t *w, const shard_t *sh, int k)
 {
     float *g = w->model->grads;
     const size_t a = sh->edge[k + 1], b = sh->edge[k];
-    sh->local_sumsq += sum_squares(b - a, g + a);
-    if (w->use_mpi && sh->n > 1) reduce_scatter(w, sh, a, b);
     if (sh->stage < 2) return;
     if (a < sh->lo) release_pages(g + a, g + (b < sh->lo ? b : sh->lo));
     if (b > sh->hi) release_pages(g + (a > sh->hi ? a : sh->hi), g + b);
 }
 
-/* model_t's grad_done: the buckets wholly above final_below[layer], from the top down. */
+/* Starts the next round of the reduce-scatter, of bucket sh->posted (its parts worked out
+ * at its first round): this rank receives every other rank's chunk of its own part into
+ * the slot's scratch and sends every other rank its chunk of that rank's part, from
+ * grads in place. MPI_Reduce_scatter would do a bucket in one call, but Open MPI's
+ * allocates scratch the size of the whole buffer (what the sharding saves), its summation
+ * order differs from the all-reduce's, and it blocks. */
+static void start_round(worker_t *w, shard_t *sh)
+{
+    float *g = w->model->grads;
+    const int n = sh->n, me = w->rank;
+    if (sh->off == 0) { /* the bucket's first round: rank r's part of [a, b) */
+        const size_t a = sh->edge[sh->posted + 1], b = sh->edge[sh->posted];
+        sh->most = 0;
+        for (int r = 0; r < n; r++) {
+            const size_t lo = sh->bounds[r] > a ? sh->bounds[r] : a, hi = sh->bounds[r + 1] < b ? sh->bounds[r + 1] : b;
+            sh->from[r] = lo;
+            sh->cnt[r] = hi > lo ? hi - lo : 0;
+            if (sh->cnt[r] > sh->most) sh->most = sh->cnt[r];
+        }
+    }
+    shard_round_t *rd = &sh->rounds[(sh->head + sh->inflight) % SHARD_DEPTH];
+    const size_t off = sh->off, len = sh->cnt[me], ch = sh->chunk;
+    rd->nreq = 0;
+    rd->c = off < len ? (len - off < ch ? len - off : ch) : 0;
+    rd->at = sh->from[me] + off;
+    for (int r = 0; r < n && rd->c > 0; r++)
+        if (r != me)
+            MPI_CHECK(MPI_Irecv(rd->scratch + (size_t)r * ch, (int)rd->c, MPI_FLOAT, r, SHARD_TAG, MPI_COMM_WORLD,
+                                &rd->reqs[rd->nreq++]));
+    for (int r = 0; r < n; r++) {
+        if (r == me || off >= sh->cnt[r]) continue;
+        const size_t cr = sh->cnt[r] - off < ch ? sh->cnt[r] - off : ch;
+        MPI_CHECK(
+            MPI_Isend(g + sh->from[r] + off, (int)cr, MPI_FLOAT, r, SHARD_TAG, MPI_COMM_WORLD, &rd->reqs[rd->nreq++]));
+    }
+    rd->last_of = -1;
+    sh->off += ch;
+    if (sh->off >= sh->most) {
+        rd->last_of = sh->posted++;
+        sh->off = 0;
+    }
+    sh->inflight++;
+}
+
+/* The oldest round, arrived: the sum of this rank's chunk into its slot of the scratch,
+ * then over its part of grads (read as an input first); at a bucket's last round, stage
+ * 2's release of the bucket. */
+static void finish_round(worker_t *w, shard_t *sh)
+{
+    shard_round_t *rd = &sh->rounds[sh->head];
+    float *g = w->model->grads;
+    const int n = sh->n, me = w->rank;
+    if (rd->c > 0) {
+        const float *in[SPEC_MAX_WORKERS];
+        for (int r = 0; r < n; r++) in[r] = r == me ? g + rd->at : rd->scratch + (size_t)r * sh->chunk;
+        float *acc = rd->scratch + (size_t)me * sh->chunk;
+        sum_in_rank_order(n, in, acc, rd->c);
+        memcpy(g + rd->at, acc, rd->c * sizeof *acc);
+    }
+    if (rd->last_of >= 0) {
+        release_bucket(w, sh, rd->last_of);
+        sh->reduced = rd->last_of + 1;
+    }
+    sh->head = (sh->head + 1) % SHARD_DEPTH;
+    sh->inflight--;
+}
+
+/* Moves the reduce-scatter on: starts the rounds of the finished buckets while slots are
+ * free and finishes the oldest round once it arrived, oldest first, until no more than
+ * lag finished buckets are left unreduced, waiting for the oldest round while more are
+ * (politely on a shared host, comm_wait); then returns at the first round not yet
+ * arrived (MPI_Testall also moves the others' transfers on). lag 0: every finished
+ * bucket reduced. */
+static void pump(worker_t *w, shard_t *sh, int lag)
+{
+    for (;;) {
+        while (sh->inflight < SHARD_DEPTH && sh->posted < sh->ready) start_round(w, sh);
+        if (sh->inflight == 0) return;
+        shard_round_t *rd = &sh->rounds[sh->head];
+        if (sh->ready - sh->reduced > lag) {
+            for (int i = 0; i < rd->nreq; i++) comm_wait(w, &rd->reqs[i]);
+        } else {
+            int done = 0;
+            MPI_CHECK(MPI_Testall(rd->nreq, rd->reqs, &done, MPI_STATUSES_IGNORE));
+            if (!done) return;
+        }
+        finish_round(w, sh);
+    }
+}
+
+/* Bucket k is final: its share of the local gradient's norm (before the sums overwrite
+ * this rank's range), then its rounds may start (in one process: stage 2's release). */
+static void hand_over(worker_t *w, shard_t *sh, int k)
+{
+    const size_t a = sh->edge[k + 1], b = sh->edge[k];
+    sh->local_sumsq += sum_squares(b - a, w->model->grads + a);
+    sh->ready = k + 1;
+    if (w->use_mpi && sh->n > 1) return;
+    release_bucket(w, sh, k);
+    sh->posted = sh->reduced = k + 1;
+}
+
+/* model_t's grad_done: the buckets wholly above final_below[layer] handed over, from the
+ * top down, and the rounds in flight moved on. */
 static void grad_done(void *ctx, int layer)
 {
     worker_t *w = ctx;
     shard_t *sh = w->shard;
-    if (sh->next_bucket >= sh->nbuckets || sh->edge[sh->next_bucket + 1] < sh->final_below[layer]) return;
+    const int more = sh->ready < sh->nbuckets && sh->edge[sh->ready + 1] >= sh->final_below[layer];
+    if (!more && sh->inflight == 0) return;
     phase_mark(&w->phases, PHASE_COMPUTE); /* the backward so far */
     const double t0 = clock_mono_s();
-    waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
-    while (sh->next_bucket < sh->nbuckets && sh->edge[sh->next_bucket + 1] >= sh->final_below[layer])
-        reduce_bucket(w, sh, sh->next_bucket++);
-    waitmark_leave(&w->wait);
+    while (sh->ready < sh->nbuckets && sh->edge[sh->ready + 1] >= sh->final_below[layer]) hand_over(w, sh, sh->ready);
+    /* Stage 1 keeps the whole gradient anyway: the pass never waits. Stage 2 waits for
+     * all but the newest SHARD_LAG buckets, so that at most those are resident outside
+     * its range besides the one the pass writes. */
+    pump(w, sh, sh->stage >= 2 ? SHARD_LAG : sh->nbuckets);
     phase_mark(&w->phases, PHASE_COMM);
     sh->hook_s += clock_mono_s() - t0;
 }
@@ -315,7 +411,8 @@ void shard_begin_step(worker_t *w)
 {
     shard_t *sh = w->shard;
     if (!sh) return;
-    sh->next_bucket = 0;
+    sh->ready = sh->posted = sh->reduced = 0;
+    sh->off = 0;
     sh->local_sumsq = 0.0;
     sh->hook_s = 0.0;
     w->model->grad_done = grad_done;
@@ -332,7 +429,8 @@ void shard_finish_grad(worker_t *w)
     w->stats.compute_s -= sh->hook_s;
     const double t0 = clock_mono_s();
     waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
-    while (sh->next_bucket < sh->nbuckets) reduce_bucket(w, sh, sh->next_bucket++);
+    while (sh->ready < sh->nbuckets) hand_over(w, sh, sh->ready);
+    pump(w, sh, 0);
     waitmark_leave(&w->wait);
     phase_mark(&w->phases, PHASE_COMM);
     sh->hook_s += clock_mono_s() - t0;

@@ -7,7 +7,9 @@
  *      the backward pass goes on (model_t's grad_done), each in chunks: each rank sends
  *      every other rank its part of that rank's range and sums its own range's parts in
  *      place, in the order of Open MPI's linear reduction (shard.c says why not
- *      MPI_Reduce_scatter);
+ *      MPI_Reduce_scatter). The chunks are non-blocking rounds, several in flight, that
+ *      the pass moves on after each layer and the end of the pass waits for: the pass
+ *      never stops for a peer, as plain ssgd's does not before its one all-reduce;
  *   2. one MPI_Allreduce of five doubles: the four extras of adaptive_pack (batch, loss,
  *      the noise scale's norms) and the sum of the ranks' squared range norms, the global
  *      gradient norm that clipping and the noise-scale estimate need;
@@ -40,6 +42,16 @@
 
 #include "worker.h"
 
+/* One round of the reduce-scatter in flight: a chunk of every rank's part of one bucket. */
+typedef struct shard_round {
+    float *scratch;    /* n x chunk floats: rank i's part of this rank's chunk at i x chunk;
+                        * this rank's own slot receives the sum */
+    MPI_Request *reqs; /* (2n) the round's receives and sends */
+    int nreq;
+    size_t at, c; /* this rank's chunk: grads[at, at + c) (c 0: nothing to sum here) */
+    int last_of;  /* the bucket whose last round this is, or -1 */
+} shard_round_t;
+
 typedef struct shard {
     int stage;            /* 1 or 2 */
     int n;                /* ranks the buffer is split over */
@@ -53,17 +65,26 @@ typedef struct shard {
     long gathered_step;   /* rank 0: the global step of the last gather of the state */
     int fallback;         /* a list of weights not of the world's length: split evenly */
     double *weights;      /* (n) the split's weights, as used */
-    float *scratch;       /* the reduce-scatter's chunks: n x SHARD_CHUNK floats */
-    MPI_Request *reqs;    /* (2n) its sends and receives */
+    /* The reduce-scatter's rounds in flight, a ring of SHARD_DEPTH (shard.c): the next
+     * round starts as soon as a bucket is final, while the backward pass goes on, and the
+     * oldest is summed once it arrived, so a rank never waits mid-pass for a peer. */
+    shard_round_t *rounds;
+    int head, inflight; /* the oldest round's slot, and how many are in flight */
+    size_t chunk;       /* floats a round takes from each rank's part */
+    size_t *from, *cnt; /* (n) each rank's part of the bucket being started */
+    size_t most, off;   /* that bucket's largest part, and the next round's offset into the parts */
     /* The buckets of the reduce-scatter, from the top of the buffer down, as the backward
      * pass finishes them: bucket k is [edge[k + 1], edge[k]), edge[0] = nparams and
      * edge[nbuckets] = 0; final_below[i]: after layer i's backward, [final_below[i],
      * nparams) is final. The same on every rank (one model), so every rank reduces the
      * same buckets in the same order. */
     size_t *edge, *final_below;
-    int nbuckets, next_bucket; /* next_bucket: the step's first bucket not yet reduced */
-    double local_sumsq;        /* the step's |local gradient|^2, summed by buckets */
-    double hook_s;             /* the step's reduce-scatter time inside the backward pass */
+    int nbuckets;
+    int ready;          /* the step's buckets the backward pass has finished (norm taken) */
+    int posted;         /* the step's buckets whose every round has started */
+    int reduced;        /* the step's buckets whose every round is summed (stage 2: released) */
+    double local_sumsq; /* the step's |local gradient|^2, summed by buckets */
+    double hook_s;      /* the step's reduce-scatter time up to the update */
 } shard_t;
 
 /* ssgd's init with algorithm.shard.stage > 0, after any resume: the split (collective over

@@ -34,8 +34,14 @@
 # to 0 to see the other case): the 4 "hosts" share this machine's cores, and Open MPI,
 # which sees one rank a host, would otherwise poll at full speed while it waits, taking
 # the core from a rank of another "host" still computing, which separate hosts never do.
-# (Measured at 1 Gbit/s, 3 runs: polling gave stage 1 1.06x and stage 2 1.14x plain's
-# step, about what yielding gave; docs/PERFORMANCE.md.)
+# (Measured at 1 Gbit/s, 3 runs, while the reduce-scatter still blocked the backward pass
+# at every bucket: polling gave stage 1 1.06x and stage 2 1.14x plain's step, about what
+# yielding gave; docs/PERFORMANCE.md.)
+#
+# Each run's row ends with rank 0's step by phase (seconds a step, the summary's
+# per_rank[0].phases over every step, the first included): a sharded rank's
+# communication is the reduce-scatter's rounds inside the backward pass, their end and
+# the all-gather; plain's is its all-reduce, its wait for slower peers apart.
 #
 # usage: sh bench/shard_memory.sh   (NP=4 STEPS=6 BATCH=4 REPEAT=3 BIG=1 MODEL=... override)
 #        sudo NETNS=1 REPEAT=5 STEPS=10 BATCH=1 GPT='"layers": 4, "heads": 4, "embd": 384' sh bench/shard_memory.sh
@@ -110,6 +116,9 @@ run() {
     # rank 0's time in communication per step (the reduce-scatter inside the backward pass
     # included), and the bytes a rank sent per step
     comm=$(jq -r '"\(.per_rank[0].phases.comm / .steps * 1000 | round / 1000) s, \(.comm_bytes_per_step / 1e6 | round) MB"' "$TMP/$1.out")
+    # rank 0's step by phase (seconds a step, the phases of common/phases.h that took any)
+    comm="$comm; $(jq -r '.steps as $n | [.per_rank[0].phases | del(.steps, .step_s) | to_entries[] | select(.value > 0.0005 * $n)
+        | "\(.key) \(.value / $n * 1000 | round / 1000)"] | join(", ")' "$TMP/$1.out")"
     echo "$1|$hwm|$rss|$inside|$step|$comm"
 }
 
@@ -138,7 +147,7 @@ compare() {
     md ""
     md "### $1"
     md ""
-    md "| run | VmHWM per rank, MiB (from /proc, largest first) | VmRSS while training, MiB | peak_rss_mb per rank (summary) | median step, s | communication a step (rank 0's time, bytes sent) |"
+    md "| run | VmHWM per rank, MiB (from /proc, largest first) | VmRSS while training, MiB | peak_rss_mb per rank (summary) | median step, s | communication a step (rank 0's time, bytes sent); rank 0's step by phase, s |"
     md "|---|---|---|---|---|---|"
     : >"$TMP/all"
     for i in $(seq "$REPEAT"); do

@@ -16,7 +16,9 @@ cross-entropy (nats per token) over every position of the first VAL windows of v
 (0 = all of them), as pacer's test_subset counts them.
 
 Usage: /usr/bin/python3 bench/torch_lm_accuracy.py GPT_TOOL OUTDIR TEXTDIR L H E T SEED
-    WINDOWS EPOCHS BATCH LR MIN_LR WARMUP WEIGHT_DECAY BETA1 BETA2 CLIP VAL
+    WINDOWS EPOCHS BATCH LR MIN_LR WARMUP WEIGHT_DECAY BETA1 BETA2 CLIP VAL [LOG_EVERY]
+LOG_EVERY > 0 prints the step's training loss and the seconds so far to stderr every
+LOG_EVERY steps.
 """
 import json
 import math
@@ -64,7 +66,7 @@ def evaluate(net, val, V):
 
 
 def main(argv):
-    if len(argv) != 20:
+    if len(argv) not in (20, 21):
         print(__doc__)
         return 2
     tool, out, textdir = argv[1:4]
@@ -73,6 +75,7 @@ def main(argv):
     warmup = int(argv[14])
     wd, b1, b2, clip = (float(a) for a in argv[15:19])
     nval = int(argv[19])
+    log_every = int(argv[20]) if len(argv) == 21 else 0
     torch.set_num_threads(1)
     os.makedirs(out, exist_ok=True)
     train_path = os.path.join(textdir, "train.txt")
@@ -102,11 +105,15 @@ def main(argv):
             w = train[order[s * B: (s + 1) * B]]
             opt.zero_grad(set_to_none=True)
             logits = net(w[:, :-1])
-            F.cross_entropy(logits.reshape(-1, 256), w[:, 1:].reshape(-1)).backward()
+            loss = F.cross_entropy(logits.reshape(-1, 256), w[:, 1:].reshape(-1))
+            loss.backward()
             if clip > 0:
                 torch.nn.utils.clip_grad_norm_(params, clip)
             opt.step()
             step += 1
+            if log_every > 0 and step % log_every == 0:
+                print(f"step {step}/{total} loss {float(loss):.4f} {time.perf_counter() - t0:.1f} s",
+                      file=sys.stderr, flush=True)
     train_s = time.perf_counter() - t0
     test_loss, test_acc = evaluate(net, val, 256)
     print(json.dumps({"test_loss": test_loss, "test_accuracy": test_acc, "train_s": train_s,

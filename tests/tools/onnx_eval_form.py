@@ -45,13 +45,13 @@ Usage: /usr/bin/python3 tests/tools/onnx_eval_form.py --zoo OUTDIR OPSET N [NAME
   torchvision's zoo (ZOO, or the NAMEs; get_model(NAME, weights=None, num_classes=10),
   googlenet and inception_v3 without their auxiliary classifiers) in inference form at
   OPSET, each at the smallest input it takes (224 for vit_b_16 and swin_t): OUTDIR/NAME.onnx,
-  OUTDIR/x_NAME.bin (N images, float32) and OUTDIR/NAME.eval.npy (the module's evaluation
-  logits of them, float64), for bench/onnx_eval_zoo.sh. Batch norm is folded into the
+  OUTDIR/x_NAME.bin (N images, float32) and OUTDIR/NAME.eval.npz (the module's evaluation
+  logits of them, float64, and torch's own float32 error of them), for bench/onnx_eval_zoo.sh. Batch norm is folded into the
   convolutions by torch, so the file trains a network without it: only the evaluation
   logits are the module's.
-Usage: /usr/bin/python3 tests/tools/onnx_eval_form.py --zoo-check NAME.eval.npy PACERDIR
-  tools/onnx_grads' evaluation logits within ZOO_TOL of the module's, its SGD losses
-  finite; exit 1 naming what is not.
+Usage: /usr/bin/python3 tests/tools/onnx_eval_form.py --zoo-check NAME.eval.npz PACERDIR
+  tools/onnx_grads' evaluation logits within ZOO_TOL of the module's (or twice torch's own
+  float32 error), its first SGD loss finite, the others printed; exit 1 naming what is not.
 """
 import os
 import sys
@@ -243,6 +243,10 @@ def zoo(out, opset, n, names):
         torch.manual_seed(100 + i)
         net = zf.model(name).eval()
         s = ZOO_SIZE.get(name, zf.SIZE.get(name, 32))
+        # torchvision zeroes the ViT head's weight and bias: logits all 0 would compare nothing
+        for m in net.modules():
+            if isinstance(m, nn.Linear) and not m.weight.detach().any():
+                nn.init.normal_(m.weight, std=0.2)
         x = torch.randn(n, 3, s, s)
         x.numpy().astype("<f4").tofile("%s/x_%s.bin" % (out, name))
         try:
@@ -252,24 +256,35 @@ def zoo(out, opset, n, names):
             print("%s: export failed: %s" % (name, str(e).splitlines()[0] if str(e) else type(e).__name__))
             continue
         with torch.no_grad():
-            np.save("%s/%s.eval.npy" % (out, name), net.double()(x.double()).numpy())
+            f32 = net(x).double().numpy()
+            want = net.double()(x.double()).numpy()
+        # torch's own float32 error (its float32 forward against float64): a deep network
+        # without normalisation (inception_v3's) moves its logits by 1e-4 in float32
+        f32err = float(np.max(np.abs(f32 - want)) / np.max(np.abs(want)))
+        np.savez("%s/%s.eval.npz" % (out, name), logits=want, f32err=np.array(f32err))
         print("%s: exported (%dx%d, opset %d)" % (name, s, s, opset), flush=True)
 
 
 def zoo_check(want, pdir):
-    """onnx_grads' evaluation logits against the module's within ZOO_TOL (of the largest),
-    and its SGD losses finite: exit 1 naming what is not."""
+    """onnx_grads' evaluation logits against the module's within ZOO_TOL of the largest (or
+    twice torch's own float32 error, where that is larger), and its first SGD loss finite:
+    exit 1 naming what is not. The later losses are printed, not held: a network whose
+    batch norm torch folded trains without it, and a fresh inception_v3's (evaluation
+    logits near 1e8: its running statistics, mean 0 and variance 1, normalise nothing)
+    diverges, as torch's own steps on the module with its batch norms folded do."""
     import numpy as np
     t = np.load(want)
+    logits, tol = t["logits"], max(ZOO_TOL, 2 * float(t["f32err"]))
     got = np.fromfile(pdir + "/eval_logits.bin", dtype="<f4").astype(np.float64)
-    e = float(np.max(np.abs(got - t.ravel())) / np.max(np.abs(t))) if got.size == t.size else float("inf")
+    scale = max(float(np.max(np.abs(logits))), 1e-30)
+    e = float(np.max(np.abs(got - logits.ravel()))) / scale if got.size == logits.size else float("inf")
     losses = np.loadtxt(pdir + "/losses.txt", ndmin=1)
-    print("  eval_logits max_rel %.2e (tol %.0e); SGD losses %s" % (e, ZOO_TOL, " ".join("%.4f" % v for v in losses)))
-    if e > ZOO_TOL:
+    print("  eval_logits max_rel %.2e (tol %.1e); SGD losses %s" % (e, tol, " ".join("%.4g" % v for v in losses)))
+    if not e <= tol:
         print("onnx_eval_form: %s: evaluation logits differ from the module's" % want)
         return 1
-    if not np.all(np.isfinite(losses)):
-        print("onnx_eval_form: %s: a loss is not finite" % pdir)
+    if not np.isfinite(losses[0]):
+        print("onnx_eval_form: %s: the first loss is not finite" % pdir)
         return 1
     return 0
 

@@ -6,9 +6,10 @@
  * clamp) and the ranks, the rest is JSON; an array's elements are records. Invariants:
  * no crash or leak whatever the records hold; every series has at most `points` points,
  * as many values as times, times strictly ascending; the job-loss series has at most
- * `points` buckets; the accuracy series has one point per epoch (epochs strictly
- * ascending, from 1), each with a finite accuracy and a rank in range, and an eval_sample
- * only as a string of at most HISTORY_SAMPLE_MAX bytes.
+ * `points` buckets; the accuracy series is in epoch order from 1, an epoch's points between
+ * its ends (eval records, with "step") by ascending step and then at most one at its end,
+ * each with a finite accuracy and a rank in range, and an eval_sample only as a string of
+ * at most HISTORY_SAMPLE_MAX bytes.
  */
 #include <math.h>
 #include <stdint.h>
@@ -52,16 +53,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     if ((long)json_array_size(json_object_get(json_object_get(out, "job_loss"), "t")) > HISTORY_POINTS_MAX) abort();
-    json_int_t last = 0;
+    /* In (epoch, step) order: an epoch's evaluations between epoch ends ("step", from
+     * eval records) by ascending step, then at most one at its end (no "step"). */
+    json_int_t last = 0, last_step = -1;
+    int last_end = 1;
     size_t i;
     json_t *a;
     json_array_foreach(json_object_get(out, "accuracy"), i, a)
     {
         json_int_t e = json_integer_value(json_object_get(a, "epoch"));
         json_int_t r = json_integer_value(json_object_get(a, "rank"));
-        if (e <= last || !isfinite(json_number_value(json_object_get(a, "test_accuracy"))) || r < 0 ||
-            r >= (nranks < 1 ? 1 : nranks))
+        json_t *st = json_object_get(a, "step");
+        const int at_end = st == NULL;
+        const json_int_t step = at_end ? 0 : json_integer_value(st);
+        if (e < 1 || e < last || (e == last && (last_end || (!at_end && step <= last_step))) ||
+            !isfinite(json_number_value(json_object_get(a, "test_accuracy"))) || r < 0 || r >= (nranks < 1 ? 1 : nranks))
             abort();
+        last_step = step;
+        last_end = at_end;
         json_t *sample = json_object_get(a, "eval_sample"); /* a record's text, bounded */
         if (sample && (!json_is_string(sample) || json_string_length(sample) > HISTORY_SAMPLE_MAX)) abort();
         last = e;

@@ -58,7 +58,6 @@
 #define GZ_BUFFER_BYTES (256u << 10) /* zlib's buffer; the default 8K is slow */
 #endif
 #define AUG_PAD 4 /* data_batch_gather's (CIFAR's) augmentation: pad, crop 0..2*PAD */
-#define DATA_PATH_MAX 4096
 
 /* ---- errors ------------------------------------------------------------------------ */
 
@@ -422,33 +421,41 @@ static int probe_file(const char *dir, const char *file, char *path, size_t path
     return errmsg_code(err, errlen, DATA_ENOENT, "%s: not found (nor %s.gz)", path, file);
 }
 
-int dataset_load(const char *name, const char *dir, int train, dataset_t *out, char *err, size_t errlen)
+int dataset_files(const char *name, const char *dir, int train, catalog_dataset_t *info, char paths[][DATA_PATH_MAX],
+                  char *err, size_t errlen)
 {
-    char paths[CATALOG_FILES_MAX][DATA_PATH_MAX], def[DATA_PATH_MAX];
-    const char *pp[CATALOG_FILES_MAX];
-    catalog_dataset_t info;
-    int rc;
-
-    dataset_init(out);
-    if (!name || catalog_dataset_get(name, &info) != 0) {
+    char def[DATA_PATH_MAX];
+    if (!name || catalog_dataset_get(name, info) != 0) {
         char known[512];
         catalog_dataset_names(known, sizeof known, "", 0);
         return errmsg_code(err, errlen, DATA_EUNKNOWN, "unknown data set '%s' (known: %s)", name ? name : "(null)",
                            known);
     }
     if (!dir || !*dir) {
-        if (catalog_dataset_default_dir(&info, def, sizeof def) != 0)
+        if (catalog_dataset_default_dir(info, def, sizeof def) != 0)
             return errmsg_code(err, errlen, DATA_ENOENT, "%s: default directory path too long", name);
         dir = def;
     }
-
-    const char(*files)[CATALOG_FILE_MAX] = train ? info.train_files : info.test_files;
-    int nfiles = train ? info.ntrain : info.ntest;
+    const char(*files)[CATALOG_FILE_MAX] = train ? info->train_files : info->test_files;
+    int nfiles = train ? info->ntrain : info->ntest;
     for (int i = 0; i < nfiles; i++) {
-        rc = probe_file(dir, files[i], paths[i], sizeof paths[i], err, errlen);
+        int rc = probe_file(dir, files[i], paths[i], DATA_PATH_MAX, err, errlen);
         if (rc) return rc;
-        pp[i] = paths[i];
     }
+    return nfiles;
+}
+
+int dataset_load(const char *name, const char *dir, int train, dataset_t *out, char *err, size_t errlen)
+{
+    char paths[CATALOG_FILES_MAX][DATA_PATH_MAX];
+    const char *pp[CATALOG_FILES_MAX];
+    catalog_dataset_t info;
+    int rc;
+
+    dataset_init(out);
+    const int nfiles = dataset_files(name, dir, train, &info, paths, err, errlen);
+    if (nfiles < 0) return nfiles;
+    for (int i = 0; i < nfiles; i++) pp[i] = paths[i];
     switch (info.format) {
     case CATALOG_FORMAT_IDX: rc = dataset_load_idx(pp[0], pp[1], info.classes, out, err, errlen); break;
     case CATALOG_FORMAT_CIFAR: rc = dataset_load_cifar(pp, nfiles, info.classes, out, err, errlen); break;

@@ -19,6 +19,7 @@
 
 #define DATA_MAX_CHANNELS 3
 #define DATA_SOURCE_MAX 512 /* file names kept for error messages (truncated beyond) */
+#define DATA_PATH_MAX 4096  /* a data file's path (dataset_files) */
 
 /* A text or token data set's split (worker/textdata.h): its files mapped read-only (the
  * page cache's one copy, shared by every rank of a host), each file's tokens in windows of
@@ -76,6 +77,11 @@ enum {
  * ".gz" (zlib reads both transparently). mean/std are set to the data set's fixed
  * training-split statistics, so train and test use the same transform. */
 int dataset_load(const char *name, const char *dir, int train, dataset_t *out, char *err, size_t errlen);
+/* The files dataset_load(name, dir, train) reads, as it finds them (raw or .gz), into
+ * paths (CATALOG_FILES_MAX rows), and the catalog's entry into *info: returns how many
+ * (> 0), or a DATA_* code with err. */
+int dataset_files(const char *name, const char *dir, int train, catalog_dataset_t *info, char paths[][DATA_PATH_MAX],
+                  char *err, size_t errlen);
 
 /* The parsers, exposed for tests. Paths are used exactly as given (no ".gz" probing;
  * zlib's gzread reads raw files too). IDX: images (magic 0x00000803, n, rows, cols,

@@ -33,6 +33,8 @@
 /* Changes whenever the preprocessing would give other bytes for the same source and
  * request, so caches of an older pipeline are rebuilt rather than reused. */
 #define DSLOAD_PIPELINE "decode-v1 bilinear-halfpixel-v1 luma601-pil"
+/* what a built-in set's cache holds: dataset_load's images and labels as read */
+#define DSLOAD_BUILTIN_PIPELINE "builtin-v1"
 /* The bound of check_size when this host's memory cannot be read. */
 #define DSLOAD_MAX_BYTES_UNKNOWN (64ull << 30)
 
@@ -449,13 +451,89 @@ static void take_split(dataset_t *d, dcache_split_t *s, const dcache_header_t *h
     memset(s, 0, sizeof *s);
 }
 
+/* What builds a cache's content: at path (NULL: in memory), h's key and fingerprint
+ * set; h gets the layout and statistics. DATA_OK, a DATA_* error of the data, or 1 when
+ * the file could not be written. */
+typedef int (*cache_make_fn)(void *ctx, dcache_header_t *h, const char *path, dcache_split_t split[2], char *err,
+                             size_t errlen);
+
+/* Maps DIR/NAME-KEY.pdc when its header carries h's key and fingerprint, else builds it
+ * with make under the build lock (ranks starting together: one decodes, the others wait
+ * and map its file). Returns DATA_OK with split[] mapped, *h the file's header and
+ * info->cache_path set; 1 when there is no cache to use (info->cache_note says why: the
+ * caller decodes into memory); or a DATA_* error of the data. */
+static int cache_open_or_build(const char *dir, const char *name, dcache_header_t *h, cache_make_fn make, void *ctx,
+                               dcache_split_t split[2], dsload_info_t *info, char *err, size_t errlen)
+{
+    char path[4096], why[600] = "";
+    dcache_header_t got;
+    if (fs_mkdir_p(dir, 0755) != 0) {
+        snprintf(info->cache_note, sizeof info->cache_note, "cannot create the cache directory %s: %s", dir,
+                 strerror(errno));
+        return 1;
+    }
+    if (dcache_path(dir, name, h->key, path, sizeof path) != 0) {
+        snprintf(info->cache_note, sizeof info->cache_note, "cache directory path too long: %s", dir);
+        return 1;
+    }
+    int lock = -1, rc = dcache_open(path, h->key, h->fingerprint, &got, split, why, sizeof why);
+    if (rc == 0) {
+        /* Take the build lock, then look again: whoever held it may have just built it. */
+        lock = dcache_lock(path, why, sizeof why);
+        if (lock >= 0) rc = dcache_open(path, h->key, h->fingerprint, &got, split, why, sizeof why);
+    }
+    if (rc == 1) {
+        *h = got;
+        rc = DATA_OK;
+    } else if (lock >= 0) {
+        if (strstr(why, "stale") || strstr(why, "damaged"))
+            snprintf(info->cache_note, sizeof info->cache_note, "rebuilt: %.500s", why);
+        /* A builder of this file killed before left its temporary file; swept as long as
+         * any name path holds: a cut prefix would sweep other files. */
+        char tmps[sizeof path + 8];
+        const char *slash = strrchr(path, '/');
+        snprintf(tmps, sizeof tmps, "%s.tmp.", slash ? slash + 1 : path);
+        fs_atomic_sweep(dir, tmps, NULL, NULL);
+        double t0 = clock_mono_s();
+        rc = make(ctx, h, path, split, err, errlen);
+        info->decode_s = clock_mono_s() - t0;
+        if (rc == DATA_OK) {
+            rc = dcache_open(path, h->key, h->fingerprint, &got, split, why, sizeof why) == 1 ? DATA_OK : 1;
+            if (rc == DATA_OK) {
+                *h = got;
+                info->cache_built = 1;
+            } else {
+                snprintf(err, errlen, "%s", why);
+            }
+        }
+        if (rc == 1) snprintf(info->cache_note, sizeof info->cache_note, "cannot write the cache: %s", err);
+    } else {
+        snprintf(info->cache_note, sizeof info->cache_note, "%.500s", why);
+        rc = 1;
+    }
+    dcache_unlock(lock);
+    if (rc == DATA_OK) snprintf(info->cache_path, sizeof info->cache_path, "%s", path);
+    return rc;
+}
+
+typedef struct {
+    const dsload_opts_t *o;
+    source_t *src;
+} user_make_t;
+
+static int make_user(void *ctx, dcache_header_t *h, const char *path, dcache_split_t split[2], char *err, size_t errlen)
+{
+    const user_make_t *u = ctx;
+    return build(u->o, u->src, h, path, split, err, errlen);
+}
+
 int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsload_info_t *info, char *err, size_t errlen)
 {
     source_t src;
     dcache_header_t h;
     dcache_split_t split[2];
-    char path[4096] = "", real[PATH_MAX], why[600] = "";
-    int lock = -1, rc;
+    char real[PATH_MAX];
+    int rc;
 
     memset(train, 0, sizeof *train);
     memset(test, 0, sizeof *test);
@@ -484,56 +562,10 @@ int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsloa
 
     if (o->cache_dir && *o->cache_dir) {
         const char *base = strrchr(real, '/');
-        if (fs_mkdir_p(o->cache_dir, 0755) != 0)
-            snprintf(info->cache_note, sizeof info->cache_note, "cannot create the cache directory %s: %s",
-                     o->cache_dir, strerror(errno));
-        else if (dcache_path(o->cache_dir, base && base[1] ? base + 1 : real, h.key, path, sizeof path) != 0)
-            snprintf(info->cache_note, sizeof info->cache_note, "cache directory path too long: %s", o->cache_dir);
-    }
-    if (path[0]) {
-        dcache_header_t got;
-        rc = dcache_open(path, h.key, h.fingerprint, &got, split, why, sizeof why);
-        if (rc == 0) {
-            /* Take the build lock, then look again: whoever held it may have just built it. */
-            lock = dcache_lock(path, why, sizeof why);
-            if (lock >= 0) rc = dcache_open(path, h.key, h.fingerprint, &got, split, why, sizeof why);
-        }
-        if (rc == 1) {
-            h = got;
-            snprintf(info->cache_path, sizeof info->cache_path, "%s", path);
-        } else if (lock >= 0) {
-            if (strstr(why, "stale") || strstr(why, "damaged"))
-                snprintf(info->cache_note, sizeof info->cache_note, "rebuilt: %.500s", why);
-            /* A builder of this file killed before left its temporary file. */
-            /* as long as any name path holds: a cut prefix would sweep other files */
-            char tmps[sizeof path + 8];
-            const char *slash = strrchr(path, '/');
-            snprintf(tmps, sizeof tmps, "%s.tmp.", slash ? slash + 1 : path);
-            fs_atomic_sweep(o->cache_dir, tmps, NULL, NULL);
-            double t0 = clock_mono_s();
-            rc = build(o, &src, &h, path, split, err, errlen);
-            info->decode_s = clock_mono_s() - t0;
-            if (rc == DATA_OK) {
-                dcache_header_t mapped;
-                rc = dcache_open(path, h.key, h.fingerprint, &mapped, split, why, sizeof why) == 1 ? DATA_OK : 1;
-                if (rc == DATA_OK) {
-                    h = mapped;
-                    info->cache_built = 1;
-                    snprintf(info->cache_path, sizeof info->cache_path, "%s", path);
-                } else {
-                    snprintf(err, errlen, "%s", why);
-                }
-            }
-            if (rc == 1) {
-                snprintf(info->cache_note, sizeof info->cache_note, "cannot write the cache: %s", err);
-                path[0] = 0;
-            } else if (rc != DATA_OK) {
-                goto out;
-            }
-        } else {
-            snprintf(info->cache_note, sizeof info->cache_note, "%.500s", why);
-            path[0] = 0;
-        }
+        user_make_t u = {o, &src};
+        rc = cache_open_or_build(o->cache_dir, base && base[1] ? base + 1 : real, &h, make_user, &u, split, info, err,
+                                 errlen);
+        if (rc != DATA_OK && rc != 1) goto out;
     }
     if (!info->cache_path[0]) {
         double t0 = clock_mono_s();
@@ -550,11 +582,129 @@ int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsloa
     info->cache_bytes = (long)h.file_bytes;
     rc = DATA_OK;
 out:
-    dcache_unlock(lock);
     dcache_split_free(&split[0]);
     dcache_split_free(&split[1]);
     source_free(&src);
     return rc;
+}
+
+/* ---- the catalog's built-in sets (IDX, CIFAR) ----------------------------------------- */
+
+typedef struct {
+    const char *name, *dir;
+} builtin_make_t;
+
+/* Decodes both splits as dataset_load does and writes them, with the catalog's fixed
+ * statistics, into a cache at path. */
+static int make_builtin(void *ctx, dcache_header_t *h, const char *path, dcache_split_t split[2], char *err,
+                        size_t errlen)
+{
+    const builtin_make_t *m = ctx;
+    dataset_t d[2];
+    memset(d, 0, sizeof d);
+    int rc = dataset_load(m->name, m->dir, 1, &d[0], err, errlen);
+    if (rc == DATA_OK) rc = dataset_load(m->name, m->dir, 0, &d[1], err, errlen);
+    /* One shape per cache: splits that differ are left to the model's shape check, which
+     * names the file (1: decoded into memory instead). */
+    if (rc == DATA_OK && (d[0].C != d[1].C || d[0].H != d[1].H || d[0].W != d[1].W || d[0].C > DCACHE_MAX_CHANNELS))
+        rc = errmsg_code(err, errlen, 1, "training images %dx%dx%d, test images %dx%dx%d (%s): not cached", d[0].C,
+                         d[0].H, d[0].W, d[1].C, d[1].H, d[1].W, d[1].source);
+    if (rc != DATA_OK) goto out;
+    h->C = d[0].C, h->H = d[0].H, h->W = d[0].W;
+    h->classes = d[0].num_classes;
+    h->n[0] = d[0].n, h->n[1] = d[1].n;
+    for (int c = 0; c < DCACHE_MAX_CHANNELS; c++) {
+        h->mean[c] = c < h->C ? d[0].mean[c] : 0.0;
+        h->std[c] = c < h->C ? d[0].std[c] : 1.0;
+    }
+    dcache_build_t b;
+    if (dcache_build_begin(&b, h, path, err, errlen) != 0) {
+        rc = 1;
+        goto out;
+    }
+    for (int s = 0; s < 2; s++) {
+        memcpy(b.pixels[s], d[s].pixels, (size_t)d[s].n * h->C * h->H * h->W);
+        memcpy(b.labels[s], d[s].labels, (size_t)d[s].n * sizeof *d[s].labels);
+    }
+    *h = b.h;
+    rc = dcache_build_commit(&b, split, err, errlen) != 0 ? 1 : DATA_OK;
+out:
+    dataset_free(&d[0]);
+    dataset_free(&d[1]);
+    return rc;
+}
+
+/* What a built-in set's cache is of: the files as found (real paths) and, for the
+ * fingerprint, their sizes and modification times. DATA_OK or a DATA_* error. */
+static int builtin_identity(const char *name, const char *dir, dcache_header_t *h, char first[2][PATH_MAX], char *err,
+                            size_t errlen)
+{
+    char paths[CATALOG_FILES_MAX][DATA_PATH_MAX], real[PATH_MAX];
+    catalog_dataset_t info;
+    uint64_t key = hash_fnv1a(HASH_FNV1A_INIT, DSLOAD_BUILTIN_PIPELINE, strlen(DSLOAD_BUILTIN_PIPELINE));
+    uint64_t fp = HASH_FNV1A_INIT;
+    key = hash_fnv1a(key, name, strlen(name) + 1);
+    for (int train = 1; train >= 0; train--) {
+        int n = dataset_files(name, dir, train, &info, paths, err, errlen);
+        if (n < 0) return n;
+        for (int i = 0; i < n; i++) {
+            struct stat st;
+            if (!realpath(paths[i], real) || stat(real, &st) != 0)
+                return errmsg_code(err, errlen, DATA_ENOENT, "%s: %s", paths[i], strerror(errno));
+            if (i == 0) snprintf(first[!train], PATH_MAX, "%s", real);
+            key = hash_fnv1a(key, real, strlen(real) + 1);
+            const int64_t id[3] = {(int64_t)st.st_size, (int64_t)st.st_mtim.tv_sec, (int64_t)st.st_mtim.tv_nsec};
+            fp = hash_fnv1a(fp, id, sizeof id);
+        }
+    }
+    h->key = key;
+    h->fingerprint = fp;
+    return DATA_OK;
+}
+
+int dsload_builtin(const char *name, const char *dir, const char *cache_dir, dataset_t *train, dataset_t *test,
+                   dsload_info_t *info, char *err, size_t errlen)
+{
+    dcache_header_t h;
+    dcache_split_t split[2];
+    char first[2][PATH_MAX] = {"", ""};
+    memset(info, 0, sizeof *info);
+    memset(split, 0, sizeof split);
+    memset(&h, 0, sizeof h);
+    memset(train, 0, sizeof *train);
+    memset(test, 0, sizeof *test);
+    int rc = DATA_OK;
+    if (cache_dir && *cache_dir) {
+        rc = builtin_identity(name, dir, &h, first, err, errlen);
+        if (rc != DATA_OK) return rc;
+        snprintf(h.source, sizeof h.source, "%.*s", (int)sizeof h.source - 1, first[0]);
+        builtin_make_t m = {name, dir};
+        rc = cache_open_or_build(cache_dir, name, &h, make_builtin, &m, split, info, err, errlen);
+        if (rc != DATA_OK && rc != 1) return rc;
+    }
+    if (!info->cache_path[0]) { /* no cache: decoded into this process's memory, as before */
+        double t0 = clock_mono_s();
+        rc = dataset_load(name, dir, 1, train, err, errlen);
+        if (rc == DATA_OK) rc = dataset_load(name, dir, 0, test, err, errlen);
+        info->decode_s = clock_mono_s() - t0;
+        if (rc != DATA_OK) dataset_free(train);
+        return rc;
+    }
+    take_split(train, &split[0], &h, 0, first[0], NULL);
+    take_split(test, &split[1], &h, 1, first[1], NULL);
+    /* messages name the files the images came from, as dataset_load's do */
+    for (int s = 0; s < 2; s++) {
+        dataset_t *d = s ? test : train;
+        snprintf(d->source, sizeof d->source, "%.*s", (int)sizeof d->source - 1, first[s]);
+        snprintf(d->label_source, sizeof d->label_source, "%.*s", (int)sizeof d->label_source - 1, first[s]);
+    }
+    info->classes = h.classes;
+    info->cache_bytes = (long)h.file_bytes;
+    for (int c = 0; c < DATA_MAX_CHANNELS; c++) {
+        info->mean[c] = c < h.C ? h.mean[c] : 0.0;
+        info->std[c] = c < h.C ? h.std[c] : 1.0;
+    }
+    return DATA_OK;
 }
 
 int dsload_convert(const dataset_t *in, int C, int H, int W, int resize, dataset_t *out, char *err, size_t errlen)

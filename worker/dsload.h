@@ -1,5 +1,6 @@
 /* worker/dsload.h - a user's data set (an image folder or an .npz, docs/JOB_SPEC.md
- * "Your own data") decoded, preprocessed and cached, ready as two dataset_t.
+ * "Your own data") decoded, preprocessed and cached, ready as two dataset_t; the
+ * catalog's built-in sets cached the same way.
  *
  * The pipeline, for every image, once: decode (PNG, JPEG: worker/image.h; .npz arrays:
  * common/npz.h), convert the channels to the model's (gray to RGB, RGB to gray), resize
@@ -52,6 +53,17 @@ typedef struct {
  * resize; DATA_EUNKNOWN for a format that is not a user's). */
 int dsload_user(const dsload_opts_t *o, dataset_t *train, dataset_t *test, dsload_info_t *info, char *err,
                 size_t errlen);
+
+/* A built-in data set of the catalog (IDX, CIFAR; dataset_load's name and dir), both
+ * splits: mapped from the decoded cache under cache_dir when there is one for these files
+ * as they are now (their real paths, sizes and modification times), else decoded as
+ * dataset_load does and written there first, so that decompressing the files (CIFAR-10's
+ * 170 MB of gzip) happens once per host, not once per rank and job. Without cache_dir,
+ * or when no cache can be written (info->cache_note says why), decoded into this
+ * process's memory. The images, labels and the catalog's statistics are dataset_load's
+ * either way. Returns DATA_OK or dataset_load's DATA_* error. */
+int dsload_builtin(const char *name, const char *dir, const char *cache_dir, dataset_t *train, dataset_t *test,
+                   dsload_info_t *info, char *err, size_t errlen);
 
 /* A built-in data set (IDX, CIFAR: uint8 (C, H, W) already in memory) brought to
  * C x H x W the way a user's images are: channels converted, resized when resize (else

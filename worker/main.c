@@ -157,7 +157,7 @@ static void usage_resume(FILE *f)
                "                         at equal training time)\n"
                "  --comm-baseline        ssgd: also time a raw MPI_Allreduce of the same size each\n"
                "                         step, into the metrics records (for benchmarks)\n"
-               "  --data-cache DIR       where a user's data set (dataset.format imagefolder, npz) is\n"
+               "  --data-cache DIR       where a data set (a built-in one, an imagefolder, an npz) is\n"
                "                         decoded to once and mapped from by every later job and rank\n"
                "                         of this host, unless the spec's dataset.cache_dir names one\n"
                "                         (default $XDG_CACHE_HOME/pacer/data, ~/.cache/pacer/data)\n"

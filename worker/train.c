@@ -375,6 +375,32 @@ static int setup_gpt(worker_t *w, const job_spec_t *spec, char *err, size_t errl
     return sample ? evalsample_open(spec, tok, w->model, &g, &w->eval_sample, err, errlen) : 0;
 }
 
+/* Where a job's decoded data sets are cached: the spec's dataset.cache_dir (a
+ * coordinator's --data-cache-dir), else the user's cache directory. */
+static void data_cache_dir(const job_spec_t *spec, char *dir, size_t len)
+{
+    if (spec->dataset.cache_dir[0]) snprintf(dir, len, "%s", spec->dataset.cache_dir);
+    else dsload_default_cache_dir(dir, len);
+}
+
+/* A catalog's built-in set, both splits. pacer-sim's ranks share one decoded copy in its
+ * process; a worker maps the host's decoded cache. */
+static int load_builtin(worker_t *w, const job_spec_t *spec, char *err, size_t errlen)
+{
+    const char *dir = spec->dataset.path[0] ? spec->dataset.path : NULL;
+#ifdef PACER_SIM
+    int rc = sim_dataset_load(spec->dataset.name, dir, 1, &w->train, err, errlen);
+    if (rc == 0) rc = sim_dataset_load(spec->dataset.name, dir, 0, &w->test, err, errlen);
+    return rc;
+#else
+    char cache[SPEC_PATH_MAX];
+    data_cache_dir(spec, cache, sizeof cache);
+    int rc = dsload_builtin(spec->dataset.name, dir, cache, &w->train, &w->test, &w->data, err, errlen);
+    if (rc == 0 && w->rank == 0 && w->data.cache_note[0]) fprintf(stderr, "data: %s\n", w->data.cache_note);
+    return rc;
+#endif
+}
+
 static int load_data(worker_t *w, const job_spec_t *spec, const catalog_model_t *m, char *err, size_t errlen)
 {
     const int resize = spec->dataset.nresize == 2;
@@ -385,8 +411,7 @@ static int load_data(worker_t *w, const job_spec_t *spec, const catalog_model_t 
     memset(&w->data, 0, sizeof w->data);
     if (spec_dataset_is_user(spec)) {
         char dir[SPEC_PATH_MAX];
-        if (spec->dataset.cache_dir[0]) snprintf(dir, sizeof dir, "%s", spec->dataset.cache_dir);
-        else dsload_default_cache_dir(dir, sizeof dir);
+        data_cache_dir(spec, dir, sizeof dir);
         catalog_format_t f = CATALOG_FORMAT_N; /* a valid spec's: dsload_user refuses anything else */
         catalog_format_parse(fmt, &f);
         const dsload_opts_t o = {.format = f,
@@ -408,10 +433,7 @@ static int load_data(worker_t *w, const job_spec_t *spec, const catalog_model_t 
             return DATA_ELABEL;
         }
     } else {
-        const char *dir = spec->dataset.path[0] ? spec->dataset.path : NULL;
-        /* sim_dataset_load is dataset_load, except that simulated ranks share one copy. */
-        rc = sim_dataset_load(spec->dataset.name, dir, 1, &w->train, err, errlen);
-        if (rc == 0) rc = sim_dataset_load(spec->dataset.name, dir, 0, &w->test, err, errlen);
+        rc = load_builtin(w, spec, err, errlen);
         if (rc != 0) return rc;
         /* Resized when asked, converted when only the channels differ; any other
          * mismatch is left to dataset_check_shape's message, which names both shapes. */
@@ -957,8 +979,8 @@ long worker_train_samples(json_t *per_rank)
  * classes, train_samples, test_samples (after train_subset / test_subset), shape [C, H, W],
  * mean, std (what the gather normalised with), cache}. cache is the decoded cache this rank
  * mapped ({path, built, bytes, decode_s}; decode_s null when mapped, and in a simulation,
- * whose clock does not run while a rank decodes), or null: a built-in set has none, and a
- * user's decoded into memory says why in cache_note. */
+ * whose clock does not run while a rank decodes), or null: a set decoded into memory says
+ * why in cache_note (pacer-sim's built-in sets, shared in its process, have none). */
 static json_t *dataset_json(const worker_t *w)
 {
     const job_spec_t *s = w->spec;

@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <jpeglib.h>
@@ -1332,6 +1333,105 @@ static void test_load_maps_the_file(void **state)
     dataset_free(&te);
 }
 
+/* An IDX file of n images (or labels when side is 0) as MNIST ships them. */
+static void write_idx(const char *path, int n, int side, int seed)
+{
+    uint8_t head[16] = {0, 0, 8, side ? 3 : 1, 0, 0, (uint8_t)(n >> 8), (uint8_t)n};
+    if (side) head[11] = (uint8_t)side, head[15] = (uint8_t)side;
+    size_t body = side ? (size_t)n * side * side : (size_t)n, hl = side ? 16 : 8;
+    uint8_t *buf = malloc(hl + body);
+    assert_non_null(buf);
+    memcpy(buf, head, hl);
+    for (size_t i = 0; i < body; i++) buf[hl + i] = (uint8_t)(side ? (i * 7 + seed) & 0xff : (i + seed) % 10);
+    write_bytes(path, buf, hl + body);
+    free(buf);
+}
+
+static void write_mnist(fx_t *fx, int seed)
+{
+    write_idx(pathf(fx, "m/train-images-idx3-ubyte"), 12, 28, seed);
+    write_idx(pathf(fx, "m/train-labels-idx1-ubyte"), 12, 0, seed);
+    write_idx(pathf(fx, "m/t10k-images-idx3-ubyte"), 5, 28, seed + 1);
+    write_idx(pathf(fx, "m/t10k-labels-idx1-ubyte"), 5, 0, seed + 1);
+}
+
+/* dsload_builtin gives what dataset_load reads, byte for byte, with its statistics and
+ * file names. */
+static void assert_same_split(const dataset_t *got, const char *dir, int train)
+{
+    dataset_t want;
+    char err[ERRLEN];
+    assert_int_equal(dataset_load("mnist", dir, train, &want, err, sizeof err), DATA_OK);
+    assert_int_equal(got->n, want.n);
+    assert_int_equal(got->C * 1000000 + got->H * 1000 + got->W, want.C * 1000000 + want.H * 1000 + want.W);
+    assert_int_equal(got->num_classes, want.num_classes);
+    assert_memory_equal(got->pixels, want.pixels, (size_t)want.n * want.C * want.H * want.W);
+    assert_memory_equal(got->labels, want.labels, (size_t)want.n * sizeof *want.labels);
+    assert_memory_equal(got->mean, want.mean, sizeof want.mean[0] * (size_t)want.C);
+    assert_memory_equal(got->std, want.std, sizeof want.std[0] * (size_t)want.C);
+    assert_non_null(strstr(got->source, train ? "train-images" : "t10k-images"));
+    dataset_free(&want);
+}
+
+/* A built-in set (here "mnist" at a path) is decoded once into the cache and mapped by
+ * every later load; a changed file rebuilds it; a bad file gets dataset_load's message;
+ * without a cache directory, or with one that cannot be made, it is decoded in memory. */
+static void test_load_builtin_cached(void **state)
+{
+    fx_t *fx = *state;
+    char cache[300], dir[300], err[ERRLEN];
+    snprintf(cache, sizeof cache, "%s/cache", fx->dir);
+    snprintf(dir, sizeof dir, "%s/m", fx->dir);
+    mkdirs(fx, "m");
+    write_mnist(fx, 3);
+    dataset_t tr, te;
+    dsload_info_t info;
+    for (int pass = 0; pass < 2; pass++) { /* built, then mapped */
+        assert_int_equal(dsload_builtin("mnist", dir, cache, &tr, &te, &info, err, sizeof err), DATA_OK);
+        assert_int_equal(info.cache_built, pass == 0);
+        assert_non_null(strstr(info.cache_path, "/cache/mnist-"));
+        assert_string_equal(info.cache_note, "");
+        assert_non_null(tr.map);
+        assert_same_split(&tr, dir, 1);
+        assert_same_split(&te, dir, 0);
+        dataset_free(&tr);
+        dataset_free(&te);
+    }
+    /* the training images rewritten (another time stamp): a stale cache is rebuilt */
+    write_idx(pathf(fx, "m/train-images-idx3-ubyte"), 12, 28, 9);
+    struct timespec later[2] = {{0, UTIME_OMIT}, {2000000000, 0}};
+    assert_int_equal(utimensat(AT_FDCWD, pathf(fx, "m/train-images-idx3-ubyte"), later, 0), 0);
+    assert_int_equal(dsload_builtin("mnist", dir, cache, &tr, &te, &info, err, sizeof err), DATA_OK);
+    assert_int_equal(info.cache_built, 1);
+    assert_non_null(strstr(info.cache_note, "rebuilt"));
+    assert_same_split(&tr, dir, 1);
+    dataset_free(&tr);
+    dataset_free(&te);
+    /* no cache directory, or one that cannot be created: decoded in memory */
+    write_bytes(pathf(fx, "file"), "x", 1);
+    const char *nodirs[] = {"", pathf(fx, "file/sub")};
+    for (int i = 0; i < 2; i++) {
+        char nd[400];
+        snprintf(nd, sizeof nd, "%s", nodirs[i]);
+        assert_int_equal(dsload_builtin("mnist", dir, nd, &tr, &te, &info, err, sizeof err), DATA_OK);
+        assert_null(tr.map);
+        assert_int_equal(!!info.cache_note[0], i == 1);
+        assert_same_split(&tr, dir, 1);
+        assert_same_split(&te, dir, 0);
+        dataset_free(&tr);
+        dataset_free(&te);
+    }
+    /* a label out of range: dataset_load's message, nothing cached for it */
+    uint8_t bad[8 + 5] = {0, 0, 8, 1, 0, 0, 0, 5, 1, 2, 3, 4, 200};
+    write_bytes(pathf(fx, "m/t10k-labels-idx1-ubyte"), bad, sizeof bad);
+    assert_int_equal(dsload_builtin("mnist", dir, cache, &tr, &te, &info, err, sizeof err), DATA_ELABEL);
+    assert_non_null(strstr(err, "t10k-labels-idx1-ubyte: label 200 at index 4 out of range"));
+    /* a missing file: named */
+    unlink(pathf(fx, "m/t10k-images-idx3-ubyte"));
+    assert_int_equal(dsload_builtin("mnist", dir, cache, &tr, &te, &info, err, sizeof err), DATA_ENOENT);
+    assert_non_null(strstr(err, "t10k-images-idx3-ubyte: not found"));
+}
+
 /* What GET /api/v1/datasets lists for the data roots: every image folder and .npz
  * directly under a root, probed and put in the catalog as a user entry; a broken one not
  * in the catalog but reported with its reason; other files and hidden names not at all.
@@ -1577,6 +1677,7 @@ int main(void)
         T(test_load_npz_bound),
         T(test_sweep_temp_files),
         T(test_load_maps_the_file),
+        T(test_load_builtin_cached),
         T(test_list_data_roots),
         T(test_data_root_links),
         T(test_data_root_added),

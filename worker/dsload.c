@@ -674,9 +674,9 @@ int dsload_builtin(const char *name, const char *dir, const char *cache_dir, dat
     memset(train, 0, sizeof *train);
     memset(test, 0, sizeof *test);
     int rc = DATA_OK;
-    if (cache_dir && *cache_dir) {
-        rc = builtin_identity(name, dir, &h, first, err, errlen);
-        if (rc != DATA_OK) return rc;
+    /* Files that cannot be found or read are not cached: dataset_load below names what
+     * is wrong, the training split's files first. */
+    if (cache_dir && *cache_dir && builtin_identity(name, dir, &h, first, err, errlen) == DATA_OK) {
         snprintf(h.source, sizeof h.source, "%.*s", (int)sizeof h.source - 1, first[0]);
         builtin_make_t m = {name, dir};
         rc = cache_open_or_build(cache_dir, name, &h, make_builtin, &m, split, info, err, errlen);

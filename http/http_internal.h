@@ -12,6 +12,7 @@
 #include "auth.h"
 #include "coordinator.h"
 #include "query.h"
+#include "respond.h"
 #include "routes.h"
 #include "server.h"
 #include "users.h"
@@ -90,6 +91,11 @@ struct http_req {
     char *body; /* ROUTE_JSON_BODY routes: the request body, NUL-terminated */
     size_t body_len, body_cap, received;
     int answered;    /* a response was queued early (4xx before the body) */
+    /* A refusal decided from the headers of a request whose body is on its way: answered
+     * once the body is read and dropped (server.c's on_request), with its headers. */
+    json_t *deferred;
+    http_header_t deferred_hdrs[2];
+    size_t ndeferred;
     char client[64]; /* the peer's address ("127.0.0.1"): per-client limits */
     /* The request target as sent (server.c's uri_log, before libmicrohttpd decodes it in
      * place): where it starts, its length up to the first NUL, whether that part has a

@@ -461,6 +461,29 @@ static enum MHD_Result body_chunk(http_req_t *rq, const char *data, size_t n)
     return MHD_YES;
 }
 
+/* Whether a refusal decided from the headers should wait for the body: a client that is
+ * still sending when the server answers and closes can lose the answer (the close with
+ * unread bytes resets the connection, and the reset discards what the client had not
+ * read yet: curl then reports no status at all). So a body the client sends at once
+ * (no "Expect: 100-continue", which waits for our answer instead) within the route's
+ * limit and DISCARD_MAX, or chunked, is read and dropped first (past DISCARD_MAX the
+ * connection is closed: body_chunk's rule). A declared length past the limit is refused
+ * at once: such a client may well wait for the answer before sending (the 413 says so
+ * without reading megabytes for nothing). */
+static int body_follows(const http_req_t *rq)
+{
+    const char *expect = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+    if (expect && strncasecmp(expect, "100-continue", 12) == 0) return 0;
+    const char *te = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    if (te && strstr(te, "chunked")) return 1;
+    const char *cl = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (!cl) return 0;
+    char *end;
+    errno = 0;
+    unsigned long long n = strtoull(cl, &end, 10);
+    return errno == 0 && end != cl && n > 0 && n <= DISCARD_MAX && n <= body_limit(rq);
+}
+
 /* ---- header deadline ----------------------------------------------------------------------- */
 
 typedef struct hdr_conn {
@@ -593,6 +616,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         http_header_t hdrs[2];
         size_t nh = 0;
         json_t *p = early_problem(rq, hdrs, &nh);
+        if (p && body_follows(rq)) {
+            rq->deferred = p;
+            memcpy(rq->deferred_hdrs, hdrs, nh * sizeof *hdrs);
+            rq->ndeferred = nh;
+            return MHD_YES;
+        }
         if (p) return answer_problem(rq, p, hdrs, nh);
         return MHD_YES;
     }
@@ -600,9 +629,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         size_t n = *upload_data_size;
         *upload_data_size = 0;
         if (rq->answered) return MHD_YES;
+        if (rq->deferred) return (rq->received += n) > DISCARD_MAX ? MHD_NO : MHD_YES; /* read and dropped */
         return body_chunk(rq, upload_data, n);
     }
     if (rq->answered) return MHD_YES;
+    if (rq->deferred) {
+        json_t *p = rq->deferred;
+        rq->deferred = NULL;
+        return answer_problem(rq, p, rq->deferred_hdrs, rq->ndeferred);
+    }
     if (rq->received > body_limit(rq)) {
         char detail[128];
         snprintf(detail, sizeof detail, "the body is larger than the limit of %zu bytes", body_limit(rq));
@@ -623,6 +658,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
      * starts again. */
     hdr_mark(cls, conn, 1);
     if (!rq) return;
+    json_decref(rq->deferred);
     free(rq->body);
     free(rq);
     *con_cls = NULL;

@@ -47,6 +47,7 @@ static void share_undisturbed(worker_t *w, MPI_Comm hc)
     if (same == MPI_COMM_NULL) return;
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &w->undisturbed_s[b], 1, MPI_DOUBLE, MPI_MIN, same));
     MPI_Comm_free(&same);
+    w->undisturbed_host_s = w->undisturbed_s[b];
 }
 
 /* Processes that may want a core at once: every rank's CPU threads (1 for the PS). */

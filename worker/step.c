@@ -519,12 +519,13 @@ static json_t *rank_json_base(const worker_t *w, json_t *st)
      * none was measured for it: a rank that never emulated, or only at other sizes. */
     const int bf = w->batch_of[w->worker_index];
     const double u = worker_undisturbed_s(w, bf);
-    return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:o, s:o, s:f, s:o, s:o, s:o}", "rank",
-                     w->rank, "role", "worker", "host", w->record.host, "device", device_json(w), "compute_s",
+    return json_pack("{s:i, s:s, s:s, s:o, s:f, s:f, s:f, s:f, s:I, s:I, s:i, s:o, s:o, s:f, s:o, s:o, s:o, s:o}",
+                     "rank", w->rank, "role", "worker", "host", w->record.host, "device", device_json(w), "compute_s",
                      w->stats.compute_s, "comm_s", w->stats.comm_s, "idle_s", w->stats.idle_s, "emulated_s",
                      w->stats.emulated_s, "samples", (json_int_t)w->stats.samples, "steps", (json_int_t)w->stats.steps,
                      "batch_final", bf, "samples_per_s", worker_json_rate((double)w->stats.samples, w->stats.compute_s),
                      "peak_rss_mb", worker_json_finite(peak_rss_mb()), "slowdown", w->slowdown, "staleness", st,
-                     "undisturbed_step_s", u > 0 ? json_real(u) : json_null(), "emulation_late_steps",
+                     "undisturbed_step_s", u > 0 ? json_real(u) : json_null(), "undisturbed_host_s",
+                     w->undisturbed_host_s > 0 ? json_real(w->undisturbed_host_s) : json_null(), "emulation_late_steps",
                      w->slowdown > 1.0 ? json_integer((json_int_t)w->stats.emulated_late) : json_null());
 }

@@ -150,6 +150,8 @@ typedef struct worker {
     double slowdown;       /* emulation factor in force for this rank */
     double *undisturbed_s; /* (max_batch + 1) the cheapest step measured per
                                             batch size: the emulation's base (step.c) */
+    double undisturbed_host_s; /* undisturbed_s of the start-up batch size as the host's
+                                            ranks shared it (emulate.c); 0 where none */
     worker_stats_t stats;
     staleness_acc_t staleness; /* updates this rank applied (at the PS: every
                                             applied update); exact counts, ~8 KB */

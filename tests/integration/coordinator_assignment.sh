@@ -2,9 +2,16 @@
 # with dynamic batching and emulated slowdowns [8, 24] reports to Redis; the coordinator
 # plans from the node profiles and writes pacer:job:ID:assignment; rank 0 applies it at
 # its next re-plan point. The slow worker's batch shrinks (ideal 96 / 32 of 128) and the
-# wall-clock step times converge (medians of the last 40 steps within 25%). The profile
-# asks for a sixth of a core (1/8 + 1/24), so a loaded machine (two busy processes, or the
-# test lanes beside it) does not move the steps
+# wall-clock step times converge: at the even split the slow rank's steps last 3 times the
+# fast one's (24 / 8); the plan must take away most of that, to within 1.5 (medians of the
+# last 40 steps). A plan that went only part of the way ([80, 48]: 1.8) fails. Closer than
+# that is not the planner's to promise on a loaded machine: each rank's step is f x u(b),
+# u the cheapest thread CPU time measured at that batch size, and on a virtual machine
+# whose two vCPUs share a physical core a busy sibling inflates thread CPU time too, so
+# u(96) and u(32) can carry different inflations (of 12 runs beside two busy loops, the 6
+# measured ended within 3.3%, one at 1.32 with the ideal batches [96, 32]; a CI run beside
+# the test lanes at 1.28 with [99, 29]). The profile asks for a sixth
+# of a core (1/8 + 1/24), so the load does not otherwise move the steps
 # (see mpi_dynamic_batch.sh).
 . tests/integration/coordinator_lib.inc
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
@@ -26,8 +33,9 @@ cli metrics "$id" --limit 10000 | jq -c '.items[] | select(.kind == "step")' > "
 last=$(jq -s -c 'group_by(.rank) | map(.[-1].batch)' "$TMP/steps.jsonl")
 echo "final batches per rank: $last"
 jq -e -n --argjson b "$last" '$b[1] < $b[0] and $b[1] <= 48' >/dev/null || fail "the slow worker's batch did not shrink: $last"
-ratio=$(jq -s -r 'group_by(.rank) | map(.[-40:] | map(.compute_s) | sort | .[length / 2 | floor]) | max / min' "$TMP/steps.jsonl")
-awk -v r="$ratio" 'BEGIN { exit !(r <= 1.25) }' || fail "step times did not converge: max/min median = $ratio"
+medians=$(jq -s -c 'group_by(.rank) | map(.[-40:] | map(.compute_s) | sort | .[length / 2 | floor])' "$TMP/steps.jsonl")
+ratio=$(jq -n -r --argjson m "$medians" '($m | max) / ($m | min)')
+awk -v r="$ratio" 'BEGIN { exit !(r <= 1.5) }' || fail "step times did not converge: medians $medians s, max/min $ratio"
 echo "ok: step-time ratio $ratio"
 # Issue 29: rank 0 evaluates and broadcasts; its record alone carries the evaluation, so
 # the history has one point for the epoch, not one per rank (and none from final records).

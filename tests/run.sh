@@ -180,10 +180,15 @@ SLOW="onnx_zoo_families gpu_path_fake_device onnx_torchvision elastic mpi_compre
 # mpi_dynamic_batch 7 in 24, async_dynamic_batch 6 in 15) and namespace clusters waiting
 # on their ticks (preempt_netns 14 in 44, hetero_adopt 5 in 21, hetero_grow 8 in 20,
 # hetero_start 8 in 19): each cluster has its own prefix and /24, so they may run beside
-# lane 1's. Longest first.
-LIGHT="coordinator_redis test_coordinator preempt_netns coordinator_restart preempt_shrink drain_rigid http_api drain
- mpi_dynamic_batch hetero_adopt hetero_grow hetero_start coordinator_assignment coordinator_heartbeat
- hardening_admission coordinator_lock async_dynamic_batch drain_deadline tls hardening_secrets hardening_memory"
+# lane 1's. Since 2026-11-27 also the scripts of the two lanes that kept under 0.6 of a core
+# (a clean-clone run at f2de1a7: datasets_builtin 10 CPU s in 23, notice 10 in 20, cli 11
+# in 20, coordinator_worker_crash 10 in 19, hetero_resize 9 in 20, ...): there the light
+# lane ended about 200 s before the two (537 s of its tests against 737 each), and now
+# the three carry about 670 s each. Longest first.
+LIGHT="coordinator_redis preempt_netns coordinator_restart test_coordinator preempt_shrink mpi_dynamic_batch http_api
+ drain_deadline coordinator_assignment datasets_builtin hetero_adopt notice hetero_resize drain cli hetero_start hetero_grow
+ coordinator_worker_crash async_dynamic_batch coordinator_lock coordinator_heartbeat drain_rigid hardening_admission tls
+ worker_grow hardening_secrets coordinator_stop_busy mpi_emulate_schedule webhooks coordinator_reload hardening_memory"
 LIGHT_LANE=${LIGHT_LANE:-1}
 in_list() { case " $(echo $2) " in *" $1 "*) true ;; *) false ;; esac; }
 # item NAME - how the queue names the test NAME ("u PROGRAM" or "i SCRIPT"), if this run has it

@@ -1,6 +1,7 @@
 /* worker/shard.c - see shard.h. */
 #include "shard.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -67,6 +68,28 @@ static double *memory_weights(worker_t *w, int n)
     return mem;
 }
 
+/* PACER_SHARD_CHUNK (floats), for tests: the rounds' chunk instead of the one make_rounds
+ * works out, so that a small model's buckets take several rounds each and the ring of
+ * rounds wraps within a bucket, the path a model of millions of parameters takes
+ * (tests/integration/mpi_shard.sh). A multiple of SHARD_ALIGN (the ranges' alignment)
+ * from SHARD_ALIGN to SHARD_CHUNK; anything else is refused by name. 0 when unset. */
+static int chunk_override(size_t *chunk, char *err, size_t errlen)
+{
+    const char *env = getenv("PACER_SHARD_CHUNK");
+    *chunk = 0;
+    if (!env || !*env) return 0;
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(env, &end, 10);
+    if (errno || end == env || *end || *env == '-' || v < SHARD_ALIGN || v > SHARD_CHUNK || v % SHARD_ALIGN) {
+        snprintf(err, errlen, "PACER_SHARD_CHUNK: \"%.40s\" is not a multiple of %d floats from %d to %zu", env,
+                 SHARD_ALIGN, SHARD_ALIGN, SHARD_CHUNK);
+        return -1;
+    }
+    *chunk = (size_t)v;
+    return 0;
+}
+
 /* The ring of rounds: SHARD_DEPTH slots of n chunks and 2n requests each (none in one
  * process). 0, or -1 when memory runs out. */
 static int make_rounds(shard_t *sh)
@@ -75,6 +98,7 @@ static int make_rounds(shard_t *sh)
     sh->chunk = SHARD_SCRATCH / (n * SHARD_DEPTH);
     if (sh->chunk > SHARD_CHUNK) sh->chunk = SHARD_CHUNK;
     if (sh->chunk < SHARD_CHUNK_MIN) sh->chunk = SHARD_CHUNK_MIN;
+    if (sh->chunk_set) sh->chunk = sh->chunk_set;
     sh->from = calloc(n, sizeof *sh->from);
     sh->cnt = calloc(n, sizeof *sh->cnt);
     if (!sh->from || !sh->cnt) return -1;
@@ -216,6 +240,7 @@ int shard_setup(worker_t *w, char *err, size_t errlen)
         return -1;
     }
     sh->gathered_step = w->global_step;
+    if (chunk_override(&sh->chunk_set, err, errlen) != 0) return -1;
     if (make_plan(w, sh, err, errlen) != 0 || take_state(w, sh, err, errlen) != 0) return -1;
     if (plan_buckets(w->model, sh) != 0) {
         snprintf(err, errlen, "algorithm.shard: out of memory for the buckets of %d layers", w->model->nlayers);

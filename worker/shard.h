@@ -71,6 +71,7 @@ typedef struct shard {
     shard_round_t *rounds;
     int head, inflight; /* the oldest round's slot, and how many are in flight */
     size_t chunk;       /* floats a round takes from each rank's part */
+    size_t chunk_set;   /* PACER_SHARD_CHUNK's chunk for tests (shard.c), 0 when unset */
     size_t *from, *cnt; /* (n) each rank's part of the bucket being started */
     size_t most, off;   /* that bucket's largest part, and the next round's offset into the parts */
     /* The buckets of the reduce-scatter, from the top of the buffer down, as the backward

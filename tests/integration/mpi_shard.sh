@@ -51,6 +51,20 @@ for k in s1 s2; do
     "$DIFF" "$TMP/p/z.ckpt" "$TMP/$k/z.ckpt" 0 >"$TMP/d.txt" || { cat "$TMP/d.txt"; fail "$k differs from plain ssgd"; }
 done
 echo "ok: stages 1 and 2 on split [1, 2, 3] are plain ssgd bit for bit after 10 AdamW steps (parameters, moments)"
+# Several rounds per bucket: LeNet-5's buckets fit one round of the default chunk, so
+# PACER_SHARD_CHUNK=256 (floats) makes the largest (fc1's 48120 floats, parts of 7716,
+# 20560 and 19844) take 81 rounds, the ring of 4 rounds wrapping within it, and the top
+# bucket's rounds carry parts on rank 2 only: the path of a model of millions of
+# parameters. Still bit for bit: every element is summed in the same order, whatever
+# the round it travels in (a round at a wrong offset differs: checked by hand).
+rm -rf "${TMP:?}/s2m"
+spec "$TMP/s2m.json" "$TMP/s2m" "$S2"
+PACER_SHARD_CHUNK=256 mpi 3 "$TMP/s2m.log" --spec "$TMP/s2m.json" --batch-plan 16,32,48 --stop-after-steps 10
+"$DIFF" "$TMP/p/z.ckpt" "$TMP/s2m/z.ckpt" 0 >"$TMP/d.txt" || { cat "$TMP/d.txt"; fail "stage 2 in rounds of 256 floats differs from plain ssgd"; }
+PACER_SHARD_CHUNK=17 $MPIRUN_RAW -np 2 $WORKER --spec "$TMP/s2m.json" --world 2 --stop-after-steps 1 >"$TMP/bad.log" 2>&1 &&
+    fail "PACER_SHARD_CHUNK=17 was taken"
+grep -q 'PACER_SHARD_CHUNK: "17" is not a multiple of 16 floats' "$TMP/bad.log" || { cat "$TMP/bad.log"; fail "no refusal of PACER_SHARD_CHUNK=17"; }
+echo "ok: stage 2 with 81 rounds in the largest bucket (PACER_SHARD_CHUNK=256) is plain ssgd bit for bit; 17 refused by name"
 # clipping took part: without it the run ends elsewhere
 sed 's/"clip_norm": 0.05/"clip_norm": 0/' "$TMP/s2.json" | sed "s#$TMP/s2#$TMP/nc#" >"$TMP/nc.json"
 mpi 3 "$TMP/nc.log" --spec "$TMP/nc.json" --batch-plan 16,32,48 --stop-after-steps 10

@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@
 #define EXP_PAGES_PER_TICK 8 /* pages per trial and tick: the rest waits for the next */
 #define EXP_STATE_MAX 16
 #define EXP_REASON_MAX 512
+#define EXP_SUMMARY_MAX (1 << 22) /* a job's summary.json is a few KiB: one far larger is not read */
 
 /* One trial as the tick keeps it (the "trial:<i>" field). */
 typedef struct {
@@ -803,8 +805,10 @@ static void record_read(const exp_t *e, int i, trial_t *t, const char *sid, cons
 }
 
 /* Reads trial i's job: its state (into *js, -1 when the job is gone), then its records
- * since the cursor. JS_EREDIS when the connection broke. */
-static int trial_poll(redisContext *rc, exp_t *e, int i, int *js, arrivals_t *as)
+ * since the cursor, at most EXP_PAGES_PER_TICK pages; *whole: 1 when they were read to
+ * the stream's end, so that a job whose state said it had ended has no record left
+ * unread. JS_EREDIS when the connection broke. */
+static int trial_poll(redisContext *rc, exp_t *e, int i, int *js, int *whole, arrivals_t *as)
 {
     trial_t *t = &e->trials[i];
     redisReply *r = redisCommand(rc, "HGET " KEY_JOB " state", t->job);
@@ -816,6 +820,7 @@ static int trial_poll(redisContext *rc, exp_t *e, int i, int *js, arrivals_t *as
     *js = reply_str(r) && job_state_parse(reply_str(r), &st) == 0 ? (int)st : -1;
     freeReplyObject(r);
     int next_rung = t->nrec;
+    *whole = 0;
     for (int page = 0; page < EXP_PAGES_PER_TICK; page++) {
         r = redisCommand(rc, "XRANGE " KEY_JOB_METRICS_COARSE " (%s + COUNT %d", t->job, t->cursor, EXP_PAGE);
         if (!reply_ok(r) || r->type != REDIS_REPLY_ARRAY) {
@@ -835,9 +840,76 @@ static int trial_poll(redisContext *rc, exp_t *e, int i, int *js, arrivals_t *as
             e->dirty[i] = 1;
         }
         freeReplyObject(r);
-        if (n < EXP_PAGE) break;
+        if (n < EXP_PAGE) {
+            *whole = 1;
+            break;
+        }
     }
     return JS_OK;
+}
+
+/* Why summary (trial i's job's summary.json, at path) cannot say how many epochs the job
+ * trained, into why; 0 when it can (*epochs). What a worker wrote is outside input: the
+ * size is bounded before it is read, the count before it is used. */
+static int summary_epochs(const char *path, json_t **summary, int *epochs, char *why, size_t len)
+{
+    struct stat st;
+    json_error_t je;
+    *summary = NULL;
+    if (stat(path, &st) != 0) return errmsg(why, len, "%s", strerror(errno));
+    if (st.st_size >= EXP_SUMMARY_MAX)
+        return errmsg(why, len, "%lld bytes, more than a summary's %d", (long long)st.st_size, EXP_SUMMARY_MAX);
+    if (!(*summary = json_load_file(path, 0, &je))) return errmsg(why, len, "not JSON (%s)", je.text);
+    json_t *ep = json_object_get(*summary, "epochs_trained");
+    if (!ep) return errmsg(why, len, "no epochs_trained (written by an older pacer-worker)");
+    if (!json_is_integer(ep) || json_integer_value(ep) < 0 || json_integer_value(ep) > SEARCH_EPOCHS_MAX)
+        return errmsg(why, len, "epochs_trained is not an integer from 0 to %d", SEARCH_EPOCHS_MAX);
+    *epochs = (int)json_integer_value(ep);
+    return 0;
+}
+
+/* Trial i's job has ended: the trial never keeps fewer epochs than the job trained without
+ * saying so. Its epoch records come through Redis, which a worker that ends while Redis is
+ * unreachable (an embedded Redis stops and starts again with its coordinator) cannot
+ * reach: the worker gives them up (its log counts them). Its summary.json, which rank 0
+ * writes last, has the epochs it trained and its last evaluation; when the records fell
+ * short of them, the trial takes them from there, and its reason says so. */
+static void trial_check_summary(coordinator_t *c, exp_t *e, int i)
+{
+    trial_t *t = &e->trials[i];
+    char path[PATH_MAX], why[200] = "";
+    json_t *sum = NULL;
+    int n = 0;
+    if (coord_job_path(c, t->job, "summary.json", path, sizeof path) != 0) errmsg(why, sizeof why, "path too long");
+    else summary_epochs(path, &sum, &n, why, sizeof why);
+    if (why[0]) {
+        /* nothing to check the records against: said where they are short of the spec */
+        if (strcmp(t->state, "SUCCEEDED") == 0 && t->epochs < e->search.epochs) {
+            snprintf(t->reason, sizeof t->reason,
+                     "its job %s succeeded after %d of %d epochs by its records, which its summary.json could not "
+                     "confirm: %s",
+                     t->job, t->epochs, e->search.epochs, why);
+            clog_printf("experiment %s: trial %d: %s", e->id, i, t->reason);
+            e->dirty[i] = 1;
+        }
+        json_decref(sum);
+        return;
+    }
+    if (n > t->epochs) {
+        /* the records' "loss" is the epoch's mean batch loss: the summary's train_loss_running */
+        const char *key = strcmp(e->search.metric, "loss") == 0 ? "train_loss_running" : e->search.metric;
+        json_t *m = json_object_get(sum, key);
+        int have = json_is_number(m) && isfinite(json_number_value(m));
+        if (have) t->metric = json_number_value(m);
+        snprintf(t->reason, sizeof t->reason,
+                 "its job %s's records of epochs %d to %d never reached Redis (it ended while Redis was unreachable): "
+                 "epochs_trained%s from its summary.json",
+                 t->job, t->epochs + 1, n, have ? " and metric are" : " is (the metric is the last record's)");
+        t->epochs = n;
+        clog_printf("experiment %s: trial %d: %s", e->id, i, t->reason);
+        e->dirty[i] = 1;
+    }
+    json_decref(sum);
 }
 
 /* PBT's exploit of trial i from trial d at rung k (see the file's comment). Returns 0, or
@@ -952,13 +1024,17 @@ static int trials_advance(coordinator_t *c, redisContext *rc, exp_t *e, double n
 {
     arrivals_t as = {0};
     int n = e->search.trials;
-    int *js = malloc(sizeof *js * (size_t)n);
-    if (!js) return JS_ENOMEM;
+    int *js = malloc(sizeof *js * (size_t)n), *whole = calloc((size_t)n, sizeof *whole);
+    if (!js || !whole) {
+        free(js);
+        free(whole);
+        return JS_ENOMEM;
+    }
     int code = JS_OK;
     for (int i = 0; i < n && code == JS_OK; i++) {
         js[i] = -2; /* not read */
         trial_t *t = &e->trials[i];
-        if (t->job[0] && !state_final(t->state)) code = trial_poll(rc, e, i, &js[i], &as);
+        if (t->job[0] && !state_final(t->state)) code = trial_poll(rc, e, i, &js[i], &whole[i], &as);
     }
     if (code == JS_OK) {
         qsort(as.a, (size_t)as.n, sizeof *as.a, arrival_order);
@@ -969,15 +1045,20 @@ static int trials_advance(coordinator_t *c, redisContext *rc, exp_t *e, double n
         for (int i = 0; i < n; i++) {
             trial_t *t = &e->trials[i];
             if (js[i] == -2 || state_final(t->state) || !t->job[0]) continue; /* !job: exploited just now */
+            int ended = js[i] >= 0 && job_state_terminal((job_state_t)js[i]);
+            /* records left to read (more than a tick's pages): the end waits for them */
+            if (ended && !whole[i]) continue;
             const char *now_state = js[i] < 0 ? "FAILED" : job_state_name((job_state_t)js[i]);
             if (strcmp(now_state, t->state) == 0) continue;
             snprintf(t->state, sizeof t->state, "%s", now_state);
             if (js[i] < 0) snprintf(t->reason, sizeof t->reason, "its job %s is gone", t->job);
+            if (ended) trial_check_summary(c, e, i);
             e->dirty[i] = 1;
         }
     }
     free(as.a);
     free(js);
+    free(whole);
     return code;
 }
 
@@ -1069,8 +1150,7 @@ static void exp_maybe_end(redisContext *rc, exp_t *e, double now)
     }
 }
 
-/* One step of experiment id; JS_EREDIS when the tick's connection broke. */
-static int exp_step(coordinator_t *c, redisContext *rc, const char *id, double now)
+int experiment_step(coordinator_t *c, redisContext *rc, const char *id, double now)
 {
     exp_t e;
     char err[512] = "";
@@ -1130,7 +1210,7 @@ void experiment_tick(coordinator_t *c, double now)
     }
     for (size_t i = 0; i < r->elements && i < 4 * EXPERIMENTS_ACTIVE_MAX; i++) {
         const char *id = reply_str(r->element[i]);
-        if (id && experiment_id_valid(id) && exp_step(c, c->rc, id, now) == JS_EREDIS) {
+        if (id && experiment_id_valid(id) && experiment_step(c, c->rc, id, now) == JS_EREDIS) {
             freeReplyObject(r);
             tickconn_broken(c, "experiments");
             return;

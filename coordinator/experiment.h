@@ -20,6 +20,8 @@
 
 #include "coordinator.h"
 
+struct redisContext; /* hiredis's */
+
 #define EXPERIMENT_ID_MAX 32      /* "e-<n>" */
 #define EXPERIMENTS_ACTIVE_MAX 64 /* experiments running at once (429 past it) */
 
@@ -56,5 +58,12 @@ int coord_experiment_owner(coordinator_t *c, const char *id, char *owner, size_t
 /* The daemon's tick (coordinator.c): one step of every running experiment, on the tick's
  * connection. */
 void experiment_tick(coordinator_t *c, double now);
+
+/* One step of experiment id on rc (experiment_tick's for each; the tests call it alone):
+ * reads each live trial's job state and then its new records; a trial takes its job's end
+ * only once its records are read to the stream's end, and checks its epochs against the
+ * job's summary.json then (a worker that ended while Redis was down could not send its
+ * last records). JS_OK, or JS_EREDIS when rc broke. */
+int experiment_step(coordinator_t *c, struct redisContext *rc, const char *id, double now);
 
 #endif

@@ -1103,6 +1103,10 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
     /* The world that trained last (the spec's workers unless an elastic resize shrank or
      * grew it, max_workers) and the global batch its ranks shared. */
     json_object_set_new(root, "world_workers", json_integer(w->nworkers));
+    /* The epochs ended, counted from the job's start: what its epoch records say, kept here
+     * too because those records go through Redis, which may be down when the run ends (an
+     * experiment's trial then takes its epochs from here). */
+    json_object_set_new(root, "epochs_trained", json_integer(w->epoch));
     json_object_set_new(root, "global_batch", json_integer(w->global_batch));
     if (w->train.tok) {
         /* a text job: a sample is a window, its loss nats per token */

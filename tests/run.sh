@@ -28,7 +28,7 @@ if [ "$WHAT" = slow ]; then
 fi
 # QUARANTINE: scripts no suite runs until a flaw they found is understood, each with its
 # reason in docs/TESTING.md ("Quarantined"); run them by name (tests/run.sh BUILD only NAME).
-QUARANTINE="experiment_pbt"
+QUARANTINE=""
 # wanted NAME - whether this run includes the test NAME.
 wanted() {
     if [ -z "$ONLY" ]; then case " $SLOW_SUITE $QUARANTINE " in *" $1 "*) false ;; *) true ;; esac

@@ -97,6 +97,7 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 #include "../coordinator/dynbatch.c"
 #include "../coordinator/embedded.c"
 #include "../coordinator/hclass.c"
+#include "../coordinator/hostmem.c"
 #include "../coordinator/hosts.c"
 #include "../coordinator/jobstore.c"
 #include "../coordinator/launch.c"

@@ -343,29 +343,26 @@ static int dataset_usable(const job_spec_t *s, char *err, size_t errlen)
     return COORD_OK;
 }
 
-/* Memory admission: the ranks the most loaded host gets (Open MPI's by-slot mapping
- * fills a host's slots before the next, wrapping around when oversubscribed: at most
- * ceil(world / total slots) rounds of the largest host's slots; the local launcher puts
- * every rank here) times one rank's estimate (common/memest.h) against the host's
- * memory. Unknown memory (a hostfile or Slurm without --host-memory-mb) is not checked; a
- * model or data set without an estimate (gone from the catalog since the spec was
- * parsed) does not fit. */
+/* Memory admission: each host's ranks against its memory (hostmem.h: by-slot placement,
+ * the local launcher's every rank here, a sharded job's ranks each for its own range).
+ * A host of unknown memory (a hostfile's or Slurm's without --host-memory-mb or
+ * --host-memory-mb-of) is not checked; a model or data set without an estimate (gone
+ * from the catalog since the spec was parsed) does not fit. The host table is the tick's
+ * (coordinator.c's admission_hosts), copied here. */
 static int memory_fits(coordinator_t *c, const job_spec_t *s, int world, char *err, size_t errlen)
 {
-    memest_t e;
-    if (!(c->host_memory > 0) || c->slots_total <= 0) return 1;
-    int ranks = world;
-    if (launcher_kind(c->launcher) != LAUNCHER_LOCAL && c->slots_max > 0) {
-        long rounds = (world + c->slots_total - 1) / c->slots_total;
-        long most = rounds * c->slots_max;
-        if (most < ranks) ranks = (int)most;
+    pthread_mutex_lock(&c->lock);
+    const int n = c->nadmit_hosts;
+    hostmem_host_t *hosts = n > 0 ? malloc((size_t)n * sizeof *hosts) : NULL;
+    if (hosts) memcpy(hosts, c->admit_hosts, (size_t)n * sizeof *hosts);
+    pthread_mutex_unlock(&c->lock);
+    if (n > 0 && !hosts) {
+        errmsg(err, errlen, "out of memory");
+        return 0;
     }
-    /* a sharded job's ranks differ: its `ranks` largest */
-    if (memest_host_rank(s, s->workers, ranks, &e, err, errlen) != 0) return 0;
-    char where[sizeof c->hostname + 64];
-    snprintf(where, sizeof where, "%s%s (%s)", c->nhosts > 1 ? "each host of " : "host ",
-             c->nhosts > 1 ? "the cluster" : c->hostname, c->host_memory_from);
-    return memest_check(&e, ranks, c->host_memory, where, err, errlen) == 0;
+    int ok = hostmem_fits(s, world, hosts, n, launcher_kind(c->launcher) == LAUNCHER_LOCAL, err, errlen);
+    free(hosts);
+    return ok;
 }
 
 /* Admission: a job that could never run is refused now, not queued forever (or run

@@ -13,6 +13,7 @@
 #include "coordinator.h"
 #include "embedded.h"
 #include "hclass.h"
+#include "hostmem.h"
 #include "hosts.h"
 #include "jobstore.h"
 #include "launcher.h"
@@ -126,6 +127,12 @@ struct coordinator {
     int slots_max;                 /* the most slots one host has (memory admission) */
     double host_memory;            /* bytes per host for admission; 0 = unknown (set at start) */
     char host_memory_from[24];     /* where the figure came from: "MemTotal", "--host-memory-mb" */
+    hostmem_entry_t *host_mem_of;  /* --host-memory-mb-of's figures (set at start) */
+    int nhost_mem_of;
+    /* The hosts as memory admission sees them (hostmem.h): written by the tick after the
+     * host list changed (coordinator.c), copied by a submission; under lock. */
+    hostmem_host_t *admit_hosts;
+    int nadmit_hosts;
     preflight_mode_t preflight_mode;
     preflight_t pf;    /* the benchmark round (preflight.c) */
     long netprobe_seq; /* network probes started (their directories' numbers) */

@@ -17,6 +17,7 @@
 #include "clog.h"
 #include "dataroots.h"
 #include "drain.h"
+#include "errmsg.h"
 #include "experiment.h"
 #include "fs.h"
 #include "hostname.h"
@@ -171,6 +172,34 @@ static void prune(coordinator_t *c)
                     n, n == 1 ? "" : "s", c->cfg.keep_jobs, c->cfg.keep_jobs_age_s, ids[0]);
 }
 
+/* The host table memory admission reads (hostmem.h), after the host list changed: each
+ * host's --host-memory-mb-of figure, else c->host_memory's. A figure for a host no longer
+ * listed (after a reload) is not used. Tick thread (and the start). */
+static void admission_hosts(coordinator_t *c)
+{
+    hostmem_host_t *t = calloc((size_t)(c->nhosts > 0 ? c->nhosts : 1), sizeof *t);
+    if (!t) {
+        clog_printf("memory admission keeps its old host table: out of memory");
+        return;
+    }
+    for (int i = 0; i < c->nhosts; i++) {
+        snprintf(t[i].name, sizeof t[i].name, "%s", c->hosts[i].name);
+        t[i].slots = c->hosts[i].slots;
+        t[i].bytes = c->host_memory > 0 ? c->host_memory : 0;
+        snprintf(t[i].from, sizeof t[i].from, "%s", c->host_memory_from);
+        for (int k = 0; k < c->nhost_mem_of; k++)
+            if (strcmp(c->host_mem_of[k].name, t[i].name) == 0) {
+                t[i].bytes = c->host_mem_of[k].bytes;
+                snprintf(t[i].from, sizeof t[i].from, "--host-memory-mb-of");
+            }
+    }
+    pthread_mutex_lock(&c->lock);
+    free(c->admit_hosts);
+    c->admit_hosts = t;
+    c->nadmit_hosts = c->nhosts;
+    pthread_mutex_unlock(&c->lock);
+}
+
 /* A reload asked for by coord_cluster_reload (SIGHUP, the API): the launcher learns its
  * hosts again and the host table follows. */
 static void reload_hosts(coordinator_t *c, double now)
@@ -185,6 +214,7 @@ static void reload_hosts(coordinator_t *c, double now)
         if (hosts_sync(c, now, added, sizeof added, removed, sizeof removed) != 0) {
             snprintf(err, sizeof err, "out of memory");
         } else {
+            admission_hosts(c);
             clog_printf("host list reloaded (%s launcher): %d host%s, %d slot%s; added [%s], removed [%s]",
                         launcher_name(c->launcher), c->nhosts, c->nhosts == 1 ? "" : "s", c->slots_total,
                         c->slots_total == 1 ? "" : "s", added, removed);
@@ -332,6 +362,8 @@ static void free_coordinator(coordinator_t *c)
     json_decref(c->reload_result);
     json_decref(c->bench_result);
     free(c->bench_hosts);
+    free(c->host_mem_of);
+    free(c->admit_hosts);
     launcher_close(c->launcher);
     launcher_close(c->sim_launcher);
     if (c->rc) redisFree(c->rc);
@@ -538,6 +570,21 @@ static int start_dirs(coordinator_t *c, const coord_config_t *cfg, char *err, si
     return COORD_OK;
 }
 
+/* --host-memory-mb-of: parsed, and every host it names one of the launcher's (a name
+ * mistyped would leave that host unchecked). 0, or -1 with err. */
+static int host_memory_of(coordinator_t *c, const char *text, char *err, size_t errlen)
+{
+    if (!text || !*text) return 0;
+    c->host_mem_of = calloc(LAUNCH_MAX_HOSTS, sizeof *c->host_mem_of);
+    if (!c->host_mem_of) return errmsg(err, errlen, "out of memory");
+    if (hostmem_parse(text, c->host_mem_of, LAUNCH_MAX_HOSTS, &c->nhost_mem_of, err, errlen) != 0) return -1;
+    for (int k = 0; k < c->nhost_mem_of; k++)
+        if (!hosts_find(c, c->host_mem_of[k].name))
+            return errmsg(err, errlen, "--host-memory-mb-of: %.200s is not one of the %s launcher's %d host%s",
+                          c->host_mem_of[k].name, launcher_name(c->launcher), c->nhosts, c->nhosts == 1 ? "" : "s");
+    return 0;
+}
+
 /* local, hostfile or slurm: where ranks can run, and how they start. */
 static int start_launcher(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
 {
@@ -567,6 +614,8 @@ static int start_launcher(coordinator_t *c, const coord_config_t *cfg, char *err
         snprintf(err, errlen, "out of memory");
         return COORD_EINTERNAL;
     }
+    /* before the Redis lock is taken: a refusal here leaves nothing held */
+    if (host_memory_of(c, cfg->host_memory_of, err, errlen) != 0) return COORD_EINVAL;
     return COORD_OK;
 }
 
@@ -654,9 +703,9 @@ static int start_lock(coordinator_t *c, const coord_config_t *cfg, char *err, si
 }
 
 /* Memory admission (api.c): --host-memory-mb, else this machine's MemTotal when the ranks
- * run here; a hostfile's or Slurm's hosts have no known figure without it. Then the
- * uploaded models back in the catalog (before adoption re-reads running jobs' specs), and
- * the start-up line. */
+ * run here; a hostfile's or Slurm's hosts have no known figure without it; and
+ * --host-memory-mb-of's for the hosts it names. Then the uploaded models back in the
+ * catalog (before adoption re-reads running jobs' specs), and the start-up line. */
 static int start_catalog(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
 {
     (void)cfg;
@@ -670,14 +719,20 @@ static int start_catalog(coordinator_t *c, const coord_config_t *cfg, char *err,
     } else {
         c->host_memory = 0;
     }
+    admission_hosts(c);
     modelstore_start(c);
-    char memtxt[32];
+    char memtxt[32], each[1024] = "";
+    for (int k = 0, used = 0; k < c->nhost_mem_of && used < (int)sizeof each; k++) {
+        char m[32];
+        used += snprintf(each + used, sizeof each - (size_t)used, "%s%s %s", k ? ", " : "; ", c->host_mem_of[k].name,
+                         memest_fmt(c->host_mem_of[k].bytes, m, sizeof m));
+    }
     clog_printf("pacer-coordinator %s: state %s, redis %s%s, worker %s, %s launcher: %d slot%s on %d host%s, "
-                "memory per host %s",
+                "memory per host %s%s",
                 PACER_VERSION, c->state_dir, c->redis_url_shown, c->embedded_on ? " (embedded)" : "", c->worker,
                 launcher_name(c->launcher), c->slots_total, c->slots_total == 1 ? "" : "s", c->nhosts,
                 c->nhosts == 1 ? "" : "s",
-                c->host_memory > 0 ? memest_fmt(c->host_memory, memtxt, sizeof memtxt) : "unknown (not checked)");
+                c->host_memory > 0 ? memest_fmt(c->host_memory, memtxt, sizeof memtxt) : "unknown (not checked)", each);
     return COORD_OK;
 }
 

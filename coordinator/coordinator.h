@@ -107,6 +107,9 @@ typedef struct {
     double host_memory_mb;      /* memory of each host, MiB, for admission (422 when a job's ranks
                               on one host need more, common/memest.h); 0 = the local
                               launcher's MemTotal, unknown (not checked) for the others */
+    const char *host_memory_of; /* --host-memory-mb-of "HOST=MB[,HOST=MB...]": the memory of
+                                     these hosts, beside host_memory_mb's for the others
+                                     (coordinator/hostmem.h); NULL = none */
     const char *preflight;      /* benchmark the hosts before a job's first launch (preflight.h):
                                      "auto" (NULL: when a usable host of 2+ has no profile for
                                      its model), "always", "off" */

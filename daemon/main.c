@@ -92,6 +92,7 @@ enum {
     O_KEEP_JOBS,
     O_HOST_PROBE,
     O_HOST_MEMORY,
+    O_HOST_MEMORY_OF,
     O_KEEP_JOBS_AGE,
     O_PREFLIGHT,
     O_PREFLIGHT_STEPS,
@@ -171,6 +172,11 @@ static const opt_row_t OPTIONS[] = {
      "estimate (model, activations for the largest batch, data sets) (default: "
      "MemTotal with the local launcher; not checked for other launchers)",
      O_HOST_MEMORY},
+    {"host-memory-mb-of", 1, "HOST=MB,...",
+     "the memory of these hosts (of the launcher's), for the same check: each host "
+     "is checked for the ranks by-slot placement puts there, a sharded job's ranks "
+     "each for its own share (the others: --host-memory-mb's)",
+     O_HOST_MEMORY_OF},
     {"oversubscribe-factor", 1, "X",
      "refuse (422) a job with more ranks than the cluster's slots times X "
      "(default 4; simulated jobs are not counted)",
@@ -398,6 +404,7 @@ static const struct {
     {O_SIM_SLOTS, SET_INT, offsetof(cli_t, cfg.sim_slots), 1, NUM_OPT_MAX},
     {O_HOST_PROBE, SET_DBL, offsetof(cli_t, cfg.host_probe_s), 0, 0},
     {O_HOST_MEMORY, SET_DBL, offsetof(cli_t, cfg.host_memory_mb), 0, 0},
+    {O_HOST_MEMORY_OF, SET_STR, offsetof(cli_t, cfg.host_memory_of), 0, 0},
     {O_PREFLIGHT_STEPS, SET_INT, offsetof(cli_t, cfg.preflight_steps), 1, 1000},
     {O_WEBHOOK_HOSTS, SET_STR, offsetof(cli_t, cfg.webhook_hosts), 0, 0},
     {O_PREFLIGHT_TIMEOUT, SET_DBL, offsetof(cli_t, cfg.preflight_timeout_s), 0, 0},

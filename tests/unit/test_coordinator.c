@@ -35,6 +35,7 @@
 #include "coordinator.h"
 #include "dynbatch.h"
 #include "embedded.h"
+#include "hostmem.h"
 #include "jobstore.h"
 #include "launch.h"
 #include "run.h"
@@ -1597,6 +1598,160 @@ static void test_daemon_shard_admission(void **state)
     assert_int_equal(coord_cancel(fx->client, id, err, sizeof err), COORD_OK);
 }
 
+/* A model of 64 M parameters (not built in: the catalog's figures, as an import's) for
+ * the sharded placement tests: with AdamW a rank keeps 16 bytes a parameter unsharded
+ * (977 MiB), and sharded 8 bytes plus 8 x its share (1/4: 610 MiB; 1/2: 732 MiB; 3/4:
+ * 854 MiB). */
+#define BIG_STATE_SPEC(SPLIT, WORKERS)                                                                                \
+    "{\"name\": \"w\", \"model\": \"big-state\", \"dataset\": {\"name\": \"fashion-mnist\", \"train_subset\": 1000, " \
+    "\"test_subset\": 1000}, \"optimizer\": {\"kind\": \"adamw\"}, \"algorithm\": {\"name\": \"ssgd\"" SPLIT "}, "    \
+    "\"workers\": " #WORKERS "}"
+#define SHARD2(SPLIT) ", \"shard\": {\"stage\": 2, \"split\": " SPLIT "}"
+
+static void add_big_state_model(void)
+{
+    char err[ERRLEN] = "";
+    catalog_model_t m;
+    assert_int_equal(catalog_model_get("lenet5", &m), 0);
+    snprintf(m.name, sizeof m.name, "big-state");
+    m.source = CATALOG_ONNX;
+    m.head_in = 0;
+    m.params = 64000000;
+    m.acts_per_sample = 1000;
+    if (catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
+}
+
+static int fits_hosts(const char *spec_text, const hostmem_host_t *h, int nh, char *err, size_t errlen)
+{
+    job_spec_t *s = malloc(sizeof *s);
+    assert_non_null(s);
+    if (spec_parse(spec_text, s, err, errlen) != 0) fail_msg("spec: %s", err);
+    err[0] = 0;
+    int ok = hostmem_fits(s, s->workers, h, nh, 0, err, errlen);
+    free(s);
+    return ok;
+}
+
+/* --host-memory-mb-of's list: names and MiB; every malformed entry refused by name. */
+static void test_hostmem_parse(void **state)
+{
+    (void)state;
+    hostmem_entry_t e[3];
+    int n = -1;
+    char err[ERRLEN] = "";
+    assert_int_equal(hostmem_parse("small=700,big.example=2048.5", e, 3, &n, err, sizeof err), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(e[0].name, "small");
+    assert_true(e[0].bytes == 700.0 * 1024 * 1024);
+    assert_string_equal(e[1].name, "big.example");
+    assert_true(e[1].bytes == 2048.5 * 1024 * 1024);
+    static const struct {
+        const char *text, *says;
+    } bad[] = {
+        {"small", "\"small\" is not HOST=MB"},
+        {"=700", "the host name must be 1 to 255 bytes"},
+        {"small=0", "small: \"0\" is not a number of MiB above 0"},
+        {"small=-5", "\"-5\" is not a number"},
+        {"small=lots", "\"lots\" is not a number"},
+        {"small=nan", "\"nan\" is not a number"},
+        {"small=2e9", "\"2e9\" is not a number of MiB above 0 up to 1000000000"},
+        {"small=700,small=800", "host small is given twice"},
+        {"small=700,", "an empty entry"},
+        {"", "an empty entry"},
+        {"a=1,b=2,c=3,d=4", "more than 3 hosts"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        assert_int_equal(hostmem_parse(bad[i].text, e, 3, &n, err, sizeof err), -1);
+        if (!strstr(err, bad[i].says) || !strstr(err, "--host-memory-mb-of"))
+            fail_msg("%s: %s (wanted %s)", bad[i].text, err, bad[i].says);
+    }
+}
+
+/* Memory admission host by host (hostmem_fits): a host is checked for the shares of the
+ * ranks by-slot placement puts on it, not for the job's largest. Hosts of 700 MiB and
+ * 2 GiB, one slot each: split [1, 3] puts the 610 MiB quarter on the small host and the
+ * 854 MiB on the large one: admitted; [3, 1] puts 854 MiB on the small one: refused,
+ * naming the host, its rank and the figures; even (732 MiB each) and plain ssgd (977 MiB)
+ * do not fit the small one either. Split "memory" weighs the ranks by their hosts' figures
+ * (the worker by MemAvailable): the large share lands on the large host whichever comes
+ * first. On hosts of one size (1300 MiB; 2 slots and 1), 3 ranks split [1, 1, 4]: the
+ * first host takes the two small shares (2 x 569 MiB) and the second the large one
+ * (813 MiB), admitted, where counting the first host's two ranks as the largest two
+ * (1383 MiB) refused it; [4, 1, 1] does put the large one beside a small one there. */
+static void test_hostmem_shard_placement(void **state)
+{
+    (void)state;
+    char err[ERRLEN];
+    add_big_state_model();
+    hostmem_host_t h[2] = {{.name = "small", .slots = 1, .bytes = 700.0 * 1024 * 1024, .from = "--host-memory-mb-of"},
+                           {.name = "big", .slots = 1, .bytes = 2048.0 * 1024 * 1024, .from = "--host-memory-mb-of"}};
+    if (!fits_hosts(BIG_STATE_SPEC(SHARD2("[1, 3]"), 2), h, 2, err, sizeof err)) fail_msg("[1, 3]: %s", err);
+    assert_int_equal(fits_hosts(BIG_STATE_SPEC(SHARD2("[3, 1]"), 2), h, 2, err, sizeof err), 0);
+    if (!strstr(err, "= 1 rank x") ||
+        !strstr(err, "more than the 700 MiB of host small (--host-memory-mb-of), where by-slot placement puts rank 0"))
+        fail_msg("[3, 1]: %s", err);
+    assert_int_equal(fits_hosts(BIG_STATE_SPEC(SHARD2("\"even\""), 2), h, 2, err, sizeof err), 0);
+    if (!strstr(err, "700 MiB of host small")) fail_msg("even: %s", err);
+    assert_int_equal(fits_hosts(BIG_STATE_SPEC("", 2), h, 2, err, sizeof err), 0);
+    if (!strstr(err, "700 MiB of host small")) fail_msg("plain: %s", err);
+    if (!fits_hosts(BIG_STATE_SPEC(SHARD2("\"memory\""), 2), h, 2, err, sizeof err)) fail_msg("memory: %s", err);
+    hostmem_host_t swapped[2] = {h[1], h[0]};
+    if (!fits_hosts(BIG_STATE_SPEC(SHARD2("\"memory\""), 2), swapped, 2, err, sizeof err))
+        fail_msg("memory, the large host first: %s", err);
+    /* unknown memory is not checked: the small host without a figure takes anything */
+    h[0].bytes = 0;
+    if (!fits_hosts(BIG_STATE_SPEC(SHARD2("[3, 1]"), 2), h, 2, err, sizeof err)) fail_msg("unknown: %s", err);
+
+    hostmem_host_t u[2] = {{.name = "a", .slots = 2, .bytes = 1300.0 * 1024 * 1024, .from = "--host-memory-mb"},
+                           {.name = "b", .slots = 1, .bytes = 1300.0 * 1024 * 1024, .from = "--host-memory-mb"}};
+    if (!fits_hosts(BIG_STATE_SPEC(SHARD2("[1, 1, 4]"), 3), u, 2, err, sizeof err)) fail_msg("[1, 1, 4]: %s", err);
+    assert_int_equal(fits_hosts(BIG_STATE_SPEC(SHARD2("[4, 1, 1]"), 3), u, 2, err, sizeof err), 0);
+    if (!strstr(err, "= 2 ranks x") ||
+        !strstr(err, "of host a (--host-memory-mb), where by-slot placement puts ranks 0, 1"))
+        fail_msg("[4, 1, 1]: %s", err);
+}
+
+/* The catalog is the process's: the model goes even when a check failed. */
+static int remove_big_state_model(void **state)
+{
+    (void)state;
+    catalog_model_remove("big-state");
+    return 0;
+}
+
+/* The same through the daemon: --host-memory-mb-of gives the hostfile's two hosts 700
+ * MiB and 2 GiB; a submission with split [1, 3] is admitted, [3, 1] is 422 naming the
+ * small host. A name that is not one of the launcher's hosts stops the start (a typo
+ * would leave a host unchecked). */
+static void test_daemon_shard_placement(void **state)
+{
+    fixture_t *fx = *state;
+    char hf[200], err[ERRLEN] = "", id[COORD_ID_MAX];
+    snprintf(hf, sizeof hf, "%s/hosts", fx->dir);
+    write_text(hf, "localhost slots=1\n127.0.0.1 slots=1\n");
+    fx->cfg.hostfile = hf;
+    fx->cfg.host_memory_of = "localhost=700,nosuch=2048";
+    coordinator_t *none = NULL;
+    assert_int_equal(coordinator_start(&fx->cfg, &none, err, sizeof err), COORD_EINVAL);
+    if (!strstr(err, "--host-memory-mb-of: nosuch is not one of the hostfile launcher's 2 hosts")) fail_msg("%s", err);
+    fx->cfg.host_memory_of = "localhost=700,127.0.0.1=2048";
+    plan(fx, "wait\n");
+    start_daemon(fx);
+    add_big_state_model();
+    int good = coord_submit(fx->daemon, BIG_STATE_SPEC(SHARD2("[1, 3]"), 2), id, sizeof id, err, sizeof err);
+    char why[ERRLEN];
+    snprintf(why, sizeof why, "%s", err);
+    char other[COORD_ID_MAX];
+    int bad = coord_submit(fx->daemon, BIG_STATE_SPEC(SHARD2("[3, 1]"), 2), other, sizeof other, err, sizeof err);
+    assert_int_equal(catalog_model_remove("big-state"), 0);
+    if (good != COORD_OK) fail_msg("[1, 3] refused: %s", why);
+    assert_int_equal(bad, COORD_ENOFIT);
+    if (!strstr(err, "700 MiB of host localhost (--host-memory-mb-of), where by-slot placement puts rank 0"))
+        fail_msg("[3, 1]: %s", err);
+    assert_int_equal(coord_cancel(fx->client, id, err, sizeof err), COORD_OK);
+}
+
 /* Memory admission at submission (api.c memory_fits, common/memest.h): with hosts of 2
  * and 1 slots and --host-memory-mb 200, an ssgd lenet5 job (about 62 MiB a rank: the
  * data set as kept dominates) fits with 3 workers (by-slot placement: at most 2 ranks on
@@ -1616,7 +1771,7 @@ static void test_daemon_memory_admission(void **state)
     static const char FOUR[] = "{\"name\": \"m\", \"model\": \"lenet5\", \"dataset\": {\"name\": \"fashion-mnist\"}, "
                                "\"algorithm\": {\"name\": \"ssgd\"}, \"workers\": 4}";
     assert_int_equal(coord_submit(fx->daemon, FOUR, id, sizeof id, err, sizeof err), COORD_ENOFIT);
-    if (!strstr(err, "= 4 ranks x") || !strstr(err, "200 MiB of each host of the cluster (--host-memory-mb)"))
+    if (!strstr(err, "= 4 ranks x") || !strstr(err, "200 MiB of host localhost (--host-memory-mb), which may get 4"))
         fail_msg("refusal: %s", err);
     static const char THREE[] = "{\"name\": \"m\", \"model\": \"lenet5\", \"dataset\": {\"name\": \"fashion-mnist\"}, "
                                 "\"algorithm\": {\"name\": \"ssgd\"}, \"workers\": 3}";
@@ -1835,6 +1990,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_daemon_slots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_memory_admission, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_shard_admission, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_daemon_shard_placement, setup, teardown),
+        cmocka_unit_test(test_hostmem_parse),
+        cmocka_unit_test_teardown(test_hostmem_shard_placement, remove_big_state_model),
         cmocka_unit_test_setup_teardown(test_catalog_api, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_second_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_user_limits, setup, teardown),

@@ -1,0 +1,186 @@
+/* coordinator/hostmem.c - see hostmem.h. */
+#include "hostmem.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errmsg.h"
+#include "memest.h"
+
+/* One "HOST=MB" of --host-memory-mb-of into e (item is changed). 0, or -1 with err. */
+static int parse_entry(char *item, hostmem_entry_t *e, char *err, size_t errlen)
+{
+    char *eq = strrchr(item, '=');
+    if (!eq) {
+        errmsg(err, errlen, "--host-memory-mb-of: \"%.80s\" is not HOST=MB", item);
+        return -1;
+    }
+    *eq = 0;
+    const char *name = item, *val = eq + 1;
+    if (!*name || strlen(name) >= sizeof e->name) {
+        errmsg(err, errlen, "--host-memory-mb-of: \"%.80s=%.20s\": the host name must be 1 to %zu bytes", name, val,
+               sizeof e->name - 1);
+        return -1;
+    }
+    char *end = NULL;
+    errno = 0;
+    double mb = strtod(val, &end);
+    if (errno || end == val || *end || !isfinite(mb) || !(mb > 0) || mb > HOSTMEM_MB_MAX) {
+        errmsg(err, errlen, "--host-memory-mb-of: %.80s: \"%.40s\" is not a number of MiB above 0 up to %.0f", name,
+               val, HOSTMEM_MB_MAX);
+        return -1;
+    }
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->bytes = mb * 1024.0 * 1024.0;
+    return 0;
+}
+
+int hostmem_parse(const char *text, hostmem_entry_t *out, int max, int *n, char *err, size_t errlen)
+{
+    *n = 0;
+    const char *p = text ? text : "";
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        char item[400];
+        if (len == 0 || len >= sizeof item) {
+            errmsg(err, errlen, "--host-memory-mb-of: %s entry in \"%.80s\" (HOST=MB[,HOST=MB...])",
+                   len ? "a too long" : "an empty", text ? text : "");
+            return -1;
+        }
+        if (*n == max) {
+            errmsg(err, errlen, "--host-memory-mb-of: more than %d hosts", max);
+            return -1;
+        }
+        memcpy(item, p, len);
+        item[len] = 0;
+        if (parse_entry(item, &out[*n], err, errlen) != 0) return -1;
+        for (int i = 0; i < *n; i++)
+            if (strcmp(out[i].name, out[*n].name) == 0) {
+                errmsg(err, errlen, "--host-memory-mb-of: host %.200s is given twice", out[i].name);
+                return -1;
+            }
+        ++*n;
+        if (!comma) return 0;
+        p = comma + 1;
+    }
+}
+
+/* "rank 3" or "ranks 0, 1, 2" (the first few, then "..."), of the k ranks in ids. */
+static const char *ranks_text(const int *ids, int k, char *out, size_t len)
+{
+    size_t used = (size_t)snprintf(out, len, "rank%s", k == 1 ? "" : "s");
+    for (int i = 0; i < k && used < len; i++) {
+        if (i == 8) {
+            snprintf(out + used, len - used, ", ... (%d)", k);
+            break;
+        }
+        used += (size_t)snprintf(out + used, len - used, "%s%d", i ? ", " : " ", ids[i]);
+    }
+    return out;
+}
+
+/* Host h for the k ranks in ids, each with its own estimate (a sharded job's range;
+ * mem: split "memory"'s weights, NULL otherwise; all_here: the local launcher placed
+ * them). 1 when they fit, else 0 with err. */
+static int host_fits(const job_spec_t *s, const hostmem_host_t *h, const int *ids, int k, const double *mem,
+                     int all_here, char *err, size_t errlen)
+{
+    memest_t e;
+    if (memest_ranks(s, s->workers, ids, k, mem, &e, err, errlen) != 0) return 0;
+    char where[sizeof h->name + 200], which[120];
+    snprintf(where, sizeof where, "host %s (%s), where %s puts %s", h->name, h->from,
+             all_here ? "the local launcher" : "by-slot placement", ranks_text(ids, k, which, sizeof which));
+    return memest_check(&e, k, h->bytes, where, err, errlen) == 0;
+}
+
+/* Oversubscribed: each host for at most ceil(world / slots) rounds of its slots, each
+ * rank the job's largest (memest_host_rank). */
+static int fits_bound(const job_spec_t *s, int world, long total, const hostmem_host_t *hosts, int nhosts, char *err,
+                      size_t errlen)
+{
+    const long rounds = (world + total - 1) / total;
+    for (int i = 0; i < nhosts; i++) {
+        const hostmem_host_t *h = &hosts[i];
+        if (!(h->bytes > 0) || h->slots < 1) continue;
+        const long most = rounds * h->slots;
+        const int k = most < world ? (int)most : world;
+        memest_t e;
+        if (memest_host_rank(s, s->workers, k, &e, err, errlen) != 0) return 0;
+        char where[sizeof h->name + 200];
+        snprintf(where, sizeof where, "host %s (%s), which may get %d of the %d ranks (more than the %ld slots)",
+                 h->name, h->from, k, world, total);
+        if (memest_check(&e, k, h->bytes, where, err, errlen) != 0) return 0;
+    }
+    return 1;
+}
+
+/* Split "memory": each rank weighed by its host's figure shared by the job's ranks there
+ * (what the worker does with MemAvailable). NULL when not such a split or a host's figure
+ * is not known (the split is then taken as even, as shard_weights does). */
+static double *memory_split(const job_spec_t *s, int world, const int *host_of, const int *count,
+                            const hostmem_host_t *hosts)
+{
+    if (s->algorithm.shard.stage <= 0 || strcmp(s->algorithm.shard.split, "memory") != 0 || world < s->workers)
+        return NULL;
+    double *mem = calloc((size_t)world, sizeof *mem);
+    for (int r = 0; mem && r < world; r++) {
+        const hostmem_host_t *h = &hosts[host_of[r]];
+        if (!(h->bytes > 0)) {
+            free(mem);
+            return NULL;
+        }
+        mem[r] = h->bytes / count[host_of[r]];
+    }
+    return mem;
+}
+
+int hostmem_fits(const job_spec_t *s, int world, const hostmem_host_t *hosts, int nhosts, int all_here, char *err,
+                 size_t errlen)
+{
+    long total = 0;
+    int known = 0;
+    for (int i = 0; i < nhosts; i++) {
+        total += hosts[i].slots > 0 ? hosts[i].slots : 0;
+        known |= hosts[i].bytes > 0;
+    }
+    if (nhosts < 1 || world < 1 || !known) return 1;
+    if (all_here) total = world; /* every rank on hosts[0] */
+    else if (total < 1 || world > total) return fits_bound(s, world, total > 0 ? total : 1, hosts, nhosts, err, errlen);
+    int *host_of = malloc((size_t)world * sizeof *host_of), *ids = malloc((size_t)world * sizeof *ids);
+    int *count = calloc((size_t)nhosts, sizeof *count);
+    if (!host_of || !ids || !count) {
+        free(host_of);
+        free(ids);
+        free(count);
+        errmsg(err, errlen, "out of memory");
+        return 0;
+    }
+    /* by slot: hosts[0]'s slots first, then hosts[1]'s, ... */
+    for (int r = 0, i = 0, used = 0; r < world; r++) {
+        while (!all_here && used >= hosts[i].slots) {
+            i++;
+            used = 0;
+        }
+        host_of[r] = i;
+        count[i]++;
+        used++;
+    }
+    double *mem = memory_split(s, world, host_of, count, hosts);
+    int ok = 1;
+    for (int i = 0; ok && i < nhosts; i++) {
+        if (!(hosts[i].bytes > 0) || count[i] == 0) continue;
+        int k = 0;
+        for (int r = 0; r < world; r++)
+            if (host_of[r] == i) ids[k++] = r;
+        ok = host_fits(s, &hosts[i], ids, k, mem, all_here, err, errlen);
+    }
+    free(mem);
+    free(host_of);
+    free(ids);
+    free(count);
+    return ok;
+}

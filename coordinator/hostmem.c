@@ -10,27 +10,42 @@
 #include "errmsg.h"
 #include "memest.h"
 
+/* in as a message may quote it: at most 80 bytes, a control or non-ASCII byte as '?' (a
+ * refusal stays one line of text). */
+static const char *shown(const char *in, char *out)
+{
+    size_t i = 0;
+    for (; in[i] && i < 80; i++) out[i] = (unsigned char)in[i] < ' ' || (unsigned char)in[i] >= 0x7f ? '?' : in[i];
+    out[i] = 0;
+    return out;
+}
+
 /* One "HOST=MB" of --host-memory-mb-of into e (item is changed). 0, or -1 with err. */
 static int parse_entry(char *item, hostmem_entry_t *e, char *err, size_t errlen)
 {
-    char *eq = strrchr(item, '=');
+    char q[81];
+    char *eq = strchr(item, '=');
     if (!eq) {
-        errmsg(err, errlen, "--host-memory-mb-of: \"%.80s\" is not HOST=MB", item);
+        errmsg(err, errlen, "--host-memory-mb-of: \"%s\" is not HOST=MB", shown(item, q));
         return -1;
     }
     *eq = 0;
     const char *name = item, *val = eq + 1;
-    if (!*name || strlen(name) >= sizeof e->name) {
-        errmsg(err, errlen, "--host-memory-mb-of: \"%.80s=%.20s\": the host name must be 1 to %zu bytes", name, val,
-               sizeof e->name - 1);
+    int plain = 1; /* a host name as a hostfile or sinfo gives it: no blanks, controls or '=' */
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) plain &= *p > ' ' && *p < 0x7f;
+    if (!*name || strlen(name) >= sizeof e->name || !plain) {
+        errmsg(err, errlen,
+               "--host-memory-mb-of: \"%s\": the host name must be 1 to %zu printable bytes without blanks or '='",
+               shown(name, q), sizeof e->name - 1);
         return -1;
     }
     char *end = NULL;
     errno = 0;
     double mb = strtod(val, &end);
-    if (errno || end == val || *end || !isfinite(mb) || !(mb > 0) || mb > HOSTMEM_MB_MAX) {
-        errmsg(err, errlen, "--host-memory-mb-of: %.80s: \"%.40s\" is not a number of MiB above 0 up to %.0f", name,
-               val, HOSTMEM_MB_MAX);
+    if (!*val || strspn(val, "0123456789.eE+-") != strlen(val) || errno || end == val || *end || !isfinite(mb) ||
+        !(mb > 0) || mb > HOSTMEM_MB_MAX) {
+        errmsg(err, errlen, "--host-memory-mb-of: %.80s: \"%s\" is not a number of MiB above 0 up to %.0f", name,
+               shown(val, q), HOSTMEM_MB_MAX);
         return -1;
     }
     snprintf(e->name, sizeof e->name, "%s", name);
@@ -47,8 +62,9 @@ int hostmem_parse(const char *text, hostmem_entry_t *out, int max, int *n, char 
         const size_t len = comma ? (size_t)(comma - p) : strlen(p);
         char item[400];
         if (len == 0 || len >= sizeof item) {
-            errmsg(err, errlen, "--host-memory-mb-of: %s entry in \"%.80s\" (HOST=MB[,HOST=MB...])",
-                   len ? "a too long" : "an empty", text ? text : "");
+            char q[81];
+            errmsg(err, errlen, "--host-memory-mb-of: %s entry in \"%s\" (HOST=MB[,HOST=MB...])",
+                   len ? "a too long" : "an empty", shown(text ? text : "", q));
             return -1;
         }
         if (*n == max) {

@@ -31,9 +31,10 @@ typedef struct {
 } hostmem_entry_t;
 
 /* --host-memory-mb-of's "HOST=MB[,HOST=MB...]" (MB in MiB, a number > 0 up to
- * HOSTMEM_MB_MAX) into out, at most max entries, *n of them. Returns 0, or -1 with err
- * naming what is wrong: an entry without "=", an empty or too long name, a name given
- * twice, a figure that is not such a number, more than max entries. */
+ * HOSTMEM_MB_MAX, in decimal) into out, at most max entries, *n of them. Returns 0, or -1
+ * with err naming what is wrong: an entry without "=", a name empty, too long, or with a
+ * blank, a control byte or "=", a name given twice, a figure that is not such a number,
+ * an empty entry, more than max entries. */
 int hostmem_parse(const char *text, hostmem_entry_t *out, int max, int *n, char *err, size_t errlen);
 
 /* One host as admission sees it. */

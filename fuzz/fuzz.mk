@@ -27,7 +27,7 @@ FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-fr
 FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lzip -lpng16 -ljpeg -lpthread -lm
 
 FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file \
-                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef ckptfence tokfile bpe tokenizer search notice webhook genreq slurm
+                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef ckptfence tokfile bpe tokenizer search notice webhook genreq slurm hostmem
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 # What each harness links besides its own file: the code it drives, no more (the worker's
@@ -55,6 +55,8 @@ FUZZ_SRC_history    := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_slurm      := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_netprobe   := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_modelindex := $(FUZZ_COORD_SRC) $(COMMON_SRC)
+# --host-memory-mb-of's list and the memory admission it feeds (coordinator/hostmem.h)
+FUZZ_SRC_hostmem    := coordinator/hostmem.c $(COMMON_SRC)
 FUZZ_SRC_npy        := $(COMMON_SRC)
 # the token files of a text or token data set (dataset.format tokens): their header and ids
 FUZZ_SRC_tokfile    := common/tokfile.c common/errmsg.c
@@ -112,6 +114,7 @@ FUZZ_MAXLEN_onnx       := 8192
 FUZZ_MAXLEN_onnx_case  := 8192
 FUZZ_MAXLEN_sched      := 8192
 FUZZ_MAXLEN_slurm      := 4096
+FUZZ_MAXLEN_hostmem    := 2048
 
 FUZZ_RUNS_request    = $(FUZZ_RUNS_PARSERS)
 FUZZ_RUNS_spec       = $(FUZZ_RUNS_PARSERS)

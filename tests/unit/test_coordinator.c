@@ -1649,7 +1649,12 @@ static void test_hostmem_parse(void **state)
         const char *text, *says;
     } bad[] = {
         {"small", "\"small\" is not HOST=MB"},
-        {"=700", "the host name must be 1 to 255 bytes"},
+        {"=700", "the host name must be 1 to 255 printable bytes"},
+        {"sm all=700", "\"sm all\": the host name must be"},
+        {"small\t=700", "the host name must be"},
+        {"small=0x10", "\"0x10\" is not a number"},
+        {"small= 7", "\" 7\" is not a number"},
+        {"small=7=8", "\"7=8\" is not a number"},
         {"small=0", "small: \"0\" is not a number of MiB above 0"},
         {"small=-5", "\"-5\" is not a number"},
         {"small=lots", "\"lots\" is not a number"},

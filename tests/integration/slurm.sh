@@ -68,7 +68,21 @@ ip netns del "$probe"
 
 SD=$TMP/slurm
 mkdir -p "$SD"
+# A rank that crashed leaves its core in the job's folder (core_pattern "core", the
+# limit raised below for slurmd and so for the ranks srun starts): on a failure its
+# stack is printed before the folder goes. A rank's segfault under srun was seen once
+# (a call through a null pointer, Open MPI's handler could not unwind past it).
+ulimit -c unlimited 2>/dev/null || true
+show_cores() {
+    command -v gdb >/dev/null || return 0
+    find "$TMP" -name 'core*' -type f 2>/dev/null | head -4 | while read -r c; do
+        echo "--- $c"
+        gdb -q -batch -ex 'info registers rip' -ex bt "$B/pacer-worker" "$c" 2>&1 | tail -40
+    done
+}
 cleanup() {
+    rc=$?
+    [ "$rc" = 0 ] || [ "$rc" = 77 ] || show_cores
     sh "$ROOT/deploy/slurm/down.sh" "$SD"
     rm -rf "$TMP"
 }

@@ -25,7 +25,8 @@
 #define ASSIGN_MAX 4096  /* entries accepted in an assignment */
 #define BACKOFF_MIN_S 0.25
 #define BACKOFF_MAX_S 2.0
-#define CLOSE_FLUSH_S 2.0 /* how long close() keeps trying to send the backlog */
+#define CLOSE_FLUSH_S 2.0 /* how long close() keeps trying to send the backlog (default) */
+#define CLOSE_RETRY_S 0.1 /* its reconnection attempts while there is one to send */
 #define CONNECT_TIMEOUT_S 1.0
 
 /* ---- small helpers ---------------------------------------------------------------------- */
@@ -95,6 +96,7 @@ typedef struct {
     int wait_shown; /* the node hash holds a waiting report (to delete when it ends) */
     redisContext *c;
     double next_try, backoff;
+    double close_flush_s; /* redis_report_close_window's (lock) */
     int down_logged;
     uint64_t xadd_errors;
     int inflight;    /* entries taken off the ring whose replies are not in yet (lock) */
@@ -620,10 +622,23 @@ static void *sink_main(void *arg)
         }
         pthread_mutex_lock(&s->lock);
     }
-    /* Closing: one more connection attempt if needed, then a bounded flush. */
-    double deadline = clock_mono_s() + CLOSE_FLUSH_S;
-    s->next_try = 0;
-    if (!s->c) try_connect(s);
+    /* Closing: the backlog gets close_flush_s to reach Redis. While there is something to
+     * send and no connection, a new attempt every CLOSE_RETRY_S: a Redis restarting with
+     * its coordinator (the embedded one stops and starts with the daemon) is back within
+     * that, and a rank that ends meanwhile would otherwise lose its last records. With
+     * nothing to send, one attempt (the final heartbeat and node hash). */
+    pthread_mutex_lock(&s->lock);
+    double deadline = clock_mono_s() + s->close_flush_s;
+    pthread_mutex_unlock(&s->lock);
+    for (;;) {
+        s->next_try = 0;
+        if (!s->c) try_connect(s);
+        pthread_mutex_lock(&s->lock);
+        size_t backlog = s->n;
+        pthread_mutex_unlock(&s->lock);
+        if (s->c || backlog == 0 || clock_mono_s() + CLOSE_RETRY_S >= deadline) break;
+        clock_sleep_s(CLOSE_RETRY_S);
+    }
     while (s->c && clock_mono_s() < deadline && round_trip(s)) {}
     if (s->c) redisFree(s->c);
     s->c = NULL;
@@ -739,6 +754,7 @@ metrics_sink_t *redis_report_sink_url(const redis_url_t *url, const char *job, i
     }
     snprintf(s->job, sizeof s->job, "%s", job);
     s->rank = rank;
+    s->close_flush_s = CLOSE_FLUSH_S;
     host_name(s->host, sizeof s->host);
     snprintf(s->k_stream, sizeof s->k_stream, KEY_JOB_METRICS, job);
     snprintf(s->k_coarse, sizeof s->k_coarse, KEY_JOB_METRICS_COARSE, job);
@@ -764,6 +780,14 @@ metrics_sink_t *redis_report_sink_url(const redis_url_t *url, const char *job, i
         return NULL;
     }
     return &s->base;
+}
+
+void redis_report_close_window(metrics_sink_t *base, double seconds)
+{
+    rsink_t *s = (rsink_t *)base;
+    pthread_mutex_lock(&s->lock);
+    s->close_flush_s = seconds > 0 ? seconds : 0;
+    pthread_mutex_unlock(&s->lock);
 }
 
 uint64_t redis_report_dropped(metrics_sink_t *base)

@@ -54,6 +54,11 @@ metrics_sink_t *redis_report_sink(const char *url, const char *job, int rank, ch
 /* The same for a parsed URL (with a password read from a file: redis_url_read_password). */
 metrics_sink_t *redis_report_sink_url(const redis_url_t *url, const char *job, int rank, char *err, size_t errlen);
 
+/* How long close() keeps trying to deliver the backlog, reconnecting every 0.1 s while
+ * Redis is unreachable (default 2 s: a Redis restarting with its coordinator is back
+ * within it; what is still unsent then is counted as dropped and said in the log). */
+void redis_report_close_window(metrics_sink_t *s, double seconds);
+
 /* Stream entries dropped so far (backlog overflow, or unsent at close). */
 uint64_t redis_report_dropped(metrics_sink_t *s);
 

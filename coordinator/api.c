@@ -361,6 +361,13 @@ static int memory_fits(coordinator_t *c, const job_spec_t *s, int world, char *e
         return 0;
     }
     int ok = hostmem_fits(s, world, hosts, n, launcher_kind(c->launcher) == LAUNCHER_LOCAL, err, errlen);
+    /* The hostfile launcher writes the attempt's hostfile in the order run.c chooses: a
+     * list of weights whose large shares do not fit where the hostfile's order puts them
+     * is launched with the hosts reordered (hostmem_order), and admitted when that fits. */
+    int *order = !ok && n > 0 && launcher_kind(c->launcher) == LAUNCHER_HOSTFILE ? malloc((size_t)n * sizeof *order)
+                                                                                 : NULL;
+    if (order && hostmem_order(s, world, hosts, n, order) == 2) ok = 1;
+    free(order);
     free(hosts);
     return ok;
 }

@@ -200,3 +200,58 @@ int hostmem_fits(const job_spec_t *s, int world, const hostmem_host_t *hosts, in
     free(count);
     return ok;
 }
+
+/* The greedy order of hostmem_order over need[0..world): 1 when every block found a host. */
+static int greedy_order(const double *need, int world, const hostmem_host_t *hosts, int nhosts, int *order)
+{
+    char *used = calloc((size_t)nhosts, 1);
+    if (!used) return 0;
+    int k = 0, r0 = 0;
+    while (r0 < world) {
+        int best = -1;
+        for (int i = 0; i < nhosts; i++) {
+            if (used[i] || hosts[i].slots < 1) continue;
+            const int end = r0 + hosts[i].slots < world ? r0 + hosts[i].slots : world;
+            double sum = 0;
+            for (int r = r0; r < end; r++) sum += need[r];
+            if (sum <= hosts[i].bytes && (best < 0 || hosts[i].bytes < hosts[best].bytes)) best = i;
+        }
+        if (best < 0) break;
+        used[best] = 1;
+        order[k++] = best;
+        r0 += hosts[best].slots;
+    }
+    const int found = r0 >= world;
+    for (int i = 0; i < nhosts; i++)
+        if (!used[i]) order[k++] = i;
+    free(used);
+    return found;
+}
+
+int hostmem_order(const job_spec_t *s, int world, const hostmem_host_t *hosts, int nhosts, int *order)
+{
+    for (int i = 0; i < nhosts; i++) order[i] = i;
+    long total = 0;
+    int known = nhosts > 0;
+    for (int i = 0; i < nhosts; i++) {
+        total += hosts[i].slots > 0 ? hosts[i].slots : 0;
+        known &= hosts[i].bytes > 0;
+    }
+    if (s->algorithm.shard.stage <= 0 || strcmp(s->algorithm.shard.split, "weights") != 0 ||
+        s->algorithm.shard.nweights != world || world < 2 || world > SPEC_MAX_WORKERS || world > total || !known)
+        return 0;
+    char err[512];
+    if (hostmem_fits(s, world, hosts, nhosts, 0, err, sizeof err)) return 1;
+    double need[SPEC_MAX_WORKERS];
+    for (int r = 0; r < world; r++) {
+        memest_t e;
+        if (memest_rank_of(s, world, r, NULL, &e, err, sizeof err) != 0) return 0;
+        need[r] = e.rank_bytes;
+    }
+    int *tmp = malloc((size_t)nhosts * sizeof *tmp);
+    if (!tmp) return 0;
+    int found = greedy_order(need, world, hosts, nhosts, tmp);
+    if (found) memcpy(order, tmp, (size_t)nhosts * sizeof *order);
+    free(tmp);
+    return found ? 2 : 0;
+}

@@ -58,4 +58,15 @@ typedef struct {
 int hostmem_fits(const job_spec_t *s, int world, const hostmem_host_t *hosts, int nhosts, int all_here, char *err,
                  size_t errlen);
 
+/* A host order for a sharded job with a list of weights (algorithm.shard.split [w0, ...],
+ * one per rank of world), under by-slot placement, in which every host holds its ranks:
+ * the given order when it does, else the ranks taken block by block (a host's slots at a
+ * time, rank 0 first) each onto the smallest host left that holds the block, so that the
+ * large shares land on the large hosts. order gets a permutation of 0..nhosts-1 (hosts
+ * without a rank last, in the given order). Returns 1 when the given order holds (order is
+ * the identity), 2 when order is another that holds, 0 when the job is not such a job,
+ * has more ranks than slots, a host's memory is not known, an estimate is missing, or no
+ * order was found (order the identity then). */
+int hostmem_order(const job_spec_t *s, int world, const hostmem_host_t *hosts, int nhosts, int *order);
+
 #endif

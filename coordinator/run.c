@@ -902,6 +902,7 @@ typedef struct {
     char *text;
     const char **names, **rank_host;
     int world, nn, placed;
+    int reordered; /* names are not in the launcher's order (shard_host_order) */
     launch_argv_t argv;
     char before[24], scale[32], wtext[16], ftext[24], models_dir[PATH_MAX + 16];
 } launch_t;
@@ -975,6 +976,43 @@ static int launch_spec(coordinator_t *c, coord_run_t *r, launch_t *L, double now
     return LAUNCH_GO_ON;
 }
 
+/* A sharded job with a list of weights on the hostfile launcher: its hosts in the order
+ * that puts the large shares on the hosts with the memory for them (hostmem_order, the
+ * order memory admission counted on: api.c), written into the attempt's hostfile, which
+ * Open MPI fills slot by slot from rank 0. The launcher's order when that holds or a
+ * host's memory is not known. */
+static void shard_host_order(coordinator_t *c, coord_run_t *r, launch_t *L)
+{
+    const int n = L->nn;
+    if (launcher_kind(c->launcher) != LAUNCHER_HOSTFILE || r->spec->algorithm.shard.stage <= 0 || n < 2) return;
+    hostmem_host_t *h = calloc((size_t)n, sizeof *h);
+    int *order = calloc((size_t)n, sizeof *order);
+    const char **was = calloc((size_t)n, sizeof *was);
+    if (h && order && was) {
+        pthread_mutex_lock(&c->lock);
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < c->nadmit_hosts; k++)
+                if (strcmp(c->admit_hosts[k].name, L->names[i]) == 0) h[i] = c->admit_hosts[k];
+        pthread_mutex_unlock(&c->lock);
+        if (hostmem_order(r->spec, L->world, h, n, order) == 2) {
+            char text[512] = "";
+            memcpy(was, L->names, (size_t)n * sizeof *was);
+            for (int i = 0; i < n; i++) {
+                L->names[i] = was[order[i]];
+                size_t used = strlen(text);
+                snprintf(text + used, sizeof text - used, "%s%s", i ? " " : "", L->names[i]);
+            }
+            L->reordered = 1;
+            clog_printf("job %s: hosts in the order %s, so that its larger shards are on the hosts with the memory "
+                        "for them",
+                        r->id, text);
+        }
+    }
+    free(h);
+    free(order);
+    free(was);
+}
+
 /* The hosts this attempt may use, and the world that fits them (elastic). A simulation
  * runs on simulated hosts, all inside one process here: the host table (the real
  * launcher's hosts) does not apply to it, and it runs the spec's world. */
@@ -1014,13 +1052,15 @@ static int launch_place(coordinator_t *c, coord_run_t *r, launch_t *L, double no
     /* grown past its ask: one rank per lent slot that is still usable, at most the grow */
     if (r->world_grow > r->full_world && usable_slots > r->full_world)
         L->world = usable_slots < r->world_grow ? usable_slots : r->world_grow;
+    shard_host_order(c, r, L);
     if (run_set_hosts(r, L->names, L->nn) != 0) {
         snprintf(L->err, sizeof L->err, "out of memory");
         return LAUNCH_FAIL;
     }
     L->rank_host = calloc((size_t)L->world, sizeof *L->rank_host);
-    L->placed = L->rank_host && launcher_rank_hosts(c->launcher, L->world, L->nn == c->nhosts ? NULL : L->names, L->nn,
-                                                    L->rank_host) == 0;
+    L->placed = L->rank_host &&
+                launcher_rank_hosts(c->launcher, L->world, L->nn == c->nhosts && !L->reordered ? NULL : L->names, L->nn,
+                                    L->rank_host) == 0;
     return LAUNCH_GO_ON;
 }
 
@@ -1154,8 +1194,9 @@ static int launch_start(coordinator_t *c, coord_run_t *r, launch_t *L, double no
         .log_path = L->log,
         .exit_code_path = L->ecp,
         .handle_path = L->pidp,
-        /* All hosts usable: the launcher's own list (the hostfile as given). */
-        .hosts = L->names && L->nn != c->nhosts ? L->names : NULL,
+        /* All hosts usable: the launcher's own list (the hostfile as given), unless the
+         * hosts were reordered for a sharded job's shares (shard_host_order). */
+        .hosts = L->names && (L->nn != c->nhosts || L->reordered) ? L->names : NULL,
         .nhosts = L->nn,
     };
     if (launcher_start(r->launcher, &req, &r->h, L->err, sizeof L->err) != 0) return LAUNCH_FAIL;

@@ -10,13 +10,16 @@
  *  - hostmem_fits over those hosts (slots 1..4 from the input's bytes, one host of unknown
  *    memory when the first byte is odd) for a sharded LeNet-5 job of 1..8 ranks, split
  *    [1, 3, ...], memory or even, placed by slot or all on the first host, with as many or
- *    more ranks than slots: 1 or 0, and 0 with a one-line message naming a host.
+ *    more ranks than slots: 1 or 0, and 0 with a one-line message naming a host;
+ *  - hostmem_order: a permutation of the hosts, the identity unless it answers 2, and the
+ *    hosts in its order hold the ranks when it answers 1 or 2.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalog.h"
 #include "hostmem.h"
 #include "spec.h"
 
@@ -54,8 +57,28 @@ static void check_round_trip(const hostmem_entry_t *e, int n)
         if (strcmp(again[i].name, e[i].name) != 0 || again[i].bytes != e[i].bytes) abort();
 }
 
+/* A model of 64 M parameters (an import's figures on LeNet-5's data), whose AdamW state
+ * outweighs its data, so that the ranks' shares decide where they fit (610 to 854 MiB a
+ * rank on two ranks split [1, 3]). */
+static void add_model(void)
+{
+    static int done;
+    if (done) return;
+    catalog_model_t m;
+    char err[256];
+    if (catalog_model_get("lenet5", &m) != 0) abort();
+    snprintf(m.name, sizeof m.name, "fz-big");
+    m.source = CATALOG_ONNX;
+    m.head_in = 0;
+    m.params = 64000000;
+    m.acts_per_sample = 1000;
+    if (catalog_model_add(&m, err, sizeof err) != 0) abort();
+    done = 1;
+}
+
 static void check_fits(const hostmem_entry_t *e, int n, const uint8_t *data, size_t size)
 {
+    add_model();
     static const char *const splits[] = {"[1, 3, 1, 3, 1, 3, 1, 3]", "\"memory\"", "\"even\""};
     const unsigned b0 = size ? data[0] : 0, b1 = size > 1 ? data[1] : 0;
     const int workers = 1 + (int)(b1 % 8), which = (int)((b0 >> 1) % 3);
@@ -69,10 +92,11 @@ static void check_fits(const hostmem_entry_t *e, int n, const uint8_t *data, siz
     }
     char text[512];
     snprintf(text, sizeof text,
-             "{\"name\": \"f\", \"model\": \"lenet5\", \"dataset\": {\"name\": \"fashion-mnist\"}, "
+             "{\"name\": \"f\", \"model\": \"%s\", \"dataset\": {\"name\": \"fashion-mnist\", "
+             "\"train_subset\": 1000, \"test_subset\": 1000}, "
              "\"optimizer\": {\"kind\": \"adamw\"}, \"algorithm\": {\"name\": \"ssgd\", \"shard\": {\"stage\": %d, "
              "\"split\": %s}}, \"workers\": %d}",
-             1 + (int)(b0 >> 3 & 1), split, workers);
+             b0 & 0x20 ? "lenet5" : "fz-big", 1 + (int)(b0 >> 3 & 1), split, workers);
     job_spec_t *s = malloc(sizeof *s);
     char err[1024];
     if (!s) return;
@@ -89,6 +113,19 @@ static void check_fits(const hostmem_entry_t *e, int n, const uint8_t *data, siz
     int ok = hostmem_fits(s, workers, h, n, (int)(b0 >> 4 & 1), err, sizeof err);
     if (ok != 0 && ok != 1) abort();
     if (!ok && (!strstr(err, "host ") || strchr(err, '\n'))) abort();
+    /* the hostfile launcher's order: a permutation, under which the hosts hold the ranks */
+    int order[MAX_HOSTS], seen[MAX_HOSTS] = {0};
+    const int how = hostmem_order(s, workers, h, n, order);
+    if (how < 0 || how > 2 || (how == 1 && !hostmem_fits(s, workers, h, n, 0, err, sizeof err))) abort();
+    for (int i = 0; i < n; i++) {
+        if (order[i] < 0 || order[i] >= n || seen[order[i]]++) abort();
+        if (how != 2 && order[i] != i) abort();
+    }
+    if (how == 2) {
+        hostmem_host_t moved[MAX_HOSTS];
+        for (int i = 0; i < n; i++) moved[i] = h[order[i]];
+        if (!hostmem_fits(s, workers, moved, n, 0, err, sizeof err)) abort();
+    }
     free(s);
 }
 

@@ -1632,6 +1632,17 @@ static int fits_hosts(const char *spec_text, const hostmem_host_t *h, int nh, ch
     return ok;
 }
 
+static int order_hosts(const char *spec_text, const hostmem_host_t *h, int nh, int *order)
+{
+    char err[ERRLEN];
+    job_spec_t *s = malloc(sizeof *s);
+    assert_non_null(s);
+    if (spec_parse(spec_text, s, err, sizeof err) != 0) fail_msg("spec: %s", err);
+    int rc = hostmem_order(s, s->workers, h, nh, order);
+    free(s);
+    return rc;
+}
+
 /* --host-memory-mb-of's list: names and MiB; every malformed entry refused by name. */
 static void test_hostmem_parse(void **state)
 {
@@ -1704,9 +1715,20 @@ static void test_hostmem_shard_placement(void **state)
     hostmem_host_t swapped[2] = {h[1], h[0]};
     if (!fits_hosts(BIG_STATE_SPEC(SHARD2("\"memory\""), 2), swapped, 2, err, sizeof err))
         fail_msg("memory, the large host first: %s", err);
+    /* The hostfile launcher may reorder the hosts (hostmem_order): [3, 1] holds with the
+     * large host first; [1, 3] as given; [1, 1] (732 MiB each) nowhere; memory is not a
+     * list (its shares follow the hosts already). */
+    int order[2] = {-1, -1};
+    assert_int_equal(order_hosts(BIG_STATE_SPEC(SHARD2("[3, 1]"), 2), h, 2, order), 2);
+    assert_true(order[0] == 1 && order[1] == 0);
+    assert_int_equal(order_hosts(BIG_STATE_SPEC(SHARD2("[1, 3]"), 2), h, 2, order), 1);
+    assert_true(order[0] == 0 && order[1] == 1);
+    assert_int_equal(order_hosts(BIG_STATE_SPEC(SHARD2("[1, 1]"), 2), h, 2, order), 0);
+    assert_int_equal(order_hosts(BIG_STATE_SPEC(SHARD2("\"memory\""), 2), h, 2, order), 0);
     /* unknown memory is not checked: the small host without a figure takes anything */
     h[0].bytes = 0;
     if (!fits_hosts(BIG_STATE_SPEC(SHARD2("[3, 1]"), 2), h, 2, err, sizeof err)) fail_msg("unknown: %s", err);
+    assert_int_equal(order_hosts(BIG_STATE_SPEC(SHARD2("[3, 1]"), 2), h, 2, order), 0);
 
     hostmem_host_t u[2] = {{.name = "a", .slots = 2, .bytes = 1300.0 * 1024 * 1024, .from = "--host-memory-mb"},
                            {.name = "b", .slots = 1, .bytes = 1300.0 * 1024 * 1024, .from = "--host-memory-mb"}};
@@ -1715,6 +1737,9 @@ static void test_hostmem_shard_placement(void **state)
     if (!strstr(err, "= 2 ranks x") ||
         !strstr(err, "of host a (--host-memory-mb), where by-slot placement puts ranks 0, 1"))
         fail_msg("[4, 1, 1]: %s", err);
+    /* reordered: rank 0's large share alone on b, the two small ones on a */
+    assert_int_equal(order_hosts(BIG_STATE_SPEC(SHARD2("[4, 1, 1]"), 3), u, 2, order), 2);
+    assert_true(order[0] == 1 && order[1] == 0);
 }
 
 /* The catalog is the process's: the model goes even when a check failed. */
@@ -1726,9 +1751,11 @@ static int remove_big_state_model(void **state)
 }
 
 /* The same through the daemon: --host-memory-mb-of gives the hostfile's two hosts 700
- * MiB and 2 GiB; a submission with split [1, 3] is admitted, [3, 1] is 422 naming the
- * small host. A name that is not one of the launcher's hosts stops the start (a typo
- * would leave a host unchecked). */
+ * MiB and 2 GiB (the small one first); a submission with split [3, 1] is admitted and
+ * launched with the hosts reordered (rank 0's three quarters on the large host: the
+ * attempt's hostfile lists it first), [1, 1] is 422 naming the small host. A name that
+ * is not one of the launcher's hosts stops the start (a typo would leave a host
+ * unchecked). */
 static void test_daemon_shard_placement(void **state)
 {
     fixture_t *fx = *state;
@@ -1741,20 +1768,30 @@ static void test_daemon_shard_placement(void **state)
     assert_int_equal(coordinator_start(&fx->cfg, &none, err, sizeof err), COORD_EINVAL);
     if (!strstr(err, "--host-memory-mb-of: nosuch is not one of the hostfile launcher's 2 hosts")) fail_msg("%s", err);
     fx->cfg.host_memory_of = "localhost=700,127.0.0.1=2048";
+    fx->cfg.preflight = "off"; /* launched at once: no benchmark of the two hosts first */
     plan(fx, "wait\n");
     start_daemon(fx);
     add_big_state_model();
-    int good = coord_submit(fx->daemon, BIG_STATE_SPEC(SHARD2("[1, 3]"), 2), id, sizeof id, err, sizeof err);
-    char why[ERRLEN];
+    int good = coord_submit(fx->daemon, BIG_STATE_SPEC(SHARD2("[3, 1]"), 2), id, sizeof id, err, sizeof err);
+    char why[ERRLEN], refusal[ERRLEN], other[COORD_ID_MAX];
     snprintf(why, sizeof why, "%s", err);
-    char other[COORD_ID_MAX];
-    int bad = coord_submit(fx->daemon, BIG_STATE_SPEC(SHARD2("[3, 1]"), 2), other, sizeof other, err, sizeof err);
+    int bad = coord_submit(fx->daemon, BIG_STATE_SPEC(SHARD2("[1, 1]"), 2), other, sizeof other, err, sizeof err);
+    snprintf(refusal, sizeof refusal, "%s", err);
+    /* its attempt's hostfile puts rank 0 (the three quarters) on the 2 GiB host; the
+     * model stays in the catalog until then (the launch reads the spec again) */
+    char p[256], *t = NULL;
+    snprintf(p, sizeof p, "%s/jobs/%s/hostfile", fx->state_dir, id);
+    for (double end = mono() + AWAIT_S; good == COORD_OK && !t && mono() < end; nap()) t = read_text(p);
+    int cancelled = good == COORD_OK ? coord_cancel(fx->client, id, err, sizeof err) : COORD_OK;
     assert_int_equal(catalog_model_remove("big-state"), 0);
-    if (good != COORD_OK) fail_msg("[1, 3] refused: %s", why);
+    if (good != COORD_OK) fail_msg("[3, 1] refused: %s", why);
     assert_int_equal(bad, COORD_ENOFIT);
-    if (!strstr(err, "700 MiB of host localhost (--host-memory-mb-of), where by-slot placement puts rank 0"))
-        fail_msg("[3, 1]: %s", err);
-    assert_int_equal(coord_cancel(fx->client, id, err, sizeof err), COORD_OK);
+    if (!strstr(refusal, "700 MiB of host localhost (--host-memory-mb-of), where by-slot placement puts rank 0"))
+        fail_msg("[1, 1]: %s", refusal);
+    if (!t || !strstr(t, "127.0.0.1 slots=1\nlocalhost slots=1\n"))
+        fail_msg("the attempt's hostfile: %s", t ? t : "none");
+    free(t);
+    assert_int_equal(cancelled, COORD_OK);
 }
 
 /* Memory admission at submission (api.c memory_fits, common/memest.h): with hosts of 2

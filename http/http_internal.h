@@ -90,7 +90,7 @@ struct http_req {
     query_t query;
     char *body; /* ROUTE_JSON_BODY routes: the request body, NUL-terminated */
     size_t body_len, body_cap, received;
-    int answered;    /* a response was queued early (4xx before the body) */
+    int answered; /* a response was queued early (4xx before the body) */
     /* A refusal decided from the headers of a request whose body is on its way: answered
      * once the body is read and dropped (server.c's on_request), with its headers. */
     json_t *deferred;

@@ -147,8 +147,8 @@ typedef struct worker {
      * kept across resumes (checkpoint.h, opt_step); 0 with SGD. */
     long opt_step;
 
-    double slowdown;       /* emulation factor in force for this rank */
-    double *undisturbed_s; /* (max_batch + 1) the cheapest step measured per
+    double slowdown;           /* emulation factor in force for this rank */
+    double *undisturbed_s;     /* (max_batch + 1) the cheapest step measured per
                                             batch size: the emulation's base (step.c) */
     double undisturbed_host_s; /* undisturbed_s of the start-up batch size as the host's
                                             ranks shared it (emulate.c); 0 where none */

@@ -2,7 +2,8 @@
 # shard_state_bytes, shard_gradient_bytes; docs/REDIS.md), which the nodes answer carries
 # and the job page's node table shows: through the coordinator, LeNet-5 on 2 ranks at
 # stage 2 with the split [1, 3] and no checkpoints, and each rank's figures are the ones
-# its summary's shard object gives that rank.
+# its summary's shard object gives that rank, in the nodes answer and in the job page's
+# Shard column (tests/browser/shard.mjs).
 . tests/integration/coordinator_lib.inc
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 start_coord
@@ -25,5 +26,17 @@ done
 # the split [1, 3]: rank 1 holds about three times rank 0's range
 jq -e '.ranks[1].shard_params > 2.5 * .ranks[0].shard_params' "$TMP/nodes.json" >/dev/null ||
     fail "the split [1, 3] is not in the ranges: $(jq -c '[.ranks[].shard_params]' "$TMP/nodes.json")"
+
+# The job page's node table shows the same shares (headless Chromium, as http_browser.sh;
+# said and skipped without it).
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+if [ -x "$CHROMIUM" ] && command -v node >/dev/null && command -v npm >/dev/null &&
+    { [ -d tests/browser/node_modules/playwright-core ] ||
+        (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error) >"$TMP/npm.log" 2>&1; }; then
+    CHROMIUM=$CHROMIUM timeout 120 node tests/browser/shard.mjs "$(api_base)" "$id" "$TMP/nodes.json" \
+        "$BUILD/shard.png" || fail "the job page's Shard column (screenshot: $BUILD/shard.png)"
+else
+    echo "not checked: the job page's Shard column (no chromium, node or playwright-core)"
+fi
 
 stop_coord

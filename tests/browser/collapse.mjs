@@ -5,26 +5,14 @@
 //
 // The collapsed job's page shows the banner (since when, why, what on_collapse does); the
 // healthy job's page shows none. Exit 0 = pass, 1 = fail.
-import { chromium } from 'playwright-core';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { withPage } from './chromium.mjs';
 
 const [base, collapsed, healthy, shot] = process.argv.slice(2);
 if (!base || !collapsed || !healthy || !shot) {
   console.error('usage: node collapse.mjs BASE_URL COLLAPSED_ID HEALTHY_ID SCREENSHOT.png');
   process.exit(2);
 }
-const profile = mkdtempSync(join(tmpdir(), 'pacer-chromium-'));
-let context, status = 0;
-try {
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1280, height: 900 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-dev-shm-usage'],
-  });
-  const page = context.pages()[0] || await context.newPage();
+process.exit(await withPage({ width: 1280, height: 900 }, async (page) => {
   await page.goto(base + '/#/jobs/' + collapsed);
   await page.waitForSelector('#job-collapse:not([hidden])', { timeout: 30000 });
   const text = await page.textContent('#job-collapse');
@@ -36,11 +24,4 @@ try {
   await page.waitForFunction(() => document.querySelector('#f-restarts') && document.querySelector('#f-restarts').textContent !== '', null, { timeout: 30000 });
   if (await page.isVisible('#job-collapse')) throw new Error('the page of ' + healthy + ' shows a collapse banner');
   console.log('ok: the page of ' + healthy + ' shows none');
-} catch (e) {
-  console.error('FAIL: ' + e.message);
-  status = 1;
-} finally {
-  if (context) await context.close();
-  rmSync(profile, { recursive: true, force: true });
-}
-process.exit(status);
+}));

@@ -6,10 +6,8 @@
 // Each rank's Shard cell says its share of the parameters, its optimizer state and its
 // gradient, as the nodes answer (NODES.json, read by the script) gives them: the share
 // to 0.1 %, state and gradient in MiB. Exit 0 = pass, 1 = fail.
-import { chromium } from 'playwright-core';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { withPage } from './chromium.mjs';
 
 const [base, id, nodesPath, shot] = process.argv.slice(2);
 if (!base || !id || !nodesPath || !shot) {
@@ -18,16 +16,7 @@ if (!base || !id || !nodesPath || !shot) {
 }
 const ranks = JSON.parse(readFileSync(nodesPath, 'utf8')).ranks;
 const total = ranks.reduce((t, r) => t + r.shard_params, 0);
-const profile = mkdtempSync(join(tmpdir(), 'pacer-chromium-'));
-let context, status = 0;
-try {
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1280, height: 900 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-dev-shm-usage'],
-  });
-  const page = context.pages()[0] || await context.newPage();
+process.exit(await withPage({ width: 1280, height: 900 }, async (page) => {
   await page.goto(base + '/#/jobs/' + id);
   await page.waitForFunction((n) => {
     const cells = [...document.querySelectorAll('td.shard')];
@@ -49,11 +38,4 @@ try {
   if (wide[0] > wide[1]) throw new Error('the page is ' + wide[0] + ' px wide in a ' + wide[1] + ' px window');
   await page.locator('td.shard').first().scrollIntoViewIfNeeded();
   await page.screenshot({ path: shot });
-} catch (e) {
-  console.error('FAIL: ' + e.message);
-  status = 1;
-} finally {
-  if (context) await context.close();
-  rmSync(profile, { recursive: true, force: true });
-}
-process.exit(status);
+}));

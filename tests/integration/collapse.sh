@@ -100,11 +100,8 @@ echo "ok: $id SUCCEEDED after $n collapse restart(s), lr x$scale, first resumed 
 
 # ---- the dashboard: a banner on the collapsed job's page, none on the recovered one's -------
 # (headless Chromium through tests/browser/, as http_browser.sh; said and skipped without it)
-CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-if [ -x "$CHROMIUM" ] && command -v node >/dev/null && command -v npm >/dev/null &&
-    { [ -d tests/browser/node_modules/playwright-core ] ||
-        (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error) >"$TMP/npm.log" 2>&1; }; then
-    CHROMIUM=$CHROMIUM timeout 120 node tests/browser/collapse.mjs "$PACER_URL" "$id_continue" "$id_restart" \
+if have_browser; then
+    timeout 120 node tests/browser/collapse.mjs "$PACER_URL" "$id_continue" "$id_restart" \
         "$BUILD/collapse.png" || fail "the job page's collapse banner (screenshot: $BUILD/collapse.png)"
 else
     echo "not checked: the dashboard's banner (no chromium, node or playwright-core)"

@@ -29,11 +29,8 @@ jq -e '.ranks[1].shard_params > 2.5 * .ranks[0].shard_params' "$TMP/nodes.json" 
 
 # The job page's node table shows the same shares (headless Chromium, as http_browser.sh;
 # said and skipped without it).
-CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-if [ -x "$CHROMIUM" ] && command -v node >/dev/null && command -v npm >/dev/null &&
-    { [ -d tests/browser/node_modules/playwright-core ] ||
-        (cd tests/browser && npm ci --no-audit --no-fund --loglevel=error) >"$TMP/npm.log" 2>&1; }; then
-    CHROMIUM=$CHROMIUM timeout 120 node tests/browser/shard.mjs "$(api_base)" "$id" "$TMP/nodes.json" \
+if have_browser; then
+    timeout 120 node tests/browser/shard.mjs "$(api_base)" "$id" "$TMP/nodes.json" \
         "$BUILD/shard.png" || fail "the job page's Shard column (screenshot: $BUILD/shard.png)"
 else
     echo "not checked: the job page's Shard column (no chromium, node or playwright-core)"

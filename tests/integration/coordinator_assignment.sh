@@ -8,7 +8,7 @@
 # that is not the planner's to promise on a loaded machine: each rank's step is f x u(b),
 # u the cheapest thread CPU time measured at that batch size, and on a virtual machine
 # whose two vCPUs share a physical core a busy sibling inflates thread CPU time too, so
-# u(96) and u(32) can carry different inflations (of 12 runs beside two busy loops, the 6
+# u(96) and u(32) can carry different inflations (of 11 runs beside two busy loops, the 5
 # measured ended within 3.3%, one at 1.32 with the ideal batches [96, 32]; a CI run beside
 # the test lanes at 1.28 with [99, 29]). The profile asks for a sixth
 # of a core (1/8 + 1/24), so the load does not otherwise move the steps

@@ -7,26 +7,14 @@
 // Generate and reads the streamed answer: it must be WANT_TEXT (the API's greedy answer),
 // with the summary line under it. With SAMPLE: the Sample card (the spec's eval_sample of the
 // newest evaluation) shows that text. Exit 0 = pass, 1 = fail.
-import { chromium } from 'playwright-core';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { withPage } from './chromium.mjs';
 
 const [base, token, id, prompt, want, shot, sample] = process.argv.slice(2);
 if (!base || !token || !id || !prompt || want === undefined || !shot) {
   console.error('usage: node generate.mjs BASE_URL TOKEN JOB_ID PROMPT WANT_TEXT SCREENSHOT.png');
   process.exit(2);
 }
-const profile = mkdtempSync(join(tmpdir(), 'pacer-chromium-'));
-let context, status = 0;
-try {
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1280, height: 1400 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-dev-shm-usage'],
-  });
-  const page = context.pages()[0] || await context.newPage();
+process.exit(await withPage({ width: 1280, height: 1400 }, async (page) => {
   await page.addInitScript((t) => localStorage.setItem('pacer.token', t), token);
   await page.goto(base + '/#/jobs/' + id);
   await page.waitForSelector('#gen-card:not([hidden])', { timeout: 30000 });
@@ -48,11 +36,4 @@ try {
   if (got !== want) throw new Error('streamed answer ' + JSON.stringify(got) + ', want ' + JSON.stringify(want));
   if (!/^12 tokens, /.test(note)) throw new Error('summary line: ' + note);
   console.log('ok: the Generate card streamed ' + JSON.stringify(got) + ' (' + note + ')');
-} catch (e) {
-  console.error('FAIL: ' + e.message);
-  status = 1;
-} finally {
-  if (context) await context.close();
-  rmSync(profile, { recursive: true, force: true });
-}
-process.exit(status);
+}));

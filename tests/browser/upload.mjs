@@ -10,31 +10,20 @@
 // input 1×28×28, 10 classes, its parameters and the sha256 the job pinned, shortened to 12
 // digits (the whole 64 wrapped into a tall column, issue 42) with the full value in its
 // title. Exit 0 = pass.
-import { chromium } from 'playwright-core';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { withPage } from './chromium.mjs';
 
 const [base, token, file, sha] = process.argv.slice(2);
 if (!base || !token || !file || !sha) {
   console.error('usage: node upload.mjs BASE_URL TOKEN FILE.onnx SHA256');
   process.exit(2);
 }
-const profile = mkdtempSync(join(tmpdir(), 'pacer-chromium-'));
-let context;
 
 function check(cond, what) {
   if (!cond) throw new Error(what);
   console.log('ok: ' + what);
 }
 
-try {
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-    headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-dev-shm-usage'],
-  });
-  const page = context.pages()[0] || await context.newPage();
+process.exit(await withPage({ width: 1280, height: 720 }, async (page) => {
   await page.goto(base + '/');
   await page.evaluate((t) => localStorage.setItem('pacer.token', t), token);
   await page.goto(base + '/#/new');
@@ -74,10 +63,4 @@ try {
   check(/input 1×28×28 · 10 classes · [0-9,.]+ parameters · sha256 /.test(facts) && facts.includes(short) && !facts.includes(sha),
     'the job page shows the model summary, the sha256 shortened: ' + facts);
   check(await page.$eval('#f-onnx', (e) => e.title) === 'sha256 ' + sha, 'the full sha256 is in its title');
-} catch (e) {
-  console.error('FAIL: ' + e.message);
-  process.exitCode = 1;
-} finally {
-  if (context) await context.close();
-  rmSync(profile, { recursive: true, force: true });
-}
+}));

@@ -1,6 +1,9 @@
 # Webhooks against the real coordinator: a receiver in the test (tests/webhook_receiver.py)
 # gets each event of the jobs it subscribed to once, with a valid HMAC-SHA256 signature of
-# the body under its secret; a member's subscription hears their own jobs only; a receiver
+# the body under its secret: job.succeeded, job.failed (a worker that exits 1 under
+# --max-restarts 0) and job.cancelled (a DELETE right after the submission: no
+# job.interrupted either); a member's subscription hears their own jobs only, one naming a job
+# that job only (job.interrupted: notice.sh; experiment.*: experiment.sh); a receiver
 # that is down is retried (attempts and the error in GET /api/v1/webhooks) while the API
 # answers; bad URLs (another scheme, credentials, a host off the allow-list, a loopback
 # address under the default list), bad bodies, a member subscribing to another's job and
@@ -10,7 +13,16 @@ need_api_tools
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 command -v python3 >/dev/null || skip "python3 not installed"
 
-start_coord_admin --webhook-hosts 127.0.0.1
+# the worker as itself, or failing at once for a job named "boom"
+cat >"$TMP/worker" <<'WEOF'
+#!/bin/sh
+for a; do [ "$prev" = --spec ] && grep -q '"boom"' "$a" && exit 1; prev=$a; done
+exec "$REAL_WORKER" "$@"
+WEOF
+chmod +x "$TMP/worker"
+case $WORKER in /*) REAL_WORKER=$WORKER ;; *) REAL_WORKER=$PWD/$WORKER ;; esac
+export REAL_WORKER
+start_coord_admin --webhook-hosts 127.0.0.1 --max-restarts 0 --worker "$TMP/worker"
 ALICE=$(adduser alice member) || exit 1
 BOB=$(adduser bob member) || exit 1
 CAROL=$(adduser carol viewer) || exit 1
@@ -51,7 +63,7 @@ cli wait "$B" --timeout 300 || fail "bob's job $B did not succeed"
 
 # ---- alice's subscription to her own jobs, and the admin's to a receiver that is down ------------------
 ok 201 "$ALICE" POST /api/v1/webhooks -H "$JSON" \
-    -d "$(hook "http://127.0.0.1:$PORT/alice" "$SECRET_A" '["job.succeeded", "job.failed", "job.interrupted"]')"
+    -d "$(hook "http://127.0.0.1:$PORT/alice" "$SECRET_A" '["job.succeeded", "job.failed", "job.cancelled", "job.interrupted"]')"
 WA=$(jq -r .id "$TMP/body")
 jq -e 'has("secret") | not' "$TMP/body" >/dev/null || fail "POST /api/v1/webhooks answered the secret"
 ok 201 "$ADMIN" POST /api/v1/webhooks -H "$JSON" -d "$(hook "http://127.0.0.1:$DOWN/down" "$SECRET_D" '["job.succeeded"]')"
@@ -62,10 +74,24 @@ ok 201 "$BOB" POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/s.json"
 B2=$(jq -r .id "$TMP/body")
 ok 201 "$ALICE" POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/s.json"
 A=$(jq -r .id "$TMP/body")
+jq '.name = "boom"' "$TMP/s.json" >"$TMP/boom.json"
+ok 201 "$ALICE" POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/boom.json"
+F=$(jq -r .id "$TMP/body")
+# a job that would run for minutes, cancelled at once (queued, or running if the tick was quicker)
+jq '.name = "long" | .epochs = 50' "$TMP/s.json" >"$TMP/long.json"
+ok 201 "$ALICE" POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/long.json"
+C=$(jq -r .id "$TMP/body")
+# alice's second subscription names one job of hers: it hears that job only
+ok 201 "$ALICE" POST /api/v1/webhooks -H "$JSON" -d "$(jq -nc --arg u "http://127.0.0.1:$PORT/alice-one" \
+    --arg s "$SECRET_A" --arg j "$C" '{url: $u, secret: $s, events: ["job.succeeded", "job.cancelled"], job: $j}')"
+WA1=$(jq -r .id "$TMP/body")
+case $(call "$ALICE" DELETE "/api/v1/jobs/$C") in 200 | 202) ;; *) fail "DELETE /api/v1/jobs/$C: $(cat "$TMP/body")" ;; esac
 cli wait "$A" --timeout 300 || fail "alice's job $A did not succeed"
 cli wait "$B2" --timeout 300 || fail "bob's job $B2 did not succeed"
-got_alice() { [ -s "$TMP/got.jsonl" ] && jq -se --arg a "$A" 'any(.[]; (.body | fromjson).data.job == $a)' "$TMP/got.jsonl"; }
-await 60 "the receiver to get job.succeeded of $A" got_alice
+await 60 "alice's job $F to fail" is_api_state "$F" FAILED
+await 60 "alice's job $C to be cancelled" is_api_state "$C" CANCELLED
+got_alice() { [ "$(grep -c '"/alice"' "$TMP/got.jsonl" 2>/dev/null)" -ge 3 ] && grep -q '"/alice-one"' "$TMP/got.jsonl"; }
+await 60 "alice's receivers to get the ends of $A, $F and $C" got_alice
 
 # the down receiver is being retried, and the API answers meanwhile
 tried_twice() {
@@ -73,35 +99,31 @@ tried_twice() {
     jq -e --arg w "$WD" '.webhooks[] | select(.id == $w) | .deliveries | length >= 2 and all(.[]; .attempts >= 2 and (.error | type == "string"))' "$TMP/body" >/dev/null
 }
 await 120 "the receiver that is down to be tried again for both jobs" tried_twice
+tried=$(jq -c --arg w "$WD" '[.webhooks[] | select(.id == $w) | .deliveries[] | {status, attempts, error}][0]' "$TMP/body")
 ok 200 "$ALICE" GET /api/v1/jobs
-echo "ok: the down receiver retried ($(jq -c --arg w "$WD" '[.webhooks[] | select(.id == $w) | .deliveries[] | {status, attempts, error}][0]' "$TMP/body")) while the API answers"
+echo "ok: the down receiver retried ($tried) while the API answers"
 
-# each event once, signed, only alice's job at alice's receiver (bob's B and B2 not)
-# both of bob's jobs have ended and their events were read (not for her) before the down receiver's second tries
+# each event once, signed, only alice's jobs at alice's receivers (bob's B and B2 not);
+# every job has ended and its events were read before the down receiver's second tries
 n=$(grep -c . "$TMP/got.jsonl")
-[ "$n" = 1 ] || { cat "$TMP/got.jsonl"; fail "alice's receiver got $n deliveries, want 1 (her job's job.succeeded)"; }
-python3 - "$TMP/got.jsonl" "$SECRET_A" "$A" <<'PY' || fail "the delivery's signature or body"
-import hashlib, hmac, json, sys
-rec = json.loads(open(sys.argv[1]).readline())
-want = "sha256=" + hmac.new(sys.argv[2].encode(), rec["body"].encode(), hashlib.sha256).hexdigest()
-body = json.loads(rec["body"])
-assert rec["signature"] == want, (rec["signature"], want)
-assert rec["event"] == "job.succeeded" and body["event"] == "job.succeeded", rec
-assert body["data"]["job"] == sys.argv[3] and body["data"]["state"] == "SUCCEEDED", body
-assert rec["delivery"] == body["delivery"] and rec["path"] == "/alice", rec
-PY
-echo "ok: alice's receiver got job.succeeded of $A once, signed with her secret; bob's jobs not"
+[ "$n" = 4 ] || { cat "$TMP/got.jsonl"; fail "alice's receivers got $n deliveries, want 4"; }
+python3 tests/webhook_receiver.py check "$TMP/got.jsonl" /alice "$SECRET_A" \
+    "job.succeeded=$A" "job.failed=$F" "job.cancelled=$C" || fail "alice's receiver at /alice"
+python3 tests/webhook_receiver.py check "$TMP/got.jsonl" /alice-one "$SECRET_A" "job.cancelled=$C" ||
+    fail "alice's receiver of $C only"
+echo "ok: alice's receivers got the ends of $A (succeeded), $F (failed), $C (cancelled, not interrupted) once each, signed with her secret; bob's jobs not"
 
 ok 200 "$ALICE" GET /api/v1/webhooks
-jq -e --arg w "$WA" '(.webhooks | length == 1) and .webhooks[0].id == $w and
-    (.webhooks[0].deliveries[0] | .status == "delivered" and .http_status == 204 and .attempts == 1)' "$TMP/body" >/dev/null ||
-    { cat "$TMP/body"; fail "alice's GET /api/v1/webhooks: her subscription only, its delivery delivered"; }
+jq -e --arg w "$WA" --arg w1 "$WA1" '([.webhooks[].id] == [$w, $w1]) and ([.webhooks[].deliveries | length] == [3, 1]) and
+    all(.webhooks[].deliveries[]; .status == "delivered" and .http_status == 204 and .attempts == 1)' "$TMP/body" >/dev/null ||
+    { cat "$TMP/body"; fail "alice's GET /api/v1/webhooks: her subscriptions only, their deliveries delivered"; }
 ok 200 "$ADMIN" GET /api/v1/webhooks
-jq -e '.webhooks | length == 2' "$TMP/body" >/dev/null || fail "the admin sees both subscriptions"
+jq -e '.webhooks | length == 3' "$TMP/body" >/dev/null || fail "the admin sees every subscription"
 for s in "$SECRET_A" "$SECRET_D"; do
     grep -q "$s" "$TMP/body" "$TMP/coord.log" && fail "a secret shows in an answer or the log"
 done
 ok 204 "$ALICE" DELETE "/api/v1/webhooks/$WA"
+ok 204 "$ALICE" DELETE "/api/v1/webhooks/$WA1"
 refused 404 "no webhook $WA" "$ALICE" DELETE "/api/v1/webhooks/$WA"
 [ "$(stat -c %a "$STATE/webhooks.json")" = 600 ] || fail "webhooks.json is not 0600"
 echo "ok: refusals by name, no secret shown, deletions"

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "clog.h"
 #include "errmsg.h"
+#include "experiment.h"
 #include "fs.h"
 #include "jobstore.h"
 #include "sha256.h"
@@ -94,7 +95,8 @@ static int wh_host_listed(const char *host, const char *allow)
     return 0;
 }
 
-int webhook_url_check(const char *url, const char *allow_hosts, char *err, size_t errlen)
+/* webhook_url_check; with !check_host the host's place on the allow-list is not asked. */
+static int wh_url_check(const char *url, const char *allow_hosts, int check_host, char *err, size_t errlen)
 {
     size_t len = strlen(url);
     if (len == 0 || len >= WEBHOOK_URL_MAX)
@@ -136,6 +138,7 @@ int webhook_url_check(const char *url, const char *allow_hosts, char *err, size_
         if (!digits || p != rest + auth || port < 1 || port > 65535)
             return errmsg(err, errlen, "url: the port is not a number from 1 to 65535");
     }
+    if (!check_host) return 0;
     const char *allow = allow_hosts && *allow_hosts ? allow_hosts : WEBHOOK_HOSTS_DEFAULT;
     if (wh_host_listed(host, allow)) return 0;
     if (!wh_host_listed("*", allow))
@@ -147,6 +150,11 @@ int webhook_url_check(const char *url, const char *allow_hosts, char *err, size_
                       "names it",
                       host);
     return 0;
+}
+
+int webhook_url_check(const char *url, const char *allow_hosts, char *err, size_t errlen)
+{
+    return wh_url_check(url, allow_hosts, 1, err, errlen);
 }
 
 static int wh_events_parse(json_t *v, unsigned *bits, char *err, size_t errlen)
@@ -171,8 +179,9 @@ static int wh_events_parse(json_t *v, unsigned *bits, char *err, size_t errlen)
     return 0;
 }
 
-int webhook_body_parse(const char *body, size_t len, const char *allow_hosts, webhook_req_t *out, char *err,
-                       size_t errlen)
+/* webhook_body_parse; with !check_host, wh_url_check's. */
+static int wh_body_parse(const char *body, size_t len, const char *allow_hosts, int check_host, webhook_req_t *out,
+                         char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     json_error_t je;
@@ -197,7 +206,7 @@ int webhook_body_parse(const char *body, size_t len, const char *allow_hosts, we
         errmsg(err, errlen, "url: missing or not a string");
         goto out;
     }
-    if (webhook_url_check(url, allow_hosts, err, errlen) != 0) goto out;
+    if (wh_url_check(url, allow_hosts, check_host, err, errlen) != 0) goto out;
     if (wh_events_parse(json_object_get(o, "events"), &out->events, err, errlen) != 0) goto out;
     if (!secret || strlen(secret) < WEBHOOK_SECRET_MIN || strlen(secret) > WEBHOOK_SECRET_MAX) {
         errmsg(err, errlen, "secret: must be a string of %d to %d bytes", WEBHOOK_SECRET_MIN, WEBHOOK_SECRET_MAX);
@@ -216,6 +225,12 @@ out:
     return rc;
 }
 
+int webhook_body_parse(const char *body, size_t len, const char *allow_hosts, webhook_req_t *out, char *err,
+                       size_t errlen)
+{
+    return wh_body_parse(body, len, allow_hosts, 1, out, err, errlen);
+}
+
 const char *webhook_event_of(const json_t *ev)
 {
     const char *type = json_string_value(json_object_get(ev, "type"));
@@ -223,6 +238,14 @@ const char *webhook_event_of(const json_t *ev)
     if (!type) return NULL;
     if (strcmp(type, "interruption") == 0) return "job.interrupted";
     int exp = strcmp(type, "experiment") == 0;
+    if (exp) {
+        /* an experiment's end is its "finished" event (with the state it ended in) or its
+         * "cancelled" one (which has no state); its trials' events (submitted, promoted,
+         * stopped, exploited) end nothing */
+        const char *action = json_string_value(json_object_get(ev, "action"));
+        if (action && strcmp(action, "cancelled") == 0) return "experiment.cancelled";
+        if (!action || strcmp(action, "finished") != 0) return NULL;
+    }
     if (!state || (!exp && strcmp(type, "state") != 0)) return NULL;
     if (strcmp(state, "SUCCEEDED") == 0) return exp ? "experiment.succeeded" : "job.succeeded";
     if (strcmp(state, "FAILED") == 0) return exp ? "experiment.failed" : "job.failed";
@@ -280,9 +303,11 @@ static int wh_store_load_one(webhooks_t *w, json_t *e, char *err, size_t errlen)
     json_object_del(copy, "created");
     char *body = copy ? json_dumps(copy, JSON_COMPACT) : NULL;
     json_decref(copy);
-    /* the allow-list may have narrowed since: a subscription it no longer allows is kept
-     * (and shown) but its deliveries fail with the reason */
-    int rc = body ? webhook_body_parse(body, strlen(body), "*", &h->req, err, errlen) : -1;
+    /* the allow-list may have changed since: a subscription it no longer allows is kept
+     * (and shown) but its deliveries fail with the reason (wh_deliver_due); one it allows
+     * (a host the list names: 127.0.0.1, an internal receiver) must load, whatever the
+     * default list would say of it */
+    int rc = body ? wh_body_parse(body, strlen(body), NULL, 0, &h->req, err, errlen) : -1;
     free(body);
     if (rc != 0) return -1;
     if (!id || strlen(id) >= sizeof h->id || !owner || strlen(owner) > USER_OWNER_MAX)
@@ -412,7 +437,10 @@ static void wh_deliver_due(webhooks_t *w, double *wait_s)
         d.body = strdup(d.body);
         pthread_mutex_unlock(&w->lock);
         char why[160] = "";
-        int status = 0, rc = d.body ? wh_post(url, secret, &d, &status, why, sizeof why) : -1;
+        /* checked again at each POST: a subscription made under a wider --webhook-hosts
+         * than this daemon's reaches no host this one refuses */
+        int refused = webhook_url_check(url, w->allow, why, sizeof why) != 0;
+        int status = 0, rc = refused ? -1 : d.body ? wh_post(url, secret, &d, &status, why, sizeof why) : -1;
         memset(secret, 0, sizeof secret);
         free(d.body);
         pthread_mutex_lock(&w->lock);
@@ -423,13 +451,13 @@ static void wh_deliver_due(webhooks_t *w, double *wait_s)
             x->attempts++;
             x->http_status = status;
             snprintf(x->error, sizeof x->error, "%s", rc == 0 ? "" : why);
-            if (rc == 0 || x->attempts >= WEBHOOK_ATTEMPTS) {
+            if (rc == 0 || refused || x->attempts >= WEBHOOK_ATTEMPTS) {
                 snprintf(x->status, sizeof x->status, "%s", rc == 0 ? "delivered" : "failed");
                 free(x->body);
                 x->body = NULL;
                 if (rc != 0)
-                    clog_printf("webhook %s: %s of %s not delivered after %d attempts: %s", hid, x->event, x->job,
-                                x->attempts, why);
+                    clog_printf("webhook %s: %s of %s not delivered after %d attempt%s: %s", hid, x->event, x->job,
+                                x->attempts, x->attempts == 1 ? "" : "s", why);
             } else {
                 x->next_at = clock_wall_s() + (double)(1 << (x->attempts - 1)); /* 1, 2, 4, 8, 16 s */
             }
@@ -474,8 +502,8 @@ static int wh_member_wants(const webhooks_t *w, int bit)
     return 0;
 }
 
-/* The subscriptions that want ev get a delivery. The job's owner is read (outside the
- * lock) only when a member's subscription might want the event. */
+/* The subscriptions that want ev get a delivery. The job's (or the experiment's) owner is
+ * read (outside the lock) only when a member's subscription might want the event. */
 static void wh_dispatch(webhooks_t *w, json_t *ev)
 {
     const char *name = webhook_event_of(ev);
@@ -491,9 +519,10 @@ static void wh_dispatch(webhooks_t *w, json_t *ev)
     pthread_mutex_lock(&w->lock);
     int want = wh_member_wants(w, bit);
     pthread_mutex_unlock(&w->lock);
-    if (want && !owner[0] && job) {
-        int exists = 0;
-        if (coord_job_owner(w->c, job, owner, sizeof owner, &exists) != COORD_OK) owner[0] = 0;
+    if (want && !owner[0]) {
+        int exists = 0, code = job ? coord_job_owner(w->c, job, owner, sizeof owner, &exists)
+                                   : coord_experiment_owner(w->c, subject, owner, sizeof owner, &exists);
+        if (code != COORD_OK) owner[0] = 0;
     }
     pthread_mutex_lock(&w->lock);
     for (int i = 0; i < w->n; i++) {

@@ -9,16 +9,29 @@
 # trial's job CANCELLED, then 409); bad searches are refused with the spec's own message;
 # the CLI (pacer experiment submit|ls|get|cancel), the Python client's list, and the dashboard's
 # Experiments pages in headless Chromium (tests/browser/experiment.mjs) where it is installed.
+# Webhooks (tests/webhook_receiver.py): the admin's subscription hears experiment.succeeded
+# (delivered by the restarted coordinator), experiment.cancelled and experiment.failed (an
+# experiment whose one trial's job is cancelled before it evaluates), each once and signed;
+# alice's (a member's) hears her own experiments' only.
 . tests/integration/coordinator_lib.inc
 need_api_tools
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
 PACER=$BUILD/pacer
 [ -x "$PACER" ] || skip "$PACER not built (libcurl missing: make deps)"
 
-start_coord_admin
+start_coord_admin --webhook-hosts 127.0.0.1
 ALICE=$(adduser alice member) || exit 1
 BOB=$(adduser bob member) || exit 1
 CAROL=$(adduser carol viewer) || exit 1
+
+python3 tests/webhook_receiver.py "$TMP/port" "$TMP/got.jsonl" &
+EXTRA_PIDS="$EXTRA_PIDS $!"
+await 20 "the webhook receiver to listen" test -s "$TMP/port"
+SECRET=exp-secret-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+for who in "$ADMIN admin" "$ALICE alice"; do
+    ok 201 "${who% *}" POST /api/v1/webhooks -H "$JSON" -d "$(jq -nc --arg u "http://127.0.0.1:$(cat "$TMP/port")/${who#* }" \
+        --arg s "$SECRET" '{url: $u, secret: $s, events: ["experiment.succeeded", "experiment.failed", "experiment.cancelled"]}')"
+done
 
 # body FILE NAME EPOCHS SEARCH - an experiment of the small LeNet-5 job.
 body() {
@@ -55,12 +68,29 @@ X=$(jq -r .id "$TMP/body")
 jq -e '.state == "RUNNING" and .rungs == [1, 3] and (.trials | length) == 6 and .trials[0].state == "QUEUED"
     and ([.trials[].params["optimizer.lr"]] == [0.05, 0.0001, 0.05, 0.0001, 0.0001, 0.0001])' "$TMP/body" >/dev/null ||
     { cat "$TMP/body"; fail "the new experiment: want RUNNING, rungs [1, 3], 6 trials of seed 1's documented params"; }
+# ---- an experiment that fails: its one trial's job cancelled before it evaluates (queued behind the
+# ASHA search's first two trials, which fill both slots; should it start, its rank sleeps through 20x its steps)
+two_jobs() { [ "$(xq "$X" '[.trials[].job | select(. != null)] | length')" = 2 ]; }
+await 60 "experiment $X's first two trials to have jobs" two_jobs
+body "$TMP/one.json" one 40 '{"method": "grid", "space": {"optimizer.lr": {"choice": [0.05]}}}'
+jq '.spec.emulate.slowdown = [20]' "$TMP/one.json" >"$TMP/one.t" && mv "$TMP/one.t" "$TMP/one.json"
+ok 201 "$ALICE" POST /api/v1/experiments -H "$JSON" -d @"$TMP/one.json"
+H=$(jq -r .id "$TMP/body")
+has_job() { [ "$(xq "$H" '.trials[0].job')" != null ]; }
+await 60 "experiment $H's trial to have a job" has_job
+HJ=$(xq "$H" '.trials[0].job')
+was=$(q "$HJ" .state)
+case $(call "$ALICE" DELETE "/api/v1/jobs/$HJ") in 200 | 202) ;; *) fail "DELETE of $H's job $HJ: $(cat "$TMP/body")" ;; esac
+h_failed() { [ "$(xq "$H" .state)" = FAILED ]; }
+await 60 "experiment $H to fail" h_failed
+[ "$(xq "$H" .reason)" = "no trial produced an evaluation" ] || fail "experiment $H: reason '$(xq "$H" .reason)'"
+echo "ok: experiment $H FAILED, its one trial's job $HJ cancelled while $was"
 exp_events() { rcli XRANGE pacer:events - + | grep "\"experiment\":\"$X\""; }
 decided() { exp_events | grep -q '"action":"\(promoted\|stopped\)"'; }
 await 120 "experiment $X's first ASHA decision" decided
 stop_coord
 restart_at=$(date +%s.%N)
-start_coord
+start_coord --webhook-hosts 127.0.0.1
 BASE=$(api_base)
 is_x_state() { [ "$(xq "$X" .state)" = "$1" ]; }
 await 240 "experiment $X to succeed after the restart" is_x_state SUCCEEDED
@@ -133,6 +163,16 @@ await 60 "experiment $G's trials to be cancelled" all_cancelled
 [ "$(xq "$G" .trials[1].job)" = null ] || fail "cancelled experiment $G started its second trial"
 ok 409 "$ALICE" DELETE "/api/v1/experiments/$G"
 echo "ok: bob may not cancel alice's experiment (403); alice's cancel stops every trial; a second cancel is 409"
+
+# ---- the webhooks: each experiment's end once, signed; alice hears hers only -------------------------------
+hooks_got() { [ "$(grep -c '"/admin"' "$TMP/got.jsonl" 2>/dev/null)" -ge 3 ] && [ "$(grep -c '"/alice"' "$TMP/got.jsonl")" -ge 2 ]; }
+await 60 "the webhook receiver to get the ends of $X, $G and $H" hooks_got
+python3 tests/webhook_receiver.py check "$TMP/got.jsonl" /admin "$SECRET" \
+    "experiment.succeeded=$X" "experiment.cancelled=$G" "experiment.failed=$H" || fail "the admin's webhook"
+python3 tests/webhook_receiver.py check "$TMP/got.jsonl" /alice "$SECRET" \
+    "experiment.cancelled=$G" "experiment.failed=$H" || fail "alice's webhook"
+echo "ok: the admin's webhook got the ends of $X, $G and $H, alice's those of her $G and $H, once each and signed"
+
 # what Redis holds is outside input: a damaged trial is named, never shown as if whole
 rcli HSET "pacer:experiment:$G" trial:1 '{"job":"../../etc","state":"PENDING","epochs":0,"rungs":[],"cursor":"0"}' >/dev/null
 refused 500 "experiment $G: trial:1 is damaged" "$ALICE" GET "/api/v1/experiments/$G"

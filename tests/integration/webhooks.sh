@@ -7,7 +7,9 @@
 # that is down is retried (attempts and the error in GET /api/v1/webhooks) while the API
 # answers; bad URLs (another scheme, credentials, a host off the allow-list, a loopback
 # address under the default list), bad bodies, a member subscribing to another's job and
-# a viewer are refused by name; no answer and no log line shows a secret.
+# a viewer are refused by name; no answer and no log line shows a secret. A daemon
+# restarted with a narrower --webhook-hosts loads a subscription it would refuse now (a
+# loopback one) and fails its deliveries at once naming the list, calling nothing.
 . tests/integration/coordinator_lib.inc
 need_api_tools
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
@@ -66,7 +68,7 @@ ok 201 "$ALICE" POST /api/v1/webhooks -H "$JSON" \
     -d "$(hook "http://127.0.0.1:$PORT/alice" "$SECRET_A" '["job.succeeded", "job.failed", "job.cancelled", "job.interrupted"]')"
 WA=$(jq -r .id "$TMP/body")
 jq -e 'has("secret") | not' "$TMP/body" >/dev/null || fail "POST /api/v1/webhooks answered the secret"
-ok 201 "$ADMIN" POST /api/v1/webhooks -H "$JSON" -d "$(hook "http://127.0.0.1:$DOWN/down" "$SECRET_D" '["job.succeeded"]')"
+ok 201 "$ADMIN" POST /api/v1/webhooks -H "$JSON" -d "$(hook "http://127.0.0.1:$DOWN/down" "$SECRET_D" '["job.succeeded", "job.cancelled"]')"
 WD=$(jq -r .id "$TMP/body")
 refused 403 "members may remove only their own webhooks: $WD is admin's" "$BOB" DELETE "/api/v1/webhooks/$WD"
 
@@ -96,9 +98,9 @@ await 60 "alice's receivers to get the ends of $A, $F and $C" got_alice
 # the down receiver is being retried, and the API answers meanwhile
 tried_twice() {
     call "$ADMIN" GET /api/v1/webhooks >/dev/null
-    jq -e --arg w "$WD" '.webhooks[] | select(.id == $w) | .deliveries | length >= 2 and all(.[]; .attempts >= 2 and (.error | type == "string"))' "$TMP/body" >/dev/null
+    jq -e --arg w "$WD" '.webhooks[] | select(.id == $w) | .deliveries | length >= 3 and all(.[]; .attempts >= 2 and (.error | type == "string"))' "$TMP/body" >/dev/null
 }
-await 120 "the receiver that is down to be tried again for both jobs" tried_twice
+await 120 "the receiver that is down to be tried again for each job" tried_twice
 tried=$(jq -c --arg w "$WD" '[.webhooks[] | select(.id == $w) | .deliveries[] | {status, attempts, error}][0]' "$TMP/body")
 ok 200 "$ALICE" GET /api/v1/jobs
 echo "ok: the down receiver retried ($tried) while the API answers"
@@ -127,4 +129,21 @@ ok 204 "$ALICE" DELETE "/api/v1/webhooks/$WA1"
 refused 404 "no webhook $WA" "$ALICE" DELETE "/api/v1/webhooks/$WA"
 [ "$(stat -c %a "$STATE/webhooks.json")" = 600 ] || fail "webhooks.json is not 0600"
 echo "ok: refusals by name, no secret shown, deletions"
+
+# ---- a narrower allow-list after a restart: the admin's loopback subscription is kept, never called ----------
+stop_coord
+start_coord --webhook-hosts hooks.example.com --max-restarts 0 --worker "$TMP/worker"
+BASE=$(api_base)
+ok 201 "$ADMIN" POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/long.json"
+C2=$(jq -r .id "$TMP/body")
+case $(call "$ADMIN" DELETE "/api/v1/jobs/$C2") in 200 | 202) ;; *) fail "DELETE /api/v1/jobs/$C2: $(cat "$TMP/body")" ;; esac
+refused_once() {
+    call "$ADMIN" GET /api/v1/webhooks >/dev/null
+    jq -e --arg w "$WD" --arg d "url: host 127.0.0.1 is not on the coordinator's webhook allow-list (--webhook-hosts)" \
+        '.webhooks[] | select(.id == $w) | .deliveries[0] | .status == "failed" and .attempts == 1 and .error == $d' "$TMP/body" >/dev/null
+}
+await 60 "$C2's job.cancelled to $WD to fail on the allow-list" refused_once
+grep -q "webhook $WD: job.cancelled of $C2 not delivered after 1 attempt: url: host 127.0.0.1 is not on" "$TMP/coord.log" ||
+    fail "no log line says why $WD was not called"
+echo "ok: restarted with --webhook-hosts hooks.example.com, $WD (127.0.0.1) is kept and its delivery refused by name"
 stop_coord

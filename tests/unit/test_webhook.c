@@ -117,7 +117,20 @@ static void test_events(void **state)
     assert_string_equal(event_of("{\"type\": \"state\", \"job\": \"j-1\", \"state\": \"FAILED\"}"), "job.failed");
     assert_string_equal(event_of("{\"type\": \"state\", \"job\": \"j-1\", \"state\": \"CANCELLED\"}"), "job.cancelled");
     assert_string_equal(event_of("{\"type\": \"interruption\", \"job\": \"j-1\"}"), "job.interrupted");
-    assert_string_equal(event_of("{\"type\": \"experiment\", \"state\": \"SUCCEEDED\"}"), "experiment.succeeded");
+    /* an experiment's events as coordinator/experiment.c writes them: its end, and its
+     * cancel (which has no state); a trial's events end nothing */
+    assert_string_equal(event_of("{\"type\": \"experiment\", \"experiment\": \"e-1\", \"action\": \"finished\", "
+                                 "\"state\": \"SUCCEEDED\"}"),
+                        "experiment.succeeded");
+    assert_string_equal(event_of("{\"type\": \"experiment\", \"experiment\": \"e-1\", \"action\": \"finished\", "
+                                 "\"state\": \"FAILED\"}"),
+                        "experiment.failed");
+    assert_string_equal(event_of("{\"type\": \"experiment\", \"experiment\": \"e-1\", \"action\": \"cancelled\"}"),
+                        "experiment.cancelled");
+    assert_null(event_of("{\"type\": \"experiment\", \"experiment\": \"e-1\", \"action\": \"stopped\", "
+                         "\"trial\": 2, \"job\": \"j-3\"}"));
+    assert_null(event_of("{\"type\": \"experiment\", \"experiment\": \"e-1\", \"action\": \"submitted\", "
+                         "\"state\": \"SUCCEEDED\"}"));
     assert_null(event_of("{\"type\": \"state\", \"job\": \"j-1\", \"state\": \"RUNNING\"}"));
     assert_null(event_of("{\"type\": \"audit\", \"state\": \"FAILED\"}"));
     assert_null(event_of("{\"state\": \"FAILED\"}"));

@@ -4,9 +4,12 @@
 # checkpoint without using a restart (--max-restarts 0: a failure would end it FAILED),
 # and SUCCEEDS with as many steps as an uninterrupted run. The job shows the interruption
 # ({reason, host, at_step, checkpoint_step, lost_steps <= 1, at}), its summary counts it,
-# and pacer:events has it.
+# and pacer:events has it; a webhook receiver (tests/webhook_receiver.py) gets each
+# interruption's job.interrupted and each job's job.succeeded once, signed.
 . tests/integration/coordinator_lib.inc
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
+need_api_tools
+command -v python3 >/dev/null || skip "python3 not installed"
 # The worker as itself, or (with $FLAG present) as a rank that finishes its run and then
 # exits 1 the way mpirun does when a SIGTERM reaches it after the last step.
 cat >"$TMP/worker" <<'WEOF'
@@ -18,7 +21,15 @@ chmod +x "$TMP/worker"
 case $WORKER in /*) REAL_WORKER=$WORKER ;; *) REAL_WORKER=$PWD/$WORKER ;; esac
 FLAG=$TMP/exit1
 export REAL_WORKER FLAG
-start_coord --max-restarts 0 --worker "$TMP/worker"
+start_coord --max-restarts 0 --worker "$TMP/worker" --webhook-hosts 127.0.0.1
+python3 tests/webhook_receiver.py "$TMP/port" "$TMP/got.jsonl" &
+EXTRA_PIDS="$EXTRA_PIDS $!"
+await 20 "the webhook receiver to listen" test -s "$TMP/port"
+SECRET=notice-secret-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+code=$(curl -s -o "$TMP/hook.json" -w '%{http_code}' -H 'Content-Type: application/json' "$(api_base)/api/v1/webhooks" \
+    -d "$(jq -nc --arg u "http://127.0.0.1:$(cat "$TMP/port")/notice" --arg s "$SECRET" \
+        '{url: $u, secret: $s, events: ["job.interrupted", "job.succeeded", "job.failed"]}')")
+[ "$code" = 201 ] || fail "POST /api/v1/webhooks: HTTP $code: $(cat "$TMP/hook.json")"
 
 # Both ranks sleep through 5x their step (sleeping, not spinning): seconds of training,
 # so the SIGTERMs below land mid-run on a loaded machine too.
@@ -56,6 +67,7 @@ want=$((epochs * 2048 / 128))
 rcli XRANGE pacer:events - + | grep "\"job\":\"$id\"" | grep -q '"type":"interruption"' || fail "no interruption event"
 [ -e "$STATE/jobs/$id/checkpoints/notice.notice" ] && fail "the note was not removed"
 echo "ok: $states; interruption $(jq -c '.interruptions[0] | {at_step, checkpoint_step, lost_steps, host}' "$TMP/job.json"), restarts 0, $want steps"
+id1=$id
 
 # SIGTERM to mpirun itself (a batch script's notice): it forwards it to the ranks, which
 # checkpoint and leave the note, and exits 1 itself: still a notice, no restart used.
@@ -71,6 +83,7 @@ cli wait "$id" --timeout 600 || { tail -30 "$log"; tail -20 "$TMP/coord.log"; fa
 cli status "$id" | jq -e '(.interruptions | length == 1) and .interruptions[0].lost_steps <= 1' >/dev/null ||
     fail "$id: want one interruption with lost_steps <= 1"
 echo "ok: SIGTERM to mpirun: the job resumed without a restart and SUCCEEDED"
+id2=$id
 
 # mpirun exiting 1 after every rank finished (the SIGTERM came after the last step): the
 # summary's exit_status says the run is done, and the job SUCCEEDS without a restart.
@@ -82,4 +95,12 @@ cli wait "$id" --timeout 300 || { tail -20 "$TMP/coord.log"; fail "job $id (mpir
 grep -q "job $id: attempt 1: mpirun exited 1 after every rank finished" "$TMP/coord.log" || fail "$id: no line says why"
 [ "$(field_of "$id" restarts)" = 0 ] || fail "$id: restarts = $(field_of "$id" restarts), want 0"
 echo "ok: mpirun exiting 1 after a finished run: SUCCEEDED, as the summary says"
+
+hooks_got() { [ "$(grep -c . "$TMP/got.jsonl" 2>/dev/null)" -ge 5 ]; }
+await 60 "the webhook receiver to get the interruptions and ends of $id1, $id2 and $id" hooks_got
+python3 tests/webhook_receiver.py check "$TMP/got.jsonl" /notice "$SECRET" "job.interrupted=$id1" "job.succeeded=$id1" \
+    "job.interrupted=$id2" "job.succeeded=$id2" "job.succeeded=$id" || fail "the webhook's deliveries"
+jq -se '[.[] | select(.event == "job.interrupted") | .body | fromjson | .data | .reason == "notice" and .lost_steps <= 1]
+    | length == 2 and all' "$TMP/got.jsonl" >/dev/null || { cat "$TMP/got.jsonl"; fail "a job.interrupted body: want reason notice, lost_steps <= 1"; }
+echo "ok: the webhook got job.interrupted of $id1 and $id2 (reason notice, lost_steps <= 1) and each job's job.succeeded once, signed"
 stop_coord

@@ -2,7 +2,8 @@
 // a coordinator with a token: the page, given a viewer's token (localStorage, as its
 // token form keeps it), says who the caller is and hides what a viewer cannot use (the
 // New job link and button, the submit button, the model upload, a job's Cancel, the
-// Cluster page's benchmark); given the owner's (a member's), it shows Cancel on her job,
+// Cluster page's benchmark) and shows a draining host with its reason and deadline (the
+// API's answer rewritten to hold a drain); given the owner's (a member's), it shows Cancel on her job,
 // and "Mine" lists it. Her job waits in the queue (http_browser.sh: behind her long job on
 // one slot): its row and its page show its position, why it waits and its estimated start,
 // and an estimate the API does not have (null: nothing measured yet) is shown as missing,
@@ -63,9 +64,23 @@ try {
   await open(page, viewer, '#/jobs/' + jobId, 'carol (viewer)');
   await page.waitForFunction(() => document.querySelector('#f-owner').textContent === 'alice', null, { timeout: 10000 });
   check(!(await page.isVisible('#job-cancel')), 'a viewer sees the job\'s owner and no Cancel');
+  // an admin's drain as GET /api/v1/cluster gives it (rewritten in: this test drains no
+  // host): the host's row says draining, why, and by when its jobs go
+  const clusterApi = /\/api\/v1\/cluster(\?|$)/;
+  await page.route(clusterApi, async (route) => {
+    const r = await route.fetch();
+    const body = await r.json();
+    for (const h of (body.coordinator && body.coordinator.hosts) || [])
+      Object.assign(h, { draining: true, drain_reason: 'maintenance', drain_deadline: Date.now() / 1000 + 600 });
+    await route.fulfill({ response: r, json: body });
+  });
   await open(page, viewer, '#/cluster', 'carol (viewer)');
-  await page.waitForSelector('#hosts-body tr[data-host]', { timeout: 10000 });
+  await page.waitForSelector('#hosts-body tr[data-host] .host-draining', { timeout: 10000 });
   check(!(await page.isVisible('#bench-run')), 'a viewer sees the cluster but no benchmark button');
+  const drainCell = await page.textContent('#hosts-body tr[data-host] td:nth-child(2)');
+  check(/draining/.test(drainCell) && /drain: maintenance \(jobs gone by \S/.test(drainCell) && !/1970/.test(drainCell),
+    'the Cluster page shows a draining host, why, and its deadline: ' + drainCell);
+  await page.unroute(clusterApi);
 
   // ---- the member who owns the job
   await open(page, member, '#/jobs/' + jobId, 'alice (member)');

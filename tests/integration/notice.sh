@@ -3,8 +3,8 @@
 # coordinator reads that as "interrupted with notice": the job resumes at once from that
 # checkpoint without using a restart (--max-restarts 0: a failure would end it FAILED),
 # and SUCCEEDS with as many steps as an uninterrupted run. The job shows the interruption
-# ({reason, host, at_step, checkpoint_step, lost_steps <= 1, at}), its summary counts it,
-# and pacer:events has it; a webhook receiver (tests/webhook_receiver.py) gets each
+# ({reason, host, at_step, checkpoint_step, lost_steps <= 1, at}; `pacer get` too), its
+# summary counts it, and pacer:events has it; a webhook receiver (tests/webhook_receiver.py) gets each
 # interruption's job.interrupted and each job's job.succeeded once, signed.
 . tests/integration/coordinator_lib.inc
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
@@ -68,6 +68,13 @@ rcli XRANGE pacer:events - + | grep "\"job\":\"$id\"" | grep -q '"type":"interru
 [ -e "$STATE/jobs/$id/checkpoints/notice.notice" ] && fail "the note was not removed"
 echo "ok: $states; interruption $(jq -c '.interruptions[0] | {at_step, checkpoint_step, lost_steps, host}' "$TMP/job.json"), restarts 0, $want steps"
 id1=$id
+# pacer get (the CLI, through the API) says it too
+if [ -x "$BUILD/pacer" ]; then
+    "$BUILD/pacer" --url "$(api_base)" get "$id" >"$TMP/get.txt" || fail "pacer get $id: $(cat "$TMP/get.txt")"
+    grep -Eq "^interrupted +1 time; the last: notice on [^ ]+ after step [0-9]+, resumed from step $ck \([01] lost\), " \
+        "$TMP/get.txt" || { cat "$TMP/get.txt"; fail "pacer get $id: no interrupted row with the notice's figures"; }
+    echo "ok: pacer get: $(grep '^interrupted' "$TMP/get.txt")"
+fi
 
 # SIGTERM to mpirun itself (a batch script's notice): it forwards it to the ranks, which
 # checkpoint and leave the note, and exits 1 itself: still a notice, no restart used.

@@ -153,6 +153,40 @@ static void linear(int rows, int IN, int OUT, const float *in, const float *w, c
     gemm_forward(&d, rows, in, w, b, out);
 }
 
+/* q . k over D, in 16 independent lanes (the float sum of one chain of D dependent additions
+ * was most of the attention's time), summed by halving, then the tail of D % 16 in order. */
+static inline __attribute__((always_inline)) float head_dot(int D, const float *restrict q, const float *restrict k)
+{
+    const int body = D - D % 16;
+    float a[16] = {0};
+    for (int d = 0; d < body; d += 16)
+        for (int j = 0; j < 16; j++) a[j] += q[d + j] * k[d + j];
+    for (int j = 0; j < 8; j++) a[j] += a[j + 8];
+    for (int j = 0; j < 4; j++) a[j] += a[j + 4];
+    float s = (a[0] + a[2]) + (a[1] + a[3]);
+    for (int d = body; d < D; d++) s += q[d] * k[d];
+    return s;
+}
+
+/* One head of one query over the T cached positions (each E floats apart): scores, their
+ * softmax, y (D) = the scores' mix of the values. */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+attend_head(int T, int D, size_t E, float scale, const float *restrict q, const float *restrict kc,
+            const float *restrict vc, float *restrict scores, float *restrict y)
+{
+    float mx = -INFINITY, sum = 0.0f;
+    for (int t = 0; t < T; t++) {
+        scores[t] = head_dot(D, q, kc + (size_t)t * E) * scale;
+        if (scores[t] > mx) mx = scores[t];
+    }
+    for (int t = 0; t < T; t++) sum += scores[t] = expf(scores[t] - mx);
+    memset(y, 0, (size_t)D * sizeof(float));
+    for (int t = 0; t < T; t++) {
+        const float p = scores[t] / sum, *v = vc + (size_t)t * E;
+        for (int d = 0; d < D; d++) y[d] += p * v[d];
+    }
+}
+
 /* Causal self-attention of the rows positions from s->pos on of layer l: their q, k, v in
  * s->qkv, their k and v appended to the cache first (row r sees the positions up to its
  * own), the heads' outputs into s->y. */
@@ -165,27 +199,10 @@ static void attend(gen_state_t *s, int l, int rows)
         memcpy(vc + (size_t)(s->pos + r) * E, s->qkv + (size_t)r * 3 * E + 2 * E, (size_t)E * sizeof(float));
     }
     const float scale = 1.0f / sqrtf((float)D);
-    for (int r = 0; r < rows; r++) {
-        const int T = s->pos + r + 1;
-        for (int hh = 0; hh < H; hh++) {
-            const float *q = s->qkv + (size_t)r * 3 * E + hh * D;
-            float mx = -INFINITY, sum = 0.0f;
-            for (int t = 0; t < T; t++) {
-                const float *k = kc + (size_t)t * E + hh * D;
-                float dot = 0.0f;
-                for (int d = 0; d < D; d++) dot += q[d] * k[d];
-                s->scores[t] = dot * scale;
-                if (s->scores[t] > mx) mx = s->scores[t];
-            }
-            for (int t = 0; t < T; t++) sum += s->scores[t] = expf(s->scores[t] - mx);
-            float *y = s->y + (size_t)r * E + hh * D;
-            memset(y, 0, (size_t)D * sizeof(float));
-            for (int t = 0; t < T; t++) {
-                const float p = s->scores[t] / sum, *v = vc + (size_t)t * E + hh * D;
-                for (int d = 0; d < D; d++) y[d] += p * v[d];
-            }
-        }
-    }
+    for (int r = 0; r < rows; r++)
+        for (int hh = 0; hh < H; hh++)
+            attend_head(s->pos + r + 1, D, (size_t)E, scale, s->qkv + (size_t)r * 3 * E + hh * D, kc + hh * D,
+                        vc + hh * D, s->scores, s->y + (size_t)r * E + hh * D);
 }
 
 static void block_forward(gen_state_t *s, int l, int rows)

@@ -14,5 +14,9 @@ const char *blas_core(void);
 /* Whether those are AVX-512 kernels (SkylakeX, Cooperlake, SapphireRapids): the direct
  * convolution kernels follow that choice (conv_direct.h). */
 int blas_core_avx512(void);
+/* Whether they are AVX2 or wider (Haswell, Zen and the AVX-512 ones): gemv.c leaves the
+ * matrix-vector product to OpenBLAS then, and runs its own kernel on older ones (the SSE3
+ * Prescott kernels OpenBLAS 0.3.21 takes for CPUs it does not know). */
+int blas_core_avx2(void);
 
 #endif

@@ -22,10 +22,11 @@
 
 enum { BLOCK = 8, VOCAB = 13 };
 
-/* A tiny GPT with weights large enough that its logits are far apart (no greedy ties). */
-static model_t *tiny(int tie, int bias, model_gpt_t *g)
+/* A tiny GPT of width embd (2 heads) with weights large enough that its logits are far
+ * apart (no greedy ties). */
+static model_t *tiny_wide(int tie, int bias, int embd, model_gpt_t *g)
 {
-    *g = (model_gpt_t){.layers = 2, .heads = 2, .embd = 16, .block = BLOCK, .vocab = VOCAB, .bias = bias, .tie = tie};
+    *g = (model_gpt_t){.layers = 2, .heads = 2, .embd = embd, .block = BLOCK, .vocab = VOCAB, .bias = bias, .tie = tie};
     model_t *m = NULL;
     char err[256];
     assert_int_equal(model_create_gpt("gpt", g, 1, &m, err, sizeof err), 0);
@@ -35,6 +36,8 @@ static model_t *tiny(int tie, int bias, model_gpt_t *g)
     for (size_t i = 0; i < m->nparams; i++) m->params[i] += 0.3f * rng_normal(&r);
     return m;
 }
+
+static model_t *tiny(int tie, int bias, model_gpt_t *g) { return tiny_wide(tie, bias, 16, g); }
 
 /* The graph's logits at position len - 1 of ids[0..len) (len <= BLOCK; the tail padded:
  * a position does not see later ones). */
@@ -55,10 +58,10 @@ static uint32_t argmax(const float *l)
     return (uint32_t)b;
 }
 
-static void check_feed(int tie, int bias)
+static void check_feed(int tie, int bias, int embd)
 {
     model_gpt_t g;
-    model_t *m = tiny(tie, bias, &g);
+    model_t *m = tiny_wide(tie, bias, embd, &g);
     gen_state_t *s = NULL;
     char err[256];
     assert_int_equal(gen_open(m, &g, &s, err, sizeof err), 0);
@@ -78,8 +81,11 @@ static void check_feed(int tie, int bias)
 
 static void test_feed_equals_graph(void **state)
 {
-    check_feed(0, 1);
-    check_feed(1, 0);
+    check_feed(0, 1, 16);
+    check_feed(1, 0, 16);
+    /* heads of 20: the attention's 16 lanes and a tail of 4; linear layers of IN 40 (32 in
+     * lanes, 8 in the tail) and OUT 120 or 13 (4-row blocks and a last row) */
+    check_feed(1, 1, 40);
 }
 
 static int collect(void *ctx, uint32_t tok, int index)

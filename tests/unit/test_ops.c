@@ -35,6 +35,7 @@
  *   ERF_ULP 2.0   erf (scalar_fn.h's ufn_erf, a vectorised polynomial and exp) against
  *                 erf in double, in ulps of the float result, on every ERF_STRIDE-th
  *                 float: 1.83 measured over every float (glibc's erff: 0.97);
+ *   gemv_forward  an analytic bound per output from its IN (test_gemv's comment);
  *   GELU_ULP 64   GELU's forward in ulps on [-5.5, 10): a few ulps above -3, up to 50 in
  *                 the far negative tail (|GELU| < 1e-6), where Q(t) - t^2 ~ -16 is rounded
  *                 in float before its exp (the old 1 + erff(x) lost every bit there).
@@ -54,6 +55,7 @@
 #include <string.h>
 
 #include "conv_direct.h"
+#include "gemv.h"
 #include "ops.h"
 #include "parallel.h"
 #include "ref.h"
@@ -987,6 +989,59 @@ static void test_fc(void **state)
         free(yd);
         free(Rd);
     }
+}
+
+/* ---- one row through a linear layer (gemv.h) ------------------------------------ */
+
+/* gemv_forward, its own kernel and OpenBLAS's each, against ref_fc_forward of one row over
+ * every remainder of IN by the own kernel's 16 lanes and of OUT by its 4 rows, IN or OUT 0
+ * included, with and without a bias. The bound is the float error of any order of summing
+ * n = IN + 1 terms (the IN rounded products and the bias; Higham, "Accuracy and Stability of
+ * Numerical Algorithms", 2nd ed., eq. 3.5 and lemma 3.1): |y - exact| <= gamma(IN + 2) *
+ * (sum_i |w_i x_i| + |b|), gamma(k) = k u / (1 - k u), u = 2^-24: each term meets at most
+ * IN additions on its way to the result (the depth of the summation tree), one rounding of
+ * its product, and FMA's single rounding (OpenBLAS) is within it. A missed or doubled
+ * term is off by about |w_i x_i|, far above it. Nothing past out[OUT - 1] is written. */
+static void check_gemv(int IN, int OUT, int has_b, lcg_t *r)
+{
+    const size_t nw = (size_t)OUT * IN;
+    float *x = falloc((size_t)IN), *w = falloc(nw), *b = falloc((size_t)OUT), *y = falloc((size_t)OUT + 1);
+    double *xd = dalloc((size_t)IN), *wd = dalloc(nw), *bd = dalloc((size_t)OUT), *yd = dalloc((size_t)OUT);
+    rand_fill(r, x, xd, (size_t)IN, -1.0f, 1.0f);
+    rand_fill(r, w, wd, nw, -0.5f, 0.5f);
+    rand_fill(r, b, bd, (size_t)OUT, -0.5f, 0.5f);
+    ffill(y, (size_t)OUT + 1, NAN);
+    gemv_forward(IN, OUT, x, w, has_b ? b : NULL, y);
+    if (OUT > 0) ref_fc_forward(1, IN, OUT, xd, wd, has_b ? bd : NULL, yd);
+    const double u = 0x1p-24, k = IN + 2, gamma = k * u / (1.0 - k * u);
+    for (int o = 0; o < OUT; o++) {
+        double mag = has_b ? fabs(bd[o]) : 0.0;
+        for (int i = 0; i < IN; i++) mag += fabs(wd[(size_t)o * IN + i] * xd[i]);
+        if (!(fabs(y[o] - yd[o]) <= gamma * mag))
+            fail_msg("gemv IN %d OUT %d bias %d: out[%d] = %.9g, reference %.9g, bound %.3g", IN, OUT, has_b, o,
+                     (double)y[o], yd[o], gamma * mag);
+        if (IN == 0) assert_true(y[o] == (has_b ? b[o] : 0.0f)); /* exactly */
+    }
+    assert_true(isnan(y[OUT > 0 ? OUT : 0]));
+    free(x), free(w), free(b), free(y), free(xd), free(wd), free(bd), free(yd);
+}
+
+static void test_gemv(void **state)
+{
+    static const int ins[] = {0, 1, 5, 15, 16, 17, 31, 32, 48, 383, 384, 1539};
+    static const int outs[] = {0, 1, 3, 4, 5, 7, 8, 13};
+    static const int kinds[] = {GEMV_OWN, GEMV_OPENBLAS, GEMV_AUTO};
+    lcg_t r = {61};
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        gemv_force(kinds[k]);
+        for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++)
+            for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++)
+                for (int has_b = 0; has_b < 2; has_b++) check_gemv(ins[i], outs[o], has_b, &r);
+    }
+    /* a weight of a GPT of width 384 (the 4 x 384 projection's shape) */
+    gemv_force(GEMV_OWN);
+    check_gemv(1536, 384, 1, &r);
+    gemv_force(GEMV_AUTO);
 }
 
 /* ---- softmax cross-entropy ------------------------------------------------------ */
@@ -3293,6 +3348,7 @@ int main(void)
         cmocka_unit_test(test_threads_small_planes),
         cmocka_unit_test(test_gap),
         cmocka_unit_test(test_fc),
+        cmocka_unit_test(test_gemv),
         cmocka_unit_test(test_softmax_xent),
         cmocka_unit_test(test_count_correct),
         cmocka_unit_test(test_batchnorm),

@@ -356,8 +356,17 @@ static size_t wh_discard(char *p, size_t size, size_t n, void *u)
     return size * n;
 }
 
-/* One POST: 0 on a 2xx, else -1 with why. */
-static int wh_post(const char *url, const char *secret, const wh_delivery_t *d, int *status, char *why, size_t whylen)
+/* Called by libcurl while a POST waits: nonzero aborts it once the daemon stops, so that
+ * a receiver that never answers does not hold the daemon's exit for WEBHOOK_TIMEOUT_S. */
+static int wh_progress(void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    return __atomic_load_n((const int *)u, __ATOMIC_RELAXED) != 0;
+}
+
+/* One POST: 0 on a 2xx, else -1 with why; aborted when *stop becomes nonzero. */
+static int wh_post(const char *url, const char *secret, const wh_delivery_t *d, const int *stop, int *status, char *why,
+                   size_t whylen)
 {
     char sig[SHA256_HEX_LEN + 1], h_sig[96], h_event[64], h_id[64];
     hmac_sha256_hex(secret, strlen(secret), d->body, strlen(d->body), sig);
@@ -381,20 +390,25 @@ static int wh_post(const char *url, const char *secret, const wh_delivery_t *d, 
     curl_easy_setopt(k, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(k, CURLOPT_WRITEFUNCTION, wh_discard);
     curl_easy_setopt(k, CURLOPT_ERRORBUFFER, ebuf);
+    curl_easy_setopt(k, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(k, CURLOPT_XFERINFOFUNCTION, wh_progress);
+    curl_easy_setopt(k, CURLOPT_XFERINFODATA, (void *)stop);
     CURLcode rc = curl_easy_perform(k);
     long code = 0;
     curl_easy_getinfo(k, CURLINFO_RESPONSE_CODE, &code);
     curl_slist_free_all(hdr);
     curl_easy_cleanup(k);
     *status = (int)code;
+    if (rc == CURLE_ABORTED_BY_CALLBACK) return errmsg(why, whylen, "the daemon stopped");
     if (rc != CURLE_OK) return errmsg(why, whylen, "%s", ebuf[0] ? ebuf : curl_easy_strerror(rc));
     if (code < 200 || code > 299) return errmsg(why, whylen, "HTTP %ld", code);
     return 0;
 }
 #else
-static int wh_post(const char *url, const char *secret, const wh_delivery_t *d, int *status, char *why, size_t whylen)
+static int wh_post(const char *url, const char *secret, const wh_delivery_t *d, const int *stop, int *status, char *why,
+                   size_t whylen)
 {
-    (void)url, (void)secret, (void)d;
+    (void)url, (void)secret, (void)d, (void)stop;
     *status = 0;
     return errmsg(why, whylen, "this coordinator was built without libcurl");
 }
@@ -440,7 +454,7 @@ static void wh_deliver_due(webhooks_t *w, double *wait_s)
         /* checked again at each POST: a subscription made under a wider --webhook-hosts
          * than this daemon's reaches no host this one refuses */
         int refused = webhook_url_check(url, w->allow, why, sizeof why) != 0;
-        int status = 0, rc = refused ? -1 : d.body ? wh_post(url, secret, &d, &status, why, sizeof why) : -1;
+        int status = 0, rc = refused ? -1 : d.body ? wh_post(url, secret, &d, &w->stop, &status, why, sizeof why) : -1;
         memset(secret, 0, sizeof secret);
         free(d.body);
         pthread_mutex_lock(&w->lock);
@@ -448,6 +462,10 @@ static void wh_deliver_due(webhooks_t *w, double *wait_s)
         for (int j = 0; j < w->n; j++) {
             wh_delivery_t *x = &w->hooks[j].dl[slot];
             if (strcmp(w->hooks[j].id, hid) != 0 || strcmp(x->id, d.id) != 0) continue;
+            if (rc != 0 && __atomic_load_n(&w->stop, __ATOMIC_RELAXED)) { /* not an attempt: said, and left */
+                clog_printf("webhook %s: %s of %s not delivered: %s", hid, x->event, x->job, why);
+                break;
+            }
             x->attempts++;
             x->http_status = status;
             snprintf(x->error, sizeof x->error, "%s", rc == 0 ? "" : why);
@@ -589,7 +607,7 @@ webhooks_t *webhooks_start(coordinator_t *c, const char *state_dir, const char *
 void webhooks_stop(webhooks_t *w)
 {
     if (!w) return;
-    w->stop = 1;
+    __atomic_store_n(&w->stop, 1, __ATOMIC_RELAXED); /* read by wh_progress inside a POST */
     if (w->started) pthread_join(w->thread, NULL);
     for (int i = 0; i < w->n; i++)
         for (int k = 0; k < WEBHOOK_DELIVERIES_KEPT; k++) free(w->hooks[i].dl[k].body);

@@ -8,6 +8,9 @@
 # ID the job or experiment its body's data names, X-Pacer-Signature the HMAC-SHA256 of the
 # body under SECRET, X-Pacer-Delivery its body's delivery. Exit 0 with one line saying what
 # came, else 1 with what is wrong.
+#
+# tests/webhook_receiver.py hang PORTFILE OUT - a receiver that never answers: it reads
+# each request, appends its first line to OUT and keeps the connection open, silent.
 import hashlib, hmac, http.server, json, os, sys
 
 
@@ -52,11 +55,32 @@ class Receiver(http.server.BaseHTTPRequestHandler):
         pass
 
 
+def publish_port(portfile, port):
+    with open(portfile + ".tmp", "w") as f:
+        f.write(str(port))
+    os.rename(portfile + ".tmp", portfile)
+
+
+def hang(portfile, out):
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(8)
+    publish_port(portfile, s.getsockname()[1])
+    held = []
+    while True:
+        c, _ = s.accept()
+        held.append(c)
+        first = c.recv(65536).split(b"\r\n", 1)[0].decode("ascii", "replace")
+        with open(out, "a") as f:
+            f.write(first + "\n")
+
+
 if len(sys.argv) >= 5 and sys.argv[1] == "check":
     check(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
     sys.exit(0)
+if len(sys.argv) == 4 and sys.argv[1] == "hang":
+    hang(sys.argv[2], sys.argv[3])
 srv = http.server.HTTPServer(("127.0.0.1", 0), Receiver)
-with open(sys.argv[1] + ".tmp", "w") as f:
-    f.write(str(srv.server_address[1]))
-os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+publish_port(sys.argv[1], srv.server_address[1])
 srv.serve_forever()

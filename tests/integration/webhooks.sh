@@ -9,7 +9,9 @@
 # address under the default list), bad bodies, a member subscribing to another's job and
 # a viewer are refused by name; no answer and no log line shows a secret. A daemon
 # restarted with a narrower --webhook-hosts loads a subscription it would refuse now (a
-# loopback one) and fails its deliveries at once naming the list, calling nothing.
+# loopback one) and fails its deliveries at once naming the list, calling nothing; a
+# receiver that never answers does not hold the daemon's stop (its POST is abandoned,
+# and the log says so).
 . tests/integration/coordinator_lib.inc
 need_api_tools
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
@@ -130,10 +132,18 @@ refused 404 "no webhook $WA" "$ALICE" DELETE "/api/v1/webhooks/$WA"
 [ "$(stat -c %a "$STATE/webhooks.json")" = 600 ] || fail "webhooks.json is not 0600"
 echo "ok: refusals by name, no secret shown, deletions"
 
-# ---- a narrower allow-list after a restart: the admin's loopback subscription is kept, never called ----------
+# ---- a narrower allow-list after a restart: the admin's loopback subscription is kept, never called; ---------
+# ---- a receiver that never answers: the API answers meanwhile, and the daemon's stop does not wait for it ----
+python3 tests/webhook_receiver.py hang "$TMP/hport" "$TMP/hung.txt" &
+EXTRA_PIDS="$EXTRA_PIDS $!"
 stop_coord
-start_coord --webhook-hosts hooks.example.com --max-restarts 0 --worker "$TMP/worker"
+start_coord --webhook-hosts hooks.example.com,localhost --max-restarts 0 --worker "$TMP/worker"
 BASE=$(api_base)
+await 20 "the silent receiver to listen" test -s "$TMP/hport"
+# after WD in the list: its delivery of the same event is tried first, and the silent one's
+# POST is under way from when the receiver has it until the stop
+ok 201 "$ADMIN" POST /api/v1/webhooks -H "$JSON" -d "$(hook "http://localhost:$(cat "$TMP/hport")/hang" "$SECRET_D" '["job.cancelled"]')"
+WH=$(jq -r .id "$TMP/body")
 ok 201 "$ADMIN" POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/long.json"
 C2=$(jq -r .id "$TMP/body")
 case $(call "$ADMIN" DELETE "/api/v1/jobs/$C2") in 200 | 202) ;; *) fail "DELETE /api/v1/jobs/$C2: $(cat "$TMP/body")" ;; esac
@@ -145,5 +155,12 @@ refused_once() {
 await 60 "$C2's job.cancelled to $WD to fail on the allow-list" refused_once
 grep -q "webhook $WD: job.cancelled of $C2 not delivered after 1 attempt: url: host 127.0.0.1 is not on" "$TMP/coord.log" ||
     fail "no log line says why $WD was not called"
-echo "ok: restarted with --webhook-hosts hooks.example.com, $WD (127.0.0.1) is kept and its delivery refused by name"
+echo "ok: restarted with --webhook-hosts hooks.example.com,localhost, $WD (127.0.0.1) is kept and its delivery refused by name"
+await 60 "the silent receiver to be called" grep -q "^POST /hang " "$TMP/hung.txt"
+ok 200 "$ADMIN" GET /api/v1/webhooks
+jq -e --arg w "$WH" '.webhooks[] | select(.id == $w) | .deliveries[0].status == "pending"' "$TMP/body" >/dev/null ||
+    fail "$WH's delivery: $(jq -c --arg w "$WH" '.webhooks[] | select(.id == $w) | .deliveries' "$TMP/body")"
 stop_coord
+grep -q "webhook $WH: job.cancelled of $C2 not delivered: the daemon stopped" "$TMP/coord.log" ||
+    { tail -5 "$TMP/coord.log"; fail "the stop waited for the silent receiver's POST (no line says it was abandoned)"; }
+echo "ok: a receiver that never answers: the API answered, and the stop abandoned its POST"

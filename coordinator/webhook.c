@@ -493,10 +493,16 @@ static int wh_event_bit(const char *name)
     return -1;
 }
 
-/* A new pending delivery of ev to h (under w->lock); the oldest kept one gives way. */
+/* A new pending delivery of ev to h (under w->lock); the oldest kept one gives way, and
+ * when it was still pending (a receiver down while more than WEBHOOK_DELIVERIES_KEPT
+ * events came) the log says which event will never be delivered. */
 static void wh_enqueue(webhooks_t *w, wh_hook_t *h, const char *name, const char *subject, json_t *ev)
 {
     wh_delivery_t *d = &h->dl[h->ndl % WEBHOOK_DELIVERIES_KEPT];
+    if (d->body)
+        clog_printf("webhook %s: %s of %s (%s) dropped undelivered after %d attempt%s: a subscription keeps its "
+                    "last %d deliveries",
+                    h->id, d->event, d->job, d->id, d->attempts, d->attempts == 1 ? "" : "s", WEBHOOK_DELIVERIES_KEPT);
     free(d->body);
     memset(d, 0, sizeof *d);
     snprintf(d->id, sizeof d->id, "d-%ld", ++w->next_delivery);

@@ -7,7 +7,8 @@
 # that is down is retried (attempts and the error in GET /api/v1/webhooks) while the API
 # answers; bad URLs (another scheme, credentials, a host off the allow-list, a loopback
 # address under the default list), bad bodies, a member subscribing to another's job and
-# a viewer are refused by name; no answer and no log line shows a secret. A daemon
+# a viewer are refused by name; no answer and no log line shows a secret; a pending
+# delivery that gives way to newer ones is named in the log. A daemon
 # restarted with a narrower --webhook-hosts loads a subscription it would refuse now (a
 # loopback one) and fails its deliveries at once naming the list, calling nothing; a
 # receiver that never answers does not hold the daemon's stop (its POST is abandoned,
@@ -90,6 +91,13 @@ ok 201 "$ALICE" POST /api/v1/webhooks -H "$JSON" -d "$(jq -nc --arg u "http://12
     --arg s "$SECRET_A" --arg j "$C" '{url: $u, secret: $s, events: ["job.succeeded", "job.cancelled"], job: $j}')"
 WA1=$(jq -r .id "$TMP/body")
 case $(call "$ALICE" DELETE "/api/v1/jobs/$C") in 200 | 202) ;; *) fail "DELETE /api/v1/jobs/$C: $(cat "$TMP/body")" ;; esac
+# more events than a subscription keeps while its receiver is down (the admin's hears
+# every job's job.cancelled): the oldest pending delivery gives way, and the log says so
+for i in 1 2 3 4 5 6 7 8 9 10; do
+    ok 201 "$ADMIN" POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/long.json"
+    x=$(jq -r .id "$TMP/body")
+    case $(call "$ADMIN" DELETE "/api/v1/jobs/$x") in 200 | 202) ;; *) fail "DELETE /api/v1/jobs/$x: $(cat "$TMP/body")" ;; esac
+done
 cli wait "$A" --timeout 300 || fail "alice's job $A did not succeed"
 cli wait "$B2" --timeout 300 || fail "bob's job $B2 did not succeed"
 await 60 "alice's job $F to fail" is_api_state "$F" FAILED
@@ -106,6 +114,9 @@ await 120 "the receiver that is down to be tried again for each job" tried_twice
 tried=$(jq -c --arg w "$WD" '[.webhooks[] | select(.id == $w) | .deliveries[] | {status, attempts, error}][0]' "$TMP/body")
 ok 200 "$ALICE" GET /api/v1/jobs
 echo "ok: the down receiver retried ($tried) while the API answers"
+grep -q "webhook $WD: job\.[a-z]* of j-[0-9]* (d-[0-9]*) dropped undelivered after [0-9]* attempts*: a subscription keeps its last 10 deliveries" \
+    "$TMP/coord.log" || { grep "webhook $WD" "$TMP/coord.log"; fail "no log line says $WD's oldest pending delivery was dropped"; }
+echo "ok: $WD's oldest pending delivery, given way to newer ones, is named in the log"
 
 # each event once, signed, only alice's jobs at alice's receivers (bob's B and B2 not);
 # every job has ended and its events were read before the down receiver's second tries

@@ -307,10 +307,16 @@ endif
 # tests run the worker's GPU path and the device probe on a machine without a GPU.
 FAKE_BACKEND_SRC = tests/fakecuda/backend.c model/model.c model/shape.c model/op_table.c $(KERNELS_SRC) common/rng.c common/catalog.c \
                    common/dataroot.c common/errmsg.c
-$(BUILD)/tests/libpacer_fakecuda.so: $(FAKE_BACKEND_SRC) $(wildcard model/*.h kernels/cpu/*.h common/*.h) $(CATALOG_GEN)
+# Its objects are position-independent copies, one per source (built on every core: as one
+# compiler command the 30-odd files took about 30 s of one core at the build's end).
+FAKE_BACKEND_OBJ = $(patsubst %.c,$(BUILD)/obj/pic/%.o,$(FAKE_BACKEND_SRC))
+$(BUILD)/obj/pic/%.o: %.c $(CATALOG_GEN)
 	@mkdir -p $(dir $@)
-	$(CC) -shared -fPIC -D_GNU_SOURCE $(CSTD) $(OPT) -g $(WARN) -Imodel -Ikernels/cpu -Icommon -I$(BUILD)/gen $(BLAS_CFLAGS) \
-	    $(FAKE_BACKEND_SRC) -o $@ -Wl,-Bsymbolic -Wl,-z,defs $(BLAS_LIBS) -lm
+	$(CC) -fPIC -D_GNU_SOURCE $(CSTD) $(OPT) -g $(WARN) -Imodel -Ikernels/cpu -Icommon -I$(BUILD)/gen $(BLAS_CFLAGS) \
+	    -MMD -MP -c $< -o $@
+$(BUILD)/tests/libpacer_fakecuda.so: $(FAKE_BACKEND_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -shared $(FAKE_BACKEND_OBJ) -o $@ -Wl,-Bsymbolic -Wl,-z,defs $(BLAS_LIBS) -lm
 $(BUILD)/tests/fakecuda/libcuda.so.1: tests/fakecuda/libcuda.c
 	@mkdir -p $(dir $@)
 	$(CC) -shared -fPIC $(CSTD) $(OPT) $(WARN) -Wl,-soname,libcuda.so.1 $< -o $@
@@ -384,30 +390,38 @@ deps:
 # make test builds on every core unless the caller chose -j itself: a serial build is a
 # sizeable part of CI's 15 minutes on 2 cores.
 TEST_JOBS = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 1))
+# The test targets compile the CUDA code for one architecture and CUDA_PTX's PTX, not all
+# of CUDA_ARCHS: the GPU of this machine where nvidia-smi names one (its tests then run
+# on its own machine code), else 90. The .cu files have no branch on the architecture, so
+# one compiles what four would (the four took 60.8 CPU s of the build, one 29.4:
+# docs/PERFORMANCE.md); a later plain make builds all four again ($(BUILD)/nvflags).
+TEST_CUDA_ARCHS ?= $(or $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | \
+                     grep -E '^[0-9]+\.[0-9]+$$' | head -1 | tr -d .),90)
+TEST_BUILD = $(MAKE) --no-print-directory CUDA_ARCHS="$(TEST_CUDA_ARCHS)"
 test: deps
-	@$(MAKE) --no-print-directory $(TEST_JOBS) all
+	@$(TEST_BUILD) $(TEST_JOBS) all
 	@sh tests/run.sh $(BUILD)
 
 # test-full: the accuracy claims that make test checks on part of the data set, on all of
 # it (async_accuracy: issue 4's 0.85 in 2 epochs; PACER_TEST_FULL=1, docs/TESTING.md).
 test-full: deps
-	@$(MAKE) --no-print-directory all
+	@$(TEST_BUILD) all
 	@PACER_TEST_FULL=1 sh tests/run.sh $(BUILD) only async_accuracy
 
 # test-slow: the scripts make test leaves out for their length (tests/run.sh's SLOW_SUITE:
 # full-size imports, accuracy after full epochs); .ci/run runs it after make test.
 test-slow: deps
-	@$(MAKE) --no-print-directory all
+	@$(TEST_BUILD) all
 	@sh tests/run.sh $(BUILD) slow
 
 # test-kernels: the numeric tests again under each OpenBLAS kernel set the CPU can run
 # besides the one OpenBLAS picks (tests/kernels.sh; .ci/run runs it after make test).
 test-kernels: deps
-	@$(MAKE) --no-print-directory all
+	@$(TEST_BUILD) all
 	@sh tests/kernels.sh $(BUILD)
 
 test-stress: deps
-	@$(MAKE) --no-print-directory all
+	@$(TEST_BUILD) all
 	@sh tests/stress.sh $(BUILD)
 
 # check-asan: every unit test (leaks checked too), then the three hardening scripts

@@ -3,12 +3,11 @@
  * weight, bound by reading the weights from memory (43 MB a token for a 6 x 384 GPT).
  *
  * Which kernel: OpenBLAS's sgemv where OpenBLAS runs AVX2 or wider kernels (blas_core_avx2:
- * Haswell, Zen, SkylakeX, ...), which stream the weights a little faster than this file's
- * (about 10% more tokens a second on its Haswell kernels); this file's own kernel elsewhere,
- * in particular where OpenBLAS 0.3.21 does not know the CPU and runs its SSE3 Prescott
- * kernels (this project's Xeon VMs, family 6 model 207, without OPENBLAS_CORETYPE), whose
- * sgemv took two to three times as long a token in pacer-generate
- * (docs/PERFORMANCE.md). Not bit for bit gemm_forward's: training never calls it. */
+ * Haswell, Zen, SkylakeX, ...), as fast as this file's in pacer-generate and about 8% faster
+ * alone over a GPT's weights; this file's own kernel elsewhere, in particular where OpenBLAS
+ * 0.3.21 does not know the CPU and runs its SSE3 Prescott kernels (this project's Xeon VMs,
+ * family 6 model 207, without OPENBLAS_CORETYPE): their sgemv gave pacer-generate 1.8x fewer
+ * tokens a second (docs/PERFORMANCE.md). Not bit for bit gemm_forward's: training never calls it. */
 #ifndef PACER_GEMV_H
 #define PACER_GEMV_H
 

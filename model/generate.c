@@ -153,21 +153,6 @@ static void linear(int rows, int IN, int OUT, const float *in, const float *w, c
     gemm_forward(&d, rows, in, w, b, out);
 }
 
-/* q . k over D, in 16 independent lanes (the float sum of one chain of D dependent additions
- * was most of the attention's time), summed by halving, then the tail of D % 16 in order. */
-static inline __attribute__((always_inline)) float head_dot(int D, const float *restrict q, const float *restrict k)
-{
-    const int body = D - D % 16;
-    float a[16] = {0};
-    for (int d = 0; d < body; d += 16)
-        for (int j = 0; j < 16; j++) a[j] += q[d + j] * k[d + j];
-    for (int j = 0; j < 8; j++) a[j] += a[j + 8];
-    for (int j = 0; j < 4; j++) a[j] += a[j + 4];
-    float s = (a[0] + a[2]) + (a[1] + a[3]);
-    for (int d = body; d < D; d++) s += q[d] * k[d];
-    return s;
-}
-
 /* One head of one query over the T cached positions (each E floats apart): scores, their
  * softmax, y (D) = the scores' mix of the values. */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void
@@ -176,7 +161,7 @@ attend_head(int T, int D, size_t E, float scale, const float *restrict q, const 
 {
     float mx = -INFINITY, sum = 0.0f;
     for (int t = 0; t < T; t++) {
-        scores[t] = head_dot(D, q, kc + (size_t)t * E) * scale;
+        scores[t] = gemv_dot(D, q, kc + (size_t)t * E) * scale; /* 16 lanes: no chain of D additions */
         if (scores[t] > mx) mx = scores[t];
     }
     for (int t = 0; t < T; t++) sum += scores[t] = expf(scores[t] - mx);

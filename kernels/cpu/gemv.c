@@ -8,31 +8,9 @@
 
 #include "blas_core.h"
 
-/* Partial sums per row: GEMV_LANES of them, one AVX-512 or two AVX2 registers (lane_sum
- * adds 16). */
-enum { GEMV_LANES = 16 };
-
-/* The 16 lanes' sum by halving, ((a0 + a8) + (a4 + a12)) + ...: vector adds, no serial chain
- * (written out: a loop over the halves is not unrolled). */
-static inline __attribute__((always_inline)) float lane_sum(float *restrict a)
-{
-    for (int j = 0; j < 8; j++) a[j] += a[j + 8];
-    for (int j = 0; j < 4; j++) a[j] += a[j + 4];
-    return (a[0] + a[2]) + (a[1] + a[3]);
-}
-
-/* The IN % GEMV_LANES last terms of one row, added one by one onto s. */
-static inline __attribute__((always_inline)) float tail_dot(int from, int IN, const float *restrict in,
-                                                            const float *restrict w, float s)
-{
-    for (int i = from; i < IN; i++) s += w[i] * in[i];
-    return s;
-}
-
 /* out[0..4) = bias + W[0..4) . in: four rows share each load of in and keep four rows of
  * independent lane sums, so the weights stream at memory speed without a chain of dependent
- * additions. Each output is the lane sums (lane j the terms j, j + 16, ... in order), summed
- * by halving, then the tail's terms in order, then the bias. */
+ * additions. Each output is summed in gemv_dot's order (gemv.h), then the bias added. */
 static inline __attribute__((always_inline)) void four_rows(int IN, const float *restrict in, const float *restrict w,
                                                             const float *restrict bias, float *restrict out)
 {
@@ -47,19 +25,11 @@ static inline __attribute__((always_inline)) void four_rows(int IN, const float 
             a2[j] += w2[i + j] * x;
             a3[j] += w3[i + j] * x;
         }
-    const float s[4] = {tail_dot(body, IN, in, w0, lane_sum(a0)), tail_dot(body, IN, in, w1, lane_sum(a1)),
-                        tail_dot(body, IN, in, w2, lane_sum(a2)), tail_dot(body, IN, in, w3, lane_sum(a3))};
+    const float s[4] = {gemv_tail_dot(body, IN, in, w0, gemv_lane_sum(a0)),
+                        gemv_tail_dot(body, IN, in, w1, gemv_lane_sum(a1)),
+                        gemv_tail_dot(body, IN, in, w2, gemv_lane_sum(a2)),
+                        gemv_tail_dot(body, IN, in, w3, gemv_lane_sum(a3))};
     for (int r = 0; r < 4; r++) out[r] = bias ? bias[r] + s[r] : s[r];
-}
-
-/* One row, the same order of sums as four_rows's. */
-static inline __attribute__((always_inline)) float one_row(int IN, const float *restrict in, const float *restrict w)
-{
-    const int body = IN - IN % GEMV_LANES;
-    float a[GEMV_LANES] = {0};
-    for (int i = 0; i < body; i += GEMV_LANES)
-        for (int j = 0; j < GEMV_LANES; j++) a[j] += w[i + j] * in[i + j];
-    return tail_dot(body, IN, in, w, lane_sum(a));
 }
 
 /* The own kernel, IN and OUT above 0. Its clones compute the same bits: C fixes the order of
@@ -72,7 +42,7 @@ own_gemv(int IN, int OUT, const float *restrict in, const float *restrict w, con
     int o = 0;
     for (; o + 4 <= OUT; o += 4) four_rows(IN, in, w + (size_t)o * IN, bias ? bias + o : NULL, out + o);
     for (; o < OUT; o++) {
-        const float s = one_row(IN, in, w + (size_t)o * IN);
+        const float s = gemv_dot(IN, in, w + (size_t)o * IN); /* four_rows's order of sums */
         out[o] = bias ? bias[o] + s : s;
     }
 }

@@ -1028,15 +1028,19 @@ static void check_gemv(int IN, int OUT, int has_b, lcg_t *r)
 
 static void test_gemv(void **state)
 {
-    static const int ins[] = {0, 1, 5, 15, 16, 17, 31, 32, 48, 383, 384, 1539};
+    /* IN 0 to 2 x GEMV_LANES + 1 (every remainder, with and without a whole lane before
+     * it), then a GPT's widths */
+    static const int wide_ins[] = {48, 383, 384, 1539};
     static const int outs[] = {0, 1, 3, 4, 5, 7, 8, 13};
     static const int kinds[] = {GEMV_OWN, GEMV_OPENBLAS, GEMV_AUTO};
+    const int nnarrow = 2 * GEMV_LANES + 2, nins = nnarrow + (int)(sizeof wide_ins / sizeof wide_ins[0]);
     lcg_t r = {61};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         gemv_force(kinds[k]);
-        for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++)
+        for (int i = 0; i < nins; i++)
             for (size_t o = 0; o < sizeof outs / sizeof outs[0]; o++)
-                for (int has_b = 0; has_b < 2; has_b++) check_gemv(ins[i], outs[o], has_b, &r);
+                for (int has_b = 0; has_b < 2; has_b++)
+                    check_gemv(i < nnarrow ? i : wide_ins[i - nnarrow], outs[o], has_b, &r);
     }
     /* a weight of a GPT of width 384 (the 4 x 384 projection's shape) */
     gemv_force(GEMV_OWN);

@@ -1560,6 +1560,27 @@ static void test_prune_by_age(void **state)
     assert_int_equal(n, 0);
 }
 
+/* A model named NAME of PARAMS parameters, not built in (the catalog's figures, as an
+ * import's), for the admission and placement tests of sharded optimizer state. */
+static void add_state_model(const char *name, long params)
+{
+    char err[ERRLEN] = "";
+    catalog_model_t m;
+    assert_int_equal(catalog_model_get("lenet5", &m), 0);
+    snprintf(m.name, sizeof m.name, "%s", name);
+    m.source = CATALOG_ONNX;
+    m.head_in = 0;
+    m.params = params;
+    m.acts_per_sample = 1000;
+    if (catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
+}
+
+/* An AdamW ssgd job of MODEL on WORKERS (a string) ranks; ALGO adds to its algorithm. */
+#define STATE_SPEC(MODEL, ALGO, WORKERS)                                                                              \
+    "{\"name\": \"w\", \"model\": \"" MODEL "\", \"dataset\": {\"name\": \"fashion-mnist\", \"train_subset\": 1000, " \
+    "\"test_subset\": 1000}, \"optimizer\": {\"kind\": \"adamw\"}, \"algorithm\": {\"name\": \"ssgd\"" ALGO "}, "     \
+    "\"workers\": " WORKERS "}"
+
 /* Sharded optimizer state (algorithm.shard) at admission: a model of 25M parameters with
  * AdamW holds 16 bytes a parameter on every rank of plain ssgd (about 400 MB), so two
  * ranks on the larger host (slots 2 and 1) do not fit 700 MiB; sharded over the two
@@ -1574,23 +1595,12 @@ static void test_daemon_shard_admission(void **state)
     fx->cfg.host_memory_mb = 700;
     plan(fx, "wait\n");
     start_daemon(fx);
-    catalog_model_t m;
-    assert_int_equal(catalog_model_get("lenet5", &m), 0);
-    snprintf(m.name, sizeof m.name, "wide-state");
-    m.source = CATALOG_ONNX;
-    m.head_in = 0;
-    m.params = 25000000;
-    m.acts_per_sample = 1000;
-    if (catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
-#define WIDE_SPEC(SHARD)                                                                                               \
-    "{\"name\": \"w\", \"model\": \"wide-state\", \"dataset\": {\"name\": \"fashion-mnist\", \"train_subset\": 1000, " \
-    "\"test_subset\": 1000}, \"optimizer\": {\"kind\": \"adamw\"}, \"algorithm\": {\"name\": \"ssgd\"" SHARD "}, "     \
-    "\"workers\": 2}"
-    int plain = coord_submit(fx->daemon, WIDE_SPEC(""), id, sizeof id, err, sizeof err);
+    add_state_model("wide-state", 25000000);
+    int plain = coord_submit(fx->daemon, STATE_SPEC("wide-state", "", "2"), id, sizeof id, err, sizeof err);
     char why[ERRLEN];
     snprintf(why, sizeof why, "%s", err);
-    int sharded = coord_submit(fx->daemon, WIDE_SPEC(", \"shard\": {\"stage\": 2}"), id, sizeof id, err, sizeof err);
-#undef WIDE_SPEC
+    int sharded = coord_submit(fx->daemon, STATE_SPEC("wide-state", ", \"shard\": {\"stage\": 2}", "2"), id, sizeof id,
+                               err, sizeof err);
     assert_int_equal(catalog_model_remove("wide-state"), 0);
     assert_int_equal(plain, COORD_ENOFIT);
     if (!strstr(why, "= 2 ranks x")) fail_msg("plain refusal: %s", why);
@@ -1598,28 +1608,11 @@ static void test_daemon_shard_admission(void **state)
     assert_int_equal(coord_cancel(fx->client, id, err, sizeof err), COORD_OK);
 }
 
-/* A model of 64 M parameters (not built in: the catalog's figures, as an import's) for
- * the sharded placement tests: with AdamW a rank keeps 16 bytes a parameter unsharded
- * (977 MiB), and sharded 8 bytes plus 8 x its share (1/4: 610 MiB; 1/2: 732 MiB; 3/4:
- * 854 MiB). */
-#define BIG_STATE_SPEC(SPLIT, WORKERS)                                                                                \
-    "{\"name\": \"w\", \"model\": \"big-state\", \"dataset\": {\"name\": \"fashion-mnist\", \"train_subset\": 1000, " \
-    "\"test_subset\": 1000}, \"optimizer\": {\"kind\": \"adamw\"}, \"algorithm\": {\"name\": \"ssgd\"" SPLIT "}, "    \
-    "\"workers\": " #WORKERS "}"
+/* A model of 64 M parameters for the sharded placement tests: with AdamW a rank keeps 16
+ * bytes a parameter unsharded (977 MiB), and sharded 8 bytes plus 8 x its share (1/4: 610
+ * MiB; 1/2: 732 MiB; 3/4: 854 MiB). */
+#define BIG_STATE_SPEC(SPLIT, WORKERS) STATE_SPEC("big-state", SPLIT, #WORKERS)
 #define SHARD2(SPLIT) ", \"shard\": {\"stage\": 2, \"split\": " SPLIT "}"
-
-static void add_big_state_model(void)
-{
-    char err[ERRLEN] = "";
-    catalog_model_t m;
-    assert_int_equal(catalog_model_get("lenet5", &m), 0);
-    snprintf(m.name, sizeof m.name, "big-state");
-    m.source = CATALOG_ONNX;
-    m.head_in = 0;
-    m.params = 64000000;
-    m.acts_per_sample = 1000;
-    if (catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
-}
 
 static int fits_hosts(const char *spec_text, const hostmem_host_t *h, int nh, char *err, size_t errlen)
 {
@@ -1699,7 +1692,7 @@ static void test_hostmem_shard_placement(void **state)
 {
     (void)state;
     char err[ERRLEN];
-    add_big_state_model();
+    add_state_model("big-state", 64000000);
     hostmem_host_t h[2] = {{.name = "small", .slots = 1, .bytes = 700.0 * 1024 * 1024, .from = "--host-memory-mb-of"},
                            {.name = "big", .slots = 1, .bytes = 2048.0 * 1024 * 1024, .from = "--host-memory-mb-of"}};
     if (!fits_hosts(BIG_STATE_SPEC(SHARD2("[1, 3]"), 2), h, 2, err, sizeof err)) fail_msg("[1, 3]: %s", err);
@@ -1771,7 +1764,7 @@ static void test_daemon_shard_placement(void **state)
     fx->cfg.preflight = "off"; /* launched at once: no benchmark of the two hosts first */
     plan(fx, "wait\n");
     start_daemon(fx);
-    add_big_state_model();
+    add_state_model("big-state", 64000000);
     int good = coord_submit(fx->daemon, BIG_STATE_SPEC(SHARD2("[3, 1]"), 2), id, sizeof id, err, sizeof err);
     char why[ERRLEN], refusal[ERRLEN], other[COORD_ID_MAX];
     snprintf(why, sizeof why, "%s", err);

@@ -69,11 +69,12 @@ jq -e '.state == "RUNNING" and .rungs == [1, 3] and (.trials | length) == 6 and 
     and ([.trials[].params["optimizer.lr"]] == [0.05, 0.0001, 0.05, 0.0001, 0.0001, 0.0001])' "$TMP/body" >/dev/null ||
     { cat "$TMP/body"; fail "the new experiment: want RUNNING, rungs [1, 3], 6 trials of seed 1's documented params"; }
 # ---- an experiment that fails: its one trial's job cancelled before it evaluates (queued behind the
-# ASHA search's first two trials, which fill both slots; should it start, its rank sleeps through 20x its steps)
+# ASHA search's first two trials, which fill both slots; should it start, its rank sleeps through 200x its
+# steps, so that its first evaluation (16 steps) is tens of seconds away when the DELETE comes)
 two_jobs() { [ "$(xq "$X" '[.trials[].job | select(. != null)] | length')" = 2 ]; }
 await 60 "experiment $X's first two trials to have jobs" two_jobs
 body "$TMP/one.json" one 40 '{"method": "grid", "space": {"optimizer.lr": {"choice": [0.05]}}}'
-jq '.spec.emulate.slowdown = [20]' "$TMP/one.json" >"$TMP/one.t" && mv "$TMP/one.t" "$TMP/one.json"
+jq '.spec.emulate.slowdown = [200]' "$TMP/one.json" >"$TMP/one.t" && mv "$TMP/one.t" "$TMP/one.json"
 ok 201 "$ALICE" POST /api/v1/experiments -H "$JSON" -d @"$TMP/one.json"
 H=$(jq -r .id "$TMP/body")
 has_job() { [ "$(xq "$H" '.trials[0].job')" != null ]; }

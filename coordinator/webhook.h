@@ -7,8 +7,9 @@
  * WEBHOOK_DELIVERIES_KEPT deliveries of each are kept in memory for GET /api/v1/webhooks.
  *
  * Who may subscribe: an admin to any job (or all of them); a member to their own jobs
- * and experiments only (all of them, or one job named by "job"). A URL is http or https, without user or
- * password, and its host on the allow-list (--webhook-hosts, webhook_url_check). */
+ * and experiments only (all of them, or one job named by "job"). A URL is http or https,
+ * without user or password, and its host on the allow-list (--webhook-hosts,
+ * webhook_url_check). */
 #ifndef PACER_WEBHOOK_H
 #define PACER_WEBHOOK_H
 

@@ -23,7 +23,18 @@ if [ ! -d tests/browser/node_modules/playwright-core ]; then
         { cat "$TMP/npm.log"; skip "cannot install playwright-core from npm (offline?)"; }
 fi
 
-start_coord --listen 127.0.0.1:0
+# The worker as itself, but the job named "noowner" (below) never trains: it is cancelled at
+# once, and should the tick launch it first its ranks would train a step before the cancel's
+# SIGTERM ends them (a notice acts at the first step boundary), measuring what it must not.
+cat >"$TMP/worker" <<'WEOF'
+#!/bin/sh
+for a; do [ "$prev" = --spec ] && grep -q '"noowner"' "$a" && exec sleep 600; prev=$a; done
+exec "$REAL_WORKER" "$@"
+WEOF
+chmod +x "$TMP/worker"
+case $WORKER in /*) REAL_WORKER=$WORKER ;; *) REAL_WORKER=$PWD/$WORKER ;; esac
+export REAL_WORKER
+start_coord --listen 127.0.0.1:0 --worker "$TMP/worker"
 BASE=$(grep -o 'REST API and dashboard on http://[0-9.:]*' "$TMP/coord.log" | tail -1 | sed 's/.* on //')
 [ -n "$BASE" ] || fail "the coordinator did not say where it serves"
 curl -s "$BASE/static/vendor/uPlot.iife.min.js" | head -c 100 | grep -q uPlot ||
@@ -33,7 +44,7 @@ shot=$BUILD/dashboard.png
 GNS_PHI_MAX=$(sed -n 's/^#define GNS_PHI_MAX \([0-9.e+]*\).*/\1/p' common/gns.h)
 [ -n "$GNS_PHI_MAX" ] || fail "no GNS_PHI_MAX in common/gns.h"
 # A job with no owner (issue 45): the command-line client writes Redis itself, as jobs from
-# before users; cancelled at once, it only has to be listed.
+# before users; cancelled at once (and never training: $TMP/worker), it only has to be listed.
 spec "$TMP/noowner.json" noowner 1
 NOOWNER_ID=$(submit "$TMP/noowner.json")
 curl -s -o /dev/null -X DELETE "$BASE/api/v1/jobs/$NOOWNER_ID"

@@ -3,7 +3,8 @@
  * ONNX_CASE_MAX_TENSORS + 1 inputs and outputs, ONNX_CASE_MAX_SETS data sets and
  * ONNX_CASE_MAX_ACT_FLOATS of activations), and anything the importer refuses (operator,
  * attribute, shape, type) is exit 2 with its message. The model is the importer's (model/onnx_import.h); this file only reads the
- * case, binds its inputs, runs the forward in evaluation mode and compares. */
+ * case, binds its inputs, runs the forward (in evaluation mode, or in training mode where a
+ * batch norm computes its training form: onnx_case_training) and compares. */
 #include "onnx_case.h"
 
 #include <errno.h>
@@ -126,16 +127,36 @@ static int pack_inputs(const onnx_tensor_t *in, int nin, const int *packed, int 
  * output never hides another's wrong values. */
 static int worse(int a, int b) { return a == 1 || b == 1 ? 1 : a > b ? a : b; }
 
+/* ONNX's running mean (stat 1) or variance (2) of batch norm l after a forward in training
+ * mode, into out (l->C values): momentum * before + (1 - momentum) * the batch's, where
+ * before is the statistic the forward started from and ONNX's momentum is 1 - l's (layer_t
+ * keeps PyTorch's). The batch's are what the forward normalised with, saved for the
+ * backward (the mean, 1 / sqrt(var + eps)); the variance is the population's, as ONNX's
+ * reference computes it, not the unbiased estimate pacer's own running variance keeps
+ * (PyTorch's, what a training job updates: kernels/cpu/batchnorm.c). */
+static void bn_running(const model_t *m, const layer_t *l, int stat, const float *before, float *out)
+{
+    const float *mean = m->aux + l->aux_off, *invstd = mean + l->C;
+    const double tm = l->momentum;
+    for (int c = 0; c < l->C; c++) {
+        const double is = invstd[c], cur = stat == 1 ? mean[c] : 1.0 / (is * is) - (double)l->eps;
+        out[c] = (float)((1.0 - tm) * before[c] + tm * cur);
+    }
+}
+
 /* Output k of one data set (want, its expected values): the model of the case for that
  * output, run on the inputs; the exit status, err set for 2. */
 static int run_output(const char *set, const uint8_t *onnx, size_t onnx_len, const onnx_tensor_t *in, int nin,
                       const onnx_tensor_t *want, int k, char *err, size_t errlen)
 {
     const onnx_tensor_t *x = &in[0];
-    int N = x->ndims ? (int)x->dims[0] : 1, packed[NT + 1], whole, rc = 2;
+    int N = x->ndims ? (int)x->dims[0] : 1, packed[NT + 1], whole, rc = 2, stat;
     model_t *m = NULL;
     int32_t *y = NULL;
-    float *xp = NULL;
+    float *xp = NULL, *stats = NULL;
+    /* a batch norm's training form: the forward in training mode; its running statistics
+     * compared through the model of its Y */
+    const int train = onnx_case_training(onnx, onnx_len, k, &stat);
     onnx_tensor_t pshape;
     /* The batch is the file's: the model is built for one sample first, so that a batch
      * whose activations would not fit is refused before they are allocated and touched.
@@ -163,23 +184,33 @@ static int run_output(const char *set, const uint8_t *onnx, size_t onnx_len, con
                  model_shape_text(&m->in_shape, t, sizeof t) + 1);
         goto out;
     }
-    rc = 1;
-    if (want->count != (size_t)N * (size_t)m->num_classes) {
-        printf("%s output_%d '%s': %zu values expected, the model computes %d x %d: MISMATCH\n", set, k, want->name,
-               want->count, N, m->num_classes);
+    const layer_t *bn = stat ? &m->layers[m->nlayers - 1] : NULL;
+    if (bn && bn->kind != LAYER_BN) {
+        snprintf(err, errlen, "output_%d '%.128s': a batch norm's running statistic, its Y not the model's last layer",
+                 k, want->name);
         goto out;
     }
-    /* the loss the forward also computes is not looked at: labels 0 are valid ones */
-    if (!(y = calloc((size_t)N, sizeof *y))) {
+    rc = 1;
+    if (want->count != (bn ? (size_t)bn->C : (size_t)N * (size_t)m->num_classes)) {
+        printf("%s output_%d '%s': %zu values expected, the model computes %d x %d: MISMATCH\n", set, k, want->name,
+               want->count, bn ? 1 : N, bn ? bn->C : m->num_classes);
+        goto out;
+    }
+    /* the loss the forward also computes is not looked at: labels 0 are valid ones; stats:
+     * the running statistic before the forward, then ONNX's after it */
+    if (!(y = calloc((size_t)N, sizeof *y)) || (bn && !(stats = malloc(2 * (size_t)bn->C * sizeof *stats)))) {
         snprintf(err, errlen, "out of memory");
         rc = 2;
         goto out;
     }
-    model_forward(m, xp, y, N, 0);
-    rc = compare(set, k, want, model_logits(m));
+    if (bn) memcpy(stats, m->buffers + (stat == 1 ? bn->rm_off : bn->rv_off), (size_t)bn->C * sizeof *stats);
+    model_forward(m, xp, y, N, train);
+    if (bn) bn_running(m, bn, stat, stats, stats + bn->C);
+    rc = compare(set, k, want, bn ? stats + bn->C : model_logits(m));
 out:
     if (xp != x->data) free(xp);
     free(y);
+    free(stats);
     model_free(m);
     return rc;
 }

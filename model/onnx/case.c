@@ -256,28 +256,68 @@ static void pack_graph(pack_t *p, const onnx_tensor_t *const *in, char *const *n
     }
 }
 
-/* Whether g has a node that computes its training form (BatchNormalization's
- * training_mode 1, or below opset 7 is_test 0, its default: the batch's statistics), which
- * --onnx-case's forward in evaluation mode (the running statistics) does not: 1 with err
- * set naming it. */
-static int training_node(const Onnx__GraphProto *g, int64_t opset, char *err, size_t errlen)
+/* Whether node n computes BatchNormalization's training form (the batch's statistics, the
+ * running ones updated): training_mode 1 (opset 14 on), is_test 0 (its default) below
+ * opset 7, more than one output named in opsets 7 to 13 (ONNX's output case #1). */
+static int bn_training(const Onnx__NodeProto *n, int64_t opset)
 {
+    if (!n->op_type || strcmp(n->op_type, "BatchNormalization") != 0) return 0;
+    int training = 0, is_test = 0, outputs = 0;
+    for (size_t a = 0; a < n->n_attribute; a++) {
+        const char *an = n->attribute[a]->name;
+        training |= an && strcmp(an, "training_mode") == 0 && n->attribute[a]->i;
+        is_test |= an && strcmp(an, "is_test") == 0 && n->attribute[a]->i;
+    }
+    for (size_t o = 1; o < n->n_output; o++) outputs += n->output[o] && n->output[o][0];
+    return opset < 7 ? !is_test : opset < 14 ? outputs > 0 : training;
+}
+
+/* The training form of g (a node of bn_training): the case's forward then runs in
+ * training mode, as ONNX's reference does for that node; *train 1 when g has one, else 0.
+ * Graph output `output` (-1: none) is compared as *stat 1 or 2 when it is such a node's
+ * running mean or variance (then *y the graph output that is the node's Y, the model read
+ * for it), else *stat 0. 0, or -1 with err set: its saved mean or inverse standard
+ * deviation (opsets 9 to 13's outputs 3 and 4) asked for, its Y not a graph output, or a
+ * Dropout beside it (which a forward in training mode would apply, ONNX's as its own
+ * training_mode says). */
+static int case_training(const Onnx__GraphProto *g, int64_t opset, int output, int *train, int *stat, int *y, char *err,
+                         size_t errlen)
+{
+    const char *want = output >= 0 && (size_t)output < g->n_output ? g->output[output]->name : NULL;
+    const Onnx__NodeProto *dropout = NULL;
+    *train = *stat = 0;
+    *y = output;
     for (size_t i = 0; i < g->n_node && i < ONNX_MAX_NODES; i++) {
         const Onnx__NodeProto *n = g->node[i];
-        if (!n->op_type || strcmp(n->op_type, "BatchNormalization") != 0) continue;
-        int training = 0, is_test = 0;
-        for (size_t a = 0; a < n->n_attribute; a++) {
-            const char *an = n->attribute[a]->name;
-            training |= an && strcmp(an, "training_mode") == 0 && n->attribute[a]->i;
-            is_test |= an && strcmp(an, "is_test") == 0 && n->attribute[a]->i;
+        if (n->op_type && strcmp(n->op_type, "Dropout") == 0) dropout = n;
+        if (!bn_training(n, opset)) continue;
+        *train = 1;
+        for (size_t o = 1; want && o < n->n_output; o++) {
+            if (!n->output[o] || strcmp(n->output[o], want) != 0) continue;
+            if (o > 2)
+                return snprintf(err, errlen,
+                                "onnx: node '%s' (BatchNormalization): output %zu (the saved statistics) is not "
+                                "compared: only Y and the running mean and variance",
+                                n->name ? n->name : "?", o),
+                       -1;
+            *stat = (int)o;
+            *y = -1;
+            for (size_t k = 0; k < g->n_output && n->output[0]; k++)
+                if (g->output[k]->name && strcmp(g->output[k]->name, n->output[0]) == 0) *y = (int)k;
+            if (*y < 0)
+                return snprintf(err, errlen,
+                                "onnx: node '%s' (BatchNormalization): its running statistics are compared "
+                                "where its Y is a graph output only",
+                                n->name ? n->name : "?"),
+                       -1;
         }
-        if (training || (opset < 7 && !is_test))
-            return snprintf(err, errlen,
-                            "node '%s' (BatchNormalization): %s: a case runs the forward in evaluation mode (the "
-                            "running statistics)",
-                            n->name ? n->name : "?", training ? "training_mode 1" : "is_test 0"),
-                   1;
     }
+    if (*train && dropout)
+        return snprintf(err, errlen,
+                        "onnx: node '%s' (Dropout) beside a BatchNormalization in training form: the case's forward "
+                        "in training mode would drop, ONNX's Dropout only as its training_mode says",
+                        dropout->name ? dropout->name : "?"),
+               -1;
     return 0;
 }
 
@@ -441,7 +481,8 @@ static int case_import(const uint8_t *data, size_t len, const onnx_tensor_t *in0
         snprintf(err, errlen, "onnx: the model has no graph");
         goto out;
     }
-    if (training_node(g, opset, err, errlen)) goto out;
+    int train, stat;
+    if (case_training(g, opset, output, &train, &stat, &output, err, errlen) != 0) goto out;
     int k = 0;
     for (size_t i = 0; i < g->n_input; i++)
         if (g->input[i]->name && !imp_is_initializer(g, g->input[i]->name)) k++;
@@ -528,4 +569,18 @@ int onnx_import_case_inputs(const uint8_t *data, size_t len, const onnx_tensor_t
         snprintf(err + used, errlen - used, " (read as one sample of fixed shape: %s)",
                  strncmp(why, "onnx: ", 6) == 0 ? why + 6 : why);
     return -1;
+}
+
+int onnx_case_training(const uint8_t *data, size_t len, int output, int *stat)
+{
+    char err[512];
+    *stat = 0;
+    if (len == 0 || len > ONNX_MAX_BYTES || wire_check(data, len, err, sizeof err) == WIRE_BOUND) return 0;
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
+    if (!mp) return 0;
+    int train = 0, y;
+    if (!mp->graph || case_training(mp->graph, case_opset(mp), output, &train, stat, &y, err, sizeof err) != 0)
+        train = *stat = 0; /* the import refuses it, with its message */
+    onnx__model_proto__free_unpacked(mp, NULL);
+    return train;
 }

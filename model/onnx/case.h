@@ -47,7 +47,8 @@ int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound
                      model_t **out, char *err, size_t errlen);
 /* The same with every input, for the graph's output `output` alone (its index; the model's
  * output is a copy of it where it is no layer's, or not the last: an Identity, one of a
- * Split's outputs): in[0] the activation, in[1..nin) the graph's other inputs in order;
+ * Split's outputs; a batch norm's running statistic in training form is read as its Y:
+ * onnx_case_training): in[0] the activation, in[1..nin) the graph's other inputs in order;
  * those that are activations like in[0] (its rank and batch, float32, not read as a weight;
  * opset 10 on) are fed with it, packed[k] set to 1 for them (packed[0] too) and 0 for the
  * inputs bound as constants: the model's input is then (N, S), each sample the packed
@@ -59,5 +60,14 @@ int onnx_import_case(const uint8_t *data, size_t len, const onnx_tensor_t *bound
  * read so leaves the first refusal's message. */
 int onnx_import_case_inputs(const uint8_t *data, size_t len, const onnx_tensor_t *in, int nin, int max_batch,
                             int output, int *packed, int *whole, model_t **out, char *err, size_t errlen);
+
+/* Whether the case's graph computes BatchNormalization's training form (training_mode 1;
+ * is_test 0 below opset 7; more than one output in opsets 7 to 13), whose forward uses the
+ * batch's statistics: 1 when it does, the forward then to run in training mode, else 0
+ * (also for a model the import refuses, which says why). *stat: 1 or 2 when graph output
+ * `output` is such a node's running mean or variance (shape (C)), which
+ * onnx_import_case_inputs reads as the node's Y (a graph output: the model's last layer is
+ * that LAYER_BN), else 0. */
+int onnx_case_training(const uint8_t *data, size_t len, int output, int *stat);
 
 #endif

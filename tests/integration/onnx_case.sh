@@ -12,11 +12,13 @@
 # of rank 7 are refused by name; a second graph input of the activation's batch is fed as an
 # activation (an Add of two inputs passes), a Conv weight given as an input stays one, each
 # output of a Split is compared, an Identity's output, a Conv on (N, C, L) and opset 6 pass,
-# opset 5 (but for the global pools, defined once since opset 1) and a batch norm in
-# training mode are refused; GlobalAveragePool of a sequence, GlobalMaxPool of an image and
-# a sequence, LayerNormalization's Mean and InvStdDev (an output, and read by a node) pass;
+# opset 5 (but for the global pools, defined once since opset 1) is refused;
+# GlobalAveragePool of a sequence, GlobalMaxPool of an image and a sequence,
+# LayerNormalization's Mean and InvStdDev (an output, and read by a node) pass;
 # Gemm's C of the batch (an activation), of one row and a scalar pass, a scalar with beta 2 is
-# refused; opset 6's BatchNormalization with is_test 1 passes, without it is refused;
+# refused; opset 6's BatchNormalization with is_test 1 passes, without it (the training form)
+# its Y and running mean and variance pass, as with training_mode 1 (ONNX's population
+# variance), its saved statistics and a Dropout beside it are refused;
 # MaxPool and AveragePool of a volume (N, C, D, H, W) with uneven pads, dilation, ceil_mode
 # and count_include_pad both ways pass against numpy; opset 6's Add with broadcast 1 passes,
 # with an axis is refused; a Pad of a constant value that no Conv
@@ -102,8 +104,12 @@ expect where_arity 2 "node 'w' (Where): 2 inputs, want 3"
 expect pool3d_max 0 "test_data_set_0 output_0 'y' (2, 2, 3, 3, 4): 144 values"
 expect pool3d_avg 0 "test_data_set_0 output_0 'y' (2, 2, 3, 4, 7): 336 values"
 expect pool3d_avg_cip 0 "test_data_set_0 output_0 'y' (2, 2, 3, 4, 7): 336 values"
-expect bn_opset6_train 2 "(BatchNormalization): is_test 0: a case runs the forward in evaluation mode"
-expect bn_training 2 "(BatchNormalization): training_mode 1: a case runs the forward in evaluation mode"
+expect bn_opset6_train 0 "test_data_set_0 output_2 'rv' (3): 3 values"
+[ "$(grep -c ': ok$' "$TMP/out")" -eq 3 ] || { cat "$TMP/out"; fail "bn_opset6_train: not three outputs ok"; }
+expect bn_training 0 "test_data_set_0 output_1 'rm' (3): 3 values"
+[ "$(grep -c ': ok$' "$TMP/out")" -eq 3 ] || { cat "$TMP/out"; fail "bn_training: not three outputs ok"; }
+expect bn_saved 2 "(BatchNormalization): output 3 (the saved statistics) is not compared"
+expect bn_dropout 2 "(Dropout) beside a BatchNormalization in training form"
 expect unary 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"
 expect pow_tensor 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"
 expect pow_inputs 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"

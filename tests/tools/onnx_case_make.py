@@ -49,7 +49,7 @@ Writes under OUTDIR:
              bias, passes; gemm_c_scalar/ C a scalar: broadcast, passes; gemm_c_scalar_beta/
              the same with beta 2: refused (beta 1 only where C is not a bias vector);
   bn_opset6/ BatchNormalization in opset 6 with is_test 1: passes; bn_opset6_train/ without
-             is_test (0, the training form): refused like training_mode 1;
+             is_test (0, the training form): Y and the running mean and variance pass;
   bcast_opset6/ opset 6's Add of x (2, 3, 4) and c (4) with broadcast 1: passes;
              bcast_axis6/ the same with axis 1 (another alignment than NumPy's): refused;
   pad_value/ Pad of x (2, 3, 4, 5) with 1.5 on channels and both spatial axes, read by no
@@ -66,8 +66,12 @@ Writes under OUTDIR:
              and 1: pass;
   ln_stats/  LayerNormalization over axes 2 and 3 of x (2, 3, 4, 5), epsilon 0.25, with its
              Mean a graph output and its InvStdDev read by a Neg: Y, Mean and -InvStdDev pass;
-  bn_training/ BatchNormalization with training_mode 1 (the batch's statistics): refused, the
-             forward of a case being in evaluation mode;
+  bn_training/ BatchNormalization with training_mode 1, momentum 0.8, epsilon 0.01 on x (2, 3,
+             3): Y by the batch's statistics and the running mean and variance (ONNX's, of
+             the population variance, not PyTorch's unbiased one) pass against numpy;
+             bn_saved/ opset 9's training form with its saved mean and variance as graph
+             outputs: refused by name; bn_dropout/ a Dropout after a training_mode 1 batch
+             norm: refused (the forward in training mode would drop);
   unary/     Sqrt(Abs(Exp(Neg(x)))) then Reciprocal then Pow(., 2.5) on x (2, 3, 4): passes;
   pow_tensor/ Pow whose exponent is a (3, 4) initializer (of integers: x may be negative):
              passes; pow_inputs/ Pow of x (2, 3, 4) > 0 by z (2, 3, 4), both graph inputs:
@@ -354,8 +358,25 @@ def main():
          [("x", xq)], [("y", yq)], [numpy_helper.from_array(wq, "W")])
     case("opset6", [helper.make_node("Relu", ["x"], ["y"])], [("x", xs)], [("y", np.maximum(xs, 0))], opset=6)
     case("opset5", [helper.make_node("Relu", ["x"], ["y"])], [("x", xs)], [("y", np.maximum(xs, 0))], opset=5)
-    case("bn_training", [helper.make_node("BatchNormalization", ["x"] + bn_names, ["y"], training_mode=1)],
-         [("x", xs[:, :3])], [("y", xs[:, :3])], [numpy_helper.from_array(t, nm) for t, nm in zip(bn, bn_names)], 15)
+    bn_inits = [numpy_helper.from_array(t, nm) for t, nm in zip(bn, bn_names)]
+
+    def bn_train(v, mom, eps):
+        """ONNX's training form of x (N, C, L) (its reference, onnx's batchnorm.py): Y by the
+        batch's mean and population variance, the running ones momentum * before + (1 -
+        momentum) * the batch's"""
+        v = v.astype(np.float64)
+        mu, var = v.mean(axis=(0, 2)), v.var(axis=(0, 2))
+        y = (v - mu[None, :, None]) / np.sqrt(var[None, :, None] + eps) * bn[0][None, :, None] + bn[1][None, :, None]
+        return [("y", y), ("rm", bn[2] * mom + mu * (1 - mom)), ("rv", bn[3] * mom + var * (1 - mom))]
+    bn_out = ["y", "rm", "rv"]
+    case("bn_training", [helper.make_node("BatchNormalization", ["x"] + bn_names, bn_out, training_mode=1,
+                                          momentum=0.8, epsilon=0.01)],
+         [("x", xs[:, :3])], bn_train(xs[:, :3], 0.8, 0.01), bn_inits, 15)
+    case("bn_saved", [helper.make_node("BatchNormalization", ["x"] + bn_names, bn_out + ["sm", "sv"])],
+         [("x", xs[:, :3])], bn_train(xs[:, :3], 0.9, 1e-5) + [("sm", bn[2]), ("sv", bn[3])], bn_inits, 9)
+    case("bn_dropout", [helper.make_node("BatchNormalization", ["x"] + bn_names, bn_out, training_mode=1),
+                        helper.make_node("Dropout", ["y"], ["z"])],
+         [("x", xs[:, :3])], [("z", xs[:, :3])], bn_inits, 15)
     case("gap1d", [helper.make_node("GlobalAveragePool", ["x"], ["y"])], [("x", xq)],
          [("y", xq.astype(np.float64).mean(axis=2, keepdims=True))], opset=1)
     xm = rnd(2, 3, 4, 5)
@@ -377,8 +398,8 @@ def main():
     case("bn_opset6", [helper.make_node("BatchNormalization", ["x"] + bn_names, ["y"], epsilon=1e-5, is_test=1)],
          [("x", xs[:, :3])], [("y", bn4(xs[:, :3].astype(np.float64)))],
          [numpy_helper.from_array(t, nm) for t, nm in zip(bn, bn_names)], 6)
-    case("bn_opset6_train", [helper.make_node("BatchNormalization", ["x"] + bn_names, ["y"])],
-         [("x", xs[:, :3])], [("y", xs[:, :3])], [numpy_helper.from_array(t, nm) for t, nm in zip(bn, bn_names)], 6)
+    case("bn_opset6_train", [helper.make_node("BatchNormalization", ["x"] + bn_names, bn_out)],
+         [("x", xs[:, :3])], bn_train(xs[:, :3], 0.9, 1e-5), bn_inits, 6)
     def pool3d(x, k, st, pb, pe, dl, ceil, cip, is_max):
         """ONNX's and PyTorch's 3-D pool of x (N, C, D, H, W), one window at a time (ops.h's rules)"""
         sp, outs = x.shape[2:], []

@@ -88,6 +88,8 @@ Writes under OUTDIR:
              and Concat: (N, 4, 3), folded at import, passes;
   slice_down/ Slice of x (2, 5, 3) from row 4 down past the first by step -2: rows 4, 2,
              0, passes;
+  empty_out/ Slice of x (2, 4, 3) from row 9 (past the end): an empty output (2, 0, 3),
+             refused by name;
   flatten_axis/ Flatten axis 2 of x (2, 3, 4): merges the batch axis: read as one sample,
              passes;
   gather_list/ Gather of x (2, 5, 3) along axis 1 by constant indices [[4, 0], [1, -1]]:
@@ -316,6 +318,8 @@ def main():
              i64("two", [2]), i64("seven", [7]), i64("four", [4])])
     nd_case("slice_down", [k("Slice", "x", "st4", "lo", "ax1", "m2", "y")], [2, 5, 3], [2, 3, 3],
             lambda v: v[:, 4::-2, :], [i64("st4", [4]), i64("lo", [-(1 << 62)]), i64("ax1", [1]), i64("m2", [-2])])
+    nd_case("empty_out", [k("Slice", "x", "st9", "end9", "ax1", "y")], [2, 4, 3], [2, 0, 3], lambda v: v[:, 9:9, :],
+            [i64("st9", [9]), i64("end9", [9]), i64("ax1", [1])])
     nd_case("flatten_axis", [helper.make_node("Flatten", ["x"], ["y"], axis=2)], [2, 3, 4], [6, 4],
             lambda v: v.reshape(6, 4))
     nd_case("reduce", [helper.make_node("ReduceSum", ["x", "ax"], ["s"], keepdims=0),

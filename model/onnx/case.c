@@ -278,18 +278,19 @@ static int bn_training(const Onnx__NodeProto *n, int64_t opset)
  * running mean or variance (then *y the graph output that is the node's Y, the model read
  * for it), else *stat 0. 0, or -1 with err set: its saved mean or inverse standard
  * deviation (opsets 9 to 13's outputs 3 and 4) asked for, its Y not a graph output, or a
- * Dropout beside it (which a forward in training mode would apply, ONNX's as its own
- * training_mode says). */
+ * Dropout or a batch norm in inference form beside it (which a forward in training mode
+ * would apply in training form too, ONNX's as their own attributes say). */
 static int case_training(const Onnx__GraphProto *g, int64_t opset, int output, int *train, int *stat, int *y, char *err,
                          size_t errlen)
 {
     const char *want = output >= 0 && (size_t)output < g->n_output ? g->output[output]->name : NULL;
-    const Onnx__NodeProto *dropout = NULL;
+    const Onnx__NodeProto *other = NULL; /* a Dropout, or a batch norm in inference form */
     *train = *stat = 0;
     *y = output;
     for (size_t i = 0; i < g->n_node && i < ONNX_MAX_NODES; i++) {
         const Onnx__NodeProto *n = g->node[i];
-        if (n->op_type && strcmp(n->op_type, "Dropout") == 0) dropout = n;
+        if (n->op_type && (strcmp(n->op_type, "Dropout") == 0 || strcmp(n->op_type, "BatchNormalization") == 0))
+            other = bn_training(n, opset) ? other : n;
         if (!bn_training(n, opset)) continue;
         *train = 1;
         for (size_t o = 1; want && o < n->n_output; o++) {
@@ -312,11 +313,11 @@ static int case_training(const Onnx__GraphProto *g, int64_t opset, int output, i
                        -1;
         }
     }
-    if (*train && dropout)
+    if (*train && other)
         return snprintf(err, errlen,
-                        "onnx: node '%s' (Dropout) beside a BatchNormalization in training form: the case's forward "
-                        "in training mode would drop, ONNX's Dropout only as its training_mode says",
-                        dropout->name ? dropout->name : "?"),
+                        "onnx: node '%s' (%s) beside a BatchNormalization in training form: the case's forward in "
+                        "training mode would apply it in training form too, ONNX's as its own attributes say",
+                        other->name ? other->name : "?", other->op_type),
                -1;
     return 0;
 }

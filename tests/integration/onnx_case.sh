@@ -18,7 +18,8 @@
 # Gemm's C of the batch (an activation), of one row and a scalar pass, a scalar with beta 2 is
 # refused; opset 6's BatchNormalization with is_test 1 passes, without it (the training form)
 # its Y and running mean and variance pass, as with training_mode 1 (ONNX's population
-# variance), its saved statistics and a Dropout beside it are refused;
+# variance), its saved statistics and a Dropout or an inference-form batch norm beside it
+# are refused;
 # MaxPool and AveragePool of a volume (N, C, D, H, W) with uneven pads, dilation, ceil_mode
 # and count_include_pad both ways pass against numpy; opset 6's Add with broadcast 1 passes,
 # with an axis is refused; a Pad of a constant value that no Conv
@@ -110,6 +111,7 @@ expect bn_training 0 "test_data_set_0 output_1 'rm' (3): 3 values"
 [ "$(grep -c ': ok$' "$TMP/out")" -eq 3 ] || { cat "$TMP/out"; fail "bn_training: not three outputs ok"; }
 expect bn_saved 2 "(BatchNormalization): output 3 (the saved statistics) is not compared"
 expect bn_dropout 2 "(Dropout) beside a BatchNormalization in training form"
+expect bn_mixed 2 "(BatchNormalization) beside a BatchNormalization in training form"
 expect unary 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"
 expect pow_tensor 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"
 expect pow_inputs 0 "test_data_set_0 output_0 'y' (2, 3, 4): 24 values"

@@ -71,7 +71,8 @@ Writes under OUTDIR:
              the population variance, not PyTorch's unbiased one) pass against numpy;
              bn_saved/ opset 9's training form with its saved mean and variance as graph
              outputs: refused by name; bn_dropout/ a Dropout after a training_mode 1 batch
-             norm: refused (the forward in training mode would drop);
+             norm: refused (the forward in training mode would drop); bn_mixed/ a batch
+             norm in inference form after it: refused (it would use the batch's statistics);
   unary/     Sqrt(Abs(Exp(Neg(x)))) then Reciprocal then Pow(., 2.5) on x (2, 3, 4): passes;
   pow_tensor/ Pow whose exponent is a (3, 4) initializer (of integers: x may be negative):
              passes; pow_inputs/ Pow of x (2, 3, 4) > 0 by z (2, 3, 4), both graph inputs:
@@ -380,6 +381,9 @@ def main():
          [("x", xs[:, :3])], bn_train(xs[:, :3], 0.9, 1e-5) + [("sm", bn[2]), ("sv", bn[3])], bn_inits, 9)
     case("bn_dropout", [helper.make_node("BatchNormalization", ["x"] + bn_names, bn_out, training_mode=1),
                         helper.make_node("Dropout", ["y"], ["z"])],
+         [("x", xs[:, :3])], [("z", xs[:, :3])], bn_inits, 15)
+    case("bn_mixed", [helper.make_node("BatchNormalization", ["x"] + bn_names, bn_out, training_mode=1),
+                      helper.make_node("BatchNormalization", ["y"] + bn_names, ["z"])],
          [("x", xs[:, :3])], [("z", xs[:, :3])], bn_inits, 15)
     case("gap1d", [helper.make_node("GlobalAveragePool", ["x"], ["y"])], [("x", xq)],
          [("y", xq.astype(np.float64).mean(axis=2, keepdims=True))], opset=1)

@@ -7,12 +7,14 @@
  * fuzz-onnx_case.
  *
  * Every input is tried as both. Seeds (fuzz/corpus/onnx_case/): a float tensor in raw data,
- * one in float_data, and a Conv case's model whose weight is a graph input
- * (tests/tools/onnx_case_make.py's good/). Invariants: a refused tensor leaves no data and
+ * one in float_data, a Conv case's model whose weight is a graph input
+ * (tests/tools/onnx_case_make.py's good/), a batch norm's training form (bn_training/). Invariants: a refused tensor leaves no data and
  * says why; a decoded one holds the product of its dims; the operator list is a string
  * within its buffer; an imported case's logits layer holds num_classes values per sample
  * and a forward of one zero image runs inside its buffers (AddressSanitizer); with every
- * input given, the first is always fed, and a forward of the packed zeros runs too.
+ * input given, the first is always fed, and a forward of the packed zeros runs too (in
+ * training mode where onnx_case_training says the case computes a batch norm's training
+ * form, whose running statistics it names only then).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -49,8 +51,11 @@ static void try_inputs(const uint8_t *data, size_t size, const onnx_tensor_t *in
 {
     model_t *m = NULL;
     char err[512];
-    int packed[ONNX_CASE_MAX_TENSORS + 1], whole = -1;
+    int packed[ONNX_CASE_MAX_TENSORS + 1], whole = -1, stat = -1;
     err[0] = '\0';
+    /* a batch norm's training form: the forward in training mode, as --onnx-case runs it */
+    const int train = onnx_case_training(data, size, k, &stat);
+    if ((train != 0 && train != 1) || stat < 0 || stat > 2 || (stat && !train)) abort();
     if (onnx_import_case_inputs(data, size, in, nin, 2, k, packed, &whole, &m, err, sizeof err) != 0) {
         if (m || !err[0]) abort();
         return;
@@ -62,7 +67,7 @@ static void try_inputs(const uint8_t *data, size_t size, const onnx_tensor_t *in
         float *x = calloc(2 * n, sizeof(float));
         if (!x) abort();
         const int32_t y[2] = {0, 0};
-        model_forward(m, x, y, 2, 0);
+        model_forward(m, x, y, 2, train);
         free(x);
     }
     model_free(m);

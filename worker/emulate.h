@@ -13,7 +13,8 @@
  * When demand exceeds cores on some host the worker says so at start-up, and the
  * summary's "emulation" says {"faithful": false, "demand_cores", "cores"} (the host with
  * the largest demand / cores). The same check tells the ranks of an oversubscribed host
- * to wait for messages without spinning (worker_t.polite_wait, comm_wait). And the
+ * to wait for messages without spinning (worker_t.polite_wait, comm_wait), as does
+ * PACER_POLITE_WAIT=1 on a host shared with work the job cannot see. And the
  * ranks of a host that emulate with the same batch size take one undisturbed step cost,
  * the smallest any of them calibrated, so that cores of unequal speed do not skew f.
  */

@@ -224,6 +224,10 @@ static void usage_resume(FILE *f)
                "             PACER_CUDA_PROFILE=1  each layer's device time, to stderr at the end\n"
                "             PACER_CUDA_CONV=any   cuDNN's fastest convolutions of any kind\n"
                "                             (not deterministic; for measurements)\n"
+               "             PACER_POLITE_WAIT=1   wait for peers by polling and napping, not\n"
+               "                             spinning, on a host shared with other work (0:\n"
+               "                             spin; default: polite only on an oversubscribed\n"
+               "                             host or with an emulated slowdown)\n"
                "\n"
                "Exit status: 0 done, 1 training failed, 2 bad input (spec, data, checkpoint),\n"
                "3 training collapsed with on_collapse fail or restart.\n");

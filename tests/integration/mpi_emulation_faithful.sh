@@ -21,7 +21,8 @@
 #    slowest keep one push of start-up or end-of-epoch slack at 7%.
 # 2. The same check says when a profile does not fit: 4 ranks pinned to one core with
 #    slowdowns [1, 1, 2, 4] ask for 2.75 cores: the worker says so at start-up and the
-#    summary carries "emulation": {"faithful": false, "demand_cores": 2.75, "cores": 1};
+#    summary carries "emulation": {"faithful": false, "demand_cores": 2.75, "cores": 1,
+#    "polite_wait": true} (an emulated slowdown waits politely);
 #    with [4, 4, 8, 16] (0.69 cores) it is faithful. What happened is measured too: each
 #    emulated rank's per_rank emulation_late_steps (steps with nothing to wait), at least
 #    half of the 2x rank's steps in the first case, under half of every worker's in 1.
@@ -70,7 +71,7 @@ JSON
     jq -c '.emulation' "$TMP/u.out"
 }
 got=$(unfaithful '[1, 1, 2, 4]')
-[ "$got" = '{"cores":1,"demand_cores":2.75,"faithful":false}' ] || fail "emulation of [1,1,2,4] on one core: $got"
+[ "$got" = '{"cores":1,"demand_cores":2.75,"faithful":false,"polite_wait":true}' ] || fail "emulation of [1,1,2,4] on one core: $got"
 grep -q "ask for 2.75 cores of compute .* but have 1" "$TMP/u.log" || { cat "$TMP/u.log"; fail "no start-up warning"; }
 echo "ok: [1,1,2,4] on one core: $got, and the worker said so at start-up"
 # What happened, measured: the rank slowed 2x shares one core with three others computing
@@ -93,5 +94,5 @@ else
     echo "ok: [slowdown, late steps, steps, u] $late (counted; the 2x rank's u is under 4 ms, a time slice: its late share not checked)"
 fi
 got=$(unfaithful '[4, 4, 8, 16]')
-[ "$got" = '{"cores":1,"demand_cores":0.6875,"faithful":true}' ] || fail "emulation of [4,4,8,16] on one core: $got"
+[ "$got" = '{"cores":1,"demand_cores":0.6875,"faithful":true,"polite_wait":true}' ] || fail "emulation of [4,4,8,16] on one core: $got"
 echo "ok: [4,4,8,16] on one core: $got"

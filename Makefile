@@ -195,8 +195,11 @@ FAKE_CUDA := $(BUILD)/tests/libpacer_fakecuda.so $(BUILD)/tests/fakecuda/libcuda
 # LD_PRELOAD doubles that widen a library's race window (tests/shims/)
 SHIMS     := $(patsubst tests/shims/%.c,$(BUILD)/tests/shims/%.so,$(wildcard tests/shims/*.c))
 
-.PHONY: all found deps test test-kernels test-slow test-stress check-asan check-layers demo demo-deps bench clean format format-check docs-ops fuzz FORCE
-all: found $(BINS) $(UNIT_BIN) $(BENCH_BIN) $(TOOL_BIN) $(FAKE_CUDA) $(SHIMS)
+.PHONY: all test-bins found deps test test-kernels test-slow test-stress check-asan check-layers demo demo-deps bench clean format format-check docs-ops fuzz FORCE
+all: test-bins $(BENCH_BIN)
+# What the tests run: all but bench/'s programs, which no test runs (make test leaves them to
+# test-slow's build, which .ci/run runs too, so that they still compile in CI).
+test-bins: found $(BINS) $(UNIT_BIN) $(TOOL_BIN) $(FAKE_CUDA) $(SHIMS)
 
 found:
 	@echo "pacer build: OpenBLAS $(HAVE_OPENBLAS), Open MPI $(HAVE_MPI), nvcc $(HAVE_NVCC), cuDNN $(HAVE_CUDNN) -> CUDA backend $(WITH_CUDA)$(if $(CUDA_SO), ($(CUDA_CODE)))$(if $(SANITIZE), [sanitize=$(SANITIZE)]); libcurl $(HAVE_CURL)$(if $(filter no,$(HAVE_CURL)), (no build/pacer: make deps))"
@@ -399,7 +402,7 @@ TEST_CUDA_ARCHS ?= $(or $(shell nvidia-smi --query-gpu=compute_cap --format=csv,
                      grep -E '^[0-9]+\.[0-9]+$$' | head -1 | tr -d .),90)
 TEST_BUILD = $(MAKE) --no-print-directory CUDA_ARCHS="$(TEST_CUDA_ARCHS)"
 test: deps
-	@$(TEST_BUILD) $(TEST_JOBS) all
+	@$(TEST_BUILD) $(TEST_JOBS) test-bins
 	@sh tests/run.sh $(BUILD)
 
 # test-full: the accuracy claims that make test checks on part of the data set, on all of

@@ -17,7 +17,7 @@ UPLOT_DIST  := static/node_modules/uplot/dist
 UPLOT_STAMP := $(BUILD)/static/vendor/.uplot
 
 .PHONY: static bench-http
-all: static
+test-bins: static
 
 static: $(STATIC_OUT) $(UPLOT_STAMP) $(BUILD)/static/openapi.json
 

@@ -59,13 +59,13 @@ found: found-sim
 found-sim:
 	@echo "pacer sim build: smpicc $(HAVE_SMPI)$(if $(filter no,$(HAVE_SMPI)), (make deps installs libsimgrid-dev; the sim tests skip without it))"
 
-all: $(SIM_TOOLS)
+test-bins: $(SIM_TOOLS)
 ifeq ($(HAVE_SMPI),yes)
 # Not in a sanitized `make all` (check-asan, which runs no simulation): the SMPI worker
 # would link build-san's ONNX objects, compiled with -fsanitize, without the sanitizer
 # runtime (undefined __asan_* symbols), and share build-smpi/ with the plain build.
 ifeq ($(SANITIZE),)
-all: smpi
+test-bins: smpi
 endif
 smpi: $(SIM_WORKER) $(SIM_TOOLS)
 else
@@ -127,4 +127,4 @@ SCHED_SIM_SRC := sim/sched_sim.c sim/sched_input.c sim/sched_exp.c
 $(BUILD)/obj/sim/sched_%.o: INCLUDES = $(INC_sched)
 $(BUILD)/pacer-sched-sim: $(call obj,$(SCHED_SIM_SRC)) $(LIBCOORD) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) -Wl,--as-needed $(call obj,$(SCHED_SIM_SRC)) -o $@ $(LIBCOORD) $(LIBCOMMON) $(DEP_LIBS)
-all: $(BUILD)/pacer-sched-sim
+test-bins: $(BUILD)/pacer-sched-sim

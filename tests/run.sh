@@ -37,14 +37,6 @@ wanted() {
 cd "$(dirname "$0")/.." || exit 1
 export BUILD
 export OPENBLAS_NUM_THREADS=1
-# The lanes share the cores (three on two): every MPI job here runs beside others it
-# cannot see, so its ranks are oversubscribed in effect although each job alone fits, and
-# a rank that spins while it waits takes the core its late peer needs. Its waits nap
-# between polls instead (PACER_POLITE_WAIT, worker/emulate.h): ten multi-rank scripts run
-# together took 149 CPU s and 91 s (2 cores) against 153-182 and 90-106 spinning. Open
-# MPI's own yield (OMPI_MCA_mpi_yield_when_idle=1) on top saved no more and made
-# mpi_dynamic_batch's step times miss their 20% twice in three runs (1.24).
-export PACER_POLITE_WAIT=1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Open MPI's vader BTL warns about ptrace/CMA inside containers; keep logs readable.
 export OMPI_MCA_btl_vader_single_copy_mechanism=none

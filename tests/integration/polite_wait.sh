@@ -1,8 +1,8 @@
 # How a rank waits for its peers (worker/emulate.h): spinning in MPI's progress loop, or
 # polling and napping (~0.1 ms) so that a waiting rank leaves its core to other work. By
 # default politely only on an oversubscribed host or with an emulated slowdown; the
-# environment's PACER_POLITE_WAIT=1 says the host is shared with work the job cannot see
-# (tests/run.sh sets it: its lanes share the cores), 0 spins whatever the count says. The
+# environment's PACER_POLITE_WAIT=1 says the host is shared with work the job cannot see,
+# 0 spins whatever the count says. The
 # summary's emulation.polite_wait says which rank 0 did; each way trains the same steps.
 . tests/lib.sh
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"

@@ -39,8 +39,9 @@ extern "C" {
  * 14: the language models' kinds LAYER_EMBED and LAYER_CAUSAL_SOFTMAX,
  * layer_t's tied and model_t's positions;
  * 15: LAYER_BPOW (Pow of a tensor exponent);
- * 16: layer_t's causal_bmm */
-#define PACER_CUDA_ABI 16
+ * 16: layer_t's causal_bmm;
+ * 17: labels, probabilities and logits of B * positions rows (a language model's loss) */
+#define PACER_CUDA_ABI 17
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
 typedef struct cuda_model cuda_model_t;

@@ -49,7 +49,7 @@ struct cuda_model {
     float *acts, *dacts; /* (act_floats) each */
     float *aux;          /* (aux_floats) bn saved mean / invstd */
     int32_t *argmax;     /* (argmax_ints) */
-    float *probs;        /* (max_batch, num_classes) */
+    float *probs;        /* (max_batch * positions, num_classes): a row per label */
     float *x;            /* (max_batch, C, H, W) */
     int32_t *y;          /* (max_batch) */
     float *loss;         /* (1) */
@@ -60,11 +60,12 @@ struct cuda_model {
     size_t ws_bytes;
     void *ln_ws; /* the layer norms' backward workspace: the largest any needs at max_batch */
     size_t ln_ws_bytes;
+    void *embed_ws;           /* the embeddings' backward workspace (their rows' chains) at max_batch */
     cuda_conv_plan_t **plans; /* (nlayers): a convolution's plan, NULL for other layers */
     float *h_x;               /* pinned (max_batch, C, H, W) */
-    int32_t *h_y;             /* pinned (max_batch) */
+    int32_t *h_y;             /* pinned (max_batch * positions): a label per position */
     float *h_grads;           /* pinned (nparams + MODEL_GRAD_EXTRA) */
-    float *h_logits;          /* pinned (max_batch, num_classes) */
+    float *h_logits;          /* pinned (max_batch * positions, num_classes) */
     float *h_loss;            /* pinned (1) */
     struct {
         void *p;
@@ -370,6 +371,7 @@ static int cuda_pick_device(void)
 }
 
 static void layernorm_geometry(const layer_t *l, int B, int *rows, int *D);
+static size_t embed_rows(const layer_t *l, int B);
 
 static int model_setup(cuda_model_t *cm, const model_t *m)
 {
@@ -386,7 +388,9 @@ static int model_setup(cuda_model_t *cm, const model_t *m)
         }
     }
     cm->in_floats = (size_t)m->C * m->H * m->W;
-    const size_t maxb = (size_t)mm->max_batch, ncls = (size_t)mm->num_classes;
+    /* the loss's rows: one per label, positions of them per sample (a language model's
+     * window), as model_forward's softmax_xent_forward over B * positions rows */
+    const size_t maxb = (size_t)mm->max_batch, ncls = (size_t)mm->num_classes, rows = maxb * (size_t)mm->positions;
     if (dev_alloc(cm, (void **)&cm->params, mm->nparams * F) ||
         dev_alloc(cm, (void **)&cm->grads, (mm->nparams + MODEL_GRAD_EXTRA) * F) ||
         dev_alloc(cm, (void **)&cm->momentum, mm->nparams * F) ||
@@ -395,9 +399,9 @@ static int model_setup(cuda_model_t *cm, const model_t *m)
         dev_alloc(cm, (void **)&cm->acts, mm->act_floats * F) ||
         dev_alloc(cm, (void **)&cm->dacts, mm->act_floats * F) || dev_alloc(cm, (void **)&cm->aux, cm->aux_floats * F) ||
         dev_alloc(cm, (void **)&cm->argmax, cm->argmax_ints * sizeof(int32_t)) ||
-        dev_alloc(cm, (void **)&cm->probs, maxb * ncls * F) ||
+        dev_alloc(cm, (void **)&cm->probs, rows * ncls * F) ||
         dev_alloc(cm, (void **)&cm->x, maxb * cm->in_floats * F) ||
-        dev_alloc(cm, (void **)&cm->y, maxb * sizeof(int32_t)) || dev_alloc(cm, (void **)&cm->loss, F) ||
+        dev_alloc(cm, (void **)&cm->y, rows * sizeof(int32_t)) || dev_alloc(cm, (void **)&cm->loss, F) ||
         dev_alloc(cm, (void **)&cm->scale, F))
         return -1;
     for (int i = 0; i < mm->nlayers; i++)
@@ -426,11 +430,18 @@ static int model_setup(cuda_model_t *cm, const model_t *m)
     }
     cm->ln_ws_bytes = ln;
     if (ln && dev_alloc(cm, &cm->ln_ws, ln)) return -1;
+    size_t emb = 0;
+    for (int i = 0; i < mm->nlayers; i++) {
+        const layer_t *l = &mm->layers[i];
+        const size_t need = l->kind == LAYER_EMBED ? cuda_embed_workspace(embed_rows(l, mm->max_batch)) : 0;
+        if (need > emb) emb = need;
+    }
+    if (emb && dev_alloc(cm, &cm->embed_ws, emb)) return -1;
 
     if (host_alloc(cm, (void **)&cm->h_x, maxb * cm->in_floats * F) ||
-        host_alloc(cm, (void **)&cm->h_y, maxb * sizeof(int32_t)) ||
+        host_alloc(cm, (void **)&cm->h_y, rows * sizeof(int32_t)) ||
         host_alloc(cm, (void **)&cm->h_grads, (mm->nparams + MODEL_GRAD_EXTRA) * F) ||
-        host_alloc(cm, (void **)&cm->h_logits, maxb * ncls * F) || host_alloc(cm, (void **)&cm->h_loss, F))
+        host_alloc(cm, (void **)&cm->h_logits, rows * ncls * F) || host_alloc(cm, (void **)&cm->h_loss, F))
         return -1;
     return 0;
 }
@@ -444,13 +455,6 @@ static const char *cuda_layer_unsupported(const layer_t *l);
 
 static cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, size_t errlen)
 {
-    /* the loss, its labels and probabilities here are one row per sample */
-    if (m->positions > 1) {
-        snprintf(err, errlen,
-                 "cuda model %s: a loss over %d positions per sample (a language model's) is not on the GPU yet",
-                 m->name, m->positions);
-        return NULL;
-    }
     for (int i = 0; i < m->nlayers; i++) {
         const char *what = cuda_layer_unsupported(&m->layers[i]);
         if (what) {
@@ -527,6 +531,7 @@ static void cuda_model_free(cuda_model_t *cm)
     cudaFree(cm->bn_dx);
     cudaFree(cm->ws);
     cudaFree(cm->ln_ws);
+    cudaFree(cm->embed_ws);
     cudaFreeHost(cm->h_x);
     cudaFreeHost(cm->h_y);
     cudaFreeHost(cm->h_grads);
@@ -1015,7 +1020,7 @@ static int embed_bwd(cuda_model_t *cm, int i, int B)
 {
     const layer_t *l = layer_of(cm, i);
     return cuda_embed_backward(cm->ctx, embed_rows(l, B), l->gp_table.dims[0], l->gp_table.dims[1],
-                               layer_input(cm, l->in), dout_of(cm, i), cm->grads + l->w_off, l->tied);
+                               layer_input(cm, l->in), dout_of(cm, i), cm->grads + l->w_off, l->tied, cm->embed_ws);
 }
 static int causal_T(const layer_t *l) { return l->shape.dims[l->shape.rank - 1]; }
 static size_t causal_mats(const layer_t *l, int B) { return out_count(l, B) / ((size_t)causal_T(l) * causal_T(l)); }
@@ -1290,7 +1295,8 @@ static int enqueue_forward(cuda_model_t *cm, const float *x, const int32_t *y, i
      * buffer when it is registered (or is the staging), else through the pinned staging.
      * Every entry point ends with a synchronisation, so the buffers are free again when the
      * next step writes them. */
-    const size_t xb = (size_t)B * cm->in_floats * sizeof(float), yb = (size_t)B * sizeof(int32_t);
+    const int rows = B * m->positions; /* labels and loss rows */
+    const size_t xb = (size_t)B * cm->in_floats * sizeof(float), yb = (size_t)rows * sizeof(int32_t);
     if (x != cm->h_x && !is_pinned(cm, x, xb)) x = (const float *)memcpy(cm->h_x, x, xb);
     CUDA_CHECK(ctx, cudaMemcpyAsync(cm->x, x, xb, cudaMemcpyHostToDevice, s), "upload batch");
     if (y) {
@@ -1304,7 +1310,7 @@ static int enqueue_forward(cuda_model_t *cm, const float *x, const int32_t *y, i
     }
     if (cm->prof_active) cudaEventRecord(cm->prof->fwd[m->nlayers], s);
     if (y) {
-        if (cuda_softmax_xent_forward(ctx, B, m->num_classes, logits_dev(cm), cm->y, m->label_smoothing, cm->probs,
+        if (cuda_softmax_xent_forward(ctx, rows, m->num_classes, logits_dev(cm), cm->y, m->label_smoothing, cm->probs,
                                       cm->loss) != 0)
             return -1;
         CUDA_CHECK(ctx, cudaMemcpyAsync(cm->h_loss, cm->loss, sizeof(float), cudaMemcpyDeviceToHost, s),
@@ -1333,8 +1339,8 @@ static int enqueue_backward(cuda_model_t *cm, int B, float loss_scale)
                    "zero activation gradients");
     }
     const layer_t *last = &m->layers[m->nlayers - 1];
-    if (cuda_softmax_xent_backward(ctx, B, m->num_classes, cm->probs, cm->y, m->label_smoothing, loss_scale,
-                                   cm->dacts + last->out_off) != 0)
+    if (cuda_softmax_xent_backward(ctx, B * m->positions, m->num_classes, cm->probs, cm->y, m->label_smoothing,
+                                   loss_scale, cm->dacts + last->out_off) != 0)
         return -1;
 
     for (int i = m->nlayers - 1; i >= 0; i--) {
@@ -1418,7 +1424,7 @@ static const float *cuda_model_logits_host(cuda_model_t *cm, int B)
         FAIL(cm, "cuda_model_logits_host", "batch must be in [1, max_batch]");
         return NULL;
     }
-    const size_t bytes = (size_t)B * cm->meta.num_classes * sizeof(float);
+    const size_t bytes = (size_t)B * cm->meta.positions * cm->meta.num_classes * sizeof(float);
     cudaError_t e = cudaMemcpyAsync(cm->h_logits, logits_dev(cm), bytes, cudaMemcpyDeviceToHost, cm->ctx->stream);
     if (e != cudaSuccess) {
         pacer_cuda_fail(cm->ctx, __FILE__, __LINE__, "cudaMemcpyAsync", cudaGetErrorString(e), "download logits");
@@ -1447,7 +1453,8 @@ static int cuda_model_upload_forward_state(cuda_model_t *cm, const model_t *m, i
                    cudaMemcpyAsync(cm->argmax, m->argmax, cm->argmax_ints * sizeof(int32_t), cudaMemcpyHostToDevice, s),
                    "upload argmax");
     CUDA_CHECK(cm->ctx,
-               cudaMemcpyAsync(cm->probs, m->probs, (size_t)B * cm->meta.num_classes * F, cudaMemcpyHostToDevice, s),
+               cudaMemcpyAsync(cm->probs, m->probs, (size_t)B * cm->meta.positions * cm->meta.num_classes * F,
+                               cudaMemcpyHostToDevice, s),
                "upload probabilities");
     return cuda_ctx_sync(cm->ctx);
 }

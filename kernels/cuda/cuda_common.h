@@ -91,6 +91,25 @@ template <int THREADS> static __device__ __forceinline__ double block_sum(double
     return r;
 }
 
+/* The block's maximum of v by `a > b ? a : b` (the CPU's comparison: a NaN that starts every
+ * thread's scan stays, later NaNs are passed over), to every thread. */
+template <int THREADS> static __device__ __forceinline__ float block_max(float v)
+{
+    __shared__ float sh[THREADS];
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (int s = THREADS / 2; s > 0; s >>= 1) {
+        if ((int)threadIdx.x < s) {
+            const float o = sh[threadIdx.x + s];
+            sh[threadIdx.x] = o > sh[threadIdx.x] ? o : sh[threadIdx.x];
+        }
+        __syncthreads();
+    }
+    float r = sh[0];
+    __syncthreads();
+    return r;
+}
+
 /* Double-precision twins of scalar_fn.h's UFN_*: on the device __dadd_rn and friends, which
  * nvcc never fuses into an FMA (it would, by default, contract a * b + c), so a kernel's
  * sums in double round as the CPU's C loops do; plain operators in host code. */

@@ -177,10 +177,12 @@ int cuda_gather_param_forward(cuda_ctx_t *ctx, size_t n, size_t tcount, const fl
 int cuda_gather_param_backward(cuda_ctx_t *ctx, size_t n, size_t tcount, const float *map, const float *dout,
                                float *dtable);
 /* The language models' kernels, as ops.h's embed_* and causal_softmax_* (the CPU's bits:
- * one thread per table element walks the rows in order, one thread per score row). */
+ * each table row's gradient rows added in row order, one thread per score row). The
+ * embedding's backward needs a device workspace of cuda_embed_workspace(rows) bytes. */
 int cuda_embed_forward(cuda_ctx_t *ctx, size_t rows, int V, int E, const float *ids, const float *table, float *out);
+size_t cuda_embed_workspace(size_t rows);
 int cuda_embed_backward(cuda_ctx_t *ctx, size_t rows, int V, int E, const float *ids, const float *dout, float *dtable,
-                        int add);
+                        int add, void *ws);
 int cuda_causal_softmax_forward(cuda_ctx_t *ctx, size_t mats, int T, float scale, const float *inp, float *out);
 int cuda_causal_softmax_backward(cuda_ctx_t *ctx, size_t mats, int T, float scale, const float *out, const float *dout,
                                  float *dinp, int set);

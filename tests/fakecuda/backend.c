@@ -32,7 +32,7 @@ struct cuda_model {
     float *h_grads; /* the "pinned staging" (nparams + MODEL_GRAD_EXTRA) */
     float *h_x;
     int32_t *h_y;
-    float *logits; /* (max_batch, num_classes) */
+    float *logits; /* (max_batch * positions, num_classes) */
     size_t in_floats;
     int fwd_B;      /* batch of the last training forward; 0: none */
     int registered; /* buffers the worker page-locked */
@@ -116,13 +116,13 @@ static cuda_model_t *model_create_(const model_t *m, int device, char *err, size
         return NULL;
     }
     cm->in_floats = (size_t)m->C * m->H * m->W;
-    const size_t B = (size_t)m->max_batch;
+    const size_t B = (size_t)m->max_batch, rows = B * (size_t)m->positions; /* a label per position */
     cm->x = calloc(B * cm->in_floats, sizeof(float));
     cm->h_x = calloc(B * cm->in_floats, sizeof(float));
-    cm->y = calloc(B, sizeof(int32_t));
-    cm->h_y = calloc(B, sizeof(int32_t));
+    cm->y = calloc(rows, sizeof(int32_t));
+    cm->h_y = calloc(rows, sizeof(int32_t));
     cm->h_grads = calloc(m->nparams + MODEL_GRAD_EXTRA, sizeof(float));
-    cm->logits = calloc(B * (size_t)m->num_classes, sizeof(float));
+    cm->logits = calloc(rows * (size_t)m->num_classes, sizeof(float));
     if (!cm->x || !cm->h_x || !cm->y || !cm->h_y || !cm->h_grads || !cm->logits) {
         snprintf(err, errlen, "fake CUDA backend: out of memory");
         model_free_(cm);
@@ -220,10 +220,11 @@ static float forward(cuda_model_t *cm, const float *x, const int32_t *y, int B, 
     cm->fwd_B = 0;
     if (B < 1 || B > cm->m->max_batch) return (float)fail(cm, "batch must be in [1, max_batch]");
     memcpy(cm->x, x, (size_t)B * cm->in_floats * sizeof(float));
-    if (y) memcpy(cm->y, y, (size_t)B * sizeof(int32_t));
-    else memset(cm->y, 0, (size_t)B * sizeof(int32_t));
+    const size_t rows = (size_t)B * cm->m->positions;
+    if (y) memcpy(cm->y, y, rows * sizeof(int32_t));
+    else memset(cm->y, 0, rows * sizeof(int32_t));
     float loss = model_forward(cm->m, cm->x, cm->y, B, train);
-    memcpy(cm->logits, model_logits(cm->m), (size_t)B * cm->m->num_classes * sizeof(float));
+    memcpy(cm->logits, model_logits(cm->m), rows * cm->m->num_classes * sizeof(float));
     if (y && train) cm->fwd_B = B;
     return y ? loss : 0.0f;
 }
@@ -289,7 +290,7 @@ static int upload_forward_state(cuda_model_t *cm, const model_t *m, int B)
     memcpy(d->acts, m->acts, m->act_floats * sizeof(float));
     memcpy(d->aux, m->aux, m->aux_floats * sizeof(float));
     memcpy(d->argmax, m->argmax, m->argmax_ints * sizeof(int32_t));
-    memcpy(d->probs, m->probs, (size_t)B * m->num_classes * sizeof(float));
+    memcpy(d->probs, m->probs, (size_t)B * m->positions * m->num_classes * sizeof(float));
     return 0;
 }
 

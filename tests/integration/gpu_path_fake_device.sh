@@ -21,6 +21,9 @@
 #     work on the host) checkpoint and test loss equal the CPU path's. One rank's hpsgd
 #     is sgd whichever copy a merge reads, so this shows the paths agree, not that the
 #     merge downloads the window first (that matters from two ranks on);
+#   - a language model: the built-in GPT on text (the loss over every position of every
+#     window, dropout, AdamW) with ssgd on two devices, checkpoint and test loss as on the
+#     CPU;
 #   - every such summary says which device each rank used;
 #   - an imported model (issue 25) with the layers only ONNX graphs have - LeakyRelu,
 #     sigmoid, tanh, a concatenation with the image, batch norm with epsilon 1e-3, a dilated
@@ -127,6 +130,34 @@ $GPU $WORKER --spec "$TMP/hp1-gpu.spec" --summary "$TMP/hp1-gpu.json" >"$TMP/out
     || { cat "$TMP/out"; fail "hpsgd (one process) on the device"; }
 used hp1-gpu cuda
 same hp1-cpu hp1-gpu "hpsgd in one process, local steps on the device"
+
+# ---- a language model: the loss over every position of every window on the device ----------
+# The built-in GPT on bytes of Debian's base-files licences (tied embeddings, dropout: the
+# device draws the host's masks), ssgd with AdamW and clipping on two devices: labels,
+# logits and probabilities are B x block rows, so a device that kept one row per sample
+# would train on the first window's positions only and differ at once.
+LIC=/usr/share/common-licenses
+if [ -r "$LIC/GPL-3" ] && [ -r "$LIC/LGPL-2.1" ]; then
+    mkdir -p "$TMP/text"
+    cp "$LIC/GPL-3" "$TMP/text/train.txt"
+    cp "$LIC/LGPL-2.1" "$TMP/text/val.txt"
+    for d in cpu cuda; do
+        jq -n --arg data "$TMP/text" --arg dir "$TMP/gpt-$d" --arg dev "$d" \
+            '{name: "j", model: {gpt: {layers: 2, heads: 2, embd: 16, block_size: 16, dropout: 0.1}},
+              dataset: {format: "text", path: $data, train_subset: 96, test_subset: 24}, device: $dev,
+              algorithm: {name: "ssgd"}, workers: 2, batch_size: 8, epochs: 1, seed: 9, log_every: 0,
+              optimizer: {kind: "adamw", lr: 0.003, weight_decay: 0.1, clip_norm: 1.0},
+              checkpoint: {every_steps: 1000, dir: $dir}}' >"$TMP/gpt-$d.spec"
+    done
+    $MPIRUN -np 2 $WORKER --spec "$TMP/gpt-cpu.spec" --summary "$TMP/gpt-cpu.json" >"$TMP/out" 2>&1 \
+        || { cat "$TMP/out"; fail "the GPT on the CPU"; }
+    $MPIRUN -np 2 $GPU $WORKER --spec "$TMP/gpt-cuda.spec" --summary "$TMP/gpt-cuda.json" >"$TMP/out" 2>&1 \
+        || { cat "$TMP/out"; fail "the GPT on two devices"; }
+    used gpt-cuda "cuda cuda"
+    same gpt-cpu gpt-cuda "a GPT (loss over 16 positions a window, dropout, AdamW) on two devices"
+else
+    echo "note: $LIC (Debian's base-files) is not here: the GPT's GPU path was not run"
+fi
 
 # ---- an imported model with every layer kind only ONNX graphs have ---------------------------
 $TORCH_PY tests/tools/onnx_export.py --mnist "$TMP" >"$TMP/export.log" 2>&1

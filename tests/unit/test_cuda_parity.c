@@ -36,7 +36,8 @@
  *     inflate the reference its tolerance is relative to.
  *   - a training step of each model (mlp, lenet5, cifar10_quick, resnet20, a network of
  *     every layer kind and geometry only imported graphs have, dropout included, one of the
- *     N-D rows, and an attention block of issue 44's rows) on both backends
+ *     N-D rows, an attention block of the transformers' rows, and the built-in GPT with
+ *     its loss over every position) on both backends
  *     from the same weights and batch: loss, logits and batch-norm running statistics;
  *     every parameter gradient by name from model->tensors[] (twice, see below); the weights
  *     and momentum after an SGD step with clipping; a second step at a smaller batch as the
@@ -111,6 +112,7 @@
 #include <unistd.h>
 
 #include "backend_cuda.h"
+#include "gpt.h"
 #include "model.h"
 #include "onnx_import.h"
 #include "ops.h"
@@ -128,7 +130,7 @@
     X(test_softmax_xent) X(test_batchnorm) X(test_batchnorm_eps) X(test_gap) X(test_residual) \
     X(test_sgd) X(test_adamw) X(test_norm_clip) X(test_model_mlp) X(test_model_lenet5)    \
     X(test_model_cifar10_quick) X(test_model_resnet20) X(test_model_onnx_layers) \
-    X(test_model_nd_rows) X(test_model_attention) \
+    X(test_model_nd_rows) X(test_model_attention) X(test_model_gpt) \
     X(test_gather_param) X(test_expand) X(test_seq) X(test_model_zoo)
 /* clang-format on */
 /* Tests that need no device: they run in every CUDA build. */
@@ -1640,15 +1642,17 @@ static void test_gemm(void **state)
 
 /* ---- softmax cross-entropy ------------------------------------------------------ */
 
-static void test_softmax_xent(void **state)
+/* B rows of N classes. Besides a classifier's (37 x 10), a language model's rows: more
+ * rows than the kernel's blocks (each block takes several, their losses added in order)
+ * and more classes than a block's threads. */
+static void xent_case(int B, int N)
 {
-    (void)state;
-    need_gpu();
+    printf("  rows %d, classes %d\n", B, N);
     lcg_t r = {71};
-    const int B = 37, N = 10;
     const size_t n = (size_t)B * N;
     float *x = halloc(n), *p = halloc(n), *g = halloc(n);
-    int32_t y[37];
+    int32_t *y = malloc((size_t)B * sizeof *y);
+    assert_non_null(y);
     fill(&r, x, n, -5, 5);
     for (int j = 0; j < N; j++) x[3 * N + j] += 80.0f; /* a row far from 0: needs the max shift */
     x[5 * N + 2] = x[5 * N + 7];                       /* a tie for count_correct */
@@ -1678,6 +1682,15 @@ static void test_softmax_xent(void **state)
     free(x);
     free(p);
     free(g);
+    free(y);
+}
+
+static void test_softmax_xent(void **state)
+{
+    (void)state;
+    need_gpu();
+    xent_case(37, 10);
+    xent_case(600, 1000);
     end_test();
 }
 
@@ -2028,7 +2041,8 @@ static layer_kind_t tensor_kind(const model_t *m, const tensor_info_t *t)
         const layer_t *l = &m->layers[i];
         const int has_params = l->kind == LAYER_CONV || l->kind == LAYER_FC || l->kind == LAYER_BN ||
                                l->kind == LAYER_LINEAR || l->kind == LAYER_LAYERNORM ||
-                               (l->kind == LAYER_CONST && !l->frozen) || l->kind == LAYER_GATHER_PARAM;
+                               (l->kind == LAYER_CONST && !l->frozen) || l->kind == LAYER_GATHER_PARAM ||
+                               l->kind == LAYER_EMBED;
         const int two = l->kind == LAYER_BN || l->kind == LAYER_LAYERNORM; /* weight and bias */
         if (!has_params) continue;
         if (l->w_off == t->offset) return l->kind;
@@ -2078,13 +2092,31 @@ static void check_model_rc(cuda_model_t *cm, int rc, const char *what)
     if (rc != 0) fail_msg("%s: %s", what, cuda_model_error(cm));
 }
 
+/* 1: the next model_parity_run keeps the weights its caller drew (a GPT's own
+ * initialisation: model_init_params leaves embeddings at zero). */
+static int g_params_set;
+
 /* The parity run of two models of one layout built for maxB (m the CPU reference, mg the
  * worker's host model of the GPU path); frees both. */
+/* A batch of n model-input floats: float-coded token ids below the embedding's rows where
+ * the model reads its input through an embedding (a language model), else values in
+ * [-1.5, 1.5]. */
+static void fill_inputs(lcg_t *r, const model_t *m, float *x, size_t n)
+{
+    const layer_t *first = &m->layers[0];
+    if (first->kind != LAYER_EMBED) {
+        fill(r, x, n, -1.5f, 1.5f);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) x[i] = (float)(lcg_next(r) % (uint64_t)first->gp_table.dims[0]);
+}
+
 static void model_parity_run(model_t *m, model_t *mg, int maxB, int B2)
 {
     char err[512], label[64 + MODEL_TENSOR_NAME_MAX];
     const char *name = m->name;
-    model_init_params(m, 1234);
+    if (!g_params_set) model_init_params(m, 1234);
+    g_params_set = 0;
     /* dropout masks from this seed, the step counted on each side (model.h) */
     m->dropout_seed = 0x5eed5eedULL;
     cuda_model_t *cm = cuda_model_create(m, g_device, err, sizeof err);
@@ -2094,23 +2126,24 @@ static void model_parity_run(model_t *m, model_t *mg, int maxB, int B2)
            (double)cuda_model_device_bytes(cm) / (1 << 20));
 
     lcg_t r = {121};
-    const size_t in = (size_t)m->C * m->H * m->W, N = (size_t)m->num_classes;
-    float *x = halloc((size_t)maxB * in), *logits = halloc((size_t)maxB * N), *g = halloc(m->nparams);
-    int32_t *y = malloc((size_t)maxB * sizeof(int32_t));
+    /* N logits at each of P positions per sample, each position with its label */
+    const size_t in = (size_t)m->C * m->H * m->W, N = (size_t)m->num_classes, P = (size_t)m->positions;
+    float *x = halloc((size_t)maxB * in), *logits = halloc((size_t)maxB * P * N), *g = halloc(m->nparams);
+    int32_t *y = malloc((size_t)maxB * P * sizeof(int32_t));
     assert_non_null(y);
-    fill(&r, x, (size_t)maxB * in, -1.5f, 1.5f);
-    for (int b = 0; b < maxB; b++) y[b] = (int32_t)(lcg_next(&r) % N);
+    fill_inputs(&r, m, x, (size_t)maxB * in);
+    for (size_t b = 0; b < (size_t)maxB * P; b++) y[b] = (int32_t)(lcg_next(&r) % N);
 
     /* ---- step 1 at maxB: forward */
     printf("model %s, step 1 (B=%d): forward\n", name, maxB);
     const float loss_c = model_forward(m, x, y, maxB, 1);
-    memcpy(logits, model_logits(m), (size_t)maxB * N * sizeof(float));
+    memcpy(logits, model_logits(m), (size_t)maxB * P * N * sizeof(float));
     const float loss_g = cuda_model_forward(cm, x, y, maxB, 1);
     if (loss_g < 0.0f) fail_msg("cuda_model_forward: %s", cuda_model_error(cm));
     const float *lg = cuda_model_logits_host(cm, maxB);
     if (!lg) fail_msg("logits: %s", cuda_model_error(cm));
     compare_scalar("loss", loss_g, loss_c, TOL_LOSS);
-    compare("logits", lg, logits, (size_t)maxB * N, TOL_LOGITS);
+    compare("logits", lg, logits, (size_t)maxB * P * N, TOL_LOGITS);
 
     /* backward end to end (each backend on its own forward) */
     printf("model %s, step 1: backward end to end\n", name);
@@ -2172,7 +2205,7 @@ static void model_parity_run(model_t *m, model_t *mg, int maxB, int B2)
     check_model_rc(cm, cuda_model_upload(cm, m), "upload"); /* momentum, buffers as on the host */
     memcpy(mg->params, m->params, m->nparams * sizeof(float));
     const size_t xbytes = ((size_t)maxB * in * sizeof(float) + 4095) & ~(size_t)4095;
-    const size_t ybytes = ((size_t)maxB * sizeof(int32_t) + 4095) & ~(size_t)4095;
+    const size_t ybytes = ((size_t)maxB * P * sizeof(int32_t) + 4095) & ~(size_t)4095;
     float *xb = aligned_alloc(4096, xbytes);
     int32_t *yb = aligned_alloc(4096, ybytes);
     assert_non_null(xb);
@@ -2182,8 +2215,8 @@ static void model_parity_run(model_t *m, model_t *mg, int maxB, int B2)
     check_model_rc(cm, cuda_model_host_register(cm, mg->params, mg->nparams * sizeof(float)), "register params");
     check_model_rc(cm, cuda_model_host_register(cm, mg->grads, (mg->nparams + MODEL_GRAD_EXTRA) * sizeof(float)),
                    "register grads");
-    fill(&r, xb, (size_t)B2 * in, -1.5f, 1.5f);
-    for (int b = 0; b < B2; b++) yb[b] = (int32_t)(lcg_next(&r) % N);
+    fill_inputs(&r, m, xb, (size_t)B2 * in);
+    for (size_t b = 0; b < (size_t)B2 * P; b++) yb[b] = (int32_t)(lcg_next(&r) % N);
     check_model_rc(cm, cuda_model_prepare_batch(cm, B2), "prepare batch");
     check_model_rc(cm, cuda_model_upload_params(cm, mg->params), "upload params");
     float loss_g2 = -1.0f;
@@ -2218,7 +2251,7 @@ static void model_parity_run(model_t *m, model_t *mg, int maxB, int B2)
         printf("model %s, training forward at B=%d (%s)\n", name, Bk, k ? "cached choice" : "new batch size");
         check_model_rc(cm, cuda_model_prepare_batch(cm, Bk), "prepare batch");
         const float lc = model_forward(m, xb, yb, Bk, 1);
-        memcpy(logits, model_logits(m), (size_t)Bk * N * sizeof(float));
+        memcpy(logits, model_logits(m), (size_t)Bk * P * N * sizeof(float));
         const float lg_ = cuda_model_forward(cm, xb, yb, Bk, 1);
         if (lg_ < 0.0f) fail_msg("cuda_model_forward: %s", cuda_model_error(cm));
         const float *lgk = cuda_model_logits_host(cm, Bk);
@@ -2226,22 +2259,22 @@ static void model_parity_run(model_t *m, model_t *mg, int maxB, int B2)
         snprintf(label, sizeof label, "loss (B=%d)", Bk);
         compare_scalar(label, lg_, lc, TOL_LOSS);
         snprintf(label, sizeof label, "logits (B=%d)", Bk);
-        compare(label, lgk, logits, (size_t)Bk * N, TOL_LOGITS);
+        compare(label, lgk, logits, (size_t)Bk * P * N, TOL_LOGITS);
     }
     memcpy(x, xb, (size_t)B2 * in * sizeof(float));
-    memcpy(y, yb, (size_t)B2 * sizeof(int32_t));
+    memcpy(y, yb, (size_t)B2 * P * sizeof(int32_t));
 
     /* ---- evaluation forward (batch norm on running statistics) */
     printf("model %s, eval forward (B=%d)\n", name, B2);
     check_model_rc(cm, cuda_model_upload(cm, m), "upload");
     const float loss_c3 = model_forward(m, x, y, B2, 0);
-    memcpy(logits, model_logits(m), (size_t)B2 * N * sizeof(float));
+    memcpy(logits, model_logits(m), (size_t)B2 * P * N * sizeof(float));
     const float loss_g3 = cuda_model_forward(cm, x, y, B2, 0);
     if (loss_g3 < 0.0f) fail_msg("cuda_model_forward (eval): %s", cuda_model_error(cm));
     lg = cuda_model_logits_host(cm, B2);
     if (!lg) fail_msg("logits: %s", cuda_model_error(cm));
     compare_scalar("loss (eval)", loss_g3, loss_c3, TOL_LOSS);
-    compare("logits (eval)", lg, logits, (size_t)B2 * N, TOL_LOGITS);
+    compare("logits (eval)", lg, logits, (size_t)B2 * P * N, TOL_LOGITS);
 
     cuda_model_free(cm); /* unregisters xb, yb and mg's buffers: before they are freed */
     model_free(m);
@@ -2528,6 +2561,34 @@ static int build_attention(model_builder_t *b, void *ctx, char *err, size_t errl
     return 0;
 }
 
+/* The built-in GPT (model/gpt.c) of a language-model job on the GPU: token and position
+ * embeddings, causal attention, GELU MLPs and layer norms, with the loss over every
+ * position of every window (the labels and logits of B * block rows). Two shapes: tied
+ * embeddings with biases, and untied without biases, with dropout (the device's masks must
+ * be the host's). */
+static void gpt_parity(const char *name, const model_gpt_t *g)
+{
+    char err[512];
+    model_t *m = NULL, *mg = NULL;
+    if (model_create_gpt(name, g, 8, &m, err, sizeof err) != 0 ||
+        model_create_gpt(name, g, 8, &mg, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    model_gpt_init(m, g->layers, 1234);
+    g_params_set = 1;
+    model_parity_run(m, mg, 8, 5);
+}
+
+static void test_model_gpt(void **state)
+{
+    (void)state;
+    need_gpu();
+    const model_gpt_t tied = {.layers = 2, .heads = 2, .embd = 16, .block = 12, .vocab = 40, .bias = 1, .tie = 1};
+    gpt_parity("gpt_tied", &tied);
+    const model_gpt_t untied = {
+        .layers = 2, .heads = 4, .embd = 32, .block = 9, .vocab = 67, .dropout = 0.1f, .bias = 0, .tie = 0};
+    gpt_parity("gpt_dropout", &untied);
+}
+
 static void test_model_attention(void **state)
 {
     (void)state;
@@ -2630,11 +2691,12 @@ static void test_seq(void **state)
     embed_forward(R, V, E, ids, table, out);
     embed_backward(R, V, E, ids, g, dt, 0);
     check_rc(cuda_embed_forward(g_ctx, R, V, E, d_ids, d_t, d_out), "embed fwd");
-    check_rc(cuda_embed_backward(g_ctx, R, V, E, d_ids, d_g, d_dt, 0), "embed bwd");
+    float *d_ws = dalloc(cuda_embed_workspace(R) / sizeof(float));
+    check_rc(cuda_embed_backward(g_ctx, R, V, E, d_ids, d_g, d_dt, 0, d_ws), "embed bwd");
     compare_dev("embed.out", d_out, out, R * E, TOL_EXACT);
     compare_dev("embed.dtable (=)", d_dt, dt, V * E, TOL_EXACT);
     embed_backward(R, V, E, ids, g, dt, 1);
-    check_rc(cuda_embed_backward(g_ctx, R, V, E, d_ids, d_g, d_dt, 1), "embed bwd (add)");
+    check_rc(cuda_embed_backward(g_ctx, R, V, E, d_ids, d_g, d_dt, 1, d_ws), "embed bwd (add)");
     compare_dev("embed.dtable (+=)", d_dt, dt, V * E, TOL_EXACT);
     const size_t n = (size_t)M * T * T;
     float *x = halloc(n), *y = halloc(n), *dy = halloc(n), *dx = halloc(n);

@@ -2,7 +2,9 @@
  *
  *   build/bench/gpu_bench [--batch N] [--steps N] [--warmup N] [--cpu-steps N] [model ...]
  *
- * Models default to lenet5 and resnet20, batch 256. A step is exactly what a worker does on
+ * Models default to lenet5 and resnet20, batch 256; gpt-char and gpt2 are language models
+ * (create_model below: their batch is windows, each with a label per position, and a
+ * second line gives tokens_per_s). A step is exactly what a worker does on
  * a GPU rank (worker/train.c), with its host buffers page-locked as the worker's are:
  *   path=local     sgd, local-sgd: cuda_model_train_step (batch up, forward, backward,
  *                  gradient down into the host's gradient buffer, one wait), then
@@ -40,6 +42,7 @@
 
 #include "backend_cuda.h"
 #include "clock.h"
+#include "gpt.h"
 #include "model.h"
 #include "ops.h"
 
@@ -69,18 +72,43 @@ static double time_path(cuda_model_t *cm, model_t *m, const float *x, const int3
     return (clock_mono_s() - t0) / (steps > 0 ? steps : 1);
 }
 
+/* The language models by name: nanoGPT's shakespeare_char shape (6 x 384, 6 heads, block
+ * 256, 65 characters) and GPT-2 124M's (12 x 768, 12 heads, block 1024, vocabulary 50257),
+ * with biases and tied embeddings and no dropout, as bench/torch_gpu_bench.py builds them;
+ * any other name is the catalog's. */
+static int create_model(const char *name, int batch, model_t **m, char *err, size_t errlen)
+{
+    static const struct {
+        const char *name;
+        model_gpt_t g;
+    } gpts[] = {
+        {"gpt-char", {.layers = 6, .heads = 6, .embd = 384, .block = 256, .vocab = 65, .bias = 1, .tie = 1}},
+        {"gpt2", {.layers = 12, .heads = 12, .embd = 768, .block = 1024, .vocab = 50257, .bias = 1, .tie = 1}},
+    };
+    for (size_t i = 0; i < sizeof gpts / sizeof gpts[0]; i++) {
+        if (strcmp(name, gpts[i].name) != 0) continue;
+        if (model_create_gpt(name, &gpts[i].g, batch, m, err, errlen) != 0) return -1;
+        model_gpt_init(*m, gpts[i].g.layers, 42);
+        return 0;
+    }
+    if (model_create(name, batch, m, err, errlen) != 0) return -1;
+    model_init_params(*m, 42);
+    return 0;
+}
+
 static int bench_model(const char *name, int batch, int steps, int warmup, int cpu_steps, int device)
 {
     char err[512];
     model_t *m = NULL;
-    if (model_create(name, batch, &m, err, sizeof err) != 0) {
+    if (create_model(name, batch, &m, err, sizeof err) != 0) {
         fprintf(stderr, "gpu_bench: %s\n", err);
         return -1;
     }
-    model_init_params(m, 42);
-    const size_t in = (size_t)m->C * m->H * m->W;
+    /* a language model reads token ids (float-coded) and has a label per position */
+    const int tokens = m->layers[0].kind == LAYER_EMBED;
+    const size_t in = (size_t)m->C * m->H * m->W, labels = (size_t)batch * m->positions;
     float *x = page_alloc((size_t)batch * in * sizeof(float));
-    int32_t *y = page_alloc((size_t)batch * sizeof(int32_t));
+    int32_t *y = page_alloc(labels * sizeof(int32_t));
     if (!x || !y) {
         fprintf(stderr, "gpu_bench: out of memory\n");
         free(x);
@@ -88,8 +116,9 @@ static int bench_model(const char *name, int batch, int steps, int warmup, int c
         model_free(m);
         return -1;
     }
-    for (size_t i = 0; i < (size_t)batch * in; i++) x[i] = 2.0f * frand() - 1.0f;
-    for (int b = 0; b < batch; b++) y[b] = (int32_t)(frand() * (float)m->num_classes) % m->num_classes;
+    for (size_t i = 0; i < (size_t)batch * in; i++)
+        x[i] = tokens ? (float)((int)(frand() * (float)m->num_classes) % m->num_classes) : 2.0f * frand() - 1.0f;
+    for (size_t b = 0; b < labels; b++) y[b] = (int32_t)(frand() * (float)m->num_classes) % m->num_classes;
 
     int rc = -1;
     cuda_model_t *cm = cuda_model_create(m, device, err, sizeof err);
@@ -100,7 +129,7 @@ static int bench_model(const char *name, int batch, int steps, int warmup, int c
     if (cuda_model_upload(cm, m) != 0) goto fail;
     /* as the worker: its batch, params and grads page-locked (worker/train.c) */
     if (cuda_model_host_register(cm, x, (size_t)batch * in * sizeof(float)) != 0 ||
-        cuda_model_host_register(cm, y, (size_t)batch * sizeof(int32_t)) != 0 ||
+        cuda_model_host_register(cm, y, labels * sizeof(int32_t)) != 0 ||
         cuda_model_host_register(cm, m->params, m->nparams * sizeof(float)) != 0 ||
         cuda_model_host_register(cm, m->grads, (m->nparams + MODEL_GRAD_EXTRA) * sizeof(float)) != 0)
         goto fail;
@@ -118,6 +147,8 @@ static int bench_model(const char *name, int batch, int steps, int warmup, int c
                "model_mib=%.1f device_used_mib=%.0f loss=%.4f device=\"%s\"\n",
                name, batch, m->nparams, paths[p], steps, 1e3 * dt, (double)batch / dt,
                (double)cuda_model_device_bytes(cm) / (1 << 20), (double)(total_b - free_b) / (1 << 20), loss, dev);
+        if (m->positions > 1)
+            printf("gpu_bench model=%s path=%s tokens_per_s=%.0f\n", name, paths[p], (double)labels / dt);
     }
     if (batch > 1) {
         /* a batch size never seen, then one seen before */

@@ -5,11 +5,12 @@ and resnet20 (3x3 convolutions without bias, batch norm, option-A shortcuts: sub
 zero-padded on channels), a random fixed batch, SGD with momentum 0.9 and weight decay 5e-4,
 fp32 with TF32 off on both cuDNN and cuBLAS (as pacer computes), cudnn.benchmark off (pacer
 takes cuDNN's heuristic choice too), timed until the update has finished
-(torch.cuda.synchronize). One line per model, in gpu_bench's format:
+(torch.cuda.synchronize). The language models gpt-char and gpt2 (gpt below) as gpu_bench
+builds them, with the same optimizer. One line per model, in gpu_bench's format:
   torch_bench model=M batch=B params=N steps=S step_ms=... samples_per_s=... loss=... device="..." torch=V
 
   python3 bench/torch_gpu_bench.py [--batch 256] [--steps 50] [--warmup 5] [--device cpu]
-                                   [--profile PREFIX] [model ...]
+                                   [--profile PREFIX] [--attention sdpa|manual] [model ...]
 
 --profile PREFIX: after the timed steps, 10 more under torch.profiler, its table (kernel by
 kernel, sorted by device time) written to PREFIX.M.txt, to set beside Nsight Systems' of
@@ -75,7 +76,72 @@ def build(name, nn, F, torch):
         return LeNet5(), (1, 28, 28)
     if name == "resnet20":
         return ResNet20(), (3, 32, 32)
-    raise SystemExit(f"torch_gpu_bench: unknown model {name} (lenet5, resnet20)")
+    if name in GPTS:
+        return gpt(GPTS[name], nn, F, torch), None
+    raise SystemExit(f"torch_gpu_bench: unknown model {name} (lenet5, resnet20, {', '.join(GPTS)})")
+
+
+# gpu_bench's language models (bench/gpu_bench.c's create_model): layers, heads, width,
+# block, vocabulary; biases, tied embeddings, no dropout.
+GPTS = {"gpt-char": (6, 6, 384, 256, 65), "gpt2": (12, 12, 768, 1024, 50257)}
+ATTENTION = {"mode": "sdpa"}
+
+
+def gpt(shape, nn, F, torch):
+    """nanoGPT's model.py at pacer's GPT shape: pre-norm blocks, causal self-attention
+    (F.scaled_dot_product_attention, nanoGPT's own default, or with --attention manual its
+    other path: the masked_fill of a lower-triangular mask, softmax, the product), a GELU
+    MLP 4x wide (tanh-free, as nn.GELU()), learned positions, the head tied to wte."""
+    L, H, E, T, V = shape
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln_1, self.ln_2 = nn.LayerNorm(E), nn.LayerNorm(E)
+            self.c_attn, self.c_proj = nn.Linear(E, 3 * E), nn.Linear(E, E)
+            self.c_fc, self.mlp_proj = nn.Linear(E, 4 * E), nn.Linear(4 * E, E)
+            self.register_buffer("mask", torch.tril(torch.ones(T, T, dtype=torch.bool)))
+
+        def attn(self, x):
+            B, n, _ = x.shape
+            q, k, v = self.c_attn(x).split(E, dim=2)
+            q, k, v = (t.view(B, n, H, E // H).transpose(1, 2) for t in (q, k, v))
+            if ATTENTION["mode"] == "sdpa":
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                a = (q @ k.transpose(-2, -1)) * (1.0 / (E // H) ** 0.5)
+                a = a.masked_fill(~self.mask[:n, :n], float("-inf"))
+                y = F.softmax(a, dim=-1) @ v
+            return self.c_proj(y.transpose(1, 2).contiguous().view(B, n, E))
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte, self.wpe = nn.Embedding(V, E), nn.Embedding(T, E)
+            self.h = nn.ModuleList(Block() for _ in range(L))
+            self.ln_f = nn.LayerNorm(E)
+            self.lm_head = nn.Linear(E, V, bias=False)
+            self.lm_head.weight = self.wte.weight
+            self.vocab, self.block = V, T
+            # GPT-2's initialisation (nanoGPT's, as pacer's model_gpt_init)
+            for n, p in self.named_parameters():
+                if n.endswith("bias"):
+                    nn.init.zeros_(p)
+                elif "ln_" not in n:
+                    std = 0.02 / (2 * L) ** 0.5 if n.endswith(("c_proj.weight", "mlp_proj.weight")) else 0.02
+                    nn.init.normal_(p, 0.0, std)
+
+        def forward(self, idx):
+            x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+            for b in self.h:
+                x = b(x)
+            return self.lm_head(self.ln_f(x))
+
+    return GPT()
 
 
 def profile(torch, step, sync, gpu, path):
@@ -97,6 +163,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
     ap.add_argument("--profile", default="")
+    ap.add_argument("--attention", default="sdpa", choices=["sdpa", "manual"])
     ap.add_argument("models", nargs="*", default=["lenet5", "resnet20"])
     a = ap.parse_args()
     try:
@@ -106,6 +173,9 @@ def main():
     except ImportError:
         print("skip: PyTorch is not installed (python3-torch, or pip install torch with CUDA)")
         return 0
+    ATTENTION["mode"] = a.attention
+    if not hasattr(F, "scaled_dot_product_attention"):  # before torch 2.0: nanoGPT's other path
+        ATTENTION["mode"] = "manual"
     gpu = a.device == "cuda"
     if gpu and not torch.cuda.is_available():
         print(f"skip: this PyTorch ({torch.__version__}) sees no CUDA device")
@@ -120,12 +190,17 @@ def main():
         model, shape = build(name, nn, F, torch)
         model = model.to(dev).train()
         opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=5e-4)
-        x = torch.rand((a.batch,) + shape, device=dev) * 2 - 1
-        y = torch.randint(0, 10, (a.batch,), device=dev)
+        if shape is None:  # a language model: token ids in, a label per position
+            x = torch.randint(0, model.vocab, (a.batch, model.block), device=dev)
+            y = torch.randint(0, model.vocab, (a.batch * model.block,), device=dev)
+        else:
+            x = torch.rand((a.batch,) + shape, device=dev) * 2 - 1
+            y = torch.randint(0, 10, (a.batch,), device=dev)
 
         def step():
             opt.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(x), y)
+            out = model(x)
+            loss = F.cross_entropy(out.view(-1, out.shape[-1]), y)
             loss.backward()
             opt.step()
             return loss
@@ -143,6 +218,8 @@ def main():
         print(f"torch_bench model={name} batch={a.batch} params={params} steps={a.steps} step_ms={1e3 * dt:.3f} "
               f"samples_per_s={a.batch / dt:.0f} loss={loss.item():.4f} "
               f'device="{name_dev}" torch={torch.__version__}')
+        if shape is None:
+            print(f"torch_bench model={name} attention={ATTENTION['mode']} tokens_per_s={a.batch * model.block / dt:.0f}")
         if a.profile:
             profile(torch, step, sync, gpu, f"{a.profile}.{name}.txt")
     return 0

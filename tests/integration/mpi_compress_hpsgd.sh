@@ -3,8 +3,12 @@
 # (PowerSGD's P, then its Q, chained). 2 ranks of LeNet-5 on a Fashion-MNIST subset, the
 # rounds fixed at 2 local steps (--hpsgd-round-steps: every run deterministic):
 #   1. comm_bytes_per_step is measured for every kind; bf16 sends half of the plain
-#      round, PowerSGD rank 2 at least 10x fewer; each compressed run learns (a floor,
-#      and within 5 points of the uncompressed run). The compression object's plain
+#      round, PowerSGD rank 2 at least 10x fewer; each compressed run learns (a floor of
+#      0.5, 5x chance, and within 10 points of the uncompressed run: hpsgd's rounds of 2
+#      local steps carry the BLAS kernels' rounding far; over seeds 1-5 and OpenBLAS's
+#      Haswell, SkylakeX and Prescott kernels the uncompressed run ended at 0.64-0.76 and
+#      PowerSGD 6.4 points below it to 3.6 above, and 1,000 test images alone give a
+#      difference of two runs 2 points of standard error). The compression object's plain
 #      bytes are a plain round's (the window and 2 extras), its compressed bytes bf16's.
 #   2. PowerSGD stopped in its second epoch and resumed from the first epoch end's
 #      checkpoint (keep_best writes one there; every rank then holds the merged model)
@@ -54,7 +58,7 @@ for n in bf16 psgd; do
 done
 equals_num "bf16 compression.compressed_bytes_per_step (a round)" \
     "$(json "$TMP/bf16.out" .compression.compressed_bytes_per_step)" $((61706 * 2 + 16))
-learns_near none 0.65 0.05 bf16 psgd
+learns_near none 0.5 0.1 bf16 psgd
 base=$(json "$TMP/none.out" .test_accuracy)
 echo "ok: hpsgd bytes per step $plain (none), $b (bf16), $p (powersgd rank 2); accuracy $base, $(json "$TMP/bf16.out" .test_accuracy), $(json "$TMP/psgd.out" .test_accuracy)"
 

@@ -130,5 +130,5 @@ md ""
 md "Goal, pacer within 0.02 nats of PyTorch: $(verdict pacer torch). Goal, unequal speeds within 0.02 of equal: $(verdict unequal equal)."
 for cfg in equal unequal; do
     d=$(differs $cfg)
-    [ -n "$d" ] && md "Bytes of $cfg's final weights that differ from the 1-rank run's (of $(wc -c <"$(ls "$KEEP"/pacer.*.onnx | head -1)") per file): $d."
+    [ -z "$d" ] || md "Bytes of $cfg's final weights that differ from the 1-rank run's (of $(wc -c <"$(ls "$KEEP"/pacer.*.onnx | head -1)") per file): $d."
 done

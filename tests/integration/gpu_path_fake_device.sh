@@ -60,6 +60,18 @@ used() {
     got=$(json "$TMP/$1.json" '[.per_rank[].device.used] | join(" ")')
     [ "$got" = "$2" ] || fail "$1: ranks used '$got', want '$2'"
 }
+# on2 NAME WHAT [ARGS...] - $TMP/NAME-cpu.spec on 2 CPU ranks and NAME-gpu.spec on 2 stand-in
+# devices (ARGS to pacer-worker on both): the devices used, identical checkpoints and losses.
+on2() {
+    n=$1 what=$2
+    shift 2
+    $MPIRUN -np 2 $WORKER --spec "$TMP/$n-cpu.spec" --summary "$TMP/$n-cpu.json" "$@" >"$TMP/out" 2>&1 \
+        || { cat "$TMP/out"; fail "$what on the CPU"; }
+    $MPIRUN -np 2 $GPU $WORKER --spec "$TMP/$n-gpu.spec" --summary "$TMP/$n-gpu.json" "$@" >"$TMP/out" 2>&1 \
+        || { cat "$TMP/out"; fail "$what on two devices"; }
+    used "$n-gpu" "cuda cuda"
+    same "$n-cpu" "$n-gpu" "$what on two devices"
+}
 spec() {   # spec NAME DEVICE JSON-FIELDS [CHECKPOINT-EVERY]
     printf '{"name": "j", "model": "lenet5", "device": "%s", "epochs": 1, "log_every": 0, "seed": 5,
       "dataset": {"train_subset": 512, "test_subset": 200}, "checkpoint": {"every_steps": %s, "dir": "%s"}, %s}\n' \
@@ -80,24 +92,14 @@ same sgd-cpu sgd-gpu "sgd, Nesterov and clipping on the device"
 opt='"workers": 2, "batch_size": 32, "algorithm": {"name": "ssgd", "max_batch": 64}, "optimizer": {"lr": 0.05, "momentum": 0.9, "weight_decay": 0.0005}'
 spec ssgd-cpu cpu "$opt"
 spec ssgd-gpu cuda "$opt"
-$MPIRUN -np 2 $WORKER --spec "$TMP/ssgd-cpu.spec" --summary "$TMP/ssgd-cpu.json" --batch-plan 24,40 >"$TMP/out" 2>&1 \
-    || { cat "$TMP/out"; fail "ssgd on the CPU"; }
-$MPIRUN -np 2 $GPU $WORKER --spec "$TMP/ssgd-gpu.spec" --summary "$TMP/ssgd-gpu.json" --batch-plan 24,40 >"$TMP/out" 2>&1 \
-    || { cat "$TMP/out"; fail "ssgd on the device"; }
-used ssgd-gpu "cuda cuda"
-same ssgd-cpu ssgd-gpu "ssgd (batches 24 and 40) on two devices"
+on2 ssgd "ssgd (batches 24 and 40)" --batch-plan 24,40
 
 # ---- adamw (issue 44): the device optimizer's AdamW over the no-decay groups, with clipping,
 # and label smoothing in the device loss; the second moment comes down with the checkpoint
 opt='"workers": 2, "batch_size": 32, "algorithm": {"name": "ssgd"}, "loss": {"label_smoothing": 0.1}, "optimizer": {"kind": "adamw", "lr": 0.002, "weight_decay": 0.05, "clip_norm": 0.5}'
 spec adamw-cpu cpu "$opt" 16
 spec adamw-gpu cuda "$opt" 16
-$MPIRUN -np 2 $WORKER --spec "$TMP/adamw-cpu.spec" --summary "$TMP/adamw-cpu.json" >"$TMP/out" 2>&1 \
-    || { cat "$TMP/out"; fail "adamw on the CPU"; }
-$MPIRUN -np 2 $GPU $WORKER --spec "$TMP/adamw-gpu.spec" --summary "$TMP/adamw-gpu.json" >"$TMP/out" 2>&1 \
-    || { cat "$TMP/out"; fail "adamw on the device"; }
-used adamw-gpu "cuda cuda"
-same adamw-cpu adamw-gpu "ssgd with adamw, groups, clipping and label smoothing on two devices"
+on2 adamw "ssgd with adamw, groups, clipping and label smoothing"
 
 # ---- asgd: the parameter server (a CPU rank) sends weights that must go up -----------------
 opt='"workers": 1, "batch_size": 32, "algorithm": {"name": "asgd"}, "optimizer": {"lr": 0.05, "momentum": 0.9}'
@@ -141,20 +143,17 @@ if [ -r "$LIC/GPL-3" ] && [ -r "$LIC/LGPL-2.1" ]; then
     mkdir -p "$TMP/text"
     cp "$LIC/GPL-3" "$TMP/text/train.txt"
     cp "$LIC/LGPL-2.1" "$TMP/text/val.txt"
-    for d in cpu cuda; do
-        jq -n --arg data "$TMP/text" --arg dir "$TMP/gpt-$d" --arg dev "$d" \
+    for d in cpu gpu; do
+        dev=$d
+        [ $d = gpu ] && dev=cuda
+        jq -n --arg data "$TMP/text" --arg dir "$TMP/gpt-$d" --arg dev "$dev" \
             '{name: "j", model: {gpt: {layers: 2, heads: 2, embd: 16, block_size: 16, dropout: 0.1}},
               dataset: {format: "text", path: $data, train_subset: 96, test_subset: 24}, device: $dev,
               algorithm: {name: "ssgd"}, workers: 2, batch_size: 8, epochs: 1, seed: 9, log_every: 0,
               optimizer: {kind: "adamw", lr: 0.003, weight_decay: 0.1, clip_norm: 1.0},
               checkpoint: {every_steps: 1000, dir: $dir}}' >"$TMP/gpt-$d.spec"
     done
-    $MPIRUN -np 2 $WORKER --spec "$TMP/gpt-cpu.spec" --summary "$TMP/gpt-cpu.json" >"$TMP/out" 2>&1 \
-        || { cat "$TMP/out"; fail "the GPT on the CPU"; }
-    $MPIRUN -np 2 $GPU $WORKER --spec "$TMP/gpt-cuda.spec" --summary "$TMP/gpt-cuda.json" >"$TMP/out" 2>&1 \
-        || { cat "$TMP/out"; fail "the GPT on two devices"; }
-    used gpt-cuda "cuda cuda"
-    same gpt-cpu gpt-cuda "a GPT (loss over 16 positions a window, dropout, AdamW) on two devices"
+    on2 gpt "a GPT (loss over 16 positions a window, dropout, AdamW)"
 else
     echo "note: $LIC (Debian's base-files) is not here: the GPT's GPU path was not run"
 fi

@@ -51,7 +51,7 @@ struct cuda_model {
     int32_t *argmax;     /* (argmax_ints) */
     float *probs;        /* (max_batch * positions, num_classes): a row per label */
     float *x;            /* (max_batch, C, H, W) */
-    int32_t *y;          /* (max_batch) */
+    int32_t *y;          /* (max_batch * positions): a label per position */
     float *loss;         /* (1) */
     float *scale;        /* (1) clipped gradient scale for cuda_model_sgd */
     float *bn_dx;        /* (max_batch, C, H, W) where a batch norm reads the model input:

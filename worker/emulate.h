@@ -11,8 +11,8 @@
  * CPUs. Ranks are grouped by machine (comm_split_machine: the kernel they run on, so
  * network namespaces and containers of one machine count as one host).
  * When demand exceeds cores on some host the worker says so at start-up, and the
- * summary's "emulation" says {"faithful": false, "demand_cores", "cores"} (the host with
- * the largest demand / cores). The same check tells the ranks of an oversubscribed host
+ * summary's "emulation" says {"faithful": false, "demand_cores", "cores", "polite_wait"}
+ * (the host with the largest demand / cores; how rank 0 waited). The same check tells the ranks of an oversubscribed host
  * to wait for messages without spinning (worker_t.polite_wait, comm_wait), as does
  * PACER_POLITE_WAIT=1 on a host shared with work the job cannot see. And the
  * ranks of a host that emulate with the same batch size take one undisturbed step cost,

@@ -1148,6 +1148,29 @@ static int run_builtin(model_builder_t *b, void *ctx, char *err, size_t errlen)
     return 0;
 }
 
+int model_layer_empty(const model_t *m, int i)
+{
+    const layer_t *l = &m->layers[i];
+    return l->OC == 0 || l->OH == 0 || l->OW == 0;
+}
+
+/* The first layer that reads an empty tensor (an input layer of no elements, or the
+ * model's input of none) into a non-empty output, or -1: the forward skips empty outputs
+ * only (an ONNX case's Slice, Split and Reshape), so no kernel walks an empty input. A
+ * constant and a gathered parameter read neither. */
+static int reads_empty(const model_t *m)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        if (model_layer_empty(m, i) || l->kind == LAYER_CONST || l->kind == LAYER_GATHER_PARAM) continue;
+        const int ins[2] = {l->in, l->in2};
+        for (int k = 0; k < MODEL_OPS[l->kind].ninputs && k < 2; k++)
+            if (ins[k] < 0 ? model_shape_count(&m->in_shape) == 0 : ins[k] < i && model_layer_empty(m, ins[k]))
+                return i;
+    }
+    return -1;
+}
+
 /* The two passes of every model: build the lists, then allocate. */
 static int create_with(const char *name, const model_shape_t *in, int classes, int max_batch, int kaiming_conv,
                        model_build_fn build, void *ctx, model_t **out, char *err, size_t errlen)
@@ -1180,6 +1203,14 @@ static int create_with(const char *name, const model_shape_t *in, int classes, i
     mark_set_grads(m);
     mark_tied(m);
     mark_causal_bmm(m);
+    const int re = reads_empty(m);
+    if (re >= 0) {
+        char t[96];
+        snprintf(err, errlen, "model %s: layer %d (%s) reads an empty tensor (a dimension of 0) into %s: not supported",
+                 name, re, MODEL_OPS[m->layers[re].kind].name, model_shape_text(&m->layers[re].shape, t, sizeof t));
+        model_free(m);
+        return -1;
+    }
     if (set_positions(m) != 0) {
         snprintf(err, errlen, "model %s: its output (%zu values per sample) is no whole number of rows of %d classes",
                  name, model_shape_count(&m->layers[m->nlayers - 1].shape), classes);
@@ -1206,10 +1237,13 @@ int model_create_custom_shape(const char *name, const model_shape_t *in, int cla
                               model_build_fn build, void *ctx, model_t **out, char *err, size_t errlen)
 {
     *out = NULL;
-    int ok = in->rank >= 0 && in->rank <= MODEL_MAX_RANK && classes >= 1;
-    for (int d = 0; ok && d < in->rank; d++) ok = in->dims[d] >= 1;
+    /* an empty input or output (a dimension of 0, no classes) computes nothing: an ONNX
+     * case's, never a model that trains (model_empty_tensor) */
+    int ok = in->rank >= 0 && in->rank <= MODEL_MAX_RANK && classes >= 0;
+    for (int d = 0; ok && d < in->rank; d++) ok = in->dims[d] >= 0;
     if (!ok) {
-        snprintf(err, errlen, "model %s: input shape (rank 0 to %d) and classes must be positive", name, MODEL_MAX_RANK);
+        snprintf(err, errlen, "model %s: input shape (rank 0 to %d) and classes must not be negative", name,
+                 MODEL_MAX_RANK);
         return -1;
     }
     size_t n;
@@ -1379,7 +1413,10 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
 {
     if (train) m->dropout_step++; /* new masks; the backward after this forward reuses them */
     for (int i = 0; i < m->nlayers; i++) {
-        MODEL_OPS[m->layers[i].kind].forward(m, i, x, B, train);
+        const layer_t *l = &m->layers[i];
+        /* an empty output (a dimension of 0, an ONNX case's): nothing to compute, and its
+         * walk must not be taken */
+        if (!model_layer_empty(m, i)) MODEL_OPS[l->kind].forward(m, i, x, B, train);
         if (m->progress) m->progress(m->progress_ctx);
     }
     return softmax_xent_forward(B * m->positions, m->num_classes, model_logits(m), y, m->label_smoothing, m->probs);

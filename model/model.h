@@ -530,6 +530,8 @@ void model_zero_dacts(model_t *m, int B);
  * backward, since a gradient may share memory with one that dies before it is born. */
 void model_zero_dacts_at(model_t *m, int B, int step);
 const float *model_logits(const model_t *m);
+/* Whether layer i's output is empty (a dimension of 0): the forward computes nothing for it. */
+int model_layer_empty(const model_t *m, int i);
 
 /* Allocates the zeroed second-moment buffer (m->moment2) an AdamW run needs; the one
  * allocation outside model_create, so that an SGD run does not pay for it. 0, or -1 (out

@@ -206,7 +206,7 @@ static size_t shape_count(const model_shape_t *s)
 static int infer_reshape(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
     for (int d = 0; d < l->shape.rank; d++)
-        if (l->shape.dims[d] < 1) return -1;
+        if (l->shape.dims[d] < 0) return -1;
     return shape_count(&l->shape) == shape_count(in) ? 0 : -1;
 }
 
@@ -250,9 +250,10 @@ static int infer_transpose(layer_t *l, const model_shape_t *in, const model_shap
 static int infer_slice(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
     const int ax = l->sl_axis, up = l->sl_step > 0;
+    /* start == end: an empty slice (a dimension of 0), its walk never taken */
     if (ax < 0 || ax >= in->rank || l->sl_step == 0 ||
-        (up ? l->sl_start < 0 || l->sl_start >= l->sl_end || l->sl_end > in->dims[ax]
-            : l->sl_end < -1 || l->sl_end >= l->sl_start || l->sl_start >= in->dims[ax]))
+        (up ? l->sl_start < 0 || l->sl_start > l->sl_end || l->sl_end > in->dims[ax]
+            : l->sl_end < -1 || l->sl_end > l->sl_start || l->sl_start >= in->dims[ax]))
         return -1;
     size_t st[MODEL_MAX_RANK];
     const int span = up ? l->sl_end - l->sl_start : l->sl_start - l->sl_end, by = up ? l->sl_step : -l->sl_step;
@@ -263,7 +264,7 @@ static int infer_slice(layer_t *l, const model_shape_t *in, const model_shape_t 
     /* a negative step's stride wraps (size_t arithmetic is modular): the walk adds it and
      * lands on start - step, start - 2 step, ... inside the sample */
     for (int d = 0; d < in->rank; d++) l->bc.sa[d + 1] = st[d] * (d == ax ? (size_t)(ptrdiff_t)l->sl_step : 1);
-    l->view_off = st[ax] * (size_t)l->sl_start;
+    l->view_off = l->sl_start == l->sl_end ? 0 : st[ax] * (size_t)l->sl_start;
     return 0;
 }
 

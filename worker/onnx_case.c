@@ -242,22 +242,6 @@ static int run_set(const char *dir, const char *set, const uint8_t *onnx, size_t
             goto out;
         }
     }
-    /* an empty activation or output: nothing to compute or compare, but no layer of pacer's
-     * has a dimension of 0 to give the output's shape with (an empty Slice, a Split into
-     * parts of 0 refused by the importer too); an empty int64 shape argument is a list */
-    for (int k = 0; k < 1 + nout; k++) {
-        const onnx_tensor_t *t = k ? &want[k - 1] : &in[0];
-        int empty = 0;
-        for (int d = 0; d < t->ndims; d++) empty |= t->dims[d] < 1;
-        if (!empty) continue;
-        char s[160];
-        shape_str(t, s, sizeof s);
-        snprintf(err, sizeof err,
-                 "%s/%s_%d.pb: shape %s: an empty tensor (a dimension of 0) is not supported: pacer's layers have "
-                 "every dimension at least 1",
-                 set, k ? "output" : "input", k ? k - 1 : 0, s);
-        goto out;
-    }
     /* rank 0: one sample of a scalar (onnx_import_case_inputs reads it as one sample) */
     if (in[0].ndims > 1 + MODEL_MAX_RANK) {
         char s[160];

@@ -162,6 +162,8 @@ typedef struct {
     int64_t starts[NPACK], ends[NPACK], shapes[NPACK][9], axis1, cdims[3 * NPACK + 1];
     char axes_name[48], name[NPACK][4][48];
     char *slice_in[NPACK][4], *slice_out[NPACK], *reshape_in[NPACK][2], *reshape_out[NPACK];
+    /* allowzero = 1 on the Reshape of an empty input: its 0s are dimensions of 0 */
+    Onnx__AttributeProto allowzero, *allowzerop[1];
 } pack_t;
 
 static void int64_const(pack_t *p, size_t c, char *name, int64_t *v, size_t n)
@@ -239,7 +241,9 @@ static void pack_graph(pack_t *p, const onnx_tensor_t *const *in, char *const *n
         p->ends[k] = off;
         p->shapes[k][0] = 0; /* the batch, copied */
         /* unit: the whole tensor one sample, after the batch's leading 1 */
-        for (int d = unit ? 0 : 1; d < t->ndims && d + unit < 9; d++) p->shapes[k][d + unit] = t->dims[d];
+        int empty = 0;
+        for (int d = unit ? 0 : 1; d < t->ndims && d + unit < 9; d++)
+            empty |= (p->shapes[k][d + unit] = t->dims[d]) == 0;
         int64_const(p, 1 + 3 * (size_t)k, nm[1], &p->starts[k], 1);
         int64_const(p, 2 + 3 * (size_t)k, nm[2], &p->ends[k], 1);
         int64_const(p, 3 + 3 * (size_t)k, nm[3], p->shapes[k], (size_t)(t->ndims + unit));
@@ -253,7 +257,21 @@ static void pack_graph(pack_t *p, const onnx_tensor_t *const *in, char *const *n
         p->reshape_out[k] = names[k];
         node_init(&p->nodes[2 * k], slice, nm[0], p->slice_in[k], 4, &p->slice_out[k]);
         node_init(&p->nodes[2 * k + 1], reshape, names[k], p->reshape_in[k], 2, &p->reshape_out[k]);
+        if (empty) {
+            /* a 0 is then a dimension of 0 after the batch, which is given, not copied */
+            p->shapes[k][0] = unit ? 1 : in[0]->dims[0];
+            p->nodes[2 * k + 1].n_attribute = 1;
+            p->nodes[2 * k + 1].attribute = p->allowzerop;
+        }
     }
+    static char allowzero[] = "allowzero";
+    onnx__attribute_proto__init(&p->allowzero);
+    p->allowzero.name = allowzero;
+    p->allowzero.has_type = 1;
+    p->allowzero.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+    p->allowzero.has_i = 1;
+    p->allowzero.i = 1;
+    p->allowzerop[0] = &p->allowzero;
 }
 
 /* Whether node n computes BatchNormalization's training form (the batch's statistics, the

@@ -179,8 +179,8 @@ static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
 
 /* ---- the file ---------------------------------------------------------------------------- */
 
-/* Dimension i of a graph input's or output's declared shape: its value, 0 when symbolic,
- * -1 when absent. */
+/* Dimension i of a graph input's or output's declared shape: its value (0: an empty axis),
+ * -1 when symbolic or absent. */
 static int64_t vi_dim(const Onnx__ValueInfoProto *vi, size_t i, size_t *ndims)
 {
     *ndims = 0;
@@ -190,11 +190,11 @@ static int64_t vi_dim(const Onnx__ValueInfoProto *vi, size_t i, size_t *ndims)
     const Onnx__TensorShapeProto *s = vi->type->tensor_type->shape;
     *ndims = s->n_dim;
     if (i >= s->n_dim) return -1;
-    return s->dim[i]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ? s->dim[i]->dim_value : 0;
+    return s->dim[i]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ? s->dim[i]->dim_value : -1;
 }
 
 /* The per-sample shape of a graph input or output (N, ...) of rank 1 to 1 + MODEL_MAX_RANK
- * with every dimension after the batch fixed; 0, or -1. */
+ * with every dimension after the batch fixed (0 for an empty axis); 0, or -1. */
 static int vi_shape(const Onnx__ValueInfoProto *vi, model_shape_t *s)
 {
     size_t nd;
@@ -203,7 +203,7 @@ static int vi_shape(const Onnx__ValueInfoProto *vi, model_shape_t *s)
     s->rank = (int)nd - 1;
     for (size_t i = 1; i < nd; i++) {
         const int64_t d = vi_dim(vi, i, &nd);
-        if (d < 1 || d > DIM_MAX) return -1;
+        if (d < 0 || d > DIM_MAX) return -1;
         s->dims[i - 1] = (int)d;
     }
     return 0;
@@ -234,10 +234,29 @@ int imp_is_initializer(const Onnx__GraphProto *g, const char *name)
  * every id below the classes, which bound the data set's ids) and the output's shape (a
  * language model's (N, T, V), a case's N-D one, else (N, classes)); 0, or -1 with the
  * reason. */
+/* A model to train computes no empty tensor (a dimension of 0): the forward skips one, and
+ * its backward would need every kernel's empty walk; a case's Slice, Split and Reshape may
+ * give one (model.c refuses a layer reading one into a non-empty output). 0, or -1 with
+ * the reason. */
+static int check_empty(const imp_t *im, const model_t *m, char *err, size_t errlen)
+{
+    for (int i = 0; !im->any_output && i < m->nlayers; i++) {
+        char t[96];
+        if (!model_layer_empty(m, i)) continue;
+        snprintf(err, errlen,
+                 "onnx: layer %d (%s) gives an empty tensor %s (a dimension of 0): a model to train "
+                 "computes none",
+                 i, MODEL_OPS[m->layers[i].kind].name, imp_batch_text(&m->layers[i].shape, t, sizeof t));
+        return -1;
+    }
+    return 0;
+}
+
 static int check_built(const imp_t *im, const model_t *m, int out_seq, int out_nd, int64_t classes, char *err,
                        size_t errlen)
 {
     const layer_t *ll = &m->layers[m->nlayers - 1];
+    if (check_empty(im, m, err, errlen) != 0) return -1;
     if (im->int_input && im->nembeds == 0) {
         snprintf(err, errlen,
                  "onnx: input '%s' holds token ids, but no embedding (Gather of an initializer) reads them", im->input);
@@ -366,7 +385,8 @@ int import_model(const Onnx__ModelProto *mp, const char *name, int max_batch, in
      * (torch leaves T unnamed; the last layer's shape says it) */
     const int out_seq = !any_output && im.int_input && nod == 3;
     if (out_seq) classes = vi_dim(g->output[0], 2, &nod), nod = 2;
-    if (nod != 2 || classes < 1 || classes > DIM_MAX)
+    /* a case's output may be empty (an empty Slice's); a model to train gives a class at least */
+    if (nod != 2 || classes < (any_output ? 0 : 1) || classes > DIM_MAX)
         return snprintf(err, errlen, "onnx: output '%s' must have the shape (N, classes) with classes fixed",
                         g->output[0]->name),
                -1;

@@ -802,15 +802,17 @@ static int do_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     static const char *const known[] = {"allowzero", NULL};
     const value_t *x;
     if (imp_check_attrs(im, n, known) || imp_input_layer(im, n, 0, &x)) return -1;
-    if (imp_attr_int(n, "allowzero", 0) != 0)
-        return imp_fail(im, "node '%s' (Reshape): allowzero = 1 is not supported", imp_node_name(n));
+    /* allowzero = 1: a 0 after the batch is a dimension of 0 (an empty tensor), not a copy
+     * of the input's axis; the batch itself cannot be empty */
+    const int allowzero = imp_attr_int(n, "allowzero", 0) != 0;
     int64_t sh[INTS_MAX];
     int nsh = 0, ssh;
     int C, H, W;
     model_build_shape(b, x->layer, &C, &H, &W);
     const int64_t flat = (int64_t)C * H * W;
     const int batch0 = imp_input_ints(im, n, 1, sh, &nsh, &ssh) == 0 && nsh >= 1 && nsh <= 1 + MODEL_MAX_RANK &&
-                       (is_batch(sh[0]) || sh[0] == 0 || sh[0] == -1 || (im->batch_dim > 0 && sh[0] == im->batch_dim));
+                       (is_batch(sh[0]) || (sh[0] == 0 && !allowzero) || sh[0] == -1 ||
+                        (im->batch_dim > 0 && sh[0] == im->batch_dim));
     if (!batch0 && im->batch_dim > 0 && nsh >= 1)
         /* torch folded the example input's batch into the shape (Swin's B * windows) */
         return imp_fail(im,
@@ -837,21 +839,22 @@ static int do_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     int64_t prod = 1, dims[MODEL_MAX_RANK + 1];
     for (int d = 0; d < rest; d++) {
         int64_t v = sh[d + 1];
-        if (v == 0 && !x->flat && d + 1 - L < in.rank) v = in.dims[d + 1 - L];
-        if (v == -1 && infer < 0 && k != -1) infer = d;
-        else if (v < 1 || v > DIM_MAX)
+        if (v == 0 && !allowzero && !x->flat && d + 1 - L < in.rank) v = in.dims[d + 1 - L];
+        if (v == -1 && infer < 0 && k != -1 && !allowzero) infer = d;
+        else if (v < (allowzero ? 0 : 1) || v > DIM_MAX)
             return imp_fail(im,
                             "node '%s' (Reshape): dimension %d of the shape is %lld (at most one -1, 0 only where the "
                             "input has that axis, and no -1 with a -1 batch)",
                             imp_node_name(n), d + 1, (long long)sh[d + 1]);
         else if (model_dim_mul(prod, v, &prod) != 0) return reshape_overflows(im, n, sh, nsh);
         else dims[d] = v;
-        if (prod > flat) break;
+        if (prod > flat && !allowzero) break; /* allowzero: a later 0 may empty it */
     }
-    if (k == -1 && prod <= flat && flat % prod == 0) k = flat / prod, prod = flat;
+    /* prod 0 (an empty shape) leaves nothing to infer a -1 from */
+    if (k == -1 && prod > 0 && prod <= flat && flat % prod == 0) k = flat / prod, prod = flat;
     else if (k >= 1 && prod <= flat) {
         if (model_dim_mul(prod, k, &prod) != 0) return reshape_overflows(im, n, sh, nsh);
-        if (infer >= 0 && prod <= flat && flat % prod == 0) dims[infer] = flat / prod, prod = flat;
+        if (infer >= 0 && prod > 0 && prod <= flat && flat % prod == 0) dims[infer] = flat / prod, prod = flat;
     }
     if (prod != flat)
         return imp_fail(im, "node '%s' (Reshape): the shape does not hold the input's %lld elements per sample",
@@ -1142,9 +1145,13 @@ static int do_slice(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
                             imp_node_name(n), (long long)ax, (long long)step);
         const int dim = s.dims[ax - 1];
         const int64_t st = slice_bound_step(v[0][k], dim, step), en = slice_bound_step(v[1][k], dim, step);
-        if ((step > 0 ? st >= en : st <= en) || step > DIM_MAX || step < -DIM_MAX)
-            return imp_fail(im, "node '%s' (Slice): an empty slice is not supported", imp_node_name(n));
-        li = model_build_slice(b, li, (int)ax - 1, (int)st, (int)en, (int)step);
+        if (step > DIM_MAX || step < -DIM_MAX)
+            return imp_fail(im, "node '%s' (Slice): step %lld: outside +-%lld", imp_node_name(n), (long long)step,
+                            (long long)DIM_MAX);
+        /* bounds that cross are an empty slice: a dimension of 0 (import_model refuses one
+         * in a model to train) */
+        li = model_build_slice(b, li, (int)ax - 1, (int)st, (int)((step > 0 ? st >= en : st <= en) ? st : en),
+                               (int)step);
     }
     return define_output(im, n, li, 0);
 }
@@ -1176,11 +1183,12 @@ static int do_split(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         ns = (int)n->n_output;
         for (int i = 0; i < ns; i++) sz[i] = dim / ns;
     }
-    /* each size in [1, dim] before any is summed: sizes of 2^63 - 1 must not wrap to dim */
+    /* each size in [0, dim] before any is summed: sizes of 2^63 - 1 must not wrap to dim (a
+     * size of 0 is an empty part) */
     int64_t total = 0;
     for (int i = 0; i < ns; i++)
-        if (sz[i] < 1 || sz[i] > dim)
-            return imp_fail(im, "node '%s' (Split): size %d is %lld, not in [1, %d] (the axis)", imp_node_name(n), i,
+        if (sz[i] < 0 || sz[i] > dim)
+            return imp_fail(im, "node '%s' (Split): size %d is %lld, not in [0, %d] (the axis)", imp_node_name(n), i,
                             (long long)sz[i], dim);
         else total += sz[i];
     if (ns != (int)n->n_output || total != dim)

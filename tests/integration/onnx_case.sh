@@ -135,8 +135,16 @@ expect unit_pool 2 "node 'c' (Concat): axis 0: activations join along a non-batc
 expect reduce 0 "test_data_set_0 output_0 'y' (2, 3, 1): 6 values"
 expect linear 0 "test_data_set_0 output_0 'y' (2, 3, 5): 30 values"
 expect nd_rank7 2 "test_data_set_0/input_0.pb: shape (1, 2, 1, 2, 1, 2, 1): the activation must be a batch (N, ...) of rank 0 to 6"
-expect nd_empty 2 "test_data_set_0/input_0.pb: shape (2, 0, 3): an empty tensor (a dimension of 0) is not supported"
-expect empty_out 2 "test_data_set_0/output_0.pb: shape (2, 0, 3): an empty tensor (a dimension of 0) is not supported"
+# empty tensors (a dimension of 0): computed as nothing and compared as no values; a layer
+# reading one into a non-empty output is refused, and so is any in a model to train
+expect nd_empty 0 "test_data_set_0 output_0 'y' (2, 0, 3): 0 values"
+expect empty_out 0 "test_data_set_0 output_0 'y' (2, 0, 3): 0 values"
+expect empty_into 2 "layer 1 (concat) reads an empty tensor (a dimension of 0) into (4): not supported"
+expect empty_dead 0 "test_data_set_0 output_0 'y' (2, 4): 8 values"
+"$WORKER" --check-onnx "$TMP/c/empty_dead/model.onnx" >"$TMP/out" 2>&1
+[ $? -eq 2 ] && grep -qF "layer 0 (slice) gives an empty tensor (N, 0) (a dimension of 0): a model to train computes none" \
+    "$TMP/out" || { cat "$TMP/out"; fail "an empty Slice in a model to train is not refused by name"; }
+echo "ok: an empty Slice in a model to train: refused by name"
 "$WORKER" --onnx-case "$TMP/c/good" extra >"$TMP/out" 2>&1
 [ $? -eq 2 ] && grep -qF -- "--onnx-case takes one directory and nothing else" "$TMP/out" ||
     { cat "$TMP/out"; fail "a second argument is not refused"; }

@@ -31,7 +31,7 @@ Writes under OUTDIR:
   conv3d/    Conv on a volume x (2, 2, 5, 6, 7) by W (4, 1, 2, 3, 2), strides (2, 1, 2), pads
              (1, 0, 1) and (0, 2, 1), dilations (1, 2, 1), group 2: passes against numpy;
   nd_rank7/  Relu on x of rank 7: more axes than a sample may have, refused;
-  nd_empty/  Relu on x (2, 0, 3): an empty tensor, refused by name;
+  nd_empty/  Relu on x (2, 0, 3): an empty tensor in and out, passes (nothing computed);
   inputs_add/ Add of x (2, 3, 4) and z (2, 3, 4), both graph inputs: z is an activation like x
              (fed with it), passes;
   conv_w_batch/ Conv of x (4, 3, 5, 5) by a weight W (4, 3, 3, 3) given as a graph input whose
@@ -90,7 +90,11 @@ Writes under OUTDIR:
   slice_down/ Slice of x (2, 5, 3) from row 4 down past the first by step -2: rows 4, 2,
              0, passes;
   empty_out/ Slice of x (2, 4, 3) from row 9 (past the end): an empty output (2, 0, 3),
-             refused by name;
+             passes;
+  empty_into/ that empty Slice of x (2, 4) concatenated with x: a layer reading an empty
+             tensor into a non-empty one, refused by name;
+  empty_dead/ that empty Slice of x (2, 4) read by nothing, and Relu(x): passes as a case,
+             refused by name as a model to train;
   flatten_axis/ Flatten axis 2 of x (2, 3, 4): merges the batch axis: read as one sample,
              passes;
   gather_list/ Gather of x (2, 5, 3) along axis 1 by constant indices [[4, 0], [1, -1]]:
@@ -320,6 +324,11 @@ def main():
     nd_case("slice_down", [k("Slice", "x", "st4", "lo", "ax1", "m2", "y")], [2, 5, 3], [2, 3, 3],
             lambda v: v[:, 4::-2, :], [i64("st4", [4]), i64("lo", [-(1 << 62)]), i64("ax1", [1]), i64("m2", [-2])])
     nd_case("empty_out", [k("Slice", "x", "st9", "end9", "ax1", "y")], [2, 4, 3], [2, 0, 3], lambda v: v[:, 9:9, :],
+            [i64("st9", [9]), i64("end9", [9]), i64("ax1", [1])])
+    nd_case("empty_into", [k("Slice", "x", "st9", "end9", "ax1", "e"),
+                           helper.make_node("Concat", ["e", "x"], ["y"], axis=1)], [2, 4], [2, 4], lambda v: v,
+            [i64("st9", [9]), i64("end9", [9]), i64("ax1", [1])])
+    nd_case("empty_dead", [k("Slice", "x", "st9", "end9", "ax1", "e"), relu], [2, 4], [2, 4], lambda v: np.maximum(v, 0),
             [i64("st9", [9]), i64("end9", [9]), i64("ax1", [1])])
     nd_case("flatten_axis", [helper.make_node("Flatten", ["x"], ["y"], axis=2)], [2, 3, 4], [6, 4],
             lambda v: v.reshape(6, 4))

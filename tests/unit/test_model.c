@@ -739,8 +739,11 @@ static void test_nd_shapes(void **state)
     assert_string_equal(err, "model ndc: a list bound, a tensor name too long or bad geometry");
     const model_shape_t r6 = {.rank = 6}, zero = {.rank = 2, .dims = {3, 0}};
     assert_int_equal(model_create_custom_shape("nd6", &r6, 3, 2, build_nd, NULL, &m, err, sizeof err), -1);
-    assert_string_equal(err, "model nd6: input shape (rank 0 to 5) and classes must be positive");
+    assert_string_equal(err, "model nd6: input shape (rank 0 to 5) and classes must not be negative");
+    /* an empty input computes nothing: its layers are empty up to the first that would read
+     * it into a non-empty output, which is refused */
     assert_int_equal(model_create_custom_shape("ndz", &zero, 3, 2, build_nd, NULL, &m, err, sizeof err), -1);
+    assert_non_null(strstr(err, "reads an empty tensor (a dimension of 0) into (3): not supported"));
     const model_shape_t r2 = {.rank = 2, .dims = {4, 6}};
     for (int k = 0; k < 2; k++)
         assert_int_equal(model_create_custom_shape("ndm", &r2, 3, 2, build_nd_mismatch, &k, &m, err, sizeof err), -1);

@@ -136,6 +136,14 @@ static int local_start(launcher_t *l, const launch_req_t *req, launch_handle_t *
     argv[a++] = l->mpirun;
     argv[a++] = "--oversubscribe";
     argv[a++] = "--allow-run-as-root";
+    /* Open MPI binds a job of 1 or 2 ranks to cores from the first: every job the
+     * coordinator starts on a host began at core 0, so concurrent single-rank trials shared
+     * one core (measured: two trials both Cpus_allowed_list 0 on 2 cores). The kernel
+     * places unbound ranks on idle cores; a user's own policy is kept. */
+    if (!getenv("OMPI_MCA_hwloc_base_binding_policy")) {
+        argv[a++] = "--bind-to";
+        argv[a++] = "none";
+    }
     argv[a++] = "-np";
     argv[a++] = np;
     a = launcher_mca_defaults(argv, a, 0);

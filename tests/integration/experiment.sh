@@ -73,6 +73,25 @@ jq -e '.state == "RUNNING" and .rungs == [1, 3] and (.trials | length) == 6 and 
 # steps, so that its first evaluation (16 steps) is tens of seconds away when the DELETE comes)
 two_jobs() { [ "$(xq "$X" '[.trials[].job | select(. != null)] | length')" = 2 ]; }
 await 60 "experiment $X's first two trials to have jobs" two_jobs
+# the two trials' ranks run unbound, on the CPUs this test has (Open MPI would pin each job's
+# single rank to core 0, so that concurrent trials shared one core); a rank is looked at once
+# it has run a second (just forked, before its exec, it may still show what Open MPI set)
+# (the ranks' own command lines start with the worker; mpirun's name it later)
+ranks() { pgrep -f "^[^ ]*pacer-worker --spec $STATE"; }
+own=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$$/status)
+seen=0 bound=""
+ranks_seen() {
+    for p in $(ranks); do
+        [ "$(ps -o etimes= -p "$p" 2>/dev/null | tr -d ' ')" -ge 1 ] 2>/dev/null || continue
+        c=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$p/status" 2>/dev/null)
+        [ -z "$c" ] || [ "$c" = "$own" ] || { bound="trial rank $p is bound to CPUs $c (this test has $own)"; return 0; }
+        seen=$((seen + 1))
+    done
+    [ "$seen" -ge 2 ]
+}
+await 60 "two trial ranks to have run a second" ranks_seen
+[ -z "$bound" ] || fail "$bound"
+echo "ok: the concurrent trials' ranks are not bound (CPUs $own)"
 body "$TMP/one.json" one 40 '{"method": "grid", "space": {"optimizer.lr": {"choice": [0.05]}}}'
 jq '.spec.emulate.slowdown = [200]' "$TMP/one.json" >"$TMP/one.t" && mv "$TMP/one.t" "$TMP/one.json"
 ok 201 "$ALICE" POST /api/v1/experiments -H "$JSON" -d @"$TMP/one.json"

@@ -699,10 +699,18 @@ static void test_mca_defaults(void **state)
     /* Either of the pair in the environment (mpirun reads it): neither is added. */
     setenv("OMPI_MCA_btl_tcp_eager_limit", "65536", 1);
     t = local_command(fx, l);
-    assert_non_null(strstr(t, "/bin/true --oversubscribe --allow-run-as-root -np 3 /path/to/pacer-worker"));
+    assert_non_null(
+        strstr(t, "/bin/true --oversubscribe --allow-run-as-root --bind-to none -np 3 /path/to/pacer-worker"));
     assert_null(strstr(t, "--mca"));
     free(t);
     unsetenv("OMPI_MCA_btl_tcp_eager_limit");
+    /* a binding policy of the user's: no --bind-to of pacer's (concurrent jobs would otherwise
+     * all be bound from core 0) */
+    setenv("OMPI_MCA_hwloc_base_binding_policy", "core", 1);
+    t = local_command(fx, l);
+    assert_null(strstr(t, "--bind-to"));
+    free(t);
+    unsetenv("OMPI_MCA_hwloc_base_binding_policy");
     setenv("OMPI_MCA_btl_tcp_max_send_size", "4194304", 1);
     t = local_command(fx, l);
     assert_null(strstr(t, "--mca"));

@@ -188,16 +188,19 @@ int imp_input_layer(imp_t *im, const Onnx__NodeProto *n, size_t i, const value_t
                         "node '%s' (%s): reads '%s', a Transpose that moves the batch axis; only a Gather on axis 0 "
                         "may",
                         imp_node_name(n), n->op_type, n->input[i]);
-    static const char *const lead_reader[] = {"Reshape", "Transpose", "MatMul",   "Add",   "Sub",    "Mul", "Div",
-                                              "Softmax", "Dropout",   "Identity", "Shape", "Gather", NULL};
+    static const char *const lead_reader[] = {"Reshape", "Transpose", "MatMul",   "Gemm",    "Add",    "Sub",
+                                              "Mul",     "Div",       "Relu",     "Sigmoid", "Tanh",   "Erf",
+                                              "Softmax", "Dropout",   "Identity", "Shape",   "Gather", NULL};
     int ok = !v->lead;
     for (const char *const *r = lead_reader; !ok && *r; r++) ok = strcmp(*r, n->op_type) == 0;
     if (!ok)
-        return imp_fail(im,
-                        "node '%s' (%s): reads '%s', whose batch axis holds several of the sample's elements (a "
-                        "Reshape to (N * k, ...)); only Reshape, Transpose, MatMul, Add, Sub, Mul, Div, Softmax, "
-                        "Dropout, Identity, Shape and Gather read such a value",
-                        imp_node_name(n), n->op_type, n->input[i]);
+        return imp_fail(
+            im,
+            "node '%s' (%s): reads '%s', whose batch axis holds several of the sample's elements (a "
+            "Reshape to (N * k, ...)); only Reshape, Transpose, MatMul, Gemm, Add, Sub, Mul, Div, Relu, Sigmoid, "
+            "Tanh, Erf, Softmax, "
+            "Dropout, Identity, Shape and Gather read such a value",
+            imp_node_name(n), n->op_type, n->input[i]);
     if (vout) *vout = v;
     return 0;
 }

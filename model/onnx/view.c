@@ -570,30 +570,57 @@ static int view_bmm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, con
     return view_define(im, n, 0, lo, &v[0]);
 }
 
-/* Gemm of a 2-D view ((L * N, E): the out-projection of nn.MultiheadAttention): a
- * LAYER_LINEAR along its last axis, alpha and beta 1 */
+/* v with its two graph axes swapped (a 2-D view transposed) */
+static view_t view_swap2(const view_t *v)
+{
+    view_t w = *v;
+    w.gn[0] = v->gn[1];
+    w.gn[1] = v->gn[0];
+    for (int f = 0; f < v->gn[1]; f++) w.ax[f] = v->ax[v->gn[0] + f];
+    for (int f = 0; f < v->gn[0]; f++) w.ax[v->gn[1] + f] = v->ax[f];
+    return w;
+}
+
+/* Gemm of a 2-D view ((L * N, E): the out-projection of nn.MultiheadAttention; with transA,
+ * A^T of a view (E, N) whose batch torch moved last, y.t() @ W): a LAYER_LINEAR along its
+ * last axis, alpha and beta 1 */
 static int view_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
 {
     static const char *const known[] = {"alpha", "beta", "transA", "transB", NULL};
     view_t v;
-    int li;
-    if (imp_check_attrs(im, n, known) || view_last(im, b, n, x, &li, &v)) return -1;
+    char t[96];
+    if (imp_check_attrs(im, n, known)) return -1;
+    const int64_t ta = imp_attr_int(n, "transA", 0);
+    view_get(b, x, &v);
+    if (ta == 1 && v.ng == 2) v = view_swap2(&v);
+    int li = x->layer;
+    if (!view_last_ok(&v)) view_normal(b, &li, &v);
+    if (!view_last_ok(&v))
+        return imp_fail(im, "node '%s' (Gemm): input '%s' is %s: its last axis holds the batch", imp_node_name(n),
+                        x->name, view_text(&x->view, t, sizeof t));
     const int64_t tb = imp_attr_int(n, "transB", 0);
     const int transB = tb == 1;
     const Onnx__TensorProto *w = imp_input_tensor(im, n, 1), *c = imp_input_tensor(im, n, 2);
     const int IN = v.pd[v.np - 1];
-    if (v.ng != 2 || imp_attr_int(n, "transA", 0) != 0 || (tb != 0 && tb != 1) ||
-        imp_attr_float(n, "alpha", 1.0f) != 1.0f || imp_attr_float(n, "beta", 1.0f) != 1.0f || !w || w->n_dims != 2 ||
-        w->dims[transB ? 1 : 0] != IN || w->dims[transB ? 0 : 1] < 1 || w->dims[transB ? 0 : 1] > DIM_MAX ||
+    if (v.ng != 2 || (ta != 0 && ta != 1) || (tb != 0 && tb != 1) || imp_attr_float(n, "alpha", 1.0f) != 1.0f ||
+        imp_attr_float(n, "beta", 1.0f) != 1.0f || !w || w->n_dims != 2 || w->dims[transB ? 1 : 0] != IN ||
+        w->dims[transB ? 0 : 1] < 1 || w->dims[transB ? 0 : 1] > DIM_MAX ||
         (n->n_input > 2 && n->input[2][0] && (!c || c->n_dims != 1 || c->dims[0] != w->dims[transB ? 0 : 1])))
         return imp_fail(im,
-                        "node '%s' (Gemm): of a view of the batch: alpha and beta 1, transA 0, B an initializer of %d "
-                        "inputs, C 1-D or none",
+                        "node '%s' (Gemm): of a view of the batch: alpha and beta 1, B an initializer of %d inputs, C "
+                        "1-D or none",
                         imp_node_name(n), IN);
     if (imp_weight_name_ok(im, n, 1) || (c && imp_weight_name_ok(im, n, 2))) return -1;
     const int OUT = (int)w->dims[transB ? 0 : 1];
-    li = model_build_linear_layout(b, li, OUT, transB ? GEMM_W_OUT_IN : GEMM_W_IN_OUT, n->input[1]);
-    if (c) li = model_build_fc_bias(b, li, n->input[2]);
+    const gemm_layout_t layout = transB ? GEMM_W_OUT_IN : GEMM_W_IN_OUT;
+    if (v.np == 2) {
+        /* transposed back to the batch first: a sample of one axis, Gemm's own layer */
+        const gemm_desc_t g = {.layout = layout, .alpha = 1.0f, .beta = 1.0f};
+        li = model_build_gemm(b, li, OUT, &g, n->input[1], c ? n->input[2] : NULL);
+    } else {
+        li = model_build_linear_layout(b, li, OUT, layout, n->input[1]);
+        if (c) li = model_build_fc_bias(b, li, n->input[2]);
+    }
     v.pd[v.np - 1] = OUT;
     return view_define(im, n, 0, li, &v);
 }

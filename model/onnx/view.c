@@ -680,6 +680,24 @@ int concat_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size
     return 0;
 }
 
+/* Transpose (1, 0) of a flattened value (N, C * H * W), x.flatten(1).t(): its batch moved
+ * last, a view of the flat layer (a LAYER_RESHAPE to one axis); any other perm is
+ * do_transpose's (1 back). */
+static int flat_transpose(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
+{
+    static const char *const known[] = {"perm", NULL};
+    const Onnx__AttributeProto *a = imp_attr(n, "perm");
+    if (!a || a->n_ints != 2 || a->ints[0] != 1 || a->ints[1] != 0) return 1;
+    if (imp_check_attrs(im, n, known)) return -1;
+    model_shape_t s, one = {.rank = 1, .dims = {1}};
+    model_build_shape_nd(b, x->layer, &s);
+    for (int d = 0; d < s.rank; d++) one.dims[0] *= s.dims[d];
+    value_t y = *x;
+    y.layer = model_build_reshape(b, x->layer, &one);
+    y.flat = 0;
+    return view_transpose(im, b, n, &y);
+}
+
 /* The nodes that read a view or make one (view_t); 1 when n is none of them, its viewed
  * inputs then made plain for its own handler. */
 int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, view_translate_fn translate)
@@ -706,6 +724,7 @@ int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, view_tran
                         "node '%s' (%s): reads a Reshape to (N * k, ...) and a tensor whose batch axis a Transpose or "
                         "Reshape moved or merged",
                         imp_node_name(n), op);
+    if (flat && !lead && strcmp(op, "Transpose") == 0 && x && x->flat) return flat_transpose(im, b, n, x);
     if (lead || flat || (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)) return 1;
     if (strcmp(op, "Transpose") == 0 && x) {
         static const char *const known[] = {"perm", NULL};

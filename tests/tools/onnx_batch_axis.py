@@ -11,7 +11,7 @@ nets(): the set "batchaxis" of onnx_families.py --export:
             each part), q k^T scaled, softmax, times v, transposed and reshaped back to
             (B, N, C), the output projection, a residual Add; the mean over the tokens and
             a Linear head.
-  Movedish  the batch axis moved last (relu(h.t())) and back by a Gemm's transA, then
+  Movedish  a flattened image's batch moved last (relu(h.t())) and back by a Gemm's transA, then
             merged with a feature axis (h.view(B * 2, 8)) before an nn.Linear and split out
             again: Gemm of a moved and of a merged batch axis.
   Seq1dish  the image read as a sequence (B, 3, 1024): Conv1d (stride 2, padding 1),
@@ -100,21 +100,20 @@ class Seq1dish(nn.Module):
 
 
 class Movedish(nn.Module):
-    """The batch axis moved last and back through a Gemm's transA (torch writes y.t() @ W as
-    Gemm(transA=1) of y's transpose), then merged with a feature axis, x.view(B * 2, 8),
+    """The batch axis of a flattened image moved last and back through a Gemm's transA (torch
+    writes y.t() @ W as Gemm(transA=1) of y's transpose), then merged with a feature axis, x.view(B * 2, 8),
     before an nn.Linear (a Gemm of (N * 2, 8)) and split out again."""
 
     def __init__(self):
         super().__init__()
         self.embed = nn.Conv2d(3, 8, 8, 8)
-        self.proj = nn.Linear(128, 16)
-        self.mix = nn.Linear(16, 16)
+        self.mix = nn.Linear(128, 16)
         self.tok = nn.Linear(8, 8)
         self.head = nn.Linear(16, 10)
 
     def forward(self, x):
         B = x.shape[0]
-        h = self.proj(self.embed(x).flatten(1))
+        h = self.embed(x).flatten(1)
         h = self.mix(torch.relu(h.t()).t())
         h = torch.relu(self.tok(h.reshape(B * 2, 8)))
         return self.head(h.reshape(B, 16))

@@ -390,6 +390,9 @@ void embed_backward(size_t rows, int V, int E, const float *ids, const float *do
  * reads the output: dinp[i, j] = scale * y (dout - sum(dout * y)) for j <= i, added (set 0)
  * or written with the masked half 0 (set 1). */
 void causal_softmax_forward(size_t mats, int T, float scale, const float *inp, float *out);
+/* The same by gcc's vectorisation of eight lanes, where causal_softmax_forward runs explicit
+ * AVX2 on a CPU that has it: the same bits (test_gpt holds them equal). */
+void causal_softmax_forward_lanes(size_t mats, int T, float scale, const float *inp, float *out);
 void causal_softmax_backward(size_t mats, int T, float scale, const float *out, const float *dout, float *dinp, int set);
 /* Layer normalisation (ONNX LayerNormalization, torch's nn.LayerNorm): each of rows rows of D
  * elements normalised by its mean and biased variance, times w, plus b (both (D)). The

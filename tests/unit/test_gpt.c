@@ -137,6 +137,31 @@ static void causal_long_case(int M, int T)
     free(x), free(y), free(g), free(dx), free(dxs), free(xd), free(yd), free(dd);
 }
 
+/* causal_softmax_forward (explicit AVX2 where the CPU has it) against the lanes that gcc
+ * vectorises, bit for bit: rows of every length mod 8, scores that overflow and underflow
+ * the exponential, an infinity and a NaN. */
+static void test_causal_softmax_lanes(void **state)
+{
+    (void)state;
+    static const int Ts[] = {1, 5, 8, 13, 37, 64};
+    for (size_t t = 0; t < sizeof Ts / sizeof Ts[0]; t++) {
+        const int T = Ts[t], M = 3;
+        const size_t N = (size_t)M * T * T;
+        rng_t r;
+        rng_seed(&r, 11 + (uint64_t)T);
+        float *x = malloc(N * sizeof *x), *y1 = malloc(N * sizeof *y1), *y2 = malloc(N * sizeof *y2);
+        assert_true(x && y1 && y2);
+        for (size_t k = 0; k < N; k++) x[k] = (k % 7 == 3 ? 300.0f : 8.0f) * rng_normal(&r);
+        x[N / 2] = INFINITY;
+        x[N - 1] = NAN;
+        for (size_t k = 0; k < N; k++) y1[k] = NAN, y2[k] = -1.0f;
+        causal_softmax_forward((size_t)M, T, 0.17677669529663687f, x, y1);
+        causal_softmax_forward_lanes((size_t)M, T, 0.17677669529663687f, x, y2);
+        assert_memory_equal(y1, y2, N * sizeof *y1);
+        free(x), free(y1), free(y2);
+    }
+}
+
 static void test_causal_softmax_long(void **state)
 {
     causal_long_case(3, 37);
@@ -537,17 +562,12 @@ static void test_gpt_view_chains(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_embed_kernels),
-        cmocka_unit_test(test_causal_softmax),
-        cmocka_unit_test(test_causal_softmax_long),
-        cmocka_unit_test(test_causal_bmm),
-        cmocka_unit_test(test_gpt_causal_bmm),
-        cmocka_unit_test(test_gpt_gradients),
-        cmocka_unit_test(test_gpt_tied),
-        cmocka_unit_test(test_gpt_causal),
-        cmocka_unit_test(test_gpt_refusals),
-        cmocka_unit_test(test_gpt_dact_plan),
-        cmocka_unit_test(test_gpt_view_chains),
+        cmocka_unit_test(test_embed_kernels),       cmocka_unit_test(test_causal_softmax),
+        cmocka_unit_test(test_causal_softmax_long), cmocka_unit_test(test_causal_softmax_lanes),
+        cmocka_unit_test(test_causal_bmm),          cmocka_unit_test(test_gpt_causal_bmm),
+        cmocka_unit_test(test_gpt_gradients),       cmocka_unit_test(test_gpt_tied),
+        cmocka_unit_test(test_gpt_causal),          cmocka_unit_test(test_gpt_refusals),
+        cmocka_unit_test(test_gpt_dact_plan),       cmocka_unit_test(test_gpt_view_chains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -991,6 +991,14 @@ static void fuse_layers(model_t *m)
     }
 }
 
+/* The elementwise functions that op_table.c's unary steps run (unary_backward_set): the GPT's
+ * GELU set its input's gradient instead of zeroing 1.6 M floats a step for it to add into. */
+static int unary_kind(layer_kind_t k)
+{
+    return k == LAYER_EXP || k == LAYER_NEG || k == LAYER_SQRT || k == LAYER_RECIPROCAL || k == LAYER_ABS ||
+           k == LAYER_POW || k == LAYER_ERF || k == LAYER_GELU;
+}
+
 /* The one-input kinds whose backward can write its input's whole gradient instead of
  * adding to it (a _set kernel): each reads every input element into exactly one output
  * (Transpose is a permutation; Slice and Expand are not, so they only add). */
@@ -998,7 +1006,8 @@ static int writes_whole_grad(layer_kind_t k)
 {
     return k == LAYER_BN || k == LAYER_CONV || k == LAYER_RELU || k == LAYER_FC || k == LAYER_LINEAR ||
            k == LAYER_TRANSPOSE || k == LAYER_RESHAPE || k == LAYER_DROPOUT || k == LAYER_STOCHASTIC_DEPTH ||
-           k == LAYER_SOFTMAX || k == LAYER_LOG_SOFTMAX || k == LAYER_LAYERNORM || k == LAYER_CAUSAL_SOFTMAX;
+           k == LAYER_SOFTMAX || k == LAYER_LOG_SOFTMAX || k == LAYER_LAYERNORM || k == LAYER_CAUSAL_SOFTMAX ||
+           unary_kind(k);
 }
 
 /* The kinds that run binary_rows_backward: it sets either input's gradient whose every

@@ -695,8 +695,9 @@ static void unary_fwd(model_t *m, int i, const float *x, int B, unary_op_t op)
 static void unary_bwd(model_t *m, int i, const float *x, int B, unary_op_t op)
 {
     const layer_t *l = &m->layers[i];
-    unary_backward(op, l->alpha, out_count(l, B), input_of(m, x, l->in), m->acts + l->out_off,
-                   m->dacts + m->dact_off[i], dinput_of(m, l->in));
+    (sets_grad(m, l->in, i) ? unary_backward_set : unary_backward)(op, l->alpha, out_count(l, B), input_of(m, x, l->in),
+                                                                   m->acts + l->out_off, m->dacts + m->dact_off[i],
+                                                                   dinput_of(m, l->in));
 }
 
 /* name_fwd and name_bwd of a row whose steps are family_fwd and family_bwd with the row's

@@ -205,6 +205,10 @@ void binary_rows_backward(binary_op_t op, const bcast_desc_t *d, int B, const fl
 void unary_forward(unary_op_t op, float a, size_t n, const float *inp, float *out);
 void unary_backward(unary_op_t op, float a, size_t n, const float *inp, const float *out, const float *dout,
                     float *dinp /* += */);
+/* The same writing dinp instead of adding to it (the bits += gives into zeros), for an input
+ * gradient with no other contribution (model.c's grad_setter). */
+void unary_backward_set(unary_op_t op, float a, size_t n, const float *inp, const float *out, const float *dout,
+                        float *dinp);
 /* Product of a (B, C, HW) and b (B, C, HW2), HW2 either HW or 1 (b then a per-channel
  * scale broadcast over the plane: squeeze-excitation): out = a * b. The backward adds
  * dout * b to da and dout * a (summed over the plane where HW2 is 1) to db; either may be

@@ -897,7 +897,9 @@ static int plan_dacts(model_t *m)
         fused |= l->fused_relu || l->fused_add;
         int hi = j;
         for (int k = j + 1; k < n; k++)
-            if (m->layers[k].in == j || m->layers[k].in2 == j) hi = k;
+            if (m->layers[k].in == j || m->layers[k].in2 == j ||
+                (m->layers[k].chain == VIEW_CHAIN_RUN && m->layers[k].chain_src == j))
+                hi = k; /* a chain's end sets the gradient of its source */
         slots[j] = (dact_slot_t){0, (size_t)m->max_batch * l->OC * l->OH * l->OW, j, hi};
         m->dact_first[j] = hi;
     }
@@ -989,6 +991,14 @@ static void fuse_layers(model_t *m)
     }
 }
 
+/* The elementwise functions that op_table.c's unary steps run (unary_backward_set): the GPT's
+ * GELU set its input's gradient instead of zeroing 1.6 M floats a step for it to add into. */
+static int unary_kind(layer_kind_t k)
+{
+    return k == LAYER_EXP || k == LAYER_NEG || k == LAYER_SQRT || k == LAYER_RECIPROCAL || k == LAYER_ABS ||
+           k == LAYER_POW || k == LAYER_ERF || k == LAYER_GELU;
+}
+
 /* The one-input kinds whose backward can write its input's whole gradient instead of
  * adding to it (a _set kernel): each reads every input element into exactly one output
  * (Transpose is a permutation; Slice and Expand are not, so they only add). */
@@ -996,7 +1006,8 @@ static int writes_whole_grad(layer_kind_t k)
 {
     return k == LAYER_BN || k == LAYER_CONV || k == LAYER_RELU || k == LAYER_FC || k == LAYER_LINEAR ||
            k == LAYER_TRANSPOSE || k == LAYER_RESHAPE || k == LAYER_DROPOUT || k == LAYER_STOCHASTIC_DEPTH ||
-           k == LAYER_SOFTMAX || k == LAYER_LOG_SOFTMAX || k == LAYER_LAYERNORM || k == LAYER_CAUSAL_SOFTMAX;
+           k == LAYER_SOFTMAX || k == LAYER_LOG_SOFTMAX || k == LAYER_LAYERNORM || k == LAYER_CAUSAL_SOFTMAX ||
+           unary_kind(k);
 }
 
 /* The kinds that run binary_rows_backward: it sets either input's gradient whose every
@@ -1058,6 +1069,107 @@ static void mark_set_grads(model_t *m)
         else sets = r->in == j && writes_whole_grad(r->kind);
         if (sets) m->layers[j].grad_setter = k;
         else m->layers[j].grad_split = split_by_slices(m, j);
+    }
+}
+
+/* ---- view chains (layer_t's chain) ---------------------------------------------------- */
+
+/* Walk d, its strides into the contiguous output of view layer w and *off an offset there,
+ * rewritten to read w's input instead. Each axis of d must step along one axis of w's output
+ * (its stride a multiple of that axis's contiguous stride) and, with the offset's index
+ * there and the other axes stepping along it, stay inside that axis: then no step carries
+ * into the next axis, and the output index is linear in d's indices, as the input offset
+ * is in the output's. 0, or -1 where d is no such walk. */
+static int view_through(const layer_t *w, bcast_desc_t *d, size_t *off)
+{
+    const model_shape_t *s = &w->shape;
+    size_t cs[MODEL_MAX_RANK], reach[MODEL_MAX_RANK], rest = *off, at = w->view_off, run = 1;
+    for (int a = s->rank - 1; a >= 0; a--) {
+        cs[a] = run;
+        run *= (size_t)s->dims[a];
+    }
+    for (int a = 0; a < s->rank; a++) {
+        reach[a] = rest / cs[a];
+        rest %= cs[a];
+        at += reach[a] * w->bc.sa[a + 1]; /* modular: a Slice walking down wraps its stride */
+    }
+    for (int ax = 1; ax < d->rank; ax++) {
+        if (d->dims[ax] <= 1) {
+            d->sa[ax] = 0;
+            continue;
+        }
+        const size_t st = d->sa[ax];
+        int a = s->rank - 1; /* the outermost axis whose contiguous stride is at most st */
+        while (a > 0 && cs[a - 1] <= st) a--;
+        if (st == 0 || st % cs[a] != 0) return -1;
+        reach[a] += (size_t)(d->dims[ax] - 1) * (st / cs[a]);
+        if (reach[a] >= (size_t)s->dims[a]) return -1;
+        d->sa[ax] = st / cs[a] * w->bc.sa[a + 1];
+    }
+    d->sa[0] = w->bc.sa[0];
+    *off = at;
+    return 0;
+}
+
+enum { VIEW_CHAIN_MAX = 16 }; /* links: longer chains are cut into several */
+
+static int chain_kind(layer_kind_t k) { return k == LAYER_SLICE || k == LAYER_RESHAPE || k == LAYER_TRANSPOSE; }
+
+/* Layer j is a link: a view whose backward sets its input's gradient (its part of it:
+ * op_table.c's sets_grad), so that a chain's one walk can set it for all of them. */
+static int chain_link(const model_t *m, int j)
+{
+    const layer_t *l = &m->layers[j];
+    return chain_kind(l->kind) && l->in >= 0 && (m->layers[l->in].grad_setter == j || m->layers[l->in].grad_split);
+}
+
+/* The walk of the chain of links c[0..n) (c[0] reads the source) into the source's output:
+ * the last view's own walk (a Reshape keeps the order of the floats), composed back through
+ * the views before it. 0, or -1 where they do not compose into one walk. */
+static int chain_walk(const model_t *m, const int *c, int n, bcast_desc_t *d, size_t *off)
+{
+    int k = n - 1;
+    while (k >= 0 && m->layers[c[k]].kind == LAYER_RESHAPE) k--;
+    if (k < 0) {
+        const size_t count = model_shape_count(&m->layers[c[n - 1]].shape); /* Reshapes only */
+        *d = (bcast_desc_t){.rank = 2, .dims = {0, (int)count}, .sa = {count, 1}};
+        *off = 0;
+        return count <= INT32_MAX ? 0 : -1;
+    }
+    *d = m->layers[c[k]].bc;
+    *off = m->layers[c[k]].view_off;
+    while (--k >= 0)
+        if (m->layers[c[k]].kind != LAYER_RESHAPE && view_through(&m->layers[c[k]], d, off) != 0) return -1;
+    return 0;
+}
+
+/* Marks the view chains (layer_t's chain): each chain ends at a link whose only reader
+ * continues none, and reaches back through the links that are their next one's only
+ * input. The q/k/v head splits and attention's output then copy once each way instead of
+ * three and two times (the GPT at nanoGPT's CPU shape: 4.5% less CPU time a run). */
+static void mark_view_chains(model_t *m)
+{
+    for (int j = 0; j < m->nlayers; j++) m->layers[j].chain = VIEW_CHAIN_NONE, m->layers[j].chain_src = -1;
+    for (int j = 0; j < m->nlayers; j++) {
+        const int next = only_reader(m, j);
+        if (!chain_link(m, j) || (next >= 0 && chain_link(m, next) && m->layers[next].in == j)) continue;
+        int c[VIEW_CHAIN_MAX], n = 0;
+        for (int k = j; n < VIEW_CHAIN_MAX; k = m->layers[k].in) {
+            c[n++] = k;
+            const int p = m->layers[k].in;
+            if (p < 0 || !chain_link(m, p) || only_reader(m, p) != k) break;
+        }
+        if (n < 2) continue;
+        for (int a = 0, b = n - 1; a < b; a++, b--) { /* into reading order */
+            const int t = c[a];
+            c[a] = c[b];
+            c[b] = t;
+        }
+        layer_t *last = &m->layers[j];
+        if (chain_walk(m, c, n, &last->chain_bc, &last->chain_off) != 0) continue;
+        last->chain = VIEW_CHAIN_RUN;
+        last->chain_src = m->layers[c[0]].in;
+        for (int k = 0; k + 1 < n; k++) m->layers[c[k]].chain = VIEW_CHAIN_SKIP;
     }
 }
 
@@ -1201,6 +1313,7 @@ static int create_with(const char *name, const model_shape_t *in, int classes, i
     }
     fuse_layers(m);
     mark_set_grads(m);
+    mark_view_chains(m);
     mark_tied(m);
     mark_causal_bmm(m);
     const int re = reads_empty(m);
@@ -1282,6 +1395,7 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     memcpy(m->tensors, src->tensors, (size_t)src->ntensors * sizeof *m->tensors);
     fuse_layers(m);
     mark_set_grads(m);
+    mark_view_chains(m);
     if (alloc_buffers(m) != 0) goto oom;
     *out = m;
     return 0;

@@ -190,6 +190,9 @@ typedef enum {
     LAYER_KIND_COUNT
 } layer_kind_t;
 
+/* layer_t's chain */
+enum { VIEW_CHAIN_NONE, VIEW_CHAIN_RUN, VIEW_CHAIN_SKIP };
+
 typedef struct {
     layer_kind_t kind;
     int in;              /* producing layer of the input; -1 = the model input */
@@ -265,6 +268,18 @@ typedef struct {
      * cover it once (a fused q/k/v projection split three ways), so each sets its part
      * (view_rows_backward_set) and the gradient is not zeroed. Set by model_create. */
     int grad_split;
+    /* View chains (set by model_create, model.c's mark_view_chains): a run of Slices,
+     * Reshapes and Transposes, each the only reader of the one before and each setting its
+     * input's gradient (a q/k/v head split: Slice, Reshape, Transpose; attention's output:
+     * Transpose, Reshape). Its last layer (VIEW_CHAIN_RUN) copies its output in one walk
+     * (chain_bc, chain_off, the views composed) straight from chain_src's output and sets
+     * that gradient (its part of it) back in one walk; the links before it
+     * (VIEW_CHAIN_SKIP) do nothing, their outputs and gradients never written. The copies
+     * are the same floats, the gradients the same bits (g + 0.0f). VIEW_CHAIN_NONE else. */
+    int chain;
+    int chain_src;
+    bcast_desc_t chain_bc;
+    size_t chain_off;
     size_t w_off, b_off;   /* params: conv/fc weight and bias, bn gamma and beta */
     size_t rm_off, rv_off; /* buffers: bn running mean and variance */
     size_t out_off;        /* activation arena: (max_batch, OC, OH, OW) */

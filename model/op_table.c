@@ -696,8 +696,9 @@ static void unary_fwd(model_t *m, int i, const float *x, int B, unary_op_t op)
 static void unary_bwd(model_t *m, int i, const float *x, int B, unary_op_t op)
 {
     const layer_t *l = &m->layers[i];
-    unary_backward(op, l->alpha, out_count(l, B), input_of(m, x, l->in), m->acts + l->out_off,
-                   m->dacts + m->dact_off[i], dinput_of(m, l->in));
+    (sets_grad(m, l->in, i) ? unary_backward_set : unary_backward)(op, l->alpha, out_count(l, B), input_of(m, x, l->in),
+                                                                   m->acts + l->out_off, m->dacts + m->dact_off[i],
+                                                                   dinput_of(m, l->in));
 }
 
 /* name_fwd and name_bwd of a row whose steps are family_fwd and family_bwd with the row's
@@ -791,17 +792,40 @@ static void bpow_bwd(model_t *m, int i, const float *x, int B)
 
 static double flops_none(const layer_t *l) { return 0.0; }
 
+/* A view chain's links (layer_t's chain): its end copies from the chain's source in one walk
+ * and sets the source's gradient (its part) back in one; the links before do nothing. */
+static void chain_fwd(model_t *m, const layer_t *l, const float *x, int B)
+{
+    if (l->chain == VIEW_CHAIN_RUN)
+        view_rows_forward(&l->chain_bc, l->chain_off, B, input_of(m, x, l->chain_src), m->acts + l->out_off);
+}
+
+static void chain_bwd(model_t *m, int i, int B)
+{
+    const layer_t *l = &m->layers[i];
+    if (l->chain == VIEW_CHAIN_RUN)
+        view_rows_backward_set(&l->chain_bc, l->chain_off, B, m->dacts + m->dact_off[i], dinput_of(m, l->chain_src));
+}
+
 /* a copy of the contiguous data (the shape is the layer's); the gradient added back, or
  * copied back where this layer sets it */
 static void reshape_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
+    if (l->chain != VIEW_CHAIN_NONE) {
+        chain_fwd(m, l, x, B);
+        return;
+    }
     memcpy(m->acts + l->out_off, input_of(m, x, l->in), out_count(l, B) * sizeof(float));
 }
 
 static void reshape_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
+    if (l->chain != VIEW_CHAIN_NONE) {
+        chain_bwd(m, i, B);
+        return;
+    }
     if (sets_grad(m, l->in, i)) {
         /* the identity view of a sample's floats (one run: view_rows' set) */
         const bcast_desc_t id = {.rank = 2, .dims = {0, (int)out_count(l, 1)}, .sa = {out_count(l, 1), 1}};
@@ -814,12 +838,20 @@ static void reshape_bwd(model_t *m, int i, const float *x, int B)
 static void view_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
+    if (l->chain != VIEW_CHAIN_NONE) {
+        chain_fwd(m, l, x, B);
+        return;
+    }
     view_rows_forward(&l->bc, l->view_off, B, input_of(m, x, l->in), m->acts + l->out_off);
 }
 
 static void view_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
+    if (l->chain != VIEW_CHAIN_NONE) {
+        chain_bwd(m, i, B);
+        return;
+    }
     (sets_grad(m, l->in, i) ? view_rows_backward_set : view_rows_backward)(&l->bc, l->view_off, B,
                                                                            m->dacts + m->dact_off[i],
                                                                            dinput_of(m, l->in));

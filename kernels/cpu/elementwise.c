@@ -307,21 +307,40 @@ __attribute__((target_clones("avx2", "default"))) void unary_forward(unary_op_t 
     }
 }
 
-__attribute__((target_clones("avx2", "default"))) void unary_backward(unary_op_t op, float a, size_t n, const float *inp,
-                                                                      const float *out, const float *dout, float *dinp)
+/* unary_backward's loop of one operator: dinp += the term, or with set dinp = the term +
+ * 0.0f (what += gives into zeros, bit for bit), two loops so that each vectorises */
+#define UNARY_BWD_RUN(op, x, y, a, b)                                                            \
+    do {                                                                                         \
+        if (set)                                                                                 \
+            for (size_t i = 0; i < n; i++) dinp[i] = unary_grad(op, x, y, dout[i], a, b) + 0.0f; \
+        else UNARY_BWD_LOOP(op, x, y, a, b);                                                     \
+    } while (0)
+
+__attribute__((target_clones("avx2", "default"))) static void
+unary_bwd(unary_op_t op, float a, size_t n, const float *inp, const float *out, const float *dout, float *dinp, int set)
 {
-    if (!dinp) return;
     switch (op) {
-    case UNARY_EXP: UNARY_BWD_LOOP(UNARY_EXP, 0.0f, out[i], a, 0.0f); break;
-    case UNARY_NEG: UNARY_BWD_LOOP(UNARY_NEG, 0.0f, 0.0f, a, 0.0f); break;
-    case UNARY_SQRT: UNARY_BWD_LOOP(UNARY_SQRT, 0.0f, out[i], a, 0.0f); break;
-    case UNARY_RECIPROCAL: UNARY_BWD_LOOP(UNARY_RECIPROCAL, 0.0f, out[i], a, 0.0f); break;
-    case UNARY_ABS: UNARY_BWD_LOOP(UNARY_ABS, inp[i], 0.0f, a, 0.0f); break;
-    case UNARY_POW: UNARY_BWD_LOOP(UNARY_POW, inp[i], 0.0f, a, 0.0f); break;
-    case UNARY_ERF: UNARY_BWD_LOOP(UNARY_ERF, inp[i], 0.0f, a, 0.0f); break;
-    case UNARY_GELU: UNARY_BWD_LOOP(UNARY_GELU, inp[i], out[i], a, 0.0f); break;
+    case UNARY_EXP: UNARY_BWD_RUN(UNARY_EXP, 0.0f, out[i], a, 0.0f); break;
+    case UNARY_NEG: UNARY_BWD_RUN(UNARY_NEG, 0.0f, 0.0f, a, 0.0f); break;
+    case UNARY_SQRT: UNARY_BWD_RUN(UNARY_SQRT, 0.0f, out[i], a, 0.0f); break;
+    case UNARY_RECIPROCAL: UNARY_BWD_RUN(UNARY_RECIPROCAL, 0.0f, out[i], a, 0.0f); break;
+    case UNARY_ABS: UNARY_BWD_RUN(UNARY_ABS, inp[i], 0.0f, a, 0.0f); break;
+    case UNARY_POW: UNARY_BWD_RUN(UNARY_POW, inp[i], 0.0f, a, 0.0f); break;
+    case UNARY_ERF: UNARY_BWD_RUN(UNARY_ERF, inp[i], 0.0f, a, 0.0f); break;
+    case UNARY_GELU: UNARY_BWD_RUN(UNARY_GELU, inp[i], out[i], a, 0.0f); break;
     default: break;
     }
+}
+
+void unary_backward(unary_op_t op, float a, size_t n, const float *inp, const float *out, const float *dout, float *dinp)
+{
+    if (dinp) unary_bwd(op, a, n, inp, out, dout, dinp, 0);
+}
+
+void unary_backward_set(unary_op_t op, float a, size_t n, const float *inp, const float *out, const float *dout,
+                        float *dinp)
+{
+    if (dinp) unary_bwd(op, a, n, inp, out, dout, dinp, 1);
 }
 
 /* The walk over out in order: ia and ib follow the inputs' strides; counters per axis. */

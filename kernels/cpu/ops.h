@@ -205,6 +205,10 @@ void binary_rows_backward(binary_op_t op, const bcast_desc_t *d, int B, const fl
 void unary_forward(unary_op_t op, float a, size_t n, const float *inp, float *out);
 void unary_backward(unary_op_t op, float a, size_t n, const float *inp, const float *out, const float *dout,
                     float *dinp /* += */);
+/* The same writing dinp instead of adding to it (the bits += gives into zeros), for an input
+ * gradient with no other contribution (model.c's grad_setter). */
+void unary_backward_set(unary_op_t op, float a, size_t n, const float *inp, const float *out, const float *dout,
+                        float *dinp);
 /* Product of a (B, C, HW) and b (B, C, HW2), HW2 either HW or 1 (b then a per-channel
  * scale broadcast over the plane: squeeze-excitation): out = a * b. The backward adds
  * dout * b to da and dout * a (summed over the plane where HW2 is 1) to db; either may be
@@ -390,6 +394,9 @@ void embed_backward(size_t rows, int V, int E, const float *ids, const float *do
  * reads the output: dinp[i, j] = scale * y (dout - sum(dout * y)) for j <= i, added (set 0)
  * or written with the masked half 0 (set 1). */
 void causal_softmax_forward(size_t mats, int T, float scale, const float *inp, float *out);
+/* The same by gcc's vectorisation of eight lanes, where causal_softmax_forward runs explicit
+ * AVX2 on a CPU that has it: the same bits (test_gpt holds them equal). */
+void causal_softmax_forward_lanes(size_t mats, int T, float scale, const float *inp, float *out);
 void causal_softmax_backward(size_t mats, int T, float scale, const float *out, const float *dout, float *dinp, int set);
 /* Layer normalisation (ONNX LayerNormalization, torch's nn.LayerNorm): each of rows rows of D
  * elements normalised by its mean and biased variance, times w, plus b (both (D)). The

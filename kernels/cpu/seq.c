@@ -93,8 +93,8 @@ static inline float causal_row_dot(int n, const float *y, const float *g)
     return dot;
 }
 
-__attribute__((target_clones("avx2", "default"))) void causal_softmax_forward(size_t mats, int T, float scale,
-                                                                              const float *inp, float *out)
+__attribute__((target_clones("avx2", "default"))) void causal_softmax_forward_lanes(size_t mats, int T, float scale,
+                                                                                    const float *inp, float *out)
 {
     for (size_t m = 0; m < mats; m++) {
         for (int i = 0; i < T; i++) {
@@ -105,6 +105,102 @@ __attribute__((target_clones("avx2", "default"))) void causal_softmax_forward(si
             for (int j = i + 1; j < T; j++) y[j] = 0.0f;
         }
     }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define CAUSAL_AVX2 __attribute__((target("avx2")))
+
+/* scalar_fn.h's ufn_exp on eight lanes, operation for operation (no FMA), so the same bits:
+ * max_ps and min_ps are ufn_max's and ufn_min's selects (the second operand on a NaN), k / 2
+ * truncates toward zero as C's division does */
+CAUSAL_AVX2 static inline __m256 causal_exp8(__m256 x)
+{
+    const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.0f)), _mm256_set1_ps(89.0f));
+    const __m256 big = _mm256_set1_ps(12582912.0f);
+    const __m256 kf = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)), big), big);
+    const __m256 r = _mm256_sub_ps(_mm256_sub_ps(xc, _mm256_mul_ps(kf, _mm256_set1_ps(0.693359375f))),
+                                   _mm256_mul_ps(kf, _mm256_set1_ps(-2.12194440e-4f)));
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(p, _mm256_mul_ps(r, r)), r), _mm256_set1_ps(1.0f));
+    const __m256i k = _mm256_cvttps_epi32(kf);
+    const __m256i k1 = _mm256_srai_epi32(_mm256_sub_epi32(k, _mm256_srai_epi32(k, 31)), 1), k2 = _mm256_sub_epi32(k, k1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
+    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, bias), 23));
+    const __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+    return _mm256_blendv_ps(x, y, _mm256_cmp_ps(x, x, _CMP_EQ_OQ));
+}
+
+/* lanes j0 + k < n set (all ones), the others clear */
+CAUSAL_AVX2 static inline __m256i causal_mask(int j0, int n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n - j0), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* causal_row_fwd and the zeros after it in explicit AVX2: the same operations in the same
+ * order (lanes, their fold, then the tail's terms one by one), so the bits of the lanes'
+ * loops, which gcc compiled with the lanes' arrays through the stack, the maximum's fold
+ * scalar and the constants reloaded in the loop: 2.8% of the GPT's step, now about a third
+ * of that. y holds T floats; n of them are read from x. */
+CAUSAL_AVX2 static void causal_row_avx2(int n, int T, float scale, const float *x, float *y)
+{
+    const __m256 vs = _mm256_set1_ps(scale);
+    const int n8 = n / 8 * 8;
+    __m256 lm = _mm256_set1_ps(x[0] * scale);
+    for (int j = 0; j < n8; j += 8) lm = _mm256_max_ps(_mm256_mul_ps(_mm256_loadu_ps(x + j), vs), lm);
+    float l[8];
+    _mm256_storeu_ps(l, lm);
+    float mx = l[0];
+    for (int k = 1; k < 8; k++) mx = ufn_max(l[k], mx);
+    for (int j = n8; j < n; j++) mx = ufn_max(x[j] * scale, mx);
+    const __m256 vm = _mm256_set1_ps(mx);
+    __m256 ls = _mm256_setzero_ps();
+    for (int j = 0; j < n8; j += 8) {
+        const __m256 e = causal_exp8(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(x + j), vs), vm));
+        _mm256_storeu_ps(y + j, e);
+        ls = _mm256_add_ps(ls, e);
+    }
+    _mm256_storeu_ps(l, ls);
+    float sum = causal_fold_sum(l);
+    if (n8 < n) {
+        const __m256i mk = causal_mask(n8, n);
+        const __m256 e = causal_exp8(_mm256_sub_ps(_mm256_mul_ps(_mm256_maskload_ps(x + n8, mk), vs), vm));
+        _mm256_storeu_ps(l, e);
+        for (int j = n8; j < n; j++) sum += l[j - n8];
+        _mm256_maskstore_ps(y + n8, mk, e);
+    }
+    const __m256 inv = _mm256_set1_ps(1.0f / sum);
+    int j = 0;
+    for (; j + 8 <= T; j += 8) {
+        /* past n: zeros (the masked half), whatever y held there */
+        const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(y + j), inv);
+        _mm256_storeu_ps(y + j, _mm256_and_ps(v, _mm256_castsi256_ps(causal_mask(j, n))));
+    }
+    for (; j < T; j++) y[j] = j < n ? y[j] * (1.0f / sum) : 0.0f;
+}
+
+CAUSAL_AVX2 static void causal_forward_avx2(size_t mats, int T, float scale, const float *inp, float *out)
+{
+    for (size_t r = 0; r < mats * (size_t)T; r++)
+        causal_row_avx2((int)(r % (size_t)T) + 1, T, scale, inp + r * (size_t)T, out + r * (size_t)T);
+}
+#endif
+
+void causal_softmax_forward(size_t mats, int T, float scale, const float *inp, float *out)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx2")) {
+        causal_forward_avx2(mats, T, scale, inp, out);
+        return;
+    }
+#endif
+    causal_softmax_forward_lanes(mats, T, scale, inp, out);
 }
 
 __attribute__((target_clones("avx2", "default"))) void

@@ -137,6 +137,31 @@ static void causal_long_case(int M, int T)
     free(x), free(y), free(g), free(dx), free(dxs), free(xd), free(yd), free(dd);
 }
 
+/* causal_softmax_forward (explicit AVX2 where the CPU has it) against the lanes that gcc
+ * vectorises, bit for bit: rows of every length mod 8, scores that overflow and underflow
+ * the exponential, an infinity and a NaN. */
+static void test_causal_softmax_lanes(void **state)
+{
+    (void)state;
+    static const int Ts[] = {1, 5, 8, 13, 37, 64};
+    for (size_t t = 0; t < sizeof Ts / sizeof Ts[0]; t++) {
+        const int T = Ts[t], M = 3;
+        const size_t N = (size_t)M * T * T;
+        rng_t r;
+        rng_seed(&r, 11 + (uint64_t)T);
+        float *x = malloc(N * sizeof *x), *y1 = malloc(N * sizeof *y1), *y2 = malloc(N * sizeof *y2);
+        assert_true(x && y1 && y2);
+        for (size_t k = 0; k < N; k++) x[k] = (k % 7 == 3 ? 300.0f : 8.0f) * rng_normal(&r);
+        x[N / 2] = INFINITY;
+        x[N - 1] = NAN;
+        for (size_t k = 0; k < N; k++) y1[k] = NAN, y2[k] = -1.0f;
+        causal_softmax_forward((size_t)M, T, 0.17677669529663687f, x, y1);
+        causal_softmax_forward_lanes((size_t)M, T, 0.17677669529663687f, x, y2);
+        assert_memory_equal(y1, y2, N * sizeof *y1);
+        free(x), free(y1), free(y2);
+    }
+}
+
 static void test_causal_softmax_long(void **state)
 {
     causal_long_case(3, 37);
@@ -478,19 +503,71 @@ static void test_gpt_dact_plan(void **state)
     model_free(m);
 }
 
+/* One training step's loss, logits and parameter gradients of m, its view chains as marked or
+ * (plain) every layer run by itself; the same dropout masks either way. */
+static float chain_step(model_t *m, int plain, const float *x, const int32_t *y, int B, float *logits, float *grads)
+{
+    int saved[512];
+    assert_true(m->nlayers <= 512);
+    for (int i = 0; i < m->nlayers; i++) {
+        saved[i] = m->layers[i].chain;
+        if (plain) m->layers[i].chain = VIEW_CHAIN_NONE;
+    }
+    const uint64_t step = m->dropout_step;
+    const float loss = model_forward(m, x, y, B, 1);
+    model_backward(m, x, y, B, 1.0f);
+    m->dropout_step = step;
+    memcpy(logits, model_logits(m), (size_t)B * m->positions * m->num_classes * sizeof(float));
+    memcpy(grads, m->grads, m->nparams * sizeof(float));
+    for (int i = 0; i < m->nlayers; i++) m->layers[i].chain = saved[i];
+    return loss;
+}
+
+/* The view chains (layer_t's chain): each block's q, k and v head splits (Slice, Reshape,
+ * Transpose) and its attention output (Transpose, Reshape) copy in one walk from the
+ * projection or the product, and the step gives the loss, the logits and the parameter
+ * gradients of every layer run by itself, bit for bit (copies, and gradients set as g + 0). */
+static void test_gpt_view_chains(void **state)
+{
+    (void)state;
+    enum { B = 3 };
+    model_gpt_t g = TINY;
+    g.dropout = 0.1f;
+    model_t *m = tiny(&g, B);
+    int run = 0, skip = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        run += m->layers[i].chain == VIEW_CHAIN_RUN;
+        skip += m->layers[i].chain == VIEW_CHAIN_SKIP;
+    }
+    assert_int_equal(run, 4 * g.layers);  /* q, k, v and the output per block */
+    assert_int_equal(skip, 7 * g.layers); /* two links before each split, one before the output */
+    rng_t r;
+    rng_seed(&r, 9);
+    float x[B * 6];
+    int32_t y[B * 6];
+    assert_true(g.block <= 6);
+    random_tokens(&r, B * g.block, g.vocab, x, y);
+    const size_t nl = (size_t)B * m->positions * m->num_classes;
+    float *l1 = malloc(nl * sizeof(float)), *l2 = malloc(nl * sizeof(float));
+    float *g1 = malloc(m->nparams * sizeof(float)), *g2 = malloc(m->nparams * sizeof(float));
+    assert_true(l1 && l2 && g1 && g2);
+    const float loss1 = chain_step(m, 0, x, y, B, l1, g1), loss2 = chain_step(m, 1, x, y, B, l2, g2);
+    assert_true(loss1 == loss2);
+    assert_memory_equal(l1, l2, nl * sizeof(float));
+    assert_memory_equal(g1, g2, m->nparams * sizeof(float));
+    free(l1), free(l2), free(g1), free(g2);
+    model_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_embed_kernels),
-        cmocka_unit_test(test_causal_softmax),
-        cmocka_unit_test(test_causal_softmax_long),
-        cmocka_unit_test(test_causal_bmm),
-        cmocka_unit_test(test_gpt_causal_bmm),
-        cmocka_unit_test(test_gpt_gradients),
-        cmocka_unit_test(test_gpt_tied),
-        cmocka_unit_test(test_gpt_causal),
-        cmocka_unit_test(test_gpt_refusals),
-        cmocka_unit_test(test_gpt_dact_plan),
+        cmocka_unit_test(test_embed_kernels),       cmocka_unit_test(test_causal_softmax),
+        cmocka_unit_test(test_causal_softmax_long), cmocka_unit_test(test_causal_softmax_lanes),
+        cmocka_unit_test(test_causal_bmm),          cmocka_unit_test(test_gpt_causal_bmm),
+        cmocka_unit_test(test_gpt_gradients),       cmocka_unit_test(test_gpt_tied),
+        cmocka_unit_test(test_gpt_causal),          cmocka_unit_test(test_gpt_refusals),
+        cmocka_unit_test(test_gpt_dact_plan),       cmocka_unit_test(test_gpt_view_chains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2890,6 +2890,14 @@ static void test_erf_gelu(void **state)
     ffill(acc, n, PREFILL);
     unary_backward(UNARY_GELU, 0.0f, n, gx, gy, gg, acc);
     check_acc("gelu dinp", acc, gd, PREFILL, n);
+    /* the set variant (a GELU that sets its input's gradient): the bits of += into zeros,
+     * whatever the buffer held, erf's too; so against the closed forms as above */
+    ffill(acc, n, NAN);
+    unary_backward_set(UNARY_GELU, 0.0f, n, gx, gy, gg, acc);
+    assert_memory_equal(acc, gd, n * sizeof *acc);
+    ffill(acc, n, NAN);
+    unary_backward_set(UNARY_ERF, 0.0f, n, gx, NULL, gg, acc);
+    assert_memory_equal(acc, ed, n * sizeof *acc);
     free(acc);
     /* the backward's Phi read back from the output (y / x) where that is delicate: 0 and
      * either side of the 2^-20 switch to 1/2 + x / sqrt(2 pi), subnormal x, the far tail

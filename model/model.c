@@ -1116,11 +1116,13 @@ enum { VIEW_CHAIN_MAX = 16 }; /* links: longer chains are cut into several */
 static int chain_kind(layer_kind_t k) { return k == LAYER_SLICE || k == LAYER_RESHAPE || k == LAYER_TRANSPOSE; }
 
 /* Layer j is a link: a view whose backward sets its input's gradient (its part of it:
- * op_table.c's sets_grad), so that a chain's one walk can set it for all of them. */
+ * op_table.c's sets_grad), so that a chain's one walk can set it for all of them; not an
+ * empty one (its walk's strides would divide by 0, and the forward skips it anyway). */
 static int chain_link(const model_t *m, int j)
 {
     const layer_t *l = &m->layers[j];
-    return chain_kind(l->kind) && l->in >= 0 && (m->layers[l->in].grad_setter == j || m->layers[l->in].grad_split);
+    return chain_kind(l->kind) && l->in >= 0 && !model_layer_empty(m, j) &&
+           (m->layers[l->in].grad_setter == j || m->layers[l->in].grad_split);
 }
 
 /* The walk of the chain of links c[0..n) (c[0] reads the source) into the source's output:

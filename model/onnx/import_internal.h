@@ -140,6 +140,14 @@ float imp_attr_float(const Onnx__NodeProto *n, const char *name, float dflt);
 int imp_input_layer(imp_t *im, const Onnx__NodeProto *n, size_t i, const value_t **vout);
 const Onnx__TensorProto *imp_input_tensor(imp_t *im, const Onnx__NodeProto *n, size_t i);
 int imp_weight_name_ok(imp_t *im, const Onnx__NodeProto *n, size_t i);
+/* Whether Gemm's C, a constant, is the OUT values of a bias vector: (OUT), (1, OUT), ... */
+int imp_bias_vector(const Onnx__TensorProto *c, int64_t OUT);
+/* A Gemm of alpha and beta 1 by an initializer B of IN inputs ((IN, OUT), or (OUT, IN) with
+ * transB) and a C that is a vector of the outputs or none: what a view of the batch and a
+ * lead value read as a linear layer along their last axis. Its outputs in *out, B's layout
+ * in *layout, C's name or NULL in *bias; 0, 1 when n is no such Gemm (the caller says why),
+ * or -1 with the reason (a weight's name). */
+int imp_gemm_linear(imp_t *im, const Onnx__NodeProto *n, int IN, int *out, gemm_layout_t *layout, const char **bias);
 int binary_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, int act_rank, int *li);
 const char *imp_batch_text(const model_shape_t *s, char *buf, size_t len);
 int imp_input_ints(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *out, int *count, int *scalar);

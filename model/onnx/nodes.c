@@ -664,35 +664,24 @@ static int do_bn(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     return define_output(im, n, li, 0);
 }
 
-/* Whether Gemm's C, a constant, is the OUT values of a bias vector: (OUT), (1, OUT), ... */
-static int bias_vector(const Onnx__TensorProto *c, int64_t OUT)
-{
-    if (c->n_dims < 1 || c->dims[c->n_dims - 1] != OUT) return 0;
-    for (size_t d = 0; d + 1 < c->n_dims; d++)
-        if (c->dims[d] != 1) return 0;
-    return 1;
-}
-
 /* Gemm of a lead value (N * k, IN), x.view(B * T, C) before an nn.Linear: a LAYER_LINEAR
  * along the sample's last axis of (k, IN), the output a lead value again; alpha and beta 1,
  * C a vector of the outputs or none */
-static int lead_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x, int transB)
+static int lead_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
 {
     model_shape_t s;
     model_build_shape_nd(b, x->layer, &s);
-    const Onnx__TensorProto *w = imp_input_tensor(im, n, 1), *c = imp_input_tensor(im, n, 2);
-    const int IN = s.rank == 2 ? s.dims[1] : -1, has_c = n->n_input > 2 && n->input[2][0];
-    if (IN < 1 || x->flat || imp_attr_float(n, "alpha", 1.0f) != 1.0f || imp_attr_float(n, "beta", 1.0f) != 1.0f ||
-        !w || w->n_dims != 2 || w->dims[transB ? 1 : 0] != IN || w->dims[transB ? 0 : 1] < 1 ||
-        w->dims[transB ? 0 : 1] > DIM_MAX || (has_c && (!c || !bias_vector(c, w->dims[transB ? 0 : 1]))))
+    int OUT, rc = 1;
+    gemm_layout_t layout;
+    const char *bias;
+    if (s.rank != 2 || x->flat || (rc = imp_gemm_linear(im, n, s.dims[1], &OUT, &layout, &bias)) == 1)
         return imp_fail(im,
                         "node '%s' (Gemm): of a value whose batch axis holds several of the sample's elements: A (N * "
                         "k, IN), alpha and beta 1, B an initializer of IN inputs, C a vector of the outputs or none",
                         imp_node_name(n));
-    if (imp_weight_name_ok(im, n, 1) || (has_c && imp_weight_name_ok(im, n, 2))) return -1;
-    int li = model_build_linear_layout(b, x->layer, (int)w->dims[transB ? 0 : 1],
-                                       transB ? GEMM_W_OUT_IN : GEMM_W_IN_OUT, n->input[1]);
-    if (has_c) li = model_build_fc_bias(b, li, n->input[2]);
+    if (rc) return -1;
+    int li = model_build_linear_layout(b, x->layer, OUT, layout, n->input[1]);
+    if (bias) li = model_build_fc_bias(b, li, bias);
     return define_output(im, n, li, 0);
 }
 
@@ -711,7 +700,7 @@ static int do_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     const int64_t tb = imp_attr_int(n, "transB", 0);
     if (tb != 0 && tb != 1) return imp_fail(im, "node '%s' (Gemm): transB must be 0 or 1", imp_node_name(n));
     const int transB = (int)tb;
-    if (x->lead) return lead_gemm(im, b, n, x, transB);
+    if (x->lead) return lead_gemm(im, b, n, x);
     int C, H, W;
     model_build_shape(b, x->layer, &C, &H, &W);
     if (!x->flat && (H != 1 || W != 1))
@@ -728,7 +717,7 @@ static int do_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
                            .beta = imp_attr_float(n, "beta", 1.0f)};
     if (!isfinite(g.alpha) || !isfinite(g.beta))
         return imp_fail(im, "node '%s' (Gemm): alpha and beta must be finite", imp_node_name(n));
-    const int has_c = n->n_input > 2 && n->input[2][0], vec = c && bias_vector(c, OUT);
+    const int has_c = n->n_input > 2 && n->input[2][0], vec = c && imp_bias_vector(c, OUT);
     if (imp_weight_name_ok(im, n, 1) || (vec && imp_weight_name_ok(im, n, 2))) return -1;
     int li = model_build_gemm(b, x->layer, (int)OUT, &g, n->input[1], vec ? n->input[2] : NULL);
     if (has_c && !vec) {

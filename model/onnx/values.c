@@ -225,6 +225,30 @@ int imp_weight_name_ok(imp_t *im, const Onnx__NodeProto *n, size_t i)
     return 0;
 }
 
+int imp_bias_vector(const Onnx__TensorProto *c, int64_t OUT)
+{
+    if (c->n_dims < 1 || c->dims[c->n_dims - 1] != OUT) return 0;
+    for (size_t d = 0; d + 1 < c->n_dims; d++)
+        if (c->dims[d] != 1) return 0;
+    return 1;
+}
+
+int imp_gemm_linear(imp_t *im, const Onnx__NodeProto *n, int IN, int *out, gemm_layout_t *layout, const char **bias)
+{
+    const int64_t tb = imp_attr_int(n, "transB", 0);
+    const Onnx__TensorProto *w = imp_input_tensor(im, n, 1), *c = imp_input_tensor(im, n, 2);
+    const int has_c = n->n_input > 2 && n->input[2][0], t = tb == 1;
+    if ((tb != 0 && tb != 1) || imp_attr_float(n, "alpha", 1.0f) != 1.0f || imp_attr_float(n, "beta", 1.0f) != 1.0f ||
+        IN < 1 || !w || w->n_dims != 2 || w->dims[t ? 1 : 0] != IN || w->dims[t ? 0 : 1] < 1 ||
+        w->dims[t ? 0 : 1] > DIM_MAX || (has_c && (!c || !imp_bias_vector(c, w->dims[t ? 0 : 1]))))
+        return 1;
+    if (imp_weight_name_ok(im, n, 1) || (has_c && imp_weight_name_ok(im, n, 2))) return -1;
+    *out = (int)w->dims[t ? 0 : 1];
+    *layout = t ? GEMM_W_OUT_IN : GEMM_W_IN_OUT;
+    *bias = has_c ? n->input[2] : NULL;
+    return 0;
+}
+
 /* The batch shape of per-sample shape s, "(N, 4, 5)" or "(N)", into buf; returns buf. */
 const char *imp_batch_text(const model_shape_t *s, char *buf, size_t len)
 {

@@ -188,11 +188,25 @@ static int view_plain(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, v
  * operator along the last axis (MatMul by a weight, Softmax, a bias) reads in place. */
 static int view_last_ok(const view_t *v) { return v->gn[v->ng - 1] == 1 && v->ax[v->np - 1] == v->np - 1 && v->np > 1; }
 
-/* x's view with its last axis in place (view_normal where needed), its layer in *li. */
-static int view_last(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x, int *li, view_t *v)
+/* v with its two graph axes swapped (a 2-D view transposed) */
+static view_t view_swap2(const view_t *v)
+{
+    view_t w = *v;
+    w.gn[0] = v->gn[1];
+    w.gn[1] = v->gn[0];
+    for (int f = 0; f < v->gn[1]; f++) w.ax[f] = v->ax[v->gn[0] + f];
+    for (int f = 0; f < v->gn[0]; f++) w.ax[v->gn[1] + f] = v->ax[f];
+    return w;
+}
+
+/* x's view with its last axis in place (view_normal where needed), its layer in *li; with
+ * swap2, a 2-D view's axes swapped first (Gemm's transA). */
+static int view_last(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x, int swap2, int *li,
+                     view_t *v)
 {
     char t[96];
     view_get(b, x, v);
+    if (swap2 && v->ng == 2) *v = view_swap2(v);
     *li = x->layer;
     if (!view_last_ok(v)) view_normal(b, li, v);
     if (!view_last_ok(v))
@@ -570,17 +584,6 @@ static int view_bmm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, con
     return view_define(im, n, 0, lo, &v[0]);
 }
 
-/* v with its two graph axes swapped (a 2-D view transposed) */
-static view_t view_swap2(const view_t *v)
-{
-    view_t w = *v;
-    w.gn[0] = v->gn[1];
-    w.gn[1] = v->gn[0];
-    for (int f = 0; f < v->gn[1]; f++) w.ax[f] = v->ax[v->gn[0] + f];
-    for (int f = 0; f < v->gn[0]; f++) w.ax[v->gn[1] + f] = v->ax[f];
-    return w;
-}
-
 /* Gemm of a 2-D view ((L * N, E): the out-projection of nn.MultiheadAttention; with transA,
  * A^T of a view (E, N) whose batch torch moved last, y.t() @ W): a LAYER_LINEAR along its
  * last axis, alpha and beta 1 */
@@ -588,38 +591,26 @@ static int view_gemm(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, co
 {
     static const char *const known[] = {"alpha", "beta", "transA", "transB", NULL};
     view_t v;
-    char t[96];
+    int li, OUT, rc = 1;
+    gemm_layout_t layout;
+    const char *bias;
     if (imp_check_attrs(im, n, known)) return -1;
     const int64_t ta = imp_attr_int(n, "transA", 0);
-    view_get(b, x, &v);
-    if (ta == 1 && v.ng == 2) v = view_swap2(&v);
-    int li = x->layer;
-    if (!view_last_ok(&v)) view_normal(b, &li, &v);
-    if (!view_last_ok(&v))
-        return imp_fail(im, "node '%s' (Gemm): input '%s' is %s: its last axis holds the batch", imp_node_name(n),
-                        x->name, view_text(&x->view, t, sizeof t));
-    const int64_t tb = imp_attr_int(n, "transB", 0);
-    const int transB = tb == 1;
-    const Onnx__TensorProto *w = imp_input_tensor(im, n, 1), *c = imp_input_tensor(im, n, 2);
+    if (view_last(im, b, n, x, ta == 1, &li, &v)) return -1;
     const int IN = v.pd[v.np - 1];
-    if (v.ng != 2 || (ta != 0 && ta != 1) || (tb != 0 && tb != 1) || imp_attr_float(n, "alpha", 1.0f) != 1.0f ||
-        imp_attr_float(n, "beta", 1.0f) != 1.0f || !w || w->n_dims != 2 || w->dims[transB ? 1 : 0] != IN ||
-        w->dims[transB ? 0 : 1] < 1 || w->dims[transB ? 0 : 1] > DIM_MAX ||
-        (n->n_input > 2 && n->input[2][0] && (!c || c->n_dims != 1 || c->dims[0] != w->dims[transB ? 0 : 1])))
+    if (v.ng != 2 || (ta != 0 && ta != 1) || (rc = imp_gemm_linear(im, n, IN, &OUT, &layout, &bias)) == 1)
         return imp_fail(im,
                         "node '%s' (Gemm): of a view of the batch: alpha and beta 1, B an initializer of %d inputs, C "
-                        "1-D or none",
+                        "a vector of the outputs or none",
                         imp_node_name(n), IN);
-    if (imp_weight_name_ok(im, n, 1) || (c && imp_weight_name_ok(im, n, 2))) return -1;
-    const int OUT = (int)w->dims[transB ? 0 : 1];
-    const gemm_layout_t layout = transB ? GEMM_W_OUT_IN : GEMM_W_IN_OUT;
+    if (rc) return -1;
     if (v.np == 2) {
         /* transposed back to the batch first: a sample of one axis, Gemm's own layer */
         const gemm_desc_t g = {.layout = layout, .alpha = 1.0f, .beta = 1.0f};
-        li = model_build_gemm(b, li, OUT, &g, n->input[1], c ? n->input[2] : NULL);
+        li = model_build_gemm(b, li, OUT, &g, n->input[1], bias);
     } else {
         li = model_build_linear_layout(b, li, OUT, layout, n->input[1]);
-        if (c) li = model_build_fc_bias(b, li, n->input[2]);
+        if (bias) li = model_build_fc_bias(b, li, bias);
     }
     v.pd[v.np - 1] = OUT;
     return view_define(im, n, 0, li, &v);
@@ -774,7 +765,7 @@ int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, view_tran
             return imp_fail(im, "node '%s' (%s): of a view of the batch: only along the last axis", imp_node_name(n),
                             op);
         const size_t ai = (size_t)(a - im->vals);
-        if (view_last(im, b, n, a, &li, &v)) return -1;
+        if (view_last(im, b, n, a, 0, &li, &v)) return -1;
         a = &im->vals[ai];
         a->layer = li; /* the view in normal form, for later readers too */
         a->view = v;

@@ -251,6 +251,10 @@ $(ONNX_OBJ): $(ONNX_PB).c
 	@mkdir -p $(dir $@)
 	$(CC) -D_GNU_SOURCE $(CSTD) $(OPT) -g -w -fPIC $(SANFLAGS) -I$(BUILD)/gen -c $< -o $@
 $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard model/onnx/*.c)) $(BUILD)/obj/model/onnx_export.o: $(ONNX_PB).h
+# test_onnx_import checks the importer's shape arithmetic (model/onnx/fold.h), whose
+# header reads the generated protobuf types
+$(BUILD)/obj/tests/unit/test_onnx_import.o: $(ONNX_PB).h
+$(BUILD)/obj/tests/unit/test_onnx_import.o: INCLUDES += -I$(BUILD)/gen
 
 # ---- the built-in models' catalog figures (tools/catalog_rows.c) ------------------------
 # common/catalog.c includes $(CATALOG_GEN), which tools/catalog_rows writes from model/

@@ -55,8 +55,8 @@ int fold_ints(imp_t *im, const Onnx__NodeProto *n)
         if (imp_input_ints(im, n, 0, a, &na, &sa) != 0 || imp_input_ints(im, n, 1, &lim, &c1, &s1) != 0 ||
             imp_input_ints(im, n, 2, &d, &c2, &s2) != 0)
             return 1;
-        if (imp_check_attrs(im, n, none) || na != 1 || c1 != 1 || c2 != 1 || is_batch(a[0]) || is_batch(lim) ||
-            is_batch(d) || d == 0)
+        if (imp_check_attrs(im, n, none) || na != 1 || c1 != 1 || c2 != 1 || is_symbolic(a[0]) || is_symbolic(lim) ||
+            is_symbolic(d) || d == 0)
             return imp_fail(im, "node '%s' (Range): start, limit and delta must be constant scalars, delta not 0",
                             imp_node_name(n));
         /* max(ceil((limit - start) / delta), 0) elements; a step past INT64's range ends it */
@@ -68,11 +68,11 @@ int fold_ints(imp_t *im, const Onnx__NodeProto *n)
         }
         return imp_define_ints(im, n, r, nr, 0);
     }
-    if (imp_input_ints(im, n, 0, a, &na, &sa) != 0) return 1;
+    if (imp_input_sym(im, n, 0, a, &na, &sa) != 0) return 1;
     if (strcmp(op, "Not") == 0) {
         if (imp_check_attrs(im, n, none)) return -1;
         for (int i = 0; i < na; i++) {
-            if (is_batch(a[i])) return imp_fail(im, "node '%s' (Not): of the batch size", imp_node_name(n));
+            if (is_symbolic(a[i])) return imp_fail(im, "node '%s' (Not): of the batch size", imp_node_name(n));
             r[i] = !a[i];
         }
         return imp_define_ints(im, n, r, na, sa);
@@ -80,7 +80,7 @@ int fold_ints(imp_t *im, const Onnx__NodeProto *n)
     if (strcmp(op, "Where") == 0) {
         int64_t *x = v[0], *y = v[1];
         int nx, ny, sx, sy;
-        if (imp_input_ints(im, n, 1, x, &nx, &sx) != 0 || imp_input_ints(im, n, 2, y, &ny, &sy) != 0) return 1;
+        if (imp_input_sym(im, n, 1, x, &nx, &sx) != 0 || imp_input_sym(im, n, 2, y, &ny, &sy) != 0) return 1;
         nr = na > nx ? na : nx;
         nr = nr > ny ? nr : ny;
         if (imp_check_attrs(im, n, none) || (na != nr && na != 1) || (nx != nr && nx != 1) || (ny != nr && ny != 1))
@@ -88,7 +88,8 @@ int fold_ints(imp_t *im, const Onnx__NodeProto *n)
                             ny);
         for (int i = 0; i < nr; i++) {
             const int64_t c = a[na == 1 ? 0 : i];
-            if (is_batch(c)) return imp_fail(im, "node '%s' (Where): a condition of the batch size", imp_node_name(n));
+            if (is_symbolic(c))
+                return imp_fail(im, "node '%s' (Where): a condition of the batch size", imp_node_name(n));
             r[i] = c ? x[nx == 1 ? 0 : i] : y[ny == 1 ? 0 : i];
         }
         return imp_define_ints(im, n, r, nr, sa && sx && sy);
@@ -130,22 +131,38 @@ int fold_ints(imp_t *im, const Onnx__NodeProto *n)
     return imp_define_ints(im, n, r, nr, 0);
 }
 
-/* op (Add, Sub, Mul, Div, Equal, Mod) of u and v, one of them a multiple k N of the batch:
- * k N times a positive constant c (or c times it) is (k c) N, k N divided by c that divides
- * k is (k / c) N, k N equals a constant below 1 never (a size is at least 1) and j N equals
- * k N where j = k; anything else (N * N, N + 1) INT64_MAX. */
-static int64_t batch_arith(const char *op, int64_t u, int64_t v)
+/* Floor of a / d for d >= 1 (C's / truncates) */
+static int64_t floor_div(int64_t a, int64_t d) { return a / d - (a % d != 0 && a < 0); }
+
+/* op (Add, Sub, Mul, Div, Equal, Mod) of u and v, one of them the batch as k N + c
+ * (is_symbolic; N >= 1, any): sums and differences add their parts (a difference whose N
+ * cancels is a constant); a product by a constant m >= 1 multiplies both; k N + c divided
+ * by a d that divides k is (k / d) N + floor(c / d), and its Mod d is c's, both where k + c
+ * >= 0 so that no N makes the dividend negative (ONNX's integer Div truncates); equality is
+ * known where the parts are equal, or where no whole N >= 1 makes them so. Anything
+ * else (N * N, N / 2) and results beyond sym_value's bounds give INT64_MAX. (Declared in
+ * fold.h for tests/unit/test_onnx_import.c, which checks it on a table.) */
+int64_t fold_sym_arith(const char *op, int64_t u, int64_t v)
 {
-    const int bu = is_batch(u), bv = is_batch(v);
+    int64_t ku, cu, kv, cv;
+    sym_parts(u, &ku, &cu);
+    sym_parts(v, &kv, &cv);
     if (op[0] == 'E') {
-        if (bu && bv) return u == v;
-        return (bu ? v : u) < 1 ? 0 : INT64_MAX;
+        /* (ku - kv) N = cv - cu: never where no whole N >= 1 solves it */
+        const int64_t dk = ku - kv, dc = cv - cu;
+        if (dk == 0) return dc == 0;
+        return dc % dk != 0 || dc / dk < 1 ? 0 : INT64_MAX;
     }
-    if (bu && bv) return INT64_MAX;
-    const int64_t k = batch_k(bu ? u : v), c = bu ? v : u;
-    if (strcmp(op, "Mul") == 0 && c >= 1 && c <= DIM_MAX && k * c <= DIM_MAX) return batch_times(k * c);
-    if (strcmp(op, "Div") == 0 && bu && c >= 1 && k % c == 0) return batch_times(k / c);
-    return INT64_MAX;
+    if (op[0] == 'A') return sym_value(ku + kv, cu + cv);
+    if (op[0] == 'S') return ku < kv ? INT64_MAX : sym_value(ku - kv, cu - cv);
+    if (op[0] == 'M' && op[1] == 'u') {
+        const int64_t k = ku ? ku : kv, c = ku ? cu : cv, m = ku ? cv : cu;
+        if ((ku && kv) || m < 1 || m > DIM_MAX || k * m > DIM_MAX) return INT64_MAX;
+        return sym_value(k * m, c * m);
+    }
+    /* Div and Mod: of the batch by a constant */
+    if (!ku || kv || cv < 1 || ku % cv != 0 || ku + cu < 0) return INT64_MAX;
+    return op[0] == 'D' ? sym_value(ku / cv, floor_div(cu, cv)) : cu - floor_div(cu, cv) * cv;
 }
 
 /* op (Add, Sub, Mul, Div, Equal, Mod) of two shape values read from the file (neither the
@@ -167,15 +184,15 @@ static int shape_arith(const char *op, int64_t u, int64_t v, int fmod, int64_t *
 }
 
 /* Add, Sub, Mul, Div, Equal and Mod of shape vectors (the exporter's c // g), elementwise
- * with a scalar broadcast; the batch, a symbol, may not enter it (batch_arith's
- * exceptions); 1 when n's inputs are no int vectors. */
+ * with a scalar broadcast; the batch, a symbol, enters as fold_sym_arith allows; 1 when n's
+ * inputs are no int vectors. */
 int fold_shape_arith(imp_t *im, const Onnx__NodeProto *n)
 {
     static const char *const none[] = {NULL}, *const fmod_attr[] = {"fmod", NULL};
     const char *op = n->op_type;
     int64_t a[INTS_MAX], c[INTS_MAX], r[INTS_MAX];
     int na, sa, nc, scl;
-    if (imp_input_ints(im, n, 0, a, &na, &sa) != 0 || imp_input_ints(im, n, 1, c, &nc, &scl) != 0) return 1;
+    if (imp_input_sym(im, n, 0, a, &na, &sa) != 0 || imp_input_sym(im, n, 1, c, &nc, &scl) != 0) return 1;
     const int fmod = imp_attr_int(n, "fmod", 0) != 0;
     if (imp_check_attrs(im, n, op[0] == 'M' && op[1] == 'o' ? fmod_attr : none) || (na != nc && na != 1 && nc != 1))
         return imp_fail(im, "node '%s' (%s): shape vectors of %d and %d values", imp_node_name(n), op, na, nc);
@@ -183,12 +200,12 @@ int fold_shape_arith(imp_t *im, const Onnx__NodeProto *n)
     for (int i = 0; i < nr; i++) {
         const int64_t u = a[na == 1 ? 0 : i], v = c[nc == 1 ? 0 : i];
         const int mod = op[0] == 'M' && op[1] == 'o';
-        if (is_batch(u) || is_batch(v)) {
-            if ((r[i] = batch_arith(op, u, v)) == INT64_MAX)
+        if (is_symbolic(u) || is_symbolic(v)) {
+            if ((r[i] = fold_sym_arith(op, u, v)) == INT64_MAX)
                 return imp_fail(im,
-                                "node '%s' (%s): the batch size enters shape arithmetic (only multiples of it, "
-                                "k * N, times or by a positive constant, compared with a constant below 1, "
-                                "pass)",
+                                "node '%s' (%s): the batch size enters shape arithmetic that is not k * N + c (only "
+                                "sums, differences, products by a positive constant and divisions that leave N "
+                                "whole pass)",
                                 imp_node_name(n), op);
             continue;
         }
@@ -318,7 +335,7 @@ static int is_constant(const value_t *v)
     if (v->kind == V_TENSOR || v->kind == V_ARRAY) return !v->transposed;
     if (v->kind != V_INTS) return 0;
     for (int i = 0; i < v->nints; i++)
-        if (is_batch(v->ints[i])) return 0;
+        if (is_symbolic(v->ints[i])) return 0;
     return 1;
 }
 

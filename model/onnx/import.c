@@ -124,12 +124,14 @@ static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
     int built = 0; /* layers checked against the bound */
     for (size_t i = 0; i < im->g->n_node; i++) {
         /* a node refused after a layer it added was too large: the bounds give the reason */
+        im->sym_refused = 0;
         if (do_node(im, b, im->g->node[i]) != 0) {
             if (model_build_too_large(b, NULL) >= 0) check_bound(im, b, im->g->node[i], &built);
             return -1;
         }
         if (check_bound(im, b, im->g->node[i], &built) != 0) return -1;
     }
+    im->sym_refused = 0;
     value_t *o = imp_find_value(im, im->output);
     if (o && o->kind == V_LAYER && o->defer)
         return imp_fail(im,
@@ -143,9 +145,9 @@ static int build_graph(model_builder_t *b, void *ctx, char *err, size_t errlen)
         char t[96];
         view_normal(b, &li, &v);
         if (!view_is_plain(&v))
-            return imp_fail(im,
-                            "the graph's output '%s' is %s: its batch axis moved or merged by a Transpose or Reshape",
-                            im->output, view_text(&o->view, t, sizeof t));
+            return imp_fail(
+                im, "the graph's output '%s' is %s: its batch axis moved or merged by a Transpose, Reshape or Concat",
+                im->output, view_text(&o->view, t, sizeof t));
         o->layer = li;
         o->viewed = 0;
     }

@@ -28,6 +28,30 @@ typedef enum { V_LAYER, V_TENSOR, V_PADDED, V_INTS, V_ARRAY } vkind_t;
 static inline int is_batch(int64_t v) { return v >= BATCH && v < BATCH + DIM_MAX; }
 static inline int64_t batch_k(int64_t v) { return v - BATCH + 1; }
 static inline int64_t batch_times(int64_t k) { return BATCH + k - 1; }
+/* An affine k N + c of the batch, c != 0 (torch.chunk's bounds: (2 N + 1) / 2), is
+ * AFFINE + (k - 1) (2 DIM_MAX + 1) + c + DIM_MAX, for 1 <= k <= DIM_MAX and |c| <= DIM_MAX:
+ * a range of its own above the multiples, which the shape arithmetic (fold_sym_arith) and the
+ * folders that carry shape values pass on, and every other reader refuses (imp_input_ints
+ * reads none: no size, bound or index may be one). */
+#define AFFINE (BATCH + DIM_MAX)
+#define AFFINE_SPAN (2 * DIM_MAX + 1)
+static inline int is_affine(int64_t v) { return v >= AFFINE && v < AFFINE + DIM_MAX * AFFINE_SPAN; }
+/* the batch in any form: k N or k N + c */
+static inline int is_symbolic(int64_t v) { return is_batch(v) || is_affine(v); }
+/* v as k N + c (k 0 for a constant) */
+static inline void sym_parts(int64_t v, int64_t *k, int64_t *c)
+{
+    if (is_batch(v)) *k = batch_k(v), *c = 0;
+    else if (is_affine(v)) *k = (v - AFFINE) / AFFINE_SPAN + 1, *c = (v - AFFINE) % AFFINE_SPAN - DIM_MAX;
+    else *k = 0, *c = v;
+}
+/* k N + c as a value: a constant for k 0, INT64_MAX outside the bounds above */
+static inline int64_t sym_value(int64_t k, int64_t c)
+{
+    if (k == 0) return c;
+    if (k < 1 || k > DIM_MAX || c < -DIM_MAX || c > DIM_MAX) return INT64_MAX;
+    return c == 0 ? batch_times(k) : AFFINE + (k - 1) * AFFINE_SPAN + c + DIM_MAX;
+}
 
 /* A view (value_t's, V_LAYER): the graph's tensor is its layer's batch-first output (N, d1,
  * .., dk: the physical axes, 0 the batch) read another way, after a Transpose that moved
@@ -118,6 +142,9 @@ typedef struct {
     const Onnx__NodeProto *fused[16];
     int nfused;
     size_t folded; /* elements of the constants fold_array made (bounded) */
+    /* imp_input_ints refused an affine value of the batch (k N + c) and said so: that
+     * message stands for the node (imp_fail keeps it), cleared before each node */
+    int sym_refused;
 } imp_t;
 
 /* bytes for a message: "12 MiB", or "4095 bytes" below one MiB */
@@ -151,6 +178,10 @@ int imp_gemm_linear(imp_t *im, const Onnx__NodeProto *n, int IN, int *out, gemm_
 int binary_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, int act_rank, int *li);
 const char *imp_batch_text(const model_shape_t *s, char *buf, size_t len);
 int imp_input_ints(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *out, int *count, int *scalar);
+/* imp_input_ints with affine values of the batch (k N + c) read too: for the folders that
+ * carry shape values on (Gather, Concat, Cast, ... of shape vectors) and the shape
+ * arithmetic; every other reader takes imp_input_ints, to which such a vector is none. */
+int imp_input_sym(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *out, int *count, int *scalar);
 int imp_define_ints(imp_t *im, const Onnx__NodeProto *n, const int64_t *ints, int count, int scalar);
 int imp_readers(const imp_t *im, const char *name, const Onnx__NodeProto **r, int max);
 int imp_tensor_ints(const Onnx__TensorProto *t, int64_t *dst, int max);

@@ -916,7 +916,7 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "Gather") == 0) {
         int64_t idx[INTS_MAX];
         int ni, si;
-        if (imp_check_attrs(im, n, axis) || imp_attr_int(n, "axis", 0) != 0 || imp_input_ints(im, n, 0, a, &na, &sa) ||
+        if (imp_check_attrs(im, n, axis) || imp_attr_int(n, "axis", 0) != 0 || imp_input_sym(im, n, 0, a, &na, &sa) ||
             imp_input_ints(im, n, 1, idx, &ni, &si) || sa)
             return imp_fail(im, "node '%s' (Gather): only gathering from a constant or a Shape is supported",
                             imp_node_name(n));
@@ -933,7 +933,7 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         int64_t ax[INTS_MAX];
         int nx = 0, sx;
         const Onnx__AttributeProto *at = imp_attr(n, "axes");
-        if (imp_check_attrs(im, n, axes) || imp_input_ints(im, n, 0, a, &na, &sa)) return 1;
+        if (imp_check_attrs(im, n, axes) || imp_input_sym(im, n, 0, a, &na, &sa)) return 1;
         if (at && at->n_ints == 1) ax[0] = at->ints[0], nx = 1;
         else if (!at && imp_input_ints(im, n, 1, ax, &nx, &sx) != 0) nx = 0;
         if (!sa || nx != 1 || ax[0] != 0)
@@ -947,7 +947,7 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         static const char *const known[] = {"allowzero", NULL};
         int64_t t[INTS_MAX];
         int nt, st;
-        if (imp_input_ints(im, n, 0, a, &na, &sa) != 0) return 1;
+        if (imp_input_sym(im, n, 0, a, &na, &sa) != 0) return 1;
         if (imp_check_attrs(im, n, known) || imp_input_ints(im, n, 1, t, &nt, &st) != 0 || nt > 1 ||
             (nt == 1 && t[0] != -1 && t[0] != na) || (nt == 0 && na != 1))
             return imp_fail(im,
@@ -958,7 +958,7 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "Cast") == 0) {
         /* of ints (the exporter's shape arithmetic casts them to int64): the same values */
         static const char *const to[] = {"to", NULL};
-        if (imp_check_attrs(im, n, to) || imp_input_ints(im, n, 0, a, &na, &sa) != 0) return 1;
+        if (imp_check_attrs(im, n, to) || imp_input_sym(im, n, 0, a, &na, &sa) != 0) return 1;
         return imp_define_ints(im, n, a, na, sa);
     }
     if (strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 || strcmp(op, "Div") == 0 ||
@@ -970,7 +970,7 @@ static int do_shape_op(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     if (strcmp(op, "Concat") == 0) {
         int total = 0;
         for (size_t i = 0; i < n->n_input; i++) {
-            if (imp_input_ints(im, n, i, a, &na, &sa) != 0) return 1; /* not int vectors: not this kind of Concat */
+            if (imp_input_sym(im, n, i, a, &na, &sa) != 0) return 1; /* not int vectors: not this kind of Concat */
             if (sa || total + na > INTS_MAX)
                 return imp_fail(im, "node '%s' (Concat): a shape of more than %d values", imp_node_name(n), INTS_MAX);
             memcpy(r + total, a, (size_t)na * sizeof *a);
@@ -1945,6 +1945,10 @@ static int do_concat(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
         return imp_fail(im, "node '%s' (Concat): no inputs", imp_node_name(n));
     model_shape_t s0;
     model_build_shape_nd(b, x->layer, &s0);
+    if (x->flat) { /* concat_operand reads it as one axis */
+        for (int d = 1; d < s0.rank; d++) s0.dims[0] *= s0.dims[d];
+        s0.rank = 1;
+    }
     int64_t ax = imp_attr_int(n, "axis", 0);
     if (ax < 0) ax += s0.rank + 1;
     if (ax < 1 || ax > s0.rank || (x->flat && ax != 1))

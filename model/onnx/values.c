@@ -18,6 +18,7 @@
 
 int imp_fail(imp_t *im, const char *fmt, ...)
 {
+    if (im->sym_refused) return -1; /* input_ints's message names the cause */
     va_list ap;
     va_start(ap, fmt);
     const int rc = errmsg_v(im->err, im->errlen, -1, fmt, ap);
@@ -259,12 +260,26 @@ const char *imp_batch_text(const model_shape_t *s, char *buf, size_t len)
 }
 
 /* Input i of n as a small int vector (a constant INT64 tensor or a V_INTS); 0, or -1. */
-int imp_input_ints(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *out, int *count, int *scalar)
+static int input_ints(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *out, int *count, int *scalar, int sym)
 {
     if (i >= n->n_input || !n->input[i][0]) return -1;
     const value_t *v = imp_find_value(im, n->input[i]);
     if (!v) return -1;
     if (v->kind == V_INTS) {
+        for (int k = 0; !sym && k < v->nints; k++)
+            if (is_affine(v->ints[k])) {
+                int64_t bk, bc;
+                char times[32] = "";
+                sym_parts(v->ints[k], &bk, &bc);
+                if (bk > 1) snprintf(times, sizeof times, " * %lld", (long long)bk);
+                imp_fail(im,
+                         "node '%s' (%s): input '%s' holds N%s %c %lld, the batch size plus a constant, which only "
+                         "shape arithmetic reads (a size, bound or index of it is not supported)",
+                         imp_node_name(n), n->op_type, n->input[i], times, bc < 0 ? '-' : '+',
+                         (long long)(bc < 0 ? -bc : bc));
+                im->sym_refused = 1;
+                return -1;
+            }
         memcpy(out, v->ints, (size_t)v->nints * sizeof *out);
         *count = v->nints;
         *scalar = v->scalar;
@@ -286,6 +301,16 @@ int imp_input_ints(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *out, 
     *count = c;
     *scalar = v->tensor->n_dims == 0;
     return 0;
+}
+
+int imp_input_ints(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *out, int *count, int *scalar)
+{
+    return input_ints(im, n, i, out, count, scalar, 0);
+}
+
+int imp_input_sym(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *out, int *count, int *scalar)
+{
+    return input_ints(im, n, i, out, count, scalar, 1);
 }
 
 int imp_define_ints(imp_t *im, const Onnx__NodeProto *n, const int64_t *ints, int count, int scalar)

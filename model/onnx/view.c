@@ -36,6 +36,17 @@ static void view_get(const model_builder_t *b, const value_t *x, view_t *v)
     }
 }
 
+/* Whether views u and v are the same (the entries each uses) */
+static int view_same(const view_t *u, const view_t *v)
+{
+    if (u->np != v->np || u->ng != v->ng) return 0;
+    for (int d = 0; d < v->np; d++)
+        if (u->pd[d] != v->pd[d] || u->ax[d] != v->ax[d]) return 0;
+    for (int g = 0; g < v->ng; g++)
+        if (u->gn[g] != v->gn[g]) return 0;
+    return 1;
+}
+
 /* Whether v reads its layer's output as it is. */
 int view_is_plain(const view_t *v)
 {
@@ -175,9 +186,9 @@ static int view_plain(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, v
     if (!view_is_plain(&v))
         return imp_fail(
             im,
-            "node '%s' (%s): input '%s' is %s, its batch axis moved or merged by a Transpose or Reshape; "
-            "only Transpose, Reshape, Squeeze, Unsqueeze, Shape, MatMul, Gemm, Softmax, Slice, Split, Gather and "
-            "elementwise operators read such a tensor",
+            "node '%s' (%s): input '%s' is %s, its batch axis moved or merged by a Transpose, Reshape or Concat; "
+            "only Transpose, Reshape, Squeeze, Unsqueeze, Shape, MatMul, Gemm, Softmax, Slice, Split, Gather, "
+            "Concat, ReduceMean, ReduceSum and elementwise operators read such a tensor",
             imp_node_name(n), n->op_type, x->name, view_text(&x->view, t, sizeof t));
     x->layer = li;
     x->viewed = 0;
@@ -281,8 +292,14 @@ static int view_reshape(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n,
         int accn = 0;
         gn[i] = 0;
         if (tk[i] == 1 && !tn[i]) {
-            /* a new axis of 1: a piece of 1 cut in front of what is left (or after the last) */
-            const int p = e < v.np ? v.ax[e] : v.ax[v.np - 1];
+            /* a new axis of 1: a piece of 1 cut in front of what is left (or after the last);
+             * never of the batch's physical axis, whose pieces would make the first the
+             * batch: then after the axis before it (walked to its end), or in front of the
+             * one after (not walked yet) */
+            const int at = e < v.np ? e : v.np - 1;
+            int p = v.ax[at];
+            if (p == 0) p = at > 0 ? v.ax[at - 1] : at + 1 < v.np ? v.ax[at + 1] : 0;
+            if (p == 0) goto refuse;
             if (np[p] >= VIEW_AXES) goto refuse;
             pieces[p][np[p]] = 1;
             gp[ngp][0] = p, gp[ngp][1] = np[p]++, ngp++, gn[i] = 1;
@@ -380,7 +397,51 @@ static int view_through(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n,
     return rc;
 }
 
-/* Slice of a view: each axis sliced one physical axis without the batch. */
+/* The physical axis a Slice or Split of v cuts along graph axis g: the group's one axis
+ * when it is not the batch, or in the batch's group its outermost axis when that is not the
+ * batch (a Concat along the batch's, view_concat_batch), *unit then the multiple k of N
+ * each of its elements holds (0 otherwise); 0 for any other axis. */
+static int cut_axis(const view_t *v, int64_t g, int64_t *unit)
+{
+    int first = 0, nb = 0;
+    *unit = 0;
+    if (g < 0 || g >= v->ng) return 0;
+    for (int h = 0; h < g; h++) first += v->gn[h];
+    if (v->gn[g] == 1) return v->ax[first];
+    int64_t k = 1;
+    for (int f = 1; f < v->gn[g]; f++) {
+        const int a = v->ax[first + f];
+        nb |= a == 0;
+        k *= a ? v->pd[a] : 1;
+    }
+    if (!nb || v->ax[first] == 0) return 0;
+    *unit = k;
+    return v->ax[first];
+}
+
+/* Bound s of a cut in the batch's group as an index of its outer axis (dim elements of
+ * unit N each, cut_axis): 0, a multiple of unit N (sym: s may be one, a value computed
+ * from the batch; a constant in the file is never the batch), or a constant past any
+ * size (torch's INT64_MAX for "to the end"); -1 for any other, which depends on N. */
+static int64_t batch_bound(int64_t s, int64_t unit, int dim, int sym)
+{
+    int64_t k, c;
+    if (s == 0) return 0;
+    if (!is_symbolic(s) || !sym) return s >= MODEL_DIM_ARITH_MAX ? dim : -1;
+    sym_parts(s, &k, &c);
+    if (c != 0 || k % unit != 0) return -1;
+    return k / unit < dim ? k / unit : dim;
+}
+
+/* Whether input i of n is a value computed at import (V_INTS), which may hold the batch */
+static int input_computed(imp_t *im, const Onnx__NodeProto *n, size_t i)
+{
+    const value_t *x = i < n->n_input && n->input[i][0] ? imp_find_value(im, n->input[i]) : NULL;
+    return x && x->kind == V_INTS;
+}
+
+/* Slice of a view: each axis sliced one physical axis without the batch, or the batch's
+ * group at multiples of it (cut_axis). */
 static int view_slice(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
 {
     static const char *const none[] = {NULL};
@@ -389,23 +450,37 @@ static int view_slice(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, c
     view_t v;
     char t[96];
     view_get(b, x, &v);
-    int li = x->layer, first[VIEW_AXES];
-    for (int g = 0, e = 0; g < v.ng; e += v.gn[g++]) first[g] = e;
+    int li = x->layer;
     if (imp_check_attrs(im, n, none)) return -1;
     for (int i = 0; i < 4; i++)
         if ((size_t)i + 1 < n->n_input && n->input[i + 1][0] &&
-            imp_input_ints(im, n, (size_t)i + 1, s[i], &cnt[i], &sc) != 0)
+            (i < 2 ? imp_input_sym : imp_input_ints)(im, n, (size_t)i + 1, s[i], &cnt[i], &sc) != 0)
             return imp_fail(im, "node '%s' (Slice): starts, ends, axes and steps must be constants", imp_node_name(n));
     if (cnt[0] < 1 || cnt[1] != cnt[0] || (cnt[2] && cnt[2] != cnt[0]) || (cnt[3] && cnt[3] != cnt[0]))
         return imp_fail(im, "node '%s' (Slice): starts, ends, axes and steps of one length are required",
                         imp_node_name(n));
     for (int k = 0; k < cnt[0]; k++) {
         const int64_t ax = cnt[2] ? (s[2][k] < 0 ? s[2][k] + v.ng : s[2][k]) : k, step = cnt[3] ? s[3][k] : 1;
-        const int p = ax >= 0 && ax < v.ng && v.gn[ax] == 1 ? v.ax[first[ax]] : 0;
-        if (p == 0 || step == 0 || step > DIM_MAX || step < -DIM_MAX)
-            return imp_fail(im, "node '%s' (Slice): axis %lld of %s: only an axis without the batch, a step not 0",
+        int64_t unit, st, en;
+        const int p = cut_axis(&v, ax, &unit);
+        if (p == 0 || step == 0 || step > DIM_MAX || step < -DIM_MAX || (unit && step != 1))
+            return imp_fail(im,
+                            "node '%s' (Slice): axis %lld of %s: only an axis without the batch, a step not 0 (or "
+                            "the batch joined to others, cut at multiples of it with step 1)",
                             imp_node_name(n), (long long)ax, view_text(&v, t, sizeof t));
-        const int64_t st = slice_bound_step(s[0][k], v.pd[p], step), en = slice_bound_step(s[1][k], v.pd[p], step);
+        if (unit) {
+            st = batch_bound(s[0][k], unit, v.pd[p], input_computed(im, n, 1));
+            en = batch_bound(s[1][k], unit, v.pd[p], input_computed(im, n, 2));
+            if (st < 0 || en < 0)
+                return imp_fail(im,
+                                "node '%s' (Slice): axis %lld of %s: bounds at multiples of N * %lld only (the "
+                                "batch joined to others, torch.cat(..., 0) cut back apart)",
+                                imp_node_name(n), (long long)ax, view_text(&v, t, sizeof t), (long long)unit);
+        } else if ((is_symbolic(s[0][k]) && input_computed(im, n, 1)) ||
+                   (is_symbolic(s[1][k]) && input_computed(im, n, 2)))
+            return imp_fail(im, "node '%s' (Slice): axis %lld of %s: a bound of the batch size on an axis without it",
+                            imp_node_name(n), (long long)ax, view_text(&v, t, sizeof t));
+        else st = slice_bound_step(s[0][k], v.pd[p], step), en = slice_bound_step(s[1][k], v.pd[p], step);
         if (step > 0 ? st >= en : st <= en)
             return imp_fail(im, "node '%s' (Slice): an empty slice is not supported", imp_node_name(n));
         li = model_build_slice(b, li, p - 1, (int)st, (int)en, (int)step);
@@ -414,6 +489,27 @@ static int view_slice(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, c
         v.pd[p] = o.dims[p - 1];
     }
     return view_define(im, n, 0, li, &v);
+}
+
+/* v without its group g, which is one physical axis of 1 other than the batch's (what a
+ * Gather of a scalar index or a reduction without keepdims leaves) */
+static view_t view_drop(const view_t *v, int g)
+{
+    int first = 0;
+    for (int h = 0; h < g; h++) first += v->gn[h];
+    const int p = v->ax[first];
+    view_t w = {.np = v->np - 1, .ng = v->ng - 1};
+    for (int d = 0; d < v->np; d++)
+        if (d != p) w.pd[d - (d > p)] = v->pd[d];
+    for (int h = 0, o = 0, e = 0; h < v->ng; e += v->gn[h++]) {
+        if (h == g) continue;
+        w.gn[h - (h > g)] = v->gn[h];
+        for (int f = 0; f < v->gn[h]; f++) {
+            const int a = v->ax[e + f];
+            w.ax[o++] = a - (a > p);
+        }
+    }
+    return w;
 }
 
 /* Gather of a view by one constant index along a graph axis that is one physical axis
@@ -445,18 +541,7 @@ static int view_gather(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, 
     int li = model_build_slice(b, x->layer, p - 1, (int)k, (int)k + 1, 1);
     v.pd[p] = 1;
     if (!scalar) return view_define(im, n, 0, li, &v);
-    /* drop physical axis p and group g */
-    view_t w = {.np = v.np - 1, .ng = v.ng - 1};
-    for (int d = 0; d < v.np; d++)
-        if (d != p) w.pd[d - (d > p)] = v.pd[d];
-    for (int h = 0, o = 0; h < v.ng; h++) {
-        if (h == g) continue;
-        w.gn[h - (h > g)] = v.gn[h];
-        for (int f = 0; f < v.gn[h]; f++) {
-            const int a = v.ax[first[h] + f];
-            w.ax[o++] = a - (a > p);
-        }
-    }
+    view_t w = view_drop(&v, (int)g);
     model_shape_t to = view_sample(&w);
     return view_define(im, n, 0, model_build_reshape(b, li, &to), &w);
 }
@@ -470,23 +555,36 @@ static int view_split(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, c
 {
     static const char *const known[] = {"axis", "split", NULL};
     int64_t sz[INTS_MAX];
-    int ns = 0, sc, first[VIEW_AXES];
+    int ns = 0, sc;
+    int64_t unit;
     view_t v;
     char t[96];
     view_get(b, x, &v);
-    for (int g = 0, e = 0; g < v.ng; e += v.gn[g++]) first[g] = e;
     if (imp_check_attrs(im, n, known)) return -1;
-    const int64_t given = imp_attr_int(n, "axis", 0), g = given < 0 ? given + v.ng : given;
-    const int p = g >= 0 && g < v.ng && v.gn[g] == 1 ? v.ax[first[g]] : 0;
+    const int64_t given = imp_attr_int(n, "axis", 0);
+    const int p = cut_axis(&v, given < 0 ? given + v.ng : given, &unit);
     if (p == 0 || n->n_output < 1 || n->n_output > INTS_MAX)
-        return imp_fail(im, "node '%s' (Split): axis %lld of %s: only an axis without the batch, into 1 to %d outputs",
+        return imp_fail(im,
+                        "node '%s' (Split): axis %lld of %s: only an axis without the batch, or one that joins the "
+                        "batch to others, into 1 to %d outputs",
                         imp_node_name(n), (long long)given, view_text(&v, t, sizeof t), INTS_MAX);
     const int dim = v.pd[p];
     const Onnx__AttributeProto *a = imp_attr(n, "split");
     if (a && a->n_ints <= INTS_MAX)
         for (size_t i = 0; i < a->n_ints; i++) sz[ns++] = a->ints[i];
-    else if (n->n_input > 1 && n->input[1][0] && imp_input_ints(im, n, 1, sz, &ns, &sc) != 0)
+    else if (n->n_input > 1 && n->input[1][0] && imp_input_sym(im, n, 1, sz, &ns, &sc) != 0)
         return imp_fail(im, "node '%s' (Split): split must be a constant", imp_node_name(n));
+    /* in the batch's group: sizes of multiples of unit N, each as its count of outer elements */
+    for (int i = 0; unit && i < ns; i++) {
+        const int64_t e = batch_bound(sz[i], unit, INT32_MAX, !a && input_computed(im, n, 1));
+        if (e < 1 || e == INT32_MAX)
+            return imp_fail(im,
+                            "node '%s' (Split): axis %lld of %s: sizes at multiples of N * %lld only (a constant size "
+                            "fixes the batch of the example exported: torch.split(x, n, 0) writes one, "
+                            "x.chunk(k, 0) keeps N)",
+                            imp_node_name(n), (long long)given, view_text(&v, t, sizeof t), (long long)unit);
+        sz[i] = e;
+    }
     if (!ns) {
         ns = (int)n->n_output;
         for (int i = 0; i < ns; i++) sz[i] = dim / ns;
@@ -627,6 +725,15 @@ static int last_axis_const(imp_t *im, const Onnx__NodeProto *n, size_t i)
     return 1;
 }
 
+/* Layer li, a flattened value's (N, C * H * W), as one axis (a LAYER_RESHAPE) */
+static int flat_one_axis(model_builder_t *b, int li)
+{
+    model_shape_t s, one = {.rank = 1, .dims = {1}};
+    model_build_shape_nd(b, li, &s);
+    for (int d = 0; d < s.rank; d++) one.dims[0] *= s.dims[d];
+    return model_build_reshape(b, li, &one);
+}
+
 /* The rank of Concat input i when it is a constant (an initializer, or a constant folded at
  * import: V_ARRAY), its dimensions into dims (at most ARR_DIMS); -1 for an activation. */
 int concat_constant_dims(imp_t *im, const Onnx__NodeProto *n, size_t i, int64_t *dims)
@@ -651,7 +758,7 @@ int concat_operand(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size
     const value_t *y;
     if (rank < 0) {
         if (imp_input_layer(im, n, i, &y)) return -1;
-        *li = y->layer;
+        *li = y->flat ? flat_one_axis(b, y->layer) : y->layer; /* (N, C * H * W) joins as one axis */
         return 0;
     }
     int ok = rank == like->rank + 1 && dims[0] == 1;
@@ -680,13 +787,219 @@ static int flat_transpose(imp_t *im, model_builder_t *b, const Onnx__NodeProto *
     const Onnx__AttributeProto *a = imp_attr(n, "perm");
     if (!a || a->n_ints != 2 || a->ints[0] != 1 || a->ints[1] != 0) return 1;
     if (imp_check_attrs(im, n, known)) return -1;
-    model_shape_t s, one = {.rank = 1, .dims = {1}};
-    model_build_shape_nd(b, x->layer, &s);
-    for (int d = 0; d < s.rank; d++) one.dims[0] *= s.dims[d];
     value_t y = *x;
-    y.layer = model_build_reshape(b, x->layer, &one);
+    y.layer = flat_one_axis(b, x->layer);
     y.flat = 0;
     return view_transpose(im, b, n, &y);
+}
+
+/* Input i of a Concat along the batch as a layer in normal form (view_normal), a flattened
+ * value one axis (as flat_transpose reads it); 1 when it is no activation of its own
+ * (a constant, a lead or deferred value: do_concat's to refuse). */
+static int concat_batch_input(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, size_t i, int *li, view_t *v)
+{
+    const value_t *x = n->input[i][0] ? imp_find_value(im, n->input[i]) : NULL;
+    if (!x || x->kind != V_LAYER || x->lead || x->defer) return 1;
+    value_t y = *x;
+    if (x->flat) y.layer = flat_one_axis(b, x->layer), y.flat = 0;
+    view_get(b, &y, v);
+    *li = y.layer;
+    view_normal(b, li, v);
+    return 0;
+}
+
+/* Concat of activations along an axis that holds the batch (torch.cat([x, y], 0)): a new
+ * physical axis of the inputs' count, outermost in the batch's group (the graph's index
+ * along it is j k N + the input's own), each input of one shape in normal form unsqueezed
+ * there and joined along it (LAYER_CONCAT); a view, which Slice and Split cut back apart
+ * at multiples of the batch (torch.chunk). */
+static int concat_along_batch(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int64_t given)
+{
+    view_t v, w;
+    int li, first = 0, g = 0;
+    char t[2][96];
+    if (concat_batch_input(im, b, n, 0, &li, &v)) return -1;
+    for (int e = 0; v.ax[e] != 0; e++)
+        if (e + 1 == first + v.gn[g]) first += v.gn[g++];
+    if (v.np + 1 > VIEW_AXES || v.np > MODEL_MAX_RANK)
+        return imp_fail(im, "node '%s' (Concat): along the batch of %s: one axis more than %d", imp_node_name(n),
+                        view_text(&v, t[0], sizeof t[0]), MODEL_MAX_RANK);
+    model_shape_t one = view_sample(&v);
+    memmove(one.dims + 1, one.dims, (size_t)one.rank * sizeof one.dims[0]);
+    one.dims[0] = 1;
+    one.rank++;
+    int out = model_build_reshape(b, li, &one);
+    for (size_t i = 1; i < n->n_input; i++) {
+        int lj;
+        view_t u;
+        const int rc = concat_batch_input(im, b, n, i, &lj, &u);
+        if (rc || !view_same(&u, &v))
+            return imp_fail(im,
+                            "node '%s' (Concat): along axis %lld, which holds the batch, input %zu is %s and input 0 "
+                            "%s: activations of one shape join there",
+                            imp_node_name(n), (long long)given, i,
+                            rc ? "no activation" : view_text(&u, t[1], sizeof t[1]), view_text(&v, t[0], sizeof t[0]));
+        out = model_build_concat_axis(b, out, model_build_reshape(b, lj, &one), 0);
+    }
+    /* the new physical axis 1: every other one after the batch one further on */
+    w = v;
+    w.np = v.np + 1;
+    w.pd[1] = (int)n->n_input;
+    for (int d = 1; d < v.np; d++) w.pd[d + 1] = v.pd[d];
+    for (int e = 0, o = 0; e < v.np; e++) {
+        if (e == first) w.ax[o++] = 1;
+        w.ax[o++] = v.ax[e] ? v.ax[e] + 1 : 0;
+    }
+    w.gn[g]++;
+    return view_define(im, n, 0, out, &w);
+}
+
+/* Concat of views along an axis without the batch (torch.stack(xs) read back along its
+ * new axis): in normal form that axis is one physical axis, along which the inputs, equal
+ * but there, join (LAYER_CONCAT). */
+static int concat_along_axis(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, int64_t given)
+{
+    view_t v;
+    int li;
+    int64_t unit;
+    char t[2][96];
+    if (concat_batch_input(im, b, n, 0, &li, &v)) return -1;
+    const int p = cut_axis(&v, given < 0 ? given + v.ng : given, &unit);
+    if (p == 0 || unit)
+        return imp_fail(im, "node '%s' (Concat): axis %lld of %s is out of range", imp_node_name(n), (long long)given,
+                        view_text(&v, t[0], sizeof t[0]));
+    for (size_t i = 1; i < n->n_input; i++) {
+        int lj;
+        view_t u, a;
+        const int rc = concat_batch_input(im, b, n, i, &lj, &u);
+        a = u;
+        a.pd[p] = v.pd[p];
+        if (rc || !view_same(&a, &v))
+            return imp_fail(im, "node '%s' (Concat): input %zu is %s and input 0 %s: equal but along axis %lld",
+                            imp_node_name(n), i, rc ? "no activation" : view_text(&u, t[1], sizeof t[1]),
+                            view_text(&v, t[0], sizeof t[0]), (long long)given);
+        li = model_build_concat_axis(b, li, lj, p - 1);
+        model_shape_t o;
+        model_build_shape_nd(b, li, &o);
+        v.pd[p] = o.dims[p - 1];
+    }
+    return view_define(im, n, 0, li, &v);
+}
+
+/* Concat of activations that holds the batch in the axis joined (concat_along_batch), or
+ * of views (concat_along_axis); 1 for any other (do_concat's: a constant among the inputs,
+ * plain activations along an axis without the batch). */
+static int view_concat(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"axis", NULL};
+    int viewed = 0;
+    for (size_t i = 0; i < n->n_input; i++) {
+        const value_t *y = n->input[i][0] ? imp_find_value(im, n->input[i]) : NULL;
+        if (!y || y->kind != V_LAYER || y->lead || y->defer) return 1;
+        viewed |= y->viewed;
+    }
+    const value_t *x = n->n_input ? imp_find_value(im, n->input[0]) : NULL;
+    if (!x) return 1;
+    /* whether the axis joined holds the batch: the first of a plain or flattened value */
+    const int64_t given = imp_attr_int(n, "axis", 0);
+    int nb = 0;
+    if (x->viewed) {
+        const int64_t g = given < 0 ? given + x->view.ng : given;
+        int e = 0;
+        for (int h = 0; h < g && g < x->view.ng; h++) e += x->view.gn[h];
+        for (int f = 0; g >= 0 && g < x->view.ng && f < x->view.gn[g]; f++) nb |= x->view.ax[e + f] == 0;
+    } else {
+        model_shape_t s;
+        model_build_shape_nd(b, x->layer, &s);
+        nb = given == 0 || given == -(x->flat ? 2 : s.rank + 1);
+    }
+    if (!nb && !viewed) return 1;
+    if (imp_check_attrs(im, n, known)) return -1;
+    return nb ? concat_along_batch(im, b, n, given) : concat_along_axis(im, b, n, given);
+}
+
+/* The graph axes node n names (the attribute "axes", or its constant input 1) as a mask of
+ * the rank axes; -1 with the reason for one out of range or named twice. */
+static int node_axes(imp_t *im, const Onnx__NodeProto *n, int rank, unsigned *mask)
+{
+    int64_t ax[INTS_MAX];
+    int na = 0, sc;
+    const Onnx__AttributeProto *a = imp_attr(n, "axes");
+    *mask = 0;
+    if (a && a->n_ints <= INTS_MAX)
+        for (size_t i = 0; i < a->n_ints; i++) ax[na++] = a->ints[i];
+    else if (a || (n->n_input > 1 && n->input[1][0] && imp_input_ints(im, n, 1, ax, &na, &sc) != 0))
+        return imp_fail(im, "node '%s' (%s): axes must be a constant of at most %d values", imp_node_name(n),
+                        n->op_type, INTS_MAX);
+    for (int i = 0; i < na; i++) {
+        const int64_t k = ax[i] < 0 ? ax[i] + rank : ax[i];
+        if (k < 0 || k >= rank || (*mask >> k & 1))
+            return imp_fail(im, "node '%s' (%s): axis %lld is out of range or named twice", imp_node_name(n),
+                            n->op_type, (long long)ax[i]);
+        *mask |= 1u << k;
+    }
+    return 0;
+}
+
+/* ReduceMean or ReduceSum of a view over axes without the batch (torch.stack(xs).mean(0)):
+ * in normal form each is one physical axis, reduced there (LAYER_REDUCE_*, kept as 1), its
+ * group dropped without keepdims; 1 when the normal form is plain (do_reduce's, and its
+ * layer norm pattern's). */
+static int view_reduce(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, value_t *x)
+{
+    static const char *const known[] = {"axes", "keepdims", "noop_with_empty_axes", NULL};
+    unsigned gmask, mask = 0;
+    char t[96];
+    int64_t unit;
+    if (imp_check_attrs(im, n, known)) return -1;
+    view_normal(b, &x->layer, &x->view); /* for later readers too */
+    x->viewed = !view_is_plain(&x->view);
+    if (!x->viewed) return 1;
+    view_t v = x->view;
+    if (node_axes(im, n, v.ng, &gmask)) return -1;
+    if (!gmask && imp_attr_int(n, "noop_with_empty_axes", 0)) return view_define(im, n, 0, x->layer, &v);
+    if (!gmask)
+        return imp_fail(im,
+                        "node '%s' (%s): of %s, no axes: the reduction over every axis, the batch's too, is not "
+                        "supported",
+                        imp_node_name(n), n->op_type, view_text(&v, t, sizeof t));
+    for (int g = 0; g < v.ng; g++) {
+        const int p = gmask >> g & 1 ? cut_axis(&v, g, &unit) : -1;
+        if (p == 0 || unit)
+            return imp_fail(im,
+                            "node '%s' (%s): axis %d of %s holds the batch: a reduction across samples is not "
+                            "supported",
+                            imp_node_name(n), n->op_type, g, view_text(&v, t, sizeof t));
+        if (p > 0) mask |= 1u << (p - 1);
+    }
+    int li = model_build_reduce(b, n->op_type[6] == 'M' ? LAYER_REDUCE_MEAN : LAYER_REDUCE_SUM, x->layer, mask, 1);
+    for (int g = v.ng - 1; g >= 0; g--) {
+        if (!(gmask >> g & 1)) continue;
+        v.pd[cut_axis(&v, g, &unit)] = 1;
+        if (!imp_attr_int(n, "keepdims", 1)) v = view_drop(&v, g);
+    }
+    if (!imp_attr_int(n, "keepdims", 1)) {
+        model_shape_t to = view_sample(&v);
+        li = model_build_reshape(b, li, &to);
+    }
+    return view_define(im, n, 0, li, &v);
+}
+
+/* Whether Unsqueeze n of the plain value x puts a new axis in front of its batch (torch.stack
+ * along axis 0): a view then (view_squeeze); 0 for any other, or axes it cannot read. */
+static int unsqueeze_moves_batch(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, const value_t *x)
+{
+    model_shape_t s;
+    int64_t ax[INTS_MAX];
+    int na = 0, sc;
+    const Onnx__AttributeProto *a = imp_attr(n, "axes");
+    if (a && a->n_ints <= INTS_MAX)
+        for (size_t i = 0; i < a->n_ints; i++) ax[na++] = a->ints[i];
+    else if (a || n->n_input < 2 || imp_input_ints(im, n, 1, ax, &na, &sc) != 0) return 0;
+    model_build_shape_nd(b, x->layer, &s);
+    for (int i = 0; i < na; i++)
+        if (ax[i] == 0 || ax[i] == -(1 + s.rank + na)) return 1;
+    return 0;
 }
 
 /* The nodes that read a view or make one (view_t); 1 when n is none of them, its viewed
@@ -716,6 +1029,10 @@ int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, view_tran
                         "Reshape moved or merged",
                         imp_node_name(n), op);
     if (flat && !lead && strcmp(op, "Transpose") == 0 && x && x->flat) return flat_transpose(im, b, n, x);
+    if (!lead && strcmp(op, "Concat") == 0 && x) {
+        const int rc = view_concat(im, b, n);
+        if (rc <= 0) return rc;
+    }
     if (lead || flat || (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)) return 1;
     if (strcmp(op, "Transpose") == 0 && x) {
         static const char *const known[] = {"perm", NULL};
@@ -735,7 +1052,14 @@ int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, view_tran
             return imp_fail(im, "node '%s' (Reshape): allowzero = 1 is not supported", imp_node_name(n));
         return view_reshape(im, b, n, x, sh, nsh);
     }
+    if (strcmp(op, "Unsqueeze") == 0 && x && !x->viewed && unsqueeze_moves_batch(im, b, n, x))
+        return view_squeeze(im, b, n, x, 1);
     if (!viewed) return 1;
+    if ((strcmp(op, "ReduceMean") == 0 || strcmp(op, "ReduceSum") == 0) && x && x->viewed) {
+        const int rc = view_reduce(im, b, n, x);
+        if (rc <= 0) return rc;
+        viewed = 0; /* x is plain now, for do_reduce */
+    }
     view_t v;
     int li;
     if (strcmp(op, "Shape") == 0) {
@@ -751,7 +1075,7 @@ int view_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, view_tran
     const int binary = strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
                        strcmp(op, "Div") == 0;
     if (binary && n->n_input == 2 && in[0] && in[1] && in[0]->viewed && in[1]->viewed &&
-        memcmp(&in[0]->view, &in[1]->view, sizeof(view_t)) == 0 && in[0]->layer >= 0 && in[1]->layer >= 0)
+        view_same(&in[0]->view, &in[1]->view) && in[0]->layer >= 0 && in[1]->layer >= 0)
         return view_through(im, b, n, &in[0]->view, translate);
     const int ci = !in[0] ? 0 : !in[1] ? 1 : -1; /* the constant operand of a binary node */
     const int softmax = strcmp(op, "Softmax") == 0 || strcmp(op, "LogSoftmax") == 0;

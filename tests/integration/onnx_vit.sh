@@ -19,8 +19,8 @@
 #    pacer's (onnx_zoo_families.py's --load).
 # Before that, the importer's refusals of graphs written at test time (onnx_vit.py
 # --graphs), each message checked: an Expand whose first axis is not the batch or that adds
-# leading axes to an activation; a tensor whose batch axis a Transpose moved read by a
-# ReduceSum, sliced along the batch, softmaxed along it, left as the graph's output; a
+# leading axes to an activation; a tensor whose batch axis a Transpose moved summed
+# across the batch, sliced along the batch, softmaxed along it, left as the graph's output; a
 # Reshape that cannot regroup the axes; a Transpose of a weight read by an Add, or of
 # another perm; the batch size plus 1; a Gather of a view along the batch or past its axis;
 # a node reading both a Swin lead value and a view. Hand-written graphs of
@@ -36,14 +36,14 @@ while IFS='|' read -r graph msg; do
 done <<'EOF'
 expand_first|node 'logits' (Expand): input axis 0 of 1 to a constant: only a broadcast to the batch first and constant sizes after it is supported
 expand_rank|node 'logits' (Expand): a shape of 3 axes for an activation of 2: new leading axes would move the batch axis
-view_reduce|node 'logits' (ReduceSum): input 't' is (3, N, 4), its batch axis moved or merged by a Transpose or Reshape; only Transpose, Reshape, Squeeze, Unsqueeze, Shape, MatMul, Gemm, Softmax, Slice, Split, Gather and elementwise operators read such a tensor
+view_reduce|node 'logits' (ReduceSum): axis 1 of (3, N, 4) holds the batch: a reduction across samples is not supported
 view_reshape|node 'logits' (Reshape): (3, N, 4) cannot be read as the shape given (its axes regrouped in order)
 view_softmax|node 'logits' (Softmax): input 't' is (4, N): its last axis holds the batch
 view_slice|node 'logits' (Slice): axis 1 of (3, N, 4): only an axis without the batch, a step not 0
-view_output|the graph's output 'logits' is (3, N, 4): its batch axis moved or merged by a Transpose or Reshape
+view_output|the graph's output 'logits' is (3, N, 4): its batch axis moved or merged by a Transpose, Reshape or Concat
 weight_add|node 'logits' (Add): input 'wt' is a Transpose of an initializer, which only MatMul reads
 weight_perm|node 'wt' (Transpose): of an initializer: only a 2-D one's perm (1, 0)
-batch_add|node 'nk' (Add): the batch size enters shape arithmetic (only multiples of it, k \* N, times or by a positive constant, compared with a constant below 1, pass)
+batch_add|node 'logits' (Reshape): input 'shape' holds N + 1, the batch size plus a constant, which only shape arithmetic reads
 view_gather|node 'logits' (Gather): axis 1 of (3, N, 4): only an axis without the batch
 view_gather_index|node 'logits' (Gather): index 5 is out of range for an axis of 3
 view_lead|node 'logits' (Add): reads a Reshape to (N \* k, ...) and a tensor whose batch axis a Transpose or Reshape moved or merged

@@ -14,6 +14,12 @@ nets(): the set "batchaxis" of onnx_families.py --export:
   Movedish  a flattened image's batch moved last (relu(h.t())) and back by a Gemm's transA, then
             merged with a feature axis (h.view(B * 2, 8)) before an nn.Linear and split out
             again: Gemm of a moved and of a merged batch axis.
+  Catish    torch.cat([h, tanh(h)], 0) of a flattened image (the batch axis 2N), a Linear on
+            the 2N rows, .chunk(2, 0) (Slices at (2N + 1) / 2 * k: shape arithmetic of the
+            batch) and the halves joined along the features: a Concat along the batch.
+  Stackish  two features stacked along a new axis 0 (torch.stack: Unsqueeze puts the batch
+            second, Concat along axis 0) and averaged over it, and stacked along axis 1 and
+            flattened: a Concat and a ReduceMean of tensors whose batch is not first.
   Seq1dish  the image read as a sequence (B, 3, 1024): Conv1d (stride 2, padding 1),
             BatchNorm1d, ReLU, MaxPool1d (3, stride 2, padding 1), Conv1d (dilation 2),
             AvgPool1d (4), then Flatten and a Linear head: Conv and the pools on (N, C, L).
@@ -33,6 +39,14 @@ Usage: /usr/bin/python3 tests/tools/onnx_batch_axis.py --graphs OUTDIR
     squeeze_size.onnx   the transposed (4, N, 6) squeezed on axis 0, of size 4: refused;
     fixed_reshape.onnx  x (1, 4, 6), the batch fixed to 1, reshaped to the constant (2, 2, 6)
                         (Swin's B * windows with B 1): refused, naming the dynamic batch;
+    cat_split.onnx      the transposed (4, N, 6) and twice it joined along axis 1, the batch's,
+                        split back by sizes computed from its shape ((2N) / 2), added: accepted;
+    cat_bound.onnx      x joined with itself along the batch, sliced at N + 1: refused;
+    cat_unequal.onnx    x joined along the batch with its first two rows: refused;
+    batch_square.onnx   N * N in a Reshape's shape: refused;
+    unsqueeze_mid.onnx  an axis of 1 put in front of the batch of the transposed (4, N, 6), moved
+                        and reshaped back to (N, 4, 6), summed over the last axis: accepted;
+    stack_mean_batch.onnx  torch.stack([x, x], 0) averaged over axis 1, the batch's: refused;
   and fixed_mha.onnx: a class token and nn.MultiheadAttention exported in inference form with
   the batch fixed to 1 (torch writes the heads' reshapes as constants without the batch):
   refused, naming the dynamic batch to export with.
@@ -119,8 +133,47 @@ class Movedish(nn.Module):
         return self.head(h.reshape(B, 16))
 
 
+class Catish(nn.Module):
+    """Two views of each sample through one layer as one batch: torch.cat([h, tanh(h)], 0) of a
+    flattened image (its batch axis 2N), a Linear and ReLU on the 2N rows, then .chunk(2, 0)
+    (torch writes two Slices whose bounds are shape arithmetic, (2N + 1) / 2 * k) and the halves'
+    features joined per sample for the head."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Conv2d(3, 4, 8, 8)
+        self.fc = nn.Linear(64, 16)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        h = self.embed(x).flatten(1)
+        h = torch.relu(self.fc(torch.cat([h, torch.tanh(h)], 0)))
+        a, b = h.chunk(2, 0)
+        return self.head(torch.cat([a, b], 1))
+
+
+class Stackish(nn.Module):
+    """Two features of one image stacked along a new axis 0 (torch.stack: an Unsqueeze of each,
+    which puts the batch second, and a Concat along axis 0) and averaged over it (ReduceMean over
+    axis 0), and stacked along axis 1 and flattened, both joined for the head."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Conv2d(3, 4, 8, 8)
+        self.f = nn.Linear(64, 16)
+        self.g = nn.Linear(64, 16)
+        self.head = nn.Linear(48, 10)
+
+    def forward(self, x):
+        h = self.embed(x).flatten(1)
+        a, b = self.f(h), torch.tanh(self.g(h))
+        m = torch.stack([a, b], 0).mean(0)
+        s = torch.stack([a, b], 1).flatten(1)
+        return self.head(torch.cat([m, s], 1))
+
+
 def nets():
-    return {"Timmish": Timmish, "Seq1dish": Seq1dish, "Movedish": Movedish}
+    return {"Timmish": Timmish, "Seq1dish": Seq1dish, "Movedish": Movedish, "Catish": Catish, "Stackish": Stackish}
 
 
 class Vol3dish(nn.Module):
@@ -166,6 +219,11 @@ def graphs(out):
                                                                                 [batch, 4, 6])],
                               [helper.make_tensor_value_info("logits", TensorProto.FLOAT, yshape)],
                               [helper.make_tensor("zero", TensorProto.INT64, [1], [0]),
+                               helper.make_tensor("one", TensorProto.INT64, [1], [1]),
+                               helper.make_tensor("two", TensorProto.INT64, [1], [2]),
+                               helper.make_tensor("minus", TensorProto.INT64, [1], [-1]),
+                               helper.make_tensor("keep3", TensorProto.INT64, [3], [0, 4, 6]),
+                               helper.make_tensor("twof", TensorProto.FLOAT, [], [2.0]),
                                helper.make_tensor("windows", TensorProto.INT64, [3], [2, 2, 6])])
         return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
 
@@ -181,6 +239,47 @@ def graphs(out):
         "fixed_reshape": model([helper.make_node("Reshape", ["input", "windows"], ["r"]),
                                 helper.make_node("ReduceSum", ["r", "zero"], ["logits"], keepdims=0)], [2, 6], 1),
     }
+    # the batch joined along axis 1 of the transposed (4, N, 6) and split back by sizes computed
+    # from its shape ((2N) / 2 twice): t + 2 t', back to (N, 4) by the mean over the last axis
+    half = [helper.make_node("Shape", ["c"], ["cs"]), helper.make_node("Gather", ["cs", "one"], ["n2"]),
+            helper.make_node("Div", ["n2", "two"], ["n1"])]
+    files["cat_split"] = model([t, helper.make_node("Mul", ["t", "twof"], ["t2"]),
+                                helper.make_node("Concat", ["t", "t2"], ["c"], axis=1)] + half +
+                               [helper.make_node("Concat", ["n1", "n1"], ["sizes"], axis=0),
+                                helper.make_node("Split", ["c", "sizes"], ["a", "b"], axis=1),
+                                helper.make_node("Add", ["a", "b"], ["s"]),
+                                helper.make_node("Transpose", ["s"], ["u"], perm=[1, 0, 2]),
+                                helper.make_node("ReduceMean", ["u"], ["logits"], axes=[2], keepdims=0)], ["N", 4])
+    # a Slice of the joined (2N, 4, 6) at N + 1, which is no multiple of N: refused
+    files["cat_bound"] = model([helper.make_node("Concat", ["input", "input"], ["c"], axis=0)] + half[:1] +
+                               [helper.make_node("Gather", ["cs", "zero"], ["n2"]),
+                                helper.make_node("Div", ["n2", "two"], ["n1"]),
+                                helper.make_node("Add", ["n1", "one"], ["end"]),
+                                helper.make_node("Slice", ["c", "zero", "end", "zero"], ["cut"]),
+                                helper.make_node("ReduceSum", ["cut", "two"], ["logits"], keepdims=0)], ["N", 4])
+    # x joined along the batch with its first two rows: refused (one shape joins there)
+    files["cat_unequal"] = model([helper.make_node("Slice", ["input", "zero", "two", "one"], ["x2"]),
+                                  helper.make_node("Concat", ["input", "x2"], ["c"], axis=0),
+                                  helper.make_node("ReduceSum", ["c", "two"], ["logits"], keepdims=0)], ["N", 4])
+    # an axis of 1 put in front of the batch of the transposed (4, N, 6), (4, 1, N, 6), moved
+    # to (N, 4, 1, 6) and reshaped to (N, 4, 6): the new axis is no piece of the batch's, so
+    # this is x, its sum over the last axis x.sum(2)
+    files["unsqueeze_mid"] = model([t, helper.make_node("Unsqueeze", ["t", "one"], ["u"]),
+                                    helper.make_node("Transpose", ["u"], ["v"], perm=[2, 0, 1, 3]),
+                                    helper.make_node("Reshape", ["v", "keep3"], ["r"]),
+                                    helper.make_node("ReduceSum", ["r", "two"], ["logits"], keepdims=0)], ["N", 4])
+    # torch.stack([x, x], 0) averaged over axis 1, the batch's: refused (across samples)
+    files["stack_mean_batch"] = model([helper.make_node("Unsqueeze", ["input", "zero"], ["u"]),
+                                       helper.make_node("Concat", ["u", "u"], ["c"], axis=0),
+                                       helper.make_node("ReduceMean", ["c"], ["logits"], axes=[1], keepdims=0)],
+                                      ["N", 4])
+    # N * N in shape arithmetic: refused
+    files["batch_square"] = model([helper.make_node("Shape", ["input"], ["xs"]),
+                                   helper.make_node("Gather", ["xs", "zero"], ["n"]),
+                                   helper.make_node("Mul", ["n", "n"], ["nn"]),
+                                   helper.make_node("Concat", ["nn", "minus"], ["sh"], axis=0),
+                                   helper.make_node("Reshape", ["input", "sh"], ["r"]),
+                                   helper.make_node("ReduceSum", ["r", "one"], ["logits"], keepdims=0)], ["N", 4])
     for name, m in files.items():
         onnx.save(m, "%s/%s.onnx" % (out, name))
     torch.manual_seed(0)

@@ -44,7 +44,7 @@ Usage: /usr/bin/python3 tests/tools/onnx_vit.py --graphs OUTDIR
   declares an output (N, classes), as the importer wants before it reads the nodes:
     expand_first   Expand of x (N, 4) to the constant (2, 4): the first axis not the batch;
     expand_rank    Expand of x (N, 4) to (N, 1, 4): a new leading axis;
-    view_reduce    ReduceSum of x (N, 3, 4) transposed to (3, N, 4);
+    view_reduce    ReduceSum of x (N, 3, 4) transposed to (3, N, 4) over axis 1, the batch's;
     view_reshape   x (N, 3, 4) transposed to (3, N, 4), reshaped to (N * 4, 3);
     view_softmax   Softmax of x (N, 4) transposed to (4, N) along its last axis, the batch;
     view_slice     Slice of the batch axis of x (N, 3, 4) transposed to (3, N, 4);
@@ -187,7 +187,7 @@ def graphs(out):
         "expand_rank": model(batch_k(1) + [node("Expand", ["input", "shape"], ["logits"])], ["N", 4], ["N", 4],
                              shape_inits(1, [1, 4])),
         "view_reduce": model([tr([1, 0, 2]), node("ReduceSum", ["t", "ax"], ["logits"])], ["N", 3, 4], ["N", 3],
-                             [ints("ax", [2])]),
+                             [ints("ax", [1])]),
         "view_reshape": model([tr([1, 0, 2])] + batch_k(4) + [node("Reshape", ["t", "shape"], ["logits"])],
                               ["N", 3, 4], ["N", 12], shape_inits(4, [3])),
         "view_softmax": model([tr([1, 0]), node("Softmax", ["t"], ["logits"], axis=-1)], ["N", 4], ["N", 4]),

@@ -27,8 +27,10 @@
 #include "model.h"
 #include "onnx_export.h"
 #include "onnx_import.h"
+#include "onnx/fold.h"
 
 #define LOGIT_TOL 1e-4
+#undef BATCH /* the importer's symbol (fold.h's functions keep it); here the tests' batch */
 #define BATCH 4
 #define CLASSES 10
 
@@ -614,10 +616,66 @@ static void test_memory_bound_is_exact(void **state)
     printf("refused under %zu bytes: %s\n", need - 1, err);
 }
 
+/* The shape arithmetic of the batch as k N + c (fold_sym_arith), on a table: what torch's
+ * exports compute ((2N + 1) / 2 for x.chunk(2, 0) of a batch of 2N), what stays exact for
+ * every N >= 1, and what is refused (INT64_MAX) because no k N + c says it. */
+static void test_batch_shape_arithmetic(void **state)
+{
+    (void)state;
+    const int64_t N = batch_times(1), N2 = batch_times(2), REF = INT64_MAX;
+    const struct {
+        const char *op;
+        int64_t u, v, want;
+    } t[] = {
+        {"Add", N2, 1, sym_value(2, 1)},                /* 2N + 1 */
+        {"Div", sym_value(2, 1), 2, N},                 /* (2N + 1) / 2 = N, chunk's size */
+        {"Mul", N, 2, N2},                              /* both orders */
+        {"Mul", 3, sym_value(1, 1), sym_value(3, 3)},   /* 3 (N + 1) */
+        {"Sub", N2, N, N},                              /* 2N - N */
+        {"Sub", N, N, 0},                               /* N cancels: a constant */
+        {"Add", sym_value(1, -1), 1, N},                /* (N - 1) + 1 */
+        {"Div", sym_value(1, -1), 1, sym_value(1, -1)}, /* N - 1 >= 0 for every N */
+        {"Div", sym_value(4, -3), 2, sym_value(2, -2)}, /* 4N - 3 >= 1: floor(-3 / 2) = -2 */
+        {"Div", sym_value(4, -5), 2, REF},              /* 4N - 5 < 0 at N = 1: truncation */
+        {"Div", sym_value(4, 3), 2, sym_value(2, 1)},   /* (4N + 3) / 2 = 2N + 1 */
+        {"Mod", sym_value(2, 1), 2, 1},                 /* (2N + 1) mod 2 */
+        {"Equal", N, 0, 0},                             /* N >= 1 */
+        {"Equal", N2, 1, 0},                            /* 2N >= 2 */
+        {"Equal", N, N2, 0},                            /* N = 2N has no N >= 1 */
+        {"Equal", sym_value(1, 1), sym_value(1, 1), 1},
+        {"Equal", N, 2, REF},                             /* N = 2 may hold */
+        {"Equal", sym_value(2, 2), sym_value(1, 3), REF}, /* at N = 1 */
+        {"Mul", N, N, REF},                               /* N * N */
+        {"Div", N, 2, REF},                               /* N / 2: not whole for odd N */
+        {"Sub", N, N2, REF},                              /* -N */
+        {"Sub", 5, N, REF},                               /* 5 - N */
+        {"Mul", N, 0, REF},                               /* N * 0 */
+        {"Mul", N, -1, REF},
+        {"Add", N, DIM_MAX + 1, REF},                  /* past the constant's bound */
+        {"Mul", batch_times(DIM_MAX / 2 + 1), 2, REF}, /* past the multiple's bound */
+        {"Mod", N, 2, REF},                            /* N mod 2 */
+        {"Div", 7, N, REF},                            /* by the batch */
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        const int64_t got = fold_sym_arith(t[i].op, t[i].u, t[i].v);
+        if (got != t[i].want)
+            fail_msg("row %zu (%s): got %lld, want %lld", i, t[i].op, (long long)got, (long long)t[i].want);
+    }
+    /* the encodings are apart: no multiple of N is an affine value and back */
+    int64_t k, c;
+    sym_parts(sym_value(DIM_MAX, DIM_MAX), &k, &c);
+    assert_true(k == DIM_MAX && c == DIM_MAX);
+    sym_parts(sym_value(1, -DIM_MAX), &k, &c);
+    assert_true(k == 1 && c == -DIM_MAX);
+    assert_true(is_affine(sym_value(3, 1)) && !is_batch(sym_value(3, 1)) && is_batch(sym_value(3, 0)));
+    assert_false(is_symbolic(-1) || is_symbolic(0) || is_symbolic(INT64_MAX));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_refuses_what_is_not_onnx),
+        cmocka_unit_test(test_batch_shape_arithmetic),
         cmocka_unit_test(test_eval_export_matches_torch),
         cmocka_unit_test(test_preserve_export_matches_torch),
         cmocka_unit_test(test_view_dynamic_batch_matches_torch),

@@ -451,7 +451,7 @@ int onnx_import_buffer(const uint8_t *data, size_t len, const char *name, int ma
     if (len == 0) return snprintf(err, errlen, "onnx: empty input"), -1;
     if (len > ONNX_MAX_BYTES)
         return snprintf(err, errlen, "onnx: %zu bytes exceed the limit of %zu", len, ONNX_MAX_BYTES), -1;
-    if (wire_check(data, len, err, errlen) == WIRE_BOUND) return -1;
+    if (wire_check(data, len, onnx_import_memory_bound(), err, errlen) == WIRE_BOUND) return -1;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
     if (!mp) return snprintf(err, errlen, "onnx: not an ONNX model, or truncated (the protobuf does not decode)"), -1;
     int rc = import_model(mp, name, max_batch, 0, out, err, errlen);
@@ -514,7 +514,7 @@ int onnx_is_model(const uint8_t *data, size_t len)
     if (len == 0 || len > ONNX_MAX_BYTES) return 0;
     /* beyond a bound: a model the importer refuses with the reason (422), not "not ONNX" */
     char why[256];
-    int w = wire_check(data, len, why, sizeof why);
+    int w = wire_check(data, len, onnx_import_memory_bound(), why, sizeof why);
     if (w != WIRE_OK) return w == WIRE_BOUND;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
     int ok = mp && mp->graph;

@@ -162,9 +162,3 @@ int lm_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     }
     return 1;
 }
-
-int lm_ids_reader_ok(const imp_t *im, const Onnx__NodeProto *n, const char *name)
-{
-    if (!im->int_input || strcmp(name, im->input) != 0) return 1;
-    return strcmp(n->op_type, "Shape") == 0;
-}

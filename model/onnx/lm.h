@@ -10,8 +10,5 @@
 /* n translated when it is one of the above: 0, -1 with the reason (imp_fail), or 1 when n
  * is none of them (the general translations take it). */
 int lm_node(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n);
-/* Whether node n may read value name as an activation: the integer token ids are read only
- * by lm_node's embedding Gathers (and Shape); every value else, 1. */
-int lm_ids_reader_ok(const imp_t *im, const Onnx__NodeProto *n, const char *name);
 
 #endif

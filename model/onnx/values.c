@@ -14,7 +14,6 @@
 #include "onnx.pb-c.h"
 #include "op_table.h"
 #include "sha256.h"
-#include "lm.h"
 
 int imp_fail(imp_t *im, const char *fmt, ...)
 {
@@ -155,6 +154,15 @@ float imp_attr_float(const Onnx__NodeProto *n, const char *name, float dflt)
     return a && a->has_f ? a->f : dflt;
 }
 
+/* Whether node n may read value name as an activation: the integer token ids are read only
+ * by lm_node's embedding Gathers (lm.c, which takes them before this is asked) and Shape;
+ * every value else, 1. */
+static int ids_reader_ok(const imp_t *im, const Onnx__NodeProto *n, const char *name)
+{
+    if (!im->int_input || strcmp(name, im->input) != 0) return 1;
+    return strcmp(n->op_type, "Shape") == 0;
+}
+
 /* The activation a node reads as input i: the graph input or a layer's output. */
 int imp_input_layer(imp_t *im, const Onnx__NodeProto *n, size_t i, const value_t **vout)
 {
@@ -166,7 +174,7 @@ int imp_input_layer(imp_t *im, const Onnx__NodeProto *n, size_t i, const value_t
                         "node '%s' (%s): input '%s' is produced by no earlier node (unsupported output or "
                         "unsorted graph)",
                         imp_node_name(n), n->op_type, n->input[i]);
-    if (!lm_ids_reader_ok(im, n, n->input[i]))
+    if (!ids_reader_ok(im, n, n->input[i]))
         return imp_fail(im,
                         "node '%s' (%s): input '%s' holds integer token ids, which only an embedding (Gather of an "
                         "initializer's rows) reads",

@@ -147,9 +147,9 @@ static int wire_message(wire_t *w, const ProtobufCMessageDescriptor *d, const ui
 }
 
 /* The walk over a ModelProto of len bytes: WIRE_OK, WIRE_MALFORMED, or WIRE_BOUND with err. */
-int wire_check(const uint8_t *data, size_t len, char *err, size_t errlen)
+int wire_check(const uint8_t *data, size_t len, size_t bound, char *err, size_t errlen)
 {
-    size_t bound = onnx_import_memory_bound(), limit = (size_t)ONNX_MAX_DECODE_FACTOR * len + ((size_t)64 << 20);
+    size_t limit = (size_t)ONNX_MAX_DECODE_FACTOR * len + ((size_t)64 << 20);
     wire_t w = {.limit = limit < bound ? limit : bound, .err = err, .errlen = errlen};
     return wire_message(&w, &onnx__model_proto__descriptor, data, len, 0);
 }

@@ -4,8 +4,9 @@
 
 #include "import_internal.h"
 
-/* wire_check: WIRE_OK, WIRE_MALFORMED (left to protobuf-c), or WIRE_BOUND with err set */
+/* wire_check: WIRE_OK, WIRE_MALFORMED (left to protobuf-c), or WIRE_BOUND with err set; bound:
+ * the bytes decoding may take at most (the caller's onnx_import_memory_bound) */
 enum { WIRE_OK = 0, WIRE_MALFORMED = -1, WIRE_BOUND = -2 };
-int wire_check(const uint8_t *data, size_t len, char *err, size_t errlen);
+int wire_check(const uint8_t *data, size_t len, size_t bound, char *err, size_t errlen);
 
 #endif

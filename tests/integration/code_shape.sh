@@ -1,13 +1,14 @@
-# The rooms keep their shape: no circle of calls between the object files of worker/ or
-# coordinator/ (a file that calls up into a file that calls it: the scheduler apart from
-# a job's run, hosts.c no longer calling the tick), and no circle of includes between
-# worker/'s modules (a header per file; the MPI floor, comm_mpi.h, below comm.h's
-# orchestration). tools/code_shape.py measures both; this also checks that it can see a
-# circle, on two objects made here that call each other.
+# The rooms keep their shape: no circle of calls between the object files of worker/,
+# coordinator/ or model/onnx/ (a file that calls up into a file that calls it: the
+# scheduler apart from a job's run, hosts.c no longer calling the tick, the importer's
+# wire-format bounds given the memory bound instead of calling import.c for it), and no
+# circle of includes between worker/'s modules (a header per file; the MPI floor,
+# comm_mpi.h, below comm.h's orchestration). tools/code_shape.py measures both; this also
+# checks that it can see a circle, on two objects made here that call each other.
 . tests/lib.sh
 command -v python3 >/dev/null || skip "python3 not installed"
 command -v nm >/dev/null || skip "nm not installed"
-for room in worker coordinator; do
+for room in worker coordinator model/onnx; do
     [ -d "$BUILD/obj/$room" ] || skip "$BUILD/obj/$room not built"
     out=$(python3 tools/code_shape.py circles "$BUILD/obj/$room") || fail "code_shape.py circles $room"
     echo "$room: $out"

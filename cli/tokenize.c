@@ -17,6 +17,7 @@
 
 #include "bpe.h"
 #include "commands.h"
+#include "fs.h"
 #include "tokenizer.h"
 #include "tokfile.h"
 
@@ -137,8 +138,11 @@ static int tokenize_split(const tokenizer_t *t, const char *dir, const char *spl
     fclose(in);
     header[2] = (int32_t)count;
     int ok = out && count >= 0 && fseek(out, 0, SEEK_SET) == 0 && fwrite(header, sizeof header, 1, out) == 1;
+    /* durable before the rename (fs_rename then syncs the directory): a crash leaves the old
+     * file or the whole new one */
+    if (ok && (fflush(out) != 0 || fsync(fileno(out)) != 0)) ok = 0;
     if (out && fclose(out) != 0) ok = 0;
-    if (!ok || rename(tmp_path, out_path) != 0) {
+    if (!ok || fs_rename(tmp_path, out_path) != 0) {
         fprintf(stderr, "pacer tokenize: %s could not be written%s%s\n", out_path, errno ? ": " : "",
                 errno ? strerror(errno) : "");
         unlink(tmp_path);

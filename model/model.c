@@ -26,6 +26,7 @@ struct model_builder {
     int failed;              /* 1: geometry, a list bound or a name too long; 2: out of memory */
     int too_large;           /* 1 + the first layer whose output has more than MODEL_SAMPLE_MAX elements */
     model_shape_t too_shape; /* that output's shape (rank -1 where it has no int dimensions) */
+    int refused;             /* 1 + the first layer whose operator refused its input's shape */
     layer_t scratch;         /* what a layer that could not be added writes into */
 };
 typedef model_builder_t builder_t;
@@ -140,6 +141,7 @@ static int infer_layer(builder_t *b, int li, const model_shape_t *in2)
     }
     model_shape_fold(&l->shape, &l->OC, &l->OH, &l->OW);
     if (ok) return 0; /* b->failed may be set all the same: a kept shape too large */
+    if (!b->refused && op) b->refused = 1 + li;
     b->failed = 1;
     return -1;
 }
@@ -1308,7 +1310,12 @@ static int create_with(const char *name, const model_shape_t *in, int classes, i
     int rc = build(&b, ctx, err, errlen);
     if (b.failed == 2) goto oom;
     if (rc != 0 || b.failed || m->nlayers < 1) {
-        if (!err[0] || rc == 0)
+        char t[96];
+        const layer_t *r = b.refused ? &m->layers[b.refused - 1] : NULL;
+        if ((!err[0] || rc == 0) && r)
+            snprintf(err, errlen, "model %s: layer %d (%s) cannot take its input %s (its geometry refused)", name,
+                     b.refused - 1, MODEL_OPS[r->kind].name, model_shape_text(shape_at(&b, r->in), t, sizeof t));
+        else if (!err[0] || rc == 0)
             snprintf(err, errlen, "model %s: a list bound, a tensor name too long or bad geometry", name);
         model_free(m);
         return -1;

@@ -170,6 +170,10 @@ static int run_output(const char *set, const uint8_t *onnx, size_t onnx_len, con
     }
     model_free(m);
     m = NULL;
+    if (N < 1) {
+        snprintf(err, errlen, "%s/input_0.pb: its axis 0, the batch, is 0: an empty batch is not supported", set);
+        goto out;
+    }
     if (onnx_import_case_inputs(onnx, onnx_len, in, nin, N, k, packed, &whole, &m, err, errlen) != 0) goto out;
     if (pack_inputs(in, nin, packed, whole, &xp, &pshape) != 0) {
         snprintf(err, errlen, "out of memory");

@@ -141,6 +141,8 @@ expect nd_empty 0 "test_data_set_0 output_0 'y' (2, 0, 3): 0 values"
 expect empty_out 0 "test_data_set_0 output_0 'y' (2, 0, 3): 0 values"
 expect empty_into 2 "layer 1 (concat) reads an empty tensor (a dimension of 0) into (4): not supported"
 expect empty_dead 0 "test_data_set_0 output_0 'y' (2, 4): 8 values"
+expect empty_add 0 "test_data_set_0 output_0 'y' (2, 0, 3): 0 values"
+expect batch0 2 "input_0.pb: its axis 0, the batch, is 0: an empty batch is not supported"
 "$WORKER" --check-onnx "$TMP/c/empty_dead/model.onnx" >"$TMP/out" 2>&1
 [ $? -eq 2 ] && grep -qF "layer 0 (slice) gives an empty tensor (N, 0) (a dimension of 0): a model to train computes none" \
     "$TMP/out" || { cat "$TMP/out"; fail "an empty Slice in a model to train is not refused by name"; }

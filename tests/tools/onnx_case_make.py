@@ -95,6 +95,8 @@ Writes under OUTDIR:
              tensor into a non-empty one, refused by name;
   empty_dead/ that empty Slice of x (2, 4) read by nothing, and Relu(x): passes as a case,
              refused by name as a model to train;
+  empty_add/ Relu of x (2, 0, 3) added to x: two empty tensors summed, passes;
+  batch0/    Relu of x (0, 3): an empty batch, refused by name;
   flatten_axis/ Flatten axis 2 of x (2, 3, 4): merges the batch axis: read as one sample,
              passes;
   gather_list/ Gather of x (2, 5, 3) along axis 1 by constant indices [[4, 0], [1, -1]]:
@@ -330,6 +332,9 @@ def main():
             [i64("st9", [9]), i64("end9", [9]), i64("ax1", [1])])
     nd_case("empty_dead", [k("Slice", "x", "st9", "end9", "ax1", "e"), relu], [2, 4], [2, 4], lambda v: np.maximum(v, 0),
             [i64("st9", [9]), i64("end9", [9]), i64("ax1", [1])])
+    nd_case("empty_add", [k("Relu", "x", "r"), k("Add", "x", "r", "y")], [2, 0, 3], [2, 0, 3],
+            lambda v: v + np.maximum(v, 0))
+    nd_case("batch0", [relu], [0, 3], [0, 3], lambda v: np.maximum(v, 0))
     nd_case("flatten_axis", [helper.make_node("Flatten", ["x"], ["y"], axis=2)], [2, 3, 4], [6, 4],
             lambda v: v.reshape(6, 4))
     nd_case("reduce", [helper.make_node("ReduceSum", ["x", "ax"], ["s"], keepdims=0),

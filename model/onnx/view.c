@@ -609,6 +609,21 @@ static int view_split(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n, c
     return 0;
 }
 
+/* The axes node n names, the attribute "axes" (before opset 13) or its constant input 1,
+ * into ax (at most INTS_MAX), *na their count: 0, or -1 with the reason. */
+static int axes_list(imp_t *im, const Onnx__NodeProto *n, int64_t *ax, int *na)
+{
+    int sc;
+    const Onnx__AttributeProto *a = imp_attr(n, "axes");
+    *na = 0;
+    if (a && a->n_ints <= INTS_MAX)
+        for (size_t i = 0; i < a->n_ints; i++) ax[(*na)++] = a->ints[i];
+    else if (a || (n->n_input > 1 && n->input[1][0] && imp_input_ints(im, n, 1, ax, na, &sc) != 0))
+        return imp_fail(im, "node '%s' (%s): axes must be a constant of at most %d values", imp_node_name(n),
+                        n->op_type, INTS_MAX);
+    return 0;
+}
+
 /* Squeeze or Unsqueeze of a view: a Reshape of it (view_reshape) to its shape without the
  * axes of 1 named (all of them when none are), or with axes of 1 inserted there. The axes:
  * an attribute before opset 13, a constant input from it. */
@@ -616,19 +631,13 @@ static int view_squeeze(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n,
 {
     static const char *const known[] = {"axes", NULL};
     int64_t axes[INTS_MAX], cur[VIEW_AXES], sh[VIEW_AXES];
-    int na = 0, sc, nsh = 0;
+    int na = 0, nsh = 0;
     unsigned named = 0;
     view_t v;
     char t[96];
     view_get(b, x, &v);
     view_dims(&v, cur);
-    if (imp_check_attrs(im, n, known)) return -1;
-    const Onnx__AttributeProto *a = imp_attr(n, "axes");
-    if (a && a->n_ints <= INTS_MAX)
-        for (size_t i = 0; i < a->n_ints; i++) axes[na++] = a->ints[i];
-    else if (a || (n->n_input > 1 && n->input[1][0] && imp_input_ints(im, n, 1, axes, &na, &sc) != 0))
-        return imp_fail(im, "node '%s' (%s): axes must be a constant of at most %d values", imp_node_name(n),
-                        n->op_type, INTS_MAX);
+    if (imp_check_attrs(im, n, known) || axes_list(im, n, axes, &na)) return -1;
     const int out_rank = unsqueeze ? v.ng + na : v.ng;
     for (int i = 0; i < na; i++) {
         const int64_t k = axes[i] < 0 ? axes[i] + out_rank : axes[i];
@@ -923,14 +932,9 @@ static int view_concat(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
 static int node_axes(imp_t *im, const Onnx__NodeProto *n, int rank, unsigned *mask)
 {
     int64_t ax[INTS_MAX];
-    int na = 0, sc;
-    const Onnx__AttributeProto *a = imp_attr(n, "axes");
+    int na;
     *mask = 0;
-    if (a && a->n_ints <= INTS_MAX)
-        for (size_t i = 0; i < a->n_ints; i++) ax[na++] = a->ints[i];
-    else if (a || (n->n_input > 1 && n->input[1][0] && imp_input_ints(im, n, 1, ax, &na, &sc) != 0))
-        return imp_fail(im, "node '%s' (%s): axes must be a constant of at most %d values", imp_node_name(n),
-                        n->op_type, INTS_MAX);
+    if (axes_list(im, n, ax, &na)) return -1;
     for (int i = 0; i < na; i++) {
         const int64_t k = ax[i] < 0 ? ax[i] + rank : ax[i];
         if (k < 0 || k >= rank || (*mask >> k & 1))
@@ -991,11 +995,8 @@ static int unsqueeze_moves_batch(imp_t *im, model_builder_t *b, const Onnx__Node
 {
     model_shape_t s;
     int64_t ax[INTS_MAX];
-    int na = 0, sc;
-    const Onnx__AttributeProto *a = imp_attr(n, "axes");
-    if (a && a->n_ints <= INTS_MAX)
-        for (size_t i = 0; i < a->n_ints; i++) ax[na++] = a->ints[i];
-    else if (a || n->n_input < 2 || imp_input_ints(im, n, 1, ax, &na, &sc) != 0) return 0;
+    int na;
+    if (axes_list(im, n, ax, &na)) return 0; /* do_squeeze says why */
     model_build_shape_nd(b, x->layer, &s);
     for (int i = 0; i < na; i++)
         if (ax[i] == 0 || ax[i] == -(1 + s.rank + na)) return 1;

@@ -513,8 +513,8 @@ static int case_import(const uint8_t *data, size_t len, const onnx_tensor_t *in0
         snprintf(err, errlen, "onnx: the graph has %zu outputs, the case gives more", g->n_output);
         goto out;
     }
-    if (unit && (!in0 || !in0->data || output < 0 || opset < 10)) {
-        snprintf(err, errlen, "onnx: read as one sample of fixed shape: every input given, opset 10 on");
+    if (unit && (!in0 || !in0->data || output < 0)) {
+        snprintf(err, errlen, "onnx: read as one sample of fixed shape: every input given");
         if (rewrite_refused) *rewrite_refused = 1;
         goto out;
     }

@@ -60,7 +60,9 @@ static inline int64_t sym_value(int64_t k, int64_t c)
  * in order, are groups of physical axes: group j is gn[j] axes of ax, outer first. Such a
  * Transpose or Reshape makes no layer (view_node); the nodes that can work on the physical
  * axes read a view as it is, every other node reads it plain (view_plain), the batch moved
- * first by a LAYER_TRANSPOSE.
+ * first by a LAYER_TRANSPOSE. A Concat along the batch's axis is a view of a layer that
+ * joins its inputs along a new physical axis, outermost in the batch's group (view.c's
+ * concat_along_batch).
  * The one exception, Swin's (value_t's lead and defer): a Reshape of a value that is not a
  * view to (N * k, ...), the batch times k > 1 first (Swin's windows), is do_reshape's lead
  * value (k the sample's axis 0), which the lead_reader operators read with their own

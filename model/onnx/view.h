@@ -1,4 +1,4 @@
-/* model/onnx/view.h - views: a layer's batch-first output read another way after a Transpose that moved the batch axis or a Reshape that merged it (view_t, import_internal.h) (model/onnx/view.c; the importer's files only). */
+/* model/onnx/view.h - views: a layer's batch-first output read another way after a Transpose that moved the batch axis, a Reshape that merged it or a Concat that joined it (view_t, import_internal.h) (model/onnx/view.c; the importer's files only). */
 #ifndef PACER_MODEL_ONNX_VIEW_H
 #define PACER_MODEL_ONNX_VIEW_H
 

@@ -55,6 +55,7 @@
 #include <string.h>
 
 #include "conv_direct.h"
+#include "gelu_avx2.h"
 #include "gemv.h"
 #include "ops.h"
 #include "parallel.h"
@@ -2953,7 +2954,9 @@ static void test_erf_gelu_blocks(void **state)
     rand_fill(&r, x + 384, NULL, 64, -8.0f, 8.0f); /* two blocks of mostly large arguments */
     for (int i = 600; i < 1000; i += 7) x[i] = i % 2 ? 1.6f + i / 1000.0f : -1.4f - i / 1000.0f; /* a few a block */
     const unary_op_t ops[2] = {UNARY_ERF, UNARY_GELU};
-    for (int k = 0; k < 2; k++) {
+    /* GELU takes gelu_avx2.c on a CPU with AVX2 and FMA (test_gelu_avx2 holds it): the
+     * blocks are then Erf's alone, the same code with op a constant */
+    for (int k = 0; k < (gelu_avx2_ok() ? 1 : 2); k++) {
         unary_forward(ops[k], 0.0f, N, x, y);
         for (int i = 0; i < N; i++) {
             const float want = unary_fn(ops[k], x[i], 0.0f, 0.0f);
@@ -2963,6 +2966,76 @@ static void test_erf_gelu_blocks(void **state)
     }
     free(x);
     free(y);
+}
+
+/* gelu_avx2.c's GELU (FMA: not the portable loops' bits) against the closed forms in double,
+ * under the tolerances the portable loops meet (GELU_ULP, FWD_TOL; gelu_avx2.c argues why
+ * the FMA evaluation of the same approximations stays within them): every length 1 to 40
+ * (the masked tail), vectors all below the erf split, mixed and all above it, the far
+ * negative tail, the switch to 1/2 + x pdf, signed zeros, subnormals, +-inf and NaN; the
+ * set variant is the bits of += into zeros, and unary_forward/unary_backward give these
+ * bits (the dispatch takes it). Skipped on a CPU without AVX2 and FMA. */
+static void gelu_avx2_check(const float *x, size_t n, lcg_t *r)
+{
+    float *y = falloc(n), *g = falloc(n), *d = falloc(n), *ds = falloc(n), *u = falloc(n);
+    double *yref = dalloc(n), *dref = dalloc(n);
+    rand_fill(r, g, NULL, n, -1.0f, 1.0f);
+    gelu_forward_avx2(n, x, y);
+    ffill(d, n, 0.0f);
+    gelu_backward_avx2(n, x, y, g, d, 0);
+    for (size_t i = 0; i < n; i++) {
+        const double v = x[i], cdf = 0.5 * erfc(-v / sqrt(2.0));
+        yref[i] = v * cdf;
+        dref[i] = g[i] * (cdf + v * exp(-0.5 * v * v) / sqrt(2.0 * M_PI));
+        /* GELU_ULP's range: below -5.5 erf(x / sqrt(2)) is -1 past float (erfc < 5e-8,
+         * 1 + erf is taken as 0 from -5.543), which FWD_TOL's absolute bound checks */
+        if (v >= -5.5 && !(ulps_from(y[i], yref[i]) <= GELU_ULP) && !(isnan(y[i]) && isnan(yref[i])))
+            fail_msg("gelu_avx2(%.9g) = %.9g, %.2f ulp from %.9g", x[i], y[i], ulps_from(y[i], yref[i]), yref[i]);
+    }
+    check_close("gelu_avx2 forward", y, yref, n, FWD_TOL, &g_max_fwd);
+    check_close("gelu_avx2 backward", d, dref, n, FWD_TOL, &g_max_fwd);
+    ffill(ds, n, NAN);
+    gelu_backward_avx2(n, x, y, g, ds, 1);
+    assert_memory_equal(ds, d, n * sizeof *d);
+    unary_forward(UNARY_GELU, 0.0f, n, x, u);
+    assert_memory_equal(u, y, n * sizeof *y);
+    ffill(u, n, 0.0f);
+    unary_backward(UNARY_GELU, 0.0f, n, x, y, g, u);
+    assert_memory_equal(u, d, n * sizeof *d);
+    free(y), free(g), free(d), free(ds), free(u), free(yref), free(dref);
+}
+
+static void test_gelu_avx2(void **state)
+{
+    (void)state;
+    if (!gelu_avx2_ok()) {
+        print_message("gelu_avx2: no AVX2 and FMA here, skipped\n");
+        return;
+    }
+    lcg_t r = {6060};
+    enum { N = 4096 };
+    float *x = falloc(N);
+    for (size_t n = 1; n <= 40; n++) {
+        rand_fill(&r, x, NULL, n, -6.0f, 6.0f);
+        gelu_avx2_check(x, n, &r);
+    }
+    const float spread[3][2] = {{-1.2f, 1.2f}, {-3.0f, 3.0f}, {-12.0f, -1.31f}}; /* small, mixed, tail */
+    for (int k = 0; k < 3; k++) {
+        rand_fill(&r, x, NULL, N, spread[k][0], spread[k][1]);
+        gelu_avx2_check(x, N, &r);
+    }
+    const float sp[] = {0.0f,   -0.0f,  0x1p-21f, -0x1p-21f, 0x1p-19f, -0x1p-19f, 1e-40f, -1e-40f,
+                        1e-30f, -5.54f, -5.6f,    -6.0f,     -20.0f,   12.0f,     1.3f,   -1.3f,
+                        1.31f,  -1.31f, 5.54f,    5.6f,      -8.0f,    30.0f,     -0.5f,  0.7f};
+    enum { NS = sizeof sp / sizeof sp[0] };
+    gelu_avx2_check(sp, NS, &r);
+    const float bad[8] = {INFINITY, -INFINITY, NAN, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
+    float by[8], bg[8] = {1, 1, 1, 1, 1, 1, 1, 1}, bd[8] = {0};
+    gelu_forward_avx2(8, bad, by);
+    gelu_backward_avx2(8, bad, by, bg, bd, 0);
+    assert_true(by[0] == INFINITY && isnan(by[1]) && isnan(by[2]));
+    assert_true(isnan(bd[0]) && isnan(bd[1]) && isnan(bd[2]));
+    free(x);
 }
 
 /* ---- Softmax and LogSoftmax along an axis ----------------------------------------- */
@@ -3384,6 +3457,7 @@ int main(void)
         cmocka_unit_test(test_lr_schedules),
         cmocka_unit_test(test_erf_gelu),
         cmocka_unit_test(test_erf_gelu_blocks),
+        cmocka_unit_test(test_gelu_avx2),
         cmocka_unit_test(test_softmax_axis),
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_fd_criterion),

@@ -963,6 +963,15 @@ static void test_fc(void **state)
         check_fd("fc dinp", fc_loss, &ctx, xd, nx, dx, 100000);
         check_fd("fc dweight", fc_loss, &ctx, wd, nw, dw, 100000);
         if (has_b) check_fd("fc dbias", fc_loss, &ctx, bd, OUT, db, 100000);
+        if (has_b) {
+            /* the bias gradient is each column of g summed over the rows in order, in float:
+             * the bits of the plain loop below whichever clone (AVX2 or not) ran */
+            for (int o = 0; o < OUT; o++) {
+                float want = g[o];
+                for (int i = 1; i < B; i++) want += g[(size_t)i * OUT + o];
+                if (memcmp(&want, &db[o], sizeof want)) fail_msg("fc dbias[%d] %.9g, in order %.9g", o, db[o], want);
+            }
+        }
 
         ffill(dx2, nx, PREFILL);
         fc_backward(B, IN, OUT, x, w, g, dx2, dw2, has_b ? db2 : NULL);

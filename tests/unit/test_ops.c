@@ -2257,6 +2257,32 @@ static void test_backward_set_gemm(void **state)
  * (N and K off multiples of 8 and 16, M off multiples of its 6 rows, M of 1) and one product
  * above its packing bound, which OpenBLAS takes. The backward's reference: da = dout b^T,
  * db = a^T dout, added into PREFILL and written over NaN. */
+/* The backward's da = dout b^T packs b transposed (bmm.c's bmm_pack_t, 8x8 AVX2 tiles);
+ * the forward of dout by b^T written out contiguous reads its rows in place: where both
+ * take the small kernel (AVX2 and FMA, every packed operand within bmm.c's BMM_PACK_MAX of
+ * 8192 floats, as bmm_small_ok asks) they sum the same terms in the same order, so da has
+ * the forward's bits: the pack moved every float where the element by element one did. */
+static int bmm_fits_small(int M, int K, int N)
+{
+    const long k8 = (K + 7) / 8 * 8, n8 = (N + 7) / 8 * 8;
+    return (long)K * n8 <= 8192 && (long)N * k8 <= 8192 && (long)M * n8 <= 8192;
+}
+
+static void bmm_packed_same(int G, int M, int K, int N, const float *b, const float *go, const float *da)
+{
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !bmm_fits_small(M, K, N) ||
+        !bmm_fits_small(M, N, K))
+        return;
+    float *bt = falloc((size_t)G * K * N), *want = falloc((size_t)G * M * K);
+    for (int g = 0; g < G; g++)
+        for (int k = 0; k < K; k++)
+            for (int j = 0; j < N; j++) bt[((size_t)g * N + j) * K + k] = b[((size_t)g * K + k) * N + j];
+    bmm_forward(G, M, N, K, go, bt, want);
+    assert_memory_equal(da, want, (size_t)G * M * K * sizeof *da);
+    free(bt);
+    free(want);
+}
+
 static void test_bmm_small(void **state)
 {
     (void)state;
@@ -2306,6 +2332,7 @@ static void test_bmm_small(void **state)
         bmm_backward(G, M, K, N, a, b, go, da1, db1);
         check_acc(what, da1, da, PREFILL, na);
         check_acc(what, db1, db, PREFILL, nb);
+        bmm_packed_same(G, M, K, N, b, go, da);
         float *bufs[] = {a, b, y, go, da, db, da1, db1};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
         double *dbufs[] = {ad, bd, yd, gd, dad, dbd};

@@ -9,23 +9,27 @@
  *
  * Not the portable loops' bits: each FMA rounds once where they round a product and a sum,
  * so results on a CPU with FMA differ from one without by roundings (as the GEMMs' do).
- * Error, against GELU in exact arithmetic (test_ops's test_gelu_avx2 holds both passes to
- * the float64 reference under the tolerances the portable loops meet, GELU_ULP and FWD_TOL:
- * the approximations are the same functions, and every FMA's rounding error is at most the
- * multiply's and add's it replaces, so the per-operation error bounds behind those
- * tolerances hold here term by term):
- * - below the split, 1 + erf(z) = 1 + (z + z P(z^2)), |z| < 0.922: |z P(z^2)| < 0.13 |z|,
- *   P's Horner steps carry partial sums below 0.38 (t = z^2 < 0.85), so the computed z P
- *   is off by at most ~8 u |z| (u = 2^-24) and z + z P by that plus half an ulp; 1 + erf
- *   in [0.19, 1.81] adds half an ulp: a few ulps of GELU.
- * - above it erfc(t) = exp(a), a = Q(t) - t^2 in [-17.4, -1.6]: a is rounded once (the FMA
- *   takes t^2 exactly) and Q's steps carry partial sums below 4, so |error of a| <=
- *   ~(17.4 + 9 * 4) u, which exp turns into the same relative error of erfc (at most 54 u
- *   = 54 ulps at most, plus exp's own ~2): the far negative tail's GELU_ULP of 64; on the
- *   positive side 2 - erfc, where that error is scaled down by erfc / 2 < 0.1.
+ * The error bound, u = 2^-24, an FMA's rounding at most u |result| (test_ops's
+ * test_gelu_avx2 holds both passes to the float64 reference under the portable loops'
+ * tolerances, GELU_ULP and FWD_TOL; the approximations' own error is the coefficients',
+ * shared with scalar_fn.h and checked there over every 251st float, ERF_ULP):
+ * - below the split (|z| < 0.922, t = z^2 < 0.85): P's Horner partial sums are at most
+ *   0.38 in magnitude, so P is off by at most u (0.001 + 0.005 + 0.023 + 0.093 + 0.30 +
+ *   0.12) < 0.6 u; z + z P, one FMA, by that times |z| and half an ulp: erf within ~2 ulps.
+ *   1 + erf >= 0.19 (1 - erf(0.922)) scales that to at most ~10 ulps of GELU next to the
+ *   split on the negative side, a few elsewhere.
+ * - above it erfc(t) = exp(a), a = Q(t) - t^2 in [-17.4, -1.6], t <= 3.92: Q's partial
+ *   sums p_k are at most 2 in magnitude and each step's rounding grows by t per later step,
+ *   sum over k of u |p_k| t^(8-k) <= 18 u at t = 3.92; a itself is one FMA (t^2 exact
+ *   inside it), rounded by at most 16 u (half an ulp of 17.4); z = x / sqrt(2) rounded by
+ *   u |z| / 2 moves a by |da/dz| <= 8 times that, 16 u. exp turns |error of a| <= 50 u
+ *   into that relative error of erfc, plus its own ~2 ulps and GELU's last product's half:
+ *   at most ~55 ulps where GELU is erfc's tail (x < -1.3), inside GELU_ULP's 64; on the
+ *   positive side 2 - erfc, where the same error is scaled down by erfc / 2 < 0.1.
  * - the backward, g * (Phi + x phi): Phi = y / x, one division of the forward's output
- *   (within GELU_ULP of Phi), and x phi = (x pdf) e^(-x^2/2) with exp's argument rounded
- *   once; FWD_TOL (1e-5 relative, or absolute below 1) bounds both with room. */
+ *   (so within GELU_ULP of Phi where GELU is), x phi = (x pdf) e^(-x^2/2), exp's argument
+ *   rounded once: relative errors of a few 1e-7 at most against FWD_TOL's 1e-5 (relative,
+ *   or absolute below 1). */
 #include "gelu_avx2.h"
 
 #include "scalar_fn.h"

@@ -118,10 +118,22 @@ static void stop(int n)
     atomic_store(&P.quit, 0);
 }
 
+/* OpenBLAS's own thread pool: its pthread build starts a thread per further core when it
+ * loads, and each spins on sched_yield for 2^28 cycles (about 0.1 s) before it first sleeps.
+ * Every rank here sets OpenBLAS to one thread, so that pool never gets work: stopped at the
+ * first par_set_threads, its spin no longer costs 0.1-0.2 s of CPU a process (2-4% of an
+ * 80-step GPT run at nanoGPT's CPU shape, as system time). blas_thread_shutdown_ is
+ * OpenBLAS's own (its fork handler's); weak, so that a BLAS without it still links and the
+ * call is skipped. */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
 int par_set_threads(int n)
 {
+    static int pool_stopped;
     if (n < 1 || n > PAR_MAX_THREADS) return -1;
     openblas_set_num_threads(1); /* each of these threads calls it: see parallel.h */
+    if (!pool_stopped && blas_thread_shutdown_) blas_thread_shutdown_();
+    pool_stopped = 1;
     if (n == P.n) return 0;
     if (P.n > 1) stop(P.n);
     P.n = 1;

@@ -92,6 +92,20 @@ static inline OPS_HD float ufn_exp(float x)
 #define UFN_ERF_SPLIT 0.921875f
 #define UFN_ERF_ONE 3.9195f /* erf(x) rounds to 1 in float from about 3.9192 */
 
+/* The coefficients of P and Q below, highest degree first: macros so that an initialiser
+ * in device code reads them too, and kernels/cpu/gelu_avx2.c's vector GELU takes the same. */
+#define UFN_ERF_P                                                                                          \
+    {                                                                                                      \
+        8.370100113097578e-05f, -8.142704609781504e-04f, 5.201032385230064e-03f, -2.6859398931264877e-02f, \
+            1.1283695697784424e-01f, -3.7612634897232056e-01f, 1.28379225730896e-01f                       \
+    }
+#define UFN_ERFC_Q                                                                                            \
+    {                                                                                                         \
+        1.6327176126651466e-06f, -4.593300400301814e-05f, 5.954320076853037e-04f, -4.751646891236305e-03f,    \
+            2.6394212618470192e-02f, -1.1002501100301743e-01f, 3.6810725927352905e-01f, -1.1301896572113037f, \
+            3.081591858062893e-04f                                                                            \
+    }
+
 /* c[0] t^(n-1) + c[1] t^(n-2) + ... + c[n-1] in Horner's order, no FMA (gcc unrolls the
  * loop of a constant n) */
 static inline OPS_HD float ufn_poly(float t, const float *c, int n)
@@ -104,9 +118,7 @@ static inline OPS_HD float ufn_poly(float t, const float *c, int n)
 /* erfc(|x|) for |x| >= UFN_ERF_SPLIT (any x: |x| is clamped where erf is 1 in float) */
 static inline OPS_HD float ufn_erfc_tail(float x)
 {
-    const float Q[9] = {1.6327176126651466e-06f, -4.593300400301814e-05f, 5.954320076853037e-04f,
-                        -4.751646891236305e-03f, 2.6394212618470192e-02f, -1.1002501100301743e-01f,
-                        3.6810725927352905e-01f, -1.1301896572113037f,    3.081591858062893e-04f};
+    const float Q[9] = UFN_ERFC_Q;
     const float t = ufn_min(fabsf(x), UFN_ERF_ONE);
     return ufn_exp(ufn_poly(t, Q, 9) - t * t);
 }
@@ -114,9 +126,7 @@ static inline OPS_HD float ufn_erfc_tail(float x)
 /* erf(x) for |x| < UFN_ERF_SPLIT */
 static inline OPS_HD float ufn_erf_small(float x)
 {
-    const float P[7] = {8.370100113097578e-05f,   -8.142704609781504e-04f, 5.201032385230064e-03f,
-                        -2.6859398931264877e-02f, 1.1283695697784424e-01f, -3.7612634897232056e-01f,
-                        1.28379225730896e-01f};
+    const float P[7] = UFN_ERF_P;
     return x + x * ufn_poly(x * x, P, 7);
 }
 

@@ -55,6 +55,7 @@
 #include <string.h>
 
 #include "conv_direct.h"
+#include "gelu_avx2.h"
 #include "gemv.h"
 #include "ops.h"
 #include "parallel.h"
@@ -962,6 +963,15 @@ static void test_fc(void **state)
         check_fd("fc dinp", fc_loss, &ctx, xd, nx, dx, 100000);
         check_fd("fc dweight", fc_loss, &ctx, wd, nw, dw, 100000);
         if (has_b) check_fd("fc dbias", fc_loss, &ctx, bd, OUT, db, 100000);
+        if (has_b) {
+            /* the bias gradient is each column of g summed over the rows in order, in float:
+             * the bits of the plain loop below whichever clone (AVX2 or not) ran */
+            for (int o = 0; o < OUT; o++) {
+                float want = g[o];
+                for (int i = 1; i < B; i++) want += g[(size_t)i * OUT + o];
+                if (memcmp(&want, &db[o], sizeof want)) fail_msg("fc dbias[%d] %.9g, in order %.9g", o, db[o], want);
+            }
+        }
 
         ffill(dx2, nx, PREFILL);
         fc_backward(B, IN, OUT, x, w, g, dx2, dw2, has_b ? db2 : NULL);
@@ -2247,6 +2257,32 @@ static void test_backward_set_gemm(void **state)
  * (N and K off multiples of 8 and 16, M off multiples of its 6 rows, M of 1) and one product
  * above its packing bound, which OpenBLAS takes. The backward's reference: da = dout b^T,
  * db = a^T dout, added into PREFILL and written over NaN. */
+/* The backward's da = dout b^T packs b transposed (bmm.c's bmm_pack_t, 8x8 AVX2 tiles);
+ * the forward of dout by b^T written out contiguous reads its rows in place: where both
+ * take the small kernel (AVX2 and FMA, every packed operand within bmm.c's BMM_PACK_MAX of
+ * 8192 floats, as bmm_small_ok asks) they sum the same terms in the same order, so da has
+ * the forward's bits: the pack moved every float where the element by element one did. */
+static int bmm_fits_small(int M, int K, int N)
+{
+    const long k8 = (K + 7) / 8 * 8, n8 = (N + 7) / 8 * 8;
+    return (long)K * n8 <= 8192 && (long)N * k8 <= 8192 && (long)M * n8 <= 8192;
+}
+
+static void bmm_packed_same(int G, int M, int K, int N, const float *b, const float *go, const float *da)
+{
+    if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma") || !bmm_fits_small(M, K, N) ||
+        !bmm_fits_small(M, N, K))
+        return;
+    float *bt = falloc((size_t)G * K * N), *want = falloc((size_t)G * M * K);
+    for (int g = 0; g < G; g++)
+        for (int k = 0; k < K; k++)
+            for (int j = 0; j < N; j++) bt[((size_t)g * N + j) * K + k] = b[((size_t)g * K + k) * N + j];
+    bmm_forward(G, M, N, K, go, bt, want);
+    assert_memory_equal(da, want, (size_t)G * M * K * sizeof *da);
+    free(bt);
+    free(want);
+}
+
 static void test_bmm_small(void **state)
 {
     (void)state;
@@ -2296,6 +2332,7 @@ static void test_bmm_small(void **state)
         bmm_backward(G, M, K, N, a, b, go, da1, db1);
         check_acc(what, da1, da, PREFILL, na);
         check_acc(what, db1, db, PREFILL, nb);
+        bmm_packed_same(G, M, K, N, b, go, da);
         float *bufs[] = {a, b, y, go, da, db, da1, db1};
         for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) free(bufs[i]);
         double *dbufs[] = {ad, bd, yd, gd, dad, dbd};
@@ -2953,7 +2990,9 @@ static void test_erf_gelu_blocks(void **state)
     rand_fill(&r, x + 384, NULL, 64, -8.0f, 8.0f); /* two blocks of mostly large arguments */
     for (int i = 600; i < 1000; i += 7) x[i] = i % 2 ? 1.6f + i / 1000.0f : -1.4f - i / 1000.0f; /* a few a block */
     const unary_op_t ops[2] = {UNARY_ERF, UNARY_GELU};
-    for (int k = 0; k < 2; k++) {
+    /* GELU takes gelu_avx2.c on a CPU with AVX2 and FMA (test_gelu_avx2 holds it): the
+     * blocks are then Erf's alone, the same code with op a constant */
+    for (int k = 0; k < (gelu_avx2_ok() ? 1 : 2); k++) {
         unary_forward(ops[k], 0.0f, N, x, y);
         for (int i = 0; i < N; i++) {
             const float want = unary_fn(ops[k], x[i], 0.0f, 0.0f);
@@ -2963,6 +3002,76 @@ static void test_erf_gelu_blocks(void **state)
     }
     free(x);
     free(y);
+}
+
+/* gelu_avx2.c's GELU (FMA: not the portable loops' bits) against the closed forms in double,
+ * under the tolerances the portable loops meet (GELU_ULP, FWD_TOL; gelu_avx2.c argues why
+ * the FMA evaluation of the same approximations stays within them): every length 1 to 40
+ * (the masked tail), vectors all below the erf split, mixed and all above it, the far
+ * negative tail, the switch to 1/2 + x pdf, signed zeros, subnormals, +-inf and NaN; the
+ * set variant is the bits of += into zeros, and unary_forward/unary_backward give these
+ * bits (the dispatch takes it). Skipped on a CPU without AVX2 and FMA. */
+static void gelu_avx2_check(const float *x, size_t n, lcg_t *r)
+{
+    float *y = falloc(n), *g = falloc(n), *d = falloc(n), *ds = falloc(n), *u = falloc(n);
+    double *yref = dalloc(n), *dref = dalloc(n);
+    rand_fill(r, g, NULL, n, -1.0f, 1.0f);
+    gelu_forward_avx2(n, x, y);
+    ffill(d, n, 0.0f);
+    gelu_backward_avx2(n, x, y, g, d, 0);
+    for (size_t i = 0; i < n; i++) {
+        const double v = x[i], cdf = 0.5 * erfc(-v / sqrt(2.0));
+        yref[i] = v * cdf;
+        dref[i] = g[i] * (cdf + v * exp(-0.5 * v * v) / sqrt(2.0 * M_PI));
+        /* GELU_ULP's range: below -5.5 erf(x / sqrt(2)) is -1 past float (erfc < 5e-8,
+         * 1 + erf is taken as 0 from -5.543), which FWD_TOL's absolute bound checks */
+        if (v >= -5.5 && !(ulps_from(y[i], yref[i]) <= GELU_ULP) && !(isnan(y[i]) && isnan(yref[i])))
+            fail_msg("gelu_avx2(%.9g) = %.9g, %.2f ulp from %.9g", x[i], y[i], ulps_from(y[i], yref[i]), yref[i]);
+    }
+    check_close("gelu_avx2 forward", y, yref, n, FWD_TOL, &g_max_fwd);
+    check_close("gelu_avx2 backward", d, dref, n, FWD_TOL, &g_max_fwd);
+    ffill(ds, n, NAN);
+    gelu_backward_avx2(n, x, y, g, ds, 1);
+    assert_memory_equal(ds, d, n * sizeof *d);
+    unary_forward(UNARY_GELU, 0.0f, n, x, u);
+    assert_memory_equal(u, y, n * sizeof *y);
+    ffill(u, n, 0.0f);
+    unary_backward(UNARY_GELU, 0.0f, n, x, y, g, u);
+    assert_memory_equal(u, d, n * sizeof *d);
+    free(y), free(g), free(d), free(ds), free(u), free(yref), free(dref);
+}
+
+static void test_gelu_avx2(void **state)
+{
+    (void)state;
+    if (!gelu_avx2_ok()) {
+        print_message("gelu_avx2: no AVX2 and FMA here, skipped\n");
+        return;
+    }
+    lcg_t r = {6060};
+    enum { N = 4096 };
+    float *x = falloc(N);
+    for (size_t n = 1; n <= 40; n++) {
+        rand_fill(&r, x, NULL, n, -6.0f, 6.0f);
+        gelu_avx2_check(x, n, &r);
+    }
+    const float spread[3][2] = {{-1.2f, 1.2f}, {-3.0f, 3.0f}, {-12.0f, -1.31f}}; /* small, mixed, tail */
+    for (int k = 0; k < 3; k++) {
+        rand_fill(&r, x, NULL, N, spread[k][0], spread[k][1]);
+        gelu_avx2_check(x, N, &r);
+    }
+    const float sp[] = {0.0f,   -0.0f,  0x1p-21f, -0x1p-21f, 0x1p-19f, -0x1p-19f, 1e-40f, -1e-40f,
+                        1e-30f, -5.54f, -5.6f,    -6.0f,     -20.0f,   12.0f,     1.3f,   -1.3f,
+                        1.31f,  -1.31f, 5.54f,    5.6f,      -8.0f,    30.0f,     -0.5f,  0.7f};
+    enum { NS = sizeof sp / sizeof sp[0] };
+    gelu_avx2_check(sp, NS, &r);
+    const float bad[8] = {INFINITY, -INFINITY, NAN, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
+    float by[8], bg[8] = {1, 1, 1, 1, 1, 1, 1, 1}, bd[8] = {0};
+    gelu_forward_avx2(8, bad, by);
+    gelu_backward_avx2(8, bad, by, bg, bd, 0);
+    assert_true(by[0] == INFINITY && isnan(by[1]) && isnan(by[2]));
+    assert_true(isnan(bd[0]) && isnan(bd[1]) && isnan(bd[2]));
+    free(x);
 }
 
 /* ---- Softmax and LogSoftmax along an axis ----------------------------------------- */
@@ -3384,6 +3493,7 @@ int main(void)
         cmocka_unit_test(test_lr_schedules),
         cmocka_unit_test(test_erf_gelu),
         cmocka_unit_test(test_erf_gelu_blocks),
+        cmocka_unit_test(test_gelu_avx2),
         cmocka_unit_test(test_softmax_axis),
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_fd_criterion),

@@ -20,6 +20,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "tr8_avx2.h"
 #define BMM_X86 1
 #endif
 
@@ -147,27 +149,6 @@ static void bmm_pack(int rows, int cols, const float *src, size_t sr, size_t sc,
     }
 }
 
-/* r[k] (k < 8) transposed in place: lane l of r[k] becomes lane k of r[l] (view.c's
- * view_tr8) */
-BMM_TARGET static inline void bmm_tr8(__m256 r[8])
-{
-    __m256 t[8], u[8];
-    for (int k = 0; k < 8; k += 2) {
-        t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
-        t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
-    }
-    for (int k = 0; k < 8; k += 4) {
-        u[k] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int k = 0; k < 4; k++) {
-        r[k] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x20);
-        r[k + 4] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x31);
-    }
-}
-
 /* bmm_pack of a transposed operand (src(r, c) at src[r + c * sc]: its columns contiguous),
  * as the backward's da = dout b^T packs b: in 8x8 tiles of AVX2 shuffles, eight loads and
  * eight stores of eight floats, where the element by element copy read one float per
@@ -180,7 +161,7 @@ BMM_TARGET static void bmm_pack_t(int rows, int cols, const float *src, size_t s
         for (int c = 0; c < C8; c += 8) {
             __m256 v[8];
             for (int k = 0; k < 8; k++) v[k] = _mm256_loadu_ps(src + (size_t)(c + k) * sc + r);
-            bmm_tr8(v);
+            avx2_tr8(v);
             for (int k = 0; k < 8; k++) _mm256_storeu_ps(dst + (size_t)(r + k) * ld + c, v[k]);
         }
     }

@@ -20,6 +20,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "tr8_avx2.h"
 #define VIEW_X86 1
 #endif
 
@@ -90,26 +92,6 @@ static int rows_next(const rows_t *r, long *idx, ptrdiff_t *ia, ptrdiff_t *ib)
 #ifdef VIEW_X86
 #define VIEW_TARGET __attribute__((target("avx2")))
 
-/* r[k] (k < 8) transposed in place: lane l of r[k] becomes lane k of r[l] */
-VIEW_TARGET static inline void view_tr8(__m256 r[8])
-{
-    __m256 t[8], u[8];
-    for (int k = 0; k < 8; k += 2) {
-        t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
-        t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
-    }
-    for (int k = 0; k < 8; k += 4) {
-        u[k] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        u[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        u[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        u[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int k = 0; k < 4; k++) {
-        r[k] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x20);
-        r[k + 4] = _mm256_permute2f128_ps(u[k], u[k + 4], 0x31);
-    }
-}
-
 /* y (R, L) = x^T, x's L rows st apart */
 VIEW_TARGET static void panel_forward(const float *x, ptrdiff_t st, long R, long L, float *y)
 {
@@ -118,7 +100,7 @@ VIEW_TARGET static void panel_forward(const float *x, ptrdiff_t st, long R, long
         for (long j = 0; j < L8; j += 8) {
             __m256 r[8];
             for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(x + (j + k) * st + i);
-            view_tr8(r);
+            avx2_tr8(r);
             for (int k = 0; k < 8; k++) _mm256_storeu_ps(y + (i + k) * L + j, r[k]);
         }
         for (long k = i; k < i + 8; k++)
@@ -137,7 +119,7 @@ VIEW_TARGET static void panel_backward(const float *g, long R, long L, float *x,
         for (long j = 0; j < L8; j += 8) {
             __m256 r[8];
             for (int k = 0; k < 8; k++) r[k] = _mm256_loadu_ps(g + (i + k) * L + j);
-            view_tr8(r);
+            avx2_tr8(r);
             for (int k = 0; k < 8; k++) {
                 float *d = x + (j + k) * st + i;
                 _mm256_storeu_ps(d, _mm256_add_ps(set ? zero : _mm256_loadu_ps(d), r[k]));

@@ -6,7 +6,7 @@
  *
  * Sums and each element's normalisation in double, as before these loops were vectorised:
  * float sums of a row's terms (the backward's sum(g w xhat) cancels) moved a ConvNeXt's
- * AdamW weights off torch's by more than onnx_vit.sh allows. The sums go in LN_LANES
+ * AdamW weights off torch's by more than onnx_vit.sh allows. The sums go in dlanes.h's DLANES
  * explicit lanes, which gcc vectorises without reassociating (a row is 32-768 elements in
  * the networks here); the reference in double is kernels/ref's, and test_op_table and
  * test_ops hold these to it. */
@@ -19,48 +19,25 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 
+#include "dlanes.h"
 #include "ops.h"
 
-#define LN_LANES 8
-
-/* The lanes as two vectors of four doubles (lanes 0-3 and 4-7): gcc left parts of the
- * backward's lane loops scalar (vcvtss2sd, vaddsd), the vectors keep them whole. */
-typedef double ln_v4d __attribute__((vector_size(32)));
 typedef float ln_v4f __attribute__((vector_size(16)));
-
-/* four floats from p as doubles (a macro: a function returning the vector warns of the
- * non-AVX ABI in the default clone) */
-#define LN_LOAD4(p) ((ln_v4d){(p)[0], (p)[1], (p)[2], (p)[3]})
-
-/* the lanes' partial sums, folded in lane order */
-__attribute__((always_inline)) static inline double lanes_fold(const ln_v4d *lo, const ln_v4d *hi)
-{
-    double s = 0.0;
-    for (int k = 0; k < 4; k++) s += (*lo)[k];
-    for (int k = 0; k < 4; k++) s += (*hi)[k];
-    return s;
-}
 
 /* mean and 1 / sqrt(var + eps) of one row: the mean, then the variance about it (two
  * passes: no cancellation) */
 __attribute__((always_inline)) static inline void row_stats(const float *x, int D, float eps, double *mean,
                                                             double *invstd)
 {
-    ln_v4d l0 = {0}, l1 = {0}, q0 = {0}, q1 = {0};
-    const int D8 = D / LN_LANES * LN_LANES;
-    for (int j = 0; j < D8; j += LN_LANES) {
-        l0 += LN_LOAD4(x + j);
-        l1 += LN_LOAD4(x + j + 4);
-    }
-    double s = lanes_fold(&l0, &l1);
-    for (int j = D8; j < D; j++) s += x[j];
-    const double m = s / D;
-    for (int j = 0; j < D8; j += LN_LANES) {
-        const ln_v4d d0 = LN_LOAD4(x + j) - m, d1 = LN_LOAD4(x + j + 4) - m;
+    dlanes_v4d q0 = {0}, q1 = {0};
+    const int D8 = D / DLANES * DLANES;
+    const double m = dlanes_sum(x, D) / D;
+    for (int j = 0; j < D8; j += DLANES) {
+        const dlanes_v4d d0 = DLANES_LOAD4(x + j) - m, d1 = DLANES_LOAD4(x + j + 4) - m;
         q0 += d0 * d0;
         q1 += d1 * d1;
     }
-    double v = lanes_fold(&q0, &q1);
+    double v = dlanes_fold(&q0, &q1);
     for (int j = D8; j < D; j++) v += ((double)x[j] - m) * ((double)x[j] - m);
     *mean = m;
     *invstd = 1.0 / sqrt(v / D + (double)eps);
@@ -88,21 +65,23 @@ __attribute__((target_clones("avx2", "default"))) static void layernorm_bwd(int 
 {
     memset(dw, 0, (size_t)D * sizeof *dw);
     memset(db, 0, (size_t)D * sizeof *db);
-    const int D8 = D / LN_LANES * LN_LANES;
+    const int D8 = D / DLANES * DLANES;
     for (int r = 0; r < rows; r++) {
         const float *x = inp + (size_t)r * D, *g = dout + (size_t)r * D;
         double mean, invstd;
-        ln_v4d lg0 = {0}, lg1 = {0}, lgx0 = {0}, lgx1 = {0};
+        dlanes_v4d lg0 = {0}, lg1 = {0}, lgx0 = {0}, lgx1 = {0};
         row_stats(x, D, eps, &mean, &invstd);
-        for (int j = 0; j < D8; j += LN_LANES) {
-            const ln_v4d xh0 = (LN_LOAD4(x + j) - mean) * invstd, xh1 = (LN_LOAD4(x + j + 4) - mean) * invstd;
-            const ln_v4d gw0 = LN_LOAD4(g + j) * LN_LOAD4(w + j), gw1 = LN_LOAD4(g + j + 4) * LN_LOAD4(w + j + 4);
+        for (int j = 0; j < D8; j += DLANES) {
+            const dlanes_v4d xh0 = (DLANES_LOAD4(x + j) - mean) * invstd,
+                             xh1 = (DLANES_LOAD4(x + j + 4) - mean) * invstd;
+            const dlanes_v4d gw0 = DLANES_LOAD4(g + j) * DLANES_LOAD4(w + j),
+                             gw1 = DLANES_LOAD4(g + j + 4) * DLANES_LOAD4(w + j + 4);
             lg0 += gw0;
             lg1 += gw1;
             lgx0 += gw0 * xh0;
             lgx1 += gw1 * xh1;
         }
-        double sg = lanes_fold(&lg0, &lg1), sgx = lanes_fold(&lgx0, &lgx1);
+        double sg = dlanes_fold(&lg0, &lg1), sgx = dlanes_fold(&lgx0, &lgx1);
         for (int j = D8; j < D; j++) {
             const double xh = ((double)x[j] - mean) * invstd, gw = (double)g[j] * w[j];
             sg += gw;

@@ -15,13 +15,8 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 
+#include "dlanes.h"
 #include "ops.h"
-
-/* The row's sums in XENT_LANES lanes of double (two vectors of four, as layernorm.c's: gcc
- * left a plain array of double lanes partly scalar), folded in lane order. */
-#define XENT_LANES 8
-typedef double xent_v4d __attribute__((vector_size(32)));
-#define XENT_LOAD4(p) ((xent_v4d){(p)[0], (p)[1], (p)[2], (p)[3]})
 
 /* p[0..N) = exp(x - m), m the row's maximum (*mx), returning their sum in double. The
  * maximum by lanes (exact whatever the order: a NaN is never taken, as x[j] > m never is,
@@ -30,26 +25,17 @@ typedef double xent_v4d __attribute__((vector_size(32)));
  * 1.5% of the GPT's step at nanoGPT's CPU shape (256 classes). */
 __attribute__((target_clones("avx2", "default"))) static double xent_exp_row(int N, const float *x, float *p, float *mx)
 {
-    const int N8 = N / XENT_LANES * XENT_LANES;
-    float lm[XENT_LANES];
-    for (int k = 0; k < XENT_LANES; k++) lm[k] = x[0];
-    for (int j = 0; j < N8; j += XENT_LANES)
-        for (int k = 0; k < XENT_LANES; k++) lm[k] = ufn_max(x[j + k], lm[k]);
+    const int N8 = N / DLANES * DLANES;
+    float lm[DLANES];
+    for (int k = 0; k < DLANES; k++) lm[k] = x[0];
+    for (int j = 0; j < N8; j += DLANES)
+        for (int k = 0; k < DLANES; k++) lm[k] = ufn_max(x[j + k], lm[k]);
     float m = lm[0];
-    for (int k = 1; k < XENT_LANES; k++) m = ufn_max(lm[k], m);
+    for (int k = 1; k < DLANES; k++) m = ufn_max(lm[k], m);
     for (int j = N8; j < N; j++) m = ufn_max(x[j], m);
     for (int j = 0; j < N; j++) p[j] = ufn_exp(x[j] - m);
-    xent_v4d s0 = {0}, s1 = {0};
-    for (int j = 0; j < N8; j += XENT_LANES) {
-        s0 += XENT_LOAD4(p + j);
-        s1 += XENT_LOAD4(p + j + 4);
-    }
-    double sum = 0.0;
-    for (int k = 0; k < 4; k++) sum += s0[k];
-    for (int k = 0; k < 4; k++) sum += s1[k];
-    for (int j = N8; j < N; j++) sum += p[j];
     *mx = m;
-    return sum;
+    return dlanes_sum(p, N);
 }
 
 float softmax_xent_forward(int B, int N, const float *logits, const int32_t *labels, float smoothing, float *probs)

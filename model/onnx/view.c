@@ -849,6 +849,10 @@ static int concat_along_batch(imp_t *im, model_builder_t *b, const Onnx__NodePro
                             imp_node_name(n), (long long)given, i,
                             rc ? "no activation" : view_text(&u, t[1], sizeof t[1]), view_text(&v, t[0], sizeof t[0]));
         out = model_build_concat_axis(b, out, model_build_reshape(b, lj, &one), 0);
+        if (model_build_failed(b)) /* a list bound: the rest of a file's inputs need no walk */
+            return imp_fail(
+                im, "node '%s' (Concat): its %zu inputs joined exceed a bound of the model (its size or its layers)",
+                imp_node_name(n), n->n_input);
     }
     /* the new physical axis 1: every other one after the batch one further on */
     w = v;
@@ -888,6 +892,10 @@ static int concat_along_axis(imp_t *im, model_builder_t *b, const Onnx__NodeProt
                             imp_node_name(n), i, rc ? "no activation" : view_text(&u, t[1], sizeof t[1]),
                             view_text(&v, t[0], sizeof t[0]), (long long)given);
         li = model_build_concat_axis(b, li, lj, p - 1);
+        if (model_build_failed(b))
+            return imp_fail(
+                im, "node '%s' (Concat): its %zu inputs joined exceed a bound of the model (its size or its layers)",
+                imp_node_name(n), n->n_input);
         model_shape_t o;
         model_build_shape_nd(b, li, &o);
         v.pd[p] = o.dims[p - 1];

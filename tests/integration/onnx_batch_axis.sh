@@ -54,6 +54,7 @@ sys.exit(0 if (err <= bound).all() else 1)" || fail "unsqueeze_mid: pacer's logi
 expect_error 2 "(ReduceMean): axis 1 of (2, N, 4, 6) holds the batch: a reduction across samples is not supported" \
     $WORKER --check-onnx "$(g stack_mean_batch)"
 expect_error 2 "(Slice): axis 0 of (N . 2, 4, 6): bounds at multiples of N . 1 only" $WORKER --check-onnx "$(g cat_bound)"
+expect_error 2 "(Concat): its 70000 inputs joined exceed a bound of the model" $WORKER --check-onnx "$(g cat_many)"
 expect_error 2 "(Concat): along axis 0, which holds the batch, input 1 is (N, 2, 6) and input 0 (N, 4, 6)" \
     $WORKER --check-onnx "$(g cat_unequal)"
 expect_error 2 "(Mul): the batch size enters shape arithmetic that is not k . N + c" \

@@ -47,6 +47,7 @@ Usage: /usr/bin/python3 tests/tools/onnx_batch_axis.py --graphs OUTDIR
     unsqueeze_mid.onnx  an axis of 1 put in front of the batch of the transposed (4, N, 6), moved
                         and reshaped back to (N, 4, 6), summed over the last axis: accepted;
     stack_mean_batch.onnx  torch.stack([x, x], 0) averaged over axis 1, the batch's: refused;
+    cat_many.onnx       x joined with itself 70,000 times along the batch: refused;
   and fixed_mha.onnx: a class token and nn.MultiheadAttention exported in inference form with
   the batch fixed to 1 (torch writes the heads' reshapes as constants without the batch):
   refused, naming the dynamic batch to export with.
@@ -273,6 +274,10 @@ def graphs(out):
                                        helper.make_node("Concat", ["u", "u"], ["c"], axis=0),
                                        helper.make_node("ReduceMean", ["c"], ["logits"], axes=[1], keepdims=0)],
                                       ["N", 4])
+    # x joined with itself 70,000 times along the batch: past the model's list bounds,
+    # refused by name at once (the inputs' walk stops at the first bound)
+    files["cat_many"] = model([helper.make_node("Concat", ["input"] * 70000, ["c"], axis=0),
+                               helper.make_node("ReduceSum", ["c", "two"], ["logits"], keepdims=0)], ["N", 4])
     # N * N in shape arithmetic: refused
     files["batch_square"] = model([helper.make_node("Shape", ["input"], ["xs"]),
                                    helper.make_node("Gather", ["xs", "zero"], ["n"]),

@@ -128,20 +128,19 @@ static inline void adamw_one(float *w, const float *g, float *m, float *v, const
  * third of a GPT step's update time was that). No FMA, and sqrt and division are
  * correctly rounded in both, so every lane is adamw_one's value bit for bit. */
 __attribute__((target("avx2"))) static size_t adamw_lanes8(size_t n, float *restrict w, const float *restrict g,
-                                                          float *restrict m, float *restrict v,
-                                                          const adamw_scalars_t *s)
+                                                           float *restrict m, float *restrict v,
+                                                           const adamw_scalars_t *s)
 {
     const __m256 gs = _mm256_set1_ps(s->gs), decay = _mm256_set1_ps(s->decay), b1 = _mm256_set1_ps(s->b1),
                  c1 = _mm256_set1_ps(s->c1), b2 = _mm256_set1_ps(s->b2), c2 = _mm256_set1_ps(s->c2),
-                 bc2 = _mm256_set1_ps(s->bc2_sqrt), eps = _mm256_set1_ps(s->eps),
-                 step = _mm256_set1_ps(s->step_size);
+                 bc2 = _mm256_set1_ps(s->bc2_sqrt), eps = _mm256_set1_ps(s->eps), step = _mm256_set1_ps(s->step_size);
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const __m256 gi = _mm256_mul_ps(gs, _mm256_loadu_ps(g + i));
         const __m256 wi = _mm256_mul_ps(_mm256_loadu_ps(w + i), decay);
         const __m256 mi = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(m + i)), _mm256_mul_ps(c1, gi));
-        const __m256 vi =
-            _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(v + i)), _mm256_mul_ps(_mm256_mul_ps(c2, gi), gi));
+        const __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(v + i)),
+                                        _mm256_mul_ps(_mm256_mul_ps(c2, gi), gi));
         _mm256_storeu_ps(m + i, mi);
         _mm256_storeu_ps(v + i, vi);
         const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), bc2), eps);

@@ -4,6 +4,10 @@
  *
  * A name ending in .onnx is a network imported as a job's "model": {"onnx": FILE} is
  * (model/onnx_import.h), from the file's own weights; a built-in one starts from seed 42.
+ * gpt:L,H,E,T[,V] is the built-in GPT ("model": {"gpt": ...}: L blocks, H heads, width E,
+ * block T, vocabulary V, 256 by default; biases, tied head, no dropout) on random tokens,
+ * with AdamW (lr 1e-3, weight decay 0.1) as its jobs train: `gpt:4,4,128,64 --batch 12`
+ * is nanoGPT's CPU shape, bench/gpt_speed.sh's.
  * Times STEPS training steps of the CPU reference (model_forward, model_backward,
  * sgd_update with momentum 0.9 and weight decay 5e-4) on a random fixed batch, as a worker
  * does them, after two warm-up steps. The model's per-layer progress hook (model.h) marks the
@@ -25,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gpt.h"
 #include "model.h"
 #include "onnx_import.h"
 #include "op_table.h"
@@ -93,20 +98,31 @@ int main(int argc, char **argv)
     model_t *m;
     const size_t len = strlen(name);
     const int onnx = len > 5 && strcmp(name + len - 5, ".onnx") == 0;
-    if ((onnx ? onnx_import_file(name, "imported", B, &m, err, sizeof err)
-              : model_create(name, B, &m, err, sizeof err)) != 0) {
+    model_gpt_t g = {.vocab = 256, .bias = 1, .tie = 1};
+    const int gpt = strncmp(name, "gpt:", 4) == 0;
+    if (gpt && sscanf(name + 4, "%d,%d,%d,%d,%d", &g.layers, &g.heads, &g.embd, &g.block, &g.vocab) < 4) {
+        fprintf(stderr, "layer_profile: %s: want gpt:LAYERS,HEADS,EMBD,BLOCK[,VOCAB]\n", name);
+        return 2;
+    }
+    if ((onnx  ? onnx_import_file(name, "imported", B, &m, err, sizeof err)
+         : gpt ? model_create_gpt("gpt", &g, B, &m, err, sizeof err)
+               : model_create(name, B, &m, err, sizeof err)) != 0) {
         fprintf(stderr, "layer_profile: %s\n", err);
         return 2;
     }
-    if (!onnx) model_init_params(m, 42);
-    const size_t in = (size_t)B * m->C * m->H * m->W, np = model_param_count(m);
+    if (gpt) model_gpt_init(m, g.layers, 42);
+    else if (!onnx) model_init_params(m, 42);
+    /* a language model's sample is its positions' tokens, each with a target */
+    const size_t in = (size_t)B * m->C * m->H * m->W, np = model_param_count(m), ny = (size_t)B * m->positions;
     float *x = malloc(in * sizeof(float));
-    int32_t *y = malloc((size_t)B * sizeof(int32_t));
+    int32_t *y = malloc(ny * sizeof(int32_t));
     double *fwd = calloc((size_t)m->nlayers, sizeof(double)), *bwd = calloc((size_t)m->nlayers, sizeof(double));
-    if (!x || !y || !fwd || !bwd) return 2;
+    if (!x || !y || !fwd || !bwd || (gpt && model_alloc_moment2(m) != 0)) return 2;
+    const adamw_hparams_t adamw = {.lr = 1e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
     srand(1);
-    for (size_t i = 0; i < in; i++) x[i] = 2.0f * (float)rand() / (float)RAND_MAX - 1.0f;
-    for (int i = 0; i < B; i++) y[i] = rand() % m->num_classes;
+    for (size_t i = 0; i < in; i++)
+        x[i] = gpt ? (float)(rand() % g.vocab) : 2.0f * (float)rand() / (float)RAND_MAX - 1.0f;
+    for (size_t i = 0; i < ny; i++) y[i] = rand() % m->num_classes;
 
     prof_t p = {.m = m, .fwd = fwd, .bwd = bwd};
     double sgd_s = 0, loss_s = 0, zero_s = 0, total = 0;
@@ -133,7 +149,8 @@ int main(int argc, char **argv)
         p.last = t1;
         model_backward(m, x, y, B, 1.0f);
         double t2 = thread_cpu_s();
-        sgd_update(np, m->params, m->grads, m->momentum, 0.01f, 0.9f, 0, 5e-4f, 1.0f);
+        if (gpt) adamw_update(np, m->params, m->grads, m->momentum, m->moment2, &adamw, s + 3, 1.0f);
+        else sgd_update(np, m->params, m->grads, m->momentum, 0.01f, 0.9f, 0, 5e-4f, 1.0f);
         double t3 = thread_cpu_s();
         sgd_s += t3 - t2;
         if (s >= 0) total += t3 - t0;

@@ -904,6 +904,12 @@ static int plan_dacts(model_t *m)
             if (m->layers[k].in == j || m->layers[k].in2 == j ||
                 (m->layers[k].chain == VIEW_CHAIN_RUN && m->layers[k].chain_src == j))
                 hi = k; /* a chain's end sets the gradient of its source */
+        /* a fused attention sets its q, k and v gradients at its merge's backward, before
+         * the chains that read them would */
+        for (int k = j + 1; k < n; k++)
+            if (m->layers[k].attn == ATTN_RUN)
+                for (int a = 0; a < 3; a++)
+                    if (m->layers[k].attn_src[a] == j && k > hi) hi = k;
         slots[j] = (dact_slot_t){0, (size_t)m->max_batch * l->OC * l->OH * l->OW, j, hi};
         m->dact_first[j] = hi;
     }
@@ -1232,6 +1238,105 @@ static void mark_causal_bmm(model_t *m)
     }
 }
 
+/* Layer r's view chain as a head-major operand (H, T, D) of its source, (b, h, t, d) at
+ * off + b ss + h hs + t rs + d: the chain's walk over (H, T, D), or over (H, D, T) where
+ * transposed (a key's), each position's D floats contiguous. 0, or -1 where it is not. */
+static int attn_operand(const layer_t *r, int H, int T, int D, int transposed, attn_operand_t *o)
+{
+    const bcast_desc_t *w = &r->chain_bc;
+    const int t = transposed ? 3 : 2, d = transposed ? 2 : 3;
+    if (r->chain != VIEW_CHAIN_RUN || w->rank != 4 || w->dims[1] != H || w->dims[t] != T || w->dims[d] != D ||
+        w->sa[d] != 1)
+        return -1;
+    *o = (attn_operand_t){.off = r->chain_off, .ss = w->sa[0], .hs = w->sa[1], .rs = w->sa[t]};
+    return 0;
+}
+
+/* The view chain that merges the heads of layer o's (H, T, D) output into (T, H D): its
+ * last link, or -1. Its links must be o's reader's chain, its walk o's transpose. */
+static int attn_merge(const model_t *m, int o, int H, int T, int D)
+{
+    int r = -1;
+    for (int k = o + 1; k < m->nlayers && r < 0; k++)
+        if (m->layers[k].chain == VIEW_CHAIN_RUN && m->layers[k].chain_src == o) r = k;
+    if (r < 0) return -1;
+    int c = r;
+    while (m->layers[c].in != o) {
+        c = m->layers[c].in;
+        if (c < 0 || m->layers[c].chain != VIEW_CHAIN_SKIP) return -1;
+    }
+    const bcast_desc_t *w = &m->layers[r].chain_bc;
+    const size_t hd = (size_t)H * D, htd = hd * T;
+    if (only_reader(m, o) != c || m->layers[r].chain_off != 0 || w->rank != 4 || w->dims[1] != T || w->dims[2] != H ||
+        w->dims[3] != D || w->sa[0] != htd || w->sa[1] != (size_t)D || w->sa[2] != (size_t)T * D || w->sa[3] != 1)
+        return -1;
+    return r;
+}
+
+/* Marks the fused attentions (layer_t's attn) at each causal softmax j whose pattern is
+ * whole: scores s = q k^T of two chains read by s alone, j s's only reader, o = j v its only
+ * reader, v a chain read by o alone, o's output merged by a chain; the products under the
+ * causal mask (mark_causal_bmm's), shapes (H, T, T) and (H, T, D) that attention_fits. */
+static void mark_attention(model_t *m)
+{
+    for (int j = 0; j < m->nlayers; j++) m->layers[j].attn = ATTN_NONE;
+    for (int j = 0; j < m->nlayers; j++) {
+        const layer_t *sm = &m->layers[j];
+        const int s = sm->in, o = only_reader(m, j);
+        if (sm->kind != LAYER_CAUSAL_SOFTMAX || s < 0 || o < 0) continue;
+        const layer_t *S = &m->layers[s], *O = &m->layers[o];
+        if (S->kind != LAYER_BMM || S->causal_bmm != BMM_CAUSAL_OUT || only_reader(m, s) != j || O->kind != LAYER_BMM ||
+            O->in != j || O->causal_bmm != BMM_CAUSAL_LEFT || S->shape.rank != 3 || O->shape.rank != 3)
+            continue;
+        const int H = S->shape.dims[0], T = S->shape.dims[1], D = S->sl_start;
+        if (S->shape.dims[2] != T || O->shape.dims[0] != H || O->shape.dims[1] != T || O->shape.dims[2] != D ||
+            !attention_fits(T, D))
+            continue;
+        const int qr = S->in, kr = S->in2, vr = O->in2;
+        attn_desc_t a = {.H = H, .T = T, .D = D, .scale = sm->alpha};
+        if (qr < 0 || kr < 0 || vr < 0 || only_reader(m, qr) != s || only_reader(m, kr) != s ||
+            only_reader(m, vr) != o || attn_operand(&m->layers[qr], H, T, D, 0, &a.q) != 0 ||
+            attn_operand(&m->layers[kr], H, T, D, 1, &a.k) != 0 || attn_operand(&m->layers[vr], H, T, D, 0, &a.v) != 0)
+            continue;
+        const int yr = attn_merge(m, o, H, T, D);
+        if (yr < 0 || m->layers[qr].chain_src < 0 || m->layers[kr].chain_src < 0 || m->layers[vr].chain_src < 0)
+            continue;
+        a.y = (attn_operand_t){.off = 0, .ss = (size_t)T * H * D, .hs = (size_t)D, .rs = (size_t)H * D};
+        layer_t *y = &m->layers[yr];
+        y->attn = ATTN_RUN;
+        y->attn_desc = a;
+        y->attn_src[0] = m->layers[qr].chain_src;
+        y->attn_src[1] = m->layers[kr].chain_src;
+        y->attn_src[2] = m->layers[vr].chain_src;
+        y->attn_p = j;
+        const int skip[6] = {qr, kr, vr, s, j, o};
+        for (int k = 0; k < 6; k++) m->layers[skip[k]].attn = ATTN_SKIP;
+    }
+}
+
+/* The fused attention whose merge is layer i (ATTN_RUN), forward and backward */
+static void attention_run_forward(model_t *m, int i, int B)
+{
+    const layer_t *l = &m->layers[i];
+    const float *src[3];
+    for (int a = 0; a < 3; a++) src[a] = m->acts + m->layers[l->attn_src[a]].out_off;
+    attention_causal_forward(&l->attn_desc, B, src[0], src[1], src[2], m->acts + m->layers[l->attn_p].out_off,
+                             m->acts + l->out_off);
+}
+
+static void attention_run_backward(model_t *m, int i, int B)
+{
+    const layer_t *l = &m->layers[i];
+    const float *src[3];
+    float *dsrc[3];
+    for (int a = 0; a < 3; a++) {
+        src[a] = m->acts + m->layers[l->attn_src[a]].out_off;
+        dsrc[a] = m->dacts + m->dact_off[l->attn_src[a]];
+    }
+    attention_causal_backward(&l->attn_desc, B, src[0], src[1], src[2], m->acts + m->layers[l->attn_p].out_off,
+                              m->dacts + m->dact_off[i], dsrc[0], dsrc[1], dsrc[2]);
+}
+
 /* Marks the embeddings whose table a later layer reads as its weight (layer_t's tied). */
 static void mark_tied(model_t *m)
 {
@@ -1360,6 +1465,7 @@ static int create_with(const char *name, const model_shape_t *in, int classes, i
     mark_view_chains(m);
     mark_tied(m);
     mark_causal_bmm(m);
+    mark_attention(m);
     const int re = reads_empty(m);
     if (re >= 0) {
         char t[96];
@@ -1440,6 +1546,7 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     fuse_layers(m);
     mark_set_grads(m);
     mark_view_chains(m);
+    mark_attention(m);
     if (alloc_buffers(m) != 0) goto oom;
     *out = m;
     return 0;
@@ -1572,9 +1679,11 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
     if (train) m->dropout_step++; /* new masks; the backward after this forward reuses them */
     for (int i = 0; i < m->nlayers; i++) {
         const layer_t *l = &m->layers[i];
+        const int fused = l->attn != ATTN_NONE && !m->attention_unfused;
+        if (fused && l->attn == ATTN_RUN) attention_run_forward(m, i, B);
         /* an empty output (a dimension of 0, an ONNX case's): nothing to compute, and its
          * walk must not be taken */
-        if (!model_layer_empty(m, i)) MODEL_OPS[l->kind].forward(m, i, x, B, train);
+        else if (!fused && !model_layer_empty(m, i)) MODEL_OPS[l->kind].forward(m, i, x, B, train);
         if (m->progress) m->progress(m->progress_ctx);
     }
     return softmax_xent_forward(B * m->positions, m->num_classes, model_logits(m), y, m->label_smoothing, m->probs);
@@ -1613,7 +1722,9 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
 
     for (int i = m->nlayers - 1; i >= 0; i--) {
         model_zero_dacts_at(m, B, i);
-        MODEL_OPS[m->layers[i].kind].backward(m, i, x, B);
+        const int attn = m->attention_unfused ? ATTN_NONE : m->layers[i].attn;
+        if (attn == ATTN_RUN) attention_run_backward(m, i, B);
+        else if (attn == ATTN_NONE) MODEL_OPS[m->layers[i].kind].backward(m, i, x, B);
         if (m->progress) m->progress(m->progress_ctx);
         if (m->grad_done) m->grad_done(m->grad_done_ctx, i);
     }

@@ -192,6 +192,8 @@ typedef enum {
 
 /* layer_t's chain */
 enum { VIEW_CHAIN_NONE, VIEW_CHAIN_RUN, VIEW_CHAIN_SKIP };
+/* layer_t's attn */
+enum { ATTN_NONE, ATTN_RUN, ATTN_SKIP };
 
 typedef struct {
     layer_kind_t kind;
@@ -280,6 +282,19 @@ typedef struct {
     int chain_src;
     bcast_desc_t chain_bc;
     size_t chain_off;
+    /* Fused attention (set by model_create, model.c's mark_attention): a causal attention
+     * whose heads are view chains of activations (q, k and v, each read by its product
+     * alone), two products under the causal mask around a causal softmax, and a view chain
+     * merging the heads. The merge's last link (ATTN_RUN) runs the whole of it,
+     * attention_causal_forward and _backward (kernels/cpu/ops.h, attn_desc, the same bits),
+     * reading attn_src's outputs (q, k, v) and keeping the weights in the softmax's output
+     * (layer attn_p); the q, k and v chains, the products and the softmax are ATTN_SKIP:
+     * their outputs (but the softmax's) and gradients are not written. model_t's
+     * attention_unfused runs the layers one by one instead. ATTN_NONE else. */
+    int attn;
+    int attn_src[3];
+    int attn_p;
+    attn_desc_t attn_desc;
     size_t w_off, b_off;   /* params: conv/fc weight and bias, bn gamma and beta */
     size_t rm_off, rv_off; /* buffers: bn running mean and variance */
     size_t out_off;        /* activation arena: (max_batch, OC, OH, OW) */
@@ -348,6 +363,9 @@ typedef struct {
      * an algorithm may reduce them (and give their pages back) while the pass goes on. */
     void (*grad_done)(void *ctx, int layer);
     void *grad_done_ctx;
+    /* 1: a fused attention's layers run one by one (layer_t's attn), as on a CPU without
+     * the fused kernel; the results are the same bits. 0 (model_create's) fuses. */
+    int attention_unfused;
     /* Synchronised batch norm (kernels/cpu/ops.h bn_sync_t; a job's sync_batchnorm): while
      * set, a training forward's batch norms and their backward take the statistics of every
      * process's part of the global batch through it. NULL: each process's own batch. Its

@@ -16,6 +16,7 @@
 #include <cblas.h>
 #include <stddef.h>
 
+#include "bmm_small.h"
 #include "ops.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -37,10 +38,6 @@
  * for 192 of the ViT's pairs from cold memory; 2 or 3 ahead measured the same). */
 #define BMM_AHEAD 1
 
-/* What a tile of bmm_small may skip (bmm_causal_t's products, bmm_forward_causal and
- * bmm_backward_causal): nothing; the tiles wholly above the diagonal (their outputs unread);
- * the terms k past the tile's last row, or before its first row or first column (zeros). */
-typedef enum { BMM_TRI_NONE, BMM_TRI_OUT_LOWER, BMM_TRI_K_LE_ROW, BMM_TRI_K_GE_ROW, BMM_TRI_K_GE_COL } bmm_tri_t;
 
 /* round up to a whole vector of 8 floats */
 static inline int bmm_round8(int n) { return (n + 7) & ~7; }
@@ -97,24 +94,24 @@ BMM_TARGET static inline __attribute__((always_inline)) void bmm_tile(const int 
 }
 
 /* The tile's rows as constants: 1 to BMM_MR. */
-#define BMM_ROWS(nv)                                                                    \
-    switch (mr) {                                                                       \
-    case 6: bmm_tile(6, nv, k0, k1, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
-    case 5: bmm_tile(5, nv, k0, k1, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
-    case 4: bmm_tile(4, nv, k0, k1, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
-    case 3: bmm_tile(3, nv, k0, k1, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
-    case 2: bmm_tile(2, nv, k0, k1, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break;  \
-    default: bmm_tile(1, nv, k0, k1, a, sm, sk, Bt, ldb, c, N, nc, masked, set); break; \
+#define BMM_ROWS(nv)                                                                      \
+    switch (mr) {                                                                         \
+    case 6: bmm_tile(6, nv, k0, k1, a, sm, sk, Bt, ldb, c, ldc, nc, masked, set); break;  \
+    case 5: bmm_tile(5, nv, k0, k1, a, sm, sk, Bt, ldb, c, ldc, nc, masked, set); break;  \
+    case 4: bmm_tile(4, nv, k0, k1, a, sm, sk, Bt, ldb, c, ldc, nc, masked, set); break;  \
+    case 3: bmm_tile(3, nv, k0, k1, a, sm, sk, Bt, ldb, c, ldc, nc, masked, set); break;  \
+    case 2: bmm_tile(2, nv, k0, k1, a, sm, sk, Bt, ldb, c, ldc, nc, masked, set); break;  \
+    default: bmm_tile(1, nv, k0, k1, a, sm, sk, Bt, ldb, c, ldc, nc, masked, set); break; \
     }
 
-/* C (M, N, rows N apart) = or += op(A) (M, K) B (K, N): A(m, k) at A[m * sm + k * sk]; B's
+/* C (M, N, rows ldc apart) = or += op(A) (M, K) B (K, N): A(m, k) at A[m * sm + k * sk]; B's
  * rows ldb apart, padded to a multiple of 8 floats (zero beyond N) or, with masked, not.
  * tri (bmm_tri_t) skips what a causal mask makes zero or unread, tile by tile: a tile's sum
  * over k starts or stops where its terms can be nonzero (the terms left out are exact
  * zeros, and a sum in order that starts later or stops earlier by zeros has the same
  * bits), or a tile wholly above the diagonal is not computed (its outputs unread). */
 BMM_TARGET static void bmm_small(int M, int N, int K, const float *A, size_t sm, size_t sk, const float *B, int ldb,
-                                 int masked, float *C, int set, bmm_tri_t tri)
+                                 int masked, float *C, int ldc, int set, bmm_tri_t tri)
 {
     for (int n0 = 0; n0 < N; n0 += 16) {
         const int nc = N - n0 < 16 ? N - n0 : 16;
@@ -126,7 +123,7 @@ BMM_TARGET static void bmm_small(int M, int N, int K, const float *A, size_t sm,
             if (tri == BMM_TRI_K_GE_ROW) k0 = m0 < K ? m0 : K;
             if (tri == BMM_TRI_K_GE_COL) k0 = n0 < K ? n0 : K;
             const float *a = A + (size_t)m0 * sm;
-            float *c = C + (size_t)m0 * N + n0;
+            float *c = C + (size_t)m0 * ldc + n0;
             const float *Bt = B + n0;
             if (nc > 8) {
                 BMM_ROWS(2)
@@ -172,25 +169,31 @@ BMM_TARGET static void bmm_pack_t(int rows, int cols, const float *src, size_t s
     }
 }
 
-/* C (M, N) = or += op(A) (M, K) op(B) (K, N), B(k, n) at B[k * bk + n * bn]: B packed
- * unless its rows are contiguous (bn 1). */
-static void bmm_one(int M, int N, int K, const float *A, size_t am, size_t ak, const float *B, size_t bk, size_t bn,
-                    float *C, int set, bmm_tri_t tri)
+/* C (M, N, rows ldc apart) = or += op(A) (M, K) op(B) (K, N), B(k, n) at B[k * bk + n * bn]:
+ * B packed unless its rows are contiguous (bn 1). */
+void bmm_strided(int M, int N, int K, const float *A, size_t am, size_t ak, const float *B, size_t bk, size_t bn,
+                 float *C, size_t ldc, int set, bmm_tri_t tri)
 {
     float pack[BMM_PACK_MAX];
     if (bn == 1) {
-        bmm_small(M, N, K, A, am, ak, B, (int)bk, 1, C, set, tri);
+        bmm_small(M, N, K, A, am, ak, B, (int)bk, 1, C, (int)ldc, set, tri);
         return;
     }
     if (bk == 1) bmm_pack_t(K, N, B, bn, pack);
     else bmm_pack(K, N, B, bk, bn, pack);
-    bmm_small(M, N, K, A, am, ak, pack, bmm_round8(N), 0, C, set, tri);
+    bmm_small(M, N, K, A, am, ak, pack, bmm_round8(N), 0, C, (int)ldc, set, tri);
+}
+
+static void bmm_one(int M, int N, int K, const float *A, size_t am, size_t ak, const float *B, size_t bk, size_t bn,
+                    float *C, int set, bmm_tri_t tri)
+{
+    bmm_strided(M, N, K, A, am, ak, B, bk, bn, C, (size_t)N, set, tri);
 }
 
 /* Whether the small kernel takes a (M, K) x (K, N) product: AVX2 and FMA, and the right
  * operand of each of the forward's and backward's products within BMM_PACK_MAX once
  * packed (K x N, N x K and M x N). */
-static int bmm_small_ok(int M, int K, int N)
+int bmm_small_ok(int M, int K, int N)
 {
     const long k8 = bmm_round8(K), n8 = bmm_round8(N);
     if ((long)K * n8 > BMM_PACK_MAX || (long)N * k8 > BMM_PACK_MAX || (long)M * n8 > BMM_PACK_MAX) return 0;
@@ -206,10 +209,17 @@ static inline void bmm_prefetch(const float *p, size_t n, int write)
     }
 }
 #else
-static int bmm_small_ok(int M, int K, int N)
+int bmm_small_ok(int M, int K, int N)
 {
     (void)M, (void)K, (void)N;
     return 0;
+}
+
+void bmm_strided(int M, int N, int K, const float *A, size_t am, size_t ak, const float *B, size_t bk, size_t bn,
+                 float *C, size_t ldc, int set, bmm_tri_t tri)
+{
+    (void)M, (void)N, (void)K, (void)A, (void)am, (void)ak, (void)B, (void)bk, (void)bn, (void)C, (void)ldc, (void)set,
+        (void)tri;
 }
 #endif
 

@@ -376,6 +376,27 @@ void bmm_forward_causal(bmm_causal_t causal, int G, int M, int K, int N, const f
 void bmm_backward_causal(bmm_causal_t causal, int G, int M, int K, int N, const float *a, const float *b,
                          const float *dout, float *da, int set_a, float *db, int set_b);
 
+/* Causal self-attention (attention.c), bit for bit the layers it stands for: per sample b
+ * and head h, S = Q K^T, P = causal softmax(scale * S) (causal_softmax_forward), Y = P V.
+ * Element (b, h, t, d) of q, k, v and y (each (T, D) per head) is at off + b * ss + h * hs
+ * + t * rs + d of its buffer: read where a projection wrote them, y written where the
+ * heads' merge would put it. p is (B, H, T, T), the softmax's output (zeros above the
+ * diagonal); the backward reads it and writes (set) dq, dk and dv, laid out as q, k and v.
+ * Only where attention_fits (AVX2 and FMA, and T and D within the small products' bound). */
+typedef struct {
+    size_t off, ss, hs, rs;
+} attn_operand_t;
+typedef struct {
+    int H, T, D;
+    float scale;
+    attn_operand_t q, k, v, y;
+} attn_desc_t;
+int attention_fits(int T, int D);
+void attention_causal_forward(const attn_desc_t *a, int B, const float *q, const float *k, const float *v, float *p,
+                              float *y);
+void attention_causal_backward(const attn_desc_t *a, int B, const float *q, const float *k, const float *v,
+                               const float *p, const float *dy, float *dq, float *dk, float *dv);
+
 /* Swin's relative position bias (gather.c): out[j] = table[map[j]] for j < n, map holding
  * float-coded indices (exact below 2^24); one outside [0, tcount) reads 0. The backward
  * writes dtable (tcount) whole: 0, then dout[j] added at map[j] in the order of j (the CUDA

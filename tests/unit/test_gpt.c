@@ -513,6 +513,8 @@ static float chain_step(model_t *m, int plain, const float *x, const int32_t *y,
         saved[i] = m->layers[i].chain;
         if (plain) m->layers[i].chain = VIEW_CHAIN_NONE;
     }
+    /* a fused attention reads its heads through the chains' walks: plain runs its layers */
+    m->attention_unfused = plain;
     const uint64_t step = m->dropout_step;
     const float loss = model_forward(m, x, y, B, 1);
     model_backward(m, x, y, B, 1.0f);
@@ -520,6 +522,7 @@ static float chain_step(model_t *m, int plain, const float *x, const int32_t *y,
     memcpy(logits, model_logits(m), (size_t)B * m->positions * m->num_classes * sizeof(float));
     memcpy(grads, m->grads, m->nparams * sizeof(float));
     for (int i = 0; i < m->nlayers; i++) m->layers[i].chain = saved[i];
+    m->attention_unfused = 0;
     return loss;
 }
 
@@ -559,6 +562,69 @@ static void test_gpt_view_chains(void **state)
     model_free(m);
 }
 
+/* The fused attention (layer_t's attn) of one GPT shape: marked in every block where the
+ * kernel takes the shape (attention_fits), none else; a training step gives the loss, the
+ * logits and every parameter gradient of the layers run one by one, bit for bit. */
+static void attention_case(model_gpt_t g, int B, uint32_t seed)
+{
+    model_t *m = tiny(&g, B);
+    const int fits = attention_fits(g.block, g.embd / g.heads);
+    int run = 0, skip = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        run += m->layers[i].attn == ATTN_RUN;
+        skip += m->layers[i].attn == ATTN_SKIP;
+    }
+    printf("  gpt %d x %d, %d heads, block %d: %d fused attentions%s\n", g.layers, g.embd, g.heads, g.block, run,
+           fits ? "" : " (this CPU or shape takes the layers: compared with themselves)");
+    /* q, k and v's chains, the two products and the softmax: 6 skipped a block */
+    assert_int_equal(run, fits && g.dropout == 0.0f ? g.layers : 0);
+    assert_int_equal(skip, 6 * run);
+    rng_t r;
+    rng_seed(&r, seed);
+    const size_t nt = (size_t)B * g.block, nl = nt * (size_t)m->num_classes;
+    float *x = malloc(nt * sizeof *x), *l1 = malloc(nl * sizeof(float)), *l2 = malloc(nl * sizeof(float));
+    int32_t *y = malloc(nt * sizeof *y);
+    float *g1 = malloc(m->nparams * sizeof(float)), *g2 = malloc(m->nparams * sizeof(float));
+    assert_true(x && y && l1 && l2 && g1 && g2);
+    random_tokens(&r, (int)nt, g.vocab, x, y);
+    for (int step = 0; step < 2; step++) { /* the second from the first's weights moved by hand */
+        m->attention_unfused = 0;
+        const uint64_t masks = m->dropout_step; /* both passes draw the same dropout masks */
+        const float loss1 = model_forward(m, x, y, B, 1);
+        model_backward(m, x, y, B, 1.0f);
+        memcpy(l1, model_logits(m), nl * sizeof(float));
+        memcpy(g1, m->grads, m->nparams * sizeof(float));
+        m->attention_unfused = 1;
+        m->dropout_step = masks;
+        const float loss2 = model_forward(m, x, y, B, 1);
+        model_backward(m, x, y, B, 1.0f);
+        memcpy(l2, model_logits(m), nl * sizeof(float));
+        memcpy(g2, m->grads, m->nparams * sizeof(float));
+        m->attention_unfused = 0;
+        assert_true(loss1 == loss2);
+        assert_memory_equal(l1, l2, nl * sizeof(float));
+        assert_memory_equal(g1, g2, m->nparams * sizeof(float));
+        for (size_t k = 0; k < m->nparams; k++) m->params[k] -= 0.5f * g1[k];
+    }
+    free(x), free(y), free(l1), free(l2), free(g1), free(g2);
+    model_free(m);
+}
+
+/* The tiny shape (one tile of the products), nanoGPT's CPU shape's heads (32 wide, block 64:
+ * the causal skips over several tiles), an odd block and head size (the products' masked
+ * columns), and attention dropout (no fusion: the softmax has another reader). */
+static void test_gpt_attention_fused(void **state)
+{
+    (void)state;
+    attention_case(TINY, 3, 21);
+    model_gpt_t g = {.layers = 2, .heads = 4, .embd = 128, .block = 64, .vocab = 29, .bias = 1, .tie = 1};
+    attention_case(g, 2, 22);
+    g = (model_gpt_t){.layers = 1, .heads = 3, .embd = 36, .block = 37, .vocab = 17, .bias = 0, .tie = 0};
+    attention_case(g, 2, 23);
+    g.dropout = 0.1f;
+    attention_case(g, 2, 24);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -568,6 +634,7 @@ int main(void)
         cmocka_unit_test(test_gpt_gradients),       cmocka_unit_test(test_gpt_tied),
         cmocka_unit_test(test_gpt_causal),          cmocka_unit_test(test_gpt_refusals),
         cmocka_unit_test(test_gpt_dact_plan),       cmocka_unit_test(test_gpt_view_chains),
+        cmocka_unit_test(test_gpt_attention_fused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -523,6 +523,13 @@ int model_build_layernorm(model_builder_t *b, int in, int axis, float eps, const
     l->w_off = add_tensor_named(b, wname, D, 0);
     l->b_off = add_tensor_named(b, bname, D, 0);
     finish_layer(b, li, infer_layer(b, li, NULL) == 0);
+    /* its rows' mean and 1 / std in double, kept for the backward (op_table.c's ln_stats):
+     * two doubles a row of D, on an even offset of the page-aligned arena */
+    l = layer_at(b, li);
+    const size_t rows = D ? model_shape_count(&l->shape) / D : 0;
+    b->m->act_floats = (b->m->act_floats + 1) & ~(size_t)1;
+    l->aux_off = b->m->act_floats;
+    b->m->act_floats += 4 * (size_t)b->m->max_batch * rows;
     return li;
 }
 

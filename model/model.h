@@ -298,7 +298,9 @@ typedef struct {
     size_t w_off, b_off;   /* params: conv/fc weight and bias, bn gamma and beta */
     size_t rm_off, rv_off; /* buffers: bn running mean and variance */
     size_t out_off;        /* activation arena: (max_batch, OC, OH, OW) */
-    size_t aux_off;        /* maxpool argmax arena, or bn saved mean/invstd (2*OC) */
+    /* maxpool argmax arena, or bn saved mean/invstd (2*OC); a layer norm's rows' statistics
+     * (2 doubles a row, after its output in the activation arena) */
+    size_t aux_off;
 } layer_t;
 
 typedef struct {

@@ -934,14 +934,18 @@ static int infer_axis(layer_t *l, const model_shape_t *in, const model_shape_t *
     return l->sl_axis < 0 || l->sl_axis >= in->rank ? -1 : 0;
 }
 
+/* a layer norm's rows' statistics, kept by the forward for the backward (model.c's
+ * model_build_layernorm places them after its output) */
+static double *ln_stats(const model_t *m, const layer_t *l) { return (double *)(void *)(m->acts + l->aux_off); }
+
 /* Layer norm over the axes sl_axis.. to the last: rows of D = size(sl_axis) * inner */
 static void layernorm_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
     int rows, inner;
     axis_geometry(l, B, &rows, &inner);
-    layernorm_forward(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in), m->params + l->w_off,
-                      m->params + l->b_off, m->acts + l->out_off);
+    layernorm_forward_saving(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in),
+                             m->params + l->w_off, m->params + l->b_off, m->acts + l->out_off, ln_stats(m, l));
 }
 
 static void layernorm_bwd(model_t *m, int i, const float *x, int B)
@@ -949,10 +953,9 @@ static void layernorm_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     int rows, inner;
     axis_geometry(l, B, &rows, &inner);
-    (sets_grad(m, l->in, i) ? layernorm_backward_set
-                            : layernorm_backward)(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in),
-                                                  m->params + l->w_off, m->dacts + m->dact_off[i], dinput_of(m, l->in),
-                                                  m->grads + l->w_off, m->grads + l->b_off);
+    layernorm_backward_saved(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in),
+                             m->params + l->w_off, ln_stats(m, l), m->dacts + m->dact_off[i], dinput_of(m, l->in),
+                             sets_grad(m, l->in, i), m->grads + l->w_off, m->grads + l->b_off);
 }
 
 /* Softmax and LogSoftmax along axis sl_axis: a sample is (outer, n, inner) */

@@ -1,8 +1,9 @@
 /* kernels/cpu/layernorm.c - layer normalisation over the last axes (ops.h's
  * layernorm_forward): each row of D elements normalised alone by its own mean and biased
- * variance, then scaled and shifted per element. The statistics are recomputed by the
- * backward (no saved state: a row is read twice instead of keeping 2 floats per row per
- * sample, which the fixed aux arena could not hold at any batch).
+ * variance, then scaled and shifted per element. The model's layers keep each row's
+ * statistics from the forward for the backward (layernorm_forward_saving: 16 bytes a row
+ * in the activation arena), which otherwise recomputes them, two of its five passes over
+ * the row in double: the same doubles either way, so the same bits.
  *
  * Sums and each element's normalisation in double, as before these loops were vectorised:
  * float sums of a row's terms (the backward's sum(g w xhat) cancels) moved a ConvNeXt's
@@ -43,24 +44,38 @@ __attribute__((always_inline)) static inline void row_stats(const float *x, int 
     *invstd = 1.0 / sqrt(v / D + (double)eps);
 }
 
-__attribute__((target_clones("avx2", "default"))) void layernorm_forward(int rows, int D, float eps, const float *inp,
-                                                                         const float *w, const float *b, float *out)
+/* stats, where not NULL: each row's mean and 1 / std, for the backward */
+__attribute__((target_clones("avx2", "default"))) static void
+ln_forward(int rows, int D, float eps, const float *inp, const float *w, const float *b, float *out, double *stats)
 {
     for (int r = 0; r < rows; r++) {
         const float *x = inp + (size_t)r * D;
         float *y = out + (size_t)r * D;
         double mean, invstd;
         row_stats(x, D, eps, &mean, &invstd);
+        if (stats) stats[2 * (size_t)r] = mean, stats[2 * (size_t)r + 1] = invstd;
         for (int j = 0; j < D; j++) y[j] = (float)(((double)x[j] - mean) * invstd) * w[j] + b[j];
     }
+}
+
+void layernorm_forward(int rows, int D, float eps, const float *inp, const float *w, const float *b, float *out)
+{
+    ln_forward(rows, D, eps, inp, w, b, out, NULL);
+}
+
+void layernorm_forward_saving(int rows, int D, float eps, const float *inp, const float *w, const float *b, float *out,
+                              double *stats)
+{
+    ln_forward(rows, D, eps, inp, w, b, out, stats);
 }
 
 /* dinp += invstd (g w - mean(g w) - xhat mean(g w xhat)), or with set dinp = that + 0.0f
  * (the bits of adding into zeros, dinp not read); dw += g xhat, db += g, in the pass that
  * writes dinp. (dw and db in the sums' pass was slower: the float updates kept that loop
  * from vectorising as well.) */
-__attribute__((target_clones("avx2", "default"))) static void layernorm_bwd(int rows, int D, float eps, const float *inp,
-                                                                            const float *w, const float *dout,
+__attribute__((target_clones("avx2", "default"))) static void layernorm_bwd(int rows, int D, float eps,
+                                                                            const float *inp, const float *w,
+                                                                            const double *stats, const float *dout,
                                                                             float *dinp, int set, float *dw, float *db)
 {
     memset(dw, 0, (size_t)D * sizeof *dw);
@@ -70,7 +85,8 @@ __attribute__((target_clones("avx2", "default"))) static void layernorm_bwd(int 
         const float *x = inp + (size_t)r * D, *g = dout + (size_t)r * D;
         double mean, invstd;
         dlanes_v4d lg0 = {0}, lg1 = {0}, lgx0 = {0}, lgx1 = {0};
-        row_stats(x, D, eps, &mean, &invstd);
+        if (stats) mean = stats[2 * (size_t)r], invstd = stats[2 * (size_t)r + 1];
+        else row_stats(x, D, eps, &mean, &invstd);
         for (int j = 0; j < D8; j += DLANES) {
             const dlanes_v4d xh0 = (DLANES_LOAD4(x + j) - mean) * invstd,
                              xh1 = (DLANES_LOAD4(x + j + 4) - mean) * invstd;
@@ -111,11 +127,17 @@ __attribute__((target_clones("avx2", "default"))) static void layernorm_bwd(int 
 void layernorm_backward(int rows, int D, float eps, const float *inp, const float *w, const float *dout, float *dinp,
                         float *dw, float *db)
 {
-    layernorm_bwd(rows, D, eps, inp, w, dout, dinp, 0, dw, db);
+    layernorm_bwd(rows, D, eps, inp, w, NULL, dout, dinp, 0, dw, db);
 }
 
 void layernorm_backward_set(int rows, int D, float eps, const float *inp, const float *w, const float *dout,
                             float *dinp, float *dw, float *db)
 {
-    layernorm_bwd(rows, D, eps, inp, w, dout, dinp, 1, dw, db);
+    layernorm_bwd(rows, D, eps, inp, w, NULL, dout, dinp, 1, dw, db);
+}
+
+void layernorm_backward_saved(int rows, int D, float eps, const float *inp, const float *w, const double *stats,
+                              const float *dout, float *dinp, int set, float *dw, float *db)
+{
+    layernorm_bwd(rows, D, eps, inp, w, stats, dout, dinp, set, dw, db);
 }

@@ -430,6 +430,13 @@ void layernorm_backward(int rows, int D, float eps, const float *inp, const floa
  * zeros. */
 void layernorm_backward_set(int rows, int D, float eps, const float *inp, const float *w, const float *dout,
                             float *dinp /* = */, float *dw /* = */, float *db /* = */);
+/* The two with each row's statistics kept: the forward writes stats[2 r] = the mean of row r
+ * and stats[2 r + 1] = 1 / sqrt(var + eps) as the backward computes them, and the backward
+ * reads them instead (set: layernorm_backward_set's dinp). The same bits as without. */
+void layernorm_forward_saving(int rows, int D, float eps, const float *inp, const float *w, const float *b, float *out,
+                              double *stats);
+void layernorm_backward_saved(int rows, int D, float eps, const float *inp, const float *w, const double *stats,
+                              const float *dout, float *dinp, int set, float *dw, float *db);
 /* Softmax (take_log 0) or LogSoftmax (take_log 1) along one axis of n elements: inp and out are
  * (rows, n, inner), each of the rows * inner lines along the middle axis normalised alone
  * (shifted by its maximum, so exp never overflows). The backward reads the OUTPUT: softmax

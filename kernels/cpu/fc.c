@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "prefetch.h"
 #include "parallel.h"
 
 /* On several threads (parallel.h) each GEMM is split where no sum is: the forward and the
@@ -107,6 +108,8 @@ void gemm_forward(const gemm_desc_t *d, int B, const float *inp, const float *we
     if (bias) {
         for (int b = 0; b < B; b++) {
             float *o = out + (size_t)b * OUT;
+            /* out is cold (written last by the step before): ask ahead for its lines */
+            for (int j = 0; j < OUT; j += 16) prefetch_ahead(o, (size_t)j, 1);
             if (beta == 1.0f) memcpy(o, bias, (size_t)OUT * sizeof(float));
             else
                 for (int j = 0; j < OUT; j++) o[j] = beta * bias[j];

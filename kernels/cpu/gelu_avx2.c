@@ -32,6 +32,8 @@
  *   or absolute below 1). */
 #include "gelu_avx2.h"
 
+#include "prefetch.h"
+
 #include "scalar_fn.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -131,6 +133,8 @@ GELU_TARGET void gelu_backward_avx2(size_t n, const float *x, const float *y, co
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
+        prefetch_ahead(x, i, 0); /* the forward's input and output, cold since */
+        prefetch_ahead(y, i, 0);
         const __m256 acc = set ? _mm256_setzero_ps() : _mm256_loadu_ps(d + i);
         const __m256 t = gelu_grad8(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i));
         _mm256_storeu_ps(d + i, _mm256_fmadd_ps(_mm256_loadu_ps(g + i), t, acc));

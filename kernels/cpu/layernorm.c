@@ -22,6 +22,7 @@
 
 #include "dlanes.h"
 #include "ops.h"
+#include "prefetch.h"
 
 typedef float ln_v4f __attribute__((vector_size(16)));
 
@@ -87,6 +88,8 @@ __attribute__((target_clones("avx2", "default"))) static void layernorm_bwd(int 
         dlanes_v4d lg0 = {0}, lg1 = {0}, lgx0 = {0}, lgx1 = {0};
         if (stats) mean = stats[2 * (size_t)r], invstd = stats[2 * (size_t)r + 1];
         else row_stats(x, D, eps, &mean, &invstd);
+        /* the rows ahead: the input is cold since the forward */
+        for (int j = 0; j < D; j += 16) prefetch_ahead(x, (size_t)j, 0), prefetch_ahead(g, (size_t)j, 0);
         for (int j = 0; j < D8; j += DLANES) {
             const dlanes_v4d xh0 = (DLANES_LOAD4(x + j) - mean) * invstd,
                              xh1 = (DLANES_LOAD4(x + j + 4) - mean) * invstd;

@@ -18,6 +18,7 @@
 
 #include "gpt.h"
 #include "model.h"
+#include "parallel.h"
 #include "ops.h"
 #include "ref.h"
 #include "rng.h"
@@ -604,6 +605,22 @@ static void attention_case(model_gpt_t g, int B, uint32_t seed)
         assert_true(loss1 == loss2);
         assert_memory_equal(l1, l2, nl * sizeof(float));
         assert_memory_equal(g1, g2, m->nparams * sizeof(float));
+        /* the (sample, head) pairs split over 3 threads: the layers' results on 3 threads
+         * (which may differ from one thread's by rounding: parallel.h) */
+        assert_int_equal(par_set_threads(3), 0);
+        m->dropout_step = masks;
+        const float loss3 = model_forward(m, x, y, B, 1);
+        model_backward(m, x, y, B, 1.0f);
+        memcpy(l2, model_logits(m), nl * sizeof(float));
+        memcpy(g2, m->grads, m->nparams * sizeof(float));
+        m->attention_unfused = 1;
+        m->dropout_step = masks;
+        assert_true(model_forward(m, x, y, B, 1) == loss3);
+        model_backward(m, x, y, B, 1.0f);
+        m->attention_unfused = 0;
+        assert_int_equal(par_set_threads(1), 0);
+        assert_memory_equal(l2, model_logits(m), nl * sizeof(float));
+        assert_memory_equal(g2, m->grads, m->nparams * sizeof(float));
         for (size_t k = 0; k < m->nparams; k++) m->params[k] -= 0.5f * g1[k];
     }
     free(x), free(y), free(l1), free(l2), free(g1), free(g2);

@@ -1281,26 +1281,51 @@ static int attn_merge(const model_t *m, int o, int H, int T, int D)
 }
 
 /* Marks the fused attentions (layer_t's attn) at each causal softmax j whose pattern is
- * whole: scores s = q k^T of two chains read by s alone, j s's only reader, o = j v its only
- * reader, v a chain read by o alone, o's output merged by a chain; the products under the
- * causal mask (mark_causal_bmm's), shapes (H, T, T) and (H, T, D) that attention_fits. */
+ * whole: scores s = q k^T of two chains read by s alone (attn_scores: or through a Mul by a
+ * constant), o = j v j's only reader, v a chain read by o alone, o's output merged by a
+ * chain; the weights' product under the causal mask (mark_causal_bmm's), shapes (H, T, T)
+ * and (H, T, D) that attention_fits. */
+/* The scores layer behind causal softmax j: its input, a product under the causal mask
+ * (mark_causal_bmm's), or the product behind a Mul by a one-element frozen constant (an
+ * imported graph's scale: the constant in *c, the Mul in *mul; else both -1), each read by
+ * the next alone. -1 else. */
+static int attn_scores(const model_t *m, int j, int *c, int *mul)
+{
+    int s = m->layers[j].in;
+    *c = -1, *mul = -1;
+    if (s < 0 || only_reader(m, s) != j) return -1;
+    const layer_t *l = &m->layers[s];
+    if (l->kind == LAYER_BMUL) {
+        const int k = l->in2 >= 0 && m->layers[l->in2].kind == LAYER_CONST ? l->in2 : l->in;
+        const int p = k == l->in ? l->in2 : l->in;
+        const layer_t *K = k >= 0 ? &m->layers[k] : NULL;
+        if (!K || K->kind != LAYER_CONST || !K->frozen || model_shape_count(&K->shape) != 1 || p < 0 ||
+            only_reader(m, p) != s)
+            return -1;
+        *c = k, *mul = s;
+        s = p;
+    } else if (l->causal_bmm != BMM_CAUSAL_OUT) return -1;
+    return m->layers[s].kind == LAYER_BMM ? s : -1;
+}
+
 static void mark_attention(model_t *m)
 {
     for (int j = 0; j < m->nlayers; j++) m->layers[j].attn = ATTN_NONE;
     for (int j = 0; j < m->nlayers; j++) {
         const layer_t *sm = &m->layers[j];
-        const int s = sm->in, o = only_reader(m, j);
-        if (sm->kind != LAYER_CAUSAL_SOFTMAX || s < 0 || o < 0) continue;
+        int c, mul;
+        const int o = only_reader(m, j), s = sm->kind == LAYER_CAUSAL_SOFTMAX ? attn_scores(m, j, &c, &mul) : -1;
+        if (s < 0 || o < 0) continue;
         const layer_t *S = &m->layers[s], *O = &m->layers[o];
-        if (S->kind != LAYER_BMM || S->causal_bmm != BMM_CAUSAL_OUT || only_reader(m, s) != j || O->kind != LAYER_BMM ||
-            O->in != j || O->causal_bmm != BMM_CAUSAL_LEFT || S->shape.rank != 3 || O->shape.rank != 3)
+        if (O->kind != LAYER_BMM || O->in != j || O->causal_bmm != BMM_CAUSAL_LEFT || S->shape.rank != 3 ||
+            O->shape.rank != 3)
             continue;
         const int H = S->shape.dims[0], T = S->shape.dims[1], D = S->sl_start;
         if (S->shape.dims[2] != T || O->shape.dims[0] != H || O->shape.dims[1] != T || O->shape.dims[2] != D ||
             !attention_fits(T, D))
             continue;
         const int qr = S->in, kr = S->in2, vr = O->in2;
-        attn_desc_t a = {.H = H, .T = T, .D = D, .scale = sm->alpha};
+        attn_desc_t a = {.H = H, .T = T, .D = D, .scale = sm->alpha, .pre_scale = 1.0f};
         if (qr < 0 || kr < 0 || vr < 0 || only_reader(m, qr) != s || only_reader(m, kr) != s ||
             only_reader(m, vr) != o || attn_operand(&m->layers[qr], H, T, D, 0, &a.q) != 0 ||
             attn_operand(&m->layers[kr], H, T, D, 1, &a.k) != 0 || attn_operand(&m->layers[vr], H, T, D, 0, &a.v) != 0)
@@ -1316,31 +1341,44 @@ static void mark_attention(model_t *m)
         y->attn_src[1] = m->layers[kr].chain_src;
         y->attn_src[2] = m->layers[vr].chain_src;
         y->attn_p = j;
-        const int skip[6] = {qr, kr, vr, s, j, o};
-        for (int k = 0; k < 6; k++) m->layers[skip[k]].attn = ATTN_SKIP;
+        y->attn_const = c;
+        const int skip[7] = {qr, kr, vr, s, j, o, mul};
+        for (int k = 0; k < 7; k++)
+            if (skip[k] >= 0) m->layers[skip[k]].attn = ATTN_SKIP;
     }
 }
 
-/* The fused attention whose merge is layer i (ATTN_RUN), forward and backward */
+/* The fused attention whose merge is layer i (ATTN_RUN), forward and backward: its
+ * description with the scores' constant scale as the buffers hold it now (an imported
+ * model's are loaded after model_create) */
+static attn_desc_t attention_desc(const model_t *m, const layer_t *l)
+{
+    attn_desc_t a = l->attn_desc;
+    if (l->attn_const >= 0) a.pre_scale = m->buffers[m->layers[l->attn_const].w_off];
+    return a;
+}
+
 static void attention_run_forward(model_t *m, int i, int B)
 {
     const layer_t *l = &m->layers[i];
+    const attn_desc_t a = attention_desc(m, l);
     const float *src[3];
-    for (int a = 0; a < 3; a++) src[a] = m->acts + m->layers[l->attn_src[a]].out_off;
-    attention_causal_forward(&l->attn_desc, B, src[0], src[1], src[2], m->acts + m->layers[l->attn_p].out_off,
+    for (int k = 0; k < 3; k++) src[k] = m->acts + m->layers[l->attn_src[k]].out_off;
+    attention_causal_forward(&a, B, src[0], src[1], src[2], m->acts + m->layers[l->attn_p].out_off,
                              m->acts + l->out_off);
 }
 
 static void attention_run_backward(model_t *m, int i, int B)
 {
     const layer_t *l = &m->layers[i];
+    const attn_desc_t a = attention_desc(m, l);
     const float *src[3];
     float *dsrc[3];
-    for (int a = 0; a < 3; a++) {
-        src[a] = m->acts + m->layers[l->attn_src[a]].out_off;
-        dsrc[a] = m->dacts + m->dact_off[l->attn_src[a]];
+    for (int k = 0; k < 3; k++) {
+        src[k] = m->acts + m->layers[l->attn_src[k]].out_off;
+        dsrc[k] = m->dacts + m->dact_off[l->attn_src[k]];
     }
-    attention_causal_backward(&l->attn_desc, B, src[0], src[1], src[2], m->acts + m->layers[l->attn_p].out_off,
+    attention_causal_backward(&a, B, src[0], src[1], src[2], m->acts + m->layers[l->attn_p].out_off,
                               m->dacts + m->dact_off[i], dsrc[0], dsrc[1], dsrc[2]);
 }
 

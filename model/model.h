@@ -288,12 +288,14 @@ typedef struct {
      * merging the heads. The merge's last link (ATTN_RUN) runs the whole of it,
      * attention_causal_forward and _backward (kernels/cpu/ops.h, attn_desc, the same bits),
      * reading attn_src's outputs (q, k, v) and keeping the weights in the softmax's output
-     * (layer attn_p); the q, k and v chains, the products and the softmax are ATTN_SKIP:
+     * (layer attn_p); the q, k and v chains, the products, a Mul scaling the scores (by
+     * layer attn_const's value) and the softmax are ATTN_SKIP:
      * their outputs (but the softmax's) and gradients are not written. model_t's
      * attention_unfused runs the layers one by one instead. ATTN_NONE else. */
     int attn;
     int attn_src[3];
     int attn_p;
+    int attn_const; /* the constant an imported graph's scores are multiplied by, or -1 */
     attn_desc_t attn_desc;
     size_t w_off, b_off;   /* params: conv/fc weight and bias, bn gamma and beta */
     size_t rm_off, rv_off; /* buffers: bn running mean and variance */

@@ -47,6 +47,9 @@ static void forward_part(void *arg, int t, int T)
         float *ph = j->pw + (size_t)bh * S * S;
         /* the scores into the softmax's output, normalised there */
         bmm_strided(S, S, D, qh, a->q.rs, 1, kh, 1, a->k.rs, ph, (size_t)S, 1, BMM_TRI_OUT_LOWER);
+        if (a->pre_scale != 1.0f) /* the Mul's product, of what the softmax reads */
+            for (int i = 0; i < S; i++)
+                for (int c = 0; c <= i; c++) ph[(size_t)i * S + c] *= a->pre_scale;
         causal_softmax_forward(1, S, a->scale, ph, ph);
         bmm_strided(S, D, S, ph, (size_t)S, 1, vh, a->v.rs, 1, j->y + at(&a->y, b, h), a->y.rs, 1, BMM_TRI_K_LE_ROW);
     }
@@ -77,6 +80,8 @@ static void backward_part(void *arg, int t, int T)
         bmm_strided(S, S, D, dyh, a->y.rs, 1, j->v + vo, 1, a->v.rs, ds, (size_t)S, 1, BMM_TRI_OUT_LOWER);
         bmm_strided(S, D, S, ph, 1, (size_t)S, dyh, a->y.rs, 1, j->dv + vo, a->v.rs, 1, BMM_TRI_K_GE_ROW);
         causal_softmax_backward(1, S, a->scale, ph, ds, ds, 1);
+        if (a->pre_scale != 1.0f) /* the Mul's backward: g c, + 0 where it sets (as into zeros) */
+            for (size_t e = 0; e < (size_t)S * S; e++) ds[e] = ds[e] * a->pre_scale + 0.0f;
         bmm_strided(S, D, S, ds, (size_t)S, 1, j->k + ko, a->k.rs, 1, j->dq + qo, a->q.rs, 1, BMM_TRI_K_LE_ROW);
         bmm_strided(S, D, S, ds, 1, (size_t)S, j->q + qo, a->q.rs, 1, j->dk + ko, a->k.rs, 1, BMM_TRI_K_GE_ROW);
     }

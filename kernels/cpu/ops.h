@@ -378,7 +378,8 @@ void bmm_backward_causal(bmm_causal_t causal, int G, int M, int K, int N, const 
 
 /* Causal self-attention (attention.c), bit for bit the layers it stands for: per sample b
  * and head h, S = Q K^T, P = causal softmax(scale * S) (causal_softmax_forward), Y = P V.
- * Element (b, h, t, d) of q, k, v and y (each (T, D) per head) is at off + b * ss + h * hs
+ * (S * pre_scale where an imported graph scales the scores by a Mul of its own). Element
+ * (b, h, t, d) of q, k, v and y (each (T, D) per head) is at off + b * ss + h * hs
  * + t * rs + d of its buffer: read where a projection wrote them, y written where the
  * heads' merge would put it. p is (B, H, T, T), the softmax's output (zeros above the
  * diagonal); the backward reads it and writes (set) dq, dk and dv, laid out as q, k and v.
@@ -389,6 +390,10 @@ typedef struct {
 typedef struct {
     int H, T, D;
     float scale;
+    /* 1, or the constant an imported graph multiplies the scores by before the softmax
+     * (torch's (q @ k^T) * (1 / sqrt(D))): S * pre_scale rounded first, as that Mul does,
+     * and the scores' gradient dP' * pre_scale (+ 0) after the softmax's */
+    float pre_scale;
     attn_operand_t q, k, v, y;
 } attn_desc_t;
 int attention_fits(int T, int D);

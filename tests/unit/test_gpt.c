@@ -627,6 +627,76 @@ static void attention_case(model_gpt_t g, int B, uint32_t seed)
     model_free(m);
 }
 
+/* torch's attention as its ONNX export imports: the scores multiplied by a constant (q @
+ * k^T * (1 / sqrt(D))) before the causal softmax (scale 1); one block, no norms */
+typedef struct {
+    int H, T, E, V;
+} mul_attn_t;
+
+static int build_mul_attention(model_builder_t *b, void *ctx, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    const mul_attn_t *g = ctx;
+    const int D = g->E / g->H;
+    static const int HTD[3] = {1, 0, 2}, HDT[3] = {1, 2, 0};
+    const model_shape_t thd = {.rank = 3, .dims = {g->T, g->H, D}}, te = {.rank = 2, .dims = {g->T, g->E}};
+    const model_shape_t one = {.rank = 1, .dims = {1}};
+    const int x = model_build_embed(b, -1, g->V, g->E, "wte");
+    const int qkv = model_build_linear(b, x, 3 * g->E, "c_attn");
+    int h[3];
+    for (int k = 0; k < 3; k++) {
+        const int sl = model_build_slice(b, qkv, 1, k * g->E, (k + 1) * g->E, 1);
+        h[k] = model_build_transpose(b, model_build_reshape(b, sl, &thd), k == 1 ? HDT : HTD);
+    }
+    const int sc = model_build_binary(b, LAYER_BMUL, model_build_bmm(b, h[0], h[1]),
+                                      model_build_const(b, &one, "scale", 1));
+    const int y = model_build_transpose(b, model_build_bmm(b, model_build_causal_softmax(b, sc, 1.0f), h[2]), HTD);
+    model_build_linear(b, model_build_reshape(b, y, &te), g->V, "head");
+    return 0;
+}
+
+/* The fused attention of that graph: marked (the Mul with the products and the softmax),
+ * the constant read as the buffers hold it, and a step giving the layers' bits. */
+static void test_gpt_attention_mul(void **state)
+{
+    (void)state;
+    enum { B = 2 };
+    const mul_attn_t g = {.H = 3, .T = 37, .E = 36, .V = 11};
+    const model_shape_t in = {.rank = 1, .dims = {g.T}};
+    char err[256];
+    model_t *m = NULL;
+    if (model_create_custom_shape("mul-attention", &in, g.V, B, build_mul_attention, (void *)&g, &m, err, sizeof err))
+        fail_msg("%s", err);
+    rng_t r;
+    rng_seed(&r, 25);
+    for (size_t k = 0; k < m->nparams; k++) m->params[k] = 2.0f * (rng_uniform(&r) - 0.5f); /* logits far apart */
+    int run = 0, skip = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        run += m->layers[i].attn == ATTN_RUN;
+        skip += m->layers[i].attn == ATTN_SKIP;
+        if (m->layers[i].kind == LAYER_CONST) m->buffers[m->layers[i].w_off] = 1.0f / sqrtf(12.0f);
+    }
+    const int fits = attention_fits(g.T, g.E / g.H);
+    assert_int_equal(run, fits);
+    assert_int_equal(skip, 7 * run);
+    float x[B * 37], *l1 = malloc(B * 37 * 11 * sizeof(float)), *g1 = malloc(m->nparams * sizeof(float));
+    int32_t y[B * 37];
+    assert_true(l1 && g1);
+    random_tokens(&r, B * g.T, g.V, x, y);
+    const float loss = model_forward(m, x, y, B, 1);
+    assert_true(fabsf(loss - logf(11.0f)) > 0.05f); /* not uniform: the attention matters */
+    model_backward(m, x, y, B, 1.0f);
+    memcpy(l1, model_logits(m), B * 37 * 11 * sizeof(float));
+    memcpy(g1, m->grads, m->nparams * sizeof(float));
+    m->attention_unfused = 1;
+    assert_true(model_forward(m, x, y, B, 1) == loss);
+    model_backward(m, x, y, B, 1.0f);
+    assert_memory_equal(l1, model_logits(m), B * 37 * 11 * sizeof(float));
+    assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
+    free(l1), free(g1);
+    model_free(m);
+}
+
 /* The tiny shape (one tile of the products), nanoGPT's CPU shape's heads (32 wide, block 64:
  * the causal skips over several tiles), an odd block and head size (the products' masked
  * columns), and attention dropout (no fusion: the softmax has another reader). */
@@ -651,7 +721,7 @@ int main(void)
         cmocka_unit_test(test_gpt_gradients),       cmocka_unit_test(test_gpt_tied),
         cmocka_unit_test(test_gpt_causal),          cmocka_unit_test(test_gpt_refusals),
         cmocka_unit_test(test_gpt_dact_plan),       cmocka_unit_test(test_gpt_view_chains),
-        cmocka_unit_test(test_gpt_attention_fused),
+        cmocka_unit_test(test_gpt_attention_fused), cmocka_unit_test(test_gpt_attention_mul),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

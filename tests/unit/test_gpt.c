@@ -563,6 +563,28 @@ static void test_gpt_view_chains(void **state)
     model_free(m);
 }
 
+/* One training step of m fused (its logits into l, its gradients into g) and again with its
+ * layers run one by one (model_t's attention_unfused), from the same dropout masks: the
+ * same loss, logits and gradients, bit for bit. Returns the loss. */
+static float fused_against_layers(model_t *m, const float *x, const int32_t *y, int B, float *l, float *g)
+{
+    const size_t nl = (size_t)B * m->positions * m->num_classes;
+    const uint64_t masks = m->dropout_step;
+    m->attention_unfused = 0;
+    const float loss = model_forward(m, x, y, B, 1);
+    model_backward(m, x, y, B, 1.0f);
+    memcpy(l, model_logits(m), nl * sizeof(float));
+    memcpy(g, m->grads, m->nparams * sizeof(float));
+    m->attention_unfused = 1;
+    m->dropout_step = masks;
+    assert_true(model_forward(m, x, y, B, 1) == loss);
+    model_backward(m, x, y, B, 1.0f);
+    m->attention_unfused = 0;
+    assert_memory_equal(l, model_logits(m), nl * sizeof(float));
+    assert_memory_equal(g, m->grads, m->nparams * sizeof(float));
+    return loss;
+}
+
 /* The fused attention (layer_t's attn) of one GPT shape: marked in every block where the
  * kernel takes the shape (attention_fits), none else; a training step gives the loss, the
  * logits and every parameter gradient of the layers run one by one, bit for bit. */
@@ -589,38 +611,12 @@ static void attention_case(model_gpt_t g, int B, uint32_t seed)
     assert_true(x && y && l1 && l2 && g1 && g2);
     random_tokens(&r, (int)nt, g.vocab, x, y);
     for (int step = 0; step < 2; step++) { /* the second from the first's weights moved by hand */
-        m->attention_unfused = 0;
-        const uint64_t masks = m->dropout_step; /* both passes draw the same dropout masks */
-        const float loss1 = model_forward(m, x, y, B, 1);
-        model_backward(m, x, y, B, 1.0f);
-        memcpy(l1, model_logits(m), nl * sizeof(float));
-        memcpy(g1, m->grads, m->nparams * sizeof(float));
-        m->attention_unfused = 1;
-        m->dropout_step = masks;
-        const float loss2 = model_forward(m, x, y, B, 1);
-        model_backward(m, x, y, B, 1.0f);
-        memcpy(l2, model_logits(m), nl * sizeof(float));
-        memcpy(g2, m->grads, m->nparams * sizeof(float));
-        m->attention_unfused = 0;
-        assert_true(loss1 == loss2);
-        assert_memory_equal(l1, l2, nl * sizeof(float));
-        assert_memory_equal(g1, g2, m->nparams * sizeof(float));
+        fused_against_layers(m, x, y, B, l1, g1);
         /* the (sample, head) pairs split over 3 threads: the layers' results on 3 threads
          * (which may differ from one thread's by rounding: parallel.h) */
         assert_int_equal(par_set_threads(3), 0);
-        m->dropout_step = masks;
-        const float loss3 = model_forward(m, x, y, B, 1);
-        model_backward(m, x, y, B, 1.0f);
-        memcpy(l2, model_logits(m), nl * sizeof(float));
-        memcpy(g2, m->grads, m->nparams * sizeof(float));
-        m->attention_unfused = 1;
-        m->dropout_step = masks;
-        assert_true(model_forward(m, x, y, B, 1) == loss3);
-        model_backward(m, x, y, B, 1.0f);
-        m->attention_unfused = 0;
+        fused_against_layers(m, x, y, B, l2, g2);
         assert_int_equal(par_set_threads(1), 0);
-        assert_memory_equal(l2, model_logits(m), nl * sizeof(float));
-        assert_memory_equal(g2, m->grads, m->nparams * sizeof(float));
         for (size_t k = 0; k < m->nparams; k++) m->params[k] -= 0.5f * g1[k];
     }
     free(x), free(y), free(l1), free(l2), free(g1), free(g2);
@@ -683,16 +679,8 @@ static void test_gpt_attention_mul(void **state)
     int32_t y[B * 37];
     assert_true(l1 && g1);
     random_tokens(&r, B * g.T, g.V, x, y);
-    const float loss = model_forward(m, x, y, B, 1);
+    const float loss = fused_against_layers(m, x, y, B, l1, g1);
     assert_true(fabsf(loss - logf(11.0f)) > 0.05f); /* not uniform: the attention matters */
-    model_backward(m, x, y, B, 1.0f);
-    memcpy(l1, model_logits(m), B * 37 * 11 * sizeof(float));
-    memcpy(g1, m->grads, m->nparams * sizeof(float));
-    m->attention_unfused = 1;
-    assert_true(model_forward(m, x, y, B, 1) == loss);
-    model_backward(m, x, y, B, 1.0f);
-    assert_memory_equal(l1, model_logits(m), B * 37 * 11 * sizeof(float));
-    assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
     free(l1), free(g1);
     model_free(m);
 }

@@ -907,16 +907,14 @@ static int plan_dacts(model_t *m)
         const layer_t *l = &m->layers[j];
         fused |= l->fused_relu || l->fused_add;
         int hi = j;
-        for (int k = j + 1; k < n; k++)
-            if (m->layers[k].in == j || m->layers[k].in2 == j ||
-                (m->layers[k].chain == VIEW_CHAIN_RUN && m->layers[k].chain_src == j))
-                hi = k; /* a chain's end sets the gradient of its source */
-        /* a fused attention sets its q, k and v gradients at its merge's backward, before
-         * the chains that read them would */
-        for (int k = j + 1; k < n; k++)
-            if (m->layers[k].attn == ATTN_RUN)
-                for (int a = 0; a < 3; a++)
-                    if (m->layers[k].attn_src[a] == j && k > hi) hi = k;
+        /* a chain's end sets the gradient of its source; a fused attention its q, k and v's,
+         * at its merge's backward, before the chains that read them would */
+        for (int k = j + 1; k < n; k++) {
+            const layer_t *r = &m->layers[k];
+            if (r->in == j || r->in2 == j || (r->chain == VIEW_CHAIN_RUN && r->chain_src == j) ||
+                (r->attn == ATTN_RUN && (r->attn_src[0] == j || r->attn_src[1] == j || r->attn_src[2] == j)))
+                hi = k;
+        }
         slots[j] = (dact_slot_t){0, (size_t)m->max_batch * l->OC * l->OH * l->OW, j, hi};
         m->dact_first[j] = hi;
     }
@@ -1280,11 +1278,6 @@ static int attn_merge(const model_t *m, int o, int H, int T, int D)
     return r;
 }
 
-/* Marks the fused attentions (layer_t's attn) at each causal softmax j whose pattern is
- * whole: scores s = q k^T of two chains read by s alone (attn_scores: or through a Mul by a
- * constant), o = j v j's only reader, v a chain read by o alone, o's output merged by a
- * chain; the weights' product under the causal mask (mark_causal_bmm's), shapes (H, T, T)
- * and (H, T, D) that attention_fits. */
 /* The scores layer behind causal softmax j: its input, a product under the causal mask
  * (mark_causal_bmm's), or the product behind a Mul by a one-element frozen constant (an
  * imported graph's scale: the constant in *c, the Mul in *mul; else both -1), each read by
@@ -1308,6 +1301,11 @@ static int attn_scores(const model_t *m, int j, int *c, int *mul)
     return m->layers[s].kind == LAYER_BMM ? s : -1;
 }
 
+/* Marks the fused attentions (layer_t's attn) at each causal softmax j whose pattern is
+ * whole: scores s = q k^T of two chains read by s alone (attn_scores: or through a Mul by a
+ * constant), o = j v j's only reader, v a chain read by o alone, o's output merged by a
+ * chain; the weights' product under the causal mask (mark_causal_bmm's), shapes (H, T, T)
+ * and (H, T, D) that attention_fits. */
 static void mark_attention(model_t *m)
 {
     for (int j = 0; j < m->nlayers; j++) m->layers[j].attn = ATTN_NONE;
@@ -1348,6 +1346,10 @@ static void mark_attention(model_t *m)
     }
 }
 
+/* Layer i's part in a fused attention as this model runs it: ATTN_NONE where its attention
+ * runs as layers (model_t's attention_unfused) */
+static int attn_mode(const model_t *m, int i) { return m->attention_unfused ? ATTN_NONE : m->layers[i].attn; }
+
 /* The fused attention whose merge is layer i (ATTN_RUN), forward and backward: its
  * description with the scores' constant scale as the buffers hold it now (an imported
  * model's are loaded after model_create) */
@@ -1358,12 +1360,18 @@ static attn_desc_t attention_desc(const model_t *m, const layer_t *l)
     return a;
 }
 
+/* its q, k and v: the outputs of attn_src */
+static void attention_sources(const model_t *m, const layer_t *l, const float *src[3])
+{
+    for (int k = 0; k < 3; k++) src[k] = m->acts + m->layers[l->attn_src[k]].out_off;
+}
+
 static void attention_run_forward(model_t *m, int i, int B)
 {
     const layer_t *l = &m->layers[i];
     const attn_desc_t a = attention_desc(m, l);
     const float *src[3];
-    for (int k = 0; k < 3; k++) src[k] = m->acts + m->layers[l->attn_src[k]].out_off;
+    attention_sources(m, l, src);
     attention_causal_forward(&a, B, src[0], src[1], src[2], m->acts + m->layers[l->attn_p].out_off,
                              m->acts + l->out_off);
 }
@@ -1373,11 +1381,9 @@ static void attention_run_backward(model_t *m, int i, int B)
     const layer_t *l = &m->layers[i];
     const attn_desc_t a = attention_desc(m, l);
     const float *src[3];
+    attention_sources(m, l, src);
     float *dsrc[3];
-    for (int k = 0; k < 3; k++) {
-        src[k] = m->acts + m->layers[l->attn_src[k]].out_off;
-        dsrc[k] = m->dacts + m->dact_off[l->attn_src[k]];
-    }
+    for (int k = 0; k < 3; k++) dsrc[k] = m->dacts + m->dact_off[l->attn_src[k]];
     attention_causal_backward(&a, B, src[0], src[1], src[2], m->acts + m->layers[l->attn_p].out_off,
                               m->dacts + m->dact_off[i], dsrc[0], dsrc[1], dsrc[2]);
 }
@@ -1724,11 +1730,11 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
     if (train) m->dropout_step++; /* new masks; the backward after this forward reuses them */
     for (int i = 0; i < m->nlayers; i++) {
         const layer_t *l = &m->layers[i];
-        const int fused = l->attn != ATTN_NONE && !m->attention_unfused;
-        if (fused && l->attn == ATTN_RUN) attention_run_forward(m, i, B);
+        const int attn = attn_mode(m, i);
+        if (attn == ATTN_RUN) attention_run_forward(m, i, B);
         /* an empty output (a dimension of 0, an ONNX case's): nothing to compute, and its
          * walk must not be taken */
-        else if (!fused && !model_layer_empty(m, i)) MODEL_OPS[l->kind].forward(m, i, x, B, train);
+        else if (attn == ATTN_NONE && !model_layer_empty(m, i)) MODEL_OPS[l->kind].forward(m, i, x, B, train);
         if (m->progress) m->progress(m->progress_ctx);
     }
     return softmax_xent_forward(B * m->positions, m->num_classes, model_logits(m), y, m->label_smoothing, m->probs);
@@ -1767,7 +1773,7 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
 
     for (int i = m->nlayers - 1; i >= 0; i--) {
         model_zero_dacts_at(m, B, i);
-        const int attn = m->attention_unfused ? ATTN_NONE : m->layers[i].attn;
+        const int attn = attn_mode(m, i);
         if (attn == ATTN_RUN) attention_run_backward(m, i, B);
         else if (attn == ATTN_NONE) MODEL_OPS[m->layers[i].kind].backward(m, i, x, B);
         if (m->progress) m->progress(m->progress_ctx);

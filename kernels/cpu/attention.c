@@ -59,8 +59,7 @@ void attention_causal_forward(const attn_desc_t *a, int B, const float *q, const
                               float *y)
 {
     attn_job_t j = {.a = a, .B = B, .q = q, .k = k, .v = v, .pw = p, .y = y};
-    if (B * a->H > 1) par_run(forward_part, &j);
-    else forward_part(&j, 0, 1);
+    par_run(forward_part, &j);
 }
 
 static void backward_part(void *arg, int t, int T)
@@ -70,7 +69,7 @@ static void backward_part(void *arg, int t, int T)
     const int S = a->T, D = a->D;
     /* the weights' gradient, then the scores' in its place: T x T within bmm_small_ok's
      * bound (M times N rounded up to 8 at most BMM_PACK_MAX floats) */
-    float ds[8192];
+    float ds[BMM_PACK_MAX];
     long lo, hi;
     par_range((long)j->B * a->H, t, T, &lo, &hi);
     for (long bh = lo; bh < hi; bh++) {
@@ -91,6 +90,5 @@ void attention_causal_backward(const attn_desc_t *a, int B, const float *q, cons
                                const float *p, const float *dy, float *dq, float *dk, float *dv)
 {
     attn_job_t j = {.a = a, .B = B, .q = q, .k = k, .v = v, .p = p, .dy = dy, .dq = dq, .dk = dk, .dv = dv};
-    if (B * a->H > 1) par_run(backward_part, &j);
-    else backward_part(&j, 0, 1);
+    par_run(backward_part, &j);
 }

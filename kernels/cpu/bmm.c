@@ -26,10 +26,6 @@
 #define BMM_X86 1
 #endif
 
-/* The packed right operand's bound in floats (32 KB on the stack): K rows of N rounded up
- * to 8. The ViT's largest is 65 x 16 (its transposed operands are 16 or 65 rows of 16 or 65
- * floats). */
-#define BMM_PACK_MAX 8192
 /* The register tile: BMM_MR rows by two vectors of 8 columns (12 accumulators). */
 #define BMM_MR 6
 /* The products ahead whose operands are prefetched: the backward reads its saved

@@ -6,6 +6,11 @@
 
 #include <stddef.h>
 
+/* The packed right operand's bound in floats (32 KB on the stack): K rows of N rounded up
+ * to 8. The ViT's largest is 65 x 16 (its transposed operands are 16 or 65 rows of 16 or 65
+ * floats). bmm_small_ok holds every product's operands and output (M x N rounded) within it. */
+#define BMM_PACK_MAX 8192
+
 /* What a tile of the kernel may skip (bmm_causal_t's products, bmm_forward_causal and
  * bmm_backward_causal): nothing; the tiles wholly above the diagonal (their outputs unread);
  * the terms k past the tile's last row, or before its first row or first column (zeros). */

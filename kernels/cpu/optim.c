@@ -124,9 +124,10 @@ static inline void adamw_one(float *w, const float *g, float *m, float *v, const
 }
 
 #if defined(__x86_64__)
-/* Written with intrinsics because sqrtf's errno keeps the compiler's loop scalar (a
- * third of a GPT step's update time was that). No FMA, and sqrt and division are
- * correctly rounded in both, so every lane is adamw_one's value bit for bit. */
+/* Written with intrinsics because sqrtf's errno kept the compiler's clone of the loop
+ * scalar (perf record of the GPT at nanoGPT's CPU shape: AdamW 2.9% of the step's samples
+ * scalar, 1.9% in these lanes). No FMA, and sqrt and division are correctly rounded in
+ * both, so every lane is adamw_one's value bit for bit. */
 __attribute__((target("avx2"))) static size_t adamw_lanes8(size_t n, float *restrict w, const float *restrict g,
                                                            float *restrict m, float *restrict v,
                                                            const adamw_scalars_t *s)

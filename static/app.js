@@ -1127,7 +1127,11 @@
 
     async function loadNodes() {
       let n;
-      try { n = await api('/jobs/' + id + '/nodes'); } catch (e) { return; }
+      try { n = await api('/jobs/' + id + '/nodes'); } catch (e) {
+        // A finished job's page polls no more: one failed answer would leave its table empty.
+        if (s.finished && !s.stopped) setTimeout(loadNodes, 2000);
+        return;
+      }
       const body = $('#nodes-body');
       if (!body) return;
       body.innerHTML = '';
@@ -1143,7 +1147,6 @@
         if (!worst || d / c > worst.demand / worst.cores) worst = { demand: d, cores: c };
       }
       if (worst) s.emulation = worst;
-      if (s.job) facts();
       // algorithm.shard: each rank's range of the parameters (its share of their sum) and
       // the optimizer state and gradient it keeps (the node hash's shard fields).
       const sharded = n.ranks.reduce((t, r) => t + (typeof r.shard_params === 'number' ? r.shard_params : 0), 0);
@@ -1182,6 +1185,7 @@
             shardCell(r)));
         body.append(tr);
       }
+      if (s.job) facts();   // after the table: the facts read s.nodeRanks, the table does not read them
     }
 
     // The time breakdown (breakdown.js) wants each rank's newest step records, which the

@@ -172,6 +172,10 @@ json_t *comm_gather_ranks(worker_t *w, MPI_Comm comm)
     }
     MPI_CHECK(MPI_Gatherv(text ? text : "", len, MPI_CHAR, all, lens, displs, MPI_CHAR, 0, comm));
     free(text);
+    /* A rank's gather may end as soon as its small, eager sends leave: without this it could
+     * unmap the data cache (worker_teardown) before rank 0 has read its own pages, which rank
+     * 0 would then count unshared (data_cache's Pss). */
+    MPI_CHECK(MPI_Barrier(comm));
     json_t *arr = NULL;
     if (w->rank == 0) {
         arr = json_array();

@@ -21,7 +21,11 @@ process.exit(await withPage({ width: 1280, height: 900 }, async (page) => {
   await page.waitForFunction((n) => {
     const cells = [...document.querySelectorAll('td.shard')];
     return cells.length >= n && cells.every((c) => c.textContent.includes('%'));
-  }, ranks.length, { timeout: 30000 });
+  }, ranks.length, { timeout: 30000 }).catch(async (e) => {
+    const seen = await page.evaluate(() => ({ cells: [...document.querySelectorAll('td.shard')].map((c) => c.textContent),
+      rows: document.querySelectorAll('#nodes-body tr').length, banner: document.querySelector('#banner').textContent }));
+    throw new Error(e.message + '; the page shows ' + JSON.stringify(seen));
+  });
   const cells = await page.$$eval('td.shard', (cs) => cs.map((c) => c.textContent.trim()));
   if (cells.length !== ranks.length) throw new Error(cells.length + ' Shard cells for ' + ranks.length + ' ranks');
   const mib = (b) => (b / 1048576).toFixed(1);
@@ -38,4 +42,4 @@ process.exit(await withPage({ width: 1280, height: 900 }, async (page) => {
   if (wide[0] > wide[1]) throw new Error('the page is ' + wide[0] + ' px wide in a ' + wide[1] + ' px window');
   await page.locator('td.shard').first().scrollIntoViewIfNeeded();
   await page.screenshot({ path: shot });
-}));
+}, shot));

@@ -71,13 +71,16 @@ mkdir -p "$SD"
 # A rank that crashed leaves its core in the job's folder (core_pattern "core", the
 # limit raised below for slurmd and so for the ranks srun starts): on a failure its
 # stack is printed before the folder goes. A rank's segfault under srun was seen once
-# (a call through a null pointer, Open MPI's handler could not unwind past it).
+# (a call through a null pointer, Open MPI's handler could not unwind past it). Seen again
+# in MPI_Init: Open MPI 4.1.4's TCP receive handler called the handler registered for a
+# received fragment's tag, and there was none (a plain MPI hello under srun did the same
+# once in about 1,000 launches here, under load); rsi holds that tag at the call.
 ulimit -c unlimited 2>/dev/null || true
 show_cores() {
     command -v gdb >/dev/null || return 0
     find "$TMP" -name 'core*' -type f 2>/dev/null | head -4 | while read -r c; do
         echo "--- $c"
-        gdb -q -batch -ex 'info registers rip' -ex bt "$B/pacer-worker" "$c" 2>&1 | tail -40
+        gdb -q -batch -ex 'info registers rip rsi' -ex bt "$B/pacer-worker" "$c" 2>&1 | tail -40
     done
 }
 cleanup() {

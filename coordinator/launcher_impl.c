@@ -18,18 +18,32 @@ const launch_host_t *launcher_host(const launcher_t *l, const char *name)
     return NULL;
 }
 
+#define EAGER_PAIR \
+    "OMPI_MCA_btl_tcp_eager_limit=" LAUNCH_TCP_EAGER_BYTES ",OMPI_MCA_btl_tcp_max_send_size=" LAUNCH_TCP_EAGER_BYTES
+
 int launcher_mca_defaults(const char **argv, int a, int srun)
 {
     /* The pair goes together: a user who set one chose the protocol, and half of pacer's
      * default beside it would be a setting neither of us measured. */
     static const char *const USER[] = {"OMPI_MCA_btl_tcp_eager_limit", "OMPI_MCA_btl_tcp_max_send_size"};
+    int pair = 1;
     for (size_t i = 0; i < sizeof USER / sizeof USER[0]; i++)
-        if (getenv(USER[i])) return a;
+        if (getenv(USER[i])) pair = 0;
     if (srun) {
-        argv[a++] = "--export=ALL,OMPI_MCA_btl_tcp_eager_limit=" LAUNCH_TCP_EAGER_BYTES
-                    ",OMPI_MCA_btl_tcp_max_send_size=" LAUNCH_TCP_EAGER_BYTES;
+        /* Slurm's PMIx plugin (22.05) runs Open MPI's modex, a fence that collects data,
+         * as a ring and its barrier at the end of MPI_Init as a tree unless one kind is
+         * named: so run, a rank now and then left MPI_Init while another was still in the
+         * modex, whose TCP receive then found no handler for the first message and crashed
+         * (docs/ARCHITECTURE.md, "Slurm's fences"). Trees for both did not. A
+         * SLURM_PMIX_FENCE in the coordinator's environment wins. */
+        int fence = getenv(LAUNCH_SLURM_FENCE_ENV) == NULL;
+        if (pair || fence)
+            argv[a++] = pair && fence ? "--export=ALL," EAGER_PAIR "," LAUNCH_SLURM_FENCE
+                        : pair        ? "--export=ALL," EAGER_PAIR
+                                      : "--export=ALL," LAUNCH_SLURM_FENCE;
         return a;
     }
+    if (!pair) return a;
     argv[a++] = "--mca";
     argv[a++] = "btl_tcp_eager_limit";
     argv[a++] = LAUNCH_TCP_EAGER_BYTES;

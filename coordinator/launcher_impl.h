@@ -70,12 +70,16 @@ void launch_local_reap(launcher_t *l, launch_handle_t *h);
  * MPI's eager limit"): pacer's default, in bytes, for mpirun's jobs. */
 #define LAUNCH_TCP_EAGER_BYTES "1048576"
 
+/* The fence kind pacer names for srun's ranks, in Slurm's PMIx plugin's variable. */
+#define LAUNCH_SLURM_FENCE_ENV "SLURM_PMIX_FENCE"
+#define LAUNCH_SLURM_FENCE LAUNCH_SLURM_FENCE_ENV "=tree"
+
 /* Appends pacer's MCA defaults to argv at a: "--mca btl_tcp_eager_limit B --mca
  * btl_tcp_max_send_size B" (6 words) for mpirun, or for srun (srun, 1) the same as one
- * "--export=ALL,OMPI_MCA_...=B,..." word (srun takes no --mca; its ranks read the
- * environment). Nothing when the user chose either setting in the environment
- * (OMPI_MCA_btl_tcp_eager_limit, OMPI_MCA_btl_tcp_max_send_size): theirs wins. Returns
- * the new a. */
+ * "--export=ALL,OMPI_MCA_...=B,...,SLURM_PMIX_FENCE=tree" word (srun takes no --mca; its
+ * ranks read the environment). The pair is left out when the user chose either setting
+ * in the environment (OMPI_MCA_btl_tcp_eager_limit, OMPI_MCA_btl_tcp_max_send_size), the
+ * fence when SLURM_PMIX_FENCE is set: theirs wins. Returns the new a. */
 #define LAUNCH_MCA_WORDS 6
 int launcher_mca_defaults(const char **argv, int a, int srun);
 

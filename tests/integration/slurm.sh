@@ -71,10 +71,11 @@ mkdir -p "$SD"
 # A rank that crashed leaves its core in the job's folder (core_pattern "core", the
 # limit raised below for slurmd and so for the ranks srun starts): on a failure its
 # stack is printed before the folder goes. A rank's segfault under srun was seen once
-# (a call through a null pointer, Open MPI's handler could not unwind past it). Seen again
-# in MPI_Init: Open MPI 4.1.4's TCP receive handler called the handler registered for a
-# received fragment's tag, and there was none (a plain MPI hello under srun did the same
-# once in about 1,000 launches here, under load); rsi holds that tag at the call.
+# (a call through a null pointer, Open MPI's handler could not unwind past it), and again in
+# MPI_Init: Open MPI 4.1.4's TCP receive handler called the handler registered for a
+# received fragment's tag (rsi at the call), and there was none yet. That one came from
+# Slurm's default fences, which the launcher now replaces (docs/ARCHITECTURE.md, "Slurm's
+# fences"; bench/slurm_fence.sh).
 ulimit -c unlimited 2>/dev/null || true
 show_cores() {
     command -v gdb >/dev/null || return 0
@@ -240,9 +241,10 @@ two_nodes "$id1"
 s1=$(slurm_id "$id1")
 [ -n "$s1" ] || fail "no Slurm job named pacer-$id1"
 [ "$(slurm_state "$s1")" = COMPLETED ] || fail "Slurm job $s1: $(sl scontrol --oneliner show job "$s1")"
-grep -q "^=== pacer-coordinator .* attempt 1: sbatch .* srun --mpi=pmix " "$STATE/jobs/$id1/log" ||
-    fail "the log does not start with the sbatch + srun --mpi=pmix command: $(head -3 "$STATE/jobs/$id1/log")"
-echo "ok: Slurm job $s1 COMPLETED; started with sbatch, ranks with srun --mpi=pmix"
+grep -q "^=== pacer-coordinator .* attempt 1: sbatch .* srun --mpi=pmix .*--export=ALL,.*SLURM_PMIX_FENCE=tree " \
+    "$STATE/jobs/$id1/log" ||
+    fail "the log does not start with the sbatch + srun --mpi=pmix command and its tree fences: $(head -3 "$STATE/jobs/$id1/log")"
+echo "ok: Slurm job $s1 COMPLETED; started with sbatch, ranks with srun --mpi=pmix (SLURM_PMIX_FENCE=tree)"
 # 0. The pre-flight that preceded it.
 [ "$(http GET /api/v1/cluster)" = 200 ] || fail "GET /api/v1/cluster: $(cat "$TMP/body")"
 jq -e '[.coordinator.hosts[] | select(.benchmark.samples_per_s > 0 and .benchmark.model == "lenet5" and

@@ -328,21 +328,37 @@ static void test_slurm_attempt(void **state)
     assert_non_null(strstr(t, "sbatch --parsable --job-name=pacer-j-7 --ntasks=3 --no-requeue --open-mode=append"));
     assert_non_null(strstr(t, "--ntasks-per-node=1 --exclusive"));
     assert_non_null(strstr(t, "/slurm-batch.sh"));
-    /* srun takes no --mca: pacer's eager limit reaches the ranks' environment. */
+    /* srun takes no --mca: pacer's eager limit and its fence kind reach the ranks'
+     * environment. */
     assert_non_null(
         strstr(t, "srun --mpi=pmix --kill-on-bad-exit=1 --export=ALL,OMPI_MCA_btl_tcp_eager_limit=" LAUNCH_TCP_EAGER_BYTES
-                  ",OMPI_MCA_btl_tcp_max_send_size=" LAUNCH_TCP_EAGER_BYTES " /path/to/pacer-worker --spec spec.json"));
+                  ",OMPI_MCA_btl_tcp_max_send_size=" LAUNCH_TCP_EAGER_BYTES
+                  ",SLURM_PMIX_FENCE=tree /path/to/pacer-worker --spec spec.json"));
     free(t);
-    /* The user's own, in the environment sbatch passes on: no --export of ours. */
+    /* The user's own, in the environment sbatch passes on: ours are left out, each on
+     * its own. */
+    static const struct {
+        const char *eager, *fence, *want;
+    } USERS[] = {
+        {"65536", NULL, "srun --mpi=pmix --kill-on-bad-exit=1 --export=ALL,SLURM_PMIX_FENCE=tree /path/to/pacer-worker"},
+        {NULL, "ring",
+         "srun --mpi=pmix --kill-on-bad-exit=1 --export=ALL,OMPI_MCA_btl_tcp_eager_limit=" LAUNCH_TCP_EAGER_BYTES
+         ",OMPI_MCA_btl_tcp_max_send_size=" LAUNCH_TCP_EAGER_BYTES " /path/to/pacer-worker"},
+        {"65536", "ring", "srun --mpi=pmix --kill-on-bad-exit=1 /path/to/pacer-worker --spec spec.json"},
+    };
     char calls_path[400];
     snprintf(calls_path, sizeof calls_path, "%s/calls", fx->dir);
-    unlink(calls_path);
-    setenv("OMPI_MCA_btl_tcp_eager_limit", "65536", 1);
-    assert_int_equal(launcher_start(l, &a.req, &h, err, sizeof err), 0);
-    unsetenv("OMPI_MCA_btl_tcp_eager_limit");
-    t = calls(fx);
-    assert_non_null(strstr(t, "srun --mpi=pmix --kill-on-bad-exit=1 /path/to/pacer-worker --spec spec.json"));
-    free(t);
+    for (size_t u = 0; u < sizeof USERS / sizeof USERS[0]; u++) {
+        unlink(calls_path);
+        if (USERS[u].eager) setenv("OMPI_MCA_btl_tcp_eager_limit", USERS[u].eager, 1);
+        if (USERS[u].fence) setenv("SLURM_PMIX_FENCE", USERS[u].fence, 1);
+        assert_int_equal(launcher_start(l, &a.req, &h, err, sizeof err), 0);
+        unsetenv("OMPI_MCA_btl_tcp_eager_limit");
+        unsetenv("SLURM_PMIX_FENCE");
+        t = calls(fx);
+        if (!strstr(t, USERS[u].want)) fail_msg("case %zu: %s", u, t);
+        free(t);
+    }
     t = read_text(a.log);
     assert_non_null(strstr(t, "=== pacer-coordinator "));
     assert_non_null(strstr(t, "job j-7 attempt 1: sbatch --parsable"));

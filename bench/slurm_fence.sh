@@ -66,11 +66,9 @@ export OMPI_MCA_pml=ob1 OMPI_MCA_btl=tcp,self
 export OMPI_MCA_btl_tcp_if_include="$NET.0/24" OMPI_MCA_oob_tcp_if_include="$NET.0/24"
 unset SLURM_PMIX_FENCE
 
-i=0
-while [ $i -lt "$LOAD" ]; do
+for _ in $(seq "$LOAD"); do
     sh -c 'while :; do :; done' &
     busy="$busy $!"
-    i=$((i + 1))
 done
 
 # launch NAME [VAR=VALUE]: one srun of the program; counts a failure against NAME.

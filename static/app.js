@@ -1128,8 +1128,9 @@
     async function loadNodes() {
       let n;
       try { n = await api('/jobs/' + id + '/nodes'); } catch (e) {
-        // A finished job's page polls no more: one failed answer would leave its table empty.
-        if (s.finished && !s.stopped) setTimeout(loadNodes, 2000);
+        // A finished job's page polls no more: one failed answer would leave its table
+        // empty. Asked again unless the answer says the request itself is wrong (4xx).
+        if (s.finished && !s.stopped && !(e.status >= 400 && e.status < 500)) setTimeout(loadNodes, 2000);
         return;
       }
       const body = $('#nodes-body');

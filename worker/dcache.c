@@ -356,28 +356,28 @@ void dcache_build_release(dcache_build_t *b, int s, uint64_t bytes)
     if (len) madvise(b->base + b->h.offset[s], (size_t)len, MADV_DONTNEED);
 }
 
-int dcache_usage(const char *path, int *mappings, long *rss_kb, long *pss_kb)
+int dcache_usage(const char *path, dcache_usage_t *u)
 {
     FILE *f = fopen("/proc/self/smaps", "re");
     if (!f) return -1;
     char line[4608];
     int in = 0;
-    *mappings = 0, *rss_kb = 0, *pss_kb = 0;
+    memset(u, 0, sizeof *u);
     size_t plen = strlen(path);
     while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
+        unsigned long lo, hi, inode;
         char perms[8];
         long kb;
-        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3) {
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %lu", &lo, &hi, perms, &inode) == 4) {
             /* a mapping's first line; the path is its last field */
             size_t n = strlen(line);
             while (n && (line[n - 1] == '\n' || line[n - 1] == ' ')) line[--n] = 0;
             in = n >= plen && strcmp(line + n - plen, path) == 0 && (n == plen || line[n - plen - 1] == ' ');
-            if (in) (*mappings)++;
+            if (in) u->mappings++, u->inode = inode;
         } else if (in && sscanf(line, "Rss: %ld kB", &kb) == 1) {
-            *rss_kb += kb;
+            u->rss_kb += kb;
         } else if (in && sscanf(line, "Pss: %ld kB", &kb) == 1) {
-            *pss_kb += kb;
+            u->pss_kb += kb;
         }
     }
     fclose(f);

@@ -121,8 +121,16 @@ void dcache_build_release(dcache_build_t *b, int s, uint64_t bytes);
 /* How much of the cache file at path this process has mapped, from /proc/self/smaps:
  * the mappings of that file, their resident size and their proportional share (Pss: each
  * page divided by the number of processes that map it, so two ranks sharing every page
- * show Pss = Rss / 2). Returns 0, or -1 when smaps cannot be read. Reads a /proc file:
- * for the summary, never inside a training step. */
-int dcache_usage(const char *path, int *mappings, long *rss_kb, long *pss_kb);
+ * show Pss = Rss / 2), and the inode they map (the last one seen; 0 without a mapping),
+ * which tells one file from another of the same name. */
+typedef struct {
+    int mappings;
+    long rss_kb, pss_kb;
+    unsigned long inode;
+} dcache_usage_t;
+
+/* Fills u for the file at path. Returns 0, or -1 when smaps cannot be read. Reads a /proc
+ * file: for the summary, never inside a training step. */
+int dcache_usage(const char *path, dcache_usage_t *u);
 
 #endif

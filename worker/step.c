@@ -497,12 +497,11 @@ json_t *worker_rank_json(const worker_t *w)
     if (r) json_object_set_new(r, "phases", phases_json(&w->phases));
     /* This rank's share of the decoded cache's pages, measured now (/proc/self/smaps):
      * ranks of one host map the same file, and Pss below Rss shows the pages shared. */
-    int maps;
-    long rss, pss;
-    if (r && w->data.cache_path[0] && !sim_active() && dcache_usage(w->data.cache_path, &maps, &rss, &pss) == 0)
+    dcache_usage_t u;
+    if (r && w->data.cache_path[0] && !sim_active() && dcache_usage(w->data.cache_path, &u) == 0)
         json_object_set_new(r, "data_cache",
-                            json_pack("{s:i, s:I, s:I}", "mappings", maps, "rss_kb", (json_int_t)rss, "pss_kb",
-                                      (json_int_t)pss));
+                            json_pack("{s:i, s:I, s:I, s:I}", "mappings", u.mappings, "rss_kb", (json_int_t)u.rss_kb,
+                                      "pss_kb", (json_int_t)u.pss_kb, "inode", (json_int_t)u.inode));
     return r;
 }
 

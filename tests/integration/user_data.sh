@@ -155,6 +155,9 @@ $MPIRUN -np 2 $WORKER --spec "$TMP/f2.json" --summary "$TMP/f2.sum" >"$TMP/f2.lo
 [ "$(jq -c '.dataset.cache | [.built, .path]' "$TMP/f2.sum")" = "$(jq -c '[false, .dataset.cache.path]' "$TMP/f1.sum")" ] ||
     fail "second run did not map the first run's cache: $(jq -c .dataset.cache "$TMP/f2.sum")"
 grep -q "mapped from cache" "$TMP/f2.log" || fail "the log does not say the cache was mapped"
+# One file (the same inode, not only the same name), and every page of it shared.
+jq -e '[.per_rank[].data_cache.inode] | length == 2 and .[0] > 0 and .[0] == .[1]' "$TMP/f2.sum" >/dev/null ||
+    fail "the two ranks do not map one cache file: $(jq -c '[.per_rank[].data_cache]' "$TMP/f2.sum")"
 jq -e '[.per_rank[].data_cache | .mappings == 2 and .rss_kb > 0 and (.pss_kb * 2 - .rss_kb | fabs) <= 8] | all and length == 2' \
     "$TMP/f2.sum" >/dev/null || fail "the two ranks do not share the cache's pages: $(jq -c '[.per_rank[].data_cache]' "$TMP/f2.sum")"
 echo "ok: two ranks map one cache file; per rank $(jq -c '.per_rank[0].data_cache' "$TMP/f2.sum") (Pss = Rss / 2: every page shared)"

@@ -12,7 +12,7 @@
 # LOAD busy loops (default 3) keep the 2 cores contended, as a loaded CI machine is: the
 # crash needs one rank to run late, and was not seen on an idle machine.
 #
-#   sudo sh bench/slurm_fence.sh            PAIRS=1000 LOAD=3
+#   sudo PAIRS=1000 LOAD=3 sh bench/slurm_fence.sh      (the defaults; docs quote PAIRS=1500)
 #
 # Needs root (network namespaces, slurmd), slurm-wlm, munge and Open MPI's mpicc; takes
 # /tmp/pacer-slurm.lock like tests/integration/slurm.sh.

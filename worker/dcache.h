@@ -121,7 +121,7 @@ void dcache_build_release(dcache_build_t *b, int s, uint64_t bytes);
 /* How much of the cache file at path this process has mapped, from /proc/self/smaps:
  * the mappings of that file, their resident size and their proportional share (Pss: each
  * page divided by the number of processes that map it, so two ranks sharing every page
- * show Pss = Rss / 2), and the inode they map (the last one seen; 0 without a mapping),
+ * show Pss = Rss / 2), and the inode they map (the last one seen; meaningless without a mapping),
  * which tells one file from another of the same name. */
 typedef struct {
     int mappings;

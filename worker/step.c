@@ -500,8 +500,9 @@ json_t *worker_rank_json(const worker_t *w)
     dcache_usage_t u;
     if (r && w->data.cache_path[0] && !sim_active() && dcache_usage(w->data.cache_path, &u) == 0)
         json_object_set_new(r, "data_cache",
-                            json_pack("{s:i, s:I, s:I, s:I}", "mappings", u.mappings, "rss_kb", (json_int_t)u.rss_kb,
-                                      "pss_kb", (json_int_t)u.pss_kb, "inode", (json_int_t)u.inode));
+                            json_pack("{s:i, s:I, s:I, s:o}", "mappings", u.mappings, "rss_kb", (json_int_t)u.rss_kb,
+                                      "pss_kb", (json_int_t)u.pss_kb, "inode",
+                                      u.mappings ? json_integer((json_int_t)u.inode) : json_null()));
     return r;
 }
 

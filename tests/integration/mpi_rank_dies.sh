@@ -34,7 +34,14 @@ took=$(echo "$(date +%s.%N) - $start" | bc 2>/dev/null || awk -v a="$(date +%s.%
 [ $status -ne 0 ] || fail "job exited 0 after a rank was killed"
 at_most "seconds from the kill to the job's exit" "$took" 60
 echo "ok: $1 job exited $status ${took}s after process $victim was killed"
-pgrep -f "$TMP/spec.json" && fail "ranks left running"
+# mpirun may exit while the ranks it killed are still being torn down (CI saw three of
+# them in /proc at the instant it exited): a rank left behind is one still there after 10
+# s, when a leaked one would still be training its 50 epochs.
+i=0
+while left=$(pgrep -f "$TMP/spec.json"); do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "ranks left running 10 s after the job exited: $(echo $left)"
+    sleep 0.1
+done
 return 0
 }
 run_and_kill ssgd 3

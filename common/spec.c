@@ -118,6 +118,7 @@ static const char *const ALGORITHMS[] = {"sgd",       "ssgd",    "hier-bsp", "hp
                                          "nsoftsync", "dc-asgd", "ddc-asgd", "dbs-sgd", NULL};
 static const char *const ASYNC_ALGORITHMS[] = {"asgd", "nsoftsync", "dc-asgd", "ddc-asgd", "dbs-sgd", NULL};
 static const char *const DEVICES[] = {"auto", "cpu", "cuda", NULL};
+static const char *const PRECISIONS[] = {"fp32", "bf16", NULL};
 static const char *const SCHEDULES[] = {"constant", "step", "cosine", NULL};
 static const char *const DC_VARIANTS[] = {"c", "a", NULL};
 static const char *const GOODPUT_MODELS[] = {"nodes", "equal", NULL};
@@ -340,6 +341,14 @@ static const field_t FIELDS[] = {
             "--min-np; `workers` (with `max_workers` left out) makes it rigid, never resized by --policy hetero."},
     {.path = "device", STR(device), .choices = DEVICES, .def_str = "auto", .resume_free = 1,
      .doc = "Where to compute; auto = CUDA when built with it and a GPU is usable, else the CPU after saying why (log line and summary `device.reason`); cuda = a rank that cannot use its GPU fails with the reason."},
+    {.path = "precision", STR(precision), .choices = PRECISIONS, .def_str = "fp32", .resume_free = 1,
+     .allowed_doc = "fp32 or bf16; bf16 on CPU ranks (device cpu or auto)",
+     .doc = "The matrix products' arithmetic. bf16 = mixed precision as PyTorch's autocast and Megatron: the "
+            "operands of every matrix product (Linear, Gemm, MatMul, attention's two products, the tied head, "
+            "convolutions through their GEMM) rounded to bfloat16, their sums in float32; weights, gradients, "
+            "optimizer state, softmax, normalisation, the loss and every reduction float32. Runs on the CPU's "
+            "AMX tiles or AVX512-BF16 where it has them, else a portable path (summary `kernels`; "
+            "PACER_CPU_ISA caps the choice). A checkpoint resumes at either precision."},
     {.path = "seed", ULONG(seed), BETWEEN(0, (double)LLONG_MAX), .def_num = 42,
      .doc = "Seed of weight init, shuffling and augmentation; same seed, same run."},
     {.path = "threads", INT(threads), BETWEEN(1, 256), .def_num = 1, .resume_free = 1,
@@ -1390,6 +1399,16 @@ static int cross_check_sync_bn(errbuf_t *e, const job_spec_t *s)
     return 0;
 }
 
+/* precision bf16: the CPU's products only so far; device cuda is refused, auto computes on
+ * the CPU (worker/train.c select_device). */
+static int cross_check_precision(errbuf_t *e, const job_spec_t *s)
+{
+    if (strcmp(s->precision, "bf16") == 0 && strcmp(s->device, "cuda") == 0)
+        return fail(e, "precision bf16: implemented on CPU ranks only (the CUDA products are float32); use "
+                       "device cpu or auto (which then computes on the CPU), or precision fp32");
+    return 0;
+}
+
 /* algorithm.shard.split: a name (even, memory), or a list of weights, one per worker, kept
  * in algorithm.shard.weights with split "weights". Top-level row: base is the spec. */
 static int parse_shard_split(errbuf_t *e, const field_t *f, json_t *v, unsigned char *base, const char *where)
@@ -1527,6 +1546,7 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
     if (cross_check_compression(e, s) < 0) return -1;
     if (cross_check_growth(e, s) < 0) return -1;
     if (cross_check_sync_bn(e, s) < 0) return -1;
+    if (cross_check_precision(e, s) < 0) return -1;
     if (cross_check_shard(e, s) < 0) return -1;
 
     if (s->optimizer.nbetas != 0 && s->optimizer.nbetas != 2)

@@ -151,6 +151,9 @@ typedef struct {
      * for the scheduler when below workers or max_workers is above them. */
     int min_workers;
     char device[8]; /* auto | cpu | cuda */
+    /* fp32 | bf16: the matrix products' operands (kernels/cpu/matmul.h); fp32 weights,
+     * optimizer state and every other operation either way */
+    char precision[8];
     unsigned long seed;
     int threads; /* CPU kernel threads per rank (kernels/cpu/parallel.h); default 1 */
     /* Batch norms normalise by the whole global batch's statistics, all-reduced over the

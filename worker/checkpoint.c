@@ -338,10 +338,11 @@ static int refuse_progress(const ckpt_state_t *st, const ckpt_expect_t *want, co
 int checkpoint_validate(const ckpt_state_t *st, const ckpt_expect_t *want, const char *path, char *err, size_t errlen)
 {
     if (!want->any_spec && st->spec_hash != want->spec_hash)
-        return refuse(err, errlen, path,
-                      "checkpoint was written for another job spec (spec hash %016" PRIx64 ", this spec %016" PRIx64
-                      "): only name, dataset.path, device, threads, log_every and checkpoint.* may change on resume",
-                      st->spec_hash, want->spec_hash);
+        return refuse(
+            err, errlen, path,
+            "checkpoint was written for another job spec (spec hash %016" PRIx64 ", this spec %016" PRIx64
+            "): only name, dataset.path, device, precision, threads, log_every and checkpoint.* may change on resume",
+            st->spec_hash, want->spec_hash);
     if (st->seed != want->seed)
         return refuse(err, errlen, path, "checkpoint was written with seed %" PRIu64 ", spec has %" PRIu64, st->seed,
                       want->seed);

@@ -18,7 +18,9 @@
 #include <unistd.h>
 
 #include "comm_mpi.h"
+#include "cpu_isa.h"
 #include "loop.h"
+#include "matmul.h"
 #include "parallel.h"
 
 #include "backend_cuda.h"
@@ -648,6 +650,14 @@ static int phase_spec(run_t *r)
      * thread. */
     if (par_set_threads(sim_active() ? 1 : spec->threads) != 0)
         SAY("pacer-worker: warning: cannot start %d threads; the CPU kernels run on one\n", spec->threads);
+    /* The matrix products' precision, the process's like its threads (kernels/cpu/matmul.h). */
+    if (cpu_isa_env_error()) {
+        SAY("pacer-worker: %s\n", cpu_isa_env_error());
+        return 2;
+    }
+    mm_precision_t prec = MM_FP32;
+    mm_precision_parse(spec->precision, &prec);
+    mm_set_precision(prec);
     r->async = spec_is_async(spec);
     int need = r->async ? spec->workers + 1 : spec->workers;
     if (r->async && need < 2) {

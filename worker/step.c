@@ -16,6 +16,8 @@
 
 #include "backend_cuda.h"
 #include "blas_core.h"
+#include "cpu_isa.h"
+#include "matmul.h"
 #include "clock.h"
 #include "compress.h"
 #include "dcache.h"
@@ -471,6 +473,11 @@ static json_t *device_json(const worker_t *w)
         json_object_set_new(d, "blas", json_string(blas_core()));
         /* and which convolution kernels: the direct ones follow OpenBLAS's ISA */
         json_object_set_new(d, "conv", json_string(direct_isa_name()));
+        /* and the matrix products' (kernels/cpu/matmul.h): at bf16, which unit, and why
+         * not the next one up (a CPU without bf16 units runs the portable path) */
+        json_object_set_new(d, "gemm", json_string(mm_kernel()));
+        if (mm_precision() == MM_BF16 && cpu_isa_why()[0])
+            json_object_set_new(d, "gemm_reason", json_string(cpu_isa_why()));
     }
     return d;
 }

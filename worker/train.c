@@ -79,6 +79,12 @@ static int select_device(worker_t *w, char *err, size_t errlen)
         fprintf(stderr, "device auto: rank %d: %s; training on the CPU\n", w->rank, w->device_reason);
         return 0;
     }
+    /* Likewise bf16 products (kernels/cpu/matmul.h): the CUDA backend's are float32. */
+    if (strcmp(w->spec->precision, "bf16") == 0) {
+        snprintf(w->device_reason, sizeof w->device_reason, "precision bf16 computes on the CPU");
+        fprintf(stderr, "device auto: rank %d: %s; training on the CPU\n", w->rank, w->device_reason);
+        return 0;
+    }
     /* Likewise the sharded optimizer (worker/shard.h) runs on the host. */
     if (w->spec->algorithm.shard.stage > 0) {
         snprintf(w->device_reason, sizeof w->device_reason, "algorithm.shard updates on the CPU");
@@ -965,6 +971,32 @@ static json_t *job_device_json(const job_spec_t *s, json_t *per_rank)
     return out;
 }
 
+/* {"gemm": the products' kernels}: the one every worker rank ran (matmul.h's mm_kernel),
+ * or, where ranks ran different ones (a CPU without bf16 units beside one with), the
+ * distinct ones in rank order; null where no worker rank reported one (GPU ranks). */
+static json_t *job_kernels_json(json_t *per_rank)
+{
+    json_t *seen = json_array();
+    size_t i;
+    json_t *r;
+    json_array_foreach(per_rank, i, r)
+    {
+        const char *role = json_string_value(json_object_get(r, "role"));
+        const char *g = json_string_value(json_object_get(json_object_get(r, "device"), "gemm"));
+        if (!seen || !role || strcmp(role, "worker") != 0 || !g) continue;
+        size_t j;
+        json_t *v;
+        int dup = 0;
+        json_array_foreach(seen, j, v) dup |= strcmp(json_string_value(v), g) == 0;
+        if (!dup) json_array_append_new(seen, json_string(g));
+    }
+    json_t *gemm = !seen || json_array_size(seen) == 0 ? json_null()
+                   : json_array_size(seen) == 1        ? json_incref(json_array_get(seen, 0))
+                                                       : json_incref(seen);
+    json_decref(seen);
+    return json_pack("{s:o}", "gemm", gemm);
+}
+
 long worker_train_samples(json_t *per_rank)
 {
     long n = 0;
@@ -1118,6 +1150,8 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
         json_object_set_new(root, "test_perplexity", worker_json_finite(tested ? expf(w->test_loss) : NAN));
     }
     json_object_set_new(root, "lr_scale", json_real(w->lr_scale));
+    json_object_set_new(root, "precision", json_string(s->precision));
+    json_object_set_new(root, "kernels", job_kernels_json(per_rank));
     /* every rank's verdict (one reduction): 0 is a finished run whatever mpirun's own
      * status, which a signal to mpirun after the last step still makes 1 */
     json_object_set_new(root, "exit_status", json_integer(exit_status));

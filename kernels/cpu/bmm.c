@@ -17,6 +17,7 @@
 #include <stddef.h>
 
 #include "bmm_small.h"
+#include "matmul.h"
 #include "ops.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -236,7 +237,7 @@ void bmm_forward(int G, int M, int K, int N, const float *a, const float *b, flo
 void bmm_forward_causal(bmm_causal_t causal, int G, int M, int K, int N, const float *a, const float *b, float *out)
 {
 #ifdef BMM_X86
-    if (bmm_small_ok(M, K, N)) {
+    if (mm_precision() == MM_FP32 && bmm_small_ok(M, K, N)) {
         const bmm_causal_t c = causal_fits(causal, M, K, N);
         const bmm_tri_t tri = c == BMM_CAUSAL_OUT    ? BMM_TRI_OUT_LOWER
                               : c == BMM_CAUSAL_LEFT ? BMM_TRI_K_LE_ROW
@@ -255,8 +256,8 @@ void bmm_forward_causal(bmm_causal_t causal, int G, int M, int K, int N, const f
     }
 #endif
     for (int g = 0; g < G; g++)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a + (size_t)g * M * K, K,
-                    b + (size_t)g * K * N, N, 0.0f, out + (size_t)g * M * N, N);
+        mm_sgemm(MM_N, MM_N, M, N, K, 1.0f, a + (size_t)g * M * K, K, b + (size_t)g * K * N, N, 0.0f,
+                 out + (size_t)g * M * N, N);
 }
 
 void bmm_backward_set(int G, int M, int K, int N, const float *a, const float *b, const float *dout, float *da,
@@ -269,7 +270,7 @@ void bmm_backward_causal(bmm_causal_t causal, int G, int M, int K, int N, const 
                          const float *dout, float *da, int set_a, float *db, int set_b)
 {
 #ifdef BMM_X86
-    if (bmm_small_ok(M, K, N)) {
+    if (mm_precision() == MM_FP32 && bmm_small_ok(M, K, N)) {
         /* causal out: dout is zero above the diagonal (da's sum over n stops at its row, db's
          * over m starts at its column); causal left: a is (da, a's gradient, is read below
          * the diagonal only; db's sum over m starts at its row) */
@@ -305,12 +306,8 @@ void bmm_backward_causal(bmm_causal_t causal, int G, int M, int K, int N, const 
         const float *dg = dout + (size_t)g * M * N;
         /* da += dout b^T, db += a^T dout: each reads only the inputs, so da and db may alias
          * (when both add) */
-        if (da)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, K, N, 1.0f, dg, N, b + (size_t)g * K * N, N, beta_a,
-                        da + (size_t)g * M * K, K);
-        if (db)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, N, M, 1.0f, a + (size_t)g * M * K, K, dg, N, beta_b,
-                        db + (size_t)g * K * N, N);
+        if (da) mm_sgemm(MM_N, MM_T, M, K, N, 1.0f, dg, N, b + (size_t)g * K * N, N, beta_a, da + (size_t)g * M * K, K);
+        if (db) mm_sgemm(MM_T, MM_N, K, N, M, 1.0f, a + (size_t)g * M * K, K, dg, N, beta_b, db + (size_t)g * K * N, N);
     }
 }
 

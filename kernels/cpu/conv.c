@@ -41,6 +41,7 @@
 #include "conv_depthwise.h"
 #include "conv_direct.h"
 #include "conv_winograd.h"
+#include "matmul.h"
 #include "ops.h"
 #include "parallel.h"
 
@@ -619,7 +620,11 @@ static int direct_kind(const conv2d_desc_t *d)
 
 static int direct_fits(const conv2d_desc_t *d) { return direct_kind(d) != DIRECT_NONE; }
 
-static int use_direct(const conv2d_desc_t *d) { return direct_fits(d) && direct_isa() != DIRECT_NO_ISA; }
+/* bf16 products (matmul.h) take the GEMM: the direct kernels multiply in float32 */
+static int use_direct(const conv2d_desc_t *d)
+{
+    return direct_fits(d) && direct_isa() != DIRECT_NO_ISA && mm_precision() == MM_FP32;
+}
 
 /* ... and the direct input gradient, given direct_fits */
 static int direct_dinp_fits(const conv2d_desc_t *d)
@@ -974,8 +979,7 @@ static void direct_backward(void *arg, int t, int T)
             /* strided: col (K, ng*P) = W^T x the group's dout, from its transposed copy gy
              * (one GEMM a group: OpenBLAS packs W^T once, not once an image), then the
              * general path's col2im */
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasTrans, K, ng * P, d->OC, 1.0f, j->weight, K, gy, MV, 0.0f, rest,
-                        (int)ldc);
+            mm_sgemm(MM_T, MM_T, K, ng * P, d->OC, 1.0f, j->weight, K, gy, MV, 0.0f, rest, (int)ldc);
             col2im_chunk_add(d, ng, rest, ldc, j->dinp + (size_t)g0 * in_img);
             continue;
         }
@@ -989,8 +993,7 @@ static void direct_backward(void *arg, int t, int T)
             /* col (K, grid) = W^T x dout on the grid (zeros in its garbage columns), then
              * the wide path's col2im: one run of the grid per tap instead of OH short rows */
             planes_to_grid(d->OC, d->OH, d->OW, wg.PW, dy, gdy, wg.ld, wg.Pw);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K, (int)wg.Pw, d->OC, 1.0f, j->weight, K, gdy,
-                        (int)wg.ld, 0.0f, gcol, (int)wg.ld);
+            mm_sgemm(MM_T, MM_N, K, (int)wg.Pw, d->OC, 1.0f, j->weight, K, gdy, (int)wg.ld, 0.0f, gcol, (int)wg.ld);
             col2im_wide_to(d, &wg, 1, gcol, gxp, dx);
         }
     }
@@ -1008,8 +1011,8 @@ static void gemm_fwd_groups(const conv2d_desc_t *d, int N, const float *weight, 
 {
     const int G = d->groups, OCg = d->OC / G, Kg = d->C / G * d->KH * d->KW;
     for (int g = 0; g < G; g++)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, OCg, N, Kg, 1.0f, weight + (size_t)g * OCg * Kg, Kg,
-                    col + (size_t)g * Kg * ldc, ldc, beta, y + (size_t)g * OCg * ldy, ldy);
+        mm_sgemm(MM_N, MM_N, OCg, N, Kg, 1.0f, weight + (size_t)g * OCg * Kg, Kg, col + (size_t)g * Kg * ldc, ldc, beta,
+                 y + (size_t)g * OCg * ldy, ldy);
 }
 
 /* dW_g (OCg, Kg) = (wbeta = 0) or += (wbeta = 1) gr_g x col_g^T; then, with dcol, col_g =
@@ -1022,10 +1025,8 @@ static void gemm_bwd_groups(const conv2d_desc_t *d, int N, const float *weight, 
     for (int g = 0; g < G; g++) {
         const float *gg = gr + (size_t)g * OCg * ldg, *wg = weight + (size_t)g * OCg * Kg;
         float *cg = col + (size_t)g * Kg * ldc;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, OCg, Kg, N, 1.0f, gg, ldg, cg, ldc, wbeta,
-                    dweight + (size_t)g * OCg * Kg, Kg);
-        if (dcol)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, Kg, N, OCg, 1.0f, wg, Kg, gg, ldg, 0.0f, cg, ldc);
+        mm_sgemm(MM_N, MM_T, OCg, Kg, N, 1.0f, gg, ldg, cg, ldc, wbeta, dweight + (size_t)g * OCg * Kg, Kg);
+        if (dcol) mm_sgemm(MM_T, MM_N, Kg, N, OCg, 1.0f, wg, Kg, gg, ldg, 0.0f, cg, ldc);
     }
 }
 
@@ -1313,8 +1314,8 @@ static void pw1_forward(void *arg, int t, int T)
         float *out = j->out + (size_t)b0 * d->OC;
         if (j->bias)
             for (int b = 0; b < n; b++) memcpy(out + (size_t)b * d->OC, j->bias, (size_t)d->OC * sizeof(float));
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, d->OC, d->C, 1.0f, j->inp + (size_t)b0 * d->C, d->C,
-                    j->weight, d->C, j->bias ? 1.0f : 0.0f, out, d->OC);
+        mm_sgemm(MM_N, MM_T, n, d->OC, d->C, 1.0f, j->inp + (size_t)b0 * d->C, d->C, j->weight, d->C,
+                 j->bias ? 1.0f : 0.0f, out, d->OC);
     }
 }
 
@@ -1331,11 +1332,8 @@ static void pw1_backward(void *arg, int t, int T)
     for (long ci = c0; ci < c1; ci++) {
         const int b0 = (int)(ci * nb), n = j->B - b0 < nb ? j->B - b0 : nb;
         const float *g = j->dout + (size_t)b0 * OC;
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, n, 1.0f, g, OC, j->inp + (size_t)b0 * C, C,
-                    ci == c0 ? 0.0f : 1.0f, dweight, C);
-        if (j->dinp)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, C, OC, 1.0f, g, OC, j->weight, C, 1.0f,
-                        j->dinp + (size_t)b0 * C, C);
+        mm_sgemm(MM_T, MM_N, OC, C, n, 1.0f, g, OC, j->inp + (size_t)b0 * C, C, ci == c0 ? 0.0f : 1.0f, dweight, C);
+        if (j->dinp) mm_sgemm(MM_N, MM_N, n, C, OC, 1.0f, g, OC, j->weight, C, 1.0f, j->dinp + (size_t)b0 * C, C);
     }
 }
 

@@ -106,7 +106,7 @@ __attribute__((target("avx2,fma"))) static inline float hsum8(__m256 v)
 #include "conv_direct_tiles.h"
 
 /* What the CPU can run, and what direct_force_isa asked for (-1: nothing). */
-static int cpu_isa(void)
+static int direct_cpu_isa(void)
 {
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return DIRECT_NO_ISA;
     return __builtin_cpu_supports("avx512f") ? DIRECT_AVX512 : DIRECT_AVX2;
@@ -115,7 +115,7 @@ static atomic_int g_forced = -1, g_isa = -1;
 
 int direct_force_isa(int isa)
 {
-    if (isa > cpu_isa()) return -1;
+    if (isa > direct_cpu_isa()) return -1;
     atomic_store(&g_forced, isa);
     return 0;
 }
@@ -127,7 +127,7 @@ int direct_isa(void)
     int isa = atomic_load(&g_isa);
     if (isa < 0) {
         /* OpenBLAS picks its kernels once, when it is loaded */
-        isa = cpu_isa();
+        isa = direct_cpu_isa();
         if (isa == DIRECT_AVX512 && !blas_core_avx512()) isa = DIRECT_AVX2;
         atomic_store(&g_isa, isa);
     }

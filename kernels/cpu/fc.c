@@ -4,6 +4,7 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "matmul.h"
 #include "ops.h"
 #include "prefetch.h"
 #include "parallel.h"
@@ -42,11 +43,8 @@ static void forward_part(void *arg, int t, int T)
     float *o = j->out + (size_t)b0 * OUT;
     /* out (B, OUT) = alpha * inp (B, IN) x W^T (IN, OUT), or x W (IN, OUT) */
     if (j->d->layout == GEMM_W_OUT_IN)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)(b1 - b0), OUT, IN, j->d->alpha, x, IN, j->weight, IN,
-                    j->cbeta, o, OUT);
-    else
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(b1 - b0), OUT, IN, j->d->alpha, x, IN, j->weight,
-                    OUT, j->cbeta, o, OUT);
+        mm_sgemm(MM_N, MM_T, (int)(b1 - b0), OUT, IN, j->d->alpha, x, IN, j->weight, IN, j->cbeta, o, OUT);
+    else mm_sgemm(MM_N, MM_N, (int)(b1 - b0), OUT, IN, j->d->alpha, x, IN, j->weight, OUT, j->cbeta, o, OUT);
 }
 
 static void backward_part(void *arg, int t, int T)
@@ -61,21 +59,21 @@ static void backward_part(void *arg, int t, int T)
     if (j->d->layout == GEMM_W_OUT_IN) {
         /* dW rows [r0, r1) (OUT, IN) = alpha * dout^T (OUT, B) x inp (B, IN) */
         if (rows > 0)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rows, IN, B, alpha, j->dout + r0, OUT, j->inp, IN,
-                        0.0f, j->dweight + (size_t)r0 * IN, IN);
+            mm_sgemm(MM_T, MM_N, rows, IN, B, alpha, j->dout + r0, OUT, j->inp, IN, 0.0f, j->dweight + (size_t)r0 * IN,
+                     IN);
         /* dinp (B, IN) += alpha * dout (B, OUT) x W (OUT, IN) */
         if (j->dinp && nb > 0)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nb, IN, OUT, alpha, j->dout + (size_t)b0 * OUT, OUT,
-                        j->weight, IN, j->dbeta, j->dinp + (size_t)b0 * IN, IN);
+            mm_sgemm(MM_N, MM_N, nb, IN, OUT, alpha, j->dout + (size_t)b0 * OUT, OUT, j->weight, IN, j->dbeta,
+                     j->dinp + (size_t)b0 * IN, IN);
     } else {
         /* dW rows [r0, r1) (IN, OUT) = alpha * inp^T (IN, B) x dout (B, OUT) */
         if (rows > 0)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, rows, OUT, B, alpha, j->inp + r0, IN, j->dout, OUT,
-                        0.0f, j->dweight + (size_t)r0 * OUT, OUT);
+            mm_sgemm(MM_T, MM_N, rows, OUT, B, alpha, j->inp + r0, IN, j->dout, OUT, 0.0f,
+                     j->dweight + (size_t)r0 * OUT, OUT);
         /* dinp (B, IN) += alpha * dout (B, OUT) x W^T (OUT, IN) */
         if (j->dinp && nb > 0)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nb, IN, OUT, alpha, j->dout + (size_t)b0 * OUT, OUT,
-                        j->weight, OUT, j->dbeta, j->dinp + (size_t)b0 * IN, IN);
+            mm_sgemm(MM_N, MM_T, nb, IN, OUT, alpha, j->dout + (size_t)b0 * OUT, OUT, j->weight, OUT, j->dbeta,
+                     j->dinp + (size_t)b0 * IN, IN);
     }
 }
 

@@ -1,6 +1,10 @@
 /* kernels/ref/fc.c - the reference fully connected layer and ONNX Gemm (ref.h). */
 #include "ref.h"
 
+#include <math.h>
+
+#include "bf16.h"
+
 void ref_fc_forward(int B, int IN, int OUT, const double *x, const double *w, const double *b, double *y)
 {
     for (int i = 0; i < B; i++)
@@ -33,4 +37,26 @@ void ref_bmm_forward(int G, int M, int K, int N, const double *a, const double *
                 for (int k = 0; k < K; k++) s += a[((size_t)g * M + i) * K + k] * b[((size_t)g * K + k) * N + j];
                 y[((size_t)g * M + i) * N + j] = s;
             }
+}
+
+static double rounded(int trans, const float *X, int ld, int r, int c)
+{
+    return (double)bf16_round(trans ? X[(size_t)c * ld + r] : X[(size_t)r * ld + c]);
+}
+
+void ref_gemm_bf16(int ta, int tb, int M, int N, int K, double alpha, const float *A, int lda, const float *B, int ldb,
+                   double beta, const float *c, int ldc, double *y, double *mag)
+{
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            double s = 0.0, a = 0.0;
+            for (int k = 0; k < K; k++) {
+                double p = rounded(ta, A, lda, m, k) * rounded(tb, B, ldb, k, n);
+                s += p;
+                a += fabs(p);
+            }
+            double cv = c && beta != 0.0 ? (double)c[(size_t)m * ldc + n] : 0.0;
+            y[(size_t)m * N + n] = alpha * s + beta * cv;
+            if (mag) mag[(size_t)m * N + n] = fabs(alpha) * a + fabs(beta * cv);
+        }
 }

@@ -66,6 +66,14 @@ void ref_fc_forward(int B, int IN, int OUT, const double *x, const double *w, co
 /* ONNX Gemm: y = alpha * x W' + beta * b, W' from d's layout */
 void ref_gemm_forward(const gemm_desc_t *d, int B, const double *x, const double *w, const double *b, double *y);
 
+/* A bf16 product (gemm_bf16.h) exactly: y (M, N) = alpha * op(A) op(B) + beta * c with every
+ * element of A and B rounded to bf16 first, in double (the products of bf16 values and
+ * their sums of up to 2^29 terms are exact there but for double's rounding); c may be
+ * NULL (beta's term 0). mag (or NULL): |alpha| sum_k |a_k b_k| + |beta c|, the scale of
+ * gemm_bf16.h's error bound. */
+void ref_gemm_bf16(int transA, int transB, int M, int N, int K, double alpha, const float *A, int lda, const float *B,
+                   int ldb, double beta, const float *c, int ldc, double *y, double *mag);
+
 /* ---- batch norm (batchnorm.c) ---- */
 /* training mode: the batch's mean and biased variance (mean, var: (C) or NULL) */
 void ref_batchnorm_forward_train(int B, int C, int HW, const double *x, const double *gamma, const double *beta,

@@ -842,8 +842,8 @@ static void test_spec_hash(void **state)
         if (!strstr(sec, quoted)) fail_msg("docs/JOB_SPEC.md, Resuming from a checkpoint: %s is not listed", quoted);
     }
     /* model.onnx: the path, model.sha256 (the name is hashed); algorithm.shard.stage and split;
-     * eval_sample and eval_sample_tokens */
-    assert_int_equal(nfree, 21);
+     * eval_sample and eval_sample_tokens; precision (the weights are float32 at either) */
+    assert_int_equal(nfree, 22);
     free(doc);
 }
 
@@ -1104,6 +1104,33 @@ static void test_sync_batchnorm(void **state)
     assert_non_null(strstr(err, "sync_batchnorm: implemented on CPU ranks only"));
     assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"sync_batchnorm\":1}", &t, err, sizeof err), -1);
     assert_non_null(strstr(err, "sync_batchnorm: must be"));
+}
+
+/* precision: fp32 by default, bf16 on CPU ranks; anything else refused by name. */
+static void test_precision(void **state)
+{
+    job_spec_t t;
+    char err[512] = "";
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\"}", &t, err, sizeof err), 0);
+    assert_string_equal(t.precision, "fp32");
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"precision\":\"bf16\"}", &t, err, sizeof err), 0);
+    assert_string_equal(t.precision, "bf16");
+    const char *bad[] = {"\"fp16\"", "\"BF16\"", "16", "null", "\"\""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[128];
+        snprintf(text, sizeof text, "{\"model\":\"lenet5\",\"precision\":%s}", bad[i]);
+        assert_int_equal(spec_parse(text, &t, err, sizeof err), -1);
+        if (!strstr(err, "precision")) fail_msg("%s: %s", bad[i], err);
+    }
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"precision\":\"bf16\",\"device\":\"cuda\"}", &t, err,
+                                sizeof err),
+                     -1);
+    assert_non_null(strstr(err, "precision bf16: implemented on CPU ranks only"));
+    /* not in the fingerprint: a checkpoint resumes at either precision */
+    job_spec_t a;
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\"}", &a, err, sizeof err), 0);
+    assert_int_equal(spec_parse("{\"model\":\"lenet5\",\"precision\":\"bf16\"}", &t, err, sizeof err), 0);
+    assert_true(spec_hash(&a) == spec_hash(&t));
 }
 
 static void test_is_async(void **state)
@@ -2133,6 +2160,7 @@ int main(void)
         cmocka_unit_test(test_params_both_spellings),
         cmocka_unit_test(test_dbs_sgd_forces_dynamic_batch),
         cmocka_unit_test(test_goodput_fields),
+        cmocka_unit_test(test_precision),
         cmocka_unit_test(test_is_async),
         cmocka_unit_test(test_spec_warnings),
         cmocka_unit_test(test_empty_slowdown_is_absent),

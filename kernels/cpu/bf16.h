@@ -1,0 +1,34 @@
+/* kernels/cpu/bf16.h - bfloat16: the upper 16 bits of an IEEE float32 (8 exponent bits,
+ * 7 stored mantissa bits), as the AVX512-BF16 and AMX units and PyTorch's autocast take it.
+ *
+ * bf16_from_float rounds to nearest, ties to even (vcvtneps2bf16's rounding and
+ * torch.Tensor.bfloat16()'s); a NaN stays a NaN (made quiet, its sign and top payload
+ * bits kept), values past bf16's largest finite one round to infinity. The product of two
+ * bf16 values is exact in float32 (8 + 8 significant bits <= 24), so a bf16 product summed
+ * in float32 rounds only at the sums. */
+#ifndef PACER_BF16_H
+#define PACER_BF16_H
+
+#include <stdint.h>
+#include <string.h>
+
+static inline uint16_t bf16_from_float(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+static inline float bf16_to_float(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* f rounded to the nearest bf16, as a float */
+static inline float bf16_round(float f) { return bf16_to_float(bf16_from_float(f)); }
+
+#endif

@@ -1,0 +1,313 @@
+/* kernels/cpu/gemm_bf16.c - see gemm_bf16.h.
+ *
+ * The two matrix-unit paths share one packing. A becomes blocks of 16 rows x 32 k (one
+ * AMX tile, rows of 64 bytes), B blocks of 16 k pairs x 16 columns x 2 (the pair layout
+ * that vdpbf16ps and tdpbf16ps read: a B row of 64 bytes holds k = 2p and 2p + 1 of 16
+ * columns). Both are zero padded to whole blocks, and to an even number of row and column
+ * blocks, so the AMX loop always runs 2 x 2 tiles of output. */
+#include "gemm_bf16.h"
+
+#include <cblas.h>
+#include <immintrin.h>
+#include <stdlib.h>
+
+#include "bf16.h"
+
+#define KB 32          /* k per block */
+#define BLK 16         /* rows (A) or columns (B) per block */
+#define BLK_ELEMS 512  /* bf16 per packed block: 16 x 32 */
+#define NB_CHUNK 16    /* column blocks whose packed B (16 x K x 64 bytes) one sweep keeps hot */
+
+#define AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
+
+/* ---- scratch: each thread's own, grown and kept ----------------------------------------- */
+
+typedef struct {
+    void *p;
+    size_t cap;
+} buf_t;
+
+static _Thread_local buf_t scratch_a, scratch_b;
+
+static void *grow(buf_t *b, size_t bytes)
+{
+    if (bytes <= b->cap) return b->p;
+    size_t cap = (bytes + 4095) & ~(size_t)4095;
+    void *p = aligned_alloc(64, cap);
+    if (!p) return NULL;
+    free(b->p);
+    b->p = p;
+    b->cap = cap;
+    return p;
+}
+
+static inline float elem(int trans, const float *X, int ld, int r, int c)
+{
+    return trans ? X[(size_t)c * ld + r] : X[(size_t)r * ld + c];
+}
+
+/* ---- the portable path ----------------------------------------------------------------- */
+
+/* rows x cols of X (row stride ld) rounded into a dense rows x cols copy */
+static void round_copy(int rows, int cols, const float *X, int ld, float *out)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *x = X + (size_t)r * ld;
+        float *o = out + (size_t)r * cols;
+        for (int c = 0; c < cols; c++) o[c] = bf16_round(x[c]);
+    }
+}
+
+/* Without scratch (out of memory): the sums one by one, in k order. */
+static void direct(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                   float beta, float *C, int ldc)
+{
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            float s = 0.0f;
+            for (int k = 0; k < K; k++) s += bf16_round(elem(ta, A, lda, m, k)) * bf16_round(elem(tb, B, ldb, k, n));
+            float *c = C + (size_t)m * ldc + n;
+            *c = beta == 0.0f ? alpha * s : alpha * s + beta * *c;
+        }
+}
+
+static void portable(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                     float beta, float *C, int ldc)
+{
+    /* the operands as stored: A is M x K, or K x M when transposed; B likewise */
+    int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
+    float *a = grow(&scratch_a, (size_t)ar * ac * sizeof(float));
+    float *b = grow(&scratch_b, (size_t)br * bc * sizeof(float));
+    if (!a || !b) {
+        direct(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    round_copy(ar, ac, A, lda, a);
+    round_copy(br, bc, B, ldb, b);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, a, ac,
+                b, bc, beta, C, ldc);
+}
+
+/* ---- packing ----------------------------------------------------------------------------- */
+
+typedef struct {
+    int mbn, nbn, kbn; /* row blocks of A (even), column blocks of B (even), k blocks */
+    uint16_t *a, *b;
+} packed_t;
+
+/* A into blocks of 16 rows x 32 k, row block by row block, k block by k block. */
+static void pack_a_any(int ta, int M, int K, const float *A, int lda, const packed_t *p)
+{
+    for (int mb = 0; mb < p->mbn; mb++)
+        for (int kb = 0; kb < p->kbn; kb++) {
+            uint16_t *t = p->a + ((size_t)mb * p->kbn + kb) * BLK_ELEMS;
+            for (int r = 0; r < BLK; r++)
+                for (int c = 0; c < KB; c++) {
+                    int m = mb * BLK + r, k = kb * KB + c;
+                    t[r * KB + c] = m < M && k < K ? bf16_from_float(elem(ta, A, lda, m, k)) : 0;
+                }
+        }
+}
+
+/* B into blocks of 16 k pairs x 16 columns x 2, column block by column block. */
+static void pack_b_any(int tb, int K, int N, const float *B, int ldb, const packed_t *p)
+{
+    for (int nb = 0; nb < p->nbn; nb++)
+        for (int kb = 0; kb < p->kbn; kb++) {
+            uint16_t *t = p->b + ((size_t)nb * p->kbn + kb) * BLK_ELEMS;
+            for (int q = 0; q < KB / 2; q++)
+                for (int j = 0; j < BLK; j++)
+                    for (int e = 0; e < 2; e++) {
+                        int n = nb * BLK + j, k = kb * KB + 2 * q + e;
+                        t[q * KB + j * 2 + e] = n < N && k < K ? bf16_from_float(elem(tb, B, ldb, k, n)) : 0;
+                    }
+        }
+}
+
+/* The common case of A (a row-major activation): 32 k of a row are two vector loads and
+ * one conversion (vcvtne2ps2bf16 rounds to nearest even, as bf16_from_float, but takes a
+ * denormal as zero, as the units do anyway). */
+AVX512BF16 static void pack_a_rows(int M, int K, const float *A, int lda, const packed_t *p)
+{
+    for (int mb = 0; mb < p->mbn; mb++)
+        for (int r = 0; r < BLK; r++) {
+            int m = mb * BLK + r;
+            const float *x = A + (size_t)m * lda;
+            for (int kb = 0; kb < p->kbn; kb++) {
+                uint16_t *t = p->a + ((size_t)mb * p->kbn + kb) * BLK_ELEMS + r * KB;
+                int k0 = kb * KB, left = m < M ? K - k0 : 0;
+                __mmask16 lo = left >= 16 ? 0xffff : (__mmask16)((1u << (left > 0 ? left : 0)) - 1);
+                __mmask16 hi = left >= 32 ? 0xffff : left > 16 ? (__mmask16)((1u << (left - 16)) - 1) : 0;
+                __m512 v0 = _mm512_maskz_loadu_ps(lo, m < M ? x + k0 : A);
+                __m512 v1 = _mm512_maskz_loadu_ps(hi, m < M ? x + k0 + 16 : A);
+                _mm512_storeu_si512(t, (__m512i)_mm512_cvtne2ps_pbh(v1, v0));
+            }
+        }
+}
+
+/* The common case of B as stored (k rows of N): rows 2q and 2q + 1 converted together and
+ * interleaved into pairs. */
+AVX512BF16 static void pack_b_rows(int K, int N, const float *B, int ldb, const packed_t *p)
+{
+    const __m512i pairs = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                           21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    for (int nb = 0; nb < p->nbn; nb++) {
+        int n0 = nb * BLK, cols = N - n0;
+        __mmask16 mask = cols >= 16 ? 0xffff : (__mmask16)((1u << (cols > 0 ? cols : 0)) - 1);
+        for (int kb = 0; kb < p->kbn; kb++) {
+            uint16_t *t = p->b + ((size_t)nb * p->kbn + kb) * BLK_ELEMS;
+            for (int q = 0; q < KB / 2; q++) {
+                int k = kb * KB + 2 * q;
+                __m512 r0 = _mm512_maskz_loadu_ps(k < K ? mask : 0, k < K ? B + (size_t)k * ldb + n0 : B);
+                __m512 r1 = _mm512_maskz_loadu_ps(k + 1 < K ? mask : 0, k + 1 < K ? B + (size_t)(k + 1) * ldb + n0 : B);
+                __m512i v = (__m512i)_mm512_cvtne2ps_pbh(r1, r0);
+                _mm512_storeu_si512(t + q * KB, _mm512_permutexvar_epi16(pairs, v));
+            }
+        }
+    }
+}
+
+static int pack(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, packed_t *p)
+{
+    p->kbn = (K + KB - 1) / KB;
+    p->mbn = ((M + BLK - 1) / BLK + 1) & ~1;
+    p->nbn = ((N + BLK - 1) / BLK + 1) & ~1;
+    p->a = grow(&scratch_a, (size_t)p->mbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
+    p->b = grow(&scratch_b, (size_t)p->nbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
+    if (!p->a || !p->b) return -1;
+    if (ta) pack_a_any(ta, M, K, A, lda, p);
+    else pack_a_rows(M, K, A, lda, p);
+    if (tb) pack_b_any(tb, K, N, B, ldb, p);
+    else pack_b_rows(K, N, B, ldb, p);
+    return 0;
+}
+
+/* C's rows x cols block at (m0, n0) from the sums acc (row stride ld) */
+static void write_back(const float *acc, int ld, int m0, int n0, int rows, int cols, float alpha, float beta, float *C,
+                       int ldc)
+{
+    for (int r = 0; r < rows; r++) {
+        float *c = C + (size_t)(m0 + r) * ldc + n0;
+        const float *s = acc + (size_t)r * ld;
+        if (beta == 0.0f)
+            for (int j = 0; j < cols; j++) c[j] = alpha * s[j];
+        else
+            for (int j = 0; j < cols; j++) c[j] = alpha * s[j] + beta * c[j];
+    }
+}
+
+static inline int min_int(int a, int b) { return a < b ? a : b; }
+
+/* ---- AVX512-BF16: 16 x 16 outputs, 16 accumulators, a B row a step ---------------------- */
+
+AVX512BF16 static void avx512_bf16(const packed_t *p, int M, int N, float alpha, float beta, float *C, int ldc)
+{
+    float acc[BLK * BLK] __attribute__((aligned(64)));
+    for (int nb = 0; nb < p->nbn && nb * BLK < N; nb++)
+        for (int mb = 0; mb < p->mbn && mb * BLK < M; mb++) {
+            __m512 s[BLK];
+#pragma GCC unroll 16
+            for (int r = 0; r < BLK; r++) s[r] = _mm512_setzero_ps();
+            for (int kb = 0; kb < p->kbn; kb++) {
+                const uint16_t *a = p->a + ((size_t)mb * p->kbn + kb) * BLK_ELEMS;
+                const uint16_t *b = p->b + ((size_t)nb * p->kbn + kb) * BLK_ELEMS;
+                for (int q = 0; q < KB / 2; q++) {
+                    __m512bh bv = (__m512bh)_mm512_loadu_si512(b + q * KB);
+#pragma GCC unroll 16
+                    for (int r = 0; r < BLK; r++) {
+                        int32_t pair;
+                        memcpy(&pair, a + r * KB + 2 * q, sizeof pair);
+                        s[r] = _mm512_dpbf16_ps(s[r], (__m512bh)_mm512_set1_epi32(pair), bv);
+                    }
+                }
+            }
+#pragma GCC unroll 16
+            for (int r = 0; r < BLK; r++) _mm512_store_ps(acc + r * BLK, s[r]);
+            write_back(acc, BLK, mb * BLK, nb * BLK, min_int(BLK, M - mb * BLK), min_int(BLK, N - nb * BLK), alpha,
+                       beta, C, ldc);
+        }
+}
+
+/* ---- AMX: 2 x 2 tiles of 16 x 16 outputs, two A and two B tiles a k block ---------------- */
+
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} tilecfg_t;
+
+AMX static void amx(const packed_t *p, int M, int N, float alpha, float beta, float *C, int ldc)
+{
+    tilecfg_t cfg = {.palette = 1};
+    for (int t = 0; t < 8; t++) {
+        cfg.colsb[t] = 64;
+        cfg.rows[t] = 16;
+    }
+    _tile_loadconfig(&cfg);
+    float acc[2 * BLK * 2 * BLK] __attribute__((aligned(64)));
+    const int ld = 2 * BLK;
+    for (int nc = 0; nc < p->nbn; nc += NB_CHUNK)
+        for (int mb = 0; mb < p->mbn && mb * BLK < M; mb += 2)
+            for (int nb = nc; nb < min_int(p->nbn, nc + NB_CHUNK) && nb * BLK < N; nb += 2) {
+                _tile_zero(0);
+                _tile_zero(1);
+                _tile_zero(2);
+                _tile_zero(3);
+                const uint16_t *a0 = p->a + (size_t)mb * p->kbn * BLK_ELEMS, *a1 = a0 + (size_t)p->kbn * BLK_ELEMS;
+                const uint16_t *b0 = p->b + (size_t)nb * p->kbn * BLK_ELEMS, *b1 = b0 + (size_t)p->kbn * BLK_ELEMS;
+                for (int kb = 0; kb < p->kbn; kb++) {
+                    size_t o = (size_t)kb * BLK_ELEMS;
+                    _tile_loadd(4, a0 + o, 64);
+                    _tile_loadd(5, a1 + o, 64);
+                    _tile_loadd(6, b0 + o, 64);
+                    _tile_loadd(7, b1 + o, 64);
+                    _tile_dpbf16ps(0, 4, 6);
+                    _tile_dpbf16ps(1, 4, 7);
+                    _tile_dpbf16ps(2, 5, 6);
+                    _tile_dpbf16ps(3, 5, 7);
+                }
+                _tile_stored(0, acc, ld * 4);
+                _tile_stored(1, acc + BLK, ld * 4);
+                _tile_stored(2, acc + BLK * ld, ld * 4);
+                _tile_stored(3, acc + BLK * ld + BLK, ld * 4);
+                write_back(acc, ld, mb * BLK, nb * BLK, min_int(2 * BLK, M - mb * BLK), min_int(2 * BLK, N - nb * BLK),
+                           alpha, beta, C, ldc);
+            }
+    _tile_release();
+}
+
+/* ---- dispatch ---------------------------------------------------------------------------- */
+
+void gemm_bf16_on(cpu_isa_t isa, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const float *B, int ldb, float beta, float *C, int ldc)
+{
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {
+        /* no products: alpha * 0 + beta * C, as a BLAS */
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) {
+                float *c = C + (size_t)m * ldc + n;
+                *c = beta == 0.0f ? 0.0f : beta * *c;
+            }
+        return;
+    }
+    if (isa > cpu_isa_available()) isa = cpu_isa_available();
+    if (isa == CPU_ISA_PORTABLE) {
+        portable(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    packed_t p;
+    if (pack(ta, tb, M, N, K, A, lda, B, ldb, &p) != 0) {
+        direct(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    if (isa == CPU_ISA_AMX) amx(&p, M, N, alpha, beta, C, ldc);
+    else avx512_bf16(&p, M, N, alpha, beta, C, ldc);
+}
+
+void gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+               float beta, float *C, int ldc)
+{
+    gemm_bf16_on(cpu_isa(), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}

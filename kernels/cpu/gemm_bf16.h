@@ -1,0 +1,37 @@
+/* kernels/cpu/gemm_bf16.h - matrix products of bf16 operands with float32 sums: what
+ * autocast's bf16 runs and mixed precision means (Micikevicius et al., 2018; Megatron).
+ *
+ *   C (M, N) = alpha * op(A) (M, K) x op(B) (K, N) + beta * C
+ *
+ * row-major as cblas_sgemm (op(X) = X or X^T by trans), with every element of A and B
+ * rounded to bf16 first (bf16.h: nearest, ties to even), each product exact in float32,
+ * the K products summed in float32, then alpha and beta applied in float32; beta = 0
+ * never reads C. One defined result up to the order of the sums, which each path
+ * documents:
+ *   portable     OpenBLAS's sgemm on the rounded operands (its blocking's order);
+ *   avx512_bf16  for each output, 16 partial sums over k in blocks of 32, each block
+ *                summing its 16 pairs in k order, pairs as vdpbf16ps adds them;
+ *   amx          tdpbf16ps over blocks of 32 k, each block's 16 pairs into the running
+ *                sum in the tile unit's own order.
+ * On the two bf16 units an operand below float32's smallest normal (2^-126) counts as
+ * zero and a sum there flushes to zero; the portable path keeps such values. Whatever the
+ * order, each output's error against the exact sum of the rounded operands' products is
+ * at most gamma(K + 2) * (|alpha| sum_k |a_k b_k| + |beta c|) + (K + 2) 2^-126 * (the
+ * same plus one), gamma(n) = n u / (1 - n u), u = 2^-24 (Higham, Accuracy and Stability,
+ * 3.1): tests/unit/test_gemm_bf16.c checks each path against that bound.
+ *
+ * Scratch (the packed operands) is each calling thread's own, grown on its first product
+ * of a new size and kept: a training step's products allocate nothing after the first. */
+#ifndef PACER_GEMM_BF16_H
+#define PACER_GEMM_BF16_H
+
+#include "cpu_isa.h"
+
+/* On cpu_isa()'s path. transA/transB: 0 as stored, 1 transposed (lda/ldb as cblas). */
+void gemm_bf16(int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+               int ldb, float beta, float *C, int ldc);
+/* On a given path, which the CPU must have (tests compare the paths). */
+void gemm_bf16_on(cpu_isa_t isa, int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
+                  const float *B, int ldb, float beta, float *C, int ldc);
+
+#endif

@@ -1,0 +1,38 @@
+/* kernels/cpu/matmul.h - the precision of the CPU kernels' matrix products.
+ *
+ * Every product of two matrices a CPU step computes (fully connected layers and ONNX Gemm,
+ * MatMul and attention's two products, convolutions through their GEMMs, a tied head)
+ * goes through mm_sgemm, which computes it as cblas_sgemm in float32 or, at MM_BF16, as
+ * gemm_bf16.h's product of bf16-rounded operands with float32 sums (mixed precision as
+ * autocast defines it: everything that is not a matrix product stays float32). Like the
+ * kernels' threads (parallel.h), the precision is the process's: a worker sets it once,
+ * before its first step, from its job's `precision`. At MM_BF16 the products that have
+ * float32 kernels of their own take the GEMM instead: convolutions leave the direct and
+ * Winograd kernels for im2col and the GEMM, small products leave bmm.c's own kernel, and
+ * a causal attention runs as its layers (model.c); a depthwise convolution, which
+ * multiplies no two matrices, stays float32. */
+#ifndef PACER_MATMUL_H
+#define PACER_MATMUL_H
+
+typedef enum { MM_FP32 = 0, MM_BF16 = 1 } mm_precision_t;
+
+/* The job spec's spelling: "fp32", "bf16". */
+const char *mm_precision_name(mm_precision_t p);
+int mm_precision_parse(const char *s, mm_precision_t *out);
+
+void mm_set_precision(mm_precision_t p);
+mm_precision_t mm_precision(void);
+
+/* The kernels the products run on, for a summary: "openblas-fp32", or "amx-bf16",
+ * "avx512-bf16", "portable-bf16" (cpu_isa.h's path). */
+const char *mm_kernel(void);
+
+/* op(X): X as stored or transposed */
+typedef enum { MM_N = 0, MM_T = 1 } mm_trans_t;
+
+/* cblas_sgemm's row-major product (C = alpha op(A) op(B) + beta C) at the process's
+ * precision. */
+void mm_sgemm(mm_trans_t ta, mm_trans_t tb, int M, int N, int K, float alpha, const float *A, int lda,
+              const float *B, int ldb, float beta, float *C, int ldc);
+
+#endif

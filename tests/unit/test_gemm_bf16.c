@@ -1,0 +1,327 @@
+/* tests/unit/test_gemm_bf16.c - the bf16 products (kernels/cpu/gemm_bf16.h) on each path the
+ * CPU has, against the double reference on the bf16-rounded operands (kernels/ref's
+ * ref_gemm_bf16), and the paths against each other.
+ *
+ * The bound (gemm_bf16.h): a product of two bf16 values is exact in float32, so only the
+ * sums round. A float32 sum of n terms in any order is within gamma(n) = n u / (1 - n u)
+ * (u = 2^-24) of the exact sum, relative to the sum of the terms' magnitudes (Higham,
+ * Accuracy and Stability of Numerical Algorithms, 2nd ed., eq. 3.5); the K products, then
+ * alpha's and beta's terms, make n = K + 2. The matrix units take operands and sums below
+ * 2^-126 as zero: at most 2^-126 times the magnitudes (and one) more per term. So each
+ * output c obeys
+ *   |c - ref| <= gamma(K + 2) mag + (K + 2) 2^-126 (mag + 1),
+ *   mag = |alpha| sum_k |a_k b_k| + |beta c_in|.
+ * Two paths differ by at most twice that. No tolerance here comes from a measurement.
+ *
+ * The test data are not bf16 values, so a path that skipped the rounding would be off by
+ * about 2^-9 of mag, hundreds of times the bound at these K: test_data_needs_rounding
+ * shows the cases tell the two apart. AVX512-BF16 and AMX cases skip, by name, on a CPU
+ * without them. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bf16.h"
+#include "cpu_isa.h"
+#include "gemm_bf16.h"
+#include "matmul.h"
+#include "ops.h"
+#include "ref.h"
+
+static uint64_t lcg_state = 42;
+static double uniform(void)
+{
+    lcg_state = lcg_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(lcg_state >> 11) / 9007199254740992.0;
+}
+
+static float *random_floats(size_t n, double scale)
+{
+    float *x = malloc(n * sizeof(float));
+    assert_non_null(x);
+    for (size_t i = 0; i < n; i++) x[i] = (float)((2.0 * uniform() - 1.0) * scale);
+    return x;
+}
+
+static double bound(int K, double mag)
+{
+    const double u = ldexp(1.0, -24), n = K + 2.0;
+    return n * u / (1.0 - n * u) * mag + n * ldexp(1.0, -126) * (mag + 1.0);
+}
+
+typedef struct {
+    int M, N, K;
+} shape_t;
+
+/* Block edges (16 rows and columns, 32 k), odd block counts, a long sum, a tall thin one. */
+static const shape_t SHAPES[] = {{1, 1, 1},     {16, 16, 32},  {17, 33, 65}, {5, 70, 3},
+                                 {64, 48, 100}, {33, 17, 1000}, {3, 40, 4096}, {100, 7, 31}};
+#define NSHAPES (sizeof SHAPES / sizeof SHAPES[0])
+
+typedef struct {
+    float alpha, beta;
+} scale_t;
+static const scale_t SCALES[] = {{1.0f, 0.0f}, {0.75f, 1.0f}, {-2.0f, 0.5f}};
+#define NSCALES (sizeof SCALES / sizeof SCALES[0])
+
+/* One case on one path: returns the largest error over the bound (<= 1 passes). With beta
+ * 0, C starts as NaN: a path that read it would give NaN. */
+static double check_case(cpu_isa_t isa, int ta, int tb, shape_t s, scale_t sc, int *rounding_shows)
+{
+    const int pad = 3; /* leading dimensions wider than the matrices */
+    int lda = (ta ? s.M : s.K) + pad, ldb = (tb ? s.K : s.N) + pad, ldc = s.N + pad;
+    size_t na = (size_t)(ta ? s.K : s.M) * lda, nb = (size_t)(tb ? s.N : s.K) * ldb, nc = (size_t)s.M * ldc;
+    float *A = random_floats(na, 1.0), *B = random_floats(nb, 2.0), *C = random_floats(nc, 1.0);
+    float *cin = malloc(nc * sizeof(float));
+    double *ref = malloc((size_t)s.M * s.N * sizeof(double)), *mag = malloc((size_t)s.M * s.N * sizeof(double));
+    assert_true(cin && ref && mag);
+    if (sc.beta == 0.0f)
+        for (size_t i = 0; i < nc; i++) C[i] = NAN;
+    memcpy(cin, C, nc * sizeof(float));
+    ref_gemm_bf16(ta, tb, s.M, s.N, s.K, sc.alpha, A, lda, B, ldb, sc.beta, cin, ldc, ref, mag);
+    gemm_bf16_on(isa, ta, tb, s.M, s.N, s.K, sc.alpha, A, lda, B, ldb, sc.beta, C, ldc);
+    double worst = 0.0;
+    for (int m = 0; m < s.M; m++) {
+        for (int n = 0; n < s.N; n++) {
+            double got = C[(size_t)m * ldc + n], want = ref[(size_t)m * s.N + n], b = bound(s.K, mag[(size_t)m * s.N + n]);
+            if (!isfinite(got)) return INFINITY;
+            double r = fabs(got - want) / b;
+            if (r > worst) worst = r;
+            /* the same product on unrounded operands, in double */
+            double exact = 0.0;
+            for (int k = 0; k < s.K; k++)
+                exact += (double)(ta ? A[(size_t)k * lda + m] : A[(size_t)m * lda + k]) *
+                         (double)(tb ? B[(size_t)n * ldb + k] : B[(size_t)k * ldb + n]);
+            exact = sc.alpha * exact + (sc.beta != 0.0f ? sc.beta * (double)cin[(size_t)m * ldc + n] : 0.0);
+            if (fabs(exact - want) > 4.0 * b) *rounding_shows = 1;
+        }
+        /* the padding between rows is never written */
+        for (int n = s.N; n < ldc; n++) {
+            float was = cin[(size_t)m * ldc + n], now = C[(size_t)m * ldc + n];
+            if (memcmp(&was, &now, sizeof was) != 0) return INFINITY;
+        }
+    }
+    free(A);
+    free(B);
+    free(C);
+    free(cin);
+    free(ref);
+    free(mag);
+    return worst;
+}
+
+static void check_path(cpu_isa_t isa)
+{
+    if (cpu_isa_available() < isa) {
+        char why[200];
+        snprintf(why, sizeof why, "skip: %s path: %s\n", cpu_isa_name(isa), cpu_isa_why());
+        printf("%s", why);
+        skip();
+    }
+    double worst = 0.0;
+    int shows = 0;
+    for (size_t i = 0; i < NSHAPES; i++)
+        for (int t = 0; t < 4; t++)
+            for (size_t j = 0; j < NSCALES; j++) {
+                int dummy = 0;
+                double w = check_case(isa, t & 1, t >> 1, SHAPES[i], SCALES[j], i == 4 ? &shows : &dummy);
+                if (!(w <= 1.0))
+                    fail_msg("%s: M %d N %d K %d transA %d transB %d alpha %g beta %g: error %.3g x the bound",
+                             cpu_isa_name(isa), SHAPES[i].M, SHAPES[i].N, SHAPES[i].K, t & 1, t >> 1,
+                             (double)SCALES[j].alpha, (double)SCALES[j].beta, w);
+                if (w > worst) worst = w;
+            }
+    assert_true(shows);
+    printf("%s: largest error %.3f of the bound\n", cpu_isa_name(isa), worst);
+}
+
+static void test_portable(void **state) { check_path(CPU_ISA_PORTABLE); }
+static void test_avx512_bf16(void **state) { check_path(CPU_ISA_AVX512_BF16); }
+static void test_amx(void **state) { check_path(CPU_ISA_AMX); }
+
+/* Each path the CPU has against the portable one, within the sum of their two bounds. */
+static void test_paths_agree(void **state)
+{
+    int M = 45, N = 77, K = 300, ld = 300;
+    float *A = random_floats((size_t)M * ld, 1.0), *B = random_floats((size_t)N * ld, 1.0);
+    float *c0 = malloc((size_t)M * N * sizeof(float)), *c1 = malloc((size_t)M * N * sizeof(float));
+    double *ref = malloc((size_t)M * N * sizeof(double)), *mag = malloc((size_t)M * N * sizeof(double));
+    assert_true(c0 && c1 && ref && mag);
+    ref_gemm_bf16(0, 1, M, N, K, 1.0, A, ld, B, ld, 0.0, NULL, N, ref, mag);
+    gemm_bf16_on(CPU_ISA_PORTABLE, 0, 1, M, N, K, 1.0f, A, ld, B, ld, 0.0f, c0, N);
+    int compared = 0;
+    for (int isa = CPU_ISA_AVX512_BF16; isa <= (int)cpu_isa_available(); isa++) {
+        gemm_bf16_on((cpu_isa_t)isa, 0, 1, M, N, K, 1.0f, A, ld, B, ld, 0.0f, c1, N);
+        for (int i = 0; i < M * N; i++)
+            if (!(fabs((double)c1[i] - c0[i]) <= 2.0 * bound(K, mag[i])))
+                fail_msg("%s against portable at %d: %.9g and %.9g", cpu_isa_name((cpu_isa_t)isa), i, c1[i], c0[i]);
+        compared++;
+    }
+    printf("compared %d path(s) with the portable one\n", compared);
+    free(A);
+    free(B);
+    free(c0);
+    free(c1);
+    free(ref);
+    free(mag);
+}
+
+/* Round to nearest, ties to even; NaN stays NaN; overflow to infinity; signs kept. */
+static void test_rounding(void **state)
+{
+    struct {
+        uint32_t in;
+        uint16_t out;
+    } rows[] = {
+        {0x3f800000u, 0x3f80}, /* 1 */
+        {0x3f808000u, 0x3f80}, /* 1 + 2^-8: a tie, to the even 1 */
+        {0x3f818000u, 0x3f82}, /* 1 + 3 * 2^-8: a tie, to the even 1 + 2^-6 */
+        {0x3f808001u, 0x3f81}, /* just above the tie: up */
+        {0x3f807fffu, 0x3f80}, /* just below: down */
+        {0xbf808001u, 0xbf81}, /* the same negative */
+        {0x7f7fffffu, 0x7f80}, /* float's largest: past bf16's, to infinity */
+        {0x7f800000u, 0x7f80}, /* infinity */
+        {0xff800000u, 0xff80}, /* -infinity */
+        {0x80000000u, 0x8000}, /* -0 */
+        {0x00000001u, 0x0000}, /* the smallest denormal: to 0 */
+        {0x00018000u, 0x0002}, /* a denormal tie: to even */
+        {0x7fc00000u, 0x7fc0}, /* quiet NaN */
+        {0x7f800001u, 0x7fc0}, /* a signalling NaN whose payload is below bf16's bits: still NaN */
+        {0xffff0000u, 0xffff}, /* a negative NaN keeps its sign and payload */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        float f;
+        memcpy(&f, &rows[i].in, sizeof f);
+        uint16_t got = bf16_from_float(f);
+        if (got != rows[i].out) fail_msg("bf16 of 0x%08x: 0x%04x, want 0x%04x", rows[i].in, got, rows[i].out);
+    }
+    assert_int_equal(bf16_to_float(0x3f80), 1.0f);
+}
+
+/* A NaN or infinity in an operand reaches the outputs that read it, on every path. */
+static void test_nan_propagates(void **state)
+{
+    enum { M = 20, N = 20, K = 40 };
+    for (int isa = 0; isa <= (int)cpu_isa_available(); isa++) {
+        float *A = random_floats(M * K, 1.0), *B = random_floats(K * N, 1.0), C[M * N];
+        A[3 * K + 7] = NAN;
+        B[5 * N + 2] = INFINITY;
+        gemm_bf16_on((cpu_isa_t)isa, 0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
+        for (int n = 0; n < N; n++)
+            if (!isnan(C[3 * N + n])) fail_msg("%s: row 3 (a NaN in A) col %d: %g", cpu_isa_name((cpu_isa_t)isa), n, C[3 * N + n]);
+        for (int m = 0; m < M; m++)
+            if (m != 3 && !isinf(C[m * N + 2])) fail_msg("%s: col 2 (an infinity in B) row %d: %g", cpu_isa_name((cpu_isa_t)isa), m, C[m * N + 2]);
+        free(A);
+        free(B);
+    }
+}
+
+/* ---- the layers' products at MM_BF16 (matmul.h): each against ref_gemm_bf16 ------------ */
+
+/* got (rows x cols, row stride ldg) against want + add (add: NULL or a term summed exactly
+ * in float beside the product, a bias or the += gradient's prefill), within the bound. */
+static void check_layer(const char *what, const float *got, int ldg, const double *want, const double *mag,
+                        const float *add, int rows, int cols, int K)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            double a = add ? add[(size_t)r * cols + c] : 0.0, w = want[(size_t)r * cols + c] + a;
+            double b = bound(K, mag[(size_t)r * cols + c] + fabs(a));
+            double g = got[(size_t)r * ldg + c];
+            if (!(fabs(g - w) <= b)) fail_msg("%s [%d, %d]: %.9g, want %.9g within %.3g", what, r, c, g, w, b);
+        }
+}
+
+/* A fully connected layer's forward and both gradients, a batched product and a
+ * convolution (which at bf16 leaves its direct kernels for im2col and the GEMM), on each
+ * path the CPU has. */
+static void test_layers(void **state)
+{
+    enum { B = 9, IN = 70, OUT = 21 };
+    cpu_isa_t was = cpu_isa();
+    mm_set_precision(MM_BF16);
+    for (int isa = 0; isa <= (int)cpu_isa_available(); isa++) {
+        cpu_isa_cap((cpu_isa_t)isa);
+        float *x = random_floats(B * IN, 1.0), *w = random_floats(OUT * IN, 1.0), *bias = random_floats(OUT, 1.0);
+        float *g = random_floats(B * OUT, 1.0), *d0 = random_floats(B * IN, 1.0);
+        float y[B * OUT], dx[B * IN], dw[OUT * IN], db[OUT];
+        double want[B * IN > OUT * IN ? B * IN : OUT * IN], mag[B * IN > OUT * IN ? B * IN : OUT * IN];
+        fc_forward(B, IN, OUT, x, w, bias, y);
+        ref_gemm_bf16(0, 1, B, OUT, IN, 1.0, x, IN, w, IN, 0.0, NULL, 0, want, mag);
+        float bias_rows[B * OUT];
+        for (int i = 0; i < B * OUT; i++) bias_rows[i] = bias[i % OUT];
+        check_layer("fc forward", y, OUT, want, mag, bias_rows, B, OUT, IN);
+        memcpy(dx, d0, sizeof dx);
+        fc_backward(B, IN, OUT, x, w, g, dx, dw, db);
+        ref_gemm_bf16(0, 0, B, IN, OUT, 1.0, g, OUT, w, IN, 0.0, NULL, 0, want, mag);
+        check_layer("fc input gradient (+=)", dx, IN, want, mag, d0, B, IN, OUT);
+        ref_gemm_bf16(1, 0, OUT, IN, B, 1.0, g, OUT, x, IN, 0.0, NULL, 0, want, mag);
+        check_layer("fc weight gradient", dw, IN, want, mag, NULL, OUT, IN, B);
+        /* two products of (12 x 40) x (40 x 24), as attention's */
+        float *a = random_floats(2 * 12 * 40, 1.0), *bm = random_floats(2 * 40 * 24, 1.0), out[2 * 12 * 24];
+        bmm_forward(2, 12, 40, 24, a, bm, out);
+        for (int k = 0; k < 2; k++) {
+            ref_gemm_bf16(0, 0, 12, 24, 40, 1.0, a + k * 480, 40, bm + k * 960, 24, 0.0, NULL, 0, want, mag);
+            check_layer("bmm", out + k * 288, 24, want, mag, NULL, 12, 24, 40);
+        }
+        /* a 3x3 convolution of 16 channels: rows of im2col are (C, KH, KW) */
+        conv2d_desc_t d;
+        assert_int_equal(conv2d_init(&d, 16, 6, 6, 8, 3, 3, 1, 1), 0);
+        float *cx = random_floats(16 * 36, 1.0), *cw = random_floats(8 * 16 * 9, 1.0), cy[8 * 36];
+        float *ws = calloc(conv2d_workspace(&d, 1) + 1, sizeof(float));
+        assert_non_null(ws);
+        conv2d_forward(&d, 1, cx, cw, NULL, cy, ws);
+        /* the reference: the same sums as a product of the weights (8 x 144) and the
+         * input's patches (144 x 36), zero padding included */
+        float patches[144 * 36];
+        for (int c = 0; c < 16; c++)
+            for (int i = 0; i < 9; i++)
+                for (int p = 0; p < 36; p++) {
+                    int yy = p / 6 + i / 3 - 1, xx = p % 6 + i % 3 - 1;
+                    patches[(c * 9 + i) * 36 + p] = yy < 0 || yy >= 6 || xx < 0 || xx >= 6 ? 0.0f : cx[c * 36 + yy * 6 + xx];
+                }
+        ref_gemm_bf16(0, 0, 8, 36, 144, 1.0, cw, 144, patches, 36, 0.0, NULL, 0, want, mag);
+        check_layer("conv 3x3", cy, 36, want, mag, NULL, 8, 36, 144);
+        free(x), free(w), free(bias), free(g), free(d0), free(a), free(bm), free(cx), free(cw), free(ws);
+    }
+    mm_set_precision(MM_FP32);
+    cpu_isa_cap(was);
+}
+
+/* PACER_CPU_ISA's spellings, and the cap: a cap at or below what the CPU has is what runs. */
+static void test_cap(void **state)
+{
+    cpu_isa_t isa;
+    assert_int_equal(cpu_isa_parse("portable", &isa), 0);
+    assert_int_equal(isa, CPU_ISA_PORTABLE);
+    assert_int_equal(cpu_isa_parse("avx512_bf16", &isa), 0);
+    assert_int_equal(isa, CPU_ISA_AVX512_BF16);
+    assert_int_equal(cpu_isa_parse("amx", &isa), 0);
+    assert_int_equal(isa, CPU_ISA_AMX);
+    assert_int_equal(cpu_isa_parse("AMX", &isa), -1);
+    assert_int_equal(cpu_isa_parse("", &isa), -1);
+    cpu_isa_t was = cpu_isa();
+    assert_int_equal(cpu_isa_cap(CPU_ISA_PORTABLE), CPU_ISA_PORTABLE);
+    assert_int_equal(cpu_isa(), CPU_ISA_PORTABLE);
+    assert_non_null(strstr(cpu_isa_why(), "PACER_CPU_ISA caps it at portable"));
+    assert_int_equal(cpu_isa_cap(CPU_ISA_AMX), cpu_isa_available());
+    cpu_isa_cap(was);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rounding),   cmocka_unit_test(test_portable),       cmocka_unit_test(test_avx512_bf16),
+        cmocka_unit_test(test_amx),        cmocka_unit_test(test_paths_agree),    cmocka_unit_test(test_nan_propagates),
+        cmocka_unit_test(test_cap),        cmocka_unit_test(test_layers),
+    };
+    printf("bf16 products: this CPU's best path %s (%s)\n", cpu_isa_name(cpu_isa_available()), cpu_isa_why());
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

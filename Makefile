@@ -354,7 +354,19 @@ $(BUILD)/tools/%: $(call obj,tests/tools/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERN
 
 $(BUILD)/bench/%: $(call obj,bench/%.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) $< -o $@ $(WORKER_LIBS) $(LINK_CUDA)
+	$(CC) $(LDFLAGS) $< -o $@ $(WORKER_LIBS) $(LINK_CUDA) $(LINK_DNNL)
+
+# oneDNN (libdnnl-dev, make bench installs it): bench/gemm_bf16 times its bf16 matmul, the
+# baseline of PyTorch's autocast on the CPU, beside pacer's; without it, pacer's alone.
+HAVE_DNNL := $(shell test -f /usr/include/oneapi/dnnl/dnnl.h && echo yes || echo no)
+$(BUILD)/obj/bench/gemm_bf16.o: $(BUILD)/dnnlflags
+$(BUILD)/dnnlflags: FORCE
+	@mkdir -p $(dir $@)
+	@echo 'HAVE_DNNL=$(HAVE_DNNL)' | cmp -s - $@ || echo 'HAVE_DNNL=$(HAVE_DNNL)' > $@
+ifeq ($(HAVE_DNNL),yes)
+$(BUILD)/obj/bench/gemm_bf16.o: CPPFLAGS += -DPACER_WITH_DNNL
+$(BUILD)/bench/gemm_bf16: LINK_DNNL = -ldnnl
+endif
 
 # ---- layering: a wrong-way include must not compile ---------------------------------
 # ROOM:HEADER:HOME - HEADER (of room HOME) must compile with HOME's include path and must

@@ -22,6 +22,8 @@
  * --threads N: the kernels' threads (kernels/cpu/parallel.h, a job's `threads`); with
  * more than one every time is wall time instead, as the other threads' work is not on
  * this thread's clock (run it on an otherwise idle machine).
+ * --precision bf16: the matrix products in bf16 (kernels/cpu/matmul.h, a job's `precision`),
+ * on the path PACER_CPU_ISA allows.
  * --layers: also one line per layer (its inputs, output shape, which reader sets its
  * gradient, forward and backward ms a step), to see which layer of a kind costs. */
 #include <stdio.h>
@@ -30,6 +32,7 @@
 #include <time.h>
 
 #include "gpt.h"
+#include "matmul.h"
 #include "model.h"
 #include "onnx_import.h"
 #include "op_table.h"
@@ -83,7 +86,14 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--steps") == 0 && i + 1 < argc) steps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
         else if (strcmp(argv[i], "--layers") == 0) per_layer = 1;
-        else name = argv[i];
+        else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
+            mm_precision_t p;
+            if (mm_precision_parse(argv[++i], &p) != 0) {
+                fprintf(stderr, "layer_profile: --precision fp32 or bf16\n");
+                return 2;
+            }
+            mm_set_precision(p);
+        } else name = argv[i];
     }
     if (B < 1 || steps < 1) {
         fprintf(stderr, "layer_profile: --batch and --steps must be positive\n");
@@ -172,8 +182,8 @@ int main(int argc, char **argv)
         if (!seen && nk < 16) kinds[nk++] = k;
     }
     const double hz = getenv("PACER_CLOCK_HZ") ? atof(getenv("PACER_CLOCK_HZ")) : 0;
-    printf("layer_profile model=%s batch=%d steps=%d threads=%d step_ms=%.2f (%s)\n", name, B, steps, threads,
-           1e3 * total / steps, threads > 1 ? "wall time" : "thread CPU time");
+    printf("layer_profile model=%s batch=%d steps=%d threads=%d gemm=%s step_ms=%.2f (%s)\n", name, B, steps, threads,
+           mm_kernel(), 1e3 * total / steps, threads > 1 ? "wall time" : "thread CPU time");
     /* FLOPs as a direct convolution does them: Winograd's layers (conv2d_winograd) do a
      * quarter of the multiplies, so their rate is an effective one and passes the peak */
     printf("%-16s %-8s %9s %7s %10s\n", "kind", "pass", "ms/step", "share", "FLOP/cycle");

@@ -8,6 +8,9 @@ first.
 Usage: /usr/bin/python3 bench/torch_gpt.py TEXT LAYERS HEADS EMBD BLOCK BATCH STEPS [VOCAB]
 TEXT is bytes (vocabulary 256, the default), or an llm.c token shard (magic 20240520, as
 bench/llmc_gpt2_data.py writes) whose ids are below VOCAB (50257 for GPT-2's shape).
+With TORCH_GPT_AUTOCAST=bf16 the forward and the loss run under
+torch.autocast("cpu", dtype=torch.bfloat16), mixed precision as a PyTorch user switches it on
+(its matrix products on oneDNN's bf16 kernels: AMX where the CPU has it).
 With TORCH_GPT_MARKS=1 it prints "step N" to stderr, flushed, as each step ends (for a
 watcher outside the process that reads its CPU time between steps).
 """
@@ -46,12 +49,15 @@ def main(argv):
     opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": 0.1},
                              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}], lr=1e-3)
     times, marks = [], os.environ.get("TORCH_GPT_MARKS") == "1"
+    autocast = os.environ.get("TORCH_GPT_AUTOCAST", "") == "bf16"
     t0, c0 = time.perf_counter(), time.process_time()
     for x, y in zip(xs, ys):
         ts = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        logits = net(x)
-        F.cross_entropy(logits.view(-1, V), y.view(-1)).backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            logits = net(x)
+            loss = F.cross_entropy(logits.view(-1, V), y.view(-1))
+        loss.backward()
         opt.step()
         times.append(time.perf_counter() - ts)
         if marks:
@@ -61,7 +67,7 @@ def main(argv):
     median = (later[(len(later) - 1) // 2] + later[len(later) // 2]) / 2
     print(json.dumps({"tokens_per_s": steps * B * T / dt, "steps": steps, "seconds": dt, "cpu_tokens_per_s": steps * B * T / cpu,
                       "step_s_median": median,
-                      "torch": torch.__version__}))
+                      "autocast": "bf16" if autocast else None, "torch": torch.__version__}))
 
 
 if __name__ == "__main__":

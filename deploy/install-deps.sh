@@ -33,7 +33,7 @@ ca-certificates curl nodejs npm libsimgrid-dev protobuf-c-compiler libprotobuf-c
 # openssl makes the CA and certificates of tests/integration/tls.sh at run time.
 test="openssl iproute2 procps psmisc jq chromium docker-compose python3-jsonschema slurmctld slurmd slurm-client munge binutils clang-format \
 python3-pil python3-numpy python3-torch python3-torchvision libonnx-testdata"
-bench="python3-torch wrk linux-perf"
+bench="python3-torch wrk linux-perf libdnnl-dev"
 browser="chromium nodejs npm"
 fuzz="clang libclang-rt-14-dev"
 deploy="docker-compose"

@@ -1615,6 +1615,7 @@ oom:
 void model_free(model_t *m)
 {
     if (!m) return;
+    mm_weights_changed(); /* its weights' packings (matmul.h) must not outlive them */
     free(m->layers);
     free(m->tensors);
     free(m->params);
@@ -1732,6 +1733,9 @@ const float *model_logits(const model_t *m) { return m->acts + m->layers[m->nlay
 
 float model_forward(model_t *m, const float *x, const int32_t *y, int B, int train)
 {
+    /* a pass: at bf16 each weight is packed once for the products of this forward and its
+     * backward (matmul.h), and never across an update */
+    mm_weights_changed();
     if (train) m->dropout_step++; /* new masks; the backward after this forward reuses them */
     for (int i = 0; i < m->nlayers; i++) {
         const layer_t *l = &m->layers[i];
@@ -1784,6 +1788,7 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
         if (m->progress) m->progress(m->progress_ctx);
         if (m->grad_done) m->grad_done(m->grad_done_ctx, i);
     }
+    mm_weights_changed(); /* the optimizer comes next */
 }
 
 void model_apply_optimizer(model_t *m, const float *g, const optim_step_t *o)

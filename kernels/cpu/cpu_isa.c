@@ -17,8 +17,8 @@
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static cpu_isa_t available_isa = CPU_ISA_PORTABLE, taken_isa = CPU_ISA_PORTABLE;
-static char why_not[160];      /* why available_isa is not the next path up */
-static char why_taken[160];    /* why taken_isa is not the next path up */
+static char why_not[160];   /* why available_isa is not the next path up */
+static char why_taken[160]; /* why taken_isa is not the next path up */
 static char env_error[96];
 
 static const char *const NAMES[CPU_ISA_N] = {"portable", "avx512_bf16", "amx"};
@@ -64,8 +64,8 @@ static cpu_isa_t detect(void)
     __get_cpuid_count(7, 1, &a1, &b1, &c1, &d1);
     int bf16 = avx512 && (a1 & (1u << 5));
     if (!bf16) {
-        snprintf(why_not, sizeof why_not, "%s", !avx512 ? "the CPU (or the OS) has no AVX-512"
-                                                        : "the CPU has no avx512_bf16");
+        snprintf(why_not, sizeof why_not, "%s",
+                 !avx512 ? "the CPU (or the OS) has no AVX-512" : "the CPU has no avx512_bf16");
         return CPU_ISA_PORTABLE;
     }
     if (!amx) {

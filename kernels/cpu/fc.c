@@ -119,6 +119,9 @@ void gemm_forward(const gemm_desc_t *d, int B, const float *inp, const float *we
         return;
     }
     gemm_job_t j = {.d = d, .B = B, .inp = inp, .weight = weight, .out = out, .cbeta = bias ? 1.0f : 0.0f};
+    /* at bf16 the weight is packed once, here, for every thread's product */
+    if (d->layout == GEMM_W_OUT_IN) mm_keep_weight(MM_T, IN, OUT, weight, IN);
+    else mm_keep_weight(MM_N, IN, OUT, weight, OUT);
     run(&j, forward_part, (double)B * IN * OUT);
 }
 
@@ -161,6 +164,10 @@ static void backward_beta(const gemm_desc_t *d, int B, const float *inp, const f
     }
     gemm_job_t j = {
         .d = d, .B = B, .inp = inp, .weight = weight, .dout = dout, .dinp = dinp, .dweight = dweight, .dbeta = dbeta};
+    if (dinp) {
+        if (d->layout == GEMM_W_OUT_IN) mm_keep_weight(MM_N, OUT, IN, weight, IN);
+        else mm_keep_weight(MM_T, OUT, IN, weight, OUT);
+    }
     run(&j, backward_part, (double)B * IN * OUT);
 }
 

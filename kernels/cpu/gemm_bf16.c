@@ -13,10 +13,10 @@
 
 #include "bf16.h"
 
-#define KB 32          /* k per block */
-#define BLK 16         /* rows (A) or columns (B) per block */
-#define BLK_ELEMS 512  /* bf16 per packed block: 16 x 32 */
-#define NB_CHUNK 16    /* column blocks whose packed B (16 x K x 64 bytes) one sweep keeps hot */
+#define KB 32         /* k per block */
+#define BLK 16        /* rows (A) or columns (B) per block */
+#define BLK_ELEMS 512 /* bf16 per packed block: 16 x 32 */
+#define NB_CHUNK 16   /* column blocks whose packed B (16 x K x 64 bytes) one sweep keeps hot */
 
 #define AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #define AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
@@ -85,8 +85,8 @@ static void portable(int ta, int tb, int M, int N, int K, float alpha, const flo
     }
     round_copy(ar, ac, A, lda, a);
     round_copy(br, bc, B, ldb, b);
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, a, ac,
-                b, bc, beta, C, ldc);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, a, ac, b,
+                bc, beta, C, ldc);
 }
 
 /* ---- packing ----------------------------------------------------------------------------- */
@@ -95,35 +95,6 @@ typedef struct {
     int mbn, nbn, kbn; /* row blocks of A (even), column blocks of B (even), k blocks */
     uint16_t *a, *b;
 } packed_t;
-
-/* A into blocks of 16 rows x 32 k, row block by row block, k block by k block. */
-static void pack_a_any(int ta, int M, int K, const float *A, int lda, const packed_t *p)
-{
-    for (int mb = 0; mb < p->mbn; mb++)
-        for (int kb = 0; kb < p->kbn; kb++) {
-            uint16_t *t = p->a + ((size_t)mb * p->kbn + kb) * BLK_ELEMS;
-            for (int r = 0; r < BLK; r++)
-                for (int c = 0; c < KB; c++) {
-                    int m = mb * BLK + r, k = kb * KB + c;
-                    t[r * KB + c] = m < M && k < K ? bf16_from_float(elem(ta, A, lda, m, k)) : 0;
-                }
-        }
-}
-
-/* B into blocks of 16 k pairs x 16 columns x 2, column block by column block. */
-static void pack_b_any(int tb, int K, int N, const float *B, int ldb, const packed_t *p)
-{
-    for (int nb = 0; nb < p->nbn; nb++)
-        for (int kb = 0; kb < p->kbn; kb++) {
-            uint16_t *t = p->b + ((size_t)nb * p->kbn + kb) * BLK_ELEMS;
-            for (int q = 0; q < KB / 2; q++)
-                for (int j = 0; j < BLK; j++)
-                    for (int e = 0; e < 2; e++) {
-                        int n = nb * BLK + j, k = kb * KB + 2 * q + e;
-                        t[q * KB + j * 2 + e] = n < N && k < K ? bf16_from_float(elem(tb, B, ldb, k, n)) : 0;
-                    }
-        }
-}
 
 /* The common case of A (a row-major activation): 32 k of a row are two vector loads and
  * one conversion (vcvtne2ps2bf16 rounds to nearest even, as bf16_from_float, but takes a
@@ -168,32 +139,176 @@ AVX512BF16 static void pack_b_rows(int K, int N, const float *B, int ldb, const 
     }
 }
 
-static int pack(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, packed_t *p)
+/* 16 x 16 32-bit elements transposed in registers: r[i] element j <-> r[j] element i. */
+AVX512BF16 static void tr16x16_epi32(__m512i r[16])
+{
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 16; i += 4) {
+        r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+        r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+        r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+        r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+    }
+    /* each r[i] now holds, in each 128-bit lane L, row (i & ~3) + L's... 4 x 4 blocks left
+     * to move between lanes */
+    for (int i = 0; i < 4; i++) {
+        t[i] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0x88);
+        t[i + 4] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0xdd);
+        t[i + 8] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0x88);
+        t[i + 12] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0xdd);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
+        r[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
+        r[i + 4] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0x88);
+        r[i + 12] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0xdd);
+    }
+}
+
+/* 32 floats of a row from x (cols of them valid, the rest zero) as 16 bf16 pairs */
+AVX512BF16 static inline __m512i pairs_of_row(const float *x, int cols)
+{
+    __mmask16 lo = cols >= 16 ? 0xffff : (__mmask16)((1u << (cols > 0 ? cols : 0)) - 1);
+    __mmask16 hi = cols >= 32 ? 0xffff : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1) : 0;
+    __m512 v0 = _mm512_maskz_loadu_ps(lo, cols > 0 ? x : NULL);
+    __m512 v1 = _mm512_maskz_loadu_ps(hi, cols > 16 ? x + 16 : NULL);
+    return (__m512i)_mm512_cvtne2ps_pbh(v1, v0);
+}
+
+/* 16 floats of rows k and k + 1 (each valid where k < K; cols valid) interleaved as pairs */
+AVX512BF16 static inline __m512i pairs_of_two_rows(const float *X, size_t ld, int k, int K, int col0, int cols)
+{
+    const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                           21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    __mmask16 mask = cols >= 16 ? 0xffff : (__mmask16)((1u << (cols > 0 ? cols : 0)) - 1);
+    __m512 r0 = _mm512_maskz_loadu_ps(k < K ? mask : 0, k < K ? X + (size_t)k * ld + col0 : NULL);
+    __m512 r1 = _mm512_maskz_loadu_ps(k + 1 < K ? mask : 0, k + 1 < K ? X + (size_t)(k + 1) * ld + col0 : NULL);
+    return _mm512_permutexvar_epi16(inter, (__m512i)_mm512_cvtne2ps_pbh(r1, r0));
+}
+
+/* A stored transposed (K rows of M): a block's 16 k pairs of 16 rows, transposed. */
+AVX512BF16 static void pack_a_cols(int M, int K, const float *A, int lda, const packed_t *p)
+{
+    for (int mb = 0; mb < p->mbn; mb++)
+        for (int kb = 0; kb < p->kbn; kb++) {
+            __m512i r[16];
+            for (int q = 0; q < 16; q++)
+                r[q] = pairs_of_two_rows(A, (size_t)lda, kb * KB + 2 * q, K, mb * BLK, M - mb * BLK);
+            tr16x16_epi32(r);
+            uint16_t *t = p->a + ((size_t)mb * p->kbn + kb) * BLK_ELEMS;
+            for (int q = 0; q < 16; q++) _mm512_storeu_si512(t + q * KB, r[q]);
+        }
+}
+
+/* B stored transposed (N rows of K): 32 k of a row are 16 pairs; 16 rows transposed. */
+AVX512BF16 static void pack_b_cols(int K, int N, const float *B, int ldb, const packed_t *p)
+{
+    for (int nb = 0; nb < p->nbn; nb++)
+        for (int kb = 0; kb < p->kbn; kb++) {
+            __m512i r[16];
+            for (int j = 0; j < 16; j++) {
+                int n = nb * BLK + j;
+                r[j] = n < N ? pairs_of_row(B + (size_t)n * ldb + kb * KB, K - kb * KB) : _mm512_setzero_si512();
+            }
+            tr16x16_epi32(r);
+            uint16_t *t = p->b + ((size_t)nb * p->kbn + kb) * BLK_ELEMS;
+            for (int q = 0; q < 16; q++) _mm512_storeu_si512(t + q * KB, r[q]);
+        }
+}
+
+/* ---- kept operands: a weight packed once for every product until it changes ------------ */
+
+typedef struct {
+    const float *B; /* the key: the operand, its transposition, shape and stride */
+    int tb, K, N, ldb;
+    int valid; /* packed since the last gemm_bf16_forget */
+    buf_t packed;
+} kept_t;
+
+#define KEPT_MAX 1024 /* operands kept at once: a GPT-2 124M step keeps 2 per Linear, 98 */
+
+static kept_t kept[KEPT_MAX];
+static int nkept;
+
+static kept_t *kept_find(const float *B, int tb, int K, int N, int ldb)
+{
+    for (int i = 0; i < nkept; i++)
+        if (kept[i].B == B && kept[i].tb == tb && kept[i].K == K && kept[i].N == N && kept[i].ldb == ldb)
+            return &kept[i];
+    return NULL;
+}
+
+static void block_counts(int M, int N, int K, packed_t *p)
 {
     p->kbn = (K + KB - 1) / KB;
     p->mbn = ((M + BLK - 1) / BLK + 1) & ~1;
     p->nbn = ((N + BLK - 1) / BLK + 1) & ~1;
+}
+
+int gemm_bf16_keep_b(int tb, int K, int N, const float *B, int ldb)
+{
+    if (cpu_isa() == CPU_ISA_PORTABLE || K <= 0 || N <= 0) return 0; /* the portable path packs nothing */
+    kept_t *k = kept_find(B, tb, K, N, ldb);
+    if (k && k->valid) return 0;
+    if (!k) {
+        if (nkept == KEPT_MAX) return -1;
+        k = &kept[nkept++];
+        *k = (kept_t){.B = B, .tb = tb, .K = K, .N = N, .ldb = ldb};
+    }
+    packed_t p;
+    block_counts(1, N, K, &p);
+    p.b = grow(&k->packed, (size_t)p.nbn * p.kbn * BLK_ELEMS * sizeof(uint16_t));
+    if (!p.b) return -1;
+    if (tb) pack_b_cols(K, N, B, ldb, &p);
+    else pack_b_rows(K, N, B, ldb, &p);
+    k->valid = 1;
+    return 0;
+}
+
+void gemm_bf16_forget(void)
+{
+    for (int i = 0; i < nkept; i++) kept[i].valid = 0;
+}
+
+static int pack(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, packed_t *p)
+{
+    block_counts(M, N, K, p);
     p->a = grow(&scratch_a, (size_t)p->mbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
-    p->b = grow(&scratch_b, (size_t)p->nbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
-    if (!p->a || !p->b) return -1;
-    if (ta) pack_a_any(ta, M, K, A, lda, p);
+    if (!p->a) return -1;
+    if (ta) pack_a_cols(M, K, A, lda, p);
     else pack_a_rows(M, K, A, lda, p);
-    if (tb) pack_b_any(tb, K, N, B, ldb, p);
+    const kept_t *k = kept_find(B, tb, K, N, ldb);
+    if (k && k->valid) {
+        p->b = k->packed.p;
+        return 0;
+    }
+    p->b = grow(&scratch_b, (size_t)p->nbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
+    if (!p->b) return -1;
+    if (tb) pack_b_cols(K, N, B, ldb, p);
     else pack_b_rows(K, N, B, ldb, p);
     return 0;
 }
 
-/* C's rows x cols block at (m0, n0) from the sums acc (row stride ld) */
-static void write_back(const float *acc, int ld, int m0, int n0, int rows, int cols, float alpha, float beta, float *C,
-                       int ldc)
+/* C's rows x cols block at (m0, n0) from the sums acc (row stride ld): alpha * acc, plus
+ * beta * C unless beta is 0 (then C is not read) */
+AVX512BF16 static void write_back(const float *acc, int ld, int m0, int n0, int rows, int cols, float alpha, float beta,
+                                  float *C, int ldc)
 {
+    const __m512 a = _mm512_set1_ps(alpha), b = _mm512_set1_ps(beta);
     for (int r = 0; r < rows; r++) {
         float *c = C + (size_t)(m0 + r) * ldc + n0;
         const float *s = acc + (size_t)r * ld;
-        if (beta == 0.0f)
-            for (int j = 0; j < cols; j++) c[j] = alpha * s[j];
-        else
-            for (int j = 0; j < cols; j++) c[j] = alpha * s[j] + beta * c[j];
+        for (int j = 0; j < cols; j += 16) {
+            __mmask16 m = cols - j >= 16 ? 0xffff : (__mmask16)((1u << (cols - j)) - 1);
+            __m512 v = _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, s + j));
+            /* two roundings, as the scalar alpha * s + beta * c: no fused multiply-add */
+            if (beta != 0.0f) v = _mm512_add_ps(v, _mm512_mul_ps(b, _mm512_maskz_loadu_ps(m, c + j)));
+            _mm512_mask_storeu_ps(c + j, m, v);
+        }
     }
 }
 

@@ -34,4 +34,14 @@ void gemm_bf16(int transA, int transB, int M, int N, int K, float alpha, const f
 void gemm_bf16_on(cpu_isa_t isa, int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
                   const float *B, int ldb, float beta, float *C, int ldc);
 
+/* Keeps op(B) (K, N) packed for every later product that reads it (the same pointer,
+ * transposition, shape and stride) until gemm_bf16_forget: a layer's weight, packed once a
+ * step rather than once per product and thread. From one thread, outside the products
+ * (the products only read what is kept); the caller must call gemm_bf16_forget before B
+ * changes. Returns 0, or -1 when it cannot keep it (out of memory, too many kept): the
+ * products then pack it themselves. The buffers stay for the next step's packing. */
+int gemm_bf16_keep_b(int transB, int K, int N, const float *B, int ldb);
+/* Every kept operand is stale (the weights are about to change, or have). */
+void gemm_bf16_forget(void);
+
 #endif

@@ -29,11 +29,18 @@ const char *mm_kernel(void)
     return precision == MM_BF16 ? BF16[cpu_isa()] : "openblas-fp32";
 }
 
-void mm_sgemm(mm_trans_t ta, mm_trans_t tb, int M, int N, int K, float alpha, const float *A, int lda,
-              const float *B, int ldb, float beta, float *C, int ldc)
+void mm_sgemm(mm_trans_t ta, mm_trans_t tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+              int ldb, float beta, float *C, int ldc)
 {
-    if (precision == MM_BF16)
-        gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    if (precision == MM_BF16) gemm_bf16(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
     else
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A,
+                    lda, B, ldb, beta, C, ldc);
 }
+
+void mm_keep_weight(mm_trans_t tb, int K, int N, const float *B, int ldb)
+{
+    if (precision == MM_BF16) gemm_bf16_keep_b(tb, K, N, B, ldb);
+}
+
+void mm_weights_changed(void) { gemm_bf16_forget(); }

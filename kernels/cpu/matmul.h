@@ -32,7 +32,16 @@ typedef enum { MM_N = 0, MM_T = 1 } mm_trans_t;
 
 /* cblas_sgemm's row-major product (C = alpha op(A) op(B) + beta C) at the process's
  * precision. */
-void mm_sgemm(mm_trans_t ta, mm_trans_t tb, int M, int N, int K, float alpha, const float *A, int lda,
-              const float *B, int ldb, float beta, float *C, int ldc);
+void mm_sgemm(mm_trans_t ta, mm_trans_t tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+              int ldb, float beta, float *C, int ldc);
+
+/* At bf16, packs a weight op(B) once for the products that read it until
+ * mm_weights_changed (gemm_bf16_keep_b); nothing at fp32. From one thread, outside a
+ * par_run. Whoever runs layers that keep (fc.c's) calls mm_weights_changed before their
+ * weights change or are freed: model.c does at each forward's start, each backward's end
+ * and model_free. */
+void mm_keep_weight(mm_trans_t tb, int K, int N, const float *B, int ldb);
+/* The weights are about to change (or a new pass begins): kept packings are stale. */
+void mm_weights_changed(void);
 
 #endif

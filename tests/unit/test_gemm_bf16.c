@@ -61,7 +61,7 @@ typedef struct {
 } shape_t;
 
 /* Block edges (16 rows and columns, 32 k), odd block counts, a long sum, a tall thin one. */
-static const shape_t SHAPES[] = {{1, 1, 1},     {16, 16, 32},  {17, 33, 65}, {5, 70, 3},
+static const shape_t SHAPES[] = {{1, 1, 1},     {16, 16, 32},   {17, 33, 65},  {5, 70, 3},
                                  {64, 48, 100}, {33, 17, 1000}, {3, 40, 4096}, {100, 7, 31}};
 #define NSHAPES (sizeof SHAPES / sizeof SHAPES[0])
 
@@ -90,7 +90,8 @@ static double check_case(cpu_isa_t isa, int ta, int tb, shape_t s, scale_t sc, i
     double worst = 0.0;
     for (int m = 0; m < s.M; m++) {
         for (int n = 0; n < s.N; n++) {
-            double got = C[(size_t)m * ldc + n], want = ref[(size_t)m * s.N + n], b = bound(s.K, mag[(size_t)m * s.N + n]);
+            double got = C[(size_t)m * ldc + n], want = ref[(size_t)m * s.N + n],
+                   b = bound(s.K, mag[(size_t)m * s.N + n]);
             if (!isfinite(got)) return INFINITY;
             double r = fabs(got - want) / b;
             if (r > worst) worst = r;
@@ -215,9 +216,11 @@ static void test_nan_propagates(void **state)
         B[5 * N + 2] = INFINITY;
         gemm_bf16_on((cpu_isa_t)isa, 0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N);
         for (int n = 0; n < N; n++)
-            if (!isnan(C[3 * N + n])) fail_msg("%s: row 3 (a NaN in A) col %d: %g", cpu_isa_name((cpu_isa_t)isa), n, C[3 * N + n]);
+            if (!isnan(C[3 * N + n]))
+                fail_msg("%s: row 3 (a NaN in A) col %d: %g", cpu_isa_name((cpu_isa_t)isa), n, C[3 * N + n]);
         for (int m = 0; m < M; m++)
-            if (m != 3 && !isinf(C[m * N + 2])) fail_msg("%s: col 2 (an infinity in B) row %d: %g", cpu_isa_name((cpu_isa_t)isa), m, C[m * N + 2]);
+            if (m != 3 && !isinf(C[m * N + 2]))
+                fail_msg("%s: col 2 (an infinity in B) row %d: %g", cpu_isa_name((cpu_isa_t)isa), m, C[m * N + 2]);
         free(A);
         free(B);
     }
@@ -285,10 +288,12 @@ static void test_layers(void **state)
             for (int i = 0; i < 9; i++)
                 for (int p = 0; p < 36; p++) {
                     int yy = p / 6 + i / 3 - 1, xx = p % 6 + i % 3 - 1;
-                    patches[(c * 9 + i) * 36 + p] = yy < 0 || yy >= 6 || xx < 0 || xx >= 6 ? 0.0f : cx[c * 36 + yy * 6 + xx];
+                    patches[(c * 9 + i) * 36 + p] = yy < 0 || yy >= 6 || xx < 0 || xx >= 6 ? 0.0f
+                                                                                           : cx[c * 36 + yy * 6 + xx];
                 }
         ref_gemm_bf16(0, 0, 8, 36, 144, 1.0, cw, 144, patches, 36, 0.0, NULL, 0, want, mag);
         check_layer("conv 3x3", cy, 36, want, mag, NULL, 8, 36, 144);
+        mm_weights_changed(); /* the layers kept w packed: it is freed */
         free(x), free(w), free(bias), free(g), free(d0), free(a), free(bm), free(cx), free(cw), free(ws);
     }
     mm_set_precision(MM_FP32);
@@ -318,9 +323,9 @@ static void test_cap(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rounding),   cmocka_unit_test(test_portable),       cmocka_unit_test(test_avx512_bf16),
-        cmocka_unit_test(test_amx),        cmocka_unit_test(test_paths_agree),    cmocka_unit_test(test_nan_propagates),
-        cmocka_unit_test(test_cap),        cmocka_unit_test(test_layers),
+        cmocka_unit_test(test_rounding), cmocka_unit_test(test_portable),    cmocka_unit_test(test_avx512_bf16),
+        cmocka_unit_test(test_amx),      cmocka_unit_test(test_paths_agree), cmocka_unit_test(test_nan_propagates),
+        cmocka_unit_test(test_cap),      cmocka_unit_test(test_layers),
     };
     printf("bf16 products: this CPU's best path %s (%s)\n", cpu_isa_name(cpu_isa_available()), cpu_isa_why());
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1348,12 +1348,8 @@ static void mark_attention(model_t *m)
 }
 
 /* Layer i's part in a fused attention as this model runs it: ATTN_NONE where its attention
- * runs as layers (model_t's attention_unfused, or bf16 products: the fused kernel
- * multiplies in float32) */
-static int attn_mode(const model_t *m, int i)
-{
-    return m->attention_unfused || mm_precision() == MM_BF16 ? ATTN_NONE : m->layers[i].attn;
-}
+ * runs as layers (model_t's attention_unfused) */
+static int attn_mode(const model_t *m, int i) { return m->attention_unfused ? ATTN_NONE : m->layers[i].attn; }
 
 /* The fused attention whose merge is layer i (ATTN_RUN), forward and backward: its
  * description with the scores' constant scale as the buffers hold it now (an imported

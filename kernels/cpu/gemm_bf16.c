@@ -3,8 +3,8 @@
  * The two matrix-unit paths share one packing. A becomes blocks of 16 rows x 32 k (one
  * AMX tile, rows of 64 bytes), B blocks of 16 k pairs x 16 columns x 2 (the pair layout
  * that vdpbf16ps and tdpbf16ps read: a B row of 64 bytes holds k = 2p and 2p + 1 of 16
- * columns). Both are zero padded to whole blocks, and to an even number of row and column
- * blocks, so the AMX loop always runs 2 x 2 tiles of output. */
+ * columns). Both are zero padded to whole blocks. The AMX loop runs 2 x 2 tiles of output,
+ * and 1 x 2, 2 x 1 or 1 x 1 at the last row or column block of an odd count. */
 #include "gemm_bf16.h"
 
 #include <cblas.h>
@@ -92,7 +92,7 @@ static void portable(int ta, int tb, int M, int N, int K, float alpha, const flo
 /* ---- packing ----------------------------------------------------------------------------- */
 
 typedef struct {
-    int mbn, nbn, kbn; /* row blocks of A (even), column blocks of B (even), k blocks */
+    int mbn, nbn, kbn; /* row blocks of A, column blocks of B, k blocks */
     uint16_t *a, *b;
 } packed_t;
 
@@ -245,8 +245,8 @@ static kept_t *kept_find(const float *B, int tb, int K, int N, int ldb)
 static void block_counts(int M, int N, int K, packed_t *p)
 {
     p->kbn = (K + KB - 1) / KB;
-    p->mbn = ((M + BLK - 1) / BLK + 1) & ~1;
-    p->nbn = ((N + BLK - 1) / BLK + 1) & ~1;
+    p->mbn = (M + BLK - 1) / BLK;
+    p->nbn = (N + BLK - 1) / BLK;
 }
 
 int gemm_bf16_keep_b(int tb, int K, int N, const float *B, int ldb)
@@ -352,6 +352,49 @@ typedef struct {
     uint8_t rows[16];
 } tilecfg_t;
 
+/* One block of up to 2 x 2 tiles at row block mb and column block nb: two_m and two_n say
+ * whether the second row and column blocks exist (a product of 16 rows runs 1 x 2). */
+AMX static inline void amx_block(const packed_t *p, int mb, int nb, int two_m, int two_n, float *acc, int ld)
+{
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    const uint16_t *a0 = p->a + (size_t)mb * p->kbn * BLK_ELEMS, *a1 = a0 + (size_t)p->kbn * BLK_ELEMS;
+    const uint16_t *b0 = p->b + (size_t)nb * p->kbn * BLK_ELEMS, *b1 = b0 + (size_t)p->kbn * BLK_ELEMS;
+    if (two_m && two_n)
+        for (int kb = 0; kb < p->kbn; kb++) {
+            size_t o = (size_t)kb * BLK_ELEMS;
+            _tile_loadd(4, a0 + o, 64);
+            _tile_loadd(5, a1 + o, 64);
+            _tile_loadd(6, b0 + o, 64);
+            _tile_loadd(7, b1 + o, 64);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+        }
+    else
+        for (int kb = 0; kb < p->kbn; kb++) {
+            size_t o = (size_t)kb * BLK_ELEMS;
+            _tile_loadd(4, a0 + o, 64);
+            _tile_loadd(6, b0 + o, 64);
+            _tile_dpbf16ps(0, 4, 6);
+            if (two_n) {
+                _tile_loadd(7, b1 + o, 64);
+                _tile_dpbf16ps(1, 4, 7);
+            }
+            if (two_m) {
+                _tile_loadd(5, a1 + o, 64);
+                _tile_dpbf16ps(2, 5, 6);
+            }
+        }
+    _tile_stored(0, acc, ld * 4);
+    _tile_stored(1, acc + BLK, ld * 4);
+    _tile_stored(2, acc + BLK * ld, ld * 4);
+    _tile_stored(3, acc + BLK * ld + BLK, ld * 4);
+}
+
 AMX static void amx(const packed_t *p, int M, int N, float alpha, float beta, float *C, int ldc)
 {
     tilecfg_t cfg = {.palette = 1};
@@ -363,29 +406,9 @@ AMX static void amx(const packed_t *p, int M, int N, float alpha, float beta, fl
     float acc[2 * BLK * 2 * BLK] __attribute__((aligned(64)));
     const int ld = 2 * BLK;
     for (int nc = 0; nc < p->nbn; nc += NB_CHUNK)
-        for (int mb = 0; mb < p->mbn && mb * BLK < M; mb += 2)
-            for (int nb = nc; nb < min_int(p->nbn, nc + NB_CHUNK) && nb * BLK < N; nb += 2) {
-                _tile_zero(0);
-                _tile_zero(1);
-                _tile_zero(2);
-                _tile_zero(3);
-                const uint16_t *a0 = p->a + (size_t)mb * p->kbn * BLK_ELEMS, *a1 = a0 + (size_t)p->kbn * BLK_ELEMS;
-                const uint16_t *b0 = p->b + (size_t)nb * p->kbn * BLK_ELEMS, *b1 = b0 + (size_t)p->kbn * BLK_ELEMS;
-                for (int kb = 0; kb < p->kbn; kb++) {
-                    size_t o = (size_t)kb * BLK_ELEMS;
-                    _tile_loadd(4, a0 + o, 64);
-                    _tile_loadd(5, a1 + o, 64);
-                    _tile_loadd(6, b0 + o, 64);
-                    _tile_loadd(7, b1 + o, 64);
-                    _tile_dpbf16ps(0, 4, 6);
-                    _tile_dpbf16ps(1, 4, 7);
-                    _tile_dpbf16ps(2, 5, 6);
-                    _tile_dpbf16ps(3, 5, 7);
-                }
-                _tile_stored(0, acc, ld * 4);
-                _tile_stored(1, acc + BLK, ld * 4);
-                _tile_stored(2, acc + BLK * ld, ld * 4);
-                _tile_stored(3, acc + BLK * ld + BLK, ld * 4);
+        for (int mb = 0; mb < p->mbn; mb += 2)
+            for (int nb = nc; nb < min_int(p->nbn, nc + NB_CHUNK); nb += 2) {
+                amx_block(p, mb, nb, mb + 1 < p->mbn, nb + 1 < p->nbn, acc, ld);
                 write_back(acc, ld, mb * BLK, nb * BLK, min_int(2 * BLK, M - mb * BLK), min_int(2 * BLK, N - nb * BLK),
                            alpha, beta, C, ldc);
             }

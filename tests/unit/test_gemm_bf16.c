@@ -300,6 +300,60 @@ static void test_layers(void **state)
     cpu_isa_cap(was);
 }
 
+/* ---- the fused attention at bf16 (attention.c) ------------------------------------------- */
+
+/* One head (B 1, H 1) of T positions and width D at bf16: Y = round(P) round(V) and
+ * dV = round(P)^T round(dY) against double sums over the kernel's own P (its float32
+ * softmax output) within gamma(T + 2) of the terms; P against the causal softmax, in
+ * double, of the exact scores round(Q) round(K)^T: to first order a score off by e moves
+ * P_c by at most 2 scale max|e| P_c (softmax's derivative), e at most gamma(D) of the
+ * scores' terms, beside the float32 softmax's own 1e-6 (test_gpt's causal softmax). */
+static void test_attention(void **state)
+{
+    enum { T = 37, D = 24 };
+    if (!attention_fits(T, D)) {
+        printf("skip: the fused attention needs AVX2 and FMA\n");
+        skip();
+    }
+    float *q = random_floats(T * D, 1.0), *k = random_floats(T * D, 1.0), *v = random_floats(T * D, 1.0);
+    float *dy = random_floats(T * D, 1.0), p[T * T] = {0}, y[T * D], dq[T * D], dk[T * D], dv[T * D];
+    const float scale = 0.3f;
+    attn_operand_t o = {.off = 0, .ss = T * D, .hs = T * D, .rs = D};
+    attn_desc_t a = {.H = 1, .T = T, .D = D, .scale = scale, .pre_scale = 1.0f, .q = o, .k = o, .v = o, .y = o};
+    mm_set_precision(MM_BF16);
+    attention_causal_forward(&a, 1, q, k, v, p, y);
+    attention_causal_backward(&a, 1, q, k, v, p, dy, dq, dk, dv);
+    mm_set_precision(MM_FP32);
+    double s[T * T], pr[T * T], want[T * D], mag[T * D], smag[T * T];
+    for (int i = 0; i < T; i++)
+        for (int c = 0; c < T; c++) {
+            double acc = 0, m = 0;
+            for (int d = 0; d < D; d++) {
+                double t = (double)bf16_round(q[i * D + d]) * bf16_round(k[c * D + d]);
+                acc += t, m += fabs(t);
+            }
+            s[i * T + c] = acc, smag[i * T + c] = m;
+        }
+    ref_causal_softmax(1, T, scale, s, pr);
+    for (int i = 0; i < T; i++) {
+        double e = 0;
+        for (int c = 0; c <= i; c++) e = fmax(e, bound(D, smag[i * T + c]));
+        for (int c = 0; c < T; c++) {
+            double b = 2.0 * scale * e * pr[i * T + c] * 1.01 + 1e-6;
+            if (!(fabs(p[i * T + c] - pr[i * T + c]) <= b))
+                fail_msg("attention P [%d, %d]: %.9g, want %.9g within %.3g", i, c, p[i * T + c], pr[i * T + c], b);
+        }
+    }
+    /* Y = round(P) round(V): P lower-triangular, zeros above */
+    ref_gemm_bf16(0, 0, T, D, T, 1.0, p, T, v, D, 0.0, NULL, 0, want, mag);
+    check_layer("attention Y", y, D, want, mag, NULL, T, D, T);
+    ref_gemm_bf16(1, 0, T, D, T, 1.0, p, T, dy, D, 0.0, NULL, 0, want, mag);
+    check_layer("attention dV", dv, D, want, mag, NULL, T, D, T);
+    for (int i = 0; i < T * D; i++)
+        if (!isfinite(dq[i]) || !isfinite(dk[i])) fail_msg("attention dQ or dK not finite at %d", i);
+    free(q), free(k), free(v), free(dy);
+}
+
 /* PACER_CPU_ISA's spellings, and the cap: a cap at or below what the CPU has is what runs. */
 static void test_cap(void **state)
 {
@@ -325,7 +379,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rounding), cmocka_unit_test(test_portable),    cmocka_unit_test(test_avx512_bf16),
         cmocka_unit_test(test_amx),      cmocka_unit_test(test_paths_agree), cmocka_unit_test(test_nan_propagates),
-        cmocka_unit_test(test_cap),      cmocka_unit_test(test_layers),
+        cmocka_unit_test(test_cap),      cmocka_unit_test(test_layers),      cmocka_unit_test(test_attention),
     };
     printf("bf16 products: this CPU's best path %s (%s)\n", cpu_isa_name(cpu_isa_available()), cpu_isa_why());
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -145,13 +145,14 @@ int main(int argc, char **argv)
     if (n == 0) {
         /* nanoGPT's CPU shape (768 rows: 12 x 64 tokens, width 128): the MLP's forward, its
          * input and weight gradients; GPT-2 124M's width 768 at 4 x 64 tokens */
-        const shape_t def[] = {{768, 512, 128, 0, 1}, {768, 128, 512, 0, 0}, {512, 128, 768, 1, 0},
+        const shape_t def[] = {{768, 512, 128, 0, 1},  {768, 128, 512, 0, 0},  {512, 128, 768, 1, 0},
                                {256, 3072, 768, 0, 1}, {256, 768, 3072, 0, 0}, {3072, 768, 256, 1, 0},
                                {2048, 384, 128, 0, 1}, {2048, 3072, 768, 0, 1}};
         n = (int)(sizeof def / sizeof def[0]);
         memcpy(shapes, def, sizeof def);
     }
-    printf("| M x N x K (tA, tB) | OpenBLAS fp32 | portable bf16 | avx512_bf16 | amx | oneDNN bf16 | pacer best / oneDNN |\n");
+    printf(
+        "| M x N x K (tA, tB) | OpenBLAS fp32 | portable bf16 | avx512_bf16 | amx | oneDNN bf16 | pacer best / oneDNN |\n");
     printf("|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n; i++) {
         const shape_t *s = &shapes[i];

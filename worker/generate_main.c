@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "blas_core.h"
 #include "checkpoint.h"
 #include "ckptdir.h"
 #include "generate.h"
@@ -323,6 +324,7 @@ static int generate(const gen_args_t *a, model_t *m, const model_gpt_t *g, const
 
 int main(int argc, char **argv)
 {
+    blas_core_choose(argv); /* OpenBLAS's kernels by the CPU's flags (blas_core.h) */
     gen_args_t a;
     char err[2048], ckpt[4096];
     if (argc < 2) return usage();

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "comm_mpi.h"
+#include "blas_core.h"
 #include "cpu_isa.h"
 #include "loop.h"
 #include "matmul.h"
@@ -372,6 +373,9 @@ static int args_refused(const worker_args_t *a, int extra);
 
 int main(int argc, char **argv)
 {
+    /* OpenBLAS's kernels by the CPU's flags, not its model number (blas_core.h): before
+     * anything, since it may run this program again */
+    blas_core_choose(argv);
     static worker_args_t args = {.lr_scale = 1.0, .fence = -1, .resume_before = -1};
     worker_args_t *a = &args;
     long bench_steps = 0;

@@ -471,6 +471,10 @@ static json_t *device_json(const worker_t *w)
     /* Which OpenBLAS kernels a CPU rank ran on: a figure from it is a figure of them. */
     if (d && strcmp(w->record.device, "cpu") == 0) {
         json_object_set_new(d, "blas", json_string(blas_core()));
+        if (blas_core_replaced())
+            json_object_set_new(d, "blas_reason",
+                                json_pack("{s:s, s:s}", "openblas_took", blas_core_replaced(), "chosen_by",
+                                          "cpu flags"));
         /* and which convolution kernels: the direct ones follow OpenBLAS's ISA */
         json_object_set_new(d, "conv", json_string(direct_isa_name()));
         /* and the matrix products' (kernels/cpu/matmul.h): at bf16, which unit, and why

@@ -19,4 +19,25 @@ int blas_core_avx512(void);
  * Prescott kernels OpenBLAS 0.3.21 takes for CPUs it does not know). */
 int blas_core_avx2(void);
 
+/* The kernels this CPU's own feature flags (cpuid, and the OS's saved states) allow:
+ * "SkylakeX" with AVX-512 (F, CD, BW, DQ, VL), "Haswell" with AVX2 and FMA, else NULL (no
+ * better choice than OpenBLAS's). OpenBLAS 0.3.21 picks by the CPU's model number and takes
+ * a model it does not know (the Xeons of family 6, model 207) for a Prescott: SSE3 kernels,
+ * ten times slower at a GPT's products (docs/PERFORMANCE.md). */
+const char *blas_core_by_flags(void);
+/* Whether core a's kernels are narrower than b's (Prescott's SSE3 below Haswell's AVX2
+ * below SkylakeX's AVX-512); 0 for a name it does not rank. */
+int blas_core_narrower(const char *a, const char *b);
+/* A program's first call, before anything else runs (before MPI_Init): when OpenBLAS took
+ * narrower kernels than the flags allow and OPENBLAS_CORETYPE is not set (a user's choice
+ * is kept), it runs the program again (execv of /proc/self/exe, the same arguments) with
+ * OPENBLAS_CORETYPE set to blas_core_by_flags(), which OpenBLAS reads only when it loads.
+ * Returns only when there is nothing to do or the execv failed (then with a warning on
+ * stderr). PACER_BLAS_PICKED=NAME makes it take OpenBLAS's choice as NAME (the tests: a
+ * CPU OpenBLAS does not know cannot be made up). */
+void blas_core_choose(char **argv);
+/* After blas_core_choose ran the program again: what OpenBLAS had taken ("Prescott"), else
+ * NULL. */
+const char *blas_core_replaced(void);
+
 #endif

@@ -1,0 +1,68 @@
+# precision bf16 against fp32 and PyTorch: the built-in GPT trained on one thread at two
+# shapes, pacer fp32, pacer bf16, PyTorch fp32 and PyTorch with autocast bf16 (Debian's
+# python3-torch: oneDNN's AMX or AVX512-BF16 kernels where the CPU has them; what a
+# PyTorch user switches on), taking turns, RUNS rounds (3), medians of tokens per second:
+#   nanoGPT's CPU shape: 4 blocks x 4 heads x 128 wide, block 64, batch 12, STEPS (80);
+#   GPT-2 124M's width: 12 x 12 x 768, block 64, batch 4, STEPS2 (8), a vocabulary of 256
+#   bytes (not GPT-2's 50,257: the head is 0.2 M parameters, not 38.6 M).
+# The text is the GNU licenses of Debian's base-files. pacer's figure is the summary's
+# train_tokens_per_s, PyTorch's its training loop's (bench/torch_gpt.py); both AdamW.
+# Then each run's peak RSS (pacer's summary) at GPT-2's width, fp32 against bf16, and
+# bench/gemm_bf16's products at a GPT's shapes against oneDNN's bf16 matmul (libdnnl-dev).
+# OPENBLAS_CORETYPE is left to OpenBLAS (its own choice on this CPU, printed).
+. bench/lib.sh
+RUNS=${RUNS:-3}
+STEPS=${STEPS:-80}
+STEPS2=${STEPS2:-8}
+export OMP_NUM_THREADS=1
+LIC=/usr/share/common-licenses
+mkdir -p "$TMP/text"
+cat "$LIC/GPL-3" "$LIC/GPL-2" "$LIC/Apache-2.0" >"$TMP/text/train.txt"
+head -c 4096 "$LIC/LGPL-2.1" >"$TMP/text/val.txt"
+spec() { # NAME PRECISION L H E T B SUBSET
+    jq -n --arg data "$TMP/text" --arg p "$2" --argjson L "$3" --argjson H "$4" --argjson E "$5" --argjson T "$6" \
+        --argjson B "$7" --argjson n "$8" \
+        '{name: "bf16-bench", model: {gpt: {layers: $L, heads: $H, embd: $E, block_size: $T}}, precision: $p,
+          dataset: {format: "text", path: $data, train_subset: $n, test_subset: $B},
+          batch_size: $B, epochs: 1, threads: 1, device: "cpu", log_every: 0,
+          optimizer: {kind: "adamw", lr: 0.001, weight_decay: 0.1}}' >"$TMP/$1.json"
+}
+# pacer_run SPEC STEPS TAG I
+pacer_run() {
+    "$WORKER" --spec "$TMP/$1.json" --summary "$TMP/$3.$4.json" --stop-after-steps "$2" >/dev/null 2>&1 ||
+        { echo "pacer-worker ($3) failed"; exit 1; }
+}
+torch_run() { # SHAPE-ARGS... -- TAG I AUTOCAST
+    tag=$1 i=$2 ac=$3
+    shift 3
+    TORCH_GPT_AUTOCAST=$ac /usr/bin/python3 bench/torch_gpt.py "$TMP/text/train.txt" "$@" >"$TMP/$tag.$i.json" ||
+        { echo "torch_gpt ($tag) failed"; exit 1; }
+}
+med() { for i in $(seq "$RUNS"); do jq ".$2" "$TMP/$1.$i.json"; done | median; }
+shape() { # NAME L H E T B STEPS SUBSET
+    name=$1 L=$2 H=$3 E=$4 T=$5 B=$6 steps=$7 n=$8
+    spec "${name}32" fp32 "$L" "$H" "$E" "$T" "$B" "$n"
+    spec "${name}16" bf16 "$L" "$H" "$E" "$T" "$B" "$n"
+    for i in $(seq "$RUNS"); do
+        pacer_run "${name}32" "$steps" "${name}p32" "$i"
+        torch_run "${name}t32" "$i" "" "$L" "$H" "$E" "$T" "$B" "$steps"
+        pacer_run "${name}16" "$steps" "${name}p16" "$i"
+        torch_run "${name}t16" "$i" bf16 "$L" "$H" "$E" "$T" "$B" "$steps"
+    done
+    p32=$(med "${name}p32" train_tokens_per_s) p16=$(med "${name}p16" train_tokens_per_s)
+    t32=$(med "${name}t32" tokens_per_s) t16=$(med "${name}t16" tokens_per_s)
+    md "GPT $L x $H x $E, block $T, batch $B, $steps steps, one thread, median of $RUNS rounds (tokens/s):"
+    md "  pacer fp32 $(printf '%.0f' "$p32"), pacer bf16 $(printf '%.0f' "$p16") ($(jq -r .kernels.gemm "$TMP/${name}p16.1.json")), PyTorch fp32 $(printf '%.0f' "$t32"), PyTorch autocast bf16 $(printf '%.0f' "$t16")"
+    md "  pacer bf16 / PyTorch autocast $(ratio "$p16" "$t16"); pacer bf16 / pacer fp32 $(ratio "$p16" "$p32"); PyTorch autocast / fp32 $(ratio "$t16" "$t32")"
+}
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
+units=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|avx512f|avx512_bf16|amx_bf16|amx_tile)$' | tr '\n' ' ')
+md "bf16_speed on $cpu ($(nproc) cores; $units), torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), load $(uptime | sed 's/.*load average: //'):"
+shape nano 4 4 128 64 12 "$STEPS" 1440
+blas=$(jq -r '.per_rank[0].device.blas' "$TMP/nanop32.1.json")
+md "  (pacer fp32 on OpenBLAS's $blas kernels)"
+shape gpt2 12 12 768 64 4 "$STEPS2" 256
+m32=$(med gpt2p32 peak_rss_mb) m16=$(med gpt2p16 peak_rss_mb)
+md "  peak RSS at GPT-2's width: fp32 $(printf '%.0f' "$m32") MB, bf16 $(printf '%.0f' "$m16") MB (the bf16 run adds its packed weights, 2 bytes a weight twice, and keeps float32 activations)"
+md "bf16 products at a GPT's shapes (GFLOP/s, one thread):"
+"$BUILD/bench/gemm_bf16" --reps 20 2>/dev/null | tee -a "$OUT"

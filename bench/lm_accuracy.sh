@@ -14,9 +14,11 @@
 #   equal    4 ranks (mpirun), ssgd, batch 3 each (the same global batch), dynamic batching
 #   unequal  the same with emulated slowdowns SLOW (default [1, 1, 2, 4] scaled to the cores
 #            by fit_slowdowns: [4, 4, 8, 16] on 2 cores)
+#   bf16     pacer's one rank with "precision": "bf16" (its products' operands in bf16, on
+#            the CPU's AMX or AVX512-BF16 where it has them); not in the default CONFIGS
 # ITERS steps in one epoch over the first 12 x ITERS training windows; the validation loss
 # (nats per token) over the first VAL windows of val.txt. Goals: pacer within 0.02 nats of
-# torch; unequal within 0.02 of equal (means over the seeds). Seeds run one after the other;
+# torch; unequal within 0.02 of equal; bf16 within 0.02 of pacer (means over the seeds). Seeds run one after the other;
 # CONFIGS runs some of the four only (CONFIGS="" none: the table reads what KEEP holds).
 # pacer's runs keep their final weights ($KEEP/CFG.SEED.onnx) and the table says in how many
 # bytes the 4-rank runs' differ from the 1-rank run's.
@@ -53,12 +55,12 @@ tail -c +$((n * 9 / 10 + 1)) "$TMP/all.txt" >"$TMP/val.txt"
 for f in train.txt val.txt; do cmp -s "$TMP/$f" "$KEEP/text/$f" || mv "$TMP/$f" "$KEEP/text/$f"; done
 nfiles=$(find "$src" -maxdepth 1 -type f ! -name '*.dat' ! -name '*.u8' | wc -l)
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-# spec SEED WORKERS BATCH SLOWDOWN - pacer's spec of the runs (written to $TMP/spec.json)
+# spec SEED WORKERS BATCH SLOWDOWN [PRECISION] - pacer's spec of the runs ($TMP/spec.json)
 spec() {
     algo='"name": "sgd"'
     [ "$2" -gt 1 ] && algo='"name": "ssgd", "dynamic_batch": true'
     cat >"$TMP/spec.json" <<JSON
-{"name": "lm-acc", "seed": $1,
+{"name": "lm-acc", "seed": $1, "precision": "${5:-fp32}",
  "model": {"gpt": {"layers": 4, "heads": 4, "embd": 128, "block_size": 64, "dropout": 0.0}},
  "dataset": {"format": "text", "path": "$KEEP/text", "train_subset": $((12 * ITERS)), "test_subset": $VAL},
  "epochs": 1, "batch_size": $3, "workers": $2, "threads": 1, "device": "cpu", "log_every": $LOG_EVERY,
@@ -79,6 +81,10 @@ for seed in $SEEDS; do
             spec "$seed" 1 12 "[]"
             $WORKER --spec "$TMP/spec.json" --summary "$KEEP/pacer.$seed.json" --export-onnx "$KEEP/pacer.$seed.onnx" >"$KEEP/pacer.$seed.log" 2>&1 ||
                 { tail -3 "$KEEP/pacer.$seed.log"; echo "lm_accuracy: pacer failed"; exit 1; } ;;
+        bf16)
+            spec "$seed" 1 12 "[]" bf16
+            $WORKER --spec "$TMP/spec.json" --summary "$KEEP/bf16.$seed.json" >"$KEEP/bf16.$seed.log" 2>&1 ||
+                { tail -3 "$KEEP/bf16.$seed.log"; echo "lm_accuracy: pacer bf16 failed"; exit 1; } ;;
         equal | unequal)
             slow="[]"
             [ "$cfg" = unequal ] && slow=$SLOW
@@ -123,11 +129,12 @@ md "GPT 4 x 128, 4 heads, block 64, dropout 0, bytes (vocabulary 256); the $nfil
 md ""
 md "| configuration | validation loss per seed ($SEEDS) | mean ± sd | training s per run |"
 md "|---|---|---|---|"
-for cfg in torch pacer equal unequal; do
+for cfg in torch pacer equal unequal bf16; do
+    [ -n "$(loss $cfg)" ] || continue
     md "| $cfg | $(loss $cfg | xargs -r printf '%.4f ')| $(loss $cfg | meansd 4) | $(seed_field $cfg train_s | meansd 0) |"
 done
 md ""
-md "Goal, pacer within 0.02 nats of PyTorch: $(verdict pacer torch). Goal, unequal speeds within 0.02 of equal: $(verdict unequal equal)."
+md "Goal, pacer within 0.02 nats of PyTorch: $(verdict pacer torch). Goal, unequal speeds within 0.02 of equal: $(verdict unequal equal). Goal, bf16 within 0.02 of fp32 (pacer): $(verdict bf16 pacer)$([ -f "$KEEP/bf16.$first.json" ] && echo " (bf16 on $(jq -r .kernels.gemm "$KEEP/bf16.$first.json"))")."
 for cfg in equal unequal; do
     d=$(differs $cfg)
     [ -z "$d" ] || md "Bytes of $cfg's final weights that differ from the 1-rank run's (of $(wc -c <"$(ls "$KEEP"/pacer.*.onnx | head -1)") per file): $d."

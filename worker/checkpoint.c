@@ -578,21 +578,24 @@ static int check_region(const unsigned char *buf, const region_t *g, const model
 }
 
 /* Every float array a resume restores (after the header's checks, before anything is
- * restored): parameters and momentum (AdamW's first moment) finite, the second moment
- * finite and >= 0, PowerSGD's Q and every rank's error finite and bounded (checkpoint.h,
- * CKPT_STATE_BOUND). data: the parameters' offset. */
+ * restored): parameters finite, momentum (AdamW's first moment) finite and bounded, the
+ * second moment finite, >= 0 and bounded, PowerSGD's Q and every rank's error finite and
+ * bounded (checkpoint.h, CKPT_STATE_BOUND, CKPT_MOMENT2_BOUND). data: the parameters'
+ * offset. */
 static int check_restored(const unsigned char *buf, size_t data, const model_t *m, const tail_t *t, const char *path,
                           char *err, size_t errlen)
 {
-    char why_err[160], why_q[160];
+    char why_err[160], why_q[160], why_m[160], why_m2[160];
     snprintf(why_err, sizeof why_err, "finite, of magnitude at most %g (gradient not yet sent)", CKPT_STATE_BOUND);
     snprintf(why_q, sizeof why_q, "finite, of magnitude at most %g", CKPT_Q_BOUND);
+    snprintf(why_m, sizeof why_m, "finite, of magnitude at most %g (a running sum of gradients)", CKPT_STATE_BOUND);
+    snprintf(why_m2, sizeof why_m2, "finite, >= 0 and at most %g (a mean of squared gradients)", CKPT_MOMENT2_BOUND);
     const size_t np = m->nparams, f = sizeof(float);
     const size_t comp = data + (2 * np + m->nbuffers) * f, m2 = comp + compress_floats(t->cq, t->ce, t->cr) * f;
     region_t g[3 + CKPT_MAX_WORKERS] = {
         {"parameters", data, np, 1, -1, 0, 0, "finite"},
-        {m->moment2 ? "AdamW first moment" : "momentum", data + np * f, np, 1, -1, 0, 0, "finite"},
-        {"AdamW second moment", m2, m->moment2 ? t->m2 : 0, 1, -1, 1, 0, "finite and >= 0 (a mean of squares)"},
+        {m->moment2 ? "AdamW first moment" : "momentum", data + np * f, np, 1, -1, 0, CKPT_STATE_BOUND, why_m},
+        {"AdamW second moment", m2, m->moment2 ? t->m2 : 0, 1, -1, 1, CKPT_MOMENT2_BOUND, why_m2},
         {"PowerSGD Q", comp, t->cq, 0, -1, 0, CKPT_Q_BOUND, why_q},
     };
     int ng = 4;

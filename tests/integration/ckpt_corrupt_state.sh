@@ -3,8 +3,10 @@
 # restored, and a refusal names the file, the array, the element (and its tensor) and its
 # value; pacer-worker exits 2 and never trains on. Forged with tests/tools/ckpt_patch (one
 # float set, the CRC recomputed), on generated data (no data set needed):
-#   1. one process, AdamW: a NaN parameter, an infinite first moment, a negative and a NaN
-#      second moment are each refused; the unforged checkpoint resumes.
+#   1. one process, AdamW: a NaN parameter, an infinite first moment and one of 1e30, a
+#      negative, a NaN and a 1e30 second moment are each refused (1e30 in the first moment
+#      used to resume and end at 0.117 accuracy against 0.719, health "ok"); the unforged
+#      checkpoint resumes. SGD's momentum of 1e30 too.
 #   2. 2 ranks of ssgd with PowerSGD: the step-20 checkpoint holds both ranks' error
 #      feedback; an error of 1e30 (which used to resume and train on, silently, to 0.13
 #      accuracy where the run had 0.47) and a NaN Q are refused by every rank.
@@ -33,8 +35,10 @@ CK=$TMP/aw/aw.ckpt
 [ -s "$CK" ] || fail "no checkpoint at $CK"
 for c in "params[123] nan parameters: element 123 (conv1.weight\[123\]) is nan, want finite" \
     "momentum[7] inf AdamW first moment: element 7 (conv1.weight\[7\]) is inf, want finite" \
-    "moment2[5] -1 AdamW second moment: element 5 (conv1.weight\[5\]) is -1, want finite and >= 0" \
-    "moment2[61000] nan AdamW second moment: element 61000 (fc3.weight\[.*\]) is nan, want finite and >= 0"; do
+    "momentum[9] 1e30 AdamW first moment: element 9 (conv1.weight\[9\]) is 1e+30, want finite, of magnitude at most 1e+06 (a running sum of gradients)" \
+    "moment2[5] -1 AdamW second moment: element 5 (conv1.weight\[5\]) is -1, want finite, >= 0 and at most 1e+12" \
+    "moment2[6] 1e30 AdamW second moment: element 6 (conv1.weight\[6\]) is 1e+30, want finite, >= 0 and at most 1e+12 (a mean of squared gradients)" \
+    "moment2[61000] nan AdamW second moment: element 61000 (fc3.weight\[.*\]) is nan, want finite, >= 0 and at most 1e+12"; do
     set -- $c
     field=$1 value=$2
     shift 2
@@ -45,6 +49,15 @@ $WORKER --spec "$TMP/aw.json" --resume-from "$CK" --stop-after-steps 12 >"$TMP/a
     { cat "$TMP/aw2.log"; fail "the unforged AdamW checkpoint did not resume"; }
 grep -q "resumed from .* at step 10" "$TMP/aw2.log" || { cat "$TMP/aw2.log"; fail "did not resume at step 10"; }
 echo "ok: the unforged AdamW checkpoint resumes at step 10"
+
+# 1b. SGD at momentum 0.9: a momentum buffer of 1e30 (which used to resume silently, health
+# "ok") is refused as AdamW's first moment is.
+spec "$TMP/sg.json" sg ', "optimizer": {"kind": "sgd", "lr": 0.02, "momentum": 0.9}'
+$WORKER --spec "$TMP/sg.json" --stop-after-steps 10 >"$TMP/sg.log" 2>&1 || { cat "$TMP/sg.log"; fail "the SGD run failed"; }
+forged "$TMP/sg/sg.ckpt" "momentum[7]" 1e30
+expect_error 2 "forged.ckpt: checkpoint's momentum: element 7 (conv1.weight\[7\]) is 1e+30, want finite, of magnitude at most 1e+06 (a running sum of gradients)" \
+    $WORKER --spec "$TMP/sg.json" --resume-from "$TMP/forged.ckpt"
+echo "ok: SGD momentum of 1e30 refused by name"
 
 # 2. PowerSGD's state, 2 ranks: every rank reads the file and refuses it.
 spec "$TMP/ps.json" ps ', "workers": 2, "algorithm": {"name": "ssgd", "compression": {"kind": "powersgd", "rank": 2}}'

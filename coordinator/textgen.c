@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
@@ -17,6 +18,7 @@
 #include <unistd.h>
 
 #include "coord_internal.h"
+#include "jsonbody.h"
 
 extern char **environ;
 
@@ -60,6 +62,15 @@ static int set_field(genreq_t *r, const char *key, json_t *v, char *err, size_t 
             snprintf(err, errlen, "temperature: must be a number from 0 (greedy) to %g", GENREQ_TEMPERATURE_MAX);
             return -1;
         }
+        /* a subnormal one would reach pacer-generate as a number its own parser refuses
+         * (strtod's underflow), and come back naming its flag instead of this field */
+        if (t > 0 && t < DBL_MIN) {
+            snprintf(err, errlen,
+                     "temperature: %g is below the smallest normal number %.17g: give 0 (greedy) or a "
+                     "number from %.17g to %g",
+                     t, DBL_MIN, DBL_MIN, GENREQ_TEMPERATURE_MAX);
+            return -1;
+        }
         r->temperature = t;
     } else if (strcmp(key, "checkpoint") == 0) {
         const char *s = json_is_string(v) ? json_string_value(v) : NULL;
@@ -84,6 +95,7 @@ int genreq_parse(const char *body, size_t len, genreq_t *out, char *err, size_t 
     }
     json_error_t je;
     json_t *root = body && len ? json_loadb(body, len, JSON_REJECT_DUPLICATES, &je) : NULL;
+    if (body && len && !root) return jsonbody_error(&je, "body", err, errlen);
     if (!json_is_object(root)) {
         snprintf(err, errlen, "body: must be a JSON object {\"prompt\": \"...\", \"max_tokens\": N, ...}");
         json_decref(root);

@@ -7,6 +7,7 @@
 
 #include "clog.h"
 #include "http_internal.h"
+#include "jsonbody.h"
 #include "respond.h"
 
 #define DRAIN_BODY_MAX 4096
@@ -32,7 +33,8 @@ int drain_body_parse(const char *text, size_t len, double *deadline_s, char *rea
     }
     if (len == 0) return 0;
     json_error_t e;
-    json_t *body = json_loadb(text, len, 0, &e);
+    json_t *body = json_loadb(text, len, JSON_REJECT_DUPLICATES, &e);
+    if (!body) return jsonbody_error(&e, "body", err, errlen);
     if (!json_is_object(body)) {
         json_decref(body);
         snprintf(err, errlen, "body: must be a JSON object {\"deadline_s\": N, \"reason\": \"...\"}");

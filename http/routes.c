@@ -39,6 +39,21 @@ static const struct {
     {"DELETE", "/api/v1/webhooks/{id}", USER_ACT_SUBMIT},
 };
 
+/* What each ROUTE_JSON_BODY route reads, for its 415 (http/server.c): "send X with
+ * Content-Type: application/json". A separate table, as ACTIONS. */
+static const struct {
+    const char *method, *pattern, *body;
+} BODIES[] = {
+    {"POST", "/api/v1/jobs", "the job spec"},
+    {"POST", "/api/v1/jobs/{id}/generate", "the generate request ({\"prompt\": \"...\", \"max_tokens\": N, ...})"},
+    {"POST", "/api/v1/experiments", "the experiment ({\"name\", \"spec\", \"search\"})"},
+    {"POST", "/api/v1/cluster/hosts/{name}/drain", "the drain ({\"deadline_s\": N, \"reason\": \"...\"}, or no body)"},
+    {"POST", "/api/v1/users", "the user ({\"name\", \"role\", \"expires_in_s\"})"},
+    {"PUT", "/api/v1/users/{name}",
+     "the user's weight and limits ({\"weight\", \"max_queued\", \"max_slots\", \"max_models\", \"max_priority\"})"},
+    {"POST", "/api/v1/webhooks", "the webhook ({\"url\", \"events\", \"secret\", \"job\"})"},
+};
+
 static const route_t ROUTES[] = {
     {"GET", "/api/v1/jobs", handle_jobs_list, 0},
     {"POST", "/api/v1/jobs", handle_jobs_submit, ROUTE_MUTATES | ROUTE_JSON_BODY},
@@ -95,6 +110,14 @@ int routes_action(const route_t *r)
         if (strcmp(ACTIONS[i].method, r->method) == 0 && strcmp(ACTIONS[i].pattern, r->pattern) == 0)
             return ACTIONS[i].act;
     return (r->flags & ROUTE_MUTATES) ? USER_ACT_ADMIN : USER_ACT_READ;
+}
+
+const char *routes_json_body(const route_t *r)
+{
+    for (size_t i = 0; r && r->method && i < sizeof BODIES / sizeof BODIES[0]; i++)
+        if (strcmp(BODIES[i].method, r->method) == 0 && strcmp(BODIES[i].pattern, r->pattern) == 0)
+            return BODIES[i].body;
+    return "a JSON body";
 }
 
 const route_t *routes_table(size_t *n)

@@ -66,6 +66,10 @@ int routes_target_nul(const char *raw);
  * opened to members by default. */
 int routes_action(const route_t *r);
 
+/* What a ROUTE_JSON_BODY route reads, in words for its 415 ("the job spec", "the generate
+ * request (...)"); "a JSON body" for a route without an entry. */
+const char *routes_json_body(const route_t *r);
+
 /* The table, sentinel excluded, for tests and docs. */
 const route_t *routes_table(size_t *n);
 

@@ -382,9 +382,11 @@ static json_t *early_problem(http_req_t *rq, http_header_t *hdrs, size_t *nhdrs)
         return problem_new(403, "forbidden", NULL, why, "role", users_role_name(rq->role));
     if (m->route->flags & ROUTE_JSON_BODY) {
         const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-        if (!is_json_type(ct))
-            return problem_new(415, "unsupported-media-type", NULL,
-                               "send the job spec with Content-Type: application/json", NULL, NULL);
+        if (!is_json_type(ct)) {
+            char detail[200];
+            snprintf(detail, sizeof detail, "send %s with Content-Type: application/json", routes_json_body(m->route));
+            return problem_new(415, "unsupported-media-type", NULL, detail, NULL, NULL);
+        }
     }
     if (m->route->flags & ROUTE_BINARY_BODY) {
         const char *ct = MHD_lookup_connection_value(rq->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);

@@ -38,6 +38,7 @@
 #include "server.h"
 #include "sse.h"
 #include "static.h"
+#include "textgen.h"
 #include "users.h"
 
 /* ---- routes ------------------------------------------------------------------------------------ */
@@ -136,6 +137,104 @@ static void test_routes_actions(void **state)
     }
     route_t unknown = {"POST", "/api/v1/new-thing", NULL, ROUTE_MUTATES};
     assert_int_equal(routes_action(&unknown), USER_ACT_ADMIN);
+}
+
+/* Each JSON route's 415 says what that route reads: only job submission asks for the job
+ * spec (a generate request without Content-Type was told to "send the job spec"). */
+static void test_routes_json_bodies(void **state)
+{
+    (void)state;
+    size_t n;
+    const route_t *r = routes_table(&n);
+    for (size_t i = 0; i < n; i++) {
+        if (!(r[i].flags & ROUTE_JSON_BODY)) continue;
+        const char *what = routes_json_body(&r[i]);
+        if (strcmp(what, "a JSON body") == 0)
+            fail_msg("%s %s reads JSON but routes.c does not say what", r[i].method, r[i].pattern);
+        const int submit = strcmp(r[i].method, "POST") == 0 && strcmp(r[i].pattern, "/api/v1/jobs") == 0;
+        if (!submit && strstr(what, "job spec")) fail_msg("%s %s asks for %s", r[i].method, r[i].pattern, what);
+    }
+    route_match_t m;
+    assert_non_null(strstr(routes_json_body(routes_match("POST", "/api/v1/jobs/j-1/generate", &m)),
+                           "the generate request ({\"prompt\""));
+    assert_string_equal(routes_json_body(routes_match("POST", "/api/v1/jobs", &m)), "the job spec");
+}
+
+/* A body jansson refuses: each fault has its own message, with where and jansson's text
+ * (they all used to be "body: must be a JSON object"); a body that is JSON but no object
+ * still gets that. The generate request and the drain alike. */
+static void test_body_json_faults(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body, *want;
+    } cases[] = {
+        {"{\"prompt\": \"a\377\"}",
+         "body: not UTF-8 at byte 13 (line 1 column 13; JSON text is UTF-8): unable to decode byte 0xff"},
+        {"{\"prompt\": \"a\xc0\xaf\"}", "body: not UTF-8 at byte 13"},
+        {"{\"prompt\": \"\\ud800\"}", "body: a lone surrogate at line 1 column 19"},
+        {"{\"prompt\": \"\\udc00x\"}", "body: a lone surrogate at"},
+        {"{\"prompt\": \"a\", \"temperature\": NaN}", "body: NaN and Infinity are not JSON numbers (line 1 column 34)"},
+        {"{\"prompt\": \"a\", \"temperature\": Infinity}", "body: NaN and Infinity are not JSON numbers"},
+        {"{\"prompt\": \"a\", \"prompt\": \"b\"}", "body: a key given twice at line 1 column 24 (give each key once)"},
+        {"{\"prompt\": \"a\", \"seed\": 1e999}", "body: a number out of range at line 1 column"},
+        {"{\"prompt\": \"\\x\"}", "body: an invalid escape at line 1 column"},
+        {"{\"prompt\": ", "body: invalid JSON at line 1 column"},
+        {"[1]", "body: must be a JSON object {\"prompt\""},
+    };
+    char err[512];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        genreq_t r;
+        err[0] = 0;
+        assert_int_equal(genreq_parse(cases[i].body, strlen(cases[i].body), &r, err, sizeof err), -1);
+        if (!strstr(err, cases[i].want))
+            fail_msg("generate body %s: '%s', want '%s'", cases[i].body, err, cases[i].want);
+    }
+    double deadline;
+    char reason[64];
+    static const char *dup = "{\"deadline_s\": 5, \"deadline_s\": 6}", *utf = "{\"reason\": \"x\377\"}";
+    assert_int_equal(drain_body_parse(dup, strlen(dup), &deadline, reason, sizeof reason, err, sizeof err), -1);
+    assert_non_null(strstr(err, "body: a key given twice at line 1 column 30"));
+    assert_int_equal(drain_body_parse(utf, strlen(utf), &deadline, reason, sizeof reason, err, sizeof err), -1);
+    assert_non_null(strstr(err, "body: not UTF-8 at byte 13"));
+}
+
+/* The generate request's numbers are refused by their JSON names, in the ranges
+ * pacer-generate's own flags take: a subnormal temperature (which strtod there refuses,
+ * and which came back naming --temperature) is refused here; the smallest normal one and
+ * 0 pass. */
+static void test_genreq_ranges(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *body, *want;
+    } bad[] = {
+        {"{\"prompt\": \"a\", \"temperature\": 1e-310}",
+         "temperature: 1e-310 is below the smallest normal number 2.2250738585072014e-308: give 0 (greedy) or a number "
+         "from 2.2250738585072014e-308 to 100"},
+        {"{\"prompt\": \"a\", \"temperature\": 4.9e-324}", "temperature: 4.94066e-324 is below the smallest normal"},
+        {"{\"prompt\": \"a\", \"temperature\": 100.5}", "temperature: must be a number from 0 (greedy) to 100"},
+        {"{\"prompt\": \"a\", \"top_k\": 1048577}", "top_k: must be an integer from 0 to 1048576"},
+        {"{\"prompt\": \"a\", \"top_k\": 1.5}", "top_k: must be an integer from 0 to 1048576"},
+        {"{\"prompt\": \"a\", \"max_tokens\": 0}", "max_tokens: must be an integer from 1 to 1024"},
+        {"{\"prompt\": \"a\", \"max_tokens\": 1e3}", "max_tokens: must be an integer from 1 to 1024"},
+        {"{\"prompt\": \"a\", \"top_p\": 0.9}", "top_p: unknown field"},
+    };
+    char err[512];
+    genreq_t r;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = 0;
+        assert_int_equal(genreq_parse(bad[i].body, strlen(bad[i].body), &r, err, sizeof err), -1);
+        if (!strstr(err, bad[i].want)) fail_msg("%s: '%s', want '%s'", bad[i].body, err, bad[i].want);
+        if (strstr(err, "--")) fail_msg("%s: '%s' names a flag", bad[i].body, err);
+    }
+    static const char *good[] = {"{\"prompt\": \"a\", \"temperature\": 2.2250738585072014e-308}",
+                                 "{\"prompt\": \"a\", \"temperature\": 0}",
+                                 "{\"prompt\": \"a\", \"temperature\": 100, \"top_k\": 1048576, \"max_tokens\": 1024}"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        if (genreq_parse(good[i], strlen(good[i]), &r, err, sizeof err) != 0) fail_msg("%s: refused: %s", good[i], err);
+        genreq_free(&r);
+    }
 }
 
 static void test_routes_documented(void **state)
@@ -858,6 +957,9 @@ int main(void)
         cmocka_unit_test(test_routes_not_found_and_method),
         cmocka_unit_test(test_routes_documented),
         cmocka_unit_test(test_routes_actions),
+        cmocka_unit_test(test_routes_json_bodies),
+        cmocka_unit_test(test_body_json_faults),
+        cmocka_unit_test(test_genreq_ranges),
         cmocka_unit_test(test_query_long),
         cmocka_unit_test(test_query_state_and_ids),
         cmocka_unit_test(test_stream_ids),

@@ -76,7 +76,12 @@ struct coordinator {
      * reload_asked and waits on reload_cond until the tick has done that many. */
     long reload_asked, reload_done;
     pthread_cond_t reload_cond;
-    char reload_err[512];  /* the last reload's error ("" = it worked) */
+    char reload_err[512]; /* the last reload's error ("" = it worked) */
+    /* Drains and their ends through the API (drain.c): the caller bumps drain_asked once
+     * KEY_DRAIN holds the change and waits on drain_cond until the tick has read KEY_DRAIN
+     * that many times over, so that no placement after the answer misses it. */
+    long drain_asked, drain_done;
+    pthread_cond_t drain_cond;
     json_t *reload_result; /* and what it found (owned; replaced each time) */
     /* Benchmarks asked for through the API (coord_cluster_benchmark): the request, under
      * lock, until the tick takes it (bench_done reaches bench_asked), then its answer. */

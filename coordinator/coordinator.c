@@ -347,6 +347,7 @@ static coordinator_t *alloc_coordinator(void)
     pthread_mutex_init(&c->roots_lock, NULL);
     pthread_cond_init(&c->cond, NULL);
     pthread_cond_init(&c->reload_cond, NULL);
+    pthread_cond_init(&c->drain_cond, NULL);
     pthread_cond_init(&c->bench_cond, NULL);
     return c;
 }
@@ -370,6 +371,7 @@ static void free_coordinator(coordinator_t *c)
     jobstore_pool_free(c->pool);
     pthread_cond_destroy(&c->cond);
     pthread_cond_destroy(&c->reload_cond);
+    pthread_cond_destroy(&c->drain_cond);
     pthread_cond_destroy(&c->bench_cond);
     pthread_mutex_destroy(&c->lock);
     pthread_mutex_destroy(&c->queue_lock);
@@ -787,6 +789,7 @@ void coordinator_stop(coordinator_t *c)
         c->stopping = 1;
         pthread_cond_signal(&c->cond);
         pthread_cond_broadcast(&c->reload_cond);
+        pthread_cond_broadcast(&c->drain_cond);
         pthread_cond_broadcast(&c->bench_cond);
         pthread_mutex_unlock(&c->lock);
         if (c->tick_running) pthread_join(c->tick_thread, NULL);

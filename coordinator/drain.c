@@ -172,8 +172,13 @@ static void rm_drain_read(coordinator_t *c, double now)
 
 void drain_hosts_tick(coordinator_t *c, double now)
 {
-    /* once a second; a clock that went back reads at once */
-    if (!c->rc || (now - c->drain_read_at < 1.0 && now >= c->drain_read_at)) return;
+    /* once a second, and at once for a drain the API stored (coord_host_drain waits for
+     * it); a clock that went back reads at once */
+    pthread_mutex_lock(&c->lock);
+    const long asked = c->drain_asked;
+    pthread_mutex_unlock(&c->lock);
+    const int forced = asked != c->drain_done;
+    if (!c->rc || (!forced && now - c->drain_read_at < 1.0 && now >= c->drain_read_at)) return;
     c->drain_read_at = now;
     rm_drain_read(c, now);
     redisReply *rep = redisCommand(c->rc, "HGETALL %s", KEY_DRAIN);
@@ -204,6 +209,12 @@ void drain_hosts_tick(coordinator_t *c, double now)
         }
     }
     freeReplyObject(rep);
+    if (forced) {
+        pthread_mutex_lock(&c->lock);
+        c->drain_done = asked;
+        pthread_cond_broadcast(&c->drain_cond);
+        pthread_mutex_unlock(&c->lock);
+    }
 }
 
 const char *drain_host_of(coordinator_t *c, const coord_run_t *r)
@@ -291,6 +302,32 @@ static redisContext *drain_conn(coordinator_t *c, const char *name, char *err, s
     return NULL;
 }
 
+/* After KEY_DRAIN changed: waits until the tick has read it (at its next tick), so that the
+ * caller's answer comes after the host table holds the change and no job placed later is
+ * placed without it. COORD_OK, or COORD_EUNAVAIL with err when the tick did not within
+ * DRAIN_TAKE_S (the change is stored all the same: the tick takes it when it runs again).
+ * A client handle has no tick: nothing to wait for. */
+#define DRAIN_TAKE_S 10.0
+static int drain_taken(coordinator_t *c, char *err, size_t errlen)
+{
+    if (!c->daemon) return COORD_OK;
+    pthread_mutex_lock(&c->lock);
+    const long mine = ++c->drain_asked;
+    pthread_cond_signal(&c->cond);
+    struct timespec ts;
+    clock_wall_deadline(DRAIN_TAKE_S, &ts);
+    while (c->drain_done < mine && !c->stopping)
+        if (pthread_cond_timedwait(&c->drain_cond, &c->lock, &ts) != 0) break;
+    const int taken = c->drain_done >= mine;
+    pthread_mutex_unlock(&c->lock);
+    if (taken) return COORD_OK;
+    snprintf(err, errlen,
+             "the change is stored, but the coordinator's tick did not take it within %.0f s (it does when it runs "
+             "again; Redis may be unreachable from it)",
+             DRAIN_TAKE_S);
+    return COORD_EUNAVAIL;
+}
+
 int coord_host_drain(coordinator_t *c, const char *name, double deadline_s, const char *reason, json_t **out, char *err,
                      size_t errlen)
 {
@@ -322,6 +359,10 @@ int coord_host_drain(coordinator_t *c, const char *name, double deadline_s, cons
     }
     if (r) freeReplyObject(r);
     jobstore_pool_put(c->pool, rc, !r);
+    if (code == COORD_OK && (code = drain_taken(c, err, errlen)) != COORD_OK) {
+        json_decref(*out);
+        *out = NULL;
+    }
     return code;
 }
 
@@ -337,5 +378,5 @@ int coord_host_undrain(coordinator_t *c, const char *name, char *err, size_t err
     }
     if (r) freeReplyObject(r);
     jobstore_pool_put(c->pool, rc, !r);
-    return code;
+    return code == COORD_OK ? drain_taken(c, err, errlen) : code;
 }

@@ -170,6 +170,19 @@ static int spawn(const char *const *argv, int in_fd, int out_fd, pid_t *pid, cha
     return rc == 0 ? 0 : -1;
 }
 
+/* The uploaded model's name when the spec at path trains one ("model": {"onnx": NAME}): 1,
+ * else 0. pacer-generate turns prompts into tokens for built-in GPTs alone, and cannot even
+ * resolve an upload's name (the coordinator's catalog holds it, not the process). */
+static int imported_model(const char *path, char *name, size_t len)
+{
+    json_t *spec = json_load_file(path, 0, NULL);
+    const json_t *model = json_object_get(spec, "model");
+    const char *onnx = json_string_value(json_object_get(model, "onnx"));
+    if (onnx) snprintf(name, len, "%s", onnx);
+    json_decref(spec);
+    return onnx != NULL;
+}
+
 int coord_generate_start(coordinator_t *c, const char *id, const genreq_t *r, genproc_t *p, char *err, size_t errlen)
 {
     char spec[PATH_MAX], ckdir[PATH_MAX], dir[PATH_MAX], bin[PATH_MAX + 32], num[4][32], lim[2][32];
@@ -180,6 +193,14 @@ int coord_generate_start(coordinator_t *c, const char *id, const genreq_t *r, ge
         coord_job_path(c, id, "checkpoints", ckdir, sizeof ckdir) != 0 || stat(spec, &st) != 0) {
         snprintf(err, errlen, "job %s has not started: it has no checkpoint to generate from", id);
         return COORD_ESTATE;
+    }
+    char model[128];
+    if (imported_model(spec, model, sizeof model)) {
+        snprintf(err, errlen,
+                 "job %s trains the uploaded ONNX model %s: text is generated from built-in GPT models "
+                 "(\"model\": {\"gpt\": {...}}) only; imported language models cannot generate yet",
+                 id, model);
+        return COORD_GENERATE_IMPORTED;
     }
     snprintf(dir, sizeof dir, "%s", c->worker);
     snprintf(bin, sizeof bin, "%s/pacer-generate", dirname(dir));

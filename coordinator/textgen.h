@@ -44,8 +44,11 @@ typedef struct {
 } genproc_t;
 
 /* Starts pacer-generate on job id's spec and checkpoints with r, the prompt written to its
- * stdin. COORD_OK, COORD_ENOTFOUND (no such job, or no spec yet: never launched),
+ * stdin. COORD_OK; COORD_ESTATE with err for a job that has not started (no spec yet:
+ * nothing to generate from); COORD_GENERATE_IMPORTED with err, before any process starts,
+ * for a job whose model is an uploaded ONNX file (pacer-generate runs built-in GPTs only);
  * COORD_EINTERNAL with err. */
+#define COORD_GENERATE_IMPORTED 1
 int coord_generate_start(coordinator_t *c, const char *id, const genreq_t *r, genproc_t *p, char *err, size_t errlen);
 /* Closes its stdout and returns its exit status (-1: killed or unknown): ended 1 when its
  * output was read to the end (it is exiting: waited for; its CPU time is bounded), 0 to kill

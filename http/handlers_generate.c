@@ -272,6 +272,18 @@ static int generate_refused(http_req_t *rq, const char *id, int *ret)
            handler_refused(rq, USER_ACT_GENERATE, "job", id, 1, owner, ret);
 }
 
+/* The process could not start: why, as the caller's answer. */
+static int start_failed(http_req_t *rq, int code, const char *err)
+{
+    if (code == COORD_ESTATE)
+        return handler_problem(rq, problem_new(409, "nothing-to-generate-from", "Nothing to generate from", err, NULL,
+                                               NULL));
+    if (code == COORD_GENERATE_IMPORTED)
+        return handler_problem(rq, problem_new(409, "imported-model", "Generation needs a built-in GPT", err, NULL,
+                                               NULL));
+    return handler_coord_error(rq, code, err);
+}
+
 int handle_job_generate(http_req_t *rq)
 {
     const char *id = rq->match.params[0];
@@ -298,7 +310,7 @@ int handle_job_generate(http_req_t *rq)
     genreq_free(&r);
     if (code != COORD_OK) {
         stream_free(s);
-        return handler_coord_error(rq, code, err);
+        return start_failed(rq, code, err);
     }
     clog_printf("http: job %s generates", id);
     if (!read_line(s)) s->line[0] = '\0';

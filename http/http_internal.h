@@ -116,6 +116,18 @@ struct http_req {
     char target[64]; /* what a change acted on, for the audit: set by the handler that
                            creates something (a new job's id); else the route's {param} */
     double started;  /* clock_mono_s() when its headers were in: what it can have seen */
+    /* A handler that suspended the connection to answer later (handlers_generate.c): resume
+     * is called when libmicrohttpd calls the request again after MHD_resume_connection, to
+     * queue the answer (it clears itself); resume_done when the request is over, answered or
+     * not (server.c's on_completed). */
+    int (*resume)(http_req_t *rq);
+    void (*resume_done)(http_req_t *rq);
+    void *resume_ctx;
 };
+
+/* Kills every generation still running and waits (10 s at most) until each has handed its
+ * suspended connection back to libmicrohttpd (handlers_generate.c), which must not stop
+ * with one suspended. */
+void generate_shutdown(void);
 
 #endif

@@ -634,7 +634,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (rq->deferred) return (rq->received += n) > DISCARD_MAX ? MHD_NO : MHD_YES; /* read and dropped */
         return body_chunk(rq, upload_data, n);
     }
-    if (rq->answered) return MHD_YES;
+    if (rq->answered) {
+        if (!rq->resume) return MHD_YES;
+        respond_status_reset();
+        const enum MHD_Result r = (enum MHD_Result)rq->resume(rq);
+        audit(rq, respond_status_last());
+        return r;
+    }
     if (rq->deferred) {
         json_t *p = rq->deferred;
         rq->deferred = NULL;
@@ -649,7 +655,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if ((rq->match.route->flags & (ROUTE_JSON_BODY | ROUTE_BINARY_BODY)) && !rq->body) rq->body = calloc(1, 1);
     respond_status_reset();
     enum MHD_Result ret = (enum MHD_Result)rq->match.route->handler(rq);
-    audit(rq, respond_status_last());
+    if (!rq->resume) audit(rq, respond_status_last()); /* else once it is answered */
     return ret;
 }
 
@@ -660,6 +666,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
      * starts again. */
     hdr_mark(cls, conn, 1);
     if (!rq) return;
+    if (rq->resume_done) rq->resume_done(rq);
     json_decref(rq->deferred);
     free(rq->body);
     free(rq);
@@ -900,6 +907,9 @@ void http_stop(http_server_t *s)
      * side does not allow ENOENT); coordinator_stop_busy.sh hits that race. */
     clog_printf("http: stopping");
     sse_shutdown(s);
+    /* generations' connections wait suspended for their answer: libmicrohttpd must not
+     * stop with one suspended */
+    generate_shutdown();
     /* the deadline thread first: MHD_stop_daemon closes every connection's socket */
     if (s->hdr_thread_on) {
         pthread_mutex_lock(&s->hdr_lock);

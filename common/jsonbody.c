@@ -41,7 +41,7 @@ int jsonbody_error(const json_error_t *je, const char *what, char *err, size_t e
                       "\\t and \\uXXXX): %s",
                       what, line, col, je->text);
     if (non_finite(je->text))
-        return errmsg(err, errlen, "%s: NaN and Infinity are not JSON numbers (line %d column %d): %s", what, line,
-                      col, je->text);
+        return errmsg(err, errlen, "%s: NaN and Infinity are not JSON numbers (line %d column %d): %s", what, line, col,
+                      je->text);
     return errmsg(err, errlen, "%s: invalid JSON at line %d column %d: %s", what, line, col, je->text);
 }

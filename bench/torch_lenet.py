@@ -16,7 +16,8 @@ NAME (get_model(NAME, weights=None, num_classes=10)) on that data (bench/zoo_vs_
 bench:NAME: bench/torch_transformer.py's NAME (vit, convnext) on that data
 (bench/transformer_vs_torch.sh); TRAIN_SUBSET: the first N
 training images only (pacer's dataset.train_subset); BATCH: 64 unless given. One thread
-unless TORCH_THREADS says otherwise (bench/threads_scaling.sh)."""
+unless TORCH_THREADS says otherwise (bench/threads_scaling.sh). TORCH_AUTOCAST=bf16 runs the
+forward and the loss under torch.autocast("cpu", dtype=torch.bfloat16) (bench/bf16_speed.sh)."""
 import gzip, json, os, resource, sys, time
 
 import numpy as np
@@ -27,6 +28,7 @@ import torch.nn.functional as F
 torch.set_num_threads(int(os.environ.get("TORCH_THREADS", "1")))
 torch.manual_seed(42)
 DIR = "/usr/share/datasets/fashion-mnist"
+AUTOCAST = os.environ.get("TORCH_AUTOCAST", "") == "bf16"
 
 
 def idx(path):
@@ -116,7 +118,8 @@ def main():
             x = (unsq(xtr[idxs].float()) / 255.0 - mean) / std
             y = ytr[idxs]
             opt.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(model(x), y)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=AUTOCAST):
+                loss = F.cross_entropy(model(x), y)
             loss.backward()
             opt.step()
             samples += batch
@@ -136,6 +139,7 @@ def main():
         "torch": torch.__version__,
         # the cap on oneDNN's instruction set (bench/lib.sh's torch_isa); ALL = its own choice
         "onednn_isa": os.environ.get("ONEDNN_MAX_CPU_ISA", "ALL"),
+        "autocast": "bf16" if AUTOCAST else None,
     }))
 
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #ifdef PACER_HAVE_CURL
@@ -24,6 +25,7 @@
 #include "jobstore.h"
 #include "sha256.h"
 #include "users.h"
+#include "webhook_addr.h"
 
 const char *const WEBHOOK_EVENTS[] = {"job.succeeded",        "job.failed",
                                       "job.cancelled",        "job.interrupted",
@@ -49,6 +51,7 @@ typedef struct {
     double created;
     wh_delivery_t dl[WEBHOOK_DELIVERIES_KEPT]; /* a ring, newest at (ndl - 1) % KEPT */
     int ndl;
+    int busy; /* a POST of it under way (the delivery thread's) */
 } wh_hook_t;
 
 struct webhooks {
@@ -56,8 +59,11 @@ struct webhooks {
     char path[PATH_MAX + 32];
     char allow[1024];
     pthread_mutex_t lock;
-    pthread_t thread;
-    int started, stop;
+    pthread_t thread, deliverer; /* the events' follower, the deliveries' maker */
+    int started, delivering, stop;
+#ifdef PACER_HAVE_CURL
+    CURLM *multi;
+#endif
     wh_hook_t hooks[WEBHOOKS_MAX];
     int n;
     long next_id, next_delivery;
@@ -65,24 +71,11 @@ struct webhooks {
 
 /* ---- the pure parts: the URL, the body, the event ------------------------------------------ */
 
-static int wh_host_internal(const char *host)
-{
-    if (strcasecmp(host, "localhost") == 0) return 1;
-    unsigned char a[16];
-    if (inet_pton(AF_INET, host, a) == 1)
-        return a[0] == 127 || a[0] == 10 || a[0] == 0 || (a[0] == 172 && (a[1] & 0xf0) == 16) ||
-               (a[0] == 192 && a[1] == 168) || (a[0] == 169 && a[1] == 254) || (a[0] == 100 && (a[1] & 0xc0) == 64);
-    if (inet_pton(AF_INET6, host, a) == 1) {
-        static const unsigned char lo[16] = {[15] = 1}, any[16] = {0};
-        return memcmp(a, lo, 16) == 0 || memcmp(a, any, 16) == 0 || (a[0] & 0xfe) == 0xfc ||
-               (a[0] == 0xfe && (a[1] & 0xc0) == 0x80) || (a[10] == 0xff && a[11] == 0xff);
-    }
-    return 0;
-}
-
+/* Whether allow names host (case-insensitive; a fully qualified name's root dot aside). */
 static int wh_host_listed(const char *host, const char *allow)
 {
     size_t hl = strlen(host);
+    if (hl > 1 && host[hl - 1] == '.') hl--;
     for (const char *p = allow; *p;) {
         size_t k = strcspn(p, ",");
         while (k && (*p == ' ')) p++, k--;
@@ -95,9 +88,12 @@ static int wh_host_listed(const char *host, const char *allow)
     return 0;
 }
 
-/* webhook_url_check; with !check_host the host's place on the allow-list is not asked. */
-static int wh_url_check(const char *url, const char *allow_hosts, int check_host, char *err, size_t errlen)
+/* webhook_url_check; with !check_host the host's place on the allow-list is not asked.
+ * *named (may be NULL): 1 when the list names the host, so that the addresses it resolves to
+ * are not checked (the admin's word for it), 0 when only "*" lets it in. */
+static int wh_url_check(const char *url, const char *allow_hosts, int check_host, int *named, char *err, size_t errlen)
 {
+    if (named) *named = 0;
     size_t len = strlen(url);
     if (len == 0 || len >= WEBHOOK_URL_MAX)
         return errmsg(err, errlen, "url: empty or longer than %d bytes", WEBHOOK_URL_MAX - 1);
@@ -121,6 +117,10 @@ static int wh_url_check(const char *url, const char *allow_hosts, int check_host
         host[close - h] = 0;
         end = close + 1;
         if (end < rest + auth && *end != ':') return errmsg(err, errlen, "url: bytes after the IPv6 address's ']'");
+        char bare[sizeof host];
+        unsigned char a6[16];
+        snprintf(bare, sizeof bare, "%.*s", (int)strcspn(host, "%"), host); /* a zone (%25lo) aside */
+        if (inet_pton(AF_INET6, bare, a6) != 1) return errmsg(err, errlen, "url: [%s] is not an IPv6 address", host);
     } else {
         const char *colon = memchr(h, ':', auth);
         const char *he = colon ? colon : end;
@@ -140,21 +140,25 @@ static int wh_url_check(const char *url, const char *allow_hosts, int check_host
     }
     if (!check_host) return 0;
     const char *allow = allow_hosts && *allow_hosts ? allow_hosts : WEBHOOK_HOSTS_DEFAULT;
-    if (wh_host_listed(host, allow)) return 0;
+    if (wh_host_listed(host, allow)) {
+        if (named) *named = 1;
+        return 0;
+    }
     if (!wh_host_listed("*", allow))
         return errmsg(err, errlen, "url: host %s is not on the coordinator's webhook allow-list (--webhook-hosts)",
                       host);
-    if (wh_host_internal(host))
+    const char *kind = webhook_host_kind(host);
+    if (kind)
         return errmsg(err, errlen,
-                      "url: host %s is a loopback, private or link-local address: allowed only when --webhook-hosts "
-                      "names it",
-                      host);
+                      "url: host %s is a%s %s address: webhooks call no loopback, private, link-local, unspecified, "
+                      "multicast or reserved address unless --webhook-hosts names the host",
+                      host, strchr("aeiou", kind[0]) ? "n" : "", kind);
     return 0;
 }
 
 int webhook_url_check(const char *url, const char *allow_hosts, char *err, size_t errlen)
 {
-    return wh_url_check(url, allow_hosts, 1, err, errlen);
+    return wh_url_check(url, allow_hosts, 1, NULL, err, errlen);
 }
 
 static int wh_events_parse(json_t *v, unsigned *bits, char *err, size_t errlen)
@@ -206,7 +210,7 @@ static int wh_body_parse(const char *body, size_t len, const char *allow_hosts, 
         errmsg(err, errlen, "url: missing or not a string");
         goto out;
     }
-    if (wh_url_check(url, allow_hosts, check_host, err, errlen) != 0) goto out;
+    if (wh_url_check(url, allow_hosts, check_host, NULL, err, errlen) != 0) goto out;
     if (wh_events_parse(json_object_get(o, "events"), &out->events, err, errlen) != 0) goto out;
     if (!secret || strlen(secret) < WEBHOOK_SECRET_MIN || strlen(secret) > WEBHOOK_SECRET_MAX) {
         errmsg(err, errlen, "secret: must be a string of %d to %d bytes", WEBHOOK_SECRET_MIN, WEBHOOK_SECRET_MAX);
@@ -304,7 +308,7 @@ static int wh_store_load_one(webhooks_t *w, json_t *e, char *err, size_t errlen)
     char *body = copy ? json_dumps(copy, JSON_COMPACT) : NULL;
     json_decref(copy);
     /* the allow-list may have changed since: a subscription it no longer allows is kept
-     * (and shown) but its deliveries fail with the reason (wh_deliver_due); one it allows
+     * (and shown) but its deliveries fail with the reason (wh_start_due); one it allows
      * (a host the list names: 127.0.0.1, an internal receiver) must load, whatever the
      * default list would say of it */
     int rc = body ? wh_body_parse(body, strlen(body), NULL, 0, &h->req, err, errlen) : -1;
@@ -349,140 +353,330 @@ static int wh_store_load(webhooks_t *w, char *err, size_t errlen)
 
 /* ---- deliveries ----------------------------------------------------------------------------- */
 
+/* What GET /api/v1/webhooks says of a failed attempt never tells one network failure from
+ * another (refused, unreachable, timed out, not HTTP): a member's subscription would
+ * otherwise map the hosts and ports the coordinator reaches. The log (the admin's) has
+ * libcurl's own words. */
+#define WH_ERR_ADDRESS \
+    "the receiver's address is not one webhooks may call (only a host --webhook-hosts names may be internal)"
+#define WH_ERR_RESOLVE "url: the host name did not resolve"
+#define WH_ERR_NO_ANSWER "no HTTP answer from the receiver (it could not be reached, or did not answer within 10 s)"
+
+/* One attempt's end, recorded on the delivery at slot of h (under w->lock): delivered, or
+ * tried again later (1, 2, 4, 8, 16 s), or failed for good after WEBHOOK_ATTEMPTS or at
+ * once when final (a refusal, which no retry changes). detail: the log's words, or NULL. */
+static void wh_record(wh_hook_t *h, int slot, int rc, int status, const char *why, int final, const char *detail)
+{
+    wh_delivery_t *x = &h->dl[slot];
+    x->attempts++;
+    x->http_status = status;
+    snprintf(x->error, sizeof x->error, "%s", rc == 0 ? "" : why);
+    if (rc == 0 || final || x->attempts >= WEBHOOK_ATTEMPTS) {
+        snprintf(x->status, sizeof x->status, "%s", rc == 0 ? "delivered" : "failed");
+        free(x->body);
+        x->body = NULL;
+        if (rc != 0)
+            clog_printf("webhook %s: %s of %s not delivered after %d attempt%s: %s%s%s%s", h->id, x->event, x->job,
+                        x->attempts, x->attempts == 1 ? "" : "s", why, detail ? " (" : "", detail ? detail : "",
+                        detail ? ")" : "");
+    } else {
+        x->next_at = clock_wall_s() + (double)(1 << (x->attempts - 1));
+    }
+}
+
 #ifdef PACER_HAVE_CURL
+/* One POST under way: what it needs until libcurl is done with it, and what to find again
+ * afterwards (the hook may have been removed meanwhile: by id, never by index). */
+typedef struct {
+    CURL *k;
+    struct curl_slist *hdr;
+    char *body;
+    char hid[24], did[32], event[32], job[COORD_ID_MAX];
+    int slot;
+    int check_addr; /* the host is not named by --webhook-hosts: public addresses only */
+    int refused;    /* wh_open_socket refused an address */
+    char refused_kind[16];
+    char ebuf[CURL_ERROR_SIZE];
+} wh_xfer_t;
+
 static size_t wh_discard(char *p, size_t size, size_t n, void *u)
 {
     (void)p, (void)u;
     return size * n;
 }
 
-/* Called by libcurl while a POST waits: nonzero aborts it once the daemon stops, so that
- * a receiver that never answers does not hold the daemon's exit for WEBHOOK_TIMEOUT_S. */
-static int wh_progress(void *u, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+/* libcurl's socket for each address it is about to connect to, after its own resolution
+ * (and for every address it tries): one a webhook may not call gets no socket, so no
+ * second resolution, no rebinding between a check and a connect, reaches it. */
+static curl_socket_t wh_open_socket(void *u, curlsocktype purpose, struct curl_sockaddr *a)
 {
-    (void)dt, (void)dn, (void)ut, (void)un;
-    return __atomic_load_n((const int *)u, __ATOMIC_RELAXED) != 0;
+    wh_xfer_t *x = u;
+    const char *kind = NULL;
+    if (purpose != CURLSOCKTYPE_IPCXN || (a->family == AF_INET6 && a->addrlen < sizeof(struct sockaddr_in6)))
+        kind = "reserved";
+    else if (x->check_addr) kind = webhook_addr_kind(&a->addr);
+    if (kind) {
+        x->refused = 1;
+        snprintf(x->refused_kind, sizeof x->refused_kind, "%s", kind);
+        return CURL_SOCKET_BAD;
+    }
+    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
 
-/* One POST: 0 on a 2xx, else -1 with why; aborted when *stop becomes nonzero. */
-static int wh_post(const char *url, const char *secret, const wh_delivery_t *d, const int *stop, int *status, char *why,
-                   size_t whylen)
+static void wh_xfer_free(wh_xfer_t *x)
 {
+    if (!x) return;
+    if (x->k) curl_easy_cleanup(x->k);
+    curl_slist_free_all(x->hdr);
+    free(x->body);
+    free(x);
+}
+
+/* A POST of body to url signed with secret, ready for curl_easy_perform or a multi
+ * handle; NULL when out of memory. */
+static wh_xfer_t *wh_xfer_new(const char *url, const char *secret, const char *event, const char *did, const char *body,
+                              int check_addr)
+{
+    wh_xfer_t *x = calloc(1, sizeof *x);
+    if (!x || !(x->k = curl_easy_init()) || !(x->body = strdup(body))) {
+        wh_xfer_free(x);
+        return NULL;
+    }
+    snprintf(x->event, sizeof x->event, "%s", event);
+    snprintf(x->did, sizeof x->did, "%s", did);
+    x->check_addr = check_addr;
     char sig[SHA256_HEX_LEN + 1], h_sig[96], h_event[64], h_id[64];
-    hmac_sha256_hex(secret, strlen(secret), d->body, strlen(d->body), sig);
+    hmac_sha256_hex(secret, strlen(secret), x->body, strlen(x->body), sig);
     snprintf(h_sig, sizeof h_sig, "X-Pacer-Signature: sha256=%s", sig);
-    snprintf(h_event, sizeof h_event, "X-Pacer-Event: %s", d->event);
-    snprintf(h_id, sizeof h_id, "X-Pacer-Delivery: %s", d->id);
-    CURL *k = curl_easy_init();
-    if (!k) return errmsg(why, whylen, "curl_easy_init failed");
-    struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
-    hdr = curl_slist_append(hdr, h_sig);
-    hdr = curl_slist_append(hdr, h_event);
-    hdr = curl_slist_append(hdr, h_id);
-    char ebuf[CURL_ERROR_SIZE] = "";
+    snprintf(h_event, sizeof h_event, "X-Pacer-Event: %s", event);
+    snprintf(h_id, sizeof h_id, "X-Pacer-Delivery: %s", did);
+    const char *lines[] = {"Content-Type: application/json", h_sig, h_event, h_id};
+    for (size_t i = 0; i < sizeof lines / sizeof *lines; i++) {
+        struct curl_slist *more = curl_slist_append(x->hdr, lines[i]);
+        if (!more) {
+            wh_xfer_free(x);
+            return NULL;
+        }
+        x->hdr = more;
+    }
+    CURL *k = x->k;
     curl_easy_setopt(k, CURLOPT_URL, url);
-    curl_easy_setopt(k, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(k, CURLOPT_POSTFIELDS, d->body);
+    curl_easy_setopt(k, CURLOPT_HTTPHEADER, x->hdr);
+    curl_easy_setopt(k, CURLOPT_POSTFIELDS, x->body);
     curl_easy_setopt(k, CURLOPT_TIMEOUT, (long)WEBHOOK_TIMEOUT_S);
     curl_easy_setopt(k, CURLOPT_CONNECTTIMEOUT, (long)WEBHOOK_TIMEOUT_S);
     curl_easy_setopt(k, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(k, CURLOPT_FOLLOWLOCATION, 0L); /* a redirect could lead off the allow-list */
     curl_easy_setopt(k, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(k, CURLOPT_PROXY, ""); /* no proxy from the environment: it would connect for us, unchecked */
+    curl_easy_setopt(k, CURLOPT_FRESH_CONNECT, 1L); /* each connection made (and checked) for its delivery */
+    curl_easy_setopt(k, CURLOPT_FORBID_REUSE, 1L);
+    curl_easy_setopt(k, CURLOPT_OPENSOCKETFUNCTION, wh_open_socket);
+    curl_easy_setopt(k, CURLOPT_OPENSOCKETDATA, x);
     curl_easy_setopt(k, CURLOPT_WRITEFUNCTION, wh_discard);
-    curl_easy_setopt(k, CURLOPT_ERRORBUFFER, ebuf);
-    curl_easy_setopt(k, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(k, CURLOPT_XFERINFOFUNCTION, wh_progress);
-    curl_easy_setopt(k, CURLOPT_XFERINFODATA, (void *)stop);
-    CURLcode rc = curl_easy_perform(k);
+    curl_easy_setopt(k, CURLOPT_ERRORBUFFER, x->ebuf);
+    curl_easy_setopt(k, CURLOPT_PRIVATE, x);
+    return x;
+}
+
+/* A finished POST's outcome: 0 on a 2xx, else -1 with why (what the API shows) and detail
+ * (what the log adds). *final: a refusal no retry changes. */
+static int wh_xfer_outcome(wh_xfer_t *x, CURLcode rc, int *status, int *final, char *why, size_t whylen, char *detail,
+                           size_t dlen)
+{
     long code = 0;
-    curl_easy_getinfo(k, CURLINFO_RESPONSE_CODE, &code);
-    curl_slist_free_all(hdr);
-    curl_easy_cleanup(k);
-    *status = (int)code;
-    if (rc == CURLE_ABORTED_BY_CALLBACK) return errmsg(why, whylen, "the daemon stopped");
-    if (rc != CURLE_OK) return errmsg(why, whylen, "%s", ebuf[0] ? ebuf : curl_easy_strerror(rc));
+    curl_easy_getinfo(x->k, CURLINFO_RESPONSE_CODE, &code);
+    *status = rc == CURLE_OK ? (int)code : 0;
+    *final = 0;
+    detail[0] = 0;
+    if (x->refused && rc != CURLE_OK) {
+        *final = 1;
+        snprintf(detail, dlen, "a %s address", x->refused_kind);
+        return errmsg(why, whylen, "%s", WH_ERR_ADDRESS);
+    }
+    if (rc == CURLE_COULDNT_RESOLVE_HOST) return errmsg(why, whylen, "%s", WH_ERR_RESOLVE);
+    if (rc != CURLE_OK) {
+        snprintf(detail, dlen, "%s", x->ebuf[0] ? x->ebuf : curl_easy_strerror(rc));
+        return errmsg(why, whylen, "%s", WH_ERR_NO_ANSWER);
+    }
     if (code < 200 || code > 299) return errmsg(why, whylen, "HTTP %ld", code);
     return 0;
 }
-#else
-static int wh_post(const char *url, const char *secret, const wh_delivery_t *d, const int *stop, int *status, char *why,
-                   size_t whylen)
+
+int webhook_post_once(const char *url, const char *secret, const char *body, int check_addresses, int *status,
+                      char *why, size_t whylen)
 {
-    (void)url, (void)secret, (void)d, (void)stop;
+    *status = 0;
+    wh_xfer_t *x = wh_xfer_new(url, secret, "job.succeeded", "d-0", body, check_addresses);
+    if (!x) return errmsg(why, whylen, "out of memory");
+    CURLcode rc = curl_easy_perform(x->k);
+    char detail[CURL_ERROR_SIZE];
+    int final, r = wh_xfer_outcome(x, rc, status, &final, why, whylen, detail, sizeof detail);
+    wh_xfer_free(x);
+    return r;
+}
+
+/* The transfers under way, at most one per subscription (so WEBHOOKS_MAX in all): a
+ * receiver that never answers holds its own subscription's deliveries for up to
+ * WEBHOOK_TIMEOUT_S an attempt, and nobody else's. */
+typedef struct {
+    CURLM *m;
+    wh_xfer_t *x[WEBHOOKS_MAX];
+    int n;
+} wh_flight_t;
+
+/* Starts the due delivery of each subscription that has none under way (under w->lock);
+ * *wait_s: until the next one is due (at most 0.5 s). */
+static void wh_start_due(webhooks_t *w, wh_flight_t *f, double *wait_s)
+{
+    double now = clock_wall_s(), at = now + 0.5;
+    pthread_mutex_lock(&w->lock);
+    for (int i = 0; i < w->n && !w->stop; i++) {
+        wh_hook_t *h = &w->hooks[i];
+        int slot = -1;
+        for (int k = 0; k < WEBHOOK_DELIVERIES_KEPT; k++)
+            if (h->dl[k].body && (slot < 0 || h->dl[k].next_at < h->dl[slot].next_at)) slot = k;
+        if (h->busy || slot < 0) continue;
+        wh_delivery_t *d = &h->dl[slot];
+        if (d->next_at > now) {
+            if (d->next_at < at) at = d->next_at;
+            continue;
+        }
+        /* checked again at each POST: a subscription made under a wider --webhook-hosts
+         * than this daemon's reaches no host this one refuses */
+        char why[160];
+        int named = 0;
+        if (wh_url_check(h->req.url, w->allow, 1, &named, why, sizeof why) != 0) {
+            wh_record(h, slot, -1, 0, why, 1, NULL);
+            at = now; /* its next one, if due, on the next round */
+            continue;
+        }
+        wh_xfer_t *x = f->n < WEBHOOKS_MAX ? wh_xfer_new(h->req.url, h->req.secret, d->event, d->id, d->body, !named)
+                                           : NULL;
+        if (!x || curl_multi_add_handle(f->m, x->k) != CURLM_OK) {
+            wh_xfer_free(x);
+            continue; /* out of memory: tried again on the next round */
+        }
+        snprintf(x->hid, sizeof x->hid, "%s", h->id);
+        snprintf(x->job, sizeof x->job, "%s", d->job);
+        x->slot = slot;
+        h->busy = 1;
+        f->x[f->n++] = x;
+    }
+    pthread_mutex_unlock(&w->lock);
+    *wait_s = at > now ? at - now : 0;
+}
+
+/* Records each finished POST on its delivery, if its subscription is still there. */
+static void wh_reap(webhooks_t *w, wh_flight_t *f)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(f->m, &left))) {
+        if (msg->msg != CURLMSG_DONE) continue;
+        CURL *k = msg->easy_handle;
+        CURLcode rc = msg->data.result;
+        wh_xfer_t *x = NULL;
+        curl_easy_getinfo(k, CURLINFO_PRIVATE, (char **)&x);
+        curl_multi_remove_handle(f->m, k);
+        char why[160], detail[CURL_ERROR_SIZE];
+        int status, final, r = wh_xfer_outcome(x, rc, &status, &final, why, sizeof why, detail, sizeof detail);
+        pthread_mutex_lock(&w->lock);
+        for (int i = 0; i < w->n; i++) {
+            wh_hook_t *h = &w->hooks[i];
+            if (strcmp(h->id, x->hid) != 0) continue;
+            h->busy = 0;
+            if (strcmp(h->dl[x->slot].id, x->did) == 0 && h->dl[x->slot].body)
+                wh_record(h, x->slot, r, status, why, final, detail[0] ? detail : NULL);
+        }
+        pthread_mutex_unlock(&w->lock);
+        for (int j = 0; j < f->n; j++)
+            if (f->x[j] == x) f->x[j] = f->x[--f->n];
+        wh_xfer_free(x);
+    }
+}
+
+static void *wh_deliver_thread(void *arg)
+{
+    webhooks_t *w = arg;
+    wh_flight_t f = {.m = w->multi};
+    while (!__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
+        double wait_s;
+        wh_start_due(w, &f, &wait_s);
+        int running = 0;
+        curl_multi_perform(f.m, &running);
+        wh_reap(w, &f);
+        int ms = (int)(wait_s * 1000);
+        curl_multi_poll(f.m, NULL, 0, ms < 1 ? 1 : ms > 500 ? 500 : ms, NULL); /* woken by a new event or the stop */
+    }
+    for (int j = 0; j < f.n; j++) { /* not an attempt: said, and left */
+        clog_printf("webhook %s: %s of %s not delivered: the daemon stopped", f.x[j]->hid, f.x[j]->event, f.x[j]->job);
+        curl_multi_remove_handle(f.m, f.x[j]->k);
+        wh_xfer_free(f.x[j]);
+    }
+    return NULL;
+}
+
+static int wh_deliver_start(webhooks_t *w)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (!(w->multi = curl_multi_init())) return -1;
+    if (pthread_create(&w->deliverer, NULL, wh_deliver_thread, w) != 0) return -1;
+    w->delivering = 1;
+    return 0;
+}
+
+static void wh_deliver_wake(webhooks_t *w)
+{
+    if (w->multi) curl_multi_wakeup(w->multi);
+}
+
+static void wh_deliver_stop(webhooks_t *w)
+{
+    wh_deliver_wake(w);
+    if (w->delivering) pthread_join(w->deliverer, NULL);
+    if (w->multi) curl_multi_cleanup(w->multi);
+    w->multi = NULL;
+}
+#else
+int webhook_post_once(const char *url, const char *secret, const char *body, int check_addresses, int *status,
+                      char *why, size_t whylen)
+{
+    (void)url, (void)secret, (void)body, (void)check_addresses;
     *status = 0;
     return errmsg(why, whylen, "this coordinator was built without libcurl");
 }
-#endif
 
-/* The next due delivery (under w->lock): its hook index and slot, or -1. *wait_s: until
- * the earliest pending one is due (at most 0.5 s). */
-static int wh_next_due(webhooks_t *w, double now, int *slot, double *wait_s)
+/* Without libcurl nothing is called: each due delivery fails at once, saying why. */
+static void *wh_deliver_thread(void *arg)
 {
-    int best = -1;
-    double at = now + 0.5;
-    for (int i = 0; i < w->n; i++)
-        for (int k = 0; k < WEBHOOK_DELIVERIES_KEPT; k++) {
-            const wh_delivery_t *d = &w->hooks[i].dl[k];
-            if (!d->body || d->next_at >= at) continue;
-            at = d->next_at;
-            best = i;
-            *slot = k;
-        }
-    *wait_s = at > now ? at - now : 0;
-    return at <= now ? best : -1;
-}
-
-/* Tries the due deliveries, one POST at a time, without the lock held during a POST. */
-static void wh_deliver_due(webhooks_t *w, double *wait_s)
-{
-    for (;;) {
+    webhooks_t *w = arg;
+    while (!__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
         pthread_mutex_lock(&w->lock);
-        int slot = 0, i = wh_next_due(w, clock_wall_s(), &slot, wait_s);
-        if (i < 0 || w->stop) {
-            pthread_mutex_unlock(&w->lock);
-            return;
-        }
-        wh_hook_t *h = &w->hooks[i];
-        wh_delivery_t d = h->dl[slot];
-        char url[WEBHOOK_URL_MAX], secret[WEBHOOK_SECRET_MAX + 1], hid[24];
-        memcpy(url, h->req.url, sizeof url);
-        memcpy(secret, h->req.secret, sizeof secret);
-        memcpy(hid, h->id, sizeof hid);
-        d.body = strdup(d.body);
+        for (int i = 0; i < w->n; i++)
+            for (int k = 0; k < WEBHOOK_DELIVERIES_KEPT; k++)
+                if (w->hooks[i].dl[k].body)
+                    wh_record(&w->hooks[i], k, -1, 0, "this coordinator was built without libcurl", 1, NULL);
         pthread_mutex_unlock(&w->lock);
-        char why[160] = "";
-        /* checked again at each POST: a subscription made under a wider --webhook-hosts
-         * than this daemon's reaches no host this one refuses */
-        int refused = webhook_url_check(url, w->allow, why, sizeof why) != 0;
-        int status = 0, rc = refused ? -1 : d.body ? wh_post(url, secret, &d, &w->stop, &status, why, sizeof why) : -1;
-        memset(secret, 0, sizeof secret);
-        free(d.body);
-        pthread_mutex_lock(&w->lock);
-        /* the hook may have been removed meanwhile: find it and its delivery again */
-        for (int j = 0; j < w->n; j++) {
-            wh_delivery_t *x = &w->hooks[j].dl[slot];
-            if (strcmp(w->hooks[j].id, hid) != 0 || strcmp(x->id, d.id) != 0) continue;
-            if (rc != 0 && __atomic_load_n(&w->stop, __ATOMIC_RELAXED)) { /* not an attempt: said, and left */
-                clog_printf("webhook %s: %s of %s not delivered: %s", hid, x->event, x->job, why);
-                break;
-            }
-            x->attempts++;
-            x->http_status = status;
-            snprintf(x->error, sizeof x->error, "%s", rc == 0 ? "" : why);
-            if (rc == 0 || refused || x->attempts >= WEBHOOK_ATTEMPTS) {
-                snprintf(x->status, sizeof x->status, "%s", rc == 0 ? "delivered" : "failed");
-                free(x->body);
-                x->body = NULL;
-                if (rc != 0)
-                    clog_printf("webhook %s: %s of %s not delivered after %d attempt%s: %s", hid, x->event, x->job,
-                                x->attempts, x->attempts == 1 ? "" : "s", why);
-            } else {
-                x->next_at = clock_wall_s() + (double)(1 << (x->attempts - 1)); /* 1, 2, 4, 8, 16 s */
-            }
-        }
-        pthread_mutex_unlock(&w->lock);
+        clock_sleep_s(0.5);
     }
+    return NULL;
 }
+
+static int wh_deliver_start(webhooks_t *w)
+{
+    if (pthread_create(&w->deliverer, NULL, wh_deliver_thread, w) != 0) return -1;
+    w->delivering = 1;
+    return 0;
+}
+
+static void wh_deliver_wake(webhooks_t *w) { (void)w; }
+
+static void wh_deliver_stop(webhooks_t *w)
+{
+    if (w->delivering) pthread_join(w->deliverer, NULL);
+}
+#endif
 
 /* ---- events to deliveries ----------------------------------------------------------------- */
 
@@ -559,25 +753,24 @@ static void wh_dispatch(webhooks_t *w, json_t *ev)
     pthread_mutex_unlock(&w->lock);
 }
 
-static void *wh_deliver_thread(void *arg)
+/* Follows pacer:events and turns them into deliveries; the delivery thread makes them. */
+static void *wh_events_thread(void *arg)
 {
     webhooks_t *w = arg;
     coord_cursor_t cur;
     int open = 0;
-    double wait_s = 0.5;
-    while (!w->stop) {
+    while (!__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
         if (!open && !(open = coord_events_open(w->c, NULL, &cur) == COORD_OK)) {
             clock_sleep_s(1.0); /* Redis not there yet */
             continue;
         }
         json_t *list = NULL;
-        int ms = (int)(wait_s * 1000);
-        if (coord_events_wait(w->c, &cur, ms < 1 ? 1 : ms > 500 ? 500 : ms, 100, &list) != COORD_OK) clock_sleep_s(0.5);
+        if (coord_events_wait(w->c, &cur, 500, 100, &list) != COORD_OK) clock_sleep_s(0.5);
         size_t i;
         json_t *e;
         json_array_foreach(list, i, e) wh_dispatch(w, json_object_get(e, "event"));
+        if (json_array_size(list)) wh_deliver_wake(w);
         json_decref(list);
-        wh_deliver_due(w, &wait_s);
     }
     return NULL;
 }
@@ -597,11 +790,8 @@ webhooks_t *webhooks_start(coordinator_t *c, const char *state_dir, const char *
         webhooks_stop(w);
         return NULL;
     }
-#ifdef PACER_HAVE_CURL
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-#endif
-    if (pthread_create(&w->thread, NULL, wh_deliver_thread, w) != 0) {
-        errmsg(err, errlen, "cannot start the webhook thread");
+    if (wh_deliver_start(w) != 0 || pthread_create(&w->thread, NULL, wh_events_thread, w) != 0) {
+        errmsg(err, errlen, "cannot start the webhook threads");
         webhooks_stop(w);
         return NULL;
     }
@@ -613,8 +803,9 @@ webhooks_t *webhooks_start(coordinator_t *c, const char *state_dir, const char *
 void webhooks_stop(webhooks_t *w)
 {
     if (!w) return;
-    __atomic_store_n(&w->stop, 1, __ATOMIC_RELAXED); /* read by wh_progress inside a POST */
+    __atomic_store_n(&w->stop, 1, __ATOMIC_RELAXED);
     if (w->started) pthread_join(w->thread, NULL);
+    wh_deliver_stop(w); /* the POSTs under way are abandoned, the log naming each */
     for (int i = 0; i < w->n; i++)
         for (int k = 0; k < WEBHOOK_DELIVERIES_KEPT; k++) free(w->hooks[i].dl[k].body);
     memset(w->hooks, 0, sizeof w->hooks); /* the secrets */

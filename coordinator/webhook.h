@@ -1,15 +1,21 @@
 /* coordinator/webhook.h - webhooks: a JSON POST to a URL when a job (or an experiment)
  * ends, fails or is interrupted, signed with the subscription's secret (HMAC-SHA256 of
- * the body, header X-Pacer-Signature: sha256=HEX), retried with backoff, delivered by a
- * thread of its own that follows pacer:events (coord_events_wait), so that no request
- * and no tick ever waits for a receiver. The subscriptions live in STATE_DIR/webhooks.json
- * (0600: it holds the secrets, which no answer and no log line shows); the last
- * WEBHOOK_DELIVERIES_KEPT deliveries of each are kept in memory for GET /api/v1/webhooks.
+ * the body, header X-Pacer-Signature: sha256=HEX), retried with backoff. One thread follows
+ * pacer:events (coord_events_wait) and queues deliveries; another makes the POSTs, each
+ * subscription's one at a time and every subscription's at once (a libcurl multi handle),
+ * so that no request, no tick and no other receiver ever waits for a receiver. The
+ * subscriptions live in STATE_DIR/webhooks.json (0600: it holds the secrets, which no
+ * answer and no log line shows); the last WEBHOOK_DELIVERIES_KEPT deliveries of each are
+ * kept in memory for GET /api/v1/webhooks.
  *
  * Who may subscribe: an admin to any job (or all of them); a member to their own jobs
  * and experiments only (all of them, or one job named by "job"). A URL is http or https,
  * without user or password, and its host on the allow-list (--webhook-hosts,
- * webhook_url_check). */
+ * webhook_url_check): a host the list names is called at whatever address it resolves
+ * to (the admin's word for it: a receiver on 127.0.0.1, an internal name); under "*",
+ * any other host only at an address that is not loopback, private, link-local,
+ * unspecified, multicast or reserved (coordinator/webhook_addr.h), checked on the literal
+ * when the subscription is made and on each address a delivery connects to. */
 #ifndef PACER_WEBHOOK_H
 #define PACER_WEBHOOK_H
 
@@ -27,7 +33,7 @@
 #define WEBHOOK_DELIVERIES_KEPT 10
 #define WEBHOOK_ATTEMPTS 6        /* a delivery's tries: at once, then after 1, 2, 4, 8, 16 s */
 #define WEBHOOK_TIMEOUT_S 10      /* one POST, connection included */
-#define WEBHOOK_HOSTS_DEFAULT "*" /* --webhook-hosts: any host but an internal address's literal */
+#define WEBHOOK_HOSTS_DEFAULT "*" /* --webhook-hosts: any host, at public addresses only */
 
 /* The event names a subscription may ask for (docs/openapi.json's WebhookEvent). */
 extern const char *const WEBHOOK_EVENTS[];
@@ -45,11 +51,18 @@ typedef struct {
 int webhook_body_parse(const char *body, size_t len, const char *allow_hosts, webhook_req_t *out, char *err,
                        size_t errlen);
 /* Whether url may be called: http:// or https://, a host (no user or password, no
- * spaces or control bytes), an optional port, on allow_hosts: a comma-separated list of
- * host names (case-insensitive) or "*", which allows any host except a literal loopback,
- * private or link-local address and "localhost" (a list names those to allow them).
- * 0, or -1 with err saying why. */
+ * spaces or control bytes; an IPv6 literal that is one), an optional port, on
+ * allow_hosts: a comma-separated list of host names (case-insensitive, as spelled) or
+ * "*", which allows any host but an internal address in any spelling and localhost
+ * (webhook_host_kind; a list names those to allow them). 0, or -1 with err saying why. */
 int webhook_url_check(const char *url, const char *allow_hosts, char *err, size_t errlen);
+/* One POST of body to url as a delivery makes it (signed with secret, the same libcurl
+ * options; each address it connects to checked by webhook_addr_kind unless
+ * check_addresses is 0, as for a host --webhook-hosts names): 0 on a 2xx, else -1 with why
+ * in the words GET /api/v1/webhooks shows, *status the HTTP status (0 without an answer).
+ * For the tests: the daemon's deliveries go through its delivery thread. */
+int webhook_post_once(const char *url, const char *secret, const char *body, int check_addresses, int *status,
+                      char *why, size_t whylen);
 /* The webhook event a pacer:events event is ("job.succeeded", ...), or NULL for none. */
 const char *webhook_event_of(const json_t *ev);
 

@@ -281,8 +281,9 @@ static const opt_row_t OPTIONS[] = {
      O_PREFLIGHT},
     {"preflight-steps", 1, "N", "timed steps of a host's benchmark (1 to 1000, default 8)", O_PREFLIGHT_STEPS},
     {"webhook-hosts", 1, "LIST",
-     "the hosts webhooks may call, comma-separated, or * (default): any host but a literal loopback, private or "
-     "link-local address or localhost, which the list must name",
+     "the hosts webhooks may call, comma-separated, or * (default): any host, connected to at public addresses "
+     "only (a loopback, private, link-local, unspecified or multicast address, however spelled or resolved, "
+     "is refused); a host the list names is called at whatever address it resolves to",
      O_WEBHOOK_HOSTS},
     {"preflight-timeout", 1, "S", "a benchmark still running after S seconds fails its host (default 120)",
      O_PREFLIGHT_TIMEOUT},

@@ -1,10 +1,13 @@
 /* fuzz/fuzz_webhook.c - libFuzzer target for a POST /api/v1/webhooks body
- * (webhook_body_parse, coordinator/webhook.h) and the URL rules it applies
- * (webhook_url_check): both read a request from outside. Build and run: make fuzz-webhook.
+ * (webhook_body_parse, coordinator/webhook.h), the URL rules it applies
+ * (webhook_url_check) and the host classifier under them (webhook_host_kind,
+ * coordinator/webhook_addr.h, given the input as a host too): all read a request from
+ * outside. Build and run: make fuzz-webhook.
  *
  * Properties beyond no crash / UB: a refusal says why; an accepted body's URL passes the
  * URL check alone, starts with http:// or https://, holds no '@' before its path and no
  * byte outside printable ASCII; its secret is 16 to 256 bytes and it asks for an event.
+ * A host's kind is NULL or one of the six the filter names.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,9 +15,25 @@
 #include <strings.h>
 
 #include "webhook.h"
+#include "webhook_addr.h"
+
+static void host_kind(const uint8_t *data, size_t size)
+{
+    char host[300];
+    if (size >= sizeof host) size = sizeof host - 1;
+    memcpy(host, data, size);
+    host[size] = 0;
+    const char *k = webhook_host_kind(host);
+    static const char *const kinds[] = {"loopback", "private", "link-local", "unspecified", "multicast", "reserved"};
+    if (!k) return;
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        if (strcmp(k, kinds[i]) == 0) return;
+    abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+    host_kind(data, size);
     webhook_req_t r;
     char err[512] = "";
     if (webhook_body_parse((const char *)data, size, "*", &r, err, sizeof err) != 0) {

@@ -858,8 +858,15 @@ int coord_webhook_add(coordinator_t *c, const coord_caller_t *by, const char *bo
                    COORD_EDENIED;
     }
     pthread_mutex_lock(&w->lock);
-    int code = COORD_OK;
-    if (w->n >= WEBHOOKS_MAX) {
+    int code = COORD_OK, mine = 0;
+    for (int i = 0; i < w->n; i++) mine += !w->hooks[i].admin && strcmp(w->hooks[i].owner, wh_who(by)) == 0;
+    if (!admin && mine >= WEBHOOKS_PER_MEMBER) {
+        errmsg(err, errlen,
+               "a member may hold at most %d webhooks (WEBHOOKS_PER_MEMBER) and %s holds %d: remove one first (DELETE "
+               "/api/v1/webhooks/{id})",
+               WEBHOOKS_PER_MEMBER, wh_who(by), mine);
+        code = COORD_ELIMIT;
+    } else if (w->n >= WEBHOOKS_MAX) {
         errmsg(err, errlen, "the coordinator holds %d webhooks, its most: remove one first", WEBHOOKS_MAX);
         code = COORD_ELIMIT;
     } else {

@@ -9,7 +9,8 @@
  * kept in memory for GET /api/v1/webhooks.
  *
  * Who may subscribe: an admin to any job (or all of them); a member to their own jobs
- * and experiments only (all of them, or one job named by "job"). A URL is http or https,
+ * and experiments only (all of them, or one job named by "job"), WEBHOOKS_PER_MEMBER
+ * subscriptions at most. A URL is http or https,
  * without user or password, and its host on the allow-list (--webhook-hosts,
  * webhook_url_check): a host the list names is called at whatever address it resolves
  * to (the admin's word for it: a receiver on 127.0.0.1, an internal name); under "*",
@@ -26,6 +27,10 @@
 #include "coordinator.h"
 
 #define WEBHOOKS_MAX 256
+/* A member's own subscriptions at most, so that one member cannot fill the table for
+ * everyone (a 429 names it); admins only meet WEBHOOKS_MAX, as they meet no count limit
+ * of common/users.h. */
+#define WEBHOOKS_PER_MEMBER 16
 #define WEBHOOK_URL_MAX 512
 #define WEBHOOK_SECRET_MIN 16
 #define WEBHOOK_SECRET_MAX 256
@@ -76,7 +81,8 @@ void webhooks_stop(webhooks_t *w);
 
 /* The API's side (http/handlers_webhooks.c). COORD_EINVAL (400) with err for a bad body
  * or URL, COORD_EDENIED (403) for a member's subscription to a job that is not theirs,
- * COORD_ENOTFOUND for an unknown job or webhook, COORD_ELIMIT past WEBHOOKS_MAX,
+ * COORD_ENOTFOUND for an unknown job or webhook, COORD_ELIMIT past WEBHOOKS_PER_MEMBER (a
+ * member's) or WEBHOOKS_MAX,
  * COORD_ESTATE on a coordinator built without libcurl or a client handle. */
 int coord_webhook_add(coordinator_t *c, const coord_caller_t *by, const char *body, size_t len, json_t **out, char *err,
                       size_t errlen);

@@ -16,7 +16,7 @@ static const char *v4_kind(uint32_t a)
     if (o1 == 127) return "loopback";
     if (o1 == 10 || (o1 == 172 && (o2 & 0xf0) == 16) || (o1 == 192 && o2 == 168)) return "private";
     if (o1 == 100 && (o2 & 0xc0) == 64) return "private"; /* 100.64/10: carrier-grade NAT's shared space */
-    if (o1 == 169 && o2 == 254) return "link-local";     /* cloud metadata services live here */
+    if (o1 == 169 && o2 == 254) return "link-local";      /* cloud metadata services live here */
     if ((o1 & 0xf0) == 224) return "multicast";
     if ((o1 & 0xf0) == 240) return "reserved"; /* 240/4 and the broadcast address */
     if ((a & 0xffffff00u) == 0xc0000000u || (o1 == 198 && (o2 & 0xfe) == 18))
@@ -40,7 +40,7 @@ static const char *v6_kind(const unsigned char *b)
 {
     if (all_zero(b, 15)) return b[15] == 0 ? "unspecified" : b[15] == 1 ? "loopback" : "reserved";
     if (all_zero(b, 10) && b[10] == 0xff && b[11] == 0xff) return v4_kind(v4_at(b + 12)); /* ::ffff:a.b.c.d */
-    if (all_zero(b, 12)) {                                                             /* ::a.b.c.d (deprecated) */
+    if (all_zero(b, 12)) {                                                                /* ::a.b.c.d (deprecated) */
         const char *k = v4_kind(v4_at(b + 12));
         return k ? k : "reserved";
     }

@@ -9,7 +9,9 @@
 #   only that the address is not allowed; named on the list after a restart, it delivers;
 # - three subscriptions of alice's to a receiver that never answers do not delay the
 #   admin's good receiver: it gets the event in under 15 s, where one POST to the silent
-#   receiver waits 10 s (before, one thread made every POST in turn: 30 s and more).
+#   receiver waits 10 s (before, one thread made every POST in turn: 30 s and more);
+# - a member holds at most WEBHOOKS_PER_MEMBER (16) subscriptions: the 17th is a 429
+#   naming the cap, while another member may still subscribe.
 . tests/integration/coordinator_lib.inc
 need_api_tools
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
@@ -18,6 +20,7 @@ command -v getent >/dev/null || skip "getent not installed"
 
 start_coord_admin --webhook-hosts '*,127.0.0.1' --max-restarts 0
 ALICE=$(adduser alice member) || exit 1
+BOB=$(adduser bob member) || exit 1
 python3 tests/webhook_receiver.py "$TMP/port" "$TMP/got.jsonl" &
 EXTRA_PIDS="$EXTRA_PIDS $!"
 python3 tests/webhook_receiver.py hang "$TMP/hport" "$TMP/hung.txt" &
@@ -100,6 +103,15 @@ if [ -n "$NAME" ]; then
 else
     echo "note: no name here but localhost resolves to 127.0.0.1 only: test_webhook's test_post_resolved covers it"
 fi
+
+# ---- a member's cap ----------------------------------------------------------------------------------
+for i in $(seq 4 16); do
+    ok 201 "$ALICE" POST /api/v1/webhooks -H "$JSON" -d "$(hook "http://127.0.0.1:$PORT/alice$i" '["job.failed"]')"
+done
+refused 429 "a member may hold at most 16 webhooks (WEBHOOKS_PER_MEMBER) and alice holds 16: remove one first (DELETE /api/v1/webhooks/{id})" \
+    "$ALICE" POST /api/v1/webhooks -H "$JSON" -d "$(hook "http://127.0.0.1:$PORT/alice17" '["job.failed"]')"
+ok 201 "$BOB" POST /api/v1/webhooks -H "$JSON" -d "$(hook "http://127.0.0.1:$PORT/bob" '["job.failed"]')"
+echo "ok: alice's 17th subscription refused (429, the cap named), bob's accepted"
 
 # ---- the name, once the list names it, delivers -------------------------------------------------------
 if [ -n "$NAME" ]; then

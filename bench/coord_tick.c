@@ -144,6 +144,8 @@ webhooks_t *webhooks_start(coordinator_t *c, const char *state_dir, const char *
 
 void webhooks_stop(webhooks_t *w) { (void)w; }
 
+void webhooks_user_removed(coordinator_t *c, const char *user) { (void)c, (void)user; }
+
 #undef redisCommand
 #undef redisCommandArgv
 #undef redisAppendCommand

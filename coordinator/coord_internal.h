@@ -128,6 +128,10 @@ struct coordinator {
     /* Called by hosts_set_state after a change (coordinator.c's coord_publish_info, set at
      * start): a callback, so that hosts.c, below the tick, never calls up into it. */
     void (*host_changed)(struct coordinator *c, double now);
+    /* Called by coord_user_remove after a removal (webhook.c's webhooks_user_removed, set
+     * when the daemon starts its webhooks): a callback, so that the users' store never
+     * calls up into the webhooks that read it. NULL on a client handle. */
+    void (*user_removed)(struct coordinator *c, const char *name);
     int slots_total, slots_usable; /* all their slots; those of up and slow hosts */
     int slots_max;                 /* the most slots one host has (memory admission) */
     double host_memory;            /* bytes per host for admission; 0 = unknown (set at start) */

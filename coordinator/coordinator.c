@@ -742,6 +742,7 @@ static int start_catalog(coordinator_t *c, const coord_config_t *cfg, char *err,
 static int start_tick(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
 {
     /* webhooks first: a subscriptions file it cannot read stops the start */
+    c->user_removed = webhooks_user_removed; /* a no-op while c->webhooks is NULL */
     if (!(c->webhooks = webhooks_start(c, c->state_dir, cfg->webhook_hosts, err, errlen))) return COORD_EINVAL;
     if (pthread_create(&c->tick_thread, NULL, tick_main, c) != 0) {
         webhooks_stop(c->webhooks);

@@ -176,6 +176,7 @@ int coord_user_remove(coordinator_t *c, const char *name, char *err, size_t errl
         return COORD_ENOTFOUND;
     }
     atomic_fetch_add(&c->owners_gen, 1); /* the tick's runs and queued jobs: read their owners again */
+    if (c->user_removed) c->user_removed(c, name);
     return COORD_OK;
 }
 

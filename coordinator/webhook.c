@@ -47,6 +47,10 @@ typedef struct {
     char id[24];
     webhook_req_t req;
     char owner[USER_OWNER_MAX + 1];
+    /* the owner's account: its created time (user_record_t), which a later account of the
+     * same name never has; 0 for the daemon's own admin (no account) and for a
+     * subscription from before it was recorded (then the name alone is checked) */
+    double owner_since;
     int admin; /* made by an admin: every job's events (or its job's) */
     double created;
     wh_delivery_t dl[WEBHOOK_DELIVERIES_KEPT]; /* a ring, newest at (ndl - 1) % KEPT */
@@ -274,6 +278,7 @@ static json_t *wh_hook_json(const wh_hook_t *h, int with_secret)
                           wh_events_json(h->req.events), "job", h->req.job[0] ? json_string(h->req.job) : json_null(),
                           "owner", h->owner, "admin", h->admin, "created", h->created);
     if (o && with_secret) json_object_set_new(o, "secret", json_string(h->req.secret));
+    if (o && with_secret && h->owner_since > 0) json_object_set_new(o, "owner_since", json_real(h->owner_since));
     return o;
 }
 
@@ -303,6 +308,7 @@ static int wh_store_load_one(webhooks_t *w, json_t *e, char *err, size_t errlen)
     if (json_is_null(json_object_get(copy, "job"))) json_object_del(copy, "job");
     json_object_del(copy, "id");
     json_object_del(copy, "owner");
+    json_object_del(copy, "owner_since");
     json_object_del(copy, "admin");
     json_object_del(copy, "created");
     char *body = copy ? json_dumps(copy, JSON_COMPACT) : NULL;
@@ -320,6 +326,7 @@ static int wh_store_load_one(webhooks_t *w, json_t *e, char *err, size_t errlen)
     snprintf(h->owner, sizeof h->owner, "%s", owner);
     h->admin = json_is_true(json_object_get(e, "admin"));
     h->created = json_number_value(json_object_get(e, "created"));
+    h->owner_since = json_number_value(json_object_get(e, "owner_since"));
     w->n++;
     return 0;
 }
@@ -720,8 +727,40 @@ static int wh_member_wants(const webhooks_t *w, int bit)
     return 0;
 }
 
-/* The subscriptions that want ev get a delivery. The job's (or the experiment's) owner is
- * read (outside the lock) only when a member's subscription might want the event. */
+/* Removes the subscription at i (under w->lock); its POST under way, if any, ends unrecorded. */
+static void wh_drop(webhooks_t *w, int i)
+{
+    wh_hook_t *h = &w->hooks[i];
+    for (int k = 0; k < WEBHOOK_DELIVERIES_KEPT; k++) free(h->dl[k].body);
+    memmove(h, h + 1, sizeof *h * (size_t)(w->n - i - 1));
+    w->n--;
+    memset(&w->hooks[w->n], 0, sizeof w->hooks[w->n]); /* the secret */
+}
+
+/* Whether the account that made a subscription is still the one of that name: 1, 0 when
+ * it was removed (or replaced by a new account of the name), -1 when Redis cannot say. */
+static int wh_owner_current(webhooks_t *w, const char *owner, double since)
+{
+    if (strcmp(owner, USER_ADMIN_NAME) == 0) return 1; /* the daemon's own token: no account */
+    user_record_t r;
+    int code = coord_user_get(w->c, owner, &r);
+    if (code == COORD_ENOTFOUND) return 0;
+    if (code != COORD_OK) return -1;
+    return since <= 0 || r.created == since;
+}
+
+/* A subscription an event would go to, its owner's account to be checked outside the lock. */
+typedef struct {
+    char id[24];
+    char owner[USER_OWNER_MAX + 1];
+    double since;
+    int verdict; /* wh_owner_current's */
+} wh_cand_t;
+
+/* The subscriptions that want ev, whose owner's account is still theirs, get a delivery;
+ * one whose account is gone is removed (a new account of the name never inherits it). The
+ * job's (or the experiment's) owner is read (outside the lock) only when a member's
+ * subscription might want the event. */
 static void wh_dispatch(webhooks_t *w, json_t *ev)
 {
     const char *name = webhook_event_of(ev);
@@ -742,14 +781,65 @@ static void wh_dispatch(webhooks_t *w, json_t *ev)
                                    : coord_experiment_owner(w->c, subject, owner, sizeof owner, &exists);
         if (code != COORD_OK) owner[0] = 0;
     }
+    wh_cand_t cand[WEBHOOKS_MAX];
+    int nc = 0;
     pthread_mutex_lock(&w->lock);
     for (int i = 0; i < w->n; i++) {
         wh_hook_t *h = &w->hooks[i];
         if (!(h->req.events & (1u << bit))) continue;
         if (h->req.job[0] && strcmp(h->req.job, subject) != 0) continue;
         if (!h->admin && (!owner[0] || strcmp(owner, h->owner) != 0)) continue;
-        wh_enqueue(w, h, name, subject, ev);
+        snprintf(cand[nc].id, sizeof cand[nc].id, "%s", h->id);
+        snprintf(cand[nc].owner, sizeof cand[nc].owner, "%s", h->owner);
+        cand[nc++].since = h->owner_since;
     }
+    pthread_mutex_unlock(&w->lock);
+    for (int j = 0; j < nc; j++) {
+        int k = 0; /* an owner asked already for this event */
+        while (k < j && (strcmp(cand[k].owner, cand[j].owner) != 0 || cand[k].since != cand[j].since)) k++;
+        cand[j].verdict = k < j ? cand[k].verdict : wh_owner_current(w, cand[j].owner, cand[j].since);
+    }
+    pthread_mutex_lock(&w->lock);
+    int dropped = 0;
+    for (int j = 0; j < nc; j++)
+        for (int i = 0; i < w->n; i++) {
+            if (strcmp(w->hooks[i].id, cand[j].id) != 0) continue;
+            if (cand[j].verdict > 0) wh_enqueue(w, &w->hooks[i], name, subject, ev);
+            else if (cand[j].verdict < 0)
+                clog_printf("webhook %s: %s of %s not delivered: Redis did not say whether %s's account still exists",
+                            cand[j].id, name, subject, cand[j].owner);
+            else {
+                clog_printf("webhook %s removed: its owner %s's account is gone (a later account of the name does "
+                            "not inherit it); %s of %s not delivered",
+                            cand[j].id, cand[j].owner, name, subject);
+                wh_drop(w, i);
+                dropped = 1;
+            }
+            break;
+        }
+    char err[256];
+    if (dropped && wh_store_save(w, err, sizeof err) != 0) clog_printf("webhooks: %s", err);
+    pthread_mutex_unlock(&w->lock);
+}
+
+void webhooks_user_removed(coordinator_t *c, const char *user)
+{
+    webhooks_t *w = c->webhooks;
+    if (!w || !user) return;
+    pthread_mutex_lock(&w->lock);
+    int dropped = 0;
+    for (int i = 0; i < w->n;) {
+        if (strcmp(w->hooks[i].owner, user) != 0) {
+            i++;
+            continue;
+        }
+        clog_printf("webhook %s removed with its owner %s's account", w->hooks[i].id, user);
+        wh_drop(w, i);
+        dropped++;
+    }
+    char err[256];
+    if (dropped && wh_store_save(w, err, sizeof err) != 0)
+        clog_printf("webhooks: %s: the removed subscriptions stay in the file until it is written again", err);
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -836,6 +926,30 @@ static const char *wh_who(const coord_caller_t *by)
     return !by || by->role == USER_ADMIN ? USER_ADMIN_NAME : "";
 }
 
+/* The caller's account as a subscription records it (wh_hook_t's owner_since): 0 for the
+ * daemon's own admin and an anonymous caller. COORD_OK, or COORD_EDENIED (the account is
+ * gone) or COORD_EUNAVAIL with err. */
+static int wh_caller_since(coordinator_t *c, const coord_caller_t *by, double *since, char *err, size_t errlen)
+{
+    *since = 0;
+    if (!by || !by->user || strcmp(by->user, USER_ADMIN_NAME) == 0) return COORD_OK;
+    user_record_t rec;
+    int code = coord_user_get(c, by->user, &rec);
+    if (code == COORD_ENOTFOUND) return errmsg(err, errlen, "user %s no longer exists", by->user), COORD_EDENIED;
+    if (code != COORD_OK)
+        return errmsg(err, errlen, "Redis did not answer whether user %s exists", by->user), COORD_EUNAVAIL;
+    *since = rec.created;
+    return COORD_OK;
+}
+
+/* Whether h is by's own: made by the caller's name and account (one made before the
+ * account was recorded: by the name). */
+static int wh_mine(const wh_hook_t *h, const coord_caller_t *by, double since)
+{
+    const char *who = wh_who(by);
+    return who[0] && strcmp(h->owner, who) == 0 && (h->owner_since <= 0 || h->owner_since == since);
+}
+
 int coord_webhook_add(coordinator_t *c, const coord_caller_t *by, const char *body, size_t len, json_t **out, char *err,
                       size_t errlen)
 {
@@ -847,6 +961,9 @@ int coord_webhook_add(coordinator_t *c, const coord_caller_t *by, const char *bo
     webhook_req_t req;
     if (webhook_body_parse(body, len, w->allow, &req, err, errlen) != 0) return COORD_EINVAL;
     int admin = !by || by->role == USER_ADMIN;
+    double since;
+    int who = wh_caller_since(c, by, &since, err, errlen);
+    if (who != COORD_OK) return who;
     if (req.job[0]) {
         char owner[USER_OWNER_MAX + 1] = "";
         int exists = 0, code = coord_job_owner(c, req.job, owner, sizeof owner, &exists);
@@ -875,6 +992,7 @@ int coord_webhook_add(coordinator_t *c, const coord_caller_t *by, const char *bo
         h->req = req;
         snprintf(h->id, sizeof h->id, "w-%ld", ++w->next_id);
         snprintf(h->owner, sizeof h->owner, "%s", wh_who(by));
+        h->owner_since = since;
         h->admin = admin;
         h->created = clock_wall_s();
         w->n++;
@@ -891,16 +1009,19 @@ int coord_webhook_add(coordinator_t *c, const coord_caller_t *by, const char *bo
     return code;
 }
 
-int coord_webhook_list(coordinator_t *c, const coord_caller_t *by, json_t **out)
+int coord_webhook_list(coordinator_t *c, const coord_caller_t *by, json_t **out, char *err, size_t errlen)
 {
     webhooks_t *w = c->webhooks;
-    if (!w) return COORD_ESTATE;
+    if (!w) return errmsg(err, errlen, "webhooks are served by the daemon only"), COORD_ESTATE;
     int admin = !by || by->role == USER_ADMIN;
+    double since = 0;
+    int who = admin ? COORD_OK : wh_caller_since(c, by, &since, err, errlen);
+    if (who != COORD_OK) return who;
     json_t *a = json_array();
     pthread_mutex_lock(&w->lock);
     for (int i = 0; i < w->n; i++) {
         const wh_hook_t *h = &w->hooks[i];
-        if (!admin && (!wh_who(by)[0] || strcmp(h->owner, wh_who(by)) != 0)) continue;
+        if (!admin && !wh_mine(h, by, since)) continue;
         json_t *o = wh_hook_json(h, 0);
         json_object_set_new(o, "deliveries", wh_deliveries_json(h));
         json_array_append_new(a, o);
@@ -913,13 +1034,16 @@ int coord_webhook_list(coordinator_t *c, const coord_caller_t *by, json_t **out)
 int coord_webhook_remove(coordinator_t *c, const coord_caller_t *by, const char *id, char *err, size_t errlen)
 {
     webhooks_t *w = c->webhooks;
-    if (!w) return COORD_ESTATE;
+    if (!w) return errmsg(err, errlen, "webhooks are served by the daemon only"), COORD_ESTATE;
     int admin = !by || by->role == USER_ADMIN, code = COORD_ENOTFOUND;
+    double since = 0;
+    int who = admin ? COORD_OK : wh_caller_since(c, by, &since, err, errlen);
+    if (who != COORD_OK) return who;
     pthread_mutex_lock(&w->lock);
     for (int i = 0; i < w->n; i++) {
         wh_hook_t *h = &w->hooks[i];
         if (strcmp(h->id, id) != 0) continue;
-        if (!admin && strcmp(h->owner, wh_who(by)) != 0) {
+        if (!admin && !wh_mine(h, by, since)) {
             errmsg(err, errlen, "members may remove only their own webhooks: %s is %s's", id, h->owner);
             code = COORD_EDENIED;
             break;

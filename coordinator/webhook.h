@@ -10,7 +10,8 @@
  *
  * Who may subscribe: an admin to any job (or all of them); a member to their own jobs
  * and experiments only (all of them, or one job named by "job"), WEBHOOKS_PER_MEMBER
- * subscriptions at most. A URL is http or https,
+ * subscriptions at most. A subscription is its owner's account's: it goes when the account
+ * is removed, and never passes to a later account of the name. A URL is http or https,
  * without user or password, and its host on the allow-list (--webhook-hosts,
  * webhook_url_check): a host the list names is called at whatever address it resolves
  * to (the admin's word for it: a receiver on 127.0.0.1, an internal name); under "*",
@@ -78,6 +79,11 @@ typedef struct webhooks webhooks_t;
  * subscription silently dropped would be silent data loss). */
 webhooks_t *webhooks_start(coordinator_t *c, const char *state_dir, const char *allow_hosts, char *err, size_t errlen);
 void webhooks_stop(webhooks_t *w);
+/* A removed user's subscriptions go with the account (coord_user_remove calls it through
+ * c->user_removed); a subscription also names its owner's account by when it was created,
+ * so one the removal missed (the account was removed in Redis, not by this daemon) is
+ * removed at its next event rather than delivered to a later account of the name. */
+void webhooks_user_removed(coordinator_t *c, const char *user);
 
 /* The API's side (http/handlers_webhooks.c). COORD_EINVAL (400) with err for a bad body
  * or URL, COORD_EDENIED (403) for a member's subscription to a job that is not theirs,
@@ -87,8 +93,9 @@ void webhooks_stop(webhooks_t *w);
 int coord_webhook_add(coordinator_t *c, const coord_caller_t *by, const char *body, size_t len, json_t **out, char *err,
                       size_t errlen);
 /* {"webhooks": [{id, url, events, job, owner, created, deliveries: [...]}]}: an admin's
- * view has all of them, a member's their own; never a secret. */
-int coord_webhook_list(coordinator_t *c, const coord_caller_t *by, json_t **out);
+ * view has all of them, a member's their own (their name's, made by their account);
+ * never a secret. COORD_ESTATE or COORD_EUNAVAIL with err. */
+int coord_webhook_list(coordinator_t *c, const coord_caller_t *by, json_t **out, char *err, size_t errlen);
 int coord_webhook_remove(coordinator_t *c, const coord_caller_t *by, const char *id, char *err, size_t errlen);
 
 #endif

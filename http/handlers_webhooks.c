@@ -50,10 +50,11 @@ int handle_webhooks_add(http_req_t *rq)
 
 int handle_webhooks_list(http_req_t *rq)
 {
+    char err[256] = "";
     json_t *out = NULL;
     coord_caller_t by = webhook_caller(rq);
-    int code = coord_webhook_list(rq->srv->coord, &by, &out);
-    if (code != COORD_OK) return webhook_problem(rq, code, "webhooks are served by the daemon only");
+    int code = coord_webhook_list(rq->srv->coord, &by, &out, err, sizeof err);
+    if (code != COORD_OK) return webhook_problem(rq, code, err);
     return respond_json(rq->conn, MHD_HTTP_OK, out, NULL, 0);
 }
 

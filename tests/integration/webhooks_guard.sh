@@ -11,7 +11,11 @@
 #   admin's good receiver: it gets the event in under 15 s, where one POST to the silent
 #   receiver waits 10 s (before, one thread made every POST in turn: 30 s and more);
 # - a member holds at most WEBHOOKS_PER_MEMBER (16) subscriptions: the 17th is a 429
-#   naming the cap, while another member may still subscribe.
+#   naming the cap, while another member may still subscribe;
+# - an admin account's every-job subscription goes with the account: a new member of the
+#   same name sees none and hears nothing; one whose account was removed behind the
+#   daemon's back (in Redis) is neither shown to nor removable by the new account of the
+#   name, and is removed at the next event, not delivered.
 . tests/integration/coordinator_lib.inc
 need_api_tools
 need_dir "$FASHION" "Fashion-MNIST (Debian package dataset-fashion-mnist)"
@@ -112,6 +116,38 @@ refused 429 "a member may hold at most 16 webhooks (WEBHOOKS_PER_MEMBER) and ali
     "$ALICE" POST /api/v1/webhooks -H "$JSON" -d "$(hook "http://127.0.0.1:$PORT/alice17" '["job.failed"]')"
 ok 201 "$BOB" POST /api/v1/webhooks -H "$JSON" -d "$(hook "http://127.0.0.1:$PORT/bob" '["job.failed"]')"
 echo "ok: alice's 17th subscription refused (429, the cap named), bob's accepted"
+
+# ---- a removed admin's subscription does not pass to a new member of the name ------------------------
+ROOT=$(adduser root admin) || exit 1
+ok 201 "$ROOT" POST /api/v1/webhooks -H "$JSON" -d "$(hook "http://127.0.0.1:$PORT/root" '["job.cancelled"]')"
+WR=$(jq -r .id "$TMP/body")
+jq -e '.admin == true and .owner == "root"' "$TMP/body" >/dev/null || fail "root's subscription: $(cat "$TMP/body")"
+ok 204 "$ADMIN" DELETE /api/v1/users/root
+ok 200 "$ADMIN" GET /api/v1/webhooks
+jq -e --arg w "$WR" '[.webhooks[].id] | index($w) == null' "$TMP/body" >/dev/null ||
+    fail "root's subscription $WR outlived the account: $(jq -c '[.webhooks[] | {id, owner}]' "$TMP/body")"
+ROOT=$(adduser root member) || exit 1
+ok 200 "$ROOT" GET /api/v1/webhooks
+jq -e '.webhooks == []' "$TMP/body" >/dev/null || fail "the new root sees subscriptions: $(cat "$TMP/body")"
+grep -q "webhook $WR removed with its owner root's account" "$TMP/coord.log" || fail "no log line says $WR went with root"
+# an admin account removed in Redis, not through the daemon: its subscription stays until its next event
+ROOTB=$(adduser rootb admin) || exit 1
+ok 201 "$ROOTB" POST /api/v1/webhooks -H "$JSON" -d "$(hook "http://127.0.0.1:$PORT/rootb" '["job.cancelled"]')"
+WRB=$(jq -r .id "$TMP/body")
+rcli HDEL pacer:users rootb >/dev/null
+ROOTB=$(adduser rootb member) || exit 1
+ok 200 "$ROOTB" GET /api/v1/webhooks
+jq -e '.webhooks == []' "$TMP/body" >/dev/null || fail "the new rootb sees the old account's subscription: $(cat "$TMP/body")"
+refused 403 "members may remove only their own webhooks: $WRB is rootb's" "$ROOTB" DELETE "/api/v1/webhooks/$WRB"
+cancel_one "$BOB"
+await 30 "the good receiver to get $J's job.cancelled" delivered /good 2
+grep -qE '"/root"|"/rootb"' "$TMP/got.jsonl" && fail "a removed admin's subscription delivered to the new account of the name"
+ok 200 "$ADMIN" GET /api/v1/webhooks
+jq -e --arg a "$WR" --arg b "$WRB" '[.webhooks[].id] | index($a) == null and index($b) == null' "$TMP/body" >/dev/null ||
+    fail "the removed admins' subscriptions are still listed: $(jq -c '[.webhooks[] | {id, owner}]' "$TMP/body")"
+grep -q "webhook $WRB removed: its owner rootb's account is gone (a later account of the name does not inherit it)" \
+    "$TMP/coord.log" || fail "no log line says $WRB was removed at its event"
+echo "ok: a removed admin's every-job subscription went with the account (through the API, and at its next event when removed in Redis); the new members of the names see and hear nothing"
 
 # ---- the name, once the list names it, delivers -------------------------------------------------------
 if [ -n "$NAME" ]; then

@@ -538,7 +538,7 @@ static void wh_start_due(webhooks_t *w, wh_flight_t *f, double *wait_s)
 {
     double now = clock_wall_s(), at = now + 0.5;
     pthread_mutex_lock(&w->lock);
-    for (int i = 0; i < w->n && !w->stop; i++) {
+    for (int i = 0; i < w->n && !__atomic_load_n(&w->stop, __ATOMIC_RELAXED); i++) {
         wh_hook_t *h = &w->hooks[i];
         int slot = -1;
         for (int k = 0; k < WEBHOOK_DELIVERIES_KEPT; k++)

@@ -74,7 +74,7 @@ const char *webhook_event_of(const json_t *ev);
 
 typedef struct webhooks webhooks_t;
 
-/* The daemon's webhooks: loads STATE_DIR/webhooks.json and starts the delivery thread.
+/* The daemon's webhooks: loads STATE_DIR/webhooks.json and starts their two threads.
  * NULL with err on a file that cannot be read (the daemon refuses to start: a
  * subscription silently dropped would be silent data loss). */
 webhooks_t *webhooks_start(coordinator_t *c, const char *state_dir, const char *allow_hosts, char *err, size_t errlen);

@@ -418,10 +418,9 @@ static size_t wh_discard(char *p, size_t size, size_t n, void *u)
 static curl_socket_t wh_open_socket(void *u, curlsocktype purpose, struct curl_sockaddr *a)
 {
     wh_xfer_t *x = u;
-    const char *kind = NULL;
-    if (purpose != CURLSOCKTYPE_IPCXN || (a->family == AF_INET6 && a->addrlen < sizeof(struct sockaddr_in6)))
-        kind = "reserved";
-    else if (x->check_addr) kind = webhook_addr_kind(&a->addr);
+    /* not a connection of ours, or an IPv6 address shorter than one: nothing to read */
+    int odd = purpose != CURLSOCKTYPE_IPCXN || (a->family == AF_INET6 && a->addrlen < sizeof(struct sockaddr_in6));
+    const char *kind = odd ? "reserved" : x->check_addr ? webhook_addr_kind(&a->addr) : NULL;
     if (kind) {
         x->refused = 1;
         snprintf(x->refused_kind, sizeof x->refused_kind, "%s", kind);

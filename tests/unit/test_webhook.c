@@ -240,10 +240,18 @@ static void test_post_resolved(void **state)
     assert_int_equal(status, 0);
     struct pollfd p = {.fd = s, .events = POLLIN};
     assert_int_equal(poll(&p, 1, 200), 0); /* no connection came */
-    snprintf(url, sizeof url, "http://127.1:%d/hook", port);
-    assert_int_equal(webhook_post_once(url, "0123456789abcdef", "{}", 1, &status, why, sizeof why), -1);
-    assert_non_null(strstr(why, "is not one webhooks may call"));
-    assert_int_equal(poll(&p, 1, 200), 0);
+    /* the spellings the URL check refuses, had a subscription got past it (one made under
+     * a wider list): libcurl reads each as this host, and the connection is refused (or,
+     * for a name the resolver here does not know, never made) */
+    const char *hosts[] = {"127.1", "2130706433", "0x7f000001", "0177.0.0.1",     "localhost.", "[::ffff:127.0.0.1]",
+                           "0",     "[::1]",      "[::]",       "hooks.localhost"};
+    for (size_t i = 0; i < sizeof hosts / sizeof *hosts; i++) {
+        snprintf(url, sizeof url, "http://%s:%d/hook", hosts[i], port);
+        assert_int_equal(webhook_post_once(url, "0123456789abcdef", "{}", 1, &status, why, sizeof why), -1);
+        if (!strstr(why, "is not one webhooks may call") && !strstr(why, "did not resolve"))
+            fail_msg("%s: %s", url, why);
+        assert_int_equal(poll(&p, 1, 50), 0);
+    }
 
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, answer_once, &s), 0);

@@ -31,8 +31,10 @@ int attention_fits(int T, int D) { return T >= 1 && D >= 1 && bmm_small_ok(T, D,
 /* element (b, h, 0, 0) of an operand */
 static size_t at(const attn_operand_t *o, int b, int h) { return o->off + (size_t)b * o->ss + (size_t)h * o->hs; }
 
-/* rows x cols of src (row stride rs) rounded to bf16 into the dense dst */
-static void round_rows(int rows, int cols, const float *src, size_t rs, float *dst)
+/* rows x cols of src (row stride rs) rounded to bf16 into the dense dst (each clone
+ * computes bf16_round's bits, wider) */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void round_rows(int rows, int cols, const float *src,
+                                                                                    size_t rs, float *dst)
 {
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) dst[(size_t)r * cols + c] = bf16_round(src[(size_t)r * rs + c]);
@@ -40,7 +42,7 @@ static void round_rows(int rows, int cols, const float *src, size_t rs, float *d
 
 /* The lower triangle (the diagonal included) of an S x S matrix rounded to bf16 into dst,
  * zeros above it (as the softmax writes: the small products read whole blocks) */
-static void round_lower(int S, const float *src, float *dst)
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void round_lower(int S, const float *src, float *dst)
 {
     for (int r = 0; r < S; r++) {
         for (int c = 0; c <= r; c++) dst[(size_t)r * S + c] = bf16_round(src[(size_t)r * S + c]);

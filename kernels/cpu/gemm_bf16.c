@@ -117,28 +117,6 @@ AVX512BF16 static void pack_a_rows(int M, int K, const float *A, int lda, const 
         }
 }
 
-/* The common case of B as stored (k rows of N): rows 2q and 2q + 1 converted together and
- * interleaved into pairs. */
-AVX512BF16 static void pack_b_rows(int K, int N, const float *B, int ldb, const packed_t *p)
-{
-    const __m512i pairs = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
-                                           21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-    for (int nb = 0; nb < p->nbn; nb++) {
-        int n0 = nb * BLK, cols = N - n0;
-        __mmask16 mask = cols >= 16 ? 0xffff : (__mmask16)((1u << (cols > 0 ? cols : 0)) - 1);
-        for (int kb = 0; kb < p->kbn; kb++) {
-            uint16_t *t = p->b + ((size_t)nb * p->kbn + kb) * BLK_ELEMS;
-            for (int q = 0; q < KB / 2; q++) {
-                int k = kb * KB + 2 * q;
-                __m512 r0 = _mm512_maskz_loadu_ps(k < K ? mask : 0, k < K ? B + (size_t)k * ldb + n0 : B);
-                __m512 r1 = _mm512_maskz_loadu_ps(k + 1 < K ? mask : 0, k + 1 < K ? B + (size_t)(k + 1) * ldb + n0 : B);
-                __m512i v = (__m512i)_mm512_cvtne2ps_pbh(r1, r0);
-                _mm512_storeu_si512(t + q * KB, _mm512_permutexvar_epi16(pairs, v));
-            }
-        }
-    }
-}
-
 /* 16 x 16 32-bit elements transposed in registers: r[i] element j <-> r[j] element i. */
 AVX512BF16 static void tr16x16_epi32(__m512i r[16])
 {
@@ -190,11 +168,26 @@ AVX512BF16 static inline __m512i pairs_of_two_rows(const float *X, size_t ld, in
     return _mm512_permutexvar_epi16(inter, (__m512i)_mm512_cvtne2ps_pbh(r1, r0));
 }
 
-/* A stored transposed (K rows of M): a block's 16 k pairs of 16 rows, transposed. */
+/* The common case of B as stored (k rows of N): rows 2q and 2q + 1 converted together and
+ * interleaved into pairs, each pair of rows read once, left to right, for every column
+ * block. */
+AVX512BF16 static void pack_b_rows(int K, int N, const float *B, int ldb, const packed_t *p)
+{
+    for (int kb = 0; kb < p->kbn; kb++)
+        for (int q = 0; q < KB / 2; q++)
+            for (int nb = 0; nb < p->nbn; nb++) {
+                uint16_t *t = p->b + ((size_t)nb * p->kbn + kb) * BLK_ELEMS;
+                _mm512_storeu_si512(t + q * KB,
+                                    pairs_of_two_rows(B, (size_t)ldb, kb * KB + 2 * q, K, nb * BLK, N - nb * BLK));
+            }
+}
+
+/* A stored transposed (K rows of M): a block's 16 k pairs of 16 rows, transposed; the 32
+ * stored rows of a k block read once, left to right, for every row block. */
 AVX512BF16 static void pack_a_cols(int M, int K, const float *A, int lda, const packed_t *p)
 {
-    for (int mb = 0; mb < p->mbn; mb++)
-        for (int kb = 0; kb < p->kbn; kb++) {
+    for (int kb = 0; kb < p->kbn; kb++)
+        for (int mb = 0; mb < p->mbn; mb++) {
             __m512i r[16];
             for (int q = 0; q < 16; q++)
                 r[q] = pairs_of_two_rows(A, (size_t)lda, kb * KB + 2 * q, K, mb * BLK, M - mb * BLK);

@@ -33,6 +33,7 @@
 #include "gemm_bf16.h"
 #include "matmul.h"
 #include "ops.h"
+#include "parallel.h"
 #include "ref.h"
 
 static uint64_t lcg_state = 42;
@@ -242,14 +243,16 @@ static void check_layer(const char *what, const float *got, int ldg, const doubl
         }
 }
 
-/* A fully connected layer's forward and both gradients, a batched product and a
+/* A fully connected layer's forward and both gradients (split over 3 threads: each packs
+ * its own rows, the weight packed once for all of them), a batched product and a
  * convolution (which at bf16 leaves its direct kernels for im2col and the GEMM), on each
  * path the CPU has. */
 static void test_layers(void **state)
 {
-    enum { B = 9, IN = 70, OUT = 21 };
+    enum { B = 64, IN = 70, OUT = 21 }; /* B IN OUT over parallel.h's one-thread bound */
     cpu_isa_t was = cpu_isa();
     mm_set_precision(MM_BF16);
+    assert_int_equal(par_set_threads(3), 0);
     for (int isa = 0; isa <= (int)cpu_isa_available(); isa++) {
         cpu_isa_cap((cpu_isa_t)isa);
         float *x = random_floats(B * IN, 1.0), *w = random_floats(OUT * IN, 1.0), *bias = random_floats(OUT, 1.0);
@@ -296,6 +299,7 @@ static void test_layers(void **state)
         mm_weights_changed(); /* the layers kept w packed: it is freed */
         free(x), free(w), free(bias), free(g), free(d0), free(a), free(bm), free(cx), free(cw), free(ws);
     }
+    par_set_threads(1);
     mm_set_precision(MM_FP32);
     cpu_isa_cap(was);
 }

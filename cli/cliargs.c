@@ -131,16 +131,17 @@ static const cli_command_t COMMANDS[] = {
      "host undrain NAME ends it (DELETE of the same path). Admins only (403 otherwise); an\n"
      "unknown host is the API's 404."},
     {"generate", CMD_GENERATE, 2, 2, "ID PROMPT",
-     OPT_MAX_TOKENS | OPT_TEMPERATURE | OPT_TOP_K | OPT_SEED | OPT_CHECKPOINT,
+     OPT_MAX_TOKENS | OPT_TEMPERATURE | OPT_TOP_K | OPT_SEED | OPT_CHECKPOINT | OPT_PRECISION,
      "text from a language model job's weights, continuing PROMPT",
      "Asks POST /api/v1/jobs/ID/generate to continue PROMPT (- = standard input) with the job's\n"
      "trained GPT: a finished job's weights, a running one's newest checkpoint (--checkpoint\n"
      "latest|best|NAME picks one). Prints the model's text on standard output as it comes and,\n"
      "on standard error, how many tokens, at what rate, and whether the prompt was cut to the\n"
      "model's last block_size tokens. --max-tokens N, --temperature T (0 = greedy),\n"
-     "--top-k K and --seed S are sent only when given (the coordinator's defaults and bounds\n"
-     "apply; a value out of bounds is its 400, naming the field). The same seed gives the\n"
-     "same text. --json prints the API's answer."},
+     "--top-k K, --seed S and --precision fp32|bf16 are sent only when given (the\n"
+     "coordinator's defaults and bounds apply, the job's own precision; a value out of bounds\n"
+     "is its 400, naming the field). The same seed gives the same text. --json prints the\n"
+     "API's answer."},
     {"help", CMD_HELP, 0, 1, "[COMMAND]", 0, "this text, or the help of one command",
      "pacer help COMMAND is pacer COMMAND --help."},
 };
@@ -180,6 +181,7 @@ static const cli_option_t OPTIONS[] = {
     {"top-k", 0, "K", OPT_TOP_K, "generate: sample among the K likeliest tokens only"},
     {"seed", 0, "S", OPT_SEED, "generate: the sampler's seed (the same seed, the same text)"},
     {"checkpoint", 0, "NAME", OPT_CHECKPOINT, "generate: latest (default), best, or a checkpoint's name"},
+    {"precision", 0, "P", OPT_PRECISION, "generate: fp32 or bf16 matrix products (default: the job's precision)"},
     {"help", 'h', NULL, OPT_HELP, "help (of the command, after one)"},
     {"version", 0, NULL, OPT_VERSION, "print the version"},
 };
@@ -355,6 +357,7 @@ static int apply(cli_args_t *a, const cli_option_t *o, const char *val, char *er
     case OPT_TOP_K: return parse_number(o->long_name, val, 0, 1000000, &a->top_k, err, errlen);
     case OPT_SEED: return parse_number(o->long_name, val, 0, LONG_MAX, &a->seed, err, errlen);
     case OPT_CHECKPOINT: a->checkpoint = val; break;
+    case OPT_PRECISION: a->precision = val; break;
     }
     return 0;
 }

@@ -80,6 +80,7 @@ enum {
     OPT_TOP_K = 1u << 23,
     OPT_SEED = 1u << 24,
     OPT_CHECKPOINT = 1u << 25,
+    OPT_PRECISION = 1u << 26,
 };
 #define OPT_GLOBAL \
     (OPT_URL | OPT_TOKEN | OPT_TOKEN_FILE | OPT_JSON | OPT_HELP | OPT_VERSION | OPT_CACERT | OPT_ALLOW_INSECURE_TOKEN)
@@ -127,6 +128,7 @@ typedef struct {
     long max_tokens, top_k, seed;
     double temperature;
     const char *checkpoint; /* generate --checkpoint latest|best|NAME */
+    const char *precision;  /* generate --precision fp32|bf16 */
     int json, help, version, watch, follow;
     unsigned seen; /* option bits given */
 } cli_args_t;

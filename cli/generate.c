@@ -54,6 +54,7 @@ static json_t *generate_request(const cli_args_t *a, const char *prompt)
     if (a->seen & OPT_TOP_K) json_object_set_new(req, "top_k", json_integer(a->top_k));
     if (a->seen & OPT_SEED) json_object_set_new(req, "seed", json_integer(a->seed));
     if (a->checkpoint) json_object_set_new(req, "checkpoint", json_string(a->checkpoint));
+    if (a->precision) json_object_set_new(req, "precision", json_string(a->precision));
     return req;
 }
 

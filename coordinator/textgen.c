@@ -79,8 +79,16 @@ static int set_field(genreq_t *r, const char *key, json_t *v, char *err, size_t 
             return -1;
         }
         snprintf(r->checkpoint, sizeof r->checkpoint, "%s", s);
+    } else if (strcmp(key, "precision") == 0) {
+        const char *s = json_is_string(v) ? json_string_value(v) : "";
+        if (strcmp(s, "fp32") != 0 && strcmp(s, "bf16") != 0) {
+            snprintf(err, errlen, "precision: must be \"fp32\" or \"bf16\" (the job's own when left out)");
+            return -1;
+        }
+        snprintf(r->precision, sizeof r->precision, "%s", s);
     } else {
-        snprintf(err, errlen, "%.60s: unknown field (prompt, max_tokens, temperature, top_k, seed, checkpoint)", key);
+        snprintf(err, errlen,
+                 "%.60s: unknown field (prompt, max_tokens, temperature, top_k, seed, checkpoint, precision)", key);
         return -1;
     }
     return 0;
@@ -136,12 +144,19 @@ static void build_argv(const char *bin, const char *spec, const char *ckdir, con
     snprintf(num[3], 32, "%lld", r->seed);
     snprintf(lim[0], 32, "%d", GENERATE_MEMORY_MB);
     snprintf(lim[1], 32, "%d", GENERATE_SECONDS);
-    const char *a[] = {bin,    "--spec",        spec,          "--checkpoint-dir",
-                       ckdir,  "--checkpoint",  r->checkpoint, "--max-tokens",
-                       num[0], "--temperature", num[1],        "--top-k",
-                       num[2], "--seed",        num[3],        "--max-memory-mb",
-                       lim[0], "--max-seconds", lim[1],        NULL};
+    const char *a[] = {bin,           "--spec",
+                       spec,          "--checkpoint-dir",
+                       ckdir,         "--checkpoint",
+                       r->checkpoint, "--max-tokens",
+                       num[0],        "--temperature",
+                       num[1],        "--top-k",
+                       num[2],        "--seed",
+                       num[3],        "--max-memory-mb",
+                       lim[0],        "--max-seconds",
+                       lim[1],        NULL,
+                       NULL,          NULL};
     memcpy(args, a, sizeof a);
+    if (r->precision[0]) args[19] = "--precision", args[20] = r->precision;
 }
 
 static int spawn(const char *const *argv, int in_fd, int out_fd, pid_t *pid, char *err, size_t errlen)

@@ -31,9 +31,11 @@ typedef struct {
     int top_k;                              /* default 0 = every token */
     long long seed;                         /* default 0 */
     char checkpoint[GENREQ_CHECKPOINT_MAX]; /* "latest" (default), "best" or a linked name */
+    char precision[8];                      /* "fp32" | "bf16"; "" for the job's own */
 } genreq_t;
 
-/* The body {"prompt", "max_tokens", "temperature", "top_k", "seed", "checkpoint"}: 0, or -1
+/* The body {"prompt", "max_tokens", "temperature", "top_k", "seed", "checkpoint",
+ * "precision"}: 0, or -1
  * with err naming the field that is missing, of the wrong type, out of range, or unknown. */
 int genreq_parse(const char *body, size_t len, genreq_t *out, char *err, size_t errlen);
 void genreq_free(genreq_t *r);

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bf16.h"
 #include "gemv.h"
+#include "matmul.h"
 #include "ops.h"
 
 typedef struct {
@@ -142,10 +144,13 @@ void gen_close(gen_state_t *s)
 void gen_reset(gen_state_t *s) { s->pos = 0; }
 int gen_position(const gen_state_t *s) { return s->pos; }
 
-/* out (rows, OUT) = in (rows, IN) x w (OUT, IN)^T + b (b may be NULL) */
+/* out (rows, OUT) = in (rows, IN) x w (OUT, IN)^T + b (b may be NULL). At bf16 products
+ * (matmul.h) one row too goes through the GEMM, whose tiles read the weight packed once
+ * for the whole generation (fc.c keeps it; generation never changes it), half the bytes
+ * of the float32 matrix-vector product's. */
 static void linear(int rows, int IN, int OUT, const float *in, const float *w, const float *b, float *out)
 {
-    if (rows == 1) {
+    if (rows == 1 && mm_precision() == MM_FP32) {
         gemv_forward(IN, OUT, in, w, b, out); /* a new token: the weights read faster */
         return;
     }
@@ -157,7 +162,7 @@ static void linear(int rows, int IN, int OUT, const float *in, const float *w, c
  * softmax, y (D) = the scores' mix of the values. */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void
 attend_head(int T, int D, size_t E, float scale, const float *restrict q, const float *restrict kc,
-            const float *restrict vc, float *restrict scores, float *restrict y)
+            const float *restrict vc, float *restrict scores, float *restrict y, int bf16)
 {
     float mx = -INFINITY, sum = 0.0f;
     for (int t = 0; t < T; t++) {
@@ -167,9 +172,15 @@ attend_head(int T, int D, size_t E, float scale, const float *restrict q, const 
     for (int t = 0; t < T; t++) sum += scores[t] = expf(scores[t] - mx);
     memset(y, 0, (size_t)D * sizeof(float));
     for (int t = 0; t < T; t++) {
-        const float p = scores[t] / sum, *v = vc + (size_t)t * E;
+        /* at bf16 the weights are rounded as the fused attention's (attention.c) */
+        const float p = bf16 ? bf16_round(scores[t] / sum) : scores[t] / sum, *v = vc + (size_t)t * E;
         for (int d = 0; d < D; d++) y[d] += p * v[d];
     }
+}
+
+static void round_bf16_in_place(float *x, int n)
+{
+    for (int i = 0; i < n; i++) x[i] = bf16_round(x[i]);
 }
 
 /* Causal self-attention of the rows positions from s->pos on of layer l: their q, k, v in
@@ -179,15 +190,20 @@ static void attend(gen_state_t *s, int l, int rows)
 {
     const int E = s->g.embd, H = s->g.heads, D = E / H;
     float *kc = s->kcache + (size_t)l * s->g.block * E, *vc = s->vcache + (size_t)l * s->g.block * E;
+    const int bf16 = mm_precision() == MM_BF16;
     for (int r = 0; r < rows; r++) {
         memcpy(kc + (size_t)(s->pos + r) * E, s->qkv + (size_t)r * 3 * E + E, (size_t)E * sizeof(float));
         memcpy(vc + (size_t)(s->pos + r) * E, s->qkv + (size_t)r * 3 * E + 2 * E, (size_t)E * sizeof(float));
+        /* at bf16 the products' operands: q where it is, k and v as cached */
+        if (bf16)
+            round_bf16_in_place(s->qkv + (size_t)r * 3 * E, E), round_bf16_in_place(kc + (size_t)(s->pos + r) * E, E),
+                round_bf16_in_place(vc + (size_t)(s->pos + r) * E, E);
     }
     const float scale = 1.0f / sqrtf((float)D);
     for (int r = 0; r < rows; r++)
         for (int hh = 0; hh < H; hh++)
             attend_head(s->pos + r + 1, D, (size_t)E, scale, s->qkv + (size_t)r * 3 * E + hh * D, kc + hh * D,
-                        vc + hh * D, s->scores, s->y + (size_t)r * E + hh * D);
+                        vc + hh * D, s->scores, s->y + (size_t)r * E + hh * D, bf16);
 }
 
 static void block_forward(gen_state_t *s, int l, int rows)

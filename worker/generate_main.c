@@ -24,8 +24,10 @@
 #include "blas_core.h"
 #include "checkpoint.h"
 #include "ckptdir.h"
+#include "cpu_isa.h"
 #include "generate.h"
 #include "gpt.h"
+#include "matmul.h"
 #include "numarg.h"
 #include "spec.h"
 #include "tokenizer.h"
@@ -38,6 +40,7 @@ typedef struct {
     const char *spec, *dir, *checkpoint;
     gen_opts_t o;
     long memory_mb, seconds;
+    const char *precision; /* fp32 | bf16; NULL: the job's spec's */
 } gen_args_t;
 
 /* {"error": msg} on stdout; returns code. */
@@ -57,7 +60,8 @@ static int usage(void)
     fprintf(stderr,
             "usage: pacer-generate --spec SPEC --checkpoint-dir DIR [--checkpoint latest|best|FILE]\n"
             "       [--max-tokens 1..%d] [--temperature 0..%g] [--top-k 0..%d] [--seed S]\n"
-            "       [--max-memory-mb M] [--max-seconds S]   (the prompt on stdin, at most %d bytes)\n",
+            "       [--max-memory-mb M] [--max-seconds S] [--precision fp32|bf16]\n"
+            "       (the prompt on stdin, at most %d bytes; the precision defaults to the job's)\n",
             GEN_MAX_TOKENS, GEN_MAX_TEMPERATURE, GEN_MAX_TOP_K, GENERATE_MAX_PROMPT_BYTES);
     return GENERATE_EXIT_BAD;
 }
@@ -77,7 +81,14 @@ static int set_option(gen_args_t *a, const char *k, const char *v, char *err, si
     else if (strcmp(k, "--seed") == 0) rc = numarg_long(v, 0, 0x7fffffffffffffffL, &n), a->o.seed = (uint64_t)n;
     else if (strcmp(k, "--max-memory-mb") == 0) rc = numarg_long(v, 16, 1L << 24, &a->memory_mb);
     else if (strcmp(k, "--max-seconds") == 0) rc = numarg_long(v, 1, 86400, &a->seconds);
-    else {
+    else if (strcmp(k, "--precision") == 0) {
+        mm_precision_t p;
+        if (mm_precision_parse(v, &p) != 0) {
+            snprintf(err, errlen, "--precision: %.32s is neither fp32 nor bf16", v);
+            return -1;
+        }
+        a->precision = v;
+    } else {
         snprintf(err, errlen, "unknown option %s", k);
         return -1;
     }
@@ -280,6 +291,11 @@ static int summary(const tokenizer_t *tok, const stream_t *s, size_t prompt_toke
                           (json_int_t)s->n, "prompt_tokens", (json_int_t)(prompt_tokens - cut), "prompt_truncated",
                           cut > 0, "prompt_dropped", (json_int_t)cut, "tokens_per_s",
                           seconds > 0 ? (double)s->n / seconds : 0.0, "checkpoint", slash ? slash + 1 : ckpt);
+    if (o) {
+        /* what the products ran on (kernels/cpu/matmul.h), as a job's summary says it */
+        json_object_set_new(o, "precision", json_string(mm_precision_name(mm_precision())));
+        json_object_set_new(o, "kernels", json_pack("{s:s}", "gemm", mm_kernel()));
+    }
     char *line = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
     if (line) printf("%s\n", line);
     fflush(stdout);
@@ -339,6 +355,11 @@ int main(int argc, char **argv)
         return fail(GENERATE_EXIT_BAD, err);
     }
     if (spec_load_file(a.spec, spec, err, sizeof err) != 0) return fail(1, err);
+    /* the matrix products' precision (kernels/cpu/matmul.h): the job's unless asked */
+    mm_precision_t prec = MM_FP32;
+    mm_precision_parse(a.precision ? a.precision : spec->precision, &prec);
+    if (cpu_isa_env_error()) return fail(GENERATE_EXIT_BAD, cpu_isa_env_error());
+    mm_set_precision(prec);
     int rc = resolve_checkpoint(a.dir, spec->name, a.checkpoint, ckpt, sizeof ckpt, err, sizeof err);
     if (rc != 0) return fail(rc, err);
     model_t *m = NULL;

@@ -41,6 +41,16 @@ printf 'The GNU General ' | "$GEN" --spec "$STATE/jobs/$id/spec.json" --checkpoi
     --max-tokens 12 --temperature 0 | tail -1 >"$TMP/direct.json"
 [ "$(jq -r .text "$TMP/direct.json")" = "$(jq -r .text "$TMP/a.json")" ] || fail "the endpoint and pacer-generate differ"
 echo "ok: greedy generation as JSON, the same twice and as pacer-generate's: $(jq -c .text "$TMP/a.json")"
+# at bf16 products (the job trained in fp32): the answer says so, and pacer-generate's agrees
+ok 200 "$ALICE" POST "$P" -H "$JSON" -d '{"prompt": "The GNU General ", "max_tokens": 12, "temperature": 0, "precision": "bf16"}'
+jq -e '.precision == "bf16" and (.kernels.gemm | endswith("-bf16"))' "$TMP/body" >/dev/null ||
+    fail "precision bf16: $(jq -c '{precision, kernels}' "$TMP/body")"
+cp "$TMP/body" "$TMP/b16.json"
+printf 'The GNU General ' | "$GEN" --spec "$STATE/jobs/$id/spec.json" --checkpoint-dir "$STATE/jobs/$id/checkpoints" \
+    --max-tokens 12 --temperature 0 --precision bf16 | tail -1 >"$TMP/direct16.json"
+[ "$(jq -r .text "$TMP/direct16.json")" = "$(jq -r .text "$TMP/b16.json")" ] || fail "bf16: the endpoint and pacer-generate differ"
+[ "$(jq -r .precision "$TMP/a.json")" = fp32 ] || fail "the job's own precision is fp32, the answer says $(jq -r .precision "$TMP/a.json")"
+echo "ok: generation at bf16 through the API: $(jq -c '{text, kernels}' "$TMP/b16.json")"
 # eval_sample: the epoch's evaluation continued the same prompt with the same (final) weights
 ok 200 "$ALICE" GET "/api/v1/jobs/$id/history"
 [ "$(jq -r '.accuracy[0].eval_sample' "$TMP/body")" = "$(jq -r .text "$TMP/a.json")" ] ||
@@ -80,7 +90,7 @@ refused 400 "top_k: must be an integer from 0 to 1048576" "$ALICE" POST "$P" -H 
 refused 400 "seed: must be an integer from 0 to 9223372036854775807" "$ALICE" POST "$P" -H "$JSON" -d '{"prompt": "a", "seed": -1}'
 refused 400 "prompt: missing (the text to continue)" "$ALICE" POST "$P" -H "$JSON" -d '{"max_tokens": 3}'
 refused 400 "prompt: must be a string of 1 to 32768 bytes without NUL" "$ALICE" POST "$P" -H "$JSON" -d '{"prompt": ""}'
-refused 400 "tokens: unknown field (prompt, max_tokens, temperature, top_k, seed, checkpoint)" "$ALICE" POST "$P" -H "$JSON" -d '{"prompt": "a", "tokens": 3}'
+refused 400 "tokens: unknown field (prompt, max_tokens, temperature, top_k, seed, checkpoint, precision)" "$ALICE" POST "$P" -H "$JSON" -d '{"prompt": "a", "tokens": 3}'
 refused 400 'checkpoint: must be "latest", "best" or a checkpoint'"'"'s file name' "$ALICE" POST "$P" -H "$JSON" -d '{"prompt": "a", "checkpoint": "../x"}'
 refused 400 "checkpoint: nope.ckpt is not one of the job's checkpoints" "$ALICE" POST "$P" -H "$JSON" -d '{"prompt": "a", "checkpoint": "nope.ckpt"}'
 ok 404 "$ALICE" POST /api/v1/jobs/j-999999/generate -H "$JSON" -d '{"prompt": "a"}'

@@ -17,6 +17,7 @@
 
 #include "generate.h"
 #include "gpt.h"
+#include "matmul.h"
 #include "model.h"
 #include "rng.h"
 
@@ -58,6 +59,13 @@ static uint32_t argmax(const float *l)
     return (uint32_t)b;
 }
 
+/* How far the cached forward's logits may be from the graph's: float32 sums in other orders
+ * (1e-4, the tolerance of float32 generation), and at bf16 products one operand's rounding
+ * taken the other way where the two orders straddle a rounding boundary: a relative 2^-8
+ * of that operand, through the products of a block (q k, the weights' v, the projection;
+ * the MLP's two) in first order, 2^-6 of the logits' scale. */
+static float feed_tol = 1e-4f;
+
 static void check_feed(int tie, int bias, int embd)
 {
     model_gpt_t g;
@@ -70,7 +78,9 @@ static void check_feed(int tie, int bias, int embd)
         const float *inc = NULL;
         assert_int_equal(gen_feed(s, ids[p], &inc, err, sizeof err), 0);
         const float *full = graph_logits(m, ids, p + 1);
-        for (int v = 0; v < VOCAB; v++) assert_true(fabsf(inc[v] - full[v]) < 1e-4f * (1.0f + fabsf(full[v])));
+        for (int v = 0; v < VOCAB; v++)
+            if (!(fabsf(inc[v] - full[v]) < feed_tol * (1.0f + fabsf(full[v]))))
+                fail_msg("position %d logit %d: %.7g against the graph's %.7g", p, v, inc[v], full[v]);
     }
     const float *l = NULL;
     assert_int_equal(gen_feed(s, 1, &l, err, sizeof err), -1); /* the window is full */
@@ -123,6 +133,38 @@ static void test_greedy_equals_recompute(void **state)
     assert_int_equal(gen_run(s, prompt + 4, 8, &o, NULL, NULL, short_out, &cut, err, sizeof err), N);
     assert_int_equal(cut, 0);
     assert_memory_equal(long_out, short_out, sizeof long_out);
+    gen_close(s);
+    model_free(m);
+}
+
+/* At bf16 products (kernels/cpu/matmul.h) the cached forward, one row at a time through
+ * the kept weights' tiles, gives the bf16 graph's logits, and greedy tokens the graph's. */
+static void test_bf16(void **state)
+{
+    mm_set_precision(MM_BF16);
+    feed_tol = 1.0f / 64;
+    check_feed(1, 1, 16);
+    check_feed(1, 1, 40);
+    test_greedy_equals_recompute(state);
+    feed_tol = 1e-4f;
+    /* and it is not the float32 forward: some logit is off it by more than float32's
+     * tolerance (the operands' roundings, 2^-9 relative each) */
+    model_gpt_t g;
+    model_t *m = tiny(1, 1, &g);
+    gen_state_t *s = NULL;
+    char err[256];
+    assert_int_equal(gen_open(m, &g, &s, err, sizeof err), 0);
+    const uint32_t ids[4] = {3, 1, 12, 0};
+    const float *inc = NULL;
+    for (int p = 0; p < 4; p++) assert_int_equal(gen_feed(s, ids[p], &inc, err, sizeof err), 0);
+    float bf[VOCAB];
+    memcpy(bf, inc, sizeof bf);
+    mm_set_precision(MM_FP32);
+    const float *full = graph_logits(m, ids, 4);
+    float most = 0;
+    for (int v = 0; v < VOCAB; v++) most = fmaxf(most, fabsf(bf[v] - full[v]) / (1.0f + fabsf(full[v])));
+    printf("  bf16 generation against the float32 graph: %.2e of the logits' scale\n", most);
+    assert_true(most > 1e-4f);
     gen_close(s);
     model_free(m);
 }
@@ -261,9 +303,13 @@ static void test_refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_feed_equals_graph),   cmocka_unit_test(test_greedy_equals_recompute),
-        cmocka_unit_test(test_prefill_chunks),      cmocka_unit_test(test_sampling),
-        cmocka_unit_test(test_sample_distribution), cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_feed_equals_graph),
+        cmocka_unit_test(test_greedy_equals_recompute),
+        cmocka_unit_test(test_bf16),
+        cmocka_unit_test(test_prefill_chunks),
+        cmocka_unit_test(test_sampling),
+        cmocka_unit_test(test_sample_distribution),
+        cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

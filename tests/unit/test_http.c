@@ -219,6 +219,8 @@ static void test_genreq_ranges(void **state)
         {"{\"prompt\": \"a\", \"max_tokens\": 0}", "max_tokens: must be an integer from 1 to 1024"},
         {"{\"prompt\": \"a\", \"max_tokens\": 1e3}", "max_tokens: must be an integer from 1 to 1024"},
         {"{\"prompt\": \"a\", \"top_p\": 0.9}", "top_p: unknown field"},
+        {"{\"prompt\": \"a\", \"precision\": \"fp16\"}", "precision: must be \"fp32\" or \"bf16\""},
+        {"{\"prompt\": \"a\", \"precision\": 16}", "precision: must be \"fp32\" or \"bf16\""},
     };
     char err[512];
     genreq_t r;
@@ -230,7 +232,8 @@ static void test_genreq_ranges(void **state)
     }
     static const char *good[] = {"{\"prompt\": \"a\", \"temperature\": 2.2250738585072014e-308}",
                                  "{\"prompt\": \"a\", \"temperature\": 0}",
-                                 "{\"prompt\": \"a\", \"temperature\": 100, \"top_k\": 1048576, \"max_tokens\": 1024}"};
+                                 "{\"prompt\": \"a\", \"temperature\": 100, \"top_k\": 1048576, \"max_tokens\": 1024}",
+                                 "{\"prompt\": \"a\", \"precision\": \"bf16\"}"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         if (genreq_parse(good[i], strlen(good[i]), &r, err, sizeof err) != 0) fail_msg("%s: refused: %s", good[i], err);
         genreq_free(&r);

@@ -434,13 +434,13 @@ class Client:
         return Job(self, job_id)
 
     def generate(self, job, prompt, max_tokens=None, temperature=None, top_k=None, seed=None, checkpoint=None,
-                 stream=False):
+                 stream=False, precision=None):
         """Text from a language model job's weights (POST /api/v1/jobs/{id}/generate):
         job is a Job or its id, prompt the text to continue. The options are sent only
         when given, so the coordinator's defaults and bounds apply (a value it refuses
         raises PacerError with status 400 naming the field); temperature 0 is greedy, and
         the same seed gives the same text. checkpoint is "latest", "best" or a
-        checkpoint's name. Returns the answer: {"text", "tokens", "prompt_tokens",
+        checkpoint's name; precision "fp32" or "bf16" (the job's own by default). Returns the answer: {"text", "tokens", "prompt_tokens",
         "tokens_per_s", ...} ("prompt_truncated" says the prompt was cut to the model's
         last block_size tokens).
 
@@ -458,7 +458,7 @@ class Client:
         req = {"prompt": prompt}
         for name, value, kinds in (("max_tokens", max_tokens, (int,)), ("temperature", temperature, (int, float)),
                                    ("top_k", top_k, (int,)), ("seed", seed, (int,)),
-                                   ("checkpoint", checkpoint, (str,))):
+                                   ("checkpoint", checkpoint, (str,)), ("precision", precision, (str,))):
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, kinds):

@@ -360,6 +360,7 @@ int main(int argc, char **argv)
     mm_precision_parse(a.precision ? a.precision : spec->precision, &prec);
     if (cpu_isa_env_error()) return fail(GENERATE_EXIT_BAD, cpu_isa_env_error());
     mm_set_precision(prec);
+    mm_keep_all_weights(1); /* at bf16 each weight packed once for every token */
     int rc = resolve_checkpoint(a.dir, spec->name, a.checkpoint, ckpt, sizeof ckpt, err, sizeof err);
     if (rc != 0) return fail(rc, err);
     model_t *m = NULL;

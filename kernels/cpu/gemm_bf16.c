@@ -226,6 +226,16 @@ typedef struct {
 
 static kept_t kept[KEPT_MAX];
 static int nkept;
+/* 1 (training): the last operand kept only, its buffer reused for the next, since a step
+ * reads each weight once per layout and keeping them all would add 4 bytes a weight;
+ * KEPT_MAX (generation, whose weights are read for every token) all of them */
+static int keep_slots = 1;
+
+void gemm_bf16_keep_all(int all)
+{
+    gemm_bf16_forget();
+    keep_slots = all ? KEPT_MAX : 1;
+}
 
 static kept_t *kept_find(const float *B, int tb, int K, int N, int ldb)
 {
@@ -248,9 +258,11 @@ int gemm_bf16_keep_b(int tb, int K, int N, const float *B, int ldb)
     kept_t *k = kept_find(B, tb, K, N, ldb);
     if (k && k->valid) return 0;
     if (!k) {
-        if (nkept == KEPT_MAX) return -1;
-        k = &kept[nkept++];
-        *k = (kept_t){.B = B, .tb = tb, .K = K, .N = N, .ldb = ldb};
+        if (nkept >= keep_slots && keep_slots > 1) return -1;
+        /* one slot: the last operand's, its buffer kept */
+        k = nkept >= keep_slots ? &kept[0] : &kept[nkept++];
+        buf_t packed = k->packed;
+        *k = (kept_t){.B = B, .tb = tb, .K = K, .N = N, .ldb = ldb, .packed = packed};
     }
     packed_t p;
     block_counts(1, N, K, &p);

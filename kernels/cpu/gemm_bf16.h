@@ -43,5 +43,10 @@ void gemm_bf16_on(cpu_isa_t isa, int transA, int transB, int M, int N, int K, fl
 int gemm_bf16_keep_b(int transB, int K, int N, const float *B, int ldb);
 /* Every kept operand is stale (the weights are about to change, or have). */
 void gemm_bf16_forget(void);
+/* 0 (the default): only the operand kept last stays kept (a training step reads each
+ * weight once per layout: keeping one avoids packing it once per thread, in memory the
+ * size of the largest); 1: every one until gemm_bf16_forget (generation reads every
+ * weight for every token). Forgets what is kept. */
+void gemm_bf16_keep_all(int all);
 
 #endif

@@ -44,3 +44,5 @@ void mm_keep_weight(mm_trans_t tb, int K, int N, const float *B, int ldb)
 }
 
 void mm_weights_changed(void) { gemm_bf16_forget(); }
+
+void mm_keep_all_weights(int all) { gemm_bf16_keep_all(all); }

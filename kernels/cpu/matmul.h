@@ -43,5 +43,9 @@ void mm_sgemm(mm_trans_t ta, mm_trans_t tb, int M, int N, int K, float alpha, co
 void mm_keep_weight(mm_trans_t tb, int K, int N, const float *B, int ldb);
 /* The weights are about to change (or a new pass begins): kept packings are stale. */
 void mm_weights_changed(void);
+/* Whether every kept weight stays packed until mm_weights_changed (1: generation, which
+ * reads each weight for every token) or only the last one (0, the default: a training
+ * step reads each once per layout). */
+void mm_keep_all_weights(int all);
 
 #endif

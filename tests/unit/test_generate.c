@@ -142,6 +142,7 @@ static void test_greedy_equals_recompute(void **state)
 static void test_bf16(void **state)
 {
     mm_set_precision(MM_BF16);
+    mm_keep_all_weights(1); /* as pacer-generate */
     feed_tol = 1.0f / 64;
     check_feed(1, 1, 16);
     check_feed(1, 1, 40);
@@ -164,6 +165,7 @@ static void test_bf16(void **state)
     float most = 0;
     for (int v = 0; v < VOCAB; v++) most = fmaxf(most, fabsf(bf[v] - full[v]) / (1.0f + fabsf(full[v])));
     printf("  bf16 generation against the float32 graph: %.2e of the logits' scale\n", most);
+    mm_keep_all_weights(0);
     assert_true(most > 1e-4f);
     gen_close(s);
     model_free(m);

@@ -1997,3 +1997,9 @@ void spec_print_fields(FILE *out)
         fprintf(out, "| `%s` | %s | %s | %s | %s |\n", f->path, type_name(f), def, allowed, f->doc);
     }
 }
+
+void spec_profile_device(const job_spec_t *s, const char *device, char *out, size_t len)
+{
+    if (strcmp(s->precision, "bf16") == 0 && strcmp(device, "cpu") == 0) snprintf(out, len, "%s-bf16", device);
+    else snprintf(out, len, "%s", device);
+}

@@ -274,6 +274,11 @@ int spec_max_workers(const job_spec_t *s);
  * home for the coordinator's bounds (queue, runs, launches) and the worker's check of the
  * world it was started as (comm_check_world). */
 void spec_worlds(const job_spec_t *s, int *full, int *least, int *most);
+/* The device of a job's node profiles (pacer:profile:{host}:{device}:{model}, docs/REDIS.md):
+ * device itself, or "cpu-bf16" for a CPU rank of a precision bf16 job, whose products run
+ * on other units at another speed than the fp32 profile's. */
+void spec_profile_device(const job_spec_t *s, const char *device, char *out, size_t len);
+
 /* optimizer.kind is adamw. */
 int spec_is_adamw(const job_spec_t *s);
 /* optimizer.betas, or AdamW's defaults (0.9, 0.999) when the spec gives none. */

@@ -158,9 +158,13 @@ int dynbatch_parse_node(const redisReply *rep, char *host, size_t hostlen, char 
     return 1;
 }
 
-static void profile_key(char *buf, size_t len, const char *host, const char *device, const char *model)
+/* The profile of s's model on host and device: a bf16 job's CPU ranks have their own
+ * (spec_profile_device) */
+static void profile_key(char *buf, size_t len, const char *host, const char *device, const job_spec_t *s)
 {
-    snprintf(buf, len, KEY_PROFILE, host, device, model);
+    char dev[32];
+    spec_profile_device(s, device, dev, sizeof dev);
+    snprintf(buf, len, KEY_PROFILE, host, dev, s->model);
 }
 
 /* Speeds from the stored profiles of the workers' hosts into speed (n): 1 when every
@@ -182,7 +186,7 @@ static int profile_speeds(redisContext *c, const job_spec_t *s, int n, const cha
         speed[w] = 0;
         for (int d = 0; d < ndev && speed[w] <= 0; d++) {
             char key[512];
-            profile_key(key, sizeof key, rank_host[dynbatch_rank_of(s, w)], devs[d], s->model);
+            profile_key(key, sizeof key, rank_host[dynbatch_rank_of(s, w)], devs[d], s);
             redisReply *r = redisCommand(c, "HGET %s samples_per_s", key);
             if (!r) return JS_EREDIS;
             speed[w] = dynbatch_parse_speed(r) / slowdown_of(s, w);
@@ -287,7 +291,9 @@ int dynbatch_fold_profiles(redisContext *c, const char *id, const job_spec_t *s,
     for (int k = 0; rc == 0 && k < ng; k++) {
         char key[512], val[32], t[32];
         double v = g[k].sum / g[k].n;
-        profile_key(key, sizeof key, g[k].host, g[k].device, s->model);
+        char dev[32];
+        spec_profile_device(s, g[k].device, dev, sizeof dev);
+        profile_key(key, sizeof key, g[k].host, g[k].device, s);
         redisReply *r = redisCommand(c, "HGET %s samples_per_s", key);
         if (!r) {
             rc = JS_EREDIS;
@@ -299,7 +305,7 @@ int dynbatch_fold_profiles(redisContext *c, const char *id, const job_spec_t *s,
         snprintf(val, sizeof val, "%.1f", v);
         snprintf(t, sizeof t, "%.3f", clock_wall_s());
         redisAppendCommand(c, "HSET %s samples_per_s %s updated %s host %s device %s model %s", key, val, t, g[k].host,
-                           g[k].device, s->model);
+                           dev, s->model);
         redisAppendCommand(c, "HINCRBY %s jobs 1", key);
         redisAppendCommand(c, "SADD %s %s", KEY_PROFILES, key);
         for (int i = 0; i < 3; i++) {

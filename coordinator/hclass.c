@@ -28,7 +28,7 @@ int hclass_parse_profile(const redisReply *r, hclass_profile_t *out)
 {
     char v[64], *end;
     memset(out, 0, sizeof *out);
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 ||
+    if (!r || r->type != REDIS_REPLY_ARRAY || (r->elements != 3 && r->elements != 4) ||
         !field_copy(r->element[0], out->host, sizeof out->host) ||
         !field_copy(r->element[1], out->model, sizeof out->model) || !field_copy(r->element[2], v, sizeof v))
         return 0;
@@ -68,7 +68,7 @@ int hclass_refresh(redisContext *rc, hclass_cache_t *cache, double now)
     for (size_t i = 0; i < n; i++) {
         const redisReply *k = set->element[i];
         if (k->type != REDIS_REPLY_STRING) continue;
-        redisAppendCommand(rc, "HMGET %b host model samples_per_s", k->str, (size_t)k->len);
+        redisAppendCommand(rc, "HMGET %b host model samples_per_s device", k->str, (size_t)k->len);
         sent++;
     }
     for (size_t i = 0; i < sent; i++) {
@@ -78,7 +78,11 @@ int hclass_refresh(redisContext *rc, hclass_cache_t *cache, double now)
             break;
         }
         hclass_profile_t x;
-        if (hclass_parse_profile(r, &x)) keep_profile(p, &np, &x);
+        /* the classes rank hosts by their fp32 profiles: a bf16 one (spec_profile_device)
+         * measures other units, whose gain differs from host to host */
+        const int bf16 = r->type == REDIS_REPLY_ARRAY && r->elements == 4 &&
+                         r->element[3]->type == REDIS_REPLY_STRING && strstr(r->element[3]->str, "-bf16") != NULL;
+        if (!bf16 && hclass_parse_profile(r, &x)) keep_profile(p, &np, &x);
         freeReplyObject(r);
     }
     freeReplyObject(set);

@@ -347,7 +347,9 @@ static void host_done(coordinator_t *c, int i, const launch_status_t *st, int ti
         b->samples_per_s = 0;
         snprintf(b->error, sizeof b->error, "%s", why);
     } else {
-        store_profile(c, h->name, b->device, pf->spec->model, b->samples_per_s, now);
+        char dev[32];
+        spec_profile_device(pf->spec, b->device, dev, sizeof dev);
+        store_profile(c, h->name, dev, pf->spec->model, b->samples_per_s, now);
     }
     free(text);
 }
@@ -478,7 +480,8 @@ void preflight_stop(coordinator_t *c)
 static int profile_missing(coordinator_t *c, const job_spec_t *s, const char *const *names, int n)
 {
     int autodev = strcmp(s->device, "auto") == 0;
-    const char *dev = autodev ? "cpu" : s->device;
+    char dev[32];
+    spec_profile_device(s, autodev ? "cpu" : s->device, dev, sizeof dev);
     for (int i = 0; i < n; i++) {
         char a[1024], b[1024];
         snprintf(a, sizeof a, KEY_PROFILE, names[i], dev, s->model);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "comm_mpi.h"
+#include "matmul.h"
 #include "parallel.h"
 #include <jansson.h>
 
@@ -51,6 +52,10 @@ int benchmark_run(const char *spec_path, long steps, const char *summary_path)
     }
     if (par_set_threads(spec.threads) != 0)
         fprintf(stderr, "pacer-worker: warning: cannot start %d threads; the CPU kernels run on one\n", spec.threads);
+    /* the job's products' precision: a bf16 job's host is measured at bf16 */
+    mm_precision_t prec = MM_FP32;
+    mm_precision_parse(spec.precision, &prec);
+    mm_set_precision(prec);
     /* Set up as the first worker rank (rank 1 with a parameter server, which would take
      * rank 0 and compute nothing). */
     int async = spec_is_async(&spec);

@@ -34,6 +34,7 @@
 #include "catalog.h"
 #include "coordinator.h"
 #include "dynbatch.h"
+#include "hclass.h"
 #include "embedded.h"
 #include "hostmem.h"
 #include "jobstore.h"
@@ -1026,6 +1027,38 @@ static void test_dynbatch(void **state)
     assert_int_equal(dynbatch_initial(fx->rc, "j-6", &t, t.workers, hosts), 0); /* a plan exists */
     const char *unknown[2] = {"hostA", "hostB"};
     assert_int_equal(dynbatch_initial(fx->rc, "j-7", &t, t.workers, unknown), 0); /* no profile for hostB */
+
+    /* A precision bf16 job's CPU ranks fold into a profile of their own (device cpu-bf16):
+     * the fp32 one stays, a bf16 job starts only from a bf16 one, and the host classes
+     * rank hosts by the fp32 ones. */
+    job_spec_t b = s;
+    snprintf(b.precision, sizeof b.precision, "bf16");
+    r = redisCommand(fx->rc, "HSET pacer:job:j-5:node:0 samples_per_s 4000");
+    freeReplyObject(r);
+    r = redisCommand(fx->rc, "HSET pacer:job:j-5:node:1 samples_per_s 2000");
+    freeReplyObject(r);
+    job_spec_t tb = t;
+    snprintf(tb.precision, sizeof tb.precision, "bf16");
+    assert_int_equal(dynbatch_initial(fx->rc, "j-8", &tb, tb.workers, hosts), 0); /* no bf16 profile yet */
+    assert_int_equal(dynbatch_fold_profiles(fx->rc, "j-5", &b, 2), 1);
+    r = redisCommand(fx->rc, "HMGET pacer:profile:hostA:cpu-bf16:lenet5 samples_per_s device");
+    assert_true(fabs(strtod(r->element[0]->str, NULL) - 4000) < 0.1);
+    assert_string_equal(r->element[1]->str, "cpu-bf16");
+    freeReplyObject(r);
+    r = redisCommand(fx->rc, "HGET pacer:profile:hostA:cpu:lenet5 samples_per_s");
+    assert_true(fabs(strtod(r->str, NULL) - 1000) < 0.1);
+    freeReplyObject(r);
+    assert_int_equal(dynbatch_initial(fx->rc, "j-8", &tb, tb.workers, hosts), 1);
+    hclass_cache_t hc = {0};
+    assert_int_equal(hclass_refresh(fx->rc, &hc, 1.0), 0);
+    int seen = 0;
+    for (int i = 0; i < hc.n; i++)
+        if (strcmp(hc.p[i].host, "hostA") == 0 && strcmp(hc.p[i].model, "lenet5") == 0) {
+            assert_true(fabs(hc.p[i].samples_per_s - 1000) < 0.1);
+            seen = 1;
+        }
+    assert_true(seen);
+    hclass_free(&hc);
 }
 
 /* ---- the daemon ------------------------------------------------------------------------------------ */

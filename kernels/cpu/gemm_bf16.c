@@ -9,6 +9,7 @@
 
 #include <cblas.h>
 #include <immintrin.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "bf16.h"
@@ -21,17 +22,47 @@
 #define AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 #define AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
 
-/* ---- scratch: each thread's own, grown and kept ----------------------------------------- */
+/* ---- scratch: each thread's own, grown and kept while the thread lives ---------------- */
 
 typedef struct {
     void *p;
     size_t cap;
 } buf_t;
 
-static _Thread_local buf_t scratch_a, scratch_b;
+/* A thread's two buffers, freed when the thread ends (a pthread key's destructor: the
+ * kernels' threads come and go with par_set_threads). */
+typedef struct {
+    buf_t a, b;
+} scratch_t;
+
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+
+static void scratch_free(void *v)
+{
+    scratch_t *s = v;
+    free(s->a.p);
+    free(s->b.p);
+    free(s);
+}
+
+static void scratch_key_make(void) { pthread_key_create(&scratch_key, scratch_free); }
+
+/* This thread's scratch, or NULL (out of memory) */
+static scratch_t *scratch(void)
+{
+    pthread_once(&scratch_once, scratch_key_make);
+    scratch_t *s = pthread_getspecific(scratch_key);
+    if (!s && (s = calloc(1, sizeof *s)) != NULL && pthread_setspecific(scratch_key, s) != 0) {
+        free(s);
+        s = NULL;
+    }
+    return s;
+}
 
 static void *grow(buf_t *b, size_t bytes)
 {
+    if (!b) return NULL;
     if (bytes <= b->cap) return b->p;
     size_t cap = (bytes + 4095) & ~(size_t)4095;
     void *p = aligned_alloc(64, cap);
@@ -77,8 +108,9 @@ static void portable(int ta, int tb, int M, int N, int K, float alpha, const flo
 {
     /* the operands as stored: A is M x K, or K x M when transposed; B likewise */
     int ar = ta ? K : M, ac = ta ? M : K, br = tb ? N : K, bc = tb ? K : N;
-    float *a = grow(&scratch_a, (size_t)ar * ac * sizeof(float));
-    float *b = grow(&scratch_b, (size_t)br * bc * sizeof(float));
+    scratch_t *sc = scratch();
+    float *a = grow(sc ? &sc->a : NULL, (size_t)ar * ac * sizeof(float));
+    float *b = grow(sc ? &sc->b : NULL, (size_t)br * bc * sizeof(float));
     if (!a || !b) {
         direct(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
@@ -282,7 +314,8 @@ void gemm_bf16_forget(void)
 static int pack(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, packed_t *p)
 {
     block_counts(M, N, K, p);
-    p->a = grow(&scratch_a, (size_t)p->mbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
+    scratch_t *sc = scratch();
+    p->a = grow(sc ? &sc->a : NULL, (size_t)p->mbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
     if (!p->a) return -1;
     if (ta) pack_a_cols(M, K, A, lda, p);
     else pack_a_rows(M, K, A, lda, p);
@@ -291,7 +324,7 @@ static int pack(int ta, int tb, int M, int N, int K, const float *A, int lda, co
         p->b = k->packed.p;
         return 0;
     }
-    p->b = grow(&scratch_b, (size_t)p->nbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
+    p->b = grow(sc ? &sc->b : NULL, (size_t)p->nbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
     if (!p->b) return -1;
     if (tb) pack_b_cols(K, N, B, ldb, p);
     else pack_b_rows(K, N, B, ldb, p);

@@ -293,11 +293,11 @@ static void fmt_size(double b, char *out, size_t len)
 }
 
 /* The kept checkpoints (the API's "checkpoints"): a count and the space, then one line
- * each, newest first, at most 20 of them. */
-static void fmt_checkpoints(FILE *f, json_t *ck)
+ * each, newest first, at most 20 of them; lm: a language model's, whose accuracy is the next token's. */
+static void fmt_checkpoints(FILE *f, json_t *ck, int lm)
 {
     json_t *items = json_object_get(ck, "items"), *it;
-    char buf[256], sz[32], acc[32], step[24], epoch[24];
+    char buf[256], sz[32], acc[40], step[24], epoch[24];
     size_t i;
     fmt_size(num(ck, "total_bytes"), sz, sizeof sz);
     snprintf(buf, sizeof buf, "%zu kept, %s%s%s", json_array_size(items), sz, *str(ck, "error") ? "; " : "",
@@ -315,7 +315,7 @@ static void fmt_checkpoints(FILE *f, json_t *ck)
         if (json_is_integer(ep) && json_integer_value(ep) >= 0) int_cell(it, "epoch", epoch, sizeof epoch);
         else snprintf(epoch, sizeof epoch, "?"); /* -1 or null: not known */
         double a = num(it, "test_accuracy");
-        if (isfinite(a)) snprintf(acc, sizeof acc, "accuracy %.4f", a);
+        if (isfinite(a)) snprintf(acc, sizeof acc, "%saccuracy %.4f", lm ? "next-token " : "", a);
         else snprintf(acc, sizeof acc, "not evaluated");
         fmt_size(num(it, "bytes"), sz, sizeof sz);
         /* the stored epoch counts the epochs completed (common/ckptdir.h): a checkpoint
@@ -330,7 +330,7 @@ static void fmt_checkpoints(FILE *f, json_t *ck)
 /* The summary's dataset object: classes, sizes, image shape and the decoded cache
  * ("10 classes, 500 train / 100 test samples, 3x32x32; cache /var/.../x.pdc (1.9 MiB,
  * decoded by this job)"). Summaries of older workers have a name there: nothing shown. */
-static void fmt_dataset(FILE *f, json_t *d)
+static void fmt_dataset(FILE *f, json_t *d, json_t *sum)
 {
     if (!json_is_object(d)) return;
     char buf[1024], cls[24], tr[24], te[24], sz[32];
@@ -338,10 +338,22 @@ static void fmt_dataset(FILE *f, json_t *d)
     int_cell(d, "train_samples", tr, sizeof tr);
     int_cell(d, "test_samples", te, sizeof te);
     json_t *shape = json_object_get(d, "shape");
-    int n = snprintf(buf, sizeof buf, "%s class%s, %s train / %s test sample%s, %lldx%lldx%lld", cls, plural_es(cls),
+    int n;
+    if (json_is_integer(json_object_get(sum, "block_size"))) {
+        /* a language model's: its classes are a vocabulary, a sample a window of tokens
+         * (the summary's own block_size and vocab_size: a worker before the dataset's) */
+        char block[24], tok[32];
+        int_cell(sum, "block_size", block, sizeof block);
+        int_cell(sum, "vocab_size", cls, sizeof cls);
+        snprintf(tok, sizeof tok, "%s", *str(d, "tokenizer") ? str(d, "tokenizer") : str(d, "format"));
+        n = snprintf(buf, sizeof buf, "vocabulary %s (%s), windows of %s tokens, %s train / %s test window%s", cls,
+                     strcmp(tok, "tokens") == 0 ? "token files" : tok, block, tr, te, plural(te));
+    } else {
+        n = snprintf(buf, sizeof buf, "%s class%s, %s train / %s test sample%s, %lldx%lldx%lld", cls, plural_es(cls),
                      tr, te, plural(te), (long long)json_integer_value(json_array_get(shape, 0)),
                      (long long)json_integer_value(json_array_get(shape, 1)),
                      (long long)json_integer_value(json_array_get(shape, 2)));
+    }
     json_t *cache = json_object_get(d, "cache");
     if (n > 0 && (size_t)n < sizeof buf && json_is_object(cache)) {
         fmt_size(num(cache, "bytes"), sz, sizeof sz);
@@ -681,15 +693,28 @@ static void job_result_rows(FILE *f, json_t *job)
         num_cell(sum, "train_loss", "%.4f", trl, sizeof trl);
         int_cell(sum, "steps", steps, sizeof steps);
         num_cell(sum, "wall_s", "%.1f", wall, sizeof wall);
-        num_cell(sum, "train_samples_per_s", "%.0f", tp, sizeof tp);
-        snprintf(buf, sizeof buf, "test accuracy %s, test loss %s, train loss %s; %s step%s, %s s, %s samples/s", acc,
-                 tl, trl, steps, plural(steps), wall, tp);
+        if (json_is_integer(json_object_get(sum, "block_size"))) {
+            /* a language model: next-token accuracy, loss in nats per token and its
+             * perplexity, tokens per second (null when not measured: "-") */
+            char ppl[32];
+            num_cell(sum, "test_perplexity", "%.2f", ppl, sizeof ppl);
+            num_cell(sum, "train_tokens_per_s", "%.0f", tp, sizeof tp);
+            snprintf(buf, sizeof buf,
+                     "next-token accuracy %s, test loss %s (perplexity %s), train loss %s; %s step%s, %s s, %s "
+                     "tokens/s",
+                     acc, tl, ppl, trl, steps, plural(steps), wall, tp);
+        } else {
+            num_cell(sum, "train_samples_per_s", "%.0f", tp, sizeof tp);
+            snprintf(buf, sizeof buf, "test accuracy %s, test loss %s, train loss %s; %s step%s, %s s, %s samples/s",
+                     acc, tl, trl, steps, plural(steps), wall, tp);
+        }
         row(f, "result", buf);
-        fmt_dataset(f, json_object_get(sum, "dataset"));
+        fmt_dataset(f, json_object_get(sum, "dataset"), sum);
     }
     if (*str(job, "log")) row(f, "log", str(job, "log"));
     if (*str(job, "checkpoint")) row(f, "checkpoint", str(job, "checkpoint"));
-    if (json_is_object(json_object_get(job, "checkpoints"))) fmt_checkpoints(f, json_object_get(job, "checkpoints"));
+    if (json_is_object(json_object_get(job, "checkpoints")))
+        fmt_checkpoints(f, json_object_get(job, "checkpoints"), json_is_integer(json_object_get(sum, "block_size")));
 }
 
 /* An integer field as text, "-" when it is null or absent (a stop whose note was lost). */

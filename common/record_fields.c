@@ -18,8 +18,9 @@ const record_field_t RECORD_FIELDS[RF_N] = {
     [RF_HEARTBEAT] = {"heartbeat", RF_TIME, RFG_ALWAYS, AT(heartbeat), NULL, NULL, NULL},
     [RF_DEVICE] = {"device", RF_STR, RFG_STEP, AT(device), NULL, NULL, NULL},
     [RF_ROLE] = {"role", RF_STR, RFG_STEP, AT(role), NULL, NULL, NULL},
-    [RF_SAMPLES_PER_S] = {"samples_per_s", RF_NUM, RFG_STEP, AT(samples_per_s), "pacer_rank_samples_per_second",
-                          "gauge", "Training throughput of the rank (EWMA of samples/s)."},
+    [RF_SAMPLES_PER_S] = {"samples_per_s", RF_NUM, RFG_STEP, AT(samples_per_s), "pacer_rank_samples_per_second", "gauge",
+                          "Training throughput of the rank (EWMA of samples/s; a language model's sample is a window "
+                          "of block_size tokens: its tokens/s are this x block_size)."},
     [RF_COMPUTE_S] = {"compute_s", RF_NUM, RFG_STEP, AT(compute_s), NULL, NULL, NULL},
     [RF_COMM_S] = {"comm_s", RF_NUM, RFG_STEP, AT(comm_s), NULL, NULL, NULL},
     [RF_IDLE_S] = {"idle_s", RF_NUM, RFG_STEP, AT(idle_s), NULL, NULL, NULL},
@@ -40,9 +41,9 @@ const record_field_t RECORD_FIELDS[RF_N] = {
                               "Plain / compressed payload of the rank's collectives under algorithm.compression (1 "
                               "in warm-up)."},
     [RF_BATCH] = {"batch", RF_INT, RFG_BATCH, AT(batch), "pacer_rank_batch_size", "gauge",
-                  "Batch size of the rank's latest step."},
+                  "Batch size of the rank's latest step (samples; a language model's: windows of block_size tokens)."},
     [RF_LOSS] = {"loss", RF_NUM, RFG_STEP, AT(loss), "pacer_rank_loss", "gauge",
-                 "Training loss of the rank's latest step."},
+                 "Training loss of the rank's latest step (a language model's: nats per token)."},
     [RF_STEP] = {"step", RF_INT, RFG_STEP, AT(step), "pacer_rank_step", "gauge", "Steps the rank has done."},
     [RF_EPOCH] = {"epoch", RF_INT, RFG_STEP, AT(epoch), "pacer_rank_epoch", "gauge", "Epoch the rank is in."},
     [RF_SAMPLES] = {"samples", RF_INT, RFG_STEP, AT(samples), NULL, NULL, NULL},
@@ -62,7 +63,8 @@ const record_field_t RECORD_FIELDS[RF_N] = {
     [RF_LEFT_OUT] = {"left_out", RF_INT, RFG_PLANNED, AT(left_out), "pacer_rank_left_out", "gauge",
                      "1 when the goodput planner leaves the rank out of the steps, else 0."},
     [RF_TEST_ACCURACY] = {"test_accuracy", RF_NUM, RFG_STEP, AT(test_accuracy), "pacer_rank_test_accuracy", "gauge",
-                          "Latest test accuracy reported by the rank."},
+                          "Latest test accuracy reported by the rank (a language model's: next-token accuracy on its "
+                          "validation windows)."},
     [RF_TEST_LOSS] = {"test_loss", RF_NUM, RFG_STEP, AT(test_loss), NULL, NULL, NULL},
     [RF_UPDATED] = {"updated", RF_TIME, RFG_STEP, AT(updated), NULL, NULL, NULL},
     [RF_HEALTH] = {NODE_HEALTH, RF_STR, RFG_HEALTH, AT(health), NULL, NULL, NULL},

@@ -621,11 +621,12 @@
   // downsampled by the server plus the live records, is history.js's.
   const HIST = window.pacerHistory;
   const RANK_CHARTS = HIST.CHARTS;
+  const LM = window.pacerLM;   // lm.js: a language model's words
 
   function jobView(id) {
     mount('tpl-job');
     const s = {
-      job: null, ranks: [], roles: {}, t0: null, dirty: false, charts: {}, acc: new Map(),
+      job: null, ranks: [], roles: {}, t0: null, dirty: false, charts: {}, acc: new Map(), tloss: new Map(), lm: null,
       last: {}, lastEvent: 0, events: 0, finished: false, plan: null, simClock: false, emulation: null,
       // history.js: the stores, the history's stream cursor, live records since it, smoothing
       stores: {}, next: null, live: [], appended: 0, reloading: false, lastReload: 0, reloads: 0, ma: 0,
@@ -676,6 +677,7 @@
         s.charts[name] = new uPlot(opts, chartData(name), box);
       }
       const box = $('[data-chart="acc"] .plot');
+      if (s.lm) { s.charts.acc = lossChart(box, axis); emptyNotes(); return; }
       s.charts.acc = new uPlot(Object.assign(chartSize(box), {
         scales: { x: { time: false }, y: { range: (u, min, max) => [Math.max(0, Math.min(min, 0.5) - 0.05), Math.min(1, Math.max(max, 0.5) + 0.05)] } },
         axes: [Object.assign({ label: 'epoch', labelSize: 18, size: 34, incrs: [1, 2, 5, 10, 20, 50, 100] }, axis), Object.assign({ size: HIST.fitAxis }, axis)],
@@ -691,10 +693,33 @@
       for (const [name, u] of Object.entries(s.charts)) HIST.markEmpty($('[data-chart="' + name + '"]'), !HIST.hasPoints(u.data));
     }
 
-    function chartData(name) { return HIST.chartData(s.stores[name], RANK_CHARTS[name].smooth ? s.ma : 0); }
+    // A language model's evaluations: validation loss (nats per token) and its perplexity,
+    // on two axes.
+    function lossChart(box, axis) {
+      const fmt = (d) => (u, v) => (v === null || v === undefined ? '–' : v.toFixed(d));
+      return new uPlot(Object.assign(chartSize(box), {
+        scales: { x: { time: false }, y: {}, ppl: {} },
+        axes: [Object.assign({ label: 'epoch', labelSize: 18, size: 34, incrs: [1, 2, 5, 10, 20, 50, 100] }, axis),
+          Object.assign({ size: HIST.fitAxis, label: 'nats per token', labelSize: 18 }, axis),
+          Object.assign({ scale: 'ppl', side: 1, size: HIST.fitAxis, label: 'perplexity', labelSize: 18 }, axis, { grid: { show: false } })],
+        series: [{ label: 'epoch' },
+          { label: 'validation loss', stroke: '#1f8a4c', width: 2, points: { show: true, size: 6 }, value: fmt(4) },
+          { label: 'perplexity', scale: 'ppl', stroke: '#7a4cc2', width: 2, dash: [6, 4], points: { show: true, size: 6 }, value: fmt(2) }],
+        legend: { live: true },
+      }), lossData(), box);
+    }
+
+    function chartData(name) {
+      const d = HIST.chartData(s.stores[name], RANK_CHARTS[name].smooth ? s.ma : 0);
+      return name === 'sps' && s.lm ? LM.tokenColumns(d, s.lm) : d;   // a language model's node speed: tokens/s
+    }
     function accData() {
       const epochs = [...s.acc.keys()].sort((a, b) => a - b);
       return [epochs, epochs.map((e) => s.acc.get(e))];
+    }
+    function lossData() {
+      const epochs = [...s.tloss.keys()].sort((a, b) => a - b);
+      return [epochs, epochs.map((e) => s.tloss.get(e)), epochs.map((e) => LM.perplexity(s.tloss.get(e)))];
     }
 
     // The record's time on the charts' axis: seconds since the start. A simulated job's
@@ -721,6 +746,7 @@
       }
       if ((rec.kind === 'epoch' || rec.kind === 'final') && rec.test_accuracy !== null && rec.test_accuracy !== undefined)
         s.acc.set(rec.epoch, rec.test_accuracy);
+      if ((rec.kind === 'epoch' || rec.kind === 'final') && typeof rec.test_loss === 'number') s.tloss.set(rec.epoch, rec.test_loss);
       noteSample(rec);
       const prev = s.last[rec.rank];
       if (!prev || prev.time <= rec.time) s.last[rec.rank] = rec;
@@ -775,6 +801,7 @@
         s.stores = HIST.fromHistory(h, s.t0);
         // per epoch: the evaluations between epoch ends (eval_every_steps: with a step) are not
         for (const a of h.accuracy) if (a.step === undefined) s.acc.set(a.epoch, a.test_accuracy);
+        for (const a of h.accuracy) if (a.step === undefined && typeof a.test_loss === 'number') s.tloss.set(a.epoch, a.test_loss);
         for (const a of h.accuracy) noteSample(a);
         s.ranks = h.ranks.map((r) => r.rank);
         s.history = h;
@@ -807,7 +834,7 @@
       historyNote();
       for (const name of Object.keys(RANK_CHARTS)) if (s.charts[name]) s.charts[name].setData(chartData(name));
       if (s.breakdown) s.breakdown.render();
-      if (s.charts.acc) s.charts.acc.setData(accData());
+      if (s.charts.acc) s.charts.acc.setData(s.lm ? lossData() : accData());
       showSample();
       emptyNotes();
       facts();
@@ -815,12 +842,13 @@
 
     // A user's data set is its path (and format), a built-in one its name.
     function datasetName(d) {
-      return d.format === 'imagefolder' || d.format === 'npz' ? d.path + ' (' + d.format + ')' : d.name;
+      return ['imagefolder', 'npz', 'text', 'tokens'].includes(d.format) ? d.path + ' (' + d.format + ')' : d.name;
     }
 
     // What the worker found (the summary's dataset: classes, sizes, shape, the decoded
     // cache); until a summary says, what the spec asked for.
     function datasetFacts(j) {
+      if (s.lm) return LM.datasetFacts(s.lm, j, datasetName(j.spec.dataset));
       const d = j.summary && j.summary.dataset;
       if (!d || typeof d !== 'object') {
         const sd = j.spec && j.spec.dataset;
@@ -841,7 +869,7 @@
     // classes, parameters and the sha256 the job pinned; a summary that is gone or now of
     // other bytes is said so, never shown as this job's.
     function onnxFacts(j) {
-      const m = j.spec && j.spec.model && typeof j.spec.model === 'object' ? j.spec.model : null;
+      const m = j.spec && j.spec.model && typeof j.spec.model === 'object' && j.spec.model.onnx ? j.spec.model : null;
       $('#f-onnx-row').hidden = !m;
       if (!m) return;
       if (s.onnxFor !== m.onnx) {
@@ -863,10 +891,26 @@
       $('#f-onnx').title = m.sha256 ? 'sha256 ' + m.sha256 : '';
     }
 
+    // A language model's words (lm.js) and its perplexity, the exp of the newest validation loss.
+    function lmFacts(j) {
+      const losses = lossData()[1];
+      const loss = losses.length ? losses[losses.length - 1] : j.summary && j.summary.test_loss;
+      const ppl = LM.perplexity(loss);
+      $('#f-perplexity-row').hidden = !s.lm;
+      $('#f-perplexity').textContent = ppl === null ? '–' : ppl.toFixed(2) + ' (exp of the validation loss, ' + loss.toFixed(4) + ' nats per token)';
+    }
+
     function facts() {
       const j = s.job;
       // An answer that comes back after the page has left this job (stop) has no page to fill.
       if (!j || s.stopped) return;
+      const lm = LM.info(j);
+      if (JSON.stringify(lm) !== JSON.stringify(s.lm)) {
+        s.lm = lm;
+        LM.apply($('#view'), lm);
+        buildCharts();
+        if (s.nodeRanks) loadNodes();
+      }
       badge($('#job-state'), j.state);
       $('#job-name').textContent = j.name || '';
       $('#f-model').textContent = j.model + (j.spec && j.spec.dataset ? ' · ' + datasetName(j.spec.dataset) : '');
@@ -919,6 +963,7 @@
       const accs = accData()[1];
       const acc = accs.length ? accs[accs.length - 1] : j.summary && j.summary.test_accuracy;
       $('#f-accuracy').textContent = acc !== undefined && acc !== null ? (100 * acc).toFixed(2) + ' %' : '–';
+      lmFacts(j);
       const active = !FINAL.includes(j.state);
       $('#f-owner').textContent = j.owner || 'none (from before users: only admins may change it)';
       // --policy fair: the last preemption (stopped, requeued, resumed from its checkpoint),
@@ -1173,7 +1218,7 @@
         });
         hist.append(bars);
         tr.append(rank, el('td', {}, r.host || '–'), el('td', {}, r.role || '–'), el('td', { class: 'num' }, num(r.slowdown)),
-          el('td', { class: 'num' }, r.left_out === 1 ? 'left out' : num(r.batch)), el('td', { class: 'num' }, num(r.samples_per_s, 0)),
+          el('td', { class: 'num' }, r.left_out === 1 ? 'left out' : num(r.batch)), el('td', { class: 'num' }, num(s.lm ? LM.tokensPerS(r.samples_per_s, s.lm) : r.samples_per_s, 0)),
           el('td', { class: 'num' }, num(r.step)), el('td', { class: 'num' }, num(r.loss, 4)),
           el('td', { class: 'num' }, st.count ? num(st.mean, 2) + ' / ' + num(st.p95, 0) : '–'), hist,
           // A finished job's ranks beat no more: their last beat's age would count up forever.

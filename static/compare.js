@@ -14,6 +14,7 @@
 
   const COLORS = ['#2f6fde', '#e4572e', '#17a2b8', '#f0a202', '#6f42c1', '#28a745', '#d63384', '#795548'];
   const MAX_JOBS = 8;
+  const LM = window.pacerLM;   // lm.js: a language model's words
   const POINTS = 1000;
 
   // Flattens a spec into dotted keys ("algorithm.name") -> JSON text of the value.
@@ -148,7 +149,19 @@
       // The outcome first (not spec fields: never highlighted), then every spec field.
       const outcome = [
         ['state', (j) => j.state],
-        ['test accuracy', (j) => (j.summary && typeof j.summary.test_accuracy === 'number' ? (100 * j.summary.test_accuracy).toFixed(2) + ' %' : '–')],
+        // a language model's (lm.js): next-token accuracy, loss in nats per token with its
+        // perplexity, tokens per second
+        ['test accuracy', (j) => (j.summary && typeof j.summary.test_accuracy === 'number' ? (100 * j.summary.test_accuracy).toFixed(2) + ' %' +
+          (LM.info(j) ? ' (next token)' : '') : '–')],
+        ['test loss', (j) => {
+          const l = j.summary && j.summary.test_loss, ppl = LM.info(j) ? LM.perplexity(l) : null;
+          return typeof l === 'number' ? l.toFixed(4) + (ppl !== null ? ' nats per token (perplexity ' + ppl.toFixed(2) + ')' : '') : '–';
+        }],
+        ['throughput', (j) => {
+          const sum = j.summary || {}, lm = LM.info(j);
+          const v = lm ? sum.train_tokens_per_s : sum.train_samples_per_s;
+          return typeof v === 'number' ? Math.round(v).toLocaleString() + (lm ? ' tokens/s' : ' samples/s') : '–';
+        }],
         ['runtime', (j) => (j.started ? Math.round((j.finished || Date.now() / 1000) - j.started) + ' s' : '–')],
       ];
       for (const [name, f] of outcome) {

@@ -393,7 +393,12 @@ int worker_epoch_done(worker_t *w, char *err, size_t errlen)
     w->eval_step = w->global_step; /* every caller has just evaluated */
     worker_health_eval(w);
     worker_report_epoch(w, METRICS_EPOCH, 1);
-    if (w->rank == 0)
+    if (w->rank == 0 && w->train.tok)
+        fprintf(stderr,
+                "epoch %ld/%d done: train_loss_running %.4f test_loss %.4f test_perplexity %.2f "
+                "next_token_accuracy %.4f\n",
+                w->epoch + 1, s->epochs, w->train_loss_running, w->test_loss, exp(w->test_loss), w->test_accuracy);
+    else if (w->rank == 0)
         fprintf(stderr, "epoch %ld/%d done: train_loss_running %.4f test_loss %.4f test_accuracy %.4f\n", w->epoch + 1,
                 s->epochs, w->train_loss_running, w->test_loss, w->test_accuracy);
     log_verdict(w);

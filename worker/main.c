@@ -1018,10 +1018,20 @@ static int phase_report(run_t *r)
             figure(acc, sizeof acc, "%.4f", w->test_accuracy, tested);
             figure(tl, sizeof tl, "%.4f", w->test_loss, tested);
             figure(trl, sizeof trl, "%.4f", w->train_loss, !skip);
-            figure(sps, sizeof sps, "%.0f", w->loop_s > 0 ? (double)worker_train_samples(per_rank) / w->loop_s : 0.0,
-                   w->loop_s > 0);
-            printf("final test_accuracy %s test_loss %s train_loss %s (%.1f s, %s samples/s)\n", acc, tl, trl,
-                   w->wall_s, sps);
+            /* a language model's sample is a window of block tokens: its figures in tokens */
+            const int block = w->train.tok ? w->train.tok->block : 1;
+            figure(sps, sizeof sps, "%.0f",
+                   w->loop_s > 0 ? (double)worker_train_samples(per_rank) * block / w->loop_s : 0.0, w->loop_s > 0);
+            if (w->train.tok) {
+                char ppl[32];
+                figure(ppl, sizeof ppl, "%.2f", exp(w->test_loss), tested && isfinite(w->test_loss));
+                printf("final next_token_accuracy %s test_loss %s test_perplexity %s train_loss %s (%.1f s, %s "
+                       "tokens/s)\n",
+                       acc, tl, ppl, trl, w->wall_s, sps);
+            } else {
+                printf("final test_accuracy %s test_loss %s train_loss %s (%.1f s, %s samples/s)\n", acc, tl, trl,
+                       w->wall_s, sps);
+            }
         }
         if (a->summary_path && worker_write_summary(w, a->summary_path, per_rank, status, r->err, sizeof r->err) != 0) {
             fprintf(stderr, "pacer-worker: %s\n", r->err);

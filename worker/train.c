@@ -908,9 +908,11 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
 
             if (printer && s->log_every > 0 && w->global_step % s->log_every == 0) {
                 double t = clock_mono_s();
-                fprintf(stderr, "epoch %ld/%d step %ld/%ld loss %.4f lr %.5f samples/s %.0f\n", w->epoch + 1, s->epochs,
+                const int block = w->train.tok ? w->train.tok->block : 1; /* a window's tokens */
+                fprintf(stderr, "epoch %ld/%d step %ld/%ld loss %.4f lr %.5f %s %.0f\n", w->epoch + 1, s->epochs,
                         w->step_in_epoch, w->steps_per_epoch, w->step_loss, w->lr,
-                        (double)(w->stats.samples - samples_log) * w->nworkers / (t - t_log));
+                        w->train.tok ? "tokens/s" : "samples/s",
+                        (double)(w->stats.samples - samples_log) * w->nworkers * block / (t - t_log));
                 t_log = t;
                 samples_log = w->stats.samples;
             }
@@ -1013,6 +1015,15 @@ long worker_train_samples(json_t *per_rank)
  * mapped ({path, built, bytes, decode_s}; decode_s null when mapped, and in a simulation,
  * whose clock does not run while a rank decodes), or null: a set decoded into memory says
  * why in cache_note (pacer-sim's built-in sets, shared in its process, have none). */
+/* How a language model's data became tokens: a text's tokenizer (bytes, chars, bpe), or
+ * "tokens" for ids read from token files. */
+static const char *tokenizer_name(const job_spec_t *s)
+{
+    if (strcmp(spec_dataset_format(s), "tokens") == 0) return "tokens";
+    if (s->dataset.tokenizer_kind[0]) return s->dataset.tokenizer_kind;
+    return s->dataset.tokenizer[0] ? s->dataset.tokenizer : "bytes";
+}
+
 static json_t *dataset_json(const worker_t *w)
 {
     const job_spec_t *s = w->spec;
@@ -1030,6 +1041,15 @@ static json_t *dataset_json(const worker_t *w)
                           std);
     if (!o) return NULL;
     if (user) json_object_set_new(o, "path", json_string(s->dataset.path));
+    if (w->train.tok) {
+        /* a language model's data set: a sample is a window of block_size tokens, the
+         * classes its vocabulary; readers name them so (the page, pacer get) */
+        json_object_set_new(o, "vocab_size", json_integer(w->data.classes));
+        json_object_set_new(o, "tokenizer", json_string(tokenizer_name(s)));
+        json_object_set_new(o, "block_size", json_integer(w->train.tok->block));
+        json_object_set_new(o, "train_windows", json_integer(w->train.n));
+        json_object_set_new(o, "test_windows", json_integer(w->test.n));
+    }
     json_t *cache = json_null();
     if (w->data.cache_path[0])
         cache = json_pack("{s:s, s:b, s:I, s:o}", "path", w->data.cache_path, "built", w->data.cache_built, "bytes",

@@ -208,6 +208,44 @@ static void test_prom_reads_the_table(void **state)
     json_decref(node);
 }
 
+/* The help of each family whose figure a language model's rank reports in other units
+ * says so: a sample is a window of block_size tokens, the loss nats per token, the test
+ * accuracy the next token's. A reader of a GPT job's metrics otherwise reads an image
+ * classifier's words. */
+static void test_prom_help_language_model(void **state)
+{
+    (void)state;
+    const struct {
+        record_field_id_t f;
+        const char *says;
+    } want[] = {{RF_SAMPLES_PER_S, "tokens/s are this x block_size"},
+                {RF_BATCH, "windows of block_size tokens"},
+                {RF_LOSS, "nats per token"},
+                {RF_TEST_ACCURACY, "next-token accuracy"}};
+    json_t *rank = json_pack("{s:i, s:f, s:i, s:f, s:f}", "rank", 0, RECORD_FIELDS[RF_SAMPLES_PER_S].name, 1.5,
+                             RECORD_FIELDS[RF_BATCH].name, 8, RECORD_FIELDS[RF_LOSS].name, 2.5,
+                             RECORD_FIELDS[RF_TEST_ACCURACY].name, 0.25);
+    json_t *node = json_pack("{s:s, s:[o]}", "job", "j-1", "ranks", rank);
+    prom_input_t in;
+    memset(&in, 0, sizeof in);
+    in.nodes = &node;
+    in.nnodes = 1;
+    size_t len;
+    char *text = prom_render(&in, &len);
+    assert_non_null(text);
+    char head[128];
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        snprintf(head, sizeof head, "# HELP %s ", RECORD_FIELDS[want[i].f].prom);
+        const char *h = strstr(text, head);
+        if (!h) fail_msg("no %s", head);
+        const char *eol = strchr(h, '\n');
+        const char *says = strstr(h, want[i].says);
+        if (!says || says > eol) fail_msg("%.*s: does not say \"%s\"", (int)(eol - h), h, want[i].says);
+    }
+    free(text);
+    json_decref(node);
+}
+
 /* A Redis command's literal ("HMGET %s step total_steps") names no field of the record
  * among its words: the names are arguments from the table. */
 static void redis_commands_name_no_field(const char *path, const char *text)
@@ -267,7 +305,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_field_written),   cmocka_unit_test(test_staleness_fields),
         cmocka_unit_test(test_fields_documented),     cmocka_unit_test(test_prom_reads_the_table),
-        cmocka_unit_test(test_readers_name_no_field),
+        cmocka_unit_test(test_readers_name_no_field), cmocka_unit_test(test_prom_help_language_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -245,6 +245,7 @@
     return {
       acc: isNum(sum.test_accuracy) ? sum.test_accuracy : evaluator ? evaluator.test_accuracy : null,
       loss: losses.length ? losses.reduce((a, b) => a + b, 0) / losses.length : isNum(sum.train_loss_running) ? sum.train_loss_running : null,
+      lm: !!window.pacerLM.info(job),   // a language model's accuracy is the next token's (lm.js)
     };
   }
   window.pacerList = { figures: listFigures };   // for tests
@@ -304,7 +305,7 @@
     const figures = new Map();   // id -> { acc, loss, at, final, busy }
     function figureCells(id) {
       const f = figures.get(id) || {};
-      return [el('td', { class: 'num acc' }, typeof f.acc === 'number' ? (100 * f.acc).toFixed(2) + ' %' : '–'),
+      return [el('td', { class: 'num acc' }, typeof f.acc === 'number' ? (100 * f.acc).toFixed(2) + ' %' + (f.lm ? ' (next token)' : '') : '–'),
         el('td', { class: 'num loss' }, typeof f.loss === 'number' ? f.loss.toFixed(4) : '–')];
     }
     async function readFigures(j) {

@@ -18,6 +18,12 @@ if (!base || !id || !other || !dataPath || !block || sample === undefined || !sh
 const must = (cond, what) => { if (!cond) throw new Error(what); };
 
 process.exit(await withPage({ width: 1280, height: 2000 }, async (page) => {
+  // the job list: a language model's accuracy is the next token's
+  await page.goto(base + '/');
+  await page.waitForFunction((j) => / %/.test((document.querySelector('#jobs-body tr[data-id="' + j + '"] td.acc') || {}).textContent || ''),
+    id, { timeout: 30000 });
+  const listed = await page.textContent('#jobs-body tr[data-id="' + id + '"] td.acc');
+  must(/^\d+\.\d\d % \(next token\)$/.test(listed), 'the job list\'s accuracy reads ' + JSON.stringify(listed));
   await page.goto(base + '/#/jobs/' + id);
   await page.waitForFunction(() => /vocabulary/.test(document.querySelector('#f-dataset').textContent), null, { timeout: 30000 });
   // the charts and the Sample card fill from the history

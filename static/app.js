@@ -36,11 +36,24 @@
 
   function token() { return localStorage.getItem('pacer.token') || ''; }
 
+  // A read that got no answer at all (the browser's network changed under it:
+  // net::ERR_NETWORK_CHANGED; a dropped connection) is asked again, 0.3 s and then 1 s
+  // later, before the page says it failed: a GET changes nothing. Other methods are never
+  // repeated, and an answer, whatever its status, is the answer.
+  const API_RETRY_MS = [300, 1000];
   async function api(path, opts) {
     opts = opts || {};
     const headers = Object.assign({}, opts.headers || {});
     if (token()) headers.Authorization = 'Bearer ' + token();
-    const res = await fetch(API + path, Object.assign({}, opts, { headers }));
+    let res;
+    for (let k = 0; !res; k++) {
+      try {
+        res = await fetch(API + path, Object.assign({}, opts, { headers }));
+      } catch (e) {
+        if ((opts.method && opts.method !== 'GET') || e.name === 'AbortError' || k >= API_RETRY_MS.length) throw e;
+        await new Promise((r) => setTimeout(r, API_RETRY_MS[k]));
+      }
+    }
     const type = res.headers.get('Content-Type') || '';
     const body = type.includes('json') ? await res.json().catch(() => null) : null;
     if (!res.ok) {

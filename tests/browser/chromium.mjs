@@ -8,12 +8,57 @@
 // requests that failed or were answered 4xx/5xx) are printed after it, since a wait that
 // times out says nothing of why, and the page is saved to the optional screenshot path.
 // The browser and its profile are gone either way.
+//
+// page.goto and page.reload load the page again when Chromium lost it to a change of the
+// machine's network (NETWORK_CHANGE: the navigation itself, or a script or stylesheet of
+// it, failed so), at most LOAD_TRIES times, saying so on stderr. Chromium's network-change
+// notifier watches the host's addresses and links over netlink: a test that creates or
+// deletes veth pairs and bridges in the root namespace while a browser test runs beside
+// it (make test's lanes) may make a loading page's requests fail with
+// net::ERR_NETWORK_CHANGED, and Debian's chromium has no switch to turn the notifier off.
+// The page's own reads (static/app.js's api) ask again by themselves.
 import { chromium } from 'playwright-core';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const PAGE_ERRORS_SHOWN = 20;
+const NETWORK_CHANGE = /ERR_NETWORK_CHANGED|ERR_INTERNET_DISCONNECTED|ERR_NETWORK_IO_SUSPENDED/;
+const LOAD_TRIES = 3;
+const PAGE_PARTS = ['document', 'script', 'stylesheet'];
+
+// load(): page.goto or page.reload as they were; then again (a reload) while the load, or
+// a part of the page, was lost to a network change.
+async function steadyLoad(page, load, what) {
+  for (let t = 1; ; t++) {
+    const lost = [];
+    const onFail = (r) => {
+      const why = (r.failure() || {}).errorText || '';
+      if (PAGE_PARTS.includes(r.resourceType()) && NETWORK_CHANGE.test(why)) lost.push(r.url() + ' (' + why + ')');
+    };
+    page.on('requestfailed', onFail);
+    let res;
+    try {
+      res = await (t === 1 ? load() : page.reload.original());
+    } catch (e) {
+      if (!NETWORK_CHANGE.test(e.message) || t >= LOAD_TRIES) throw e;
+      lost.push(what + ' (' + e.message.split('\n')[0] + ')');
+    } finally {
+      page.off('requestfailed', onFail);
+    }
+    if (!lost.length) return res;
+    if (t >= LOAD_TRIES) throw new Error(what + ': lost to a network change ' + LOAD_TRIES + ' times: ' + lost.join(', '));
+    console.error('  page: ' + what + ': ' + lost.join(', ') + ': a network change; loading it again');
+  }
+}
+
+export function steadyPage(page) {
+  const goto = page.goto.bind(page), reload = page.reload.bind(page);
+  page.reload = (opts) => steadyLoad(page, () => reload(opts), 'reload');
+  page.reload.original = reload;
+  page.goto = (url, opts) => steadyLoad(page, () => goto(url, opts), url);
+  return page;
+}
 
 function recordErrors(page, seen) {
   const note = (what) => seen.push(new Date().toISOString().slice(11, 23) + ' ' + what);
@@ -34,7 +79,7 @@ export async function withPage(viewport, body, failShot) {
       viewport,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-dev-shm-usage'],
     });
-    page = context.pages()[0] || await context.newPage();
+    page = steadyPage(context.pages()[0] || await context.newPage());
     recordErrors(page, seen);
     await body(page);
   } catch (e) {

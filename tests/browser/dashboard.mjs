@@ -37,6 +37,7 @@
 // default; the Cluster page's "not yet" where jobs ran on one host without a benchmark.
 // Exit 0 = pass, 1 = fail.
 import { chromium } from 'playwright-core';
+import { steadyPage } from './chromium.mjs';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -89,7 +90,7 @@ try {
       '--disable-background-networking', '--disable-component-update', '--disable-sync',
       '--disable-dev-shm-usage'],
   });
-  const page = context.pages()[0] || await context.newPage();
+  const page = steadyPage(context.pages()[0] || await context.newPage());   // chromium.mjs: survives a network change
   page.on('pageerror', (e) => errors.push('page error: ' + e.message));
   page.on('console', (m) => { if (m.type() === 'error') errors.push('console: ' + m.text()); });
 

@@ -9,6 +9,7 @@
 // the chart. Exit 0 = pass, 1 = fail.
 // usage: node experiment.mjs BASE_URL TOKEN EXPERIMENT_ID SCREENSHOT.png
 import { chromium } from 'playwright-core';
+import { steadyPage } from './chromium.mjs';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,7 +36,7 @@ try {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
   });
-  const page = context.pages()[0] || await context.newPage();
+  const page = steadyPage(context.pages()[0] || await context.newPage());   // chromium.mjs: survives a network change
   page.on('pageerror', (e) => errors.push('page error: ' + e.message));
   await page.goto(base + '/#/');
   await page.evaluate((t) => localStorage.setItem('pacer.token', t), token);

@@ -13,6 +13,7 @@
 // axes. Exit 0 = pass, 1 = fail.
 // usage: node roles.mjs BASE_URL VIEWER_TOKEN MEMBER_TOKEN MEMBER_JOB_ID SCREENSHOT.png
 import { chromium } from 'playwright-core';
+import { steadyPage } from './chromium.mjs';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,7 +50,7 @@ try {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
   });
-  const page = context.pages()[0] || await context.newPage();
+  const page = steadyPage(context.pages()[0] || await context.newPage());   // chromium.mjs: survives a network change
   page.on('pageerror', (e) => errors.push('page error: ' + e.message));
 
   // ---- a viewer

@@ -6,7 +6,9 @@
 # progress lines) say the same; the summary's dataset object carries the vocabulary, the
 # tokenizer and the window counts. With Chromium and node (tests/browser/lm.mjs): the job
 # page and the compare view in those words, the data set named by its path, never
-# "fashion-mnist". (The Prometheus help texts: tests/unit/test_record_fields.c.)
+# "fashion-mnist"; and (tests/browser/netchange.mjs) the job page comes through a network
+# change that fails its script's, the job's and the nodes' first requests. (The
+# Prometheus help texts: tests/unit/test_record_fields.c.)
 . tests/integration/coordinator_lib.inc
 PACER=$BUILD/pacer
 [ -x "$PACER" ] || skip "$PACER not built: libcurl missing (make deps installs libcurl4-openssl-dev)"
@@ -77,6 +79,9 @@ if [ -x "$CHROMIUM" ] && command -v node >/dev/null && command -v npm >/dev/null
     [ -n "$sample" ] && [ "$sample" != null ] || fail "the history holds no eval_sample text"
     CHROMIUM=$CHROMIUM timeout 120 node tests/browser/lm.mjs "$BASE" "$A" "$B" "$TMP/root/lic" 16 "$sample" "$BUILD/lm.png" ||
         fail "the language model's page (screenshot of the failure: $BUILD/lm-failed.png)"
+    # a network change under the page's loads (tests/browser/chromium.mjs, static/app.js api)
+    CHROMIUM=$CHROMIUM timeout 60 node tests/browser/netchange.mjs "$BASE" "$B" lm-b ||
+        fail "the job page did not come through a network change"
 else
     echo "skip: the browser part (no chromium at $CHROMIUM, or no node/npm)"
 fi

@@ -4,7 +4,11 @@
 # Starts build/pacer-coordinator (with its embedded Redis, state in var/demo), submits
 # deploy/demo-job.json over the REST API (4 LeNet-5 workers on Fashion-MNIST, emulated
 # slowdowns in the ratio 1 : 1 : 2 : 4, dynamic batch sizing), prints the dashboard's
-# URL, and follows the job until it ends (about 20 s on 2 cores). Then a second job,
+# URL, and follows the job until it ends (about 20 s on 2 cores). Then a language model,
+# deploy/demo-job-gpt.json: the built-in GPT on the GPL 3 of Debian's base-files (copied
+# under the coordinator's default data root STATE/data, bytes as tokens, its eval_sample
+# continued at each evaluation; a few seconds), and the API's generate continues a prompt
+# from its weights, as the job page's Generate box does. Then a second image job,
 # deploy/demo-job-ssgd.json: the same workers on plain synchronous SGD for 5 epochs, where
 # every step waits for the slowest one (3 epochs took 2.3 times the first job's time on a
 # loaded 2-core machine: 78 s against 34 s), so that it runs a minute or two on 2 cores:
@@ -29,7 +33,7 @@
 #
 # Environment: BUILD (build), DEMO_STATE (var/demo), DEMO_LISTEN (127.0.0.1:8080),
 # DEMO_SPEC (deploy/demo-job.json), DEMO_SPEC2 (the second job, deploy/demo-job-ssgd.json;
-# empty: none), DEMO_CORES (the cores the slowdowns are scaled to: nproc, the CPUs this
+# empty: none), DEMO_LM (the language model, deploy/demo-job-gpt.json; empty: none), DEMO_CORES (the cores the slowdowns are scaled to: nproc, the CPUs this
 # process may use, as the worker counts them), PACER_TOKEN (optional: the API then needs
 # it).
 set -u
@@ -40,12 +44,15 @@ STATE=${DEMO_STATE:-var/demo}
 LISTEN=${DEMO_LISTEN:-127.0.0.1:8080}
 SPEC=${DEMO_SPEC:-deploy/demo-job.json}
 SPEC2=${DEMO_SPEC2-deploy/demo-job-ssgd.json}
+LM=${DEMO_LM-deploy/demo-job-gpt.json}
+LICENSES=/usr/share/common-licenses
 BASE=http://$LISTEN
 
 die() { echo "demo: $*" >&2; exit 1; }
 command -v jq >/dev/null || die "jq is not installed (make deps)"
 [ -f "$SPEC" ] || die "no job spec at $SPEC"
 [ -z "$SPEC2" ] || [ -f "$SPEC2" ] || die "no job spec at $SPEC2 (DEMO_SPEC2; empty for no second job)"
+[ -z "$LM" ] || [ -f "$LM" ] || die "no job spec at $LM (DEMO_LM; empty for no language model)"
 CORES=${DEMO_CORES:-$(nproc)}
 case $CORES in '' | *[!0-9]* | 0*) die "DEMO_CORES: $CORES is not a positive whole number of cores" ;; esac
 
@@ -70,6 +77,16 @@ fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 mkdir -p "$STATE"
 LOG=$STATE/coordinator.log
+# the language model's text, under the coordinator's default data root STATE/data: copies,
+# since a link out of the data roots is not read
+if [ -n "$LM" ] && [ -r "$LICENSES/GPL-3" ] && [ -r "$LICENSES/LGPL-2.1" ]; then
+    mkdir -p "$STATE/data/licenses"
+    cp "$LICENSES/GPL-3" "$STATE/data/licenses/train.txt"
+    cp "$LICENSES/LGPL-2.1" "$STATE/data/licenses/val.txt"
+elif [ -n "$LM" ]; then
+    echo "demo: no language model: $LICENSES (Debian's base-files) has no GPL-3 and LGPL-2.1"
+    LM=""
+fi
 "$COORD" --state-dir "$STATE" --listen "$LISTEN" --stop-jobs-on-exit >>"$LOG" 2>&1 &
 COORD_PID=$!
 
@@ -109,25 +126,30 @@ fi
 # submit SPEC_TEXT - POSTs the spec; prints the new job's id, or dies with the refusal.
 submit() {
     answer=$(echo "$1" | api -X POST -H "Content-Type: application/json" --data-binary @- "$BASE/api/v1/jobs")
-    sid=$(echo "$answer" | jq -r '.id // empty')
-    [ -n "$sid" ] || die "the job was refused: $(echo "$answer" | jq -r '.detail // .')"
+    sid=$(printf "%s\n" "$answer" | jq -r '.id // empty')
+    [ -n "$sid" ] || die "the job was refused: $(printf "%s\n" "$answer" | jq -r '.detail // .')"
     echo "$sid"
 }
 
 # follow ID - one line every 2 s with the state and, per worker, batch size and speed
 # ("-" where a worker has not measured one yet: never shown as 0), until the job ends;
-# then its outcome.
+# then its outcome. A language model's speed is in tokens/s (samples/s x its window),
+# its outcome next-token accuracy and perplexity.
 follow() {
     last=""
     while :; do
         job=$(api "$BASE/api/v1/jobs/$1")
-        state=$(echo "$job" | jq -r '.state // "?"')
+        state=$(printf "%s\n" "$job" | jq -r '.state // "?"')
+        window=$(printf "%s\n" "$job" | jq -r 'if (.spec.dataset.format // "") | IN("text", "tokens")
+            then (.summary.block_size // .spec.model.gpt.block_size // 64) else 0 end' 2>/dev/null)
         nodes=$(api "$BASE/api/v1/jobs/$1/nodes")
-        line=$(echo "$nodes" | jq -r --arg st "$state" '
+        line=$(printf "%s\n" "$nodes" | jq -r --arg st "$state" --argjson T "${window:-0}" '
             [.ranks[] | select(.role == "worker")] as $w
             | if ($w | length) == 0 then $st else
               "\($st)  epoch \([$w[].epoch // empty] | max // "-")  step \([$w[].step // empty] | max // "-")"
-              + "  batches \([$w[] | .batch // "-"])  samples/s \([$w[] | .samples_per_s | if . == null then "-" else floor end])"
+              + "  batches \([$w[] | .batch // "-"])"
+              + (if $T > 0 then "  tokens/s \([$w[] | .samples_per_s | if . == null then "-" else (. * $T | floor) end])"
+                 else "  samples/s \([$w[] | .samples_per_s | if . == null then "-" else floor end])" end)
               + "  loss \([$w[].loss // empty] | if length > 0 then (add / length * 1000 | floor / 1000) else "-" end)" end' 2>/dev/null)
         [ -n "$line" ] || line=$state
         if [ "$line" != "$last" ]; then
@@ -139,9 +161,10 @@ follow() {
         sleep 2
     done
     echo
-    echo "$job" | jq -r '"demo: \(.id) \(.state)\(if .reason != "" and .reason != null then ": " + .reason else "" end)"'
-    echo "$job" | jq -r 'if .summary then "demo: final test_accuracy \(.summary.test_accuracy) after \(.summary.epochs // "?") epochs, \((.finished - .started) | floor) s" else empty end'
-    echo "$job" | jq -r '.summary.emulation // empty | if .simulated then empty elif .faithful
+    printf "%s\n" "$job" | jq -r '"demo: \(.id) \(.state)\(if .reason != "" and .reason != null then ": " + .reason else "" end)"'
+    printf "%s\n" "$job" | jq -r 'if .summary.block_size then "demo: final next-token accuracy \(.summary.test_accuracy * 10000 | round / 10000), validation loss \(.summary.test_loss * 10000 | round / 10000) nats per token (perplexity \(.summary.test_perplexity * 100 | round / 100)) after \(.summary.epochs // "?") epochs, \((.finished - .started) | floor) s"
+        elif .summary then "demo: final test_accuracy \(.summary.test_accuracy) after \(.summary.epochs // "?") epochs, \((.finished - .started) | floor) s" else empty end'
+    printf "%s\n" "$job" | jq -r '.summary.emulation // empty | if .simulated then empty elif .faithful
         then "demo: the emulation was faithful: the ranks asked for \(.demand_cores * 100 | round / 100) of \(.cores) cores"
         else "demo: the emulation was NOT faithful: the ranks asked for \(.demand_cores * 100 | round / 100) of \(.cores) cores, so the speeds show how the OS shared them, not the slowdowns" end'
 }
@@ -160,6 +183,30 @@ id=$(submit "$RUN_SPEC") || exit 1
 links "$id" "$RUN_SPEC" "$SPEC"
 [ -z "$RUN_SPEC2" ] || echo "demo: a second, longer job follows this one, so that the dashboard has a running job while you look at it"
 follow "$id"
+if [ -n "$LM" ]; then
+    # Alone, like the others: its ranks would take the image jobs' emulated cores.
+    echo
+    lm_spec=$(jq --arg root "$(cd "$STATE/data" && pwd)" '.dataset.path |= sub("^DATA_ROOT"; $root)' "$LM") ||
+        die "$LM is not JSON"
+    lm_id=$(submit "$lm_spec") || exit 1
+    echo "demo: a language model: the built-in GPT on the GPL 3 (bytes as tokens; its page shows the vocabulary,"
+    echo "      tokens/s, validation loss and perplexity, and the eval_sample's text at each evaluation)"
+    links "$lm_id" "$lm_spec" "$LM"
+    follow "$lm_id"
+    # what the page's Generate box does: POST .../generate (sampled at temperature 0.8 from
+    # the 10 likeliest tokens, seed 1: the same text every time; printf, since the text may
+    # hold backslashes that sh's echo would turn into control characters)
+    gen=$(jq -n '{prompt: "This License", max_tokens: 48, temperature: 0.8, top_k: 10, seed: 1}' |
+        api -X POST -H "Content-Type: application/json" --data-binary @- "$BASE/api/v1/jobs/$lm_id/generate")
+    text=$(printf "%s\n" "$gen" | jq -r '.text // empty' 2>/dev/null)
+    if [ -n "$text" ]; then
+        printf 'demo: generated from %s (POST /api/v1/jobs/%s/generate): %s\n' "$lm_id" "$lm_id" \
+            "$(jq -n --arg p "This License" --arg t "$text" '$p + $t')"
+        echo "      its page's Generate box does the same: $BASE/#/jobs/$lm_id"
+    else
+        echo "demo: generating from $lm_id failed: $(printf "%s\n" "$gen" | jq -r '.detail // .' 2>/dev/null)"
+    fi
+fi
 if [ -n "$RUN_SPEC2" ]; then
     # Submitted once the first has ended, never beside it: two jobs sharing the cores
     # would make neither's emulated slowdowns faithful.

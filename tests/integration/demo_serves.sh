@@ -6,11 +6,13 @@
 #   - make -n demo (into an empty build directory, so that everything shows) installs the
 #     build group only (not the test group and its npm tools) and builds the coordinator,
 #     the worker and the dashboard, no unit test, benchmark or tool;
-#   - deploy/demo.sh with a short first job (DEMO_SPEC) and a long second one
-#     (DEMO_SPEC2), stdin not a terminal: the second is submitted once the first has
-#     SUCCEEDED and still runs seconds later (a page opened after the first job ended
-#     still has a live job); SIGTERM then stops the coordinator, the running job and the
-#     embedded Redis, and the demo exits 0;
+#   - deploy/demo.sh with a short first job (DEMO_SPEC), the language model
+#     (deploy/demo-job-gpt.json, the default DEMO_LM) and a long second image job
+#     (DEMO_SPEC2), stdin not a terminal: the language model SUCCEEDS with its figures in
+#     its own words and the API's generate continues the demo's prompt from it; the second
+#     is submitted once the first has SUCCEEDED and still runs seconds later (a page
+#     opened after the first job ended still has a live job); SIGTERM then stops the
+#     coordinator, the running job and the embedded Redis, and the demo exits 0;
 #   - `make -o demo-deps demo` (the real recipe, on the built tree) with the short job only:
 #     the dashboard and the API answer after it SUCCEEDED; SIGTERM to the demo's shell ends
 #     make with status 0 and no "Error 143" (it used to); SIGTERM to make itself (what
@@ -76,6 +78,14 @@ id2=$(second_id)
 [ -n "$id2" ] || { cat "$TMP/demo.out"; fail "the demo submitted no second job"; }
 id1=$(sed -n 's/^demo: submitted \(j-[0-9]*\) from .*job.json.*/\1/p' "$TMP/demo.out" | head -1)
 grep -q "demo: $id1 SUCCEEDED" "$TMP/demo.out" || { cat "$TMP/demo.out"; fail "the second job was submitted before the first succeeded"; }
+lm=$(sed -n 's/^demo: submitted \(j-[0-9]*\) from deploy\/demo-job-gpt.json.*/\1/p' "$TMP/demo.out")
+[ -n "$lm" ] || { cat "$TMP/demo.out"; fail "the demo submitted no language model"; }
+grep -q "demo: $lm SUCCEEDED" "$TMP/demo.out" || { cat "$TMP/demo.out"; fail "the demo's language model $lm did not succeed"; }
+grep -Eq "^demo: final next-token accuracy 0\.[0-9]+, validation loss [0-9.]+ nats per token \(perplexity [0-9.]+\)" "$TMP/demo.out" ||
+    { cat "$TMP/demo.out"; fail "the demo does not give the language model's figures in its words"; }
+grep -Eq "^demo: generated from $lm \(POST /api/v1/jobs/$lm/generate\): \"This License.+\"$" "$TMP/demo.out" ||
+    { cat "$TMP/demo.out"; fail "the demo did not generate from its language model"; }
+printf "ok: the demo's language model %s SUCCEEDED and generated:%s\n" "$lm" "$(grep "^demo: generated" "$TMP/demo.out" | cut -d: -f3-)"
 await 60 "the second job $id2 to run" is_api_job_state "$id2" RUNNING
 # still running well after the first one ended (polled, never a fixed sleep as the check)
 ended=$(curl -s "$BASE/api/v1/jobs/$id1" | jq -r .finished)
@@ -98,7 +108,7 @@ echo "ok: SIGTERM stops the demo (exit 0), its running job, its coordinator and 
 
 # ---- make demo: the dashboard after the job; SIGTERM to the demo is no error for make ---------
 new_demo 2
-DEMO_SPEC=$TMP/job.json DEMO_SPEC2="" DEMO_STATE=$STATE DEMO_LISTEN=127.0.0.1:$PORT \
+DEMO_SPEC=$TMP/job.json DEMO_SPEC2="" DEMO_LM="" DEMO_STATE=$STATE DEMO_LISTEN=127.0.0.1:$PORT \
     make --no-print-directory -o demo-deps demo BUILD="$BUILD" </dev/null >"$TMP/make.out" 2>&1 &
 MAKE_PID=$!
 says_up() { grep -q "the dashboard stays up" "$TMP/make.out"; }
@@ -122,7 +132,7 @@ stopped
 echo "ok: SIGTERM to the demo under make demo: make exits 0, no error reported, nothing left running"
 
 new_demo 3
-DEMO_SPEC=$TMP/job.json DEMO_SPEC2="" DEMO_STATE=$STATE DEMO_LISTEN=127.0.0.1:$PORT \
+DEMO_SPEC=$TMP/job.json DEMO_SPEC2="" DEMO_LM="" DEMO_STATE=$STATE DEMO_LISTEN=127.0.0.1:$PORT \
     make --no-print-directory -o demo-deps demo BUILD="$BUILD" </dev/null >"$TMP/make.out" 2>&1 &
 MAKE_PID=$!
 await 120 "the demo's job to end" ended

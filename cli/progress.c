@@ -80,10 +80,36 @@ static void take_state(progress_t *p, json_t *o)
     copy_str(p->reason, sizeof p->reason, json_object_get(o, "reason"));
 }
 
+/* A positive integer field, else 0. */
+static int positive(json_t *v)
+{
+    return json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) <= (1 << 24)
+               ? (int)json_integer_value(v)
+               : 0;
+}
+
+/* A language model's window: the summary's, else the built-in GPT's or the data set's
+ * (the GPT's default 64 when neither gives one); 0 = not known (an imported model before
+ * its summary: its speed is then shown in samples/s). */
+static void take_lm(progress_t *p, json_t *job)
+{
+    json_t *spec = json_object_get(job, "spec"), *ds = json_object_get(spec, "dataset");
+    const char *format = json_string_value(json_object_get(ds, "format"));
+    p->lm = format && (strcmp(format, "text") == 0 || strcmp(format, "tokens") == 0);
+    if (!p->lm) return;
+    json_t *gpt = json_object_get(json_object_get(spec, "model"), "gpt");
+    int block = positive(json_object_get(json_object_get(job, "summary"), "block_size"));
+    if (!block) block = positive(json_object_get(gpt, "block_size"));
+    if (!block) block = positive(json_object_get(ds, "block_size"));
+    if (!block && json_is_object(gpt)) block = 64;
+    p->block = block;
+}
+
 void progress_job(progress_t *p, json_t *job)
 {
     copy_str(p->name, sizeof p->name, json_object_get(job, "name"));
     take_state(p, job);
+    take_lm(p, job);
     json_t *w = json_object_get(job, "world");
     if (json_is_integer(w)) ensure(p, (long long)json_integer_value(w));
 }
@@ -169,7 +195,8 @@ static void rank_row(const progress_t *p, int rank, double age, char *out, size_
     cell_int(step, sizeof step, r->step);
     cell_int(batch, sizeof batch, r->batch);
     cell_num(loss, sizeof loss, "%.4f", r->loss);
-    cell_num(sps, sizeof sps, "%.1f", r->samples_per_s);
+    if (p->block > 0) cell_num(sps, sizeof sps, "%.0f", r->samples_per_s * p->block); /* tokens/s */
+    else cell_num(sps, sizeof sps, "%.1f", r->samples_per_s);
     cell_num(stale, sizeof stale, "%.1f", r->staleness);
     cell_num(acc, sizeof acc, "%.4f", r->test_accuracy);
     fmt_clean(r->host, 16, host, sizeof host);
@@ -183,9 +210,15 @@ static void rank_row(const progress_t *p, int rank, double age, char *out, size_
     }
 }
 
-void progress_print_header(FILE *f)
+/* The speed's and the accuracy's column names: a language model's in tokens/s (when its
+ * window is known) and next-token accuracy. */
+static const char *speed_name(const progress_t *p) { return p->block > 0 ? "TOKENS/S" : "SAMPLES/S"; }
+static const char *acc_name(const progress_t *p) { return p->lm ? "NEXT_ACC" : "TEST_ACC"; }
+
+void progress_print_header(const progress_t *p, FILE *f)
 {
-    fprintf(f, ROW_FMT "\n", "RANK", "ROLE", "HOST", "EPOCH", "STEP", "BATCH", "LOSS", "SAMPLES/S", "STALE", "TEST_ACC");
+    fprintf(f, ROW_FMT "\n", "RANK", "ROLE", "HOST", "EPOCH", "STEP", "BATCH", "LOSS", speed_name(p), "STALE",
+            acc_name(p));
 }
 
 void progress_print_rank(const progress_t *p, int rank, FILE *f)
@@ -249,8 +282,8 @@ void progress_draw(progress_t *p, FILE *f, double now, int cols, int rows)
         frame_line(f, line, cols);
         lines++;
     }
-    snprintf(line, sizeof line, ROW_FMT "  %5s", "RANK", "ROLE", "HOST", "EPOCH", "STEP", "BATCH", "LOSS", "SAMPLES/S",
-             "STALE", "TEST_ACC", "AGE");
+    snprintf(line, sizeof line, ROW_FMT "  %5s", "RANK", "ROLE", "HOST", "EPOCH", "STEP", "BATCH", "LOSS",
+             speed_name(p), "STALE", acc_name(p), "AGE");
     frame_line(f, line, cols);
     lines++;
     /* Keep the frame within the terminal: a frame taller than it cannot be redrawn. */

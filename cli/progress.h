@@ -36,6 +36,10 @@ typedef struct {
     long long plan_version;
     char plan[96]; /* the batches of the latest plan, "40,88" */
     int drawn;     /* lines of the previous frame (draw) */
+    /* a language model's tokens per window (its speed shown in tokens/s, its accuracy as
+     * the next token's); 0 = an image classifier, or a window not known (progress_job) */
+    int block;
+    int lm; /* the job trains a language model (its data set is text or token files) */
 } progress_t;
 
 enum { PROGRESS_NONE, PROGRESS_STATE, PROGRESS_RANK, PROGRESS_PLAN };
@@ -43,7 +47,8 @@ enum { PROGRESS_NONE, PROGRESS_STATE, PROGRESS_RANK, PROGRESS_PLAN };
 void progress_init(progress_t *p, const char *job);
 void progress_free(progress_t *p);
 
-/* A Job object (GET /api/v1/jobs/{id}): name, state, reason, the number of ranks. */
+/* A Job object (GET /api/v1/jobs/{id}): name, state, reason, the number of ranks, and
+ * whether it is a language model (dataset.format text or tokens) and its window. */
 void progress_job(progress_t *p, json_t *job);
 /* A Nodes object (GET /api/v1/jobs/{id}/nodes): every rank that has reported. */
 void progress_nodes(progress_t *p, json_t *nodes);
@@ -53,7 +58,7 @@ void progress_nodes(progress_t *p, json_t *nodes);
 int progress_event(progress_t *p, json_t *ev, int *rank);
 
 /* Line mode. */
-void progress_print_header(FILE *f);
+void progress_print_header(const progress_t *p, FILE *f);
 void progress_print_rank(const progress_t *p, int rank, FILE *f);
 /* Prints the rank's line when its latest record is due one, and says whether it did (1)
  * or not (0). Due: a record that ends an epoch, evaluates or ends the run ("epoch",

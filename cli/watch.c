@@ -156,7 +156,7 @@ int cli_watch(cli_ctx_t *cx, const char *id)
     if (w.tty) {
         draw(&w);
     } else if (!w.json) {
-        progress_print_header(stdout); /* the stream's first event says the state */
+        progress_print_header(&w.p, stdout); /* the stream's first event says the state */
         for (int i = 0; i < w.p.nranks; i++) progress_print_due(&w.p, i, mono(), w.every, stdout);
         fflush(stdout);
     }

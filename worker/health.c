@@ -92,12 +92,12 @@ int health_reason(const health_t *h, char *buf, size_t len)
                         h->at_step);
     case HEALTH_CAUSE_UNIFORM:
         return snprintf(buf, len,
-                        "the training loss has stayed at the level of a uniform guess (%.4f, ln %d = %.4f) for %d "
+                        "the training loss has stayed at the level of a uniform guess (%.4f%s, ln %d = %.4f) for %d "
                         "steps; it has not improved since step %ld",
-                        h->value, h->classes, h->ref, HEALTH_STRETCH, h->since_step);
+                        h->value, h->lm ? " nats per token" : "", h->classes, h->ref, HEALTH_STRETCH, h->since_step);
     case HEALTH_CAUSE_CHANCE:
-        return snprintf(buf, len, "test accuracy %.4f is at chance (1/%d = %.4f) after %ld steps", h->value, h->classes,
-                        h->ref, h->at_step);
+        return snprintf(buf, len, "%s %.4f is at chance (1/%d = %.4f) after %ld steps",
+                        h->lm ? "next-token accuracy" : "test accuracy", h->value, h->classes, h->ref, h->at_step);
     case HEALTH_CAUSE_GROWN:
         return snprintf(buf, len,
                         "the training loss (%.4f, smoothed) has stayed at %g times its best (%.4f at step %ld) or more "

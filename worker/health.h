@@ -65,6 +65,8 @@ typedef struct {
     int left;          /* the smoothed loss has been away from ln C by more than HEALTH_LEFT */
     long band_since;   /* first step of the current stretch near ln C; -1: not in one */
     long grown_since;  /* first step of the current stretch at HEALTH_GROWTH x best; -1 */
+    int lm;            /* a language model: C is its vocabulary, its accuracy the next token's
+                        * and its loss nats per token (the reasons say so); set after init */
 } health_t;
 
 /* A detector for a model of C classes (C >= 2). The state is HEALTH_OK from here on. */

@@ -574,7 +574,10 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     w->fence = -1;
     /* Rank 0 judges the run (the PS in the asynchronous family: it sees every push's
      * loss); a simulation that skips the computation learns nothing by design. */
-    if (rank == 0 && !sim_skip_compute(w)) health_init(&w->health, m->num_classes);
+    if (rank == 0 && !sim_skip_compute(w)) {
+        health_init(&w->health, m->num_classes);
+        w->health.lm = w->train.tok != NULL; /* its reasons in a language model's words */
+    }
 
     if (alloc_batch_buffers(w, err, errlen) != 0) return -1;
 

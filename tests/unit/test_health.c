@@ -153,6 +153,12 @@ static void test_health_not_finite_and_chance(void **state)
     char want[128];
     snprintf(want, sizeof want, "test accuracy 0.1000 is at chance (1/10 = 0.1000) after %d steps", HEALTH_STRETCH);
     assert_string_equal(why, want);
+    /* a language model's: next-token accuracy over a vocabulary, loss in nats per token */
+    h.lm = 1;
+    health_reason(&h, why, sizeof why);
+    snprintf(want, sizeof want, "next-token accuracy 0.1000 is at chance (1/10 = 0.1000) after %d steps",
+             HEALTH_STRETCH);
+    assert_string_equal(why, want);
     /* 100 classes: chance is 1%. */
     health_init(&h, 100);
     assert_int_equal(feed(&h, 1, HEALTH_STRETCH, learning), 0);

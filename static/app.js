@@ -1044,15 +1044,16 @@
     // noise_scale_beyond (common/gns.h gns_reported).
     function noiseText(recs, sum) {
       const whole = (v) => Math.round(v).toLocaleString();
-      const beyond = sum.noise_scale_beyond ? 'beyond ' + whole(sum.noise_scale_beyond) + ' samples (noise dominates)' : '';
+      const unit = s.lm ? ' windows' : ' samples';   // a language model's sample is a window of tokens
+      const beyond = sum.noise_scale_beyond ? 'beyond ' + whole(sum.noise_scale_beyond) + unit + ' (noise dominates)' : '';
       const spread = HIST.recentSpread(s.stores.noise, NOISE_RECENT);
       if (spread) {
-        return 'median ' + whole(spread.median) + ' samples · IQR ' + whole(spread.q1) + '–' + whole(spread.q3) + ' (last ' +
+        return 'median ' + whole(spread.median) + unit + ' · IQR ' + whole(spread.q1) + '–' + whole(spread.q3) + ' (last ' +
           spread.n + ' charted estimate' + (spread.n === 1 ? '' : 's') + ')' + (beyond ? ' · at the end ' + beyond : '');
       }
       const noise = recs.map((r) => r.noise_scale).filter((v) => v !== null && v !== undefined);
       const phi = noise.length ? noise[noise.length - 1] : sum.noise_scale;
-      return phi !== null && phi !== undefined ? whole(phi) + ' samples' : beyond || '–';
+      return phi !== null && phi !== undefined ? whole(phi) + unit : beyond || '–';
     }
 
     // The noise scale and, with algorithm.goodput, the plan in force: from the latest

@@ -19,16 +19,18 @@ cp "$LIC/GPL-3" "$TMP/root/lic/train.txt"
 cp "$LIC/LGPL-2.1" "$TMP/root/lic/val.txt"
 start_coord --data-root "$TMP/root"
 BASE=$(api_base)
-# gpt FILE NAME SEED - a GPT of windows of 16 tokens, 2 epochs of 128 windows, log lines on
+# gpt FILE NAME SEED WORKERS - a GPT of windows of 16 tokens, 2 epochs of 128 windows, log
+# lines on; on 2 workers ssgd (its ranks measure the gradient noise scale, in windows)
 gpt() {
-    jq -n --arg data "$TMP/root/lic" --arg name "$2" --argjson seed "$3" \
-        '{name: $name, model: {gpt: {layers: 1, heads: 2, embd: 16, block_size: 16}},
+    jq -n --arg data "$TMP/root/lic" --arg name "$2" --argjson seed "$3" --argjson workers "$4" \
+        '{name: $name, model: {gpt: {layers: 1, heads: 2, embd: 16, block_size: 16}}, workers: $workers,
+          algorithm: {name: (if $workers > 1 then "ssgd" else "sgd" end)},
           dataset: {format: "text", path: $data, train_subset: 128, test_subset: 32}, batch_size: 8, epochs: 2,
           seed: $seed, device: "cpu", log_every: 4, eval_sample: "The ", eval_sample_tokens: 8,
           optimizer: {kind: "adamw", lr: 0.003}}' >"$1"
 }
-gpt "$TMP/a.json" lm-a 2
-gpt "$TMP/b.json" lm-b 3
+gpt "$TMP/a.json" lm-a 2 2
+gpt "$TMP/b.json" lm-b 3 1
 A=$(submit "$TMP/a.json")
 B=$(submit "$TMP/b.json")
 cli wait "$A" --timeout 300 >/dev/null || { cat "$STATE/jobs/$A/log"; fail "GPT job $A did not succeed"; }
@@ -46,10 +48,10 @@ echo "ok: the summary's dataset names the vocabulary, the tokenizer and the wind
 cat "$TMP/get.txt"
 grep -q "^dataset  *vocabulary 256 (bytes), windows of 16 tokens, 128 train / 32 test windows$" "$TMP/get.txt" ||
     fail "pacer get: the dataset line does not name the vocabulary and the windows"
-grep -Eq "^result  *next-token accuracy 0\.[0-9]{4}, test loss [0-9.]+ \(perplexity [0-9.]+\), train loss [0-9.]+; 32 steps, [0-9.]+ s, ([0-9]+|-) tokens/s$" \
+grep -Eq "^result  *next-token accuracy 0\.[0-9]{4}, test loss [0-9.]+ \(perplexity [0-9.]+\), train loss [0-9.]+; 16 steps, [0-9.]+ s, ([0-9]+|-) tokens/s$" \
     "$TMP/get.txt" || fail "pacer get: the result line is not a language model's"
 grep -q "^data  *$TMP/root/lic (text), 2 epochs" "$TMP/get.txt" || fail "pacer get: the data line does not name the text"
-grep -Eq "step 32 .*next-token accuracy" "$TMP/get.txt" || fail "pacer get: the checkpoint's accuracy is not named the next token's"
+grep -Eq "step 16 .*next-token accuracy" "$TMP/get.txt" || fail "pacer get: the checkpoint's accuracy is not named the next token's"
 grep -Ein "classes|samples|fashion-mnist" "$TMP/get.txt" && fail "pacer get describes the language model in an image classifier's words"
 ppl=$(sed -n 's/.*(perplexity \([0-9.]*\)).*/\1/p' "$TMP/get.txt")
 loss=$(sed -n 's/.*test loss \([0-9.]*\) (perplexity.*/\1/p' "$TMP/get.txt")
@@ -63,7 +65,7 @@ grep -Eq "^epoch 2/2 done: train_loss_running [0-9.]+ test_loss [0-9.]+ test_per
     { cat "$LOG"; fail "the worker's epoch line is not a language model's"; }
 grep -Eq "^final next_token_accuracy 0\.[0-9]{4} test_loss [0-9.]+ test_perplexity [0-9.]+ train_loss [0-9.]+ \([0-9.]+ s, ([0-9]+|-) tokens/s\)$" "$LOG" ||
     { cat "$LOG"; fail "the worker's final line is not a language model's"; }
-grep -Eq "^epoch 1/2 step 4/16 loss [0-9.]+ lr [0-9.]+ tokens/s [0-9]+$" "$LOG" || { cat "$LOG"; fail "the progress line is not in tokens/s"; }
+grep -Eq "^epoch 1/2 step 4/8 loss [0-9.]+ lr [0-9.]+ tokens/s [0-9]+$" "$LOG" || { cat "$LOG"; fail "the progress line is not in tokens/s"; }
 grep -n "samples/s\|test_accuracy" "$LOG" && fail "the worker's lines speak of samples/s or test_accuracy for a language model"
 echo "ok: the worker's lines speak of tokens/s, perplexity and next-token accuracy"
 

@@ -53,6 +53,10 @@ echo "This License" | "$G" --spec examples/gpt-licenses.json --checkpoint-dir ch
 jq -se 'last | .done == true and .tokens == 40 and (.text | length) > 0' gen.jsonl >/dev/null ||
     { tail -3 gen.jsonl; fail "pacer-generate gave no 40-token answer"; }
 echo "ok: pacer-generate continues \"This License\": $(jq -s 'last | .text' gen.jsonl)"
+lm gpt-bf16
+seen="$seen gpt-bf16"
+jq -e '.precision == "bf16" and (.kernels.gemm | endswith("-bf16"))' gpt-bf16.summary.json >/dev/null ||
+    fail "examples/gpt-bf16.json did not run bf16 products: $(jq -c '{precision, kernels}' gpt-bf16.summary.json)"
 lm gpt-bpe
 seen="$seen gpt-bpe"
 jq -e '.vocab_size == 512 and .dataset.tokenizer == "bpe"' gpt-bpe.summary.json >/dev/null ||

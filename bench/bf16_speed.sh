@@ -57,12 +57,12 @@ shape() { # NAME L H E T B STEPS SUBSET
 }
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 units=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(avx2|avx512f|avx512_bf16|amx_bf16|amx_tile)$' | tr '\n' ' ')
-md "bf16_speed on $cpu ($(nproc) cores; $units), torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), load $(uptime | sed 's/.*load average: //'):"
+md "bf16_speed on $cpu ($(nproc --all) cores; $units), torch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)'), load $(uptime | sed 's/.*load average: //'):"
 shape nano 4 4 128 64 12 "$STEPS" 1440
 blas=$(jq -r '.per_rank[0].device.blas' "$TMP/nanop32.1.json")
 md "  (pacer fp32 on OpenBLAS's $blas kernels)"
 shape gpt2 12 12 768 64 4 "$STEPS2" 256
 m32=$(med gpt2p32 peak_rss_mb) m16=$(med gpt2p16 peak_rss_mb)
-md "  peak RSS at GPT-2's width: fp32 $(printf '%.0f' "$m32") MB, bf16 $(printf '%.0f' "$m16") MB (the bf16 run adds its packed weights, 2 bytes a weight twice, and keeps float32 activations)"
+md "  peak RSS at GPT-2's width: fp32 $(printf '%.0f' "$m32") MB, bf16 $(printf '%.0f' "$m16") MB (bf16 keeps float32 activations and one packed weight at a time)"
 md "bf16 products at a GPT's shapes (GFLOP/s, one thread):"
 "$BUILD/bench/gemm_bf16" --reps 20 2>/dev/null | tee -a "$OUT"

@@ -7,6 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "dataroot.h"
+#include "fs.h"
 
 typedef struct {
     uint64_t key; /* left id << 32 | right id, +1 so that 0 means empty */
@@ -378,30 +382,32 @@ bpe_t *bpe_load(const char *vocab, size_t vocab_len, const char *merges, size_t 
     return b;
 }
 
-/* The whole file at path, bounded: malloc'd, or NULL with err. */
+/* The whole file at path, bounded, through the data roots' checked open (dataroot.h: no
+ * link out of the roots, no FIFO waited on): malloc'd, or NULL with err. */
 static char *bpe_read_file(const char *path, size_t *len, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
+    const int fd = dataroot_open(path, err, errlen);
     struct stat st;
-    if (!f || fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode)) {
+    if (fd < 0) return NULL;
+    if (fstat(fd, &st) < 0) {
         bpe_err(err, errlen, "%s: cannot be read as a file", path);
-        if (f) fclose(f);
+        close(fd);
         return NULL;
     }
     if ((uint64_t)st.st_size > BPE_MAX_FILE_BYTES) {
         bpe_err(err, errlen, "%s: %lld bytes, over the limit of %u", path, (long long)st.st_size, BPE_MAX_FILE_BYTES);
-        fclose(f);
+        close(fd);
         return NULL;
     }
     char *buf = malloc((size_t)st.st_size + 1);
-    size_t n = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
-    fclose(f);
-    if (!buf || n != (size_t)st.st_size) {
+    const int bad = !buf || fs_read_all(fd, buf, (size_t)st.st_size) != 0;
+    close(fd);
+    if (bad) {
         bpe_err(err, errlen, "%s: read failed", path);
         free(buf);
         return NULL;
     }
-    *len = n;
+    *len = (size_t)st.st_size;
     return buf;
 }
 

@@ -3,6 +3,7 @@
 #include "errmsg.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -137,3 +138,56 @@ int dataroot_check_fd(int fd, const char *path, char *err, size_t errlen)
     if (!dataroot_holds(g_rootv, nroots, real)) return outside(path, "a file", err, errlen);
     return 0;
 }
+
+/* What a file that is not a regular one is, for the message. */
+static const char *file_kind(mode_t m)
+{
+    return S_ISFIFO(m)   ? "a FIFO"
+           : S_ISDIR(m)  ? "a directory"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "a special file";
+}
+
+static int open_checked(const char *path, int confined, char *err, size_t errlen)
+{
+    /* O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever */
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        const int e = errno;
+        if (e == ENOENT) errmsg(err, errlen, "%s: no such file", path);
+        else errmsg(err, errlen, "%s: cannot open: %s", path, strerror(e));
+        errno = e;
+        return -1;
+    }
+    struct stat st;
+    int e = EACCES;
+    /* the roots first: outside them, nothing about the file (not even its type) is told */
+    if (confined && dataroot_check_fd(fd, path, err, errlen) != 0) goto refused;
+    if (fstat(fd, &st) != 0) {
+        e = errno;
+        errmsg(err, errlen, "%s: cannot stat: %s", path, strerror(e));
+        goto refused;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        errmsg(err, errlen, "%s: %s, not a regular file (pacer reads data and tokenizers from files)", path,
+               file_kind(st.st_mode));
+        goto refused;
+    }
+    const int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        e = errno;
+        errmsg(err, errlen, "%s: cannot clear O_NONBLOCK: %s", path, strerror(e));
+        goto refused;
+    }
+    return fd;
+refused:
+    close(fd);
+    errno = e;
+    return -1;
+}
+
+int dataroot_open(const char *path, char *err, size_t errlen) { return open_checked(path, 1, err, errlen); }
+
+int dataroot_open_own(const char *path, char *err, size_t errlen) { return open_checked(path, 0, err, errlen); }

@@ -5,7 +5,9 @@
  * leaves every root is not: the set itself is refused, a class folder or an image inside
  * a set is skipped (common/imgfolder.h counts them). The coordinator's listing (common/
  * userdata.h), its check of a spec's dataset.path (coordinator/api.c) and the walks and
- * opens of users' data (common/imgfolder.c, common/npz.c, worker/image.c) all ask here.
+ * opens of users' data (common/imgfolder.c, and dataroot_open below for every file a job
+ * reads: common/npz.c, worker/image.c, common/tokfile.c, worker/textdata.c,
+ * common/tokenizer.c, common/bpe.c) all ask here.
  *
  * The process-wide roots (dataroot_set) are what the walks and opens check against: the
  * coordinator sets its --data-root dirs at its start, the worker the --data-root dirs it
@@ -55,5 +57,18 @@ int dataroot_check(const char *path, const char *what, char *err, size_t errlen)
  * /proc/self/fd, so that a link swapped in after a check is still caught): 0, or -1
  * with err naming path. */
 int dataroot_check_fd(int fd, const char *path, char *err, size_t errlen);
+
+/* The one open of a file a job reads (an image, an .npz, a text or token file, a shard,
+ * a tokenizer's vocab.json, merges.txt or tokenizer.json): opened O_NONBLOCK, so that a
+ * FIFO or a device never blocks the caller (an HTTP thread of a submission, a worker's
+ * start); what the descriptor reached checked against the roots (dataroot_check_fd);
+ * refused unless it is a regular file ("PATH: a FIFO, not a regular file"); then made
+ * blocking again. The descriptor (O_CLOEXEC, the caller closes it), or -1 with err
+ * naming path and errno set (ENOENT for a missing file, EACCES for one refused here). */
+int dataroot_open(const char *path, char *err, size_t errlen);
+/* The same checks of what the file is, none of where it is: for pacer's own files that
+ * lie outside the data roots (the decoded cache's token shards, a checkpoint's
+ * tokenizer), which must not block a reader either. */
+int dataroot_open_own(const char *path, char *err, size_t errlen);
 
 #endif

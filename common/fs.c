@@ -124,6 +124,22 @@ int fs_write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
+int fs_read_all(int fd, void *data, size_t len)
+{
+    char *p = data;
+    while (len > 0) {
+        ssize_t k = read(fd, p, len);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) {
+            if (k == 0) errno = EIO;
+            return -1;
+        }
+        p += k;
+        len -= (size_t)k;
+    }
+    return 0;
+}
+
 /* The body of both whole-buffer writers: fd (open on tmp) gets data, then commit or abort. */
 static int write_commit(int fd, const char *tmp, const char *path, const void *data, size_t len)
 {

@@ -45,6 +45,9 @@ int fs_atomic_write_fixed(const char *path, const void *data, size_t len, unsign
 /* write(2) until len bytes are written (EINTR retried). 0, or -1 with errno (EIO when
  * write wrote nothing). */
 int fs_write_all(int fd, const void *data, size_t len);
+/* read(2) until len bytes are read (EINTR retried). 0, or -1 with errno (EIO when the
+ * file ends first: it was shorter than its caller was told). */
+int fs_read_all(int fd, void *data, size_t len);
 
 /* Removes the temporary files of fs_atomic_begin left in dir by processes that died before
  * they committed or aborted (a worker killed while it built a 4.7 GB data cache left its

@@ -33,20 +33,9 @@ int npz_open(const char *path, npz_t **out, char *err, size_t errlen)
     int code = 0;
     /* Opened here, not by libzip: what the descriptor reached is checked against the data
      * roots (common/dataroot.h) before a byte is read, so a link out of them (pw.npz ->
-     * /etc/passwd) is refused by name, not probed. */
-    /* O_NONBLOCK: a FIFO must not hang the open; a regular file ignores it */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    struct stat st;
+     * /etc/passwd) is refused by name, not probed, and a FIFO never hangs the open. */
+    int fd = dataroot_open(path, err, errlen);
     if (fd < 0) {
-        int e = errno;
-        free(z);
-        if (e == ENOENT) return errmsg(err, errlen, "%s: no such file", path);
-        return errmsg(err, errlen, "%s: cannot open: %s", path, strerror(e));
-    }
-    if (dataroot_check_fd(fd, path, err, errlen) != 0 ||
-        (fstat(fd, &st) == 0 && !S_ISREG(st.st_mode) &&
-         errmsg(err, errlen, "%s: not a regular file (an .npz is a file: np.savez or np.savez_compressed)", path))) {
-        close(fd);
         free(z);
         return -1;
     }

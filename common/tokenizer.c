@@ -2,6 +2,7 @@
 #include "tokenizer.h"
 
 #include "bpe.h"
+#include "dataroot.h"
 #include "errmsg.h"
 #include "fs.h"
 
@@ -177,12 +178,16 @@ tokenizer_t *tokenizer_chars_build_files(const char *const *paths, int n, char *
     int ok = 1;
     for (int i = 0; i < n && ok; i++) {
         ok = 0;
-        const int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+        /* the checked open (dataroot.h): no link out of the data roots, no FIFO */
+        const int fd = dataroot_open(paths[i], err, errlen);
         struct stat st;
-        if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd < 0) {
+            /* err says why */
+        } else if (fstat(fd, &st) != 0) {
             errmsg(err, errlen, "%s: %s", paths[i], strerror(errno));
-        } else if (!S_ISREG(st.st_mode) || (unsigned long long)st.st_size > MAX_TEXT_FILE_BYTES) {
-            errmsg(err, errlen, "%s: not a regular file of at most %llu bytes", paths[i], MAX_TEXT_FILE_BYTES);
+        } else if ((unsigned long long)st.st_size > MAX_TEXT_FILE_BYTES) {
+            errmsg(err, errlen, "%s: %lld bytes, more than the %llu a text file may have", paths[i],
+                   (long long)st.st_size, MAX_TEXT_FILE_BYTES);
         } else if (st.st_size == 0) {
             ok = 1;
         } else {
@@ -200,21 +205,20 @@ tokenizer_t *tokenizer_chars_build_files(const char *const *paths, int n, char *
     return t;
 }
 
-/* Reads a whole file of at most max bytes into a malloc'd buffer. */
-static char *read_bounded(const char *path, size_t max, size_t *len, char *err, size_t errlen)
+/* Reads a whole file of at most max bytes into a malloc'd buffer, through the checked open
+ * (dataroot.h): a file of the data set (own 0) must lie under the data roots; pacer's own
+ * (own 1: a checkpoint's tokenizer) may lie anywhere; neither may be a FIFO. */
+static char *read_bounded(const char *path, int own, size_t max, size_t *len, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        errmsg(err, errlen, "%s: %s", path, strerror(errno));
-        return NULL;
-    }
+    const int fd = own ? dataroot_open_own(path, err, errlen) : dataroot_open(path, err, errlen);
+    if (fd < 0) return NULL;
     struct stat st;
     char *buf = NULL;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) errmsg(err, errlen, "%s: not a regular file", path);
+    if (fstat(fd, &st) != 0) errmsg(err, errlen, "%s: %s", path, strerror(errno));
     else if ((unsigned long long)st.st_size > max)
         errmsg(err, errlen, "%s: %lld bytes, over the limit of %zu", path, (long long)st.st_size, max);
     else if (!(buf = malloc((size_t)st.st_size + 1))) errmsg(err, errlen, "%s: out of memory", path);
-    else if (fread(buf, 1, (size_t)st.st_size, f) != (size_t)st.st_size) {
+    else if (fs_read_all(fd, buf, (size_t)st.st_size) != 0) {
         errmsg(err, errlen, "%s: short read", path);
         free(buf);
         buf = NULL;
@@ -222,7 +226,7 @@ static char *read_bounded(const char *path, size_t max, size_t *len, char *err, 
         buf[st.st_size] = 0;
         *len = (size_t)st.st_size;
     }
-    fclose(f);
+    close(fd);
     return buf;
 }
 
@@ -253,8 +257,8 @@ static tokenizer_t *bpe_from_sources(int hf, char *a, size_t alen, char *b, size
 tokenizer_t *tokenizer_bpe_files(const char *vocab_path, const char *merges_path, char *err, size_t errlen)
 {
     size_t vl = 0, ml = 0;
-    char *v = read_bounded(vocab_path, BPE_MAX_FILE_BYTES, &vl, err, errlen);
-    char *m = v ? read_bounded(merges_path, BPE_MAX_FILE_BYTES, &ml, err, errlen) : NULL;
+    char *v = read_bounded(vocab_path, 0, BPE_MAX_FILE_BYTES, &vl, err, errlen);
+    char *m = v ? read_bounded(merges_path, 0, BPE_MAX_FILE_BYTES, &ml, err, errlen) : NULL;
     if (!m) {
         free(v);
         return NULL;
@@ -265,7 +269,7 @@ tokenizer_t *tokenizer_bpe_files(const char *vocab_path, const char *merges_path
 tokenizer_t *tokenizer_bpe_hf_file(const char *path, char *err, size_t errlen)
 {
     size_t len = 0;
-    char *j = read_bounded(path, BPE_MAX_FILE_BYTES, &len, err, errlen);
+    char *j = read_bounded(path, 0, BPE_MAX_FILE_BYTES, &len, err, errlen);
     return j ? bpe_from_sources(1, j, len, NULL, 0, err, errlen) : NULL;
 }
 
@@ -580,15 +584,17 @@ int tokenizer_save(const tokenizer_t *t, const char *path, char *err, size_t err
     return 0;
 }
 
-tokenizer_t *tokenizer_load(const char *path, char *err, size_t errlen)
+static tokenizer_t *load_from(const char *path, int own, char *err, size_t errlen)
 {
     size_t len = 0;
-    char *buf = read_bounded(path, TOKENIZER_MAX_FILE_BYTES, &len, err, errlen);
+    char *buf = read_bounded(path, own, TOKENIZER_MAX_FILE_BYTES, &len, err, errlen);
     if (!buf) return NULL;
     tokenizer_t *t = tokenizer_parse(buf, len, path, err, errlen);
     free(buf);
     return t;
 }
+
+tokenizer_t *tokenizer_load(const char *path, char *err, size_t errlen) { return load_from(path, 0, err, errlen); }
 
 int tokenizer_equal(const tokenizer_t *a, const tokenizer_t *b)
 {
@@ -626,5 +632,5 @@ tokenizer_t *tokenizer_load_for_checkpoint(const char *ckpt_path, char *err, siz
     strcat(path, TOKENIZER_FILE_SUFFIX);
     struct stat st;
     if (stat(path, &st) != 0 && errno == ENOENT) return tokenizer_bytes();
-    return tokenizer_load(path, err, errlen);
+    return load_from(path, 1, err, errlen); /* the job's own file, beside its checkpoint */
 }

@@ -77,7 +77,10 @@ int tokenizer_decode(const tokenizer_t *t, const uint32_t *ids, size_t n, char *
 int tokenizer_serialize(const tokenizer_t *t, char **buf, size_t *len, char *err, size_t errlen);
 tokenizer_t *tokenizer_parse(const char *buf, size_t len, const char *name, char *err, size_t errlen);
 /* Writes the saved form to path atomically / reads it back: 0 / a tokenizer, or -1 / NULL
- * with err naming path. */
+ * with err naming path. tokenizer_load reads a data set's file (DIR/tokens.tokenizer)
+ * through the data roots' checked open (common/dataroot.h); every reader of a tokenizer's
+ * files here does (vocab.json, merges.txt, tokenizer.json, chars' text), except the
+ * checkpoint's own file below, which is checked for its type alone. */
 int tokenizer_save(const tokenizer_t *t, const char *path, char *err, size_t errlen);
 tokenizer_t *tokenizer_load(const char *path, char *err, size_t errlen);
 /* Whether a and b give the same ids for every text: same kind and vocabulary. */

@@ -56,7 +56,11 @@ int tokfile_check_ids(const uint8_t *ids, uint64_t n, int vocab, const char *pat
 int tokfile_split_files(const char *dir, const char *split, int width, char (*paths)[TOKFILE_PATH_MAX], char *err,
                         size_t errlen);
 
-/* The layout of the file at path (its header read, its size from stat): 0, or -1 with err. */
+/* The layout of the file at path (its header read, its size from fstat), opened through
+ * the data roots' checked open (common/dataroot.h: a link out of the roots or a FIFO is
+ * refused by name, never read or waited on): 0, or -1 with err. */
 int tokfile_open_layout(const char *path, int width, tokfile_layout_t *out, char *err, size_t errlen);
+/* The same for a file the caller opened (fd, named path in messages). */
+int tokfile_fd_layout(int fd, const char *path, int width, tokfile_layout_t *out, char *err, size_t errlen);
 
 #endif

@@ -290,16 +290,13 @@ int image_decode(const uint8_t *buf, size_t len, const char *name, image_t *img,
 
 int image_load(const char *path, uint8_t **buf, size_t *cap, image_t *img, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errmsg_code(err, errlen, IMAGE_EIO, "%s: cannot open: %s", path, strerror(errno));
+    /* The coordinator checked the folder at submission; a link swapped in since (or a
+     * worker's own walk racing a change) is caught on what was opened, and a FIFO is
+     * refused, not waited on (dataroot.h). */
+    int fd = dataroot_open(path, err, errlen);
+    if (fd < 0) return IMAGE_EIO;
     struct stat st;
     int rc = IMAGE_OK;
-    /* The coordinator checked the folder at submission; a link swapped in since (or a
-     * worker's own walk racing a change) is caught on what was opened (dataroot.h). */
-    if (dataroot_check_fd(fd, path, err, errlen) != 0) {
-        rc = IMAGE_EIO;
-        goto out;
-    }
     if (fstat(fd, &st) != 0) {
         rc = errmsg_code(err, errlen, IMAGE_EIO, "%s: cannot stat: %s", path, strerror(errno));
         goto out;

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dataroot.h"
 #include "errmsg.h"
 #include "fs.h"
 #include "sha256.h"
@@ -28,7 +29,8 @@ int textdata_vocab(const textdata_opts_t *o)
     return o->tokenizer ? tokenizer_vocab_size(o->tokenizer) : 256;
 }
 
-static int map_file(const textdata_opts_t *o, const char *path, data_tokens_t *t, int f, char *err, size_t errlen);
+static int map_file(const textdata_opts_t *o, const char *path, int own, data_tokens_t *t, int f, char *err,
+                    size_t errlen);
 
 /* Where the ids of the text at path (st: its size and time) tokenized by o's tokenizer are
  * kept: o->cache_dir/tokens-SHA.bin, SHA over the tokenizer's saved form, the path, the
@@ -61,11 +63,13 @@ static int cache_path(const textdata_opts_t *o, const char *path, const struct s
  * read back (cut short, an id past the vocabulary) is made anew. */
 static int tokenize_file(const textdata_opts_t *o, const char *path, data_tokens_t *t, int f, char *err, size_t errlen)
 {
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* the checked open (dataroot.h): a link out of the data roots or a FIFO is refused */
+    const int fd = dataroot_open(path, err, errlen);
+    if (fd < 0) return DATA_ENOENT;
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
+    if (fstat(fd, &st) != 0) {
         const int e = errno;
-        if (fd >= 0) close(fd);
+        close(fd);
         return errmsg_code(err, errlen, DATA_ENOENT, "%s: %s", path, strerror(e));
     }
     if (st.st_size == 0 || (unsigned long long)st.st_size > TEXTDATA_MAX_TOKENIZE_BYTES) {
@@ -78,7 +82,7 @@ static int tokenize_file(const textdata_opts_t *o, const char *path, data_tokens
     char kept[TOKFILE_PATH_MAX], why[512];
     const int keep = cache_path(o, path, &st, kept, sizeof kept) == 0;
     if (keep && access(kept, R_OK) == 0) {
-        if (map_file(o, kept, t, f, why, sizeof why) == DATA_OK) {
+        if (map_file(o, kept, 1, t, f, why, sizeof why) == DATA_OK) {
             close(fd);
             return DATA_OK;
         }
@@ -121,13 +125,20 @@ static int tokenize_file(const textdata_opts_t *o, const char *path, data_tokens
     return DATA_OK;
 }
 
-/* Maps file f of the split: its layout, its ids checked, its windows counted. */
-static int map_file(const textdata_opts_t *o, const char *path, data_tokens_t *t, int f, char *err, size_t errlen)
+/* Maps file f of the split: its layout, its ids checked, its windows counted. own: a
+ * shard of the decoded cache (pacer's, outside the data roots), else a file of the data
+ * set, opened through the roots' check (dataroot.h). One open for the layout and the
+ * mapping: what is checked is what is mapped. */
+static int map_file(const textdata_opts_t *o, const char *path, int own, data_tokens_t *t, int f, char *err,
+                    size_t errlen)
 {
     tokfile_layout_t lay;
-    if (tokfile_open_layout(path, t->width, &lay, err, errlen) != 0) return DATA_EFORMAT;
-    const int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return errmsg_code(err, errlen, DATA_ENOENT, "%s: %s", path, strerror(errno));
+    const int fd = own ? dataroot_open_own(path, err, errlen) : dataroot_open(path, err, errlen);
+    if (fd < 0) return DATA_ENOENT;
+    if (tokfile_fd_layout(fd, path, t->width, &lay, err, errlen) != 0) {
+        close(fd);
+        return DATA_EFORMAT;
+    }
     const size_t len = (size_t)(lay.offset + lay.ntokens * (uint64_t)t->width);
     void *map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
     close(fd);
@@ -175,7 +186,8 @@ static int load_split(const textdata_opts_t *o, const char *split, dataset_t *d,
             rc = errmsg_code(err, errlen, DATA_ENOMEM, "%s: out of memory", o->path);
         for (int f = 0; f < n && rc == DATA_OK; f++) {
             t->nfiles = f + 1; /* what dataset_free unmaps */
-            rc = tokenized(o) ? tokenize_file(o, paths[f], t, f, err, errlen) : map_file(o, paths[f], t, f, err, errlen);
+            rc = tokenized(o) ? tokenize_file(o, paths[f], t, f, err, errlen)
+                              : map_file(o, paths[f], 0, t, f, err, errlen);
         }
         snprintf(d->source, sizeof d->source, "%s", paths[0]);
     }

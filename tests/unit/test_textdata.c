@@ -2,7 +2,9 @@
  * worker/textdata.h): the layouts of llm.c's shards and nanoGPT's arrays, windows and their
  * next-token targets, shards as one split, and every refusal naming its file: an id out of
  * range, a header that lies about its count or its version, an odd byte count, an empty
- * file, a split too short for one window, a missing split. */
+ * file, a split too short for one window, a missing split; and every file a job reads (text,
+ * tokens, a tokenizer's files) opened through the data roots' check: a link out of them is
+ * refused, and a FIFO is refused at once, never waited on. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -14,13 +16,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "catalog.h"
 #include "data.h"
+#include "dataroot.h"
+#include "bpe.h"
 #include "dsprobe.h"
 #include "test_util.h"
 #include "textdata.h"
+#include "tokenizer.h"
 #include "tokfile.h"
 
 static char g_dir[256];
@@ -319,6 +325,131 @@ static void test_layout_parser(void **state)
     assert_non_null(strstr(err, "f: id 65535 at token 0"));
 }
 
+/* Every way a job's files are read, in the worker (textdata_load, the tokenizers) and in
+ * the coordinator's submission (dsprobe), on a data set at g_dir/root/set whose file named
+ * `name` is what make() puts there; each must fail naming set/NAME and saying want. */
+static void expect_refused_everywhere(const char *name, const char *want)
+{
+    char set[512], file[600], other[600], err[1024];
+    snprintf(set, sizeof set, "%s/root/set", g_dir);
+    snprintf(file, sizeof file, "%s/%s", set, name);
+    char named[600];
+    snprintf(named, sizeof named, "set/%s: %s", name, want);
+    dataset_t tr, te;
+    const int text = strcmp(name, "train.txt") == 0 || strcmp(name, "val.txt") == 0,
+              tokens = strstr(name, ".bin") != NULL;
+    if (text || tokens) {
+        const textdata_opts_t o = {.format = text ? CATALOG_FORMAT_TEXT : CATALOG_FORMAT_TOKENS,
+                                   .path = set,
+                                   .block = 2,
+                                   .vocab = text ? 0 : 100};
+        err[0] = 0;
+        assert_int_not_equal(textdata_load(&o, &tr, &te, err, sizeof err), DATA_OK);
+        if (!strstr(err, named)) fail_msg("%s, textdata_load: '%s', want '%s'", name, err, named);
+        dsprobe_t p;
+        err[0] = 0;
+        assert_int_equal(dsprobe(text ? "text" : "tokens", set, "", &p, err, sizeof err), -1);
+        if (!strstr(err, named)) fail_msg("%s, dsprobe: '%s', want '%s'", name, err, named);
+    }
+    if (text) { /* the chars tokenizer reads the text to build its vocabulary, then tokenizes it */
+        snprintf(other, sizeof other, "%s/val.txt", set);
+        const char *paths[2] = {file, other};
+        err[0] = 0;
+        assert_null(tokenizer_chars_build_files(paths, 2, err, sizeof err));
+        if (!strstr(err, named)) fail_msg("%s, chars: '%s', want '%s'", name, err, named);
+        const char *abc[1] = {"abc"};
+        const size_t abclen[1] = {3};
+        tokenizer_t *tok = tokenizer_chars_build(abc, abclen, NULL, 1, err, sizeof err);
+        assert_non_null(tok);
+        const textdata_opts_t o = {.format = CATALOG_FORMAT_TEXT, .path = set, .block = 2, .tokenizer = tok};
+        err[0] = 0;
+        assert_int_not_equal(textdata_load(&o, &tr, &te, err, sizeof err), DATA_OK);
+        tokenizer_free(tok);
+        if (!strstr(err, named)) fail_msg("%s, tokenized: '%s', want '%s'", name, err, named);
+    }
+    if (strcmp(name, "vocab.json") == 0 || strcmp(name, "merges.txt") == 0) {
+        char vocab[600], merges[600];
+        snprintf(vocab, sizeof vocab, "%s/vocab.json", set);
+        snprintf(merges, sizeof merges, "%s/merges.txt", set);
+        err[0] = 0;
+        assert_null(tokenizer_bpe_files(vocab, merges, err, sizeof err));
+        if (!strstr(err, named)) fail_msg("%s, bpe: '%s', want '%s'", name, err, named);
+        err[0] = 0;
+        assert_null(tokenizer_bpe_hf_file(file, err, sizeof err));
+        if (!strstr(err, named)) fail_msg("%s, tokenizer.json: '%s', want '%s'", name, err, named);
+        err[0] = 0;
+        assert_null(bpe_load_files(vocab, merges, err, sizeof err));
+        if (!strstr(err, named)) fail_msg("%s, bpe_load_files: '%s', want '%s'", name, err, named);
+    }
+    if (strcmp(name, "tokens.tokenizer") == 0) {
+        err[0] = 0;
+        assert_null(tokenizer_load(file, err, sizeof err));
+        if (!strstr(err, named)) fail_msg("%s, tokenizer_load: '%s', want '%s'", name, err, named);
+    }
+}
+
+/* A fresh data set under the root: every file regular and valid (text, tokens, a
+ * tokenizer's), then the one named replaced by what kind says: a link to a file outside
+ * the roots ("link") or a FIFO ("fifo"). */
+static void make_set(const char *name, const char *kind)
+{
+    char dir[512], path[600], secret[512];
+    uint16_t ids[10];
+    for (int i = 0; i < 10; i++) ids[i] = (uint16_t)i;
+    snprintf(dir, sizeof dir, "%s/root/set", g_dir);
+    rm_tree(dir);
+    assert_int_equal(mkdir(dir, 0700), 0);
+    put("root/set/train.txt", "abcabcabcab", 11);
+    put("root/set/val.txt", "cabca", 5);
+    put_ids("root/set/train.bin", ids, 10, 0, 0, 0);
+    put_ids("root/set/val.bin", ids, 10, 0, 0, 0);
+    put("root/set/vocab.json", "{}", 2);
+    put("root/set/merges.txt", "#version: 0.2\n", 14);
+    put("root/set/tokens.tokenizer", "x", 1);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    assert_int_equal(unlink(path), 0);
+    snprintf(secret, sizeof secret, "%s/secret", g_dir);
+    if (strcmp(kind, "link") == 0) assert_int_equal(symlink(secret, path), 0);
+    else assert_int_equal(mkfifo(path, 0600), 0);
+}
+
+/* A file of a job's data set that is a link out of the data roots is refused by name,
+ * whichever file it is, and nothing of what it leads to is told; a FIFO is refused at
+ * once, by name, instead of blocking the reader (a submission's HTTP thread, a worker): an
+ * open of one that blocked would hang here until the alarm ends the test. */
+static void test_files_checked_open(void **state)
+{
+    char root[512], err[512];
+    snprintf(root, sizeof root, "%s/root", g_dir);
+    assert_int_equal(mkdir(root, 0700), 0);
+    put("secret", "the private text of another user\n", 33);
+    char secret[512];
+    snprintf(secret, sizeof secret, "%s/secret", g_dir);
+    assert_int_equal(chmod(secret, 0600), 0);
+    const char *roots[1] = {root};
+    assert_int_equal(dataroot_set(roots, 1, err, sizeof err), 0);
+    static const char *const NAMES[] = {"train.txt",  "val.txt",    "train.bin",
+                                        "vocab.json", "merges.txt", "tokens.tokenizer"};
+    alarm(60);
+    for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++) {
+        make_set(NAMES[i], "link");
+        expect_refused_everywhere(NAMES[i], "a file that leaves the data roots");
+        make_set(NAMES[i], "fifo");
+        expect_refused_everywhere(NAMES[i], "a FIFO, not a regular file");
+    }
+    /* the same set, every file regular, reads */
+    make_set("tokens.tokenizer", "link");
+    dataset_t tr, te;
+    char set[512];
+    snprintf(set, sizeof set, "%s/root/set", g_dir);
+    const textdata_opts_t o = {.format = CATALOG_FORMAT_TEXT, .path = set, .block = 2};
+    if (textdata_load(&o, &tr, &te, err, sizeof err) != DATA_OK) fail_msg("%s", err);
+    dataset_free(&tr);
+    dataset_free(&te);
+    alarm(0);
+    assert_int_equal(dataroot_set(NULL, 0, err, sizeof err), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -328,6 +459,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_token_shards, setup, teardown),
         cmocka_unit_test_setup_teardown(test_token_refusals, setup, teardown),
         cmocka_unit_test(test_layout_parser),
+        cmocka_unit_test_setup_teardown(test_files_checked_open, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -233,14 +233,16 @@ static const field_t FIELDS[] = {
      .doc = "The built-in GPT (`\"model\": {\"gpt\": {...}}`, GPT-2's pre-norm blocks: docs/JOB_SPEC.md, "
             "\"Language models\"): its transformer blocks. Required in a gpt object."},
     {.path = "model.gpt.heads", INT(gpt.heads), BETWEEN(1, 128), .def_num = 4,
-     .doc = "gpt: attention heads per block (embd a multiple of them)."},
+     .doc = "gpt: attention heads per block (embd a multiple of them, else refused at submission)."},
     {.path = "model.gpt.embd", INT(gpt.embd), BETWEEN(1, 16384), .def_num = 128,
      .doc = "gpt: the width of the residual stream (the MLP is 4x as wide)."},
     {.path = "model.gpt.block_size", INT(gpt.block_size), BETWEEN(0, 8192), .def_num = 0,
      .default_doc = "`dataset.block_size`, else 64",
      .doc = "gpt: positions per window (learned position embeddings of this many)."},
     {.path = "model.gpt.vocab_size", INT(gpt.vocab_size), BETWEEN(0, 1048576), .def_num = 0,
-     .default_doc = "the data set's (256 for text)", .doc = "gpt: the vocabulary (the embedding's rows, the logits)."},
+     .default_doc = "the data set's (256 for text)",
+     .doc = "gpt: the vocabulary (the embedding's rows, the logits): at least 2, and at most the tokenizer's "
+            "(bytes 256, a token set's `dataset.vocab_size`, a BPE's or chars' ids), else refused."},
     {.path = "model.gpt.dropout", DBL(gpt.dropout), IN_CO(0, 1), .def_num = 0,
      .doc = "gpt: dropout after the embeddings, on the attention weights and on each residual branch."},
     {.path = "model.gpt.bias", BOOL(gpt.bias), .def_num = 1,
@@ -1296,6 +1298,32 @@ static int cross_check_tokenizer(errbuf_t *e, const job_spec_t *s)
     return 0;
 }
 
+/* The built-in GPT's shape: its heads split the width evenly (each head embd / heads
+ * wide), and its vocabulary has at least 2 ids and none the data's tokenizer lacks (a
+ * sampled id it cannot decode would fail generation), where the spec alone says the
+ * tokenizer's size: text read as bytes has 256, a token data set dataset.vocab_size. A BPE's
+ * is its files' (checked at submission by the coordinator, which reads them), a chars
+ * one's its text's (checked by the worker once it has read it). */
+static int cross_check_gpt(errbuf_t *e, const job_spec_t *s)
+{
+    if (!spec_model_is_gpt(s)) return 0;
+    if (s->gpt.embd % s->gpt.heads != 0)
+        return fail(e, "model.gpt.heads: %d does not divide model.gpt.embd %d (each head is embd / heads wide)",
+                    s->gpt.heads, s->gpt.embd);
+    if (s->gpt.vocab_size == 1)
+        return fail(e, "model.gpt.vocab_size: 1, must be at least 2 (or left out: the data set's vocabulary)");
+    catalog_format_t f;
+    if (!s->gpt.vocab_size || catalog_format_parse(spec_dataset_format(s), &f) != 0) return 0;
+    const int bytes = f == CATALOG_FORMAT_TEXT && (!s->dataset.tokenizer[0] || !strcmp(s->dataset.tokenizer, "bytes"));
+    const int have = bytes ? 256 : f == CATALOG_FORMAT_TOKENS ? s->dataset.vocab_size : 0;
+    if (have && s->gpt.vocab_size > have)
+        return fail(e,
+                    "model.gpt.vocab_size: %d, more than the %d ids of the data set's %s: the model would sample "
+                    "ids nothing decodes; leave it out (the data set's) or give at most %d",
+                    s->gpt.vocab_size, have, bytes ? "bytes (text read as bytes)" : "tokens (dataset.vocab_size)", have);
+    return 0;
+}
+
 /* Gradient compression is wired into ssgd's all-reduce (worker/algo_ssgd.c), the model
  * averages of local-sgd and hier-bsp (worker/algo_local_sgd.c), hpsgd's rounds
  * (worker/algo_hpsgd.c) and, bf16 only, the parameter-server family's pushes
@@ -1499,6 +1527,7 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
     if (cross_check_dataset(e, s) < 0) return -1;
     if (cross_check_tokenizer(e, s) < 0) return -1;
     if (cross_check_catalog(e, s) < 0) return -1;
+    if (cross_check_gpt(e, s) < 0) return -1;
     if (s->eval_sample[0] && (!spec_model_is_gpt(s) || !spec_dataset_is_text(s)))
         return fail(e,
                     "eval_sample: only for the built-in GPT (\"model\": {\"gpt\": {...}}) on dataset.format text or "

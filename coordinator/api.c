@@ -29,6 +29,7 @@
 #include "run.h"
 #include "simjob.h"
 #include "stall.h"
+#include "tokenizer.h"
 #include "staleness.h"
 
 #define LIST_DEFAULT 50
@@ -321,11 +322,39 @@ static int builtin_dataset_place(const coordinator_t *c, job_spec_t *s, int agai
     return COORD_EDATA;
 }
 
+/* A text data set read by a BPE tokenizer: its files are read now, as the workers will
+ * (common/tokenizer.h: the data roots' checked open, bounded, never waiting on a FIFO), so
+ * that one that does not load is refused by name (422) instead of a job that fails at its
+ * start, and a GPT whose model.gpt.vocab_size exceeds the tokenizer's vocabulary (its
+ * samples could be ids nothing decodes) is refused now, not at its first generation. */
+static int tokenizer_usable(const job_spec_t *s, char *err, size_t errlen)
+{
+    if (strcmp(s->dataset.tokenizer, "bpe") != 0) return COORD_OK;
+    char why[1024];
+    tokenizer_t *t = tokenizer_for_dataset("bpe", s->dataset.path, s->dataset.tokenizer_vocab,
+                                           s->dataset.tokenizer_merges, s->dataset.tokenizer_file, why, sizeof why);
+    if (!t) {
+        errmsg(err, errlen, "dataset.tokenizer: %s", why);
+        return COORD_EDATA;
+    }
+    const int n = tokenizer_vocab_size(t);
+    tokenizer_free(t);
+    if (spec_model_is_gpt(s) && s->gpt.vocab_size > n) {
+        errmsg(err, errlen,
+               "model.gpt.vocab_size: %d, more than the %d ids of the data set's BPE tokenizer: the model would "
+               "sample ids nothing decodes; leave it out (the tokenizer's) or give at most %d",
+               s->gpt.vocab_size, n, n);
+        return COORD_EDATA;
+    }
+    return COORD_OK;
+}
+
 /* A user's data set (dataset.format imagefolder or npz), probed before the job is queued
  * (common/dsprobe.h: the folder listed, the .npz's headers and labels read; no image is
- * decoded): what can be known now is refused now, 422 naming dataset.path, instead of a
- * job that fails at its start. Its classes must be the outputs of a model of its own
- * width (an imported one); a built-in's head is sized to them. */
+ * decoded; a BPE tokenizer's files read): what can be known now is refused now, 422 naming
+ * dataset.path (or the tokenizer's file), instead of a job that fails at its start. Its
+ * classes must be the outputs of a model of its own width (an imported one); a built-in's
+ * head is sized to them. */
 static int dataset_usable(const job_spec_t *s, char *err, size_t errlen)
 {
     dsprobe_t p;
@@ -334,6 +363,8 @@ static int dataset_usable(const job_spec_t *s, char *err, size_t errlen)
         errmsg(err, errlen, "dataset.path: %s", why);
         return COORD_EDATA;
     }
+    const int rc = tokenizer_usable(s, err, errlen);
+    if (rc != COORD_OK) return rc;
     catalog_model_t m;
     if (catalog_model_get(s->model, &m) == 0 && m.head_in == 0 && m.classes != p.classes) {
         errmsg(err, errlen, "dataset.path: %.300s has %d classes, model %s has %d outputs (one per class)",

@@ -365,6 +365,15 @@ static int setup_gpt(worker_t *w, const job_spec_t *spec, char *err, size_t errl
     tokenizer_t *tok = NULL;
     int rc = load_text(w, spec, block, sample ? &tok : NULL, err, errlen);
     if (rc != DATA_OK) return rc;
+    /* the spec and the coordinator refuse what they can know; a chars tokenizer's size is
+     * known only now: no id the tokenizer lacks may be sampled */
+    if (spec->gpt.vocab_size > w->data.classes) {
+        tokenizer_free(tok);
+        return errmsg_code(err, errlen, DATA_EFORMAT,
+                           "model.gpt.vocab_size: %d, more than the %d ids of the data set's tokenizer: leave it out "
+                           "(the tokenizer's) or give at most %d",
+                           spec->gpt.vocab_size, w->data.classes, w->data.classes);
+    }
     const model_gpt_t g = {.layers = spec->gpt.layers,
                            .heads = spec->gpt.heads,
                            .embd = spec->gpt.embd,

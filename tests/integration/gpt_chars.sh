@@ -4,7 +4,8 @@
 # outside ASCII), the summary says so, and the tokenizer is saved beside the checkpoint
 # (NAME.tokenizer) with exactly those characters in code point order, so another process
 # rebuilds the ids. The same with a small BPE (vocab.json and merges.txt). Refused by name: val.txt that is not UTF-8 (file and offset), a BPE
-# tokenizer whose vocab.json is missing, an unknown tokenizer (with the near name).
+# tokenizer whose vocab.json is missing, an unknown tokenizer (with the near name), a
+# model.gpt.vocab_size above the chars tokenizer's.
 . tests/lib.sh
 LIC=/usr/share/common-licenses
 [ -r "$LIC/LGPL-2.1" ] || skip "$LIC/LGPL-2.1 (Debian's base-files) is not here"
@@ -13,6 +14,7 @@ mkdir -p "$TMP/text"
 { tail -c 1500 "$LIC/LGPL-2.1"; printf '\303\251t\303\251\n'; } >"$TMP/text/val.txt"
 want=$(python3 -c "import sys; print(len(set(open(sys.argv[1], encoding='utf-8').read() + open(sys.argv[2], encoding='utf-8').read())))" \
     "$TMP/text/train.txt" "$TMP/text/val.txt")
+nchars=$want
 spec() { # TOKENIZER(JSON) DATA
     jq -n --arg data "$2" --arg dir "$TMP/ck" --arg cache "$TMP/cache" --argjson tok "$1" \
         '{name: "chars", model: {gpt: {layers: 1, heads: 2, embd: 16, block_size: 16}},
@@ -80,6 +82,10 @@ printf 'ok \377 not utf-8\n' >"$TMP/bad/val.txt"
 spec '"chars"' "$TMP/bad" >"$TMP/bad.json"
 expect_error 2 "val.txt: byte 3 (0xFF) is not valid UTF-8" $WORKER --spec "$TMP/bad.json"
 spec "{\"kind\": \"bpe\", \"vocab\": \"$TMP/none/vocab.json\", \"merges\": \"$TMP/none/merges.txt\"}" "$TMP/text" >"$TMP/bpe.json"
-expect_error 2 "dataset.tokenizer: $TMP/none/vocab.json: No such file" $WORKER --spec "$TMP/bpe.json"
+expect_error 2 "dataset.tokenizer: $TMP/none/vocab.json: no such file" $WORKER --spec "$TMP/bpe.json"
+# a vocabulary larger than the chars tokenizer's, known only once the text is read
+jq --argjson v $((nchars + 5)) '.model.gpt.vocab_size = $v' "$TMP/job.json" >"$TMP/big.json"
+expect_error 2 "model.gpt.vocab_size: $((nchars + 5)), more than the $nchars ids of the data set's tokenizer" \
+    $WORKER --spec "$TMP/big.json"
 spec '"char"' "$TMP/text" >"$TMP/typo.json"
 expect_error 2 "dataset.tokenizer: must be one of bytes, chars (did you mean chars?)" $WORKER --spec "$TMP/typo.json"

@@ -1906,6 +1906,13 @@ static void test_gpt_spec(void **state)
     assert_int_equal(back.gpt.block_size, 1024);
     assert_int_equal(back.gpt.vocab_size, 50257);
     assert_int_equal(back.gpt.tie_embeddings, 1);
+    /* a vocabulary the data's tokenizer has, all of it; a BPE's is the coordinator's to check */
+    parse_ok("{\"model\":{\"gpt\":{\"layers\":1,\"vocab_size\":256}},\"dataset\":{\"format\":\"text\",\"path\":"
+             "\"/d\"}}",
+             &back);
+    parse_ok("{\"model\":{\"gpt\":{\"layers\":1,\"vocab_size\":70000}},\"dataset\":{\"format\":\"text\",\"path\":"
+             "\"/d\",\"tokenizer\":{\"kind\":\"bpe\",\"file\":\"/t.json\"}}}",
+             &back);
     static const char *const REFUSED[][2] = {
         {"{\"model\":{\"gpt\":\"gpt3\"}}", "model.gpt: must be an object of the GPT's fields, or \"gpt2\""},
         {"{\"model\":{\"gpt\":{\"heads\":2}},\"dataset\":{\"format\":\"text\",\"path\":\"/d\"}}",
@@ -1916,6 +1923,19 @@ static void test_gpt_spec(void **state)
          "\"/d\"}}",
          "model: give onnx or gpt, not both"},
         {"{\"model\":{\"gpt\":{\"layers\":2,\"block\":3}}}", "model.gpt.block: unknown field"},
+        /* a shape the worker could not build, a vocabulary the data's tokenizer cannot decode */
+        {"{\"model\":{\"gpt\":{\"layers\":1,\"heads\":3,\"embd\":16}},\"dataset\":{\"format\":\"text\",\"path\":"
+         "\"/d\"}}",
+         "model.gpt.heads: 3 does not divide model.gpt.embd 16"},
+        {"{\"model\":{\"gpt\":{\"layers\":1,\"vocab_size\":1}},\"dataset\":{\"format\":\"text\",\"path\":"
+         "\"/d\"}}",
+         "model.gpt.vocab_size: 1, must be at least 2"},
+        {"{\"model\":{\"gpt\":{\"layers\":1,\"vocab_size\":300}},\"dataset\":{\"format\":\"text\",\"path\":"
+         "\"/d\"}}",
+         "model.gpt.vocab_size: 300, more than the 256 ids of the data set's bytes"},
+        {"{\"model\":{\"gpt\":{\"layers\":1,\"vocab_size\":70000}},\"dataset\":{\"format\":\"tokens\","
+         "\"path\":\"/d\",\"vocab_size\":50257}}",
+         "model.gpt.vocab_size: 70000, more than the 50257 ids of the data set's tokens (dataset.vocab_size)"},
         {"{\"model\":\"mlp\",\"dataset\":{\"format\":\"text\",\"path\":\"/d\"}}",
          "dataset.format text: trains the built-in GPT"},
         {"{\"model\":{\"gpt\":{\"layers\":2}},\"dataset\":{\"format\":\"text\",\"path\":\"/d\",\"augment\":true}}",

@@ -11,6 +11,7 @@
 
 #include "dataroot.h"
 #include "fs.h"
+#include "utf8.h"
 
 typedef struct {
     uint64_t key; /* left id << 32 | right id, +1 so that 0 means empty */
@@ -58,20 +59,9 @@ static int bpe_unicode_to_byte(uint32_t cp)
  * 0x110000 + the byte, a class of its own) and *cp. */
 static size_t bpe_utf8_next(const unsigned char *s, size_t len, size_t pos, uint32_t *cp)
 {
-    unsigned c = s[pos];
-    size_t need = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    uint32_t v = need == 1 ? c : need == 2 ? (c & 0x1F) : need == 3 ? (c & 0x0F) : (c & 0x07);
-    if (need == 0 || pos + need > len) goto invalid;
-    for (size_t i = 1; i < need; i++) {
-        if ((s[pos + i] & 0xC0) != 0x80) goto invalid;
-        v = (v << 6) | (s[pos + i] & 0x3F);
-    }
-    static const uint32_t min_of[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (v < min_of[need] || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) goto invalid;
-    *cp = v;
-    return need;
-invalid:
-    *cp = 0x110000 + c;
+    const size_t k = utf8_char(s + pos, len - pos, cp, NULL);
+    if (k) return k;
+    *cp = 0x110000 + s[pos];
     return 1;
 }
 

@@ -5,6 +5,7 @@
 #include "dataroot.h"
 #include "errmsg.h"
 #include "fs.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,29 +33,11 @@ struct tokenizer {
 
 /* ---- UTF-8 -------------------------------------------------------------------------- */
 
-/* The code point at s[pos] (strict: no overlong forms, surrogates or values past U+10FFFF)
- * into *cp: its length in bytes, or 0 when the bytes there are not valid UTF-8. */
+/* The code point at s[pos] into *cp: its length in bytes, or 0 when the bytes there are
+ * not valid UTF-8 (common/utf8.h: no overlong forms, surrogates or values past U+10FFFF). */
 static size_t utf8_next(const unsigned char *s, size_t len, size_t pos, uint32_t *cp)
 {
-    const unsigned c = s[pos];
-    size_t n;
-    uint32_t v, min;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    if (c >= 0xC2 && c <= 0xDF) n = 2, v = c & 0x1F, min = 0x80;
-    else if (c >= 0xE0 && c <= 0xEF) n = 3, v = c & 0x0F, min = 0x800;
-    else if (c >= 0xF0 && c <= 0xF4) n = 4, v = c & 0x07, min = 0x10000;
-    else return 0;
-    if (len - pos < n) return 0;
-    for (size_t k = 1; k < n; k++) {
-        if ((s[pos + k] & 0xC0) != 0x80) return 0;
-        v = (v << 6) | (s[pos + k] & 0x3F);
-    }
-    if (v < min || v > MAX_CODE_POINT || (v >= 0xD800 && v <= 0xDFFF)) return 0;
-    *cp = v;
-    return n;
+    return utf8_char(s + pos, len - pos, cp, NULL);
 }
 
 static size_t utf8_put(uint32_t cp, char *out)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "generate.h"
+#include "utf8.h"
 
 struct evalsample {
     tokenizer_t *tok;
@@ -62,36 +63,6 @@ void evalsample_free(evalsample_t *s)
     free(s);
 }
 
-/* The length of the valid UTF-8 character at p (n bytes left), 0 when there is none. */
-static size_t utf8_char(const unsigned char *p, size_t n)
-{
-    const size_t len = p[0] < 0x80                             ? 1
-                       : (p[0] & 0xe0) == 0xc0 && p[0] >= 0xc2 ? 2
-                       : (p[0] & 0xf0) == 0xe0                 ? 3
-                       : (p[0] & 0xf8) == 0xf0 && p[0] <= 0xf4 ? 4
-                                                               : 0;
-    if (len > n) return 0;
-    for (size_t i = 1; i < len; i++)
-        if ((p[i] & 0xc0) != 0x80) return 0;
-    return len;
-}
-
-/* in[0..n) as valid UTF-8 into out (len bytes with the NUL), whole characters only. */
-static void utf8_copy(const char *in, size_t n, char *out, size_t len)
-{
-    size_t i = 0, o = 0;
-    while (i < n) {
-        const size_t l = utf8_char((const unsigned char *)in + i, n - i);
-        const char *c = l ? in + i : "\xef\xbf\xbd";
-        const size_t cl = l ? l : 3;
-        if (o + cl + 1 > len) break;
-        memcpy(out + o, c, cl);
-        o += cl;
-        i += l ? l : 1;
-    }
-    out[o] = '\0';
-}
-
 int evalsample_run(evalsample_t *s, char *text, size_t len, char *err, size_t errlen)
 {
     size_t cut = 0;
@@ -103,7 +74,8 @@ int evalsample_run(evalsample_t *s, char *text, size_t len, char *err, size_t er
     char *dec = NULL;
     size_t dlen = 0;
     if (tokenizer_decode(s->tok, s->out, (size_t)n, &dec, &dlen, err, errlen) != 0) return -1;
-    utf8_copy(dec, dlen, text, len);
+    /* whole characters, U+FFFD for what is not UTF-8 (common/utf8.h): the record is JSON */
+    utf8_sanitize(dec, dlen, 1, text, len);
     free(dec);
     return 0;
 }

@@ -31,6 +31,7 @@
 #include "numarg.h"
 #include "spec.h"
 #include "tokenizer.h"
+#include "utf8.h"
 
 #define GENERATE_EXIT_BAD 2
 #define GENERATE_EXIT_CONFLICT 3
@@ -194,40 +195,6 @@ static int load_model(const job_spec_t *spec, const char *path, model_t **m, mod
     return 0;
 }
 
-/* The length of the valid UTF-8 sequence at s (n bytes left), 0 when invalid, -1 when it may
- * be the start of one cut short. */
-static int utf8_len(const unsigned char *s, size_t n)
-{
-    const int len = s[0] < 0x80                             ? 1
-                    : (s[0] & 0xe0) == 0xc0 && s[0] >= 0xc2 ? 2
-                    : (s[0] & 0xf0) == 0xe0                 ? 3
-                    : (s[0] & 0xf8) == 0xf0 && s[0] <= 0xf4 ? 4
-                                                            : 0;
-    for (int i = 1; i < len; i++) {
-        if ((size_t)i >= n) return -1;
-        if ((s[i] & 0xc0) != 0x80) return 0;
-    }
-    return len;
-}
-
-/* text[from..n) as valid UTF-8 into out (invalid bytes as U+FFFD); an incomplete character
- * at the end is left unless final. Returns the bytes of text consumed. */
-static size_t utf8_clean(const char *text, size_t from, size_t n, int final, char *out)
-{
-    size_t i = from, o = 0;
-    while (i < n) {
-        const int l = utf8_len((const unsigned char *)text + i, n - i);
-        if (l < 0 && !final) break;
-        if (l <= 0) {
-            memcpy(out + o, "\xef\xbf\xbd", 3), o += 3, i++;
-            continue;
-        }
-        memcpy(out + o, text + i, (size_t)l), o += (size_t)l, i += (size_t)l;
-    }
-    out[o] = '\0';
-    return i - from;
-}
-
 typedef struct {
     const tokenizer_t *tok;
     uint32_t *ids;
@@ -246,7 +213,8 @@ static int on_token(void *ctx, uint32_t token, int index)
         free(text);
         return fail(1, "out of memory");
     }
-    s->shown += utf8_clean(text, s->shown, len, 0, clean);
+    /* U+FFFD for what is not UTF-8 (common/utf8.h): jansson refuses it, and the line would be lost */
+    s->shown += utf8_sanitize(text + s->shown, len - s->shown, 0, clean, 3 * (len - s->shown) + 1);
     json_t *o = json_pack("{s:I, s:s}", "token", (json_int_t)token, "text", clean);
     free(clean);
     char *line = o ? json_dumps(o, JSON_COMPACT) : NULL;
@@ -285,7 +253,7 @@ static int summary(const tokenizer_t *tok, const stream_t *s, size_t prompt_toke
         free(text);
         return fail(1, "out of memory");
     }
-    utf8_clean(text, 0, len, 1, clean);
+    utf8_sanitize(text, len, 1, clean, 3 * len + 1);
     const char *slash = strrchr(ckpt, '/');
     json_t *o = json_pack("{s:b, s:s, s:I, s:I, s:b, s:I, s:f, s:s}", "done", 1, "text", clean, "tokens",
                           (json_int_t)s->n, "prompt_tokens", (json_int_t)(prompt_tokens - cut), "prompt_truncated",

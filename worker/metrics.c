@@ -2,6 +2,7 @@
 #include "metrics.h"
 
 #include "clock.h"
+#include "utf8.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,17 +25,28 @@ static int num(char *p, size_t left, double v)
 /* JSON string escaping for the free-text fields (host and job names, the text sample). */
 static int str(char *p, size_t left, const char *s)
 {
-    size_t o = 0;
+    size_t o = 0, n = strlen(s);
     if (left < 3) return (int)left + 1;
     p[o++] = '"';
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t l = 1, pre = 0;
         if (o + 8 >= left) return (int)left + 1;
         if (c == '"' || c == '\\') {
             p[o++] = '\\';
             p[o++] = (char)c;
-        } else if (c < 0x20) o += (size_t)snprintf(p + o, left - o, "\\u%04x", c);
-        else p[o++] = (char)c;
+        } else if (c < 0x20) {
+            o += (size_t)snprintf(p + o, left - o, "\\u%04x", c);
+        } else if (c < 0x80) {
+            p[o++] = (char)c;
+        } else if ((l = utf8_char((const unsigned char *)s + i, n - i, NULL, &pre)) != 0) {
+            memcpy(p + o, s + i, l), o += l;
+        } else {
+            /* not UTF-8 (common/utf8.h): U+FFFD, or the reader's parser refuses the whole record */
+            o += (size_t)snprintf(p + o, left - o, "\\ufffd");
+            l = pre ? pre : 1;
+        }
+        i += l;
     }
     p[o++] = '"';
     p[o] = 0;

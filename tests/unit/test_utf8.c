@@ -32,37 +32,43 @@ static const struct {
 } CASES[] = {
     {"A", 1, 1, 'A', 0, "A"},
     {"\x7f", 1, 1, 0x7f, 0, "\x7f"},
-    {"\xc2\x80", 2, 2, 0x80, 0, "\xc2\x80"},                 /* U+0080, the least of two bytes */
-    {"\xdf\xbf", 2, 2, 0x7ff, 0, "\xdf\xbf"},                 /* U+07FF */
-    {"\xe0\xa0\x80", 3, 3, 0x800, 0, "\xe0\xa0\x80"},         /* U+0800 */
-    {"\xed\x9f\xbf", 3, 3, 0xd7ff, 0, "\xed\x9f\xbf"},         /* U+D7FF, below the surrogates */
-    {"\xee\x80\x80", 3, 3, 0xe000, 0, "\xee\x80\x80"},         /* U+E000, above them */
-    {"\xef\xbf\xbd", 3, 3, 0xfffd, 0, R},                       /* U+FFFD itself */
-    {"\xef\xbf\xbf", 3, 3, 0xffff, 0, "\xef\xbf\xbf"},         /* U+FFFF */
-    {"\xf0\x90\x80\x80", 4, 4, 0x10000, 0, "\xf0\x90\x80\x80"}, /* U+10000 */
+    {"\xc2\x80", 2, 2, 0x80, 0, "\xc2\x80"},                     /* U+0080, the least of two bytes */
+    {"\xdf\xbf", 2, 2, 0x7ff, 0, "\xdf\xbf"},                    /* U+07FF */
+    {"\xe0\xa0\x80", 3, 3, 0x800, 0, "\xe0\xa0\x80"},            /* U+0800 */
+    {"\xed\x9f\xbf", 3, 3, 0xd7ff, 0, "\xed\x9f\xbf"},           /* U+D7FF, below the surrogates */
+    {"\xee\x80\x80", 3, 3, 0xe000, 0, "\xee\x80\x80"},           /* U+E000, above them */
+    {"\xef\xbf\xbd", 3, 3, 0xfffd, 0, R},                        /* U+FFFD itself */
+    {"\xef\xbf\xbf", 3, 3, 0xffff, 0, "\xef\xbf\xbf"},           /* U+FFFF */
+    {"\xf0\x90\x80\x80", 4, 4, 0x10000, 0, "\xf0\x90\x80\x80"},  /* U+10000 */
     {"\xf4\x8f\xbf\xbf", 4, 4, 0x10ffff, 0, "\xf4\x8f\xbf\xbf"}, /* U+10FFFF, the last */
     /* overlong forms */
-    {"\xc0\x80", 2, 0, 0, 0, R R},         /* U+0000 in two bytes */
-    {"\xc1\xbf", 2, 0, 0, 0, R R},         /* U+007F in two bytes */
-    {"\xe0\x80\x80", 3, 0, 0, 1, R R R},   /* U+0000 in three */
-    {"\xe0\x9f\xbf", 3, 0, 0, 1, R R R},   /* U+07FF in three */
+    {"\xc0\x80", 2, 0, 0, 0, R R},       /* U+0000 in two bytes */
+    {"\xc1\xbf", 2, 0, 0, 0, R R},       /* U+007F in two bytes */
+    {"\xe0\x80\x80", 3, 0, 0, 1, R R R}, /* U+0000 in three */
+    {"\xe0\x9f\xbf", 3, 0, 0, 1, R R R}, /* U+07FF in three */
     {"\xf0\x80\x80\x80", 4, 0, 0, 1, R R R R},
     {"\xf0\x8f\xbf\xbf", 4, 0, 0, 1, R R R R}, /* U+FFFF in four */
     /* surrogates, lone or paired as CESU-8 writes them */
-    {"\xed\xa0\x80", 3, 0, 0, 1, R R R},                         /* U+D800 */
-    {"\xed\xbf\xbf", 3, 0, 0, 1, R R R},                         /* U+DFFF */
-    {"\xed\xa0\xbd\xed\xb8\x80", 6, 0, 0, 1, R R R R R R},       /* U+1F600 as two surrogates */
+    {"\xed\xa0\x80", 3, 0, 0, 1, R R R},                   /* U+D800 */
+    {"\xed\xbf\xbf", 3, 0, 0, 1, R R R},                   /* U+DFFF */
+    {"\xed\xa0\xbd\xed\xb8\x80", 6, 0, 0, 1, R R R R R R}, /* U+1F600 as two surrogates */
     /* past U+10FFFF, and leads that begin nothing */
-    {"\xf4\x90\x80\x80", 4, 0, 0, 1, R R R R},                   /* U+110000 */
+    {"\xf4\x90\x80\x80", 4, 0, 0, 1, R R R R}, /* U+110000 */
     {"\xf5\x80\x80\x80", 4, 0, 0, 0, R R R R},
-    {"\xf8\x88\x80\x80\x80", 5, 0, 0, 0, R R R R R},             /* a five-byte form */
+    {"\xf8\x88\x80\x80\x80", 5, 0, 0, 0, R R R R R}, /* a five-byte form */
     {"\xff", 1, 0, 0, 0, R},
-    {"\x80", 1, 0, 0, 0, R},                                     /* a continuation alone */
+    {"\x80", 1, 0, 0, 0, R}, /* a continuation alone */
     {"\xbf\x80", 2, 0, 0, 0, R R},
     /* broken by a byte that does not continue it: one U+FFFD for the valid start */
-    {"\xe2\x82" "A", 3, 0, 0, 2, R "A"},
-    {"\xf0\x9f\x98" "A", 4, 0, 0, 3, R "A"},
-    {"\xc3" "\xc3\xa9", 3, 0, 0, 1, R "\xc3\xa9"},
+    {"\xe2\x82"
+     "A",
+     3, 0, 0, 2, R "A"},
+    {"\xf0\x9f\x98"
+     "A",
+     4, 0, 0, 3, R "A"},
+    {"\xc3"
+     "\xc3\xa9",
+     3, 0, 0, 1, R "\xc3\xa9"},
     /* cut short by the end (final: one U+FFFD) */
     {"\xe2\x82", 2, 0, 0, 2, R},
     {"\xf0\x9f\x98", 3, 0, 0, 3, R},
@@ -107,7 +113,10 @@ static void test_sanitize_stream(void **state)
     assert_string_equal(out, "ab");
     assert_int_equal(utf8_sanitize("\xe2\x82\xac", 3, 0, out, sizeof out), 3);
     assert_string_equal(out, "\xe2\x82\xac");
-    assert_int_equal(utf8_sanitize("\xe2\x82" "A", 3, 0, out, sizeof out), 3);
+    assert_int_equal(utf8_sanitize("\xe2\x82"
+                                   "A",
+                                   3, 0, out, sizeof out),
+                     3);
     assert_string_equal(out, R "A");
     /* an invalid lead is never held back: nothing can complete it */
     assert_int_equal(utf8_sanitize("\xed\xa0", 2, 0, out, sizeof out), 2);
@@ -131,14 +140,17 @@ static void test_record_with_invalid_bytes(void **state)
     memset(&r, 0, sizeof r);
     r.kind = METRICS_EPOCH;
     r.test_loss = r.test_accuracy = r.noise_scale = NAN;
-    snprintf(r.eval_sample, sizeof r.eval_sample, "a\xed\xa0\x80" "b\xc0\xaf" "c\xff" "d\xe2\x82\xac");
+    snprintf(r.eval_sample, sizeof r.eval_sample,
+             "a\xed\xa0\x80"
+             "b\xc0\xaf"
+             "c\xff"
+             "d\xe2\x82\xac");
     char buf[8192];
     assert_true(metrics_to_json(&r, "j", buf, sizeof buf) > 0);
     json_error_t je;
     json_t *rec = json_loads(buf, 0, &je);
     if (!rec) fail_msg("the record does not parse: %s", je.text);
-    assert_string_equal(json_string_value(json_object_get(rec, "eval_sample")),
-                        "a" R R R "b" R R "c" R "d\xe2\x82\xac");
+    assert_string_equal(json_string_value(json_object_get(rec, "eval_sample")), "a" R R R "b" R R "c" R "d\xe2\x82\xac");
     json_decref(rec);
     /* every byte invalid, the whole sample: still within the record's bound */
     memset(r.eval_sample, 0xff, sizeof r.eval_sample - 1);

@@ -59,11 +59,12 @@ FUZZ_SRC_modelindex := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_hostmem    := coordinator/hostmem.c $(COMMON_SRC)
 FUZZ_SRC_npy        := $(COMMON_SRC)
 # the token files of a text or token data set (dataset.format tokens): their header and ids
-FUZZ_SRC_tokfile    := common/tokfile.c common/errmsg.c
+FUZZ_SRC_tokfile    := common/tokfile.c common/errmsg.c common/dataroot.c
 # GPT-2's BPE tokenizer: vocab.json, merges.txt and the text it encodes
-FUZZ_SRC_bpe        := common/bpe.c common/bpe_unicode.c
+FUZZ_SRC_bpe        := common/bpe.c common/bpe_unicode.c common/utf8.c common/dataroot.c common/errmsg.c common/fs.c
 # the tokenizer saved beside a checkpoint (NAME.tokenizer): bytes, chars or a BPE's sources
-FUZZ_SRC_tokenizer  := common/tokenizer.c common/bpe.c common/bpe_unicode.c common/errmsg.c common/fs.c
+FUZZ_SRC_tokenizer  := common/tokenizer.c common/bpe.c common/bpe_unicode.c common/utf8.c common/dataroot.c common/errmsg.c \
+                       common/fs.c
 # an experiment's search object (common/search.h) and the trial specs it makes
 FUZZ_SRC_search     := $(COMMON_SRC)
 FUZZ_SRC_npz        := worker/data.c $(COMMON_SRC)

@@ -25,7 +25,8 @@
 
 /* The bytes of buf[0..len) that can be encoded now: all at the end of the file (or for
  * bytes); chars: up to the start of the last character; BPE: up to the end of the last
- * pre-token that is followed by at least 4 more bytes. */
+ * piece the encoder takes (a pre-token, cut at BPE_MAX_PRETOKEN) that is followed by at
+ * least 4 more bytes. */
 static size_t tokenize_cut(tokenizer_kind_t kind, const char *buf, size_t len, int eof)
 {
     if (eof || kind == TOKENIZER_BYTES) return len;
@@ -36,7 +37,9 @@ static size_t tokenize_cut(tokenizer_kind_t kind, const char *buf, size_t len, i
     }
     size_t pos = 0, cut = 0;
     while (pos < len) {
-        pos += bpe_pretoken_len(buf, len, pos);
+        /* the encoder's pieces (each found within a bounded window: a run of one class
+         * megabytes long is not rescanned at each read) */
+        pos += bpe_piece_len(buf, len, pos);
         if (pos + 4 > len) break;
         cut = pos;
     }

@@ -432,26 +432,54 @@ static size_t bpe_merge_piece(const bpe_t *b, const unsigned char *p, size_t n, 
     return n;
 }
 
-int bpe_encode(const bpe_t *b, const char *text, size_t len, uint32_t **out, size_t *n, char *err, size_t errlen)
+size_t bpe_piece_len(const char *text, size_t len, size_t pos)
+{
+    /* The pre-tokenizer reads at most a code point past a pre-token of up to
+     * BPE_MAX_PRETOKEN bytes (and its last space's), so within this window it gives the
+     * whole text's answer for such a pre-token, and one longer than BPE_MAX_PRETOKEN for a
+     * longer one: the cut below is then the same. Without the window a run of one class
+     * was scanned to its end at each of its 4096-byte pieces: quadratic in the run. */
+    const size_t window = len - pos > BPE_MAX_PRETOKEN + BPE_PIECE_SLACK ? pos + BPE_MAX_PRETOKEN + BPE_PIECE_SLACK
+                                                                         : len;
+    size_t piece = bpe_pretoken_len(text, window, pos);
+    if (piece > BPE_MAX_PRETOKEN) { /* bounds the quadratic merge; cut at a code point */
+        piece = BPE_MAX_PRETOKEN;
+        while (piece > 1 && ((unsigned char)text[pos + piece] & 0xC0) == 0x80) piece--;
+    }
+    return piece;
+}
+
+int bpe_encode_until(const bpe_t *b, const char *text, size_t len, int (*stop)(void), uint32_t **out, size_t *n,
+                     char *err, size_t errlen)
 {
     uint32_t *ids = malloc((len ? len : 1) * sizeof *ids);
     if (!ids) {
         bpe_err(err, errlen, "out of memory for %zu bytes of text", len);
         return -1;
     }
-    size_t k = 0, pos = 0;
+    size_t k = 0, pos = 0, next_look = BPE_STOP_EVERY;
     while (pos < len) {
-        size_t piece = bpe_pretoken_len(text, len, pos);
-        if (piece > BPE_MAX_PRETOKEN) { /* bounds the quadratic merge; cut at a code point */
-            piece = BPE_MAX_PRETOKEN;
-            while (piece > 1 && ((unsigned char)text[pos + piece] & 0xC0) == 0x80) piece--;
-        }
+        const size_t piece = bpe_piece_len(text, len, pos);
         k += bpe_merge_piece(b, (const unsigned char *)text + pos, piece, ids + k);
         pos += piece;
+        if (stop && pos >= next_look) {
+            next_look = pos + BPE_STOP_EVERY;
+            const int sig = stop();
+            if (sig) {
+                free(ids);
+                bpe_err(err, errlen, "stopped after %zu of %zu bytes: signal %d heard", pos, len, sig);
+                return BPE_STOPPED;
+            }
+        }
     }
     *out = ids;
     *n = k;
     return 0;
+}
+
+int bpe_encode(const bpe_t *b, const char *text, size_t len, uint32_t **out, size_t *n, char *err, size_t errlen)
+{
+    return bpe_encode_until(b, text, len, NULL, out, n, err, errlen);
 }
 
 int bpe_decode(const bpe_t *b, const uint32_t *ids, size_t n, char **out, size_t *len, char *err, size_t errlen)

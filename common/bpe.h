@@ -48,9 +48,18 @@ void bpe_free(bpe_t *b);
 /* One more than the largest id. */
 int bpe_vocab_size(const bpe_t *b);
 
-/* Encodes text (len bytes, any bytes) into ids: a malloc'd array (*out, *n ids), 0, or -1
- * with err (out of memory only). */
+/* Encodes text (len bytes, any bytes) into ids: a malloc'd array (*out, *n ids; len of
+ * them allocated: 4 bytes a byte of text, which common/memest.c counts), 0, or -1 with err
+ * (out of memory only). Linear in len: each pre-token is found within a bounded window
+ * (bpe_piece_len), each piece merged within BPE_MAX_PRETOKEN bytes. */
 int bpe_encode(const bpe_t *b, const char *text, size_t len, uint32_t **out, size_t *n, char *err, size_t errlen);
+/* The same, asking stop (not NULL) every BPE_STOP_EVERY bytes of text whether to give up:
+ * a nonzero answer (a signal's number: the worker's notice) ends it with BPE_STOPPED and err
+ * saying where, nothing allocated. */
+#define BPE_STOP_EVERY (1u << 20)
+#define BPE_STOPPED (-2)
+int bpe_encode_until(const bpe_t *b, const char *text, size_t len, int (*stop)(void), uint32_t **out, size_t *n,
+                     char *err, size_t errlen);
 /* Decodes n ids into the bytes they stand for (malloc'd, *len of them, NUL after them):
  * 0, or -1 with err naming an id outside the vocabulary. */
 int bpe_decode(const bpe_t *b, const uint32_t *ids, size_t n, char **out, size_t *len, char *err, size_t errlen);
@@ -58,5 +67,11 @@ int bpe_decode(const bpe_t *b, const uint32_t *ids, size_t n, char **out, size_t
 /* The pre-tokenizer alone: the length in bytes of the pre-token at text[pos], >= 1 while
  * pos < len. Exposed for tests. */
 size_t bpe_pretoken_len(const char *text, size_t len, size_t pos);
+/* The piece the encoder takes at text[pos]: the pre-token there, cut to BPE_MAX_PRETOKEN
+ * bytes at a code point when longer. It reads at most BPE_MAX_PRETOKEN + BPE_PIECE_SLACK
+ * bytes from pos whatever follows (a run of one class megabytes long included), so that
+ * encoding is linear. Exposed for tests. */
+#define BPE_PIECE_SLACK 16
+size_t bpe_piece_len(const char *text, size_t len, size_t pos);
 
 #endif

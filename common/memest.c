@@ -75,6 +75,29 @@ static void gpt_figures(const job_spec_t *s, catalog_model_t *m)
     m->flops_per_sample = 2.0 * (double)m->params * T + L * 4.0 * T * T * E;
 }
 
+/* Text read by a tokenizer other than bytes is tokenized in memory (worker/textdata.c), each
+ * split's file in turn: the encoder's ids take 4 bytes a byte of text (common/bpe.h,
+ * tokenizer.h: at most one id a byte), then the ids are laid out as uint16 in anonymous
+ * memory (2 bytes a byte at most) before the 4-byte ones are freed, and the run keeps the 2
+ * bytes a byte of both splits. The load's peak is the larger of train's 6 bytes a byte and
+ * train's kept 2 beside val's 6. The sizes are the files' (dsprobe: one token a byte); a set
+ * the probe cannot read adds nothing here (the submission and the load refuse it, by name).
+ * Bytes are mapped where they lie: the page cache, not the rank, holds them. */
+static void tokenized_text(const job_spec_t *s, memest_t *out)
+{
+    catalog_format_t f;
+    if (catalog_format_parse(spec_dataset_format(s), &f) != 0 || f != CATALOG_FORMAT_TEXT || !s->dataset.tokenizer[0] ||
+        strcmp(s->dataset.tokenizer, "bytes") == 0)
+        return;
+    dsprobe_t p;
+    char why[512];
+    if (dsprobe("text", s->dataset.path, s->dataset.layout, &p, why, sizeof why) != 0) return;
+    const double tr = p.ntrain, te = p.ntest;
+    const double load = 6.0 * tr > 2.0 * tr + 6.0 * te ? 6.0 * tr : 2.0 * tr + 6.0 * te;
+    out->load_bytes += load;
+    out->data_bytes += 2.0 * (tr + te);
+}
+
 int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
@@ -121,6 +144,7 @@ int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, siz
     /* pixels + int32 labels; the permutation is one int32 per training sample */
     out->data_bytes = (double)(kept_train + kept_test) * (double)(img + 4) + 4.0 * (double)kept_train;
     out->load_bytes = (double)(train_n + test_n) * (double)(img + 4);
+    tokenized_text(s, out);
     double run = out->model_bytes + out->batch_bytes + out->data_bytes;
     out->rank_bytes = run > out->load_bytes ? run : out->load_bytes;
     return 0;

@@ -11,7 +11,9 @@
  *            arenas (output and its gradient), maxpool argmax, softmax probabilities, the
  *            batch's inputs and labels and the worker's per-batch tables;
  *   data     the training and test sets after train_subset/test_subset (pixels as
- *            stored, one byte each, and int32 labels), and the epoch permutation.
+ *            stored, one byte each, and int32 labels), and the epoch permutation; text
+ *            tokenized in memory (a tokenizer other than bytes): 2 bytes a byte of text
+ *            kept, and while loading the encoder's 4-byte ids beside them.
  * Loading reads every sample of both files before the subsets are cut, and the model is
  * made after that, so a rank's peak is max(data as loaded, model + batch + data kept).
  *

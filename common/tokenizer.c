@@ -339,9 +339,18 @@ static int encode_chars(const tokenizer_t *t, const unsigned char *s, size_t len
 int tokenizer_encode(const tokenizer_t *t, const char *text, size_t len, uint32_t **ids, size_t *n, char *err,
                      size_t errlen)
 {
+    return tokenizer_encode_until(t, text, len, NULL, ids, n, err, errlen);
+}
+
+int tokenizer_encode_until(const tokenizer_t *t, const char *text, size_t len, int (*stop)(void), uint32_t **ids,
+                           size_t *n, char *err, size_t errlen)
+{
     *ids = NULL;
     *n = 0;
-    if (t->kind == TOKENIZER_BPE) return bpe_encode(t->bpe, text, len, ids, n, err, errlen);
+    if (t->kind == TOKENIZER_BPE) {
+        const int rc = bpe_encode_until(t->bpe, text, len, stop, ids, n, err, errlen);
+        return rc == BPE_STOPPED ? TOKENIZER_STOPPED : rc;
+    }
     if (len > ((size_t)-1) / sizeof **ids - 1) return errmsg(err, errlen, "text: too long");
     uint32_t *out = malloc((len + 1) * sizeof *out); /* at most one id a byte */
     if (!out) return errmsg(err, errlen, "text: out of memory (%zu bytes)", len);

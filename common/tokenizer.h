@@ -68,6 +68,13 @@ int tokenizer_vocab_size(const tokenizer_t *t);
  * offset; out of memory). */
 int tokenizer_encode(const tokenizer_t *t, const char *text, size_t len, uint32_t **ids, size_t *n, char *err,
                      size_t errlen);
+/* The same, giving up when stop (not NULL) answers nonzero (a BPE asks it every MiB of
+ * text, common/bpe.h; bytes and chars are a pass over the text, never long enough to ask):
+ * TOKENIZER_STOPPED with err saying so. The ids take 4 bytes a byte of text while encoding
+ * (common/memest.c counts them). */
+#define TOKENIZER_STOPPED (-2)
+int tokenizer_encode_until(const tokenizer_t *t, const char *text, size_t len, int (*stop)(void), uint32_t **ids,
+                           size_t *n, char *err, size_t errlen);
 /* Decodes n ids into a malloc'd text (*text, *len bytes, NUL after them): 0, or -1 with err
  * naming an id outside the vocabulary and its index. */
 int tokenizer_decode(const tokenizer_t *t, const uint32_t *ids, size_t n, char **text, size_t *len, char *err,

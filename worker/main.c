@@ -733,7 +733,10 @@ static int phase_setup(run_t *r)
         failed = 1;
         SAY("pacer-worker: %s\n", r->err);
     }
-    if (agree(r->use_mpi, failed)) return 2;
+    /* A notice heard during the set-up that stopped it (a long tokenization gives up for
+     * one: textdata.h) is a stop on notice, to be resumed, not bad input: every rank asks,
+     * so every rank exits alike. */
+    if (agree(r->use_mpi, failed)) return agree(r->use_mpi, sigterm_heard() != 0) ? NOTICE_EXIT_STATUS : 2;
     w->use_mpi = r->use_mpi;
     if (r->use_mpi) w->agree = comm_agree;
     /* a simulated run hears no notice: no all-reduce in its simulated steps */

@@ -94,7 +94,7 @@ static int tokenize_file(const textdata_opts_t *o, const char *path, data_tokens
     if (text == MAP_FAILED) return errmsg_code(err, errlen, DATA_ENOMEM, "%s: cannot map: %s", path, strerror(errno));
     uint32_t *ids = NULL;
     size_t n = 0;
-    const int rc = tokenizer_encode(o->tokenizer, text, (size_t)st.st_size, &ids, &n, why, sizeof why);
+    const int rc = tokenizer_encode_until(o->tokenizer, text, (size_t)st.st_size, o->stop, &ids, &n, why, sizeof why);
     munmap(text, (size_t)st.st_size);
     if (rc != 0) return errmsg_code(err, errlen, DATA_EFORMAT, "%s: %s", path, why);
     const size_t len = TOKFILE_HEADER_BYTES + n * 2;

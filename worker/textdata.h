@@ -32,6 +32,9 @@ typedef struct {
     /* tokenized text: where its ids are kept as llm.c shards for later loads (the decoded
      * cache, dataset.cache_dir); NULL or "": not kept */
     const char *cache_dir;
+    /* NULL, or asked while a long text is tokenized whether to give up (the worker's notice,
+     * worker/sigterm.h): a nonzero answer ends the load with DATA_EFORMAT and err saying so */
+    int (*stop)(void);
 } textdata_opts_t;
 
 /* Loads the train split (train.*) into train and the validation split (val.*) into test.

@@ -43,6 +43,7 @@
 #include "shard.h"
 #include "sim.h"
 #include "step.h"
+#include "sigterm.h"
 #include "textdata.h"
 
 /* ---- set-up ------------------------------------------------------------------------------ */
@@ -314,7 +315,8 @@ static int load_text(worker_t *w, const job_spec_t *spec, int block, tokenizer_t
                                .block = block,
                                .vocab = spec->dataset.vocab_size,
                                .tokenizer = f == CATALOG_FORMAT_TEXT ? tok : NULL,
-                               .cache_dir = cache};
+                               .cache_dir = cache,
+                               .stop = sigterm_heard};
     snprintf(w->data_format, sizeof w->data_format, "%s", catalog_format_name(f));
     memset(&w->data, 0, sizeof w->data);
     int rc = textdata_load(&o, &w->train, &w->test, err, errlen);

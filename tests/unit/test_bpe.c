@@ -1,13 +1,18 @@
 /* tests/unit/test_bpe.c - GPT-2's BPE (common/bpe.c) on a small vocabulary of its own: the
  * pre-tokenizer's splits, merging by rank, decode round-trips (invalid UTF-8 included), and
- * malformed vocab.json / merges.txt refused by name. The equality with GPT-2's real
- * tokenizer is tests/integration/bpe_oracle.sh. */
+ * malformed vocab.json / merges.txt refused by name; the encoder's pieces (bpe_piece_len)
+ * the pre-tokenizer's over the whole text, cut as before, on texts of long runs of every
+ * class, while it reads a bounded window whatever the run's length (a run megabytes long
+ * behind an unreadable page), and an encode stopped by its stop callback. The equality with
+ * GPT-2's real tokenizer is tests/integration/bpe_oracle.sh. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -198,11 +203,106 @@ static void test_long_pretoken(void **st)
     bpe_free(b);
 }
 
+/* The piece as the encoder took it before it was bounded: the pre-token over the whole text,
+ * cut at BPE_MAX_PRETOKEN on a code point. */
+static size_t old_piece(const char *text, size_t len, size_t pos)
+{
+    size_t piece = bpe_pretoken_len(text, len, pos);
+    if (piece > BPE_MAX_PRETOKEN) {
+        piece = BPE_MAX_PRETOKEN;
+        while (piece > 1 && ((unsigned char)text[pos + piece] & 0xC0) == 0x80) piece--;
+    }
+    return piece;
+}
+
+/* The bounded pieces are the old ones: texts of runs of every class (letters, digits,
+ * ASCII and three-byte spaces, punctuation, two- and four-byte letters, invalid bytes)
+ * of lengths around the window's edges and far past it, in a fixed random order. */
+static void test_pieces_as_before(void **st)
+{
+    (void)st;
+    static const char *const UNITS[] = {"a",    "7",  " ", "\n", "!", "\xc3\xa9", "\xe3\x80\x80", "\xf0\x9d\x90\x80",
+                                        "\xff", "'s", " a"};
+    static const size_t RUNS[] = {1, 2, 3, 100, 1360, 2047, 4094, 4095, 4096, 4097, 4100, 4111, 4112, 4113, 9000};
+    const size_t cap = 1u << 20;
+    char *text = malloc(cap);
+    unsigned seed = 12345;
+    for (int round = 0; round < 40; round++) {
+        size_t len = 0;
+        while (len < cap - 4 * 9000 - 64) {
+            seed = seed * 1103515245u + 12345u;
+            const char *u = UNITS[(seed >> 8) % (sizeof UNITS / sizeof UNITS[0])];
+            const size_t run = RUNS[(seed >> 16) % (sizeof RUNS / sizeof RUNS[0])], ul = strlen(u);
+            for (size_t i = 0; i < run && len + ul < cap; i++) memcpy(text + len, u, ul), len += ul;
+            if ((seed >> 24) % 4 == 0) break; /* texts of every length, a few long */
+        }
+        for (size_t pos = 0; pos < len;) {
+            const size_t want = old_piece(text, len, pos), got = bpe_piece_len(text, len, pos);
+            if (got != want) fail_msg("round %d, byte %zu of %zu: piece %zu, want %zu", round, pos, len, got, want);
+            pos += got;
+        }
+    }
+    free(text);
+}
+
+/* The pre-tokenizer's work for one piece is bounded: a run of one class 64 MiB long (of
+ * which only the first 16 KiB can be read: a read past the window faults) gives a piece of
+ * BPE_MAX_PRETOKEN bytes, so encoding such a run is linear, not quadratic. */
+static void test_piece_window_bounded(void **st)
+{
+    (void)st;
+    const size_t reserve = 64u << 20, readable = 16u << 10;
+    static const char *const UNITS[] = {"a", "7", " ", "!", "\xe3\x80\x80", "\xff"};
+    char *text = mmap(NULL, reserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(text != MAP_FAILED);
+    assert_int_equal(mprotect(text, readable, PROT_READ | PROT_WRITE), 0);
+    for (size_t u = 0; u < sizeof UNITS / sizeof UNITS[0]; u++) {
+        const size_t ul = strlen(UNITS[u]);
+        for (size_t i = 0; i + ul <= readable; i += ul) memcpy(text + i, UNITS[u], ul);
+        size_t piece = bpe_piece_len(text, reserve, 0);
+        if (piece > BPE_MAX_PRETOKEN || piece <= BPE_MAX_PRETOKEN - 4) fail_msg("unit %zu: piece %zu", u, piece);
+        /* and after a leading space (" ?X+") */
+        text[0] = ' ';
+        for (size_t i = 1; i + ul <= readable; i += ul) memcpy(text + i, UNITS[u], ul);
+        piece = bpe_piece_len(text, reserve, 0);
+        if (piece > BPE_MAX_PRETOKEN || piece <= BPE_MAX_PRETOKEN - 4)
+            fail_msg("unit %zu after a space: %zu", u, piece);
+    }
+    munmap(text, reserve);
+}
+
+static int stop_now(void) { return 15; }
+
+/* A long encode asks its stop callback every BPE_STOP_EVERY bytes and gives up when told. */
+static void test_encode_stops(void **st)
+{
+    (void)st;
+    bpe_t *b = small();
+    const size_t n = 3 * BPE_STOP_EVERY;
+    char *text = malloc(n);
+    for (size_t i = 0; i < n; i++) text[i] = "abc "[i % 4];
+    uint32_t *ids = NULL;
+    size_t k = 0;
+    char err[128];
+    assert_int_equal(bpe_encode_until(b, text, n, stop_now, &ids, &k, err, sizeof err), BPE_STOPPED);
+    assert_non_null(strstr(err, "signal 15 heard"));
+    assert_null(ids);
+    assert_int_equal(bpe_encode_until(b, text, n, NULL, &ids, &k, err, sizeof err), 0);
+    free(ids), free(text);
+    bpe_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pretokens), cmocka_unit_test(test_merge_by_rank), cmocka_unit_test(test_decode_bounds),
-        cmocka_unit_test(test_refusals),  cmocka_unit_test(test_long_pretoken),
+        cmocka_unit_test(test_pretokens),
+        cmocka_unit_test(test_merge_by_rank),
+        cmocka_unit_test(test_decode_bounds),
+        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_long_pretoken),
+        cmocka_unit_test(test_pieces_as_before),
+        cmocka_unit_test(test_piece_window_bounded),
+        cmocka_unit_test(test_encode_stops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -1873,6 +1874,48 @@ static void test_tokenizer_spec(void **state)
     }
 }
 
+/* Text tokenized in memory is counted: the encoder's 4-byte ids of the larger split beside
+ * its 2-byte layout while it loads (6 bytes a byte of train.txt here), and 2 bytes a byte of
+ * both splits while it runs; text read as bytes is mapped, not counted. */
+static void test_memest_tokenized_text(void **state)
+{
+    (void)state;
+    char dir[64], path[96], spec[512], err[512] = "";
+    snprintf(dir, sizeof dir, "/tmp/pacer-memest-%d", (int)getpid());
+    assert_int_equal(mkdir(dir, 0700), 0);
+    const size_t sizes[2] = {100000, 10000};
+    const char *names[2] = {"train.txt", "val.txt"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        for (size_t k = 0; k < sizes[i]; k++) fputc("ab \n"[k % 4], f);
+        fclose(f);
+    }
+    memest_t eb, ec;
+    job_spec_t s;
+    snprintf(spec, sizeof spec,
+             "{\"model\":{\"gpt\":{\"layers\":1,\"vocab_size\":4}},\"dataset\":{\"format\":\"text\",\"path\":\"%s\","
+             "\"tokenizer\":\"%s\"}}",
+             dir, "bytes");
+    parse_ok(spec, &s);
+    if (memest_rank(&s, 1, &eb, err, sizeof err) != 0) fail_msg("%s", err);
+    snprintf(spec, sizeof spec,
+             "{\"model\":{\"gpt\":{\"layers\":1,\"vocab_size\":4}},\"dataset\":{\"format\":\"text\",\"path\":\"%s\","
+             "\"tokenizer\":\"%s\"}}",
+             dir, "chars");
+    parse_ok(spec, &s);
+    if (memest_rank(&s, 1, &ec, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_true(ec.load_bytes - eb.load_bytes == 6.0 * 100000);
+    assert_true(ec.data_bytes - eb.data_bytes == 2.0 * 110000);
+    assert_true(ec.rank_bytes >= 6.0 * 100000);
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
 static void test_gpt_spec(void **state)
 {
     (void)state;
@@ -2200,6 +2243,7 @@ int main(void)
         cmocka_unit_test(test_model_onnx),
         cmocka_unit_test(test_gpt_spec),
         cmocka_unit_test(test_tokenizer_spec),
+        cmocka_unit_test(test_memest_tokenized_text),
         cmocka_unit_test(test_model_uploaded),
         cmocka_unit_test(test_onnx_name),
         cmocka_unit_test(test_catalog_user_dataset),

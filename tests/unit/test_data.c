@@ -227,6 +227,24 @@ static void test_idx_missing_images(void **state)
     assert_empty(&d);
 }
 
+/* A FIFO where the images are: refused at once by name (the open never waits for a writer:
+ * an alarm would end the test), the same for a directory. */
+static void test_idx_fifo_images(void **state)
+{
+    fixture_t *fx = *state;
+    dataset_t d;
+    char err[ERRLEN];
+    write_valid_idx(fx, 0);
+    const char *fifo = tpath(fx, 2, "fifo-images");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    alarm(30);
+    assert_int_equal(dataset_load_idx(fifo, fx->path[1], 10, &d, err, sizeof err), DATA_ENOENT);
+    alarm(0);
+    assert_err(err, fifo, "a FIFO, not a regular file");
+    assert_empty(&d);
+    unlink(fifo);
+}
+
 static void test_idx_missing_labels(void **state)
 {
     fixture_t *fx = *state;
@@ -245,9 +263,9 @@ static void test_idx_unreadable_directory(void **state)
     dataset_t d;
     char err[ERRLEN];
     write_valid_idx(fx, 0);
-    /* A directory opens but cannot be read. */
+    /* A directory is refused as what it is, before a read. */
     assert_int_equal(dataset_load_idx(fx->dir, fx->path[1], 10, &d, err, sizeof err), DATA_ENOENT);
-    assert_err(err, fx->dir, "read error");
+    assert_err(err, fx->dir, "a directory, not a regular file");
 }
 
 static void test_idx_wrong_magic_images(void **state)
@@ -1047,6 +1065,7 @@ int main(void)
         T(test_idx_valid_gz),
         T(test_idx_valid_mixed),
         T(test_idx_missing_images),
+        T(test_idx_fifo_images),
         T(test_idx_missing_labels),
         T(test_idx_unreadable_directory),
         T(test_idx_wrong_magic_images),

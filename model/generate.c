@@ -335,8 +335,9 @@ int gen_run(gen_state_t *s, const uint32_t *prompt, size_t n, const gen_opts_t *
     rng_t r;
     rng_seed(&r, o->seed);
     size_t have = np;
+    const int V = o->vocab_limit > 0 && o->vocab_limit < s->g.vocab ? o->vocab_limit : s->g.vocab;
     for (count = 0; count < o->max_tokens;) {
-        const uint32_t tok = gen_sample(logits, s->g.vocab, o->temperature, o->top_k, &r, scratch);
+        const uint32_t tok = gen_sample(logits, V, o->temperature, o->top_k, &r, scratch);
         out[count] = seq[have++] = tok;
         count++;
         if ((on_token && on_token(ctx, tok, count - 1) != 0) || count == o->max_tokens) break;

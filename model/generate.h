@@ -59,6 +59,9 @@ typedef struct {
     double temperature;
     int top_k;
     uint64_t seed;
+    /* 0, or the ids that may be sampled: the first vocab_limit (the tokenizer's vocabulary,
+     * when the model's is larger: an id the tokenizer lacks could not be decoded) */
+    int vocab_limit;
 } gen_opts_t;
 
 /* Called with each generated token and its index; a nonzero return stops generation. */

@@ -35,7 +35,11 @@ int evalsample_open(const job_spec_t *spec, tokenizer_t *tok, const model_t *m, 
         return -1;
     }
     s->tok = tok;
-    s->opts = (gen_opts_t){.max_tokens = spec->eval_sample_tokens, .temperature = 0, .top_k = 0, .seed = 0};
+    s->opts = (gen_opts_t){.max_tokens = spec->eval_sample_tokens,
+                           .temperature = 0,
+                           .top_k = 0,
+                           .seed = 0,
+                           .vocab_limit = tokenizer_vocab_size(tok)};
     if (tokenizer_encode(tok, spec->eval_sample, strlen(spec->eval_sample), &s->prompt, &s->nprompt, why, sizeof why) !=
         0) {
         snprintf(err, errlen, "eval_sample: %s", why);

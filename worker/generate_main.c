@@ -295,7 +295,9 @@ static int generate(const gen_args_t *a, model_t *m, const model_gpt_t *g, const
     else if (gen_open(m, g, &gs, err, sizeof err) != 0) rc = fail(1, err);
     else {
         const double t0 = now_s();
-        const int k = gen_run(gs, ids, n, &a->o, on_token, &s, out, &cut, err, sizeof err);
+        gen_opts_t o = a->o;
+        o.vocab_limit = tokenizer_vocab_size(tok); /* never an id the tokenizer cannot decode */
+        const int k = gen_run(gs, ids, n, &o, on_token, &s, out, &cut, err, sizeof err);
         if (k < 0) rc = fail(1, err);
         else rc = summary(tok, &s, n, cut, now_s() - t0, ckpt);
     }

@@ -236,6 +236,11 @@ static void test_sampling(void **state)
     assert_int_equal(gen_run(s, prompt, 2, &greedy, NULL, NULL, a, &cut, err, sizeof err), N);
     assert_int_equal(gen_run(s, prompt, 2, &k1, NULL, NULL, b, &cut, err, sizeof err), N);
     assert_memory_equal(a, b, sizeof a);
+    /* a model larger than its tokenizer samples only the ids the tokenizer has */
+    gen_opts_t lim = {.max_tokens = N, .temperature = 2.0, .seed = 9, .vocab_limit = 4};
+    assert_int_equal(gen_run(s, prompt, 2, &lim, NULL, NULL, c, &cut, err, sizeof err), N);
+    for (int i = 0; i < N; i++)
+        if (c[i] >= 4) fail_msg("token %d is id %u, outside the first 4", i, c[i]);
     gen_close(s);
     model_free(m);
 }

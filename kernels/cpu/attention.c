@@ -33,8 +33,8 @@ static size_t at(const attn_operand_t *o, int b, int h) { return o->off + (size_
 
 /* rows x cols of src (row stride rs) rounded to bf16 into the dense dst (each clone
  * computes bf16_round's bits, wider) */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void round_rows(int rows, int cols, const float *src,
-                                                                                    size_t rs, float *dst)
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+round_rows(int rows, int cols, const float *restrict src, size_t rs, float *restrict dst)
 {
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) dst[(size_t)r * cols + c] = bf16_round(src[(size_t)r * rs + c]);
@@ -42,7 +42,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) static void round_r
 
 /* The lower triangle (the diagonal included) of an S x S matrix rounded to bf16 into dst,
  * zeros above it (as the softmax writes: the small products read whole blocks) */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void round_lower(int S, const float *src, float *dst)
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void round_lower(int S, const float *restrict src,
+                                                                                     float *restrict dst)
 {
     for (int r = 0; r < S; r++) {
         for (int c = 0; c <= r; c++) dst[(size_t)r * S + c] = bf16_round(src[(size_t)r * S + c]);

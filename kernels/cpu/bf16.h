@@ -12,12 +12,20 @@
 #include <stdint.h>
 #include <string.h>
 
+/* float32 bits rounded to bf16's (the low 16 bits zero): branch-free, so that loops of it
+ * vectorise */
+static inline uint32_t bf16_round_bits(uint32_t u)
+{
+    const uint32_t even = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    const uint32_t nan = (u | 0x00400000u) & 0xffff0000u;
+    return (u & 0x7fffffffu) > 0x7f800000u ? nan : even;
+}
+
 static inline uint16_t bf16_from_float(float f)
 {
     uint32_t u;
     memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u);
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    return (uint16_t)(bf16_round_bits(u) >> 16);
 }
 
 static inline float bf16_to_float(uint16_t h)
@@ -29,6 +37,13 @@ static inline float bf16_to_float(uint16_t h)
 }
 
 /* f rounded to the nearest bf16, as a float */
-static inline float bf16_round(float f) { return bf16_to_float(bf16_from_float(f)); }
+static inline float bf16_round(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    u = bf16_round_bits(u);
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 
 #endif

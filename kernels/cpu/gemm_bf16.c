@@ -352,34 +352,51 @@ AVX512BF16 static void write_back(const float *acc, int ld, int m0, int n0, int 
 
 static inline int min_int(int a, int b) { return a < b ? a : b; }
 
-/* ---- AVX512-BF16: 16 x 16 outputs, 16 accumulators, a B row a step ---------------------- */
+/* ---- AVX512-BF16: 8 rows x 32 columns, 16 accumulators, two B rows a step -------------- */
+
+/* Rows h * 8 .. h * 8 + 7 of row block mb against column blocks nb and nb + 1 (two: one
+ * when nb is the last), each output one float32 sum in k order, two products at a time as
+ * vdpbf16ps adds them; 8 broadcasts of A serve 2 loads of B. */
+AVX512BF16 static void avx512_bf16_8x32(const packed_t *p, int mb, int h, int nb, int two, float *acc)
+{
+    __m512 s0[8], s1[8];
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; r++) s0[r] = s1[r] = _mm512_setzero_ps();
+    const __m512i zero = _mm512_setzero_si512();
+    for (int kb = 0; kb < p->kbn; kb++) {
+        const uint16_t *a = p->a + ((size_t)mb * p->kbn + kb) * BLK_ELEMS + h * 8 * KB;
+        const uint16_t *b0 = p->b + ((size_t)nb * p->kbn + kb) * BLK_ELEMS;
+        const uint16_t *b1 = two ? b0 + (size_t)p->kbn * BLK_ELEMS : NULL;
+        for (int q = 0; q < KB / 2; q++) {
+            __m512bh v0 = (__m512bh)_mm512_loadu_si512(b0 + q * KB);
+            __m512bh v1 = (__m512bh)(two ? _mm512_loadu_si512(b1 + q * KB) : zero);
+#pragma GCC unroll 8
+            for (int r = 0; r < 8; r++) {
+                int32_t pair;
+                memcpy(&pair, a + r * KB + 2 * q, sizeof pair);
+                __m512bh av = (__m512bh)_mm512_set1_epi32(pair);
+                s0[r] = _mm512_dpbf16_ps(s0[r], av, v0);
+                s1[r] = _mm512_dpbf16_ps(s1[r], av, v1);
+            }
+        }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; r++) {
+        _mm512_store_ps(acc + r * 2 * BLK, s0[r]);
+        _mm512_store_ps(acc + r * 2 * BLK + BLK, s1[r]);
+    }
+}
 
 AVX512BF16 static void avx512_bf16(const packed_t *p, int M, int N, float alpha, float beta, float *C, int ldc)
 {
-    float acc[BLK * BLK] __attribute__((aligned(64)));
-    for (int nb = 0; nb < p->nbn && nb * BLK < N; nb++)
-        for (int mb = 0; mb < p->mbn && mb * BLK < M; mb++) {
-            __m512 s[BLK];
-#pragma GCC unroll 16
-            for (int r = 0; r < BLK; r++) s[r] = _mm512_setzero_ps();
-            for (int kb = 0; kb < p->kbn; kb++) {
-                const uint16_t *a = p->a + ((size_t)mb * p->kbn + kb) * BLK_ELEMS;
-                const uint16_t *b = p->b + ((size_t)nb * p->kbn + kb) * BLK_ELEMS;
-                for (int q = 0; q < KB / 2; q++) {
-                    __m512bh bv = (__m512bh)_mm512_loadu_si512(b + q * KB);
-#pragma GCC unroll 16
-                    for (int r = 0; r < BLK; r++) {
-                        int32_t pair;
-                        memcpy(&pair, a + r * KB + 2 * q, sizeof pair);
-                        s[r] = _mm512_dpbf16_ps(s[r], (__m512bh)_mm512_set1_epi32(pair), bv);
-                    }
-                }
+    float acc[8 * 2 * BLK] __attribute__((aligned(64)));
+    for (int nb = 0; nb < p->nbn; nb += 2)
+        for (int mb = 0; mb < p->mbn; mb++)
+            for (int h = 0; h < 2 && mb * BLK + h * 8 < M; h++) {
+                const int m0 = mb * BLK + h * 8, n0 = nb * BLK;
+                avx512_bf16_8x32(p, mb, h, nb, nb + 1 < p->nbn, acc);
+                write_back(acc, 2 * BLK, m0, n0, min_int(8, M - m0), min_int(2 * BLK, N - n0), alpha, beta, C, ldc);
             }
-#pragma GCC unroll 16
-            for (int r = 0; r < BLK; r++) _mm512_store_ps(acc + r * BLK, s[r]);
-            write_back(acc, BLK, mb * BLK, nb * BLK, min_int(BLK, M - mb * BLK), min_int(BLK, N - nb * BLK), alpha,
-                       beta, C, ldc);
-        }
 }
 
 /* ---- AMX: 2 x 2 tiles of 16 x 16 outputs, two A and two B tiles a k block ---------------- */

@@ -9,8 +9,8 @@
  * never reads C. One defined result up to the order of the sums, which each path
  * documents:
  *   portable     OpenBLAS's sgemm on the rounded operands (its blocking's order);
- *   avx512_bf16  for each output, 16 partial sums over k in blocks of 32, each block
- *                summing its 16 pairs in k order, pairs as vdpbf16ps adds them;
+ *   avx512_bf16  for each output one float32 sum in k order, two products at a time as
+ *                vdpbf16ps adds them;
  *   amx          tdpbf16ps over blocks of 32 k, each block's 16 pairs into the running
  *                sum in the tile unit's own order.
  * On the two bf16 units an operand below float32's smallest normal (2^-126) counts as

@@ -250,7 +250,7 @@ $(ONNX_PB).h: $(ONNX_PB).c
 $(ONNX_OBJ): $(ONNX_PB).c
 	@mkdir -p $(dir $@)
 	$(CC) -D_GNU_SOURCE $(CSTD) $(OPT) -g -w -fPIC $(SANFLAGS) -I$(BUILD)/gen -c $< -o $@
-$(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard model/onnx/*.c)) $(BUILD)/obj/model/onnx_export.o: $(ONNX_PB).h
+$(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard model/onnx/*.c)) $(BUILD)/obj/model/onnx_export.o $(BUILD)/obj/model/st_export.o: $(ONNX_PB).h
 # test_onnx_import checks the importer's shape arithmetic (model/onnx/fold.h), whose
 # header reads the generated protobuf types
 $(BUILD)/obj/tests/unit/test_onnx_import.o: $(ONNX_PB).h

@@ -875,13 +875,15 @@ int coord_get(coordinator_t *c, const char *id, json_t **out)
                      ? checkpoints_json(c, id, json_string_value(json_object_get(h, "name")))
                      : NULL;
     if (ck) json_object_set_new(*out, "checkpoints", ck);
-    /* The trained model's URL, only while the file is there (a missing one is absent) */
-    char onnx[PATH_MAX], url[160];
-    struct stat st;
-    if (*out && coord_job_path(c, id, "model.onnx", onnx, sizeof onnx) == 0 && stat(onnx, &st) == 0 &&
-        S_ISREG(st.st_mode)) {
-        snprintf(url, sizeof url, "/api/v1/jobs/%s/model.onnx", id);
-        json_object_set_new(*out, "model_onnx", json_string(url));
+    /* The trained model's URLs, each only while its file is there (a missing one is absent) */
+    static const char *const FILES[][2] = {{"model.onnx", "model_onnx"}, {"model.safetensors", "model_safetensors"}};
+    for (size_t i = 0; *out && i < sizeof FILES / sizeof FILES[0]; i++) {
+        char file[PATH_MAX], url[160];
+        struct stat st;
+        if (coord_job_path(c, id, FILES[i][0], file, sizeof file) != 0 || stat(file, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        snprintf(url, sizeof url, "/api/v1/jobs/%s/%s", id, FILES[i][0]);
+        json_object_set_new(*out, FILES[i][1], json_string(url));
     }
     json_decref(h);
     return *out ? COORD_OK : COORD_EINTERNAL;
@@ -1171,13 +1173,13 @@ int coord_checkpoint_path(coordinator_t *c, const char *id, char *path, size_t l
     return code;
 }
 
-int coord_model_onnx_path(coordinator_t *c, const char *id, char *path, size_t len)
+int coord_model_file_path(coordinator_t *c, const char *id, const char *file, char *path, size_t len)
 {
     json_t *h;
     int code = job_record(c, id, &h);
     if (code != COORD_OK) return code;
     json_decref(h);
-    return coord_job_path(c, id, "model.onnx", path, len) == 0 && regular_file(path) ? COORD_OK : COORD_MODEL_NONE;
+    return coord_job_path(c, id, file, path, len) == 0 && regular_file(path) ? COORD_OK : COORD_MODEL_NONE;
 }
 
 /* Each host of the daemon's record gets its measured speeds from the profiles (the

@@ -895,7 +895,7 @@ static void argv_add(launch_argv_t *av, const char *opt, const char *value)
  * the buffers its option values live in; launch_free releases what it owns. */
 typedef struct {
     char dir[JPATH], ckdir[JPATH], specp[JPATH], summary[JPATH];
-    char log[JPATH], ecp[JPATH], pidp[JPATH], onnx[JPATH], adopt[JPATH];
+    char log[JPATH], ecp[JPATH], pidp[JPATH], onnx[JPATH], st[JPATH], adopt[JPATH];
     char err[512];
     long long fence;
     job_spec_t *sp;
@@ -1170,6 +1170,10 @@ static int launch_argv(coordinator_t *c, coord_run_t *r, launch_t *L, double now
     if (c->worker_caps.model_onnx && !r->simulated &&
         coord_job_path(c, r->id, "model.onnx", L->onnx, sizeof L->onnx) == 0)
         argv_add(av, "--model-onnx", L->onnx);
+    /* and as safetensors, for GET /api/v1/jobs/{id}/model.safetensors */
+    if (c->worker_caps.model_st && !r->simulated &&
+        coord_job_path(c, r->id, "model.safetensors", L->st, sizeof L->st) == 0)
+        argv_add(av, "--model-safetensors", L->st);
     if (c->worker_caps.redis) {
         argv_add(av, "--redis", c->worker_redis_url);
         argv_add(av, "--job", r->id);

@@ -14,11 +14,17 @@ static const struct {
     const char *option;
     size_t at; /* offset of the flag in wcaps_t */
 } ASKED[] = {
-    {"--redis", offsetof(wcaps_t, redis)},         {"--redis-password-file", offsetof(wcaps_t, password_file)},
-    {"--world", offsetof(wcaps_t, world)},         {"--resume-before", offsetof(wcaps_t, collapse)},
-    {"--netprobe", offsetof(wcaps_t, netprobe)},   {"--data-cache", offsetof(wcaps_t, data_cache)},
-    {"--data-root", offsetof(wcaps_t, data_root)}, {"--model-onnx", offsetof(wcaps_t, model_onnx)},
-    {"--fence", offsetof(wcaps_t, fence)},         {"--adopt-checkpoint", offsetof(wcaps_t, adopt)},
+    {"--redis", offsetof(wcaps_t, redis)},
+    {"--redis-password-file", offsetof(wcaps_t, password_file)},
+    {"--world", offsetof(wcaps_t, world)},
+    {"--resume-before", offsetof(wcaps_t, collapse)},
+    {"--netprobe", offsetof(wcaps_t, netprobe)},
+    {"--data-cache", offsetof(wcaps_t, data_cache)},
+    {"--data-root", offsetof(wcaps_t, data_root)},
+    {"--model-onnx", offsetof(wcaps_t, model_onnx)},
+    {"--fence", offsetof(wcaps_t, fence)},
+    {"--adopt-checkpoint", offsetof(wcaps_t, adopt)},
+    {"--model-safetensors", offsetof(wcaps_t, model_st)},
 };
 #define NASKED (sizeof ASKED / sizeof ASKED[0])
 

@@ -20,6 +20,7 @@ typedef struct {
     int data_cache;    /* --data-cache DIR */
     int data_root;     /* --data-root DIR */
     int model_onnx;    /* --model-onnx FILE */
+    int model_st;      /* --model-safetensors FILE */
     int fence;         /* --fence G (the checkpoint fence, common/ckptdir.h) */
     int adopt;         /* --adopt-checkpoint FILE (a PBT trial's exploit, coordinator/experiment.c) */
 } wcaps_t;

@@ -357,27 +357,34 @@ static int send_attachment(http_req_t *rq, int fd, const struct stat *st, const 
     return ret;
 }
 
-int handle_job_model_onnx(http_req_t *rq)
+/* The job's model file (model.onnx, model.safetensors) as an attachment ID.EXT. */
+static int send_model_file(http_req_t *rq, const char *file, const char *ext)
 {
     char path[PATH_MAX];
-    int code = coord_model_onnx_path(rq->srv->coord, job_id(rq), path, sizeof path);
+    int code = coord_model_file_path(rq->srv->coord, job_id(rq), file, path, sizeof path);
     int fd = code == COORD_OK ? open(path, O_RDONLY | O_CLOEXEC) : -1;
     struct stat st;
     if (code == COORD_OK && (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
         if (fd >= 0) close(fd);
         code = COORD_MODEL_NONE;
     }
-    if (code == COORD_MODEL_NONE)
-        return handler_problem(rq, problem_new(404, "no-model", "No trained model yet",
-                                               "the job has no model.onnx: its worker writes one with each checkpoint "
-                                               "and at the end, so a job that failed or was cancelled before its "
-                                               "first checkpoint never has one (nor does a simulated job)",
-                                               NULL, NULL));
+    if (code == COORD_MODEL_NONE) {
+        char detail[400];
+        snprintf(detail, sizeof detail,
+                 "the job has no %s: its worker writes one with each checkpoint and at the end, so a job that "
+                 "failed or was cancelled before its first checkpoint never has one (nor does a simulated job)",
+                 file);
+        return handler_problem(rq, problem_new(404, "no-model", "No trained model yet", detail, NULL, NULL));
+    }
     if (code != COORD_OK) return handler_coord_error(rq, code, NULL);
     char name[600];
-    snprintf(name, sizeof name, "%.580s.onnx", job_id(rq)); /* a valid job id: tame characters */
+    snprintf(name, sizeof name, "%.580s.%s", job_id(rq), ext); /* a valid job id: tame characters */
     return send_attachment(rq, fd, &st, name);
 }
+
+int handle_job_model_onnx(http_req_t *rq) { return send_model_file(rq, "model.onnx", "onnx"); }
+
+int handle_job_model_safetensors(http_req_t *rq) { return send_model_file(rq, "model.safetensors", "safetensors"); }
 
 int handle_job_checkpoint(http_req_t *rq)
 {

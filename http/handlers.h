@@ -31,6 +31,7 @@ int handle_job_events(http_req_t *rq);
 int handle_job_logs(http_req_t *rq);
 int handle_job_checkpoint(http_req_t *rq);
 int handle_job_model_onnx(http_req_t *rq);
+int handle_job_model_safetensors(http_req_t *rq);
 int handle_job_trace(http_req_t *rq);    /* handlers_trace.c */
 int handle_job_history(http_req_t *rq);  /* handlers_history.c */
 int handle_job_generate(http_req_t *rq); /* handlers_generate.c */

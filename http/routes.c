@@ -67,6 +67,7 @@ static const route_t ROUTES[] = {
     {"GET", "/api/v1/jobs/{id}/logs", handle_job_logs, 0},
     {"GET", "/api/v1/jobs/{id}/checkpoint", handle_job_checkpoint, 0},
     {"GET", "/api/v1/jobs/{id}/model.onnx", handle_job_model_onnx, 0},
+    {"GET", "/api/v1/jobs/{id}/model.safetensors", handle_job_model_safetensors, 0},
     {"GET", "/api/v1/jobs/{id}/trace", handle_job_trace, 0},
     {"GET", "/api/v1/jobs/{id}/history", handle_job_history, 0},
     {"GET", "/api/v1/events", handle_events, ROUTE_STREAM},

@@ -95,6 +95,9 @@ int worker_save_checkpoint(worker_t *w, char *err, size_t errlen);
  * or a built-in's graph from its layer list (model/onnx_export.h). The caller has the
  * weights on the host (worker_model_to_host). 0, or -1 with err set. */
 int worker_export_onnx(const worker_t *w, const char *path, char *err, size_t errlen);
+/* The same weights as safetensors (model/st_export.h): the shapes of that graph's
+ * initializers, the tensors' names. 0, or -1 with err set. */
+int worker_export_safetensors(const worker_t *w, const char *path, char *err, size_t errlen);
 
 /* The health as the summary and the coordinator see it: {"state": "ok"} or {"state":
  * "collapsed", "since_step", "at_step", "reason"}; JSON null where nothing was judged

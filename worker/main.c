@@ -74,6 +74,8 @@ static const struct option OPTIONS[] = {
     {"export-onnx", required_argument, NULL, 'O'},
     {"export-onnx-init", required_argument, NULL, 'Q'},
     {"model-onnx", required_argument, NULL, 'Y'},
+    {"export-safetensors", required_argument, NULL, 1001},
+    {"model-safetensors", required_argument, NULL, 1002},
     {"data-cache", required_argument, NULL, 'C'},
     {"data-root", required_argument, NULL, 'U'},
     {"models-dir", required_argument, NULL, 'M'},
@@ -206,6 +208,11 @@ static void usage_resume(FILE *f)
                "                         by whoever holds the model (rank 0, the parameter server)\n"
                "                         with every checkpoint and at the end (the coordinator's\n"
                "                         JOBDIR/model.onnx, GET /api/v1/jobs/{id}/model.onnx)\n"
+               "  --export-safetensors FILE  at the end, rank 0 writes the trained weights as\n"
+               "                         safetensors (F32, the names and shapes of --export-onnx's\n"
+               "                         initializers; the GPT's tied head once, as its embedding)\n"
+               "  --model-safetensors FILE  the same as --model-onnx does for ONNX (the\n"
+               "                         coordinator's JOBDIR/model.safetensors)\n"
                "  --stop-after-steps N   stop after global step N as if interrupted (for tests)\n"
                "  --batch-plan B0,B1,..  initial per-worker batch sizes, summing to workers x\n"
                "                         batch_size (for tests; the planner takes over if enabled)\n"
@@ -284,6 +291,8 @@ typedef struct {
     const char *export_onnx;                             /* --export-onnx */
     const char *export_onnx_init;                        /* --export-onnx-init */
     const char *model_onnx;                              /* --model-onnx */
+    const char *export_st;                               /* --export-safetensors */
+    const char *model_st;                                /* --model-safetensors */
     const char *data_cache;                              /* --data-cache */
     const char *data_roots[WORKER_DATA_ROOTS_MAX];       /* --data-root */
     int ndata_roots;
@@ -409,6 +418,8 @@ int main(int argc, char **argv)
         case 'r': a->resume = 1; break;
         case 'R': a->resume_from = optarg; break;
         case 1000: a->adopt = optarg; break;
+        case 1001: a->export_st = optarg; break;
+        case 1002: a->model_st = optarg; break;
         case 'E':
             if (numarg_long(optarg, 1, RESUME_BEFORE_MAX, &a->resume_before))
                 return bad_number("resume-before", optarg, "a global step", 1, (double)RESUME_BEFORE_MAX);
@@ -560,6 +571,20 @@ static int export_onnx(worker_t *w, const worker_args_t *a, const char *path)
      * final line (pacer logs --tail 1), not with where the daemon keeps its files. */
     if (path != a->model_onnx)
         fprintf(stderr, "exported the %s model to %s\n", path == a->export_onnx_init ? "initial" : "trained", path);
+    return 0;
+}
+
+/* --export-safetensors (and the coordinator's --model-safetensors copy, rewritten quietly):
+ * rank 0's weights as export_onnx's. 0, or -1 after saying why. */
+static int export_st(worker_t *w, const worker_args_t *a, const char *path)
+{
+    char err[1024];
+    worker_model_to_host(w);
+    if (worker_export_safetensors(w, path, err, sizeof err) != 0) {
+        fprintf(stderr, "pacer-worker: --%s-safetensors: %s\n", path == a->model_st ? "model" : "export", err);
+        return -1;
+    }
+    if (path != a->model_st) fprintf(stderr, "exported the trained weights to %s\n", path);
     return 0;
 }
 
@@ -837,6 +862,7 @@ static int phase_resume(run_t *r)
 static int phase_export_init(run_t *r)
 {
     r->w.model_onnx_out = r->a->model_onnx;
+    r->w.model_st_out = r->a->model_st;
     int failed = r->rank == 0 && r->a->export_onnx_init && export_onnx(&r->w, r->a, r->a->export_onnx_init) != 0;
     return agree(r->use_mpi, failed) ? 1 : PHASE_GO_ON;
 }
@@ -1004,6 +1030,8 @@ static int phase_report(run_t *r)
     /* --model-onnx: a copy for the coordinator to serve; like the one at checkpoint time
      * (worker_save_checkpoint), a failure is said but costs the download, not the job */
     if (r->rank == 0 && a->model_onnx) export_onnx(w, a, a->model_onnx);
+    if (r->rank == 0 && a->export_st && export_st(w, a, a->export_st) != 0) status = 1;
+    if (r->rank == 0 && a->model_st) export_st(w, a, a->model_st);
     status = agree(r->use_mpi, status); /* the summary's exit_status is every rank's */
     json_t *per_rank = NULL;
     if (r->use_mpi) {

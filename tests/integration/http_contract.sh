@@ -135,6 +135,7 @@ via 200 GET "/api/v1/jobs/$small/logs?tail=3"
 via 200 GET "/api/v1/jobs/$small/logs?offset=0&limit=100"
 via 200 GET "/api/v1/jobs/$small/checkpoint"
 via 200 GET "/api/v1/jobs/$small/model.onnx"
+via 200 GET "/api/v1/jobs/$small/model.safetensors"
 via 200 GET "/api/v1/jobs/$small/events" -H 'Last-Event-ID: 0-0,0-0'
 grep -q '^event: metrics' "$TMP/body" || fail "the finished job's event stream carried no metrics"
 # The catalog (common/catalog.h): every model, one by name, an unknown one, the data sets.
@@ -168,7 +169,7 @@ jq -e 'length > 0' "$TMP/body" >/dev/null || fail "the catalog lists no data set
 echo "ok: a finished job's reads, the catalog, the cluster, health, metrics and files conform"
 
 # ---- errors the document describes ----------------------------------------------------------------
-for route in "" /nodes /metrics /history /events /logs /checkpoint /model.onnx /trace; do
+for route in "" /nodes /metrics /history /events /logs /checkpoint /model.onnx /model.safetensors /trace; do
     via 404 GET "/api/v1/jobs/j-999999$route"
 done
 via 404 DELETE /api/v1/jobs/j-999999
@@ -234,6 +235,7 @@ via 200 GET "/api/v1/jobs/$long/history?points=20"
 via 200 GET "/api/v1/jobs/$long/trace"
 via "200 404" GET "/api/v1/jobs/$long/checkpoint"
 via "200 404" GET "/api/v1/jobs/$long/model.onnx"
+via "200 404" GET "/api/v1/jobs/$long/model.safetensors"
 via 200 GET /metrics
 via 409 POST "/api/v1/jobs/$long/retry"
 # A retry of the finished job: queued behind the running one where it holds the slots (200

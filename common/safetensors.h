@@ -27,9 +27,19 @@ typedef struct {
     char name[ST_NAME_MAX];
     int rank;
     int64_t dims[ST_MAX_RANK];
-    size_t count;       /* elements: the dims' product (1 for rank 0) */
-    const float *data;  /* count floats: the writer's input, or the reader's view into its buffer */
+    size_t count;      /* elements: the dims' product (1 for rank 0) */
+    const float *data; /* the writer's input: count floats */
+    size_t begin;      /* the reader's: the first byte of its data in the data section */
 } st_tensor_t;
+
+/* A parsed file: its tensors in header order, and its data section (a view into the bytes
+ * st_parse was given, which the caller keeps while it reads). */
+typedef struct {
+    st_tensor_t *tensors;
+    int n;
+    const uint8_t *data;
+    size_t data_len;
+} st_file_t;
 
 /* The safetensors bytes of the n tensors t (in that order, F32) with __metadata__
  * {"format": "pt", "producer": "pacer"}, malloc'ed into *out. 0, or -1 with err (a name
@@ -37,5 +47,17 @@ typedef struct {
 int st_write_buffer(const st_tensor_t *t, int n, uint8_t **out, size_t *outlen, char *err, size_t errlen);
 /* The same into the file path (written whole or not at all). */
 int st_write_file(const char *path, const st_tensor_t *t, int n, char *err, size_t errlen);
+
+/* The len bytes of a safetensors file into *f (the caller keeps buf, and frees f with
+ * st_free). 0, or -1 with err naming what is wrong: the header length (beyond
+ * ST_HEADER_MAX, or past the end of the file), the JSON, a name (empty, too long, repeated),
+ * a dtype other than F32, a shape, data_offsets outside the data section or of another size
+ * than the shape's, two tensors' bytes overlapping, or bytes that belong to no tensor. */
+int st_parse(const uint8_t *buf, size_t len, st_file_t *f, char *err, size_t errlen);
+void st_free(st_file_t *f);
+/* The index of the tensor named name, or -1. */
+int st_find(const st_file_t *f, const char *name);
+/* Tensor i's count floats into dst (little-endian bytes, any alignment). */
+void st_read_floats(const st_file_t *f, int i, float *dst);
 
 #endif

@@ -27,7 +27,7 @@ FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-fr
 FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lzip -lpng16 -ljpeg -lpthread -lm
 
 FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file \
-                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef ckptfence tokfile bpe tokenizer search notice webhook genreq slurm hostmem
+                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef ckptfence tokfile bpe tokenizer search notice webhook genreq slurm hostmem safetensors
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 # What each harness links besides its own file: the code it drives, no more (the worker's
@@ -58,6 +58,8 @@ FUZZ_SRC_modelindex := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 # --host-memory-mb-of's list and the memory admission it feeds (coordinator/hostmem.h)
 FUZZ_SRC_hostmem    := coordinator/hostmem.c $(COMMON_SRC)
 FUZZ_SRC_npy        := $(COMMON_SRC)
+# the safetensors reader (common/safetensors.h): init.safetensors' files
+FUZZ_SRC_safetensors := $(COMMON_SRC)
 # the token files of a text or token data set (dataset.format tokens): their header and ids
 FUZZ_SRC_tokfile    := common/tokfile.c common/errmsg.c common/dataroot.c
 # GPT-2's BPE tokenizer: vocab.json, merges.txt and the text it encodes
@@ -104,6 +106,7 @@ FUZZ_MAXLEN_history    := 8192
 FUZZ_MAXLEN_netprobe   := 4096
 FUZZ_MAXLEN_modelindex := 8192
 FUZZ_MAXLEN_npy        := 4096
+FUZZ_MAXLEN_safetensors := 4096
 FUZZ_MAXLEN_tokfile    := 4096
 FUZZ_MAXLEN_bpe        := 8192
 FUZZ_MAXLEN_tokenizer  := 8192

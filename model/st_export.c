@@ -27,8 +27,7 @@ static void tensor_shape(const Onnx__GraphProto *g, const tensor_info_t *ti, st_
     }
 }
 
-int st_export_to_file(const uint8_t *src, size_t len, const model_t *m, const char *out_path, char *err,
-                      size_t errlen)
+int st_export_to_file(const uint8_t *src, size_t len, const model_t *m, const char *out_path, char *err, size_t errlen)
 {
     uint8_t *gen = NULL;
     size_t genlen = 0;

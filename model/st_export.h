@@ -19,8 +19,7 @@
 
 /* m's weights into out_path, their shapes from the ONNX bytes src (len; what m was imported
  * from), or from m's generated graph when src is NULL. 0, or -1 with err. */
-int st_export_to_file(const uint8_t *src, size_t len, const model_t *m, const char *out_path, char *err,
-                      size_t errlen);
+int st_export_to_file(const uint8_t *src, size_t len, const model_t *m, const char *out_path, char *err, size_t errlen);
 /* The same with the source read from src_path (NULL or empty: a built-in model). */
 int st_export_file(const char *src_path, const model_t *m, const char *out_path, char *err, size_t errlen);
 

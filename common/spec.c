@@ -160,6 +160,10 @@ static const char *check_onnx_path(const void *v)
     return NULL;
 }
 
+/* init's sources: "" (none, the default, what spec_to_json writes back) or a path / an id */
+static const char *check_init_path(const void *v) { return *(const char *)v ? check_onnx_path(v) : NULL; }
+static const char *check_init_job(const void *v) { return *(const char *)v ? check_name(v) : NULL; }
+
 /* A content hash as sha256_hex writes it: what the stored bytes are checked against. */
 static const char *check_sha256(const void *v)
 {
@@ -539,6 +543,26 @@ static const field_t FIELDS[] = {
     {.path = "checkpoint.keep_best", BOOL(checkpoint.keep_best), .def_num = 0, .resume_free = 1,
      .doc = "Also keep the checkpoint with the best test accuracy; with checkpoints on (every_steps > 0) "
             "one is then also written at every epoch end, after its evaluation."},
+
+    {.path = "init.checkpoint", STR(init.checkpoint), .def_str = "", .check = check_init_path, .resume_free = 1,
+     .default_doc = "none", .allowed_doc = "a path; at most 511 bytes",
+     .doc = "Start from the weights of this pacer checkpoint of the same model (not its optimizer state, "
+            "step or data position: a fresh run from those weights; a resumed run ignores init). At most "
+            "one of init.checkpoint, init.safetensors, init.job. Through the REST API the path lies under a "
+            "data root."},
+    {.path = "init.safetensors", STR(init.safetensors), .def_str = "", .check = check_init_path,
+     .resume_free = 1, .default_doc = "none", .allowed_doc = "a path; at most 511 bytes",
+     .doc = "Start from the F32 tensors of this safetensors file, matched to the model's tensors by name "
+            "(the built-in GPT's nanoGPT names, an imported model's initializer names) and shape "
+            "(`--export-safetensors` writes such a file). Through the REST API the path lies under a data root."},
+    {.path = "init.job", STR(init.job), .def_str = "", .check = check_init_job, .resume_free = 1,
+     .default_doc = "none", .allowed_doc = "a job id the user may read",
+     .doc = "Start from another job's latest weights (its model.safetensors): the coordinator resolves it "
+            "at submission; pacer-worker on its own refuses it."},
+    {.path = "init.strict", BOOL(init.strict), .def_num = 1, .resume_free = 1,
+     .doc = "true: every tensor of the model and of the source matched by name and shape, any other "
+            "refused by name; false: the matching ones loaded, the rest reported (summary `init`: "
+            "loaded, missing, unexpected, mismatched)."},
 
     {.path = "emulate.slowdown", .type = F_DOUBLES,
      MEMBER(job_spec_t, emulate.slowdown, double *), COUNT(emulate.nslowdown),

@@ -197,6 +197,15 @@ typedef struct {
     int log_every;        /* progress line period in steps */
     char on_collapse[16]; /* continue | fail | restart (worker/health.h) */
     char priority[8];     /* high | normal | low: the order of the queue under --policy fair */
+    /* The weights a fresh run starts from (not their optimizer state, step or data
+     * position; a resumed run ignores them): at most one source, "" = none
+     * (worker/init_weights.h). */
+    struct {
+        char checkpoint[SPEC_PATH_MAX];  /* a pacer checkpoint of the same model */
+        char safetensors[SPEC_PATH_MAX]; /* tensors matched by name and shape */
+        char job[64];                    /* a coordinator's job: its latest weights */
+        int strict;                      /* 1: every tensor matched, else refused by name */
+    } init;
 } job_spec_t;
 
 /* Adds the model of the ONNX file at path to the catalog under name (a model of source

@@ -27,8 +27,11 @@ static void tensor_shape(const Onnx__GraphProto *g, const tensor_info_t *ti, st_
     }
 }
 
-int st_export_to_file(const uint8_t *src, size_t len, const model_t *m, const char *out_path, char *err, size_t errlen)
+int st_model_tensors(const uint8_t *src, size_t len, const model_t *m, st_tensor_t **out, int *n, char *err,
+                     size_t errlen)
 {
+    *out = NULL;
+    *n = 0;
     uint8_t *gen = NULL;
     size_t genlen = 0;
     if (!src && onnx_export_layers(m, &gen, &genlen, err, errlen) != 0) return -1;
@@ -39,27 +42,35 @@ int st_export_to_file(const uint8_t *src, size_t len, const model_t *m, const ch
         return snprintf(err, errlen, "safetensors: the model's ONNX graph does not decode"), -1;
     }
     st_tensor_t *t = calloc((size_t)(m->ntensors ? m->ntensors : 1), sizeof *t);
-    int rc = -1;
     if (!t) {
-        snprintf(err, errlen, "safetensors: out of memory");
-        goto out;
+        onnx__model_proto__free_unpacked(mp, NULL);
+        return snprintf(err, errlen, "safetensors: out of memory"), -1;
     }
     /* parameters first, then buffers: the model's order within each */
-    int n = 0;
+    int k = 0;
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < m->ntensors; i++) {
             const tensor_info_t *ti = &m->tensors[i];
             if (ti->is_buffer != pass) continue;
-            snprintf(t[n].name, sizeof t[n].name, "%s", ti->name);
-            t[n].count = ti->count;
-            t[n].data = (pass ? m->buffers : m->params) + ti->offset;
-            tensor_shape(mp->graph, ti, &t[n]);
-            n++;
+            snprintf(t[k].name, sizeof t[k].name, "%s", ti->name);
+            t[k].count = ti->count;
+            t[k].data = (pass ? m->buffers : m->params) + ti->offset;
+            tensor_shape(mp->graph, ti, &t[k]);
+            k++;
         }
-    rc = st_write_file(out_path, t, n, err, errlen);
-out:
-    free(t);
     onnx__model_proto__free_unpacked(mp, NULL);
+    *out = t;
+    *n = k;
+    return 0;
+}
+
+int st_export_to_file(const uint8_t *src, size_t len, const model_t *m, const char *out_path, char *err, size_t errlen)
+{
+    st_tensor_t *t;
+    int n;
+    if (st_model_tensors(src, len, m, &t, &n, err, errlen) != 0) return -1;
+    int rc = st_write_file(out_path, t, n, err, errlen);
+    free(t);
     return rc;
 }
 

@@ -16,7 +16,12 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "safetensors.h"
 
+/* m's tensors as the export writes them (names, shapes, data pointing into m's params and
+ * buffers), calloc'ed into *out (the caller frees it), *n of them. 0, or -1 with err. */
+int st_model_tensors(const uint8_t *src, size_t len, const model_t *m, st_tensor_t **out, int *n, char *err,
+                     size_t errlen);
 /* m's weights into out_path, their shapes from the ONNX bytes src (len; what m was imported
  * from), or from m's generated graph when src is NULL. 0, or -1 with err. */
 int st_export_to_file(const uint8_t *src, size_t len, const model_t *m, const char *out_path, char *err, size_t errlen);

@@ -30,6 +30,7 @@
 #include "ckptdir.h"
 #include "dataroot.h"
 #include "emulate.h"
+#include "init_weights.h"
 #include "memest.h"
 #include "modelfetch.h"
 #include "netprobe.h"
@@ -858,6 +859,26 @@ static int phase_resume(run_t *r)
     return agree(use_mpi, failed) ? 1 : PHASE_GO_ON;
 }
 
+/* The spec's init: a fresh run's starting weights from another run's (every rank reads
+ * the same file); a resumed run has its own. */
+static int phase_init(run_t *r)
+{
+    worker_t *w = &r->w;
+    int failed = 0;
+    if (w->global_step == 0 && w->epoch == 0) {
+        failed = worker_init_weights(w, &w->init_report, r->err, sizeof r->err) != 0;
+        if (failed) fprintf(stderr, "pacer-worker%s: %s\n", r->rank ? " (rank>0)" : "", r->err);
+        json_t *rep = w->init_report;
+        if (rep)
+            SAY("init: %lld tensors from %s (%zu missing, %zu unexpected, %zu of another shape)\n",
+                (long long)json_integer_value(json_object_get(rep, "loaded")),
+                json_string_value(json_object_get(rep, "source")), json_array_size(json_object_get(rep, "missing")),
+                json_array_size(json_object_get(rep, "unexpected")),
+                json_array_size(json_object_get(rep, "mismatched")));
+    }
+    return agree(r->use_mpi, failed) ? 2 : PHASE_GO_ON;
+}
+
 /* --export-onnx-init: rank 0's initial weights. */
 static int phase_export_init(run_t *r)
 {
@@ -1079,14 +1100,9 @@ static const struct {
     const char *name;
     int (*fn)(run_t *r);
 } RUN_PHASES[] = {
-    {"mpi", phase_mpi},
-    {"spec", phase_spec},
-    {"setup", phase_setup},
-    {"resume", phase_resume},
-    {"export-init", phase_export_init},
-    {"trace", phase_trace},
-    {"sinks", phase_sinks},
-    {"train", phase_train},
+    {"mpi", phase_mpi},       {"spec", phase_spec},   {"setup", phase_setup},
+    {"resume", phase_resume}, {"init", phase_init},   {"export-init", phase_export_init},
+    {"trace", phase_trace},   {"sinks", phase_sinks}, {"train", phase_train},
     {"report", phase_report},
 };
 

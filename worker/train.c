@@ -621,6 +621,7 @@ void worker_teardown(worker_t *w)
     adaptive_free(w);
     cuda_model_free(w->gpu);
     evalsample_free(w->eval_sample); /* reads the model's parameters: before them */
+    json_decref(w->init_report);
     model_free(w->model);
     sim_dataset_free(&w->train);
     sim_dataset_free(&w->test);
@@ -1161,6 +1162,7 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
         snprintf(err, errlen, "summary: cannot build the JSON (a non-finite figure, or out of memory)");
         return -1;
     }
+    if (w->init_report) json_object_set(root, "init", w->init_report);
     /* The job's staleness is rank 0's (this rank's): the parameter server records every
      * applied update once, and in the synchronous families every rank applies every
      * update with the same tau. Exact: it comes from the counts, not the histogram. */

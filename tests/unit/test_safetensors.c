@@ -109,7 +109,7 @@ static void test_hand_written(void **state)
     free(b);
 }
 
-#define E(name, off0, off1, shape, dtype)                                                                             \
+#define E(name, off0, off1, shape, dtype) \
     "\"" name "\":{\"dtype\":\"" dtype "\",\"shape\":" shape ",\"data_offsets\":[" #off0 "," #off1 "]}"
 
 static void test_hostile(void **state)

@@ -1,0 +1,193 @@
+/* worker/init_weights.c - see init_weights.h. */
+#include "init_weights.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "backend_cuda.h"
+#include "checkpoint.h"
+#include "dataroot.h"
+#include "onnx_import.h"
+#include "modelfetch.h"
+#include "safetensors.h"
+#include "st_export.h"
+
+/* The file at path mapped read-only (under the data roots, when set). 0, or -1 with err. */
+static int map_file(const char *path, const uint8_t **data, size_t *len, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return snprintf(err, errlen, "init.safetensors: %s: %s", path, strerror(errno)), -1;
+    struct stat st;
+    if (dataroot_check_fd(fd, path, err, errlen) != 0) {
+        close(fd);
+        return -1;
+    }
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+        close(fd);
+        return snprintf(err, errlen, "init.safetensors: %s: not a non-empty regular file", path), -1;
+    }
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) return snprintf(err, errlen, "init.safetensors: %s: %s", path, strerror(errno)), -1;
+    *data = p;
+    *len = (size_t)st.st_size;
+    return 0;
+}
+
+static int same_shape(const st_tensor_t *a, const st_tensor_t *b)
+{
+    return a->rank == b->rank && memcmp(a->dims, b->dims, (size_t)a->rank * sizeof a->dims[0]) == 0;
+}
+
+static void shape_text(const st_tensor_t *t, char *out, size_t len)
+{
+    size_t at = (size_t)snprintf(out, len, "[");
+    for (int d = 0; d < t->rank && at < len; d++)
+        at += (size_t)snprintf(out + at, len - at, "%s%lld", d ? ", " : "", (long long)t->dims[d]);
+    if (at < len) snprintf(out + at, len - at, "]");
+}
+
+/* The file's tensors into the model's (mine, n): each matched by name and shape copied, the
+ * others listed in the report. With strict, the first one unmatched refuses (nothing is
+ * copied then). 0, or -1 with err. */
+static int match(const st_file_t *f, const st_tensor_t *mine, int n, int strict, const char *path, json_t *rep,
+                 char *err, size_t errlen)
+{
+    json_t *missing = json_object_get(rep, "missing"), *unexpected = json_object_get(rep, "unexpected"),
+           *mismatched = json_object_get(rep, "mismatched");
+    for (int i = 0; i < n; i++) {
+        int j = st_find(f, mine[i].name);
+        if (j < 0) json_array_append_new(missing, json_string(mine[i].name));
+        else if (!same_shape(&f->tensors[j], &mine[i])) json_array_append_new(mismatched, json_string(mine[i].name));
+        if (!strict || (j >= 0 && same_shape(&f->tensors[j], &mine[i]))) continue;
+        if (j < 0)
+            return snprintf(err, errlen,
+                            "init.safetensors: %s has no tensor '%s' of the model (init.strict false loads "
+                            "what matches)",
+                            path, mine[i].name),
+                   -1;
+        char a[160], b[160];
+        shape_text(&f->tensors[j], a, sizeof a);
+        shape_text(&mine[i], b, sizeof b);
+        return snprintf(err, errlen, "init.safetensors: %s: tensor '%s' is %s there, the model's is %s", path,
+                        mine[i].name, a, b),
+               -1;
+    }
+    for (int j = 0; j < f->n; j++) {
+        int found = 0;
+        for (int i = 0; i < n && !found; i++) found = strcmp(mine[i].name, f->tensors[j].name) == 0;
+        if (found) continue;
+        if (strict)
+            return snprintf(err, errlen,
+                            "init.safetensors: %s: tensor '%s' is not the model's (init.strict false leaves it out)",
+                            path, f->tensors[j].name),
+                   -1;
+        json_array_append_new(unexpected, json_string(f->tensors[j].name));
+    }
+    int loaded = 0;
+    for (int i = 0; i < n; i++) {
+        int j = st_find(f, mine[i].name);
+        if (j < 0 || !same_shape(&f->tensors[j], &mine[i])) continue;
+        st_read_floats(f, j, (float *)mine[i].data); /* data points into the model's own buffers */
+        loaded++;
+    }
+    json_object_set_new(rep, "loaded", json_integer(loaded));
+    return 0;
+}
+
+static int from_safetensors(worker_t *w, const char *path, json_t *rep, char *err, size_t errlen)
+{
+    const job_spec_t *s = w->spec;
+    const uint8_t *src = NULL;
+    size_t srclen = 0;
+    uint8_t *own = NULL;
+    if (s->model_sha256[0] && modelfetch_bytes(s->model_onnx, s->model_sha256, &src, &srclen, err, errlen) != 0)
+        return -1;
+    if (!s->model_sha256[0] && s->model_onnx[0]) {
+        if (onnx_read_file(s->model_onnx, &own, &srclen, err, errlen) != 0) return -1;
+        src = own;
+    }
+    st_tensor_t *mine = NULL;
+    int n = 0, rc = st_model_tensors(src, srclen, w->model, &mine, &n, err, errlen);
+    free(own);
+    if (rc != 0) return -1;
+    const uint8_t *data = NULL;
+    size_t len = 0;
+    st_file_t f;
+    rc = map_file(path, &data, &len, err, errlen);
+    if (rc == 0) {
+        char why[512];
+        rc = st_parse(data, len, &f, why, sizeof why);
+        if (rc != 0) snprintf(err, errlen, "init.safetensors: %s: %s", path, why);
+    }
+    if (rc == 0) {
+        rc = match(&f, mine, n, s->init.strict, path, rep, err, errlen);
+        st_free(&f);
+    }
+    if (data) munmap((void *)data, len);
+    free(mine);
+    return rc;
+}
+
+static int from_checkpoint(worker_t *w, const char *path, json_t *rep, char *err, size_t errlen)
+{
+    ckpt_state_t st;
+    /* no expectations of the run: only the model's (name, counts, layout) are checked */
+    if (checkpoint_load(path, w->model, NULL, &st, err, errlen) != 0) return -1;
+    /* without expectations checkpoint_parse leaves the values unchecked: a diverged run's
+     * weights are no start */
+    const model_t *m = w->model;
+    for (size_t i = 0; i < m->nparams; i++)
+        if (!isfinite(m->params[i])) {
+            const tensor_info_t *t = model_tensor_at(m, i, 0);
+            return snprintf(err, errlen, "init.checkpoint: %s: tensor '%s' holds %g", path, t ? t->name : "?",
+                            (double)m->params[i]),
+                   -1;
+        }
+    json_object_set_new(rep, "loaded", json_integer(w->model->ntensors));
+    return 0;
+}
+
+int worker_init_weights(worker_t *w, json_t **report, char *err, size_t errlen)
+{
+    const job_spec_t *s = w->spec;
+    *report = NULL;
+    const char *ck = s->init.checkpoint, *st = s->init.safetensors;
+    if (!ck[0] && !st[0] && !s->init.job[0]) return 0;
+    if (ck[0] && st[0])
+        return snprintf(err, errlen, "init: checkpoint and safetensors both given; at most one source"), -1;
+    if (ck[0] && s->init.job[0])
+        return snprintf(err, errlen, "init: checkpoint and job both given; at most one source"), -1;
+    /* the coordinator resolves init.job into its file (init.safetensors) at submission */
+    if (!ck[0] && !st[0])
+        return snprintf(err, errlen,
+                        "init.job %s: a coordinator's job, which pacer-worker on its own cannot "
+                        "read; give init.safetensors (its --export-safetensors file) or init.checkpoint",
+                        s->init.job),
+               -1;
+    json_t *rep = json_pack("{s:s, s:i, s:[], s:[], s:[]}", "source", ck[0] ? ck : st, "loaded", 0, "missing",
+                            "unexpected", "mismatched");
+    if (!rep) return snprintf(err, errlen, "init: out of memory"), -1;
+    if (s->init.job[0]) json_object_set_new(rep, "job", json_string(s->init.job));
+    int rc = ck[0] ? from_checkpoint(w, ck, rep, err, errlen) : from_safetensors(w, st, rep, err, errlen);
+    if (rc == 0) {
+        model_zero_state(w->model); /* the source's optimizer state is not taken */
+        if (w->gpu && cuda_model_upload(w->gpu, w->model) != 0) {
+            snprintf(err, errlen, "CUDA: %s", cuda_model_error(w->gpu));
+            rc = -1;
+        }
+    }
+    if (rc != 0) {
+        json_decref(rep);
+        return -1;
+    }
+    *report = rep;
+    return 0;
+}

@@ -1,0 +1,28 @@
+/* worker/init_weights.h - the spec's init: a fresh run's starting weights from another
+ * run's (a pacer checkpoint of the same model, or a safetensors file matched by tensor name
+ * and shape), without their optimizer state, step or data position.
+ *
+ * A safetensors file's tensors are matched to the model's as the export names and shapes
+ * them (model/st_export.h: the built-in GPT's nanoGPT names, an imported model's
+ * initializer names, the ONNX export's shapes). With init.strict every tensor of the model
+ * must be in the file with its shape and every tensor of the file in the model, else the
+ * run is refused naming the first that is not; without it the matching ones are loaded and
+ * the rest reported. A checkpoint holds no tensor names, only a hash of its model's layout:
+ * it loads into the same model only (its parameters and buffers; strict or not).
+ */
+#ifndef PACER_INIT_WEIGHTS_H
+#define PACER_INIT_WEIGHTS_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "worker.h"
+
+/* Loads w->spec's init source into w->model (and the device's copy) and zeroes the
+ * optimizer state. *report (new reference, or NULL when the spec has no init) is the
+ * summary's "init": {"source", "loaded" (tensors), "missing", "unexpected", "mismatched"
+ * (names)}. 0, or -1 with err naming the file and what does not match. */
+int worker_init_weights(worker_t *w, json_t **report, char *err, size_t errlen);
+
+#endif

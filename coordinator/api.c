@@ -22,6 +22,7 @@
 #include "dataroot.h"
 #include "dsprobe.h"
 #include "errmsg.h"
+#include "init_source.h"
 #include "memest.h"
 #include "quotas.h"
 #include "policy.h"
@@ -213,11 +214,9 @@ int coord_submit_spec_by(coordinator_t *c, const job_spec_t *s, const coord_call
  * the daemon's user can read, nor learn which paths exist outside the roots. Only the daemon checks: the
  * command-line client writes to Redis itself, as the operator. The message names the
  * path as the client sent it, never what is in the file. */
-static int data_path_allowed_as(const coordinator_t *c, const char *field, const char *path, char *err, size_t errlen);
-
 static int data_path_allowed(const coordinator_t *c, const char *path, char *err, size_t errlen)
 {
-    return data_path_allowed_as(c, "dataset.path", path, err, errlen);
+    return coord_data_path_allowed(c, "dataset.path", path, err, errlen);
 }
 
 /* The same rule for every file a spec names for the workers to read beside the data set
@@ -227,11 +226,11 @@ static int tokenizer_paths_allowed(const coordinator_t *c, const job_spec_t *s, 
     const char *field[3] = {"dataset.tokenizer.vocab", "dataset.tokenizer.merges", "dataset.tokenizer.file"};
     const char *path[3] = {s->dataset.tokenizer_vocab, s->dataset.tokenizer_merges, s->dataset.tokenizer_file};
     for (int i = 0; i < 3; i++)
-        if (path[i][0] && data_path_allowed_as(c, field[i], path[i], err, errlen) != 0) return -1;
+        if (path[i][0] && coord_data_path_allowed(c, field[i], path[i], err, errlen) != 0) return -1;
     return 0;
 }
 
-static int data_path_allowed_as(const coordinator_t *c, const char *field, const char *path, char *err, size_t errlen)
+int coord_data_path_allowed(const coordinator_t *c, const char *field, const char *path, char *err, size_t errlen)
 {
     char real[PATH_MAX];
     if (path[0] != '/') {
@@ -501,6 +500,7 @@ static int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const cha
         if (!own) goto out;
         *own = *s;
         rc_code = builtin_dataset_place(c, own, parent != NULL, err, errlen);
+        if (rc_code == COORD_OK) rc_code = coord_init_place(c, own, err, errlen);
         if (rc_code != COORD_OK) goto out;
         rc_code = COORD_EINTERNAL;
         s = own;

@@ -214,6 +214,14 @@ int coord_submit_spec_by(coordinator_t *c, const job_spec_t *s, const coord_call
  * the daemon's user can read, nor learn which paths exist outside the roots. Only the daemon checks: the
  * command-line client writes to Redis itself, as the operator. The message names the
  * path as the client sent it, never what is in the file. */
+/* The spec's init (init_source.h), init.job's file looked up here. */
+static int init_place(coordinator_t *c, job_spec_t *s, char *err, size_t errlen)
+{
+    char path[PATH_MAX] = "";
+    int code = s->init.job[0] ? coord_model_file_path(c, s->init.job, "model.safetensors", path, sizeof path) : COORD_OK;
+    return coord_init_place(c, s, code, path, err, errlen);
+}
+
 static int data_path_allowed(const coordinator_t *c, const char *path, char *err, size_t errlen)
 {
     return coord_data_path_allowed(c, "dataset.path", path, err, errlen);
@@ -230,35 +238,6 @@ static int tokenizer_paths_allowed(const coordinator_t *c, const job_spec_t *s, 
     return 0;
 }
 
-int coord_data_path_allowed(const coordinator_t *c, const char *field, const char *path, char *err, size_t errlen)
-{
-    char real[PATH_MAX];
-    if (path[0] != '/') {
-        errmsg(err, errlen,
-               "%s: %.300s: must be an absolute path (the workers do not run in this "
-               "process's directory)",
-               field, path);
-        return -1;
-    }
-    /* The roots first, existence after: outside them, "no such file" and "not under a
-     * data root" would tell a client which paths exist (dataroot.h). */
-    const char *roots_v[COORD_DATA_ROOTS_MAX];
-    int nroots = coord_data_roots_get(c, roots_v);
-    int where = dataroot_resolve(roots_v, nroots, path, real);
-    if (where == DATAROOT_OK) return 0;
-    if (where == DATAROOT_MISSING) {
-        errmsg(err, errlen, "%s: %.300s: %s", field, path, strerror(errno));
-        return -1;
-    }
-    char roots[512] = "";
-    for (int i = 0; i < nroots; i++) {
-        size_t k = strlen(roots);
-        snprintf(roots + k, sizeof roots - k, "%s%s", i ? ", " : "", roots_v[i]);
-    }
-    errmsg(err, errlen, "%s: %.300s is not under a data root (--data-root; now: %s)", field, path,
-           nroots ? roots : "none");
-    return -1;
-}
 
 /* A built-in data set (format idx or cifar) is read from where the catalog finds it
  * (catalog_dataset_locate over the data roots: the rule GET /api/v1/datasets shows), and
@@ -500,7 +479,7 @@ static int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const cha
         if (!own) goto out;
         *own = *s;
         rc_code = builtin_dataset_place(c, own, parent != NULL, err, errlen);
-        if (rc_code == COORD_OK) rc_code = coord_init_place(c, own, err, errlen);
+        if (rc_code == COORD_OK) rc_code = init_place(c, own, err, errlen);
         if (rc_code != COORD_OK) goto out;
         rc_code = COORD_EINTERNAL;
         s = own;

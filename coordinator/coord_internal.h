@@ -183,8 +183,4 @@ int coord_submit_as(coordinator_t *c, const char *spec_json, const char *parent,
  * the name (users.c). The daemon's own "admin" has no record and is left alone. */
 void coord_owner_confirm(redisContext *rc, const char *key, const char *field, const char *user);
 
-/* path (a spec's field, named in the message) resolved must lie under a data root
- * (common/dataroot.h), absolute: 0, or -1 with err (api.c; what dataset.path obeys). */
-int coord_data_path_allowed(const coordinator_t *c, const char *field, const char *path, char *err, size_t errlen);
-
 #endif

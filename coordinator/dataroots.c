@@ -2,6 +2,7 @@
 #include "dataroots.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include "clog.h"
 #include "coord_internal.h"
 #include "dataroot.h"
+#include "errmsg.h"
 
 /* Appends the resolved real to c's roots (the caller holds roots_lock, or no other
  * thread runs yet), then publishes the count. */
@@ -99,4 +101,34 @@ int coord_data_roots_get(const coordinator_t *c, const char **v)
     int n = atomic_load_explicit(&c->ndata_roots, memory_order_acquire);
     for (int i = 0; i < n; i++) v[i] = c->data_roots[i];
     return n;
+}
+
+int coord_data_path_allowed(const coordinator_t *c, const char *field, const char *path, char *err, size_t errlen)
+{
+    char real[PATH_MAX];
+    if (path[0] != '/') {
+        errmsg(err, errlen,
+               "%s: %.300s: must be an absolute path (the workers do not run in this "
+               "process's directory)",
+               field, path);
+        return -1;
+    }
+    /* The roots first, existence after: outside them, "no such file" and "not under a
+     * data root" would tell a client which paths exist (dataroot.h). */
+    const char *roots_v[COORD_DATA_ROOTS_MAX];
+    int nroots = coord_data_roots_get(c, roots_v);
+    int where = dataroot_resolve(roots_v, nroots, path, real);
+    if (where == DATAROOT_OK) return 0;
+    if (where == DATAROOT_MISSING) {
+        errmsg(err, errlen, "%s: %.300s: %s", field, path, strerror(errno));
+        return -1;
+    }
+    char roots[512] = "";
+    for (int i = 0; i < nroots; i++) {
+        size_t k = strlen(roots);
+        snprintf(roots + k, sizeof roots - k, "%s%s", i ? ", " : "", roots_v[i]);
+    }
+    errmsg(err, errlen, "%s: %.300s is not under a data root (--data-root; now: %s)", field, path,
+           nroots ? roots : "none");
+    return -1;
 }

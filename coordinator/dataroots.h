@@ -27,4 +27,12 @@ void coord_data_roots_refresh(coordinator_t *c);
  * and returns how many. Any thread. */
 int coord_data_roots_get(const coordinator_t *c, const char **v);
 
+/* path (a spec's field, named in the message), absolute and resolved (realpath: no "..",
+ * no symbolic link out), must be one of the data roots or under one (common/dataroot.h:
+ * the rule the listing applies too): a client of the API must not make the workers read,
+ * and the log then quote, any file the daemon's user can read, nor learn which paths exist
+ * outside the roots. The message names the path as the client sent it, never what is in
+ * the file. 0, or -1 with err. dataset.path, the tokenizer's files and init's obey it. */
+int coord_data_path_allowed(const coordinator_t *c, const char *field, const char *path, char *err, size_t errlen);
+
 #endif

@@ -1,17 +1,15 @@
 /* coordinator/init_source.c - see init_source.h. */
 #include "init_source.h"
 
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "dataroots.h"
 #include "errmsg.h"
 
-/* init.job's file into s->init.safetensors. */
-static int place_job(coordinator_t *c, job_spec_t *s, char *err, size_t errlen)
+/* init.job's file (path, as code found it) into s->init.safetensors. */
+static int place_job(job_spec_t *s, int code, const char *path, char *err, size_t errlen)
 {
-    char path[PATH_MAX];
-    int code = coord_model_file_path(c, s->init.job, "model.safetensors", path, sizeof path);
     if (code == COORD_ENOTFOUND) {
         errmsg(err, errlen, "init.job: no job %s", s->init.job);
         return COORD_EINVAL;
@@ -37,14 +35,14 @@ static int place_job(coordinator_t *c, job_spec_t *s, char *err, size_t errlen)
     return COORD_OK;
 }
 
-int coord_init_place(coordinator_t *c, job_spec_t *s, char *err, size_t errlen)
+int coord_init_place(const coordinator_t *c, job_spec_t *s, int job_code, const char *job_path, char *err, size_t errlen)
 {
     if (s->init.job[0]) {
         if (s->init.checkpoint[0]) {
             errmsg(err, errlen, "init: give one of checkpoint, safetensors and job, not both job and checkpoint");
             return COORD_EINVAL;
         }
-        return place_job(c, s, err, errlen);
+        return place_job(s, job_code, job_path, err, errlen);
     }
     if (s->init.checkpoint[0] && s->init.safetensors[0]) {
         errmsg(err, errlen, "init: give one of checkpoint, safetensors and job, not both checkpoint and safetensors");

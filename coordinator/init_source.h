@@ -12,7 +12,10 @@
 
 #include "coord_internal.h"
 
-/* COORD_OK (s placed), COORD_EINVAL with err naming the field, or COORD_EUNAVAIL. */
-int coord_init_place(coordinator_t *c, job_spec_t *s, char *err, size_t errlen);
+/* s checked and placed; job_code and job_path: what coord_model_file_path answered for
+ * init.job's model.safetensors (the caller looks it up: COORD_OK when init.job is empty).
+ * COORD_OK, COORD_EINVAL with err naming the field, or job_code's other errors. */
+int coord_init_place(const coordinator_t *c, job_spec_t *s, int job_code, const char *job_path, char *err,
+                     size_t errlen);
 
 #endif

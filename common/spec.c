@@ -11,6 +11,7 @@
 #include "catalog.h"
 #include "ckptdir.h"
 #include "errmsg.h"
+#include "freeze.h"
 #include "hash.h"
 #include "sha256.h"
 #include "suggest.h"
@@ -212,6 +213,8 @@ static const field_t SCHEDULE_FIELDS[] = {
 static int parse_shard_split(struct errbuf *e, const field_t *f, json_t *v, unsigned char *base, const char *where);
 static json_t *shard_split_json(const field_t *f, const unsigned char *base, int *prec);
 static json_t *real_json(double x, int *prec);
+static int parse_freeze(struct errbuf *e, const field_t *f, json_t *v, unsigned char *base, const char *where);
+static json_t *freeze_to_json(const field_t *f, const unsigned char *base, int *prec);
 
 /* Table order is document order: spec_to_json and spec_print_fields follow it. */
 static const field_t FIELDS[] = {
@@ -563,6 +566,13 @@ static const field_t FIELDS[] = {
      .doc = "true: every tensor of the model and of the source matched by name and shape, any other "
             "refused by name; false: the matching ones loaded, the rest reported (summary `init`: "
             "loaded, missing, unexpected, mismatched)."},
+
+    {.path = "freeze", STR(freeze), .def_str = "", .parse = parse_freeze, .to_json = freeze_to_json,
+     .type_doc = "array of strings", .default_doc = "`[]`", .allowed_doc = "up to 64 globs of 1 to 127 bytes",
+     .doc = "Globs (fnmatch) over parameter names (the built-in GPT's nanoGPT names, an imported model's "
+            "initializer names): the tensors they match take no weight update (their gradient is zeroed "
+            "before the all-reduce and the optimizer skips them). Each glob must match a tensor. The summary "
+            "has trainable_parameters and frozen_parameters."},
 
     {.path = "emulate.slowdown", .type = F_DOUBLES,
      MEMBER(job_spec_t, emulate.slowdown, double *), COUNT(emulate.nslowdown),
@@ -1487,6 +1497,21 @@ static int parse_shard_split(errbuf_t *e, const field_t *f, json_t *v, unsigned 
     s->algorithm.shard.nweights = (int)n;
     snprintf(s->algorithm.shard.split, sizeof s->algorithm.shard.split, "weights");
     return 0;
+}
+
+/* freeze: an array of globs held as one string (common/freeze.h) */
+static int parse_freeze(errbuf_t *e, const field_t *f, json_t *v, unsigned char *base, const char *where)
+{
+    char why[256];
+    (void)f;
+    if (freeze_parse(v, ((job_spec_t *)base)->freeze, why, sizeof why) != 0) return fail(e, "%s: %s", where, why);
+    return 0;
+}
+
+static json_t *freeze_to_json(const field_t *f, const unsigned char *base, int *prec)
+{
+    (void)f, (void)prec;
+    return freeze_json(((const job_spec_t *)base)->freeze);
 }
 
 static json_t *shard_split_json(const field_t *f, const unsigned char *base, int *prec)

@@ -206,6 +206,9 @@ typedef struct {
         char job[64];                    /* a coordinator's job: its latest weights */
         int strict;                      /* 1: every tensor matched, else refused by name */
     } init;
+    /* Globs over parameter names whose tensors take no weight update, '\n'-separated
+     * (common/freeze.h); "" = none. */
+    char freeze[2048];
 } job_spec_t;
 
 /* Adds the model of the ONNX file at path to the catalog under name (a model of source

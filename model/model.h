@@ -313,6 +313,9 @@ typedef struct {
      * convolution and linear biases), which optimizer.no_decay "auto" exempts from weight
      * decay. Set by model_create from the layer list. */
     int no_decay;
+    /* The spec's freeze matched it (worker/step.c): no weight update, its gradient zeroed.
+     * Set by the owner after model_create; 0 by default. */
+    int no_update;
 } tensor_info_t;
 
 typedef struct {
@@ -577,13 +580,14 @@ int model_alloc_moment2(model_t *m);
 /* The parameters in runs of adjacent tensors of one weight-decay group: from *ti = 0,
  * each call gives the next run's offset and float count into params and whether it is
  * exempt from decay (tensor_info_t's no_decay; groups 0: one run of every parameter, not
- * exempt) and returns 1; 0 past the last. Allocates nothing (a training step's). Inline:
- * the CUDA library (model_cuda.cu, which does not link model.c) walks the same runs. */
+ * exempt) and returns 1; 0 past the last. Frozen tensors (no_update) are in no run: the
+ * optimizer never touches them. Allocates nothing (a training step's). Inline: the CUDA
+ * library (model_cuda.cu, which does not link model.c) walks the same runs. */
 static inline int model_decay_run(const model_t *m, int groups, int *ti, size_t *off, size_t *count, int *no_decay)
 {
     /* parameter tensors lie in params in list order, one after the other */
     int t = *ti;
-    while (t < m->ntensors && m->tensors[t].is_buffer) t++;
+    while (t < m->ntensors && (m->tensors[t].is_buffer || m->tensors[t].no_update)) t++;
     if (t >= m->ntensors) return 0;
     const int nd = groups && m->tensors[t].no_decay;
     *off = m->tensors[t].offset;
@@ -591,7 +595,7 @@ static inline int model_decay_run(const model_t *m, int groups, int *ti, size_t 
     for (; t < m->ntensors; t++) {
         const tensor_info_t *x = &m->tensors[t];
         if (x->is_buffer) continue;
-        if ((groups && x->no_decay) != nd) break;
+        if (x->no_update || (groups && x->no_decay) != nd) break;
         *count += x->count;
     }
     *ti = t;

@@ -14,6 +14,7 @@
 #include "backend_cuda.h"
 #include "checkpoint.h"
 #include "dataroot.h"
+#include "freeze.h"
 #include "onnx_import.h"
 #include "modelfetch.h"
 #include "safetensors.h"
@@ -191,4 +192,37 @@ int worker_init_weights(worker_t *w, json_t **report, char *err, size_t errlen)
     }
     *report = rep;
     return 0;
+}
+
+int worker_apply_freeze(worker_t *w, char *err, size_t errlen)
+{
+    model_t *m = w->model;
+    const char *list = w->spec->freeze;
+    char g[FREEZE_GLOB_MAX];
+    size_t at = 0;
+    while (freeze_next(list, &at, g)) {
+        int hit = 0;
+        for (int i = 0; i < m->ntensors && !hit; i++)
+            hit = !m->tensors[i].is_buffer && freeze_matches(g, m->tensors[i].name); /* g: one glob */
+        if (!hit) return snprintf(err, errlen, "freeze: '%s' matches no parameter tensor of the model", g), -1;
+    }
+    w->trainable_params = w->frozen_params = 0;
+    w->any_frozen = 0;
+    for (int i = 0; i < m->ntensors; i++) {
+        tensor_info_t *t = &m->tensors[i];
+        if (t->is_buffer) continue;
+        t->no_update = list[0] && freeze_matches(list, t->name);
+        if (t->no_update) w->frozen_params += (long long)t->count;
+        else w->trainable_params += (long long)t->count;
+        w->any_frozen |= t->no_update;
+    }
+    return 0;
+}
+
+void worker_zero_frozen_grads(worker_t *w)
+{
+    if (!w->any_frozen) return;
+    const model_t *m = w->model;
+    for (int i = 0; i < m->ntensors; i++)
+        if (m->tensors[i].no_update) memset(m->grads + m->tensors[i].offset, 0, m->tensors[i].count * sizeof(float));
 }

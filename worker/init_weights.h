@@ -9,6 +9,9 @@
  * run is refused naming the first that is not; without it the matching ones are loaded and
  * the rest reported. A checkpoint holds no tensor names, only a hash of its model's layout:
  * it loads into the same model only (its parameters and buffers; strict or not).
+ *
+ * The spec's freeze (common/freeze.h) is applied here too: the tensors it names take no
+ * weight update (model.h's no_update, their gradients zeroed after each backward).
  */
 #ifndef PACER_INIT_WEIGHTS_H
 #define PACER_INIT_WEIGHTS_H
@@ -24,5 +27,13 @@
  * summary's "init": {"source", "loaded" (tensors), "missing", "unexpected", "mismatched"
  * (names)}. 0, or -1 with err naming the file and what does not match. */
 int worker_init_weights(worker_t *w, json_t **report, char *err, size_t errlen);
+
+/* The spec's freeze: marks every parameter tensor whose name a glob matches (model.h's
+ * no_update) and counts w->trainable_params and w->frozen_params. 0, or -1 with err naming
+ * a glob that matches no parameter tensor. */
+int worker_apply_freeze(worker_t *w, char *err, size_t errlen);
+/* Zeroes the gradients of the frozen tensors in w->model->grads (after each backward,
+ * before the all-reduce: nothing of theirs is summed, clipped or applied). */
+void worker_zero_frozen_grads(worker_t *w);
 
 #endif

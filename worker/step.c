@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "compress.h"
 #include "dcache.h"
+#include "init_weights.h"
 #include "conv_direct.h"
 #include "passert.h"
 #include "planner.h"
@@ -169,6 +170,7 @@ float worker_compute_grad(worker_t *w, float loss_scale)
         model_backward(w->model, w->x, w->y, w->batch, loss_scale);
         w->model->bn_sync = NULL;
     }
+    worker_zero_frozen_grads(w);   /* the spec's freeze: nothing of theirs reaches the all-reduce */
     sim_charge_train(w, w->batch); /* deterministic simulation: the cost model's time */
     double wall = clock_mono_s() - t0;
     phase_mark(&w->phases, PHASE_COMPUTE);

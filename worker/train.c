@@ -1163,6 +1163,8 @@ int worker_write_summary(const worker_t *w, const char *path, json_t *per_rank, 
         return -1;
     }
     if (w->init_report) json_object_set(root, "init", w->init_report);
+    json_object_set_new(root, "trainable_parameters", json_integer(w->trainable_params));
+    json_object_set_new(root, "frozen_parameters", json_integer(w->frozen_params));
     /* The job's staleness is rank 0's (this rank's): the parameter server records every
      * applied update once, and in the synchronous families every rank applies every
      * update with the same tau. Exact: it comes from the counts, not the histogram. */

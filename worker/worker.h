@@ -71,9 +71,11 @@ typedef enum {
 
 typedef struct worker {
     const job_spec_t *spec;
-    const char *model_onnx_out; /* --model-onnx: ONNX of each checkpoint's weights, or NULL */
-    const char *model_st_out;   /* --model-safetensors: the same as safetensors, or NULL */
-    struct json_t *init_report; /* the summary's "init" (worker/init_weights.h), or NULL */
+    const char *model_onnx_out;                /* --model-onnx: ONNX of each checkpoint's weights, or NULL */
+    const char *model_st_out;                  /* --model-safetensors: the same as safetensors, or NULL */
+    struct json_t *init_report;                /* the summary's "init" (worker/init_weights.h), or NULL */
+    long long trainable_params, frozen_params; /* the spec's freeze (worker/init_weights.h) */
+    int any_frozen;                            /* some tensor takes no update */
     const struct algo_ops *algo;
     void *algo_state; /* owned by the algorithm */
     /* algorithm.compression (compress.h): worker_compress_setup's, or the parameter-server

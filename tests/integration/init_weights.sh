@@ -4,7 +4,7 @@
 # init.checkpoint) at a learning rate of 1e-30 (every update far below its weight's float
 # spacing, so the first evaluation is of the starting weights), evaluates to the source's
 # last test_loss; without init it does not. A strict mismatch (a model of width 16, a file
-# without a tensor of the model) is refused by name; init.strict false loads what matches
+# without a tensor of the model, another model's checkpoint) is refused by name; init.strict false loads what matches
 # and the summary's init names the rest (missing, unexpected). init.job without a
 # coordinator, and two sources at once, are refused by name.
 . tests/lib.sh
@@ -59,7 +59,10 @@ $TORCH_PY tests/tools/st_torch.py --write "$TMP/edited2.safetensors" "$TMP/edite
 tune drop "{\"safetensors\": \"$TMP/edited2.safetensors\"}" && fail "a file without a tensor of the model was taken"
 grep -q "init.safetensors: $TMP/edited2.safetensors has no tensor 'transformer.ln_f.bias' of the model" "$TMP/drop.log" ||
     { tail -3 "$TMP/drop.log"; fail "a missing tensor: not refused by name"; }
-echo "ok: strict: another shape and a missing tensor are refused by name"
+tune wideck "{\"checkpoint\": \"$TMP/ck/src.ckpt\"}" '.model.gpt.embd = 16' && fail "a model of width 16 took width 32's checkpoint"
+grep -q "$TMP/ck/src.ckpt: checkpoint is for model gpt with 34176 parameters, job runs gpt with 10944" "$TMP/wideck.log" ||
+    { tail -3 "$TMP/wideck.log"; fail "another model's checkpoint: not refused by name"; }
+echo "ok: strict: another shape, a missing tensor and another model's checkpoint are refused by name"
 tune loose "{\"safetensors\": \"$TMP/edited2.safetensors\", \"strict\": false}" ||
     { tail -5 "$TMP/loose.log"; fail "init.strict false: the job failed"; }
 [ "$(jq -c '.init | [.loaded, .missing, .unexpected]' "$TMP/loose_summary.json")" = '[27,["transformer.ln_f.bias"],["head.extra"]]' ] ||

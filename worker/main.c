@@ -1105,10 +1105,19 @@ static const struct {
     const char *name;
     int (*fn)(run_t *r);
 } RUN_PHASES[] = {
-    {"mpi", phase_mpi},       {"spec", phase_spec},   {"setup", phase_setup},
-    {"resume", phase_resume}, {"init", phase_init},   {"export-init", phase_export_init},
-    {"trace", phase_trace},   {"sinks", phase_sinks}, {"train", phase_train},
+    /* one phase a line, in order */
+    /* clang-format off */
+    {"mpi", phase_mpi},
+    {"spec", phase_spec},
+    {"setup", phase_setup},
+    {"resume", phase_resume},
+    {"init", phase_init},
+    {"export-init", phase_export_init},
+    {"trace", phase_trace},
+    {"sinks", phase_sinks},
+    {"train", phase_train},
     {"report", phase_report},
+    /* clang-format on */
 };
 
 static int run(const worker_args_t *a)

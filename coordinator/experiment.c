@@ -1037,7 +1037,7 @@ static int trials_advance(coordinator_t *c, redisContext *rc, exp_t *e, double n
         if (t->job[0] && !state_final(t->state)) code = trial_poll(rc, e, i, &js[i], &whole[i], &as);
     }
     if (code == JS_OK) {
-        qsort(as.a, (size_t)as.n, sizeof *as.a, arrival_order);
+        if (as.n > 0) qsort(as.a, (size_t)as.n, sizeof *as.a, arrival_order); /* as.a is NULL when none came */
         for (int k = 0; k < as.n; k++) {
             if (e->search.method == SEARCH_PBT) pbt_judge(c, rc, e, &as.a[k], js[as.a[k].trial], now);
             else arrival_judge(c, rc, e, &as.a[k], now);

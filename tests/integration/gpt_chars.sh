@@ -55,18 +55,7 @@ echo "ok: $T holds the sorted characters"
 
 # a BPE tokenizer named by the spec: GPT-2's byte alphabet and one merge ("t h"), 257 ids
 mkdir -p "$TMP/bpe"
-python3 - "$TMP/bpe" <<'PY'
-import json, sys
-bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
-cs, n = bs[:], 0
-for b in range(256):
-    if b not in bs:
-        bs.append(b); cs.append(256 + n); n += 1
-vocab = {chr(c): b for b, c in zip(bs, cs)}
-vocab['th'] = 256
-json.dump(vocab, open(sys.argv[1] + '/vocab.json', 'w'), ensure_ascii=False)
-open(sys.argv[1] + '/merges.txt', 'w').write('#version: 0.2\nt h\n')
-PY
+python3 tests/tools/one_merge_bpe.py "$TMP/bpe" t h
 rm -rf "$TMP/ck"
 spec "{\"kind\": \"bpe\", \"vocab\": \"$TMP/bpe/vocab.json\", \"merges\": \"$TMP/bpe/merges.txt\"}" "$TMP/text" >"$TMP/bpejob.json"
 $WORKER --spec "$TMP/bpejob.json" --summary "$TMP/bpe.json" >"$TMP/bpejob.log" 2>&1 ||

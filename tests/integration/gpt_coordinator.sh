@@ -73,18 +73,7 @@ echo "ok: five submissions on a FIFO train.txt answered 422 at once, naming it; 
 # by the coordinator reading a BPE's files (GPT-2's byte alphabet and one merge: 257 ids),
 # whose FIFO vocab.json is refused at once, by name.
 mkdir -p "$TMP/root/bpe" "$TMP/root/bpefifo"
-python3 - "$TMP/root/bpe" <<'PY'
-import json, sys
-bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
-cs, n = bs[:], 0
-for b in range(256):
-    if b not in bs:
-        bs.append(b); cs.append(256 + n); n += 1
-vocab = {chr(c): b for b, c in zip(bs, cs)}
-vocab['th'] = 256
-json.dump(vocab, open(sys.argv[1] + '/vocab.json', 'w'), ensure_ascii=False)
-open(sys.argv[1] + '/merges.txt', 'w').write('#version: 0.2\nt h\n')
-PY
+python3 tests/tools/one_merge_bpe.py "$TMP/root/bpe" t h
 mkfifo "$TMP/root/bpefifo/vocab.json"
 cp "$TMP/root/bpe/merges.txt" "$TMP/root/bpefifo/"
 refused_as() { # refused_as CODE WANT GPT(JSON) DATASET(JSON)

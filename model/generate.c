@@ -178,11 +178,6 @@ attend_head(int T, int D, size_t E, float scale, const float *restrict q, const 
     }
 }
 
-static void round_bf16_in_place(float *x, int n)
-{
-    for (int i = 0; i < n; i++) x[i] = bf16_round(x[i]);
-}
-
 /* Causal self-attention of the rows positions from s->pos on of layer l: their q, k, v in
  * s->qkv, their k and v appended to the cache first (row r sees the positions up to its
  * own), the heads' outputs into s->y. */
@@ -192,12 +187,16 @@ static void attend(gen_state_t *s, int l, int rows)
     float *kc = s->kcache + (size_t)l * s->g.block * E, *vc = s->vcache + (size_t)l * s->g.block * E;
     const int bf16 = mm_precision() == MM_BF16;
     for (int r = 0; r < rows; r++) {
-        memcpy(kc + (size_t)(s->pos + r) * E, s->qkv + (size_t)r * 3 * E + E, (size_t)E * sizeof(float));
-        memcpy(vc + (size_t)(s->pos + r) * E, s->qkv + (size_t)r * 3 * E + 2 * E, (size_t)E * sizeof(float));
-        /* at bf16 the products' operands: q where it is, k and v as cached */
-        if (bf16)
-            round_bf16_in_place(s->qkv + (size_t)r * 3 * E, E), round_bf16_in_place(kc + (size_t)(s->pos + r) * E, E),
-                round_bf16_in_place(vc + (size_t)(s->pos + r) * E, E);
+        float *q = s->qkv + (size_t)r * 3 * E, *k = kc + (size_t)(s->pos + r) * E, *v = vc + (size_t)(s->pos + r) * E;
+        /* at bf16 the products' operands rounded: q where it is, k and v as they are cached */
+        if (bf16) {
+            bf16_round_rows(1, E, q, (size_t)E, q);
+            bf16_round_rows(1, E, q + E, (size_t)E, k);
+            bf16_round_rows(1, E, q + 2 * E, (size_t)E, v);
+        } else {
+            memcpy(k, q + E, (size_t)E * sizeof(float));
+            memcpy(v, q + 2 * E, (size_t)E * sizeof(float));
+        }
     }
     const float scale = 1.0f / sqrtf((float)D);
     for (int r = 0; r < rows; r++)

@@ -31,15 +31,6 @@ int attention_fits(int T, int D) { return T >= 1 && D >= 1 && bmm_small_ok(T, D,
 /* element (b, h, 0, 0) of an operand */
 static size_t at(const attn_operand_t *o, int b, int h) { return o->off + (size_t)b * o->ss + (size_t)h * o->hs; }
 
-/* rows x cols of src (row stride rs) rounded to bf16 into the dense dst (each clone
- * computes bf16_round's bits, wider) */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void
-round_rows(int rows, int cols, const float *restrict src, size_t rs, float *restrict dst)
-{
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++) dst[(size_t)r * cols + c] = bf16_round(src[(size_t)r * rs + c]);
-}
-
 /* The lower triangle (the diagonal included) of an S x S matrix rounded to bf16 into dst,
  * zeros above it (as the softmax writes: the small products read whole blocks) */
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void round_lower(int S, const float *restrict src,
@@ -76,7 +67,7 @@ static void forward_part(void *arg, int t, int T)
         size_t qs = a->q.rs, ks = a->k.rs, vs = a->v.rs;
         float *ph = j->pw + (size_t)bh * S * S;
         if (bf16) {
-            round_rows(S, D, qh, qs, qr), round_rows(S, D, kh, ks, kr), round_rows(S, D, vh, vs, vr);
+            bf16_round_rows(S, D, qh, qs, qr), bf16_round_rows(S, D, kh, ks, kr), bf16_round_rows(S, D, vh, vs, vr);
             qh = qr, kh = kr, vh = vr, qs = ks = vs = (size_t)D;
         }
         /* the scores into the softmax's output, normalised there */
@@ -118,8 +109,8 @@ static void backward_part(void *arg, int t, int T)
         const float *qh = j->q + qo, *kh = j->k + ko, *vh = j->v + vo, *pa = ph, *dsa = ds;
         size_t qs = a->q.rs, ks = a->k.rs, vs = a->v.rs, ys = a->y.rs;
         if (bf16) {
-            round_rows(S, D, qh, qs, qr), round_rows(S, D, kh, ks, kr), round_rows(S, D, vh, vs, vr);
-            round_rows(S, D, dyh, ys, dyr), round_lower(S, ph, pr);
+            bf16_round_rows(S, D, qh, qs, qr), bf16_round_rows(S, D, kh, ks, kr), bf16_round_rows(S, D, vh, vs, vr);
+            bf16_round_rows(S, D, dyh, ys, dyr), round_lower(S, ph, pr);
             qh = qr, kh = kr, vh = vr, dyh = dyr, pa = pr, qs = ks = vs = ys = (size_t)D;
         }
         bmm_strided(S, S, D, dyh, ys, 1, vh, 1, vs, ds, (size_t)S, 1, BMM_TRI_OUT_LOWER);

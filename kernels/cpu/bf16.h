@@ -9,6 +9,7 @@
 #ifndef PACER_BF16_H
 #define PACER_BF16_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -45,5 +46,9 @@ static inline float bf16_round(float f)
     memcpy(&f, &u, sizeof f);
     return f;
 }
+
+/* rows x cols of src (row stride ld) rounded to bf16 into the dense dst (row stride cols);
+ * dst may be src itself when ld == cols (rounding in place). Vectorised (bf16.c). */
+void bf16_round_rows(int rows, int cols, const float *src, size_t ld, float *dst);
 
 #endif

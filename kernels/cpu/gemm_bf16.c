@@ -80,16 +80,6 @@ static inline float elem(int trans, const float *X, int ld, int r, int c)
 
 /* ---- the portable path ----------------------------------------------------------------- */
 
-/* rows x cols of X (row stride ld) rounded into a dense rows x cols copy */
-static void round_copy(int rows, int cols, const float *X, int ld, float *out)
-{
-    for (int r = 0; r < rows; r++) {
-        const float *x = X + (size_t)r * ld;
-        float *o = out + (size_t)r * cols;
-        for (int c = 0; c < cols; c++) o[c] = bf16_round(x[c]);
-    }
-}
-
 /* Without scratch (out of memory): the sums one by one, in k order. */
 static void direct(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                    float beta, float *C, int ldc)
@@ -115,8 +105,8 @@ static void portable(int ta, int tb, int M, int N, int K, float alpha, const flo
         direct(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    round_copy(ar, ac, A, lda, a);
-    round_copy(br, bc, B, ldb, b);
+    bf16_round_rows(ar, ac, A, (size_t)lda, a);
+    bf16_round_rows(br, bc, B, (size_t)ldb, b);
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, a, ac, b,
                 bc, beta, C, ldc);
 }

@@ -4,9 +4,8 @@
 /* One clone a vector width, each bf16_round's bits: no two iterations touch one element,
  * in place included, which ivdep tells the vectoriser (else it checks for overlap on
  * every row of a few dozen floats). */
-__attribute__((target_clones("avx512f", "avx2", "default"))) void bf16_round_rows(int rows, int cols,
-                                                                                   const float *src, size_t ld,
-                                                                                   float *dst)
+__attribute__((target_clones("avx512f", "avx2", "default"))) void bf16_round_rows(int rows, int cols, const float *src,
+                                                                                  size_t ld, float *dst)
 {
     for (int r = 0; r < rows; r++) {
         const float *s = src + (size_t)r * ld;

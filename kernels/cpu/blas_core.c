@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cpu_isa.h"
+
 const char *blas_core(void)
 {
     const char *c = openblas_get_corename();
@@ -37,10 +39,10 @@ int blas_core_avx2(void)
 const char *blas_core_by_flags(void)
 {
     unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) return NULL;
-    unsigned lo, hi;
-    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    const int fma = (c & bit_FMA) != 0, os_avx = (lo & 6) == 6, os_avx512 = (lo & 0xe6) == 0xe6;
+    const unsigned long long x = cpu_os_states();
+    if (!x || !__get_cpuid(1, &a, &b, &c, &d)) return NULL;
+    const int fma = (c & bit_FMA) != 0, os_avx = (x & CPU_OS_AVX) == CPU_OS_AVX,
+              os_avx512 = (x & CPU_OS_AVX512) == CPU_OS_AVX512;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return NULL;
     const unsigned avx512 = bit_AVX512F | bit_AVX512CD | bit_AVX512BW | bit_AVX512DQ | bit_AVX512VL;
     if (os_avx512 && (b & avx512) == avx512) return "SkylakeX";

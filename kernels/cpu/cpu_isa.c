@@ -35,8 +35,10 @@ int cpu_isa_parse(const char *s, cpu_isa_t *out)
     return -1;
 }
 
-static unsigned long long xcr0(void)
+unsigned long long cpu_os_states(void)
 {
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) return 0;
     unsigned lo, hi;
     __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     return ((unsigned long long)hi << 32) | lo;
@@ -47,13 +49,12 @@ static unsigned long long xcr0(void)
 static cpu_isa_t detect(void)
 {
     unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) {
+    const unsigned long long x = cpu_os_states();
+    if (!x) {
         snprintf(why_not, sizeof why_not, "the OS does not save the AVX state (no OSXSAVE)");
         return CPU_ISA_PORTABLE;
     }
-    unsigned long long x = xcr0();
-    /* SSE, AVX, opmask, the upper ZMM halves and ZMM16-31: AVX-512's states */
-    int os_avx512 = (x & 0xe6) == 0xe6;
+    const int os_avx512 = (x & CPU_OS_AVX512) == CPU_OS_AVX512;
     if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
         snprintf(why_not, sizeof why_not, "the CPU reports no extended features (cpuid leaf 7)");
         return CPU_ISA_PORTABLE;
@@ -72,7 +73,7 @@ static cpu_isa_t detect(void)
         snprintf(why_not, sizeof why_not, "the CPU has no amx_bf16 and amx_tile");
         return CPU_ISA_AVX512_BF16;
     }
-    if ((x & (3ull << 17)) != (3ull << 17)) {
+    if ((x & CPU_OS_AMX) != CPU_OS_AMX) {
         snprintf(why_not, sizeof why_not, "the OS does not enable the AMX tile states (XCR0)");
         return CPU_ISA_AVX512_BF16;
     }

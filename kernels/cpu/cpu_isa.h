@@ -32,6 +32,13 @@ const char *cpu_isa_env_error(void);
 /* Caps the path (tests: each path in turn); returns the path now taken. The cap stays
  * until the next call. Not while a product runs. */
 cpu_isa_t cpu_isa_cap(cpu_isa_t cap);
+/* The register states the OS saves (XCR0), 0 where it saves none (no OSXSAVE): the
+ * vector units are usable only with their states, whatever cpuid says. */
+unsigned long long cpu_os_states(void);
+#define CPU_OS_AVX 0x6ull       /* SSE and AVX */
+#define CPU_OS_AVX512 0xe6ull   /* and the opmask, the upper ZMM halves, ZMM16-31 */
+#define CPU_OS_AMX (3ull << 17) /* the tile configuration and data */
+
 /* Parses PACER_CPU_ISA's spelling; 0, or -1 for none of them. */
 int cpu_isa_parse(const char *s, cpu_isa_t *out);
 

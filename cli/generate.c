@@ -93,8 +93,10 @@ static void print_counts(const json_t *ans, char last)
     fflush(stdout);
     json_int_t tokens = json_integer_value(json_object_get(ans, "tokens"));
     json_int_t prompt_tokens = json_integer_value(json_object_get(ans, "prompt_tokens"));
-    double rate = json_number_value(json_object_get(ans, "tokens_per_s"));
-    fprintf(stderr, "pacer generate: %lld tokens after a prompt of %lld, %.1f tokens/s%s\n", (long long)tokens,
+    json_t *r = json_object_get(ans, "tokens_per_s");
+    char rate[32] = "- tokens/s (not measured)";
+    if (json_is_number(r)) snprintf(rate, sizeof rate, "%.1f tokens/s", json_number_value(r));
+    fprintf(stderr, "pacer generate: %lld tokens after a prompt of %lld, %s%s\n", (long long)tokens,
             (long long)prompt_tokens, rate,
             json_is_true(json_object_get(ans, "prompt_truncated"))
                 ? " (the prompt was cut to the model's last block_size tokens)"

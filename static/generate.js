@@ -61,7 +61,8 @@
       await readFrames(resp, (type, d) => {
         if (type === 'token') out.textContent += d.text;
         else if (type === 'done') {
-          note.textContent = d.tokens + ' tokens, ' + Number(d.tokens_per_s).toFixed(1) + ' tokens/s' +
+          const rate = typeof d.tokens_per_s === 'number' ? d.tokens_per_s.toFixed(1) : '–';
+          note.textContent = d.tokens + ' tokens, ' + rate + ' tokens/s' +
             (d.prompt_truncated ? '; the prompt was cut to its last ' + d.prompt_tokens + ' tokens (the window)' : '');
         } else if (type === 'error') note.textContent = 'failed: ' + d.error;
       });

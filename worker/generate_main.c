@@ -260,6 +260,8 @@ static int summary(const tokenizer_t *tok, const stream_t *s, size_t prompt_toke
                           cut > 0, "prompt_dropped", (json_int_t)cut, "tokens_per_s",
                           seconds > 0 ? (double)s->n / seconds : 0.0, "checkpoint", slash ? slash + 1 : ckpt);
     if (o) {
+        /* a rate over no measured time is no figure: null, not 0 */
+        if (!(seconds > 0)) json_object_set_new(o, "tokens_per_s", json_null());
         /* what the products ran on (kernels/cpu/matmul.h), as a job's summary says it */
         json_object_set_new(o, "precision", json_string(mm_precision_name(mm_precision())));
         json_object_set_new(o, "kernels", json_pack("{s:s}", "gemm", mm_kernel()));

@@ -14,23 +14,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "admission.h"
 #include "api_cache.h"
 #include "ckptdir.h"
 #include "clock.h"
 #include "clog.h"
-#include "dataroots.h"
-#include "dataroot.h"
-#include "dsprobe.h"
 #include "errmsg.h"
-#include "init_source.h"
-#include "memest.h"
 #include "quotas.h"
 #include "policy.h"
 #include "record_fields.h"
 #include "run.h"
-#include "simjob.h"
 #include "stall.h"
-#include "tokenizer.h"
 #include "staleness.h"
 
 #define LIST_DEFAULT 50
@@ -208,208 +202,6 @@ int coord_submit_spec_by(coordinator_t *c, const job_spec_t *s, const coord_call
     return coord_submit_spec_as(c, s, NULL, by, id, idlen, job, err, errlen);
 }
 
-/* dataset.path, resolved (realpath: no "..", no symbolic link out), must be one of the
- * data roots or under one (common/dataroot.h: the rule the listing applies too): a
- * client of the API must not make the workers read, and the log then quote, any file
- * the daemon's user can read, nor learn which paths exist outside the roots. Only the daemon checks: the
- * command-line client writes to Redis itself, as the operator. The message names the
- * path as the client sent it, never what is in the file. */
-/* The spec's init (init_source.h), init.job's file looked up here. */
-static int init_place(coordinator_t *c, job_spec_t *s, char *err, size_t errlen)
-{
-    char path[PATH_MAX] = "";
-    int code = s->init.job[0] ? coord_model_file_path(c, s->init.job, "model.safetensors", path, sizeof path) : COORD_OK;
-    return coord_init_place(c, s, code, path, err, errlen);
-}
-
-static int data_path_allowed(const coordinator_t *c, const char *path, char *err, size_t errlen)
-{
-    return coord_data_path_allowed(c, "dataset.path", path, err, errlen);
-}
-
-/* The same rule for every file a spec names for the workers to read beside the data set
- * (the BPE tokenizer's vocab.json, merges.txt or tokenizer.json), named as field. */
-static int tokenizer_paths_allowed(const coordinator_t *c, const job_spec_t *s, char *err, size_t errlen)
-{
-    const char *field[3] = {"dataset.tokenizer.vocab", "dataset.tokenizer.merges", "dataset.tokenizer.file"};
-    const char *path[3] = {s->dataset.tokenizer_vocab, s->dataset.tokenizer_merges, s->dataset.tokenizer_file};
-    for (int i = 0; i < 3; i++)
-        if (path[i][0] && coord_data_path_allowed(c, field[i], path[i], err, errlen) != 0) return -1;
-    return 0;
-}
-
-
-/* A built-in data set (format idx or cifar) is read from where the catalog finds it
- * (catalog_dataset_locate over the data roots: the rule GET /api/v1/datasets shows), and
- * the stored spec says so: its dataset.path is filled in, absolute, so that the workers
- * (started in another directory, on other hosts of a shared file system) read what the
- * listing showed, and one that is absent is refused now (422 naming every place tried
- * and how to add it) instead of a job that fails at its start. A dataset.path the spec
- * gives must lie under a data root (400, data_path_allowed) and hold the set's files
- * (422). A retry (again) resolves anew when its stored path no longer passes: the
- * daemon may have been restarted with other --data-root directories, or the files
- * moved. s is the daemon's own copy; a user's data set is left to dataset_usable. */
-static int builtin_dataset_place(const coordinator_t *c, job_spec_t *s, int again, char *err, size_t errlen)
-{
-    catalog_dataset_t d;
-    if (spec_dataset_is_user(s) || catalog_dataset_get(s->dataset.name, &d) != 0 || catalog_format_is_user(d.format))
-        return COORD_OK;
-    const char *roots[COORD_DATA_ROOTS_MAX];
-    int nroots = coord_data_roots_get(c, roots);
-    char found[PATH_MAX], looked[1024];
-    int located = catalog_dataset_locate(&d, roots, nroots, found, sizeof found, looked, sizeof looked) == 0;
-    if (s->dataset.path[0]) {
-        /* outside the data roots first (400), so that the answer never says what such
-         * a path holds; then the files (422) */
-        char why[768];
-        int code = COORD_OK;
-        if (data_path_allowed(c, s->dataset.path, why, sizeof why) != 0) {
-            code = COORD_EINVAL;
-        } else if (!catalog_dataset_present(&d, s->dataset.path)) {
-            code = COORD_EDATA;
-            snprintf(why, sizeof why, "dataset.path: %.300s does not hold the files of dataset.name %s",
-                     s->dataset.path, d.name);
-        }
-        if (code == COORD_OK) return COORD_OK;
-        if (!again) {
-            errmsg(err, errlen, "%s", why);
-            return code;
-        }
-        s->dataset.path[0] = '\0'; /* a retry: where the catalog finds it now */
-    }
-    if (located && strlen(found) < sizeof s->dataset.path) {
-        snprintf(s->dataset.path, sizeof s->dataset.path, "%s", found);
-        return COORD_OK;
-    }
-    /* how to add it: its files, each raw or gzipped, in its directory */
-    char files[512] = "";
-    size_t k = 0;
-    for (int split = 0; split < 2; split++) {
-        int n = split ? d.ntest : d.ntrain;
-        for (int i = 0; i < n && k < sizeof files; i++) {
-            int w = snprintf(files + k, sizeof files - k, "%s%s", k ? ", " : "",
-                             split ? d.test_files[i] : d.train_files[i]);
-            if (w > 0) k += (size_t)w;
-        }
-    }
-    errmsg(err, errlen,
-           "dataset.name: %s is not on this machine: looked in %s; add its files (%.400s; each may be gzipped) "
-           "to %s/ under a data root (--data-root DIR)%s (docs/JOB_SPEC.md, \"Built-in data sets\")",
-           d.name, looked[0] ? looked : "no place", files, d.dir,
-           d.fixed_dir[0] ? "" : " or under $PACER_SHARED/datasets");
-    return COORD_EDATA;
-}
-
-/* A text data set read by a BPE tokenizer: its files are read now, as the workers will
- * (common/tokenizer.h: the data roots' checked open, bounded, never waiting on a FIFO), so
- * that one that does not load is refused by name (422) instead of a job that fails at its
- * start, and a GPT whose model.gpt.vocab_size exceeds the tokenizer's vocabulary (its
- * samples could be ids nothing decodes) is refused now, not at its first generation. */
-static int tokenizer_usable(const job_spec_t *s, char *err, size_t errlen)
-{
-    if (strcmp(s->dataset.tokenizer, "bpe") != 0) return COORD_OK;
-    char why[1024];
-    tokenizer_t *t = tokenizer_for_dataset("bpe", s->dataset.path, s->dataset.tokenizer_vocab,
-                                           s->dataset.tokenizer_merges, s->dataset.tokenizer_file, why, sizeof why);
-    if (!t) {
-        errmsg(err, errlen, "dataset.tokenizer: %s", why);
-        return COORD_EDATA;
-    }
-    const int n = tokenizer_vocab_size(t);
-    tokenizer_free(t);
-    if (spec_model_is_gpt(s) && s->gpt.vocab_size > n) {
-        errmsg(err, errlen,
-               "model.gpt.vocab_size: %d, more than the %d ids of the data set's BPE tokenizer: the model would "
-               "sample ids nothing decodes; leave it out (the tokenizer's) or give at most %d",
-               s->gpt.vocab_size, n, n);
-        return COORD_EDATA;
-    }
-    return COORD_OK;
-}
-
-/* A user's data set (dataset.format imagefolder or npz), probed before the job is queued
- * (common/dsprobe.h: the folder listed, the .npz's headers and labels read; no image is
- * decoded; a BPE tokenizer's files read): what can be known now is refused now, 422 naming
- * dataset.path (or the tokenizer's file), instead of a job that fails at its start. Its
- * classes must be the outputs of a model of its own width (an imported one); a built-in's
- * head is sized to them. */
-static int dataset_usable(const job_spec_t *s, char *err, size_t errlen)
-{
-    dsprobe_t p;
-    char why[1024];
-    if (dsprobe(spec_dataset_format(s), s->dataset.path, s->dataset.layout, &p, why, sizeof why) != 0) {
-        errmsg(err, errlen, "dataset.path: %s", why);
-        return COORD_EDATA;
-    }
-    const int rc = tokenizer_usable(s, err, errlen);
-    if (rc != COORD_OK) return rc;
-    catalog_model_t m;
-    if (catalog_model_get(s->model, &m) == 0 && m.head_in == 0 && m.classes != p.classes) {
-        errmsg(err, errlen, "dataset.path: %.300s has %d classes, model %s has %d outputs (one per class)",
-               s->dataset.path, p.classes, s->model, m.classes);
-        return COORD_EDATA;
-    }
-    return COORD_OK;
-}
-
-/* Memory admission: each host's ranks against its memory (hostmem.h: by-slot placement,
- * the local launcher's every rank here, a sharded job's ranks each for its own range).
- * A host of unknown memory (a hostfile's or Slurm's without --host-memory-mb or
- * --host-memory-mb-of) is not checked; a model or data set without an estimate (gone
- * from the catalog since the spec was parsed) does not fit. The host table is the tick's
- * (coordinator.c's admission_hosts), copied here. */
-static int memory_fits(coordinator_t *c, const job_spec_t *s, int world, char *err, size_t errlen)
-{
-    pthread_mutex_lock(&c->lock);
-    const int n = c->nadmit_hosts;
-    hostmem_host_t *hosts = n > 0 ? malloc((size_t)n * sizeof *hosts) : NULL;
-    if (hosts) memcpy(hosts, c->admit_hosts, (size_t)n * sizeof *hosts);
-    pthread_mutex_unlock(&c->lock);
-    if (n > 0 && !hosts) {
-        errmsg(err, errlen, "out of memory");
-        return 0;
-    }
-    int ok = hostmem_fits(s, world, hosts, n, launcher_kind(c->launcher) == LAUNCHER_LOCAL, err, errlen);
-    /* The hostfile launcher writes the attempt's hostfile in the order run.c chooses: a
-     * list of weights whose large shares do not fit where the hostfile's order puts them
-     * is launched with the hosts reordered (hostmem_order), and admitted when that fits. */
-    int *order = !ok && n > 0 && launcher_kind(c->launcher) == LAUNCHER_HOSTFILE ? malloc((size_t)n * sizeof *order)
-                                                                                 : NULL;
-    if (order && hostmem_order(s, world, hosts, n, order) == 2) ok = 1;
-    free(order);
-    free(hosts);
-    return ok;
-}
-
-/* Admission: a job that could never run is refused now, not queued forever (or run
- * hundreds of ranks to a core): 1, or 0 with err saying why. Only the daemon knows its slots
- * (0 in coordinator_open's CLI mode, where the daemon's scheduler still runs it alone,
- * oversubscribed). A simulated job's ranks are simulated hosts inside one pacer-sim process
- * (one of --sim-slots), not ranks on the launcher's slots: its size is not counted here.
- * oversub: the warning of a job accepted with more ranks than slots, else "". */
-static int admitted(coordinator_t *c, const job_spec_t *s, int world, char *oversub, size_t oversublen, char *err,
-                    size_t errlen)
-{
-    oversub[0] = 0;
-    if (c->slots_total > 0 && !s->simulate.enabled && world > c->slots_total * c->cfg.oversubscribe) {
-        errmsg(err, errlen,
-               "workers: %d ranks (world %d) do not fit the cluster's %d slot%s times the "
-               "oversubscription factor %g (--oversubscribe-factor): at most %d",
-               s->workers, world, c->slots_total, c->slots_total == 1 ? "" : "s", c->cfg.oversubscribe,
-               (int)(c->slots_total * c->cfg.oversubscribe) - (world - s->workers));
-        return 0;
-    }
-    if (c->slots_total > 0 && !s->simulate.enabled &&
-        policy_oversubscribed(world, c->slots_total, oversub, oversublen) && c->cfg.refuse_oversubscribed) {
-        errmsg(err, errlen,
-               "workers: %s; this coordinator refuses oversubscribed jobs (--refuse-oversubscribed): at most %d "
-               "workers",
-               oversub, c->slots_total - (world - s->workers));
-        return 0;
-    }
-    return !(c->daemon && !s->simulate.enabled && !memory_fits(c, s, world, err, errlen));
-}
-
 static int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const char *parent, const coord_caller_t *by,
                                 char *id, size_t idlen, json_t **job, char *err, size_t errlen)
 {
@@ -417,26 +209,8 @@ static int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const cha
     redisContext *rc = NULL;
     int rc_code = COORD_EINTERNAL;
     char *norm = NULL;
-    job_spec_t *own = NULL;
     if (job) *job = NULL;
     if (err && errlen) err[0] = 0;
-    if (s->simulate.enabled && c->daemon) {
-        /* Platform files only from the daemon's platform directory (simjob.h); checked
-         * on a copy: the job keeps the paths as written, the launch resolves them again.
-         * A client (coordinator_open) does not know the daemon's directory: its launch
-         * refuses such a job then, with the same message as its reason. */
-        job_spec_t *chk = malloc(sizeof *chk);
-        char why[512];
-        if (!chk) goto out;
-        *chk = *s;
-        int bad = simjob_resolve(c->sim_platforms, chk, why, sizeof why);
-        free(chk);
-        if (bad) {
-            errmsg(err, errlen, "%s", why);
-            rc_code = COORD_EINVAL;
-            goto out;
-        }
-    }
     job_new_t j = {
         .spec_json = NULL, /* below, once the data set's place is in the spec */
         .name = s->name,
@@ -448,42 +222,11 @@ static int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const cha
         .simulated = s->simulate.enabled,
         .parent = parent,
     };
-    if (c->daemon &&
-        ((spec_dataset_is_user(s) && s->dataset.path[0] && data_path_allowed(c, s->dataset.path, err, errlen) != 0) ||
-         tokenizer_paths_allowed(c, s, err, errlen) != 0)) {
-        rc_code = COORD_EINVAL;
-        goto out;
-    }
-    /* Where workers write is the daemon's to say (--data-cache-dir): a client must not
-     * make them create files elsewhere. */
-    if (c->daemon && s->dataset.cache_dir[0]) {
-        errmsg(err, errlen,
-               "dataset.cache_dir: set by the coordinator (--data-cache-dir), not by a submitted spec; leave it out");
-        rc_code = COORD_EINVAL;
-        goto out;
-    }
-    if (c->daemon && spec_dataset_is_user(s)) {
-        rc_code = dataset_usable(s, err, errlen);
-        if (rc_code != COORD_OK) goto out;
-    }
-    char oversub[128] = "";
-    if (!admitted(c, s, j.world, oversub, sizeof oversub, err, errlen)) {
-        rc_code = COORD_ENOFIT;
-        goto out;
-    }
+    admission_t adm = {.spec = s, .again = parent != NULL, .world = j.world};
+    rc_code = admission_run(c, &adm, err, errlen);
+    if (rc_code != COORD_OK) goto out;
     rc_code = COORD_EINTERNAL;
-    if (c->daemon) {
-        /* a built-in data set's place goes into the stored spec (the daemon's copy):
-         * after admission, which needs no disk, so a job that cannot fit says so first */
-        own = malloc(sizeof *own);
-        if (!own) goto out;
-        *own = *s;
-        rc_code = builtin_dataset_place(c, own, parent != NULL, err, errlen);
-        if (rc_code == COORD_OK) rc_code = init_place(c, own, err, errlen);
-        if (rc_code != COORD_OK) goto out;
-        rc_code = COORD_EINTERNAL;
-        s = own;
-    }
+    if (adm.placed) s = adm.placed;
     norm = spec_to_json_doc(s, job ? &doc : NULL);
     if (!norm) goto out;
     j.spec_json = norm;
@@ -512,7 +255,7 @@ static int coord_submit_spec_as(coordinator_t *c, const job_spec_t *s, const cha
         char warn[4][SPEC_WARNING_MAX];
         int nw = spec_warnings(s, warn, 3);
         /* Runs more ranks than slots: said now, and on the job's page (oversub_attach). */
-        if (oversub[0]) snprintf(warn[nw++], sizeof warn[0], "%s", oversub);
+        if (adm.oversub[0]) snprintf(warn[nw++], sizeof warn[0], "%s", adm.oversub);
         json_t *list = job && *job && nw ? json_array() : NULL;
         for (int i = 0; i < nw; i++) {
             clog_printf("job %s: warning: %s", id, warn[i]);
@@ -524,7 +267,7 @@ out:
     json_decref(h);
     json_decref(doc);
     free(norm);
-    free(own);
+    free(adm.placed);
     return rc_code;
 }
 

@@ -31,6 +31,7 @@
 #include <hiredis/hiredis.h>
 #include <jansson.h>
 
+#include "admission.h"
 #include "catalog.h"
 #include "coordinator.h"
 #include "dynbatch.h"
@@ -1342,6 +1343,107 @@ static void test_daemon_stale_heartbeat(void **state)
     free(args);
 }
 
+/* Admission's table (admission.h): each check refuses the spec it exists for, by its
+ * name, with its code and a message naming the field; a spec that passes them all is
+ * placed (its built-in data set's absolute path filled in, the submitted spec untouched). One daemon: a hostfile of one slot
+ * with 200 MiB, oversubscribed jobs refused, one data root holding a fake cifar-10. */
+static void test_admission_table(void **state)
+{
+    fixture_t *fx = *state;
+    char hf[200], root[200], dir[300], empty[300];
+    snprintf(hf, sizeof hf, "%s/hosts", fx->dir);
+    write_text(hf, "localhost slots=1\n");
+    snprintf(root, sizeof root, "%s/data", fx->dir);
+    snprintf(dir, sizeof dir, "%s/mnist", root);
+    snprintf(empty, sizeof empty, "%s/empty", root);
+    assert_int_equal(mkdir(root, 0755), 0);
+    assert_int_equal(mkdir(dir, 0755), 0);
+    assert_int_equal(mkdir(empty, 0755), 0);
+    static const char *const FILES[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                                        "t10k-labels-idx1-ubyte"};
+    for (size_t i = 0; i < sizeof FILES / sizeof FILES[0]; i++) {
+        char f[400];
+        snprintf(f, sizeof f, "%s/%s", dir, FILES[i]);
+        assert_int_equal(write_text(f, ""), 0);
+    }
+    const char *roots[] = {root};
+    fx->cfg.data_roots = roots;
+    fx->cfg.ndata_roots = 1;
+    fx->cfg.hostfile = hf;
+    fx->cfg.host_memory_mb = 200;
+    fx->cfg.refuse_oversubscribed = 1;
+    start_daemon(fx);
+
+    char userset[600], emptyset[600], tokset[600], placeset[600];
+    snprintf(placeset, sizeof placeset, "{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\", \"path\": \"%s\"}}",
+             empty);
+    snprintf(userset, sizeof userset, "{\"model\": \"lenet5\", \"dataset\": {\"format\": \"imagefolder\", "
+                                      "\"path\": \"/etc\"}}");
+    snprintf(emptyset, sizeof emptyset, "{\"model\": \"lenet5\", \"dataset\": {\"format\": \"imagefolder\", "
+                                        "\"path\": \"%s\"}}", empty);
+    snprintf(tokset, sizeof tokset, "{\"model\": {\"gpt\": {\"layers\": 1}}, \"dataset\": {\"format\": \"text\", "
+             "\"path\": \"%s\", \"tokenizer\": {\"kind\": \"bpe\", \"file\": \"/etc/passwd\"}}}", empty);
+    const struct {
+        const char *spec, *check;
+        int code;
+        const char *says;
+    } cases[] = {
+        {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}, \"simulate\": {\"enabled\": true, "
+         "\"platform\": \"nosuch.xml\"}}",
+         "simulate-platform", COORD_EINVAL, "nosuch.xml"},
+        {userset, "data-root", COORD_EINVAL, "dataset.path"},
+        {tokset, "tokenizer-root", COORD_EINVAL, "dataset.tokenizer.file"},
+        {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\", \"cache_dir\": \"/tmp/x\"}}", "cache-dir",
+         COORD_EINVAL, "dataset.cache_dir"},
+        {emptyset, "user-dataset", COORD_EDATA, "dataset.path"},
+        {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}, \"workers\": 5, \"algorithm\": {\"name\": \"ssgd\"}}", "slots", COORD_ENOFIT,
+         "do not fit the cluster's 1 slot"},
+        {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}, \"workers\": 2, \"algorithm\": {\"name\": \"ssgd\"}}", "oversubscribed",
+         COORD_ENOFIT, "refuses oversubscribed"},
+        {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}, \"batch_size\": 65536}", "memory",
+         COORD_ENOFIT, "MiB"},
+        {placeset, "dataset-place", COORD_EDATA, "does not hold the files of dataset.name mnist"},
+        {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}, \"init\": {\"job\": \"nosuch\"}}", "init",
+         COORD_EINVAL, "init.job"},
+    };
+    int seen[16] = {0};
+    job_spec_t *s = malloc(sizeof *s);
+    assert_non_null(s);
+    char err[ERRLEN];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (spec_parse(cases[i].spec, s, err, sizeof err) != 0) fprintf(stderr, "case %zu: %s\n", i, err);
+        assert_int_equal(spec_parse(cases[i].spec, s, err, sizeof err), 0);
+        admission_t a = {.spec = s, .world = s->workers};
+        err[0] = 0;
+        const int code = admission_run(fx->daemon, &a, err, sizeof err);
+        if (!a.refused_by || strcmp(a.refused_by, cases[i].check) != 0 || !strstr(err, cases[i].says))
+            fprintf(stderr, "case %zu: refused by %s (want %s): %s\n", i, a.refused_by ? a.refused_by : "none",
+                    cases[i].check, err);
+        assert_non_null(a.refused_by);
+        assert_string_equal(a.refused_by, cases[i].check);
+        assert_int_equal(code, cases[i].code);
+        assert_non_null(strstr(err, cases[i].says));
+        for (size_t k = 0; k < admission_count(); k++)
+            if (strcmp(admission_name(k), a.refused_by) == 0) seen[k] = 1;
+        free(a.placed);
+    }
+    for (size_t k = 0; k < admission_count(); k++) {
+        if (!seen[k]) fprintf(stderr, "no case for %s\n", admission_name(k));
+        assert_true(seen[k]);
+    }
+    /* admitted: the built-in set placed in the daemon's copy */
+    assert_int_equal(spec_parse("{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}}", s, err, sizeof err),
+                     0);
+    admission_t ok = {.spec = s, .world = 1};
+    assert_int_equal(admission_run(fx->daemon, &ok, err, sizeof err), COORD_OK);
+    assert_null(ok.refused_by);
+    assert_non_null(ok.placed);
+    assert_string_equal(s->dataset.path, "");
+    assert_true(ok.placed->dataset.path[0] == '/'); /* where the catalog found it: the root's or $PACER_SHARED's */
+    free(ok.placed);
+    free(s);
+}
+
 /* Slots come from the hostfile; the queue is FIFO: a job waits while the running ones
  * use every slot and starts when one frees. The hostfile is passed to mpirun. */
 static void test_daemon_slots(void **state)
@@ -2056,6 +2158,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_daemon_stop_jobs_on_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_stale_heartbeat, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_slots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_admission_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_memory_admission, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_shard_admission, setup, teardown),
         cmocka_unit_test_setup_teardown(test_daemon_shard_placement, setup, teardown),

@@ -16,11 +16,11 @@
  * bit for bit (test_gpt's test_gpt_attention_fused). The (sample, head) pairs are split over
  * the kernels' threads (parallel.h), the same bits on any number.
  *
- * At bf16 products (matmul.h) each product's operands are rounded to bf16 first, into each
- * pair's own copies: q, k and v, the weights P (the softmax keeps its float32 ones for its
+ * At bf16 products (matmul.h) each pair's products go through mm_sgemm, the bf16 GEMM of
+ * the matrix units where the CPU has them (gemm_bf16.h), which rounds the operands to bf16
+ * as it packs them: q, k and v, the weights P (the softmax keeps its float32 ones for its
  * backward, as autocast does), the output's gradient and the scores'; the sums stay
- * float32, FMAs as bf16 products' portable path (gemm_bf16.h) computes them. */
-#include "bf16.h"
+ * float32. */
 #include "bmm_small.h"
 #include "matmul.h"
 #include "ops.h"
@@ -30,17 +30,6 @@ int attention_fits(int T, int D) { return T >= 1 && D >= 1 && bmm_small_ok(T, D,
 
 /* element (b, h, 0, 0) of an operand */
 static size_t at(const attn_operand_t *o, int b, int h) { return o->off + (size_t)b * o->ss + (size_t)h * o->hs; }
-
-/* The lower triangle (the diagonal included) of an S x S matrix rounded to bf16 into dst,
- * zeros above it (as the softmax writes: the small products read whole blocks) */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void round_lower(int S, const float *restrict src,
-                                                                                     float *restrict dst)
-{
-    for (int r = 0; r < S; r++) {
-        for (int c = 0; c <= r; c++) dst[(size_t)r * S + c] = bf16_round(src[(size_t)r * S + c]);
-        for (int c = r + 1; c < S; c++) dst[(size_t)r * S + c] = 0.0f;
-    }
-}
 
 /* One call's operands, split over the kernels' threads by (sample, head) pairs: each pair
  * reads and writes its own parts only (its weights, its columns of y and of the q, k and
@@ -52,33 +41,47 @@ typedef struct {
     float *pw, *y, *dq, *dk, *dv;
 } attn_job_t;
 
+/* A pair's scores into the softmax's output (normalised there), then its output. */
+static void forward_pair(const attn_job_t *j, int b, int h, float *ph)
+{
+    const attn_desc_t *a = j->a;
+    const int S = a->T, D = a->D;
+    const float *qh = j->q + at(&a->q, b, h), *kh = j->k + at(&a->k, b, h), *vh = j->v + at(&a->v, b, h);
+    bmm_strided(S, S, D, qh, a->q.rs, 1, kh, 1, a->k.rs, ph, (size_t)S, 1, BMM_TRI_OUT_LOWER);
+    if (a->pre_scale != 1.0f) /* the Mul's product, of what the softmax reads */
+        for (int i = 0; i < S; i++)
+            for (int c = 0; c <= i; c++) ph[(size_t)i * S + c] *= a->pre_scale;
+    causal_softmax_forward(1, S, a->scale, ph, ph);
+    bmm_strided(S, D, S, ph, (size_t)S, 1, vh, a->v.rs, 1, j->y + at(&a->y, b, h), a->y.rs, 1, BMM_TRI_K_LE_ROW);
+}
+
+/* The same at bf16 products: both through mm_sgemm (the matrix units where the CPU has
+ * them; operands rounded as they are packed), whole S x S products (the scores above the
+ * diagonal are computed and left to the softmax, which writes zeros there; the weights'
+ * zeros make the second product's upper terms vanish): at the matrix units' rate the
+ * triangle's saving is worth less than the fp32 kernel's strided packing it would need. */
+static void forward_pair_bf16(const attn_job_t *j, int b, int h, float *ph)
+{
+    const attn_desc_t *a = j->a;
+    const int S = a->T, D = a->D;
+    const float *qh = j->q + at(&a->q, b, h), *kh = j->k + at(&a->k, b, h), *vh = j->v + at(&a->v, b, h);
+    mm_sgemm(MM_N, MM_T, S, S, D, a->pre_scale, qh, (int)a->q.rs, kh, (int)a->k.rs, 0.0f, ph, S);
+    causal_softmax_forward(1, S, a->scale, ph, ph);
+    mm_sgemm(MM_N, MM_N, S, D, S, 1.0f, ph, S, vh, (int)a->v.rs, 0.0f, j->y + at(&a->y, b, h), (int)a->y.rs);
+}
+
 static void forward_part(void *arg, int t, int T)
 {
     const attn_job_t *j = arg;
     const attn_desc_t *a = j->a;
-    const int S = a->T, D = a->D;
     long lo, hi;
     par_range((long)j->B * a->H, t, T, &lo, &hi);
     const int bf16 = mm_precision() == MM_BF16;
-    float qr[BMM_PACK_MAX], kr[BMM_PACK_MAX], vr[BMM_PACK_MAX], pr[BMM_PACK_MAX]; /* bf16's rounded copies */
     for (long bh = lo; bh < hi; bh++) {
         const int b = (int)(bh / a->H), h = (int)(bh % a->H);
-        const float *qh = j->q + at(&a->q, b, h), *kh = j->k + at(&a->k, b, h), *vh = j->v + at(&a->v, b, h);
-        size_t qs = a->q.rs, ks = a->k.rs, vs = a->v.rs;
-        float *ph = j->pw + (size_t)bh * S * S;
-        if (bf16) {
-            bf16_round_rows(S, D, qh, qs, qr), bf16_round_rows(S, D, kh, ks, kr), bf16_round_rows(S, D, vh, vs, vr);
-            qh = qr, kh = kr, vh = vr, qs = ks = vs = (size_t)D;
-        }
-        /* the scores into the softmax's output, normalised there */
-        bmm_strided(S, S, D, qh, qs, 1, kh, 1, ks, ph, (size_t)S, 1, BMM_TRI_OUT_LOWER);
-        if (a->pre_scale != 1.0f) /* the Mul's product, of what the softmax reads */
-            for (int i = 0; i < S; i++)
-                for (int c = 0; c <= i; c++) ph[(size_t)i * S + c] *= a->pre_scale;
-        causal_softmax_forward(1, S, a->scale, ph, ph);
-        const float *pa = ph;
-        if (bf16) round_lower(S, ph, pr), pa = pr;
-        bmm_strided(S, D, S, pa, (size_t)S, 1, vh, vs, 1, j->y + at(&a->y, b, h), a->y.rs, 1, BMM_TRI_K_LE_ROW);
+        float *ph = j->pw + (size_t)bh * a->T * a->T;
+        if (bf16) forward_pair_bf16(j, b, h, ph);
+        else forward_pair(j, b, h, ph);
     }
 }
 
@@ -89,38 +92,55 @@ void attention_causal_forward(const attn_desc_t *a, int B, const float *q, const
     par_run(forward_part, &j);
 }
 
+/* A pair's gradients: the weights' into ds, then the scores' in its place (T x T within
+ * bmm_small_ok's bound: M times N rounded up to 8 at most BMM_PACK_MAX floats). */
+static void backward_pair(const attn_job_t *j, int b, int h, const float *ph, float *ds)
+{
+    const attn_desc_t *a = j->a;
+    const int S = a->T, D = a->D;
+    const size_t qo = at(&a->q, b, h), ko = at(&a->k, b, h), vo = at(&a->v, b, h);
+    const float *dyh = j->dy + at(&a->y, b, h);
+    bmm_strided(S, S, D, dyh, a->y.rs, 1, j->v + vo, 1, a->v.rs, ds, (size_t)S, 1, BMM_TRI_OUT_LOWER);
+    bmm_strided(S, D, S, ph, 1, (size_t)S, dyh, a->y.rs, 1, j->dv + vo, a->v.rs, 1, BMM_TRI_K_GE_ROW);
+    causal_softmax_backward(1, S, a->scale, ph, ds, ds, 1);
+    if (a->pre_scale != 1.0f) /* the Mul's backward: g c, + 0 where it sets (as into zeros) */
+        for (size_t e = 0; e < (size_t)S * S; e++) ds[e] = ds[e] * a->pre_scale + 0.0f;
+    bmm_strided(S, D, S, ds, (size_t)S, 1, j->k + ko, a->k.rs, 1, j->dq + qo, a->q.rs, 1, BMM_TRI_K_LE_ROW);
+    bmm_strided(S, D, S, ds, 1, (size_t)S, j->q + qo, a->q.rs, 1, j->dk + ko, a->k.rs, 1, BMM_TRI_K_GE_ROW);
+}
+
+/* The same at bf16 products, through mm_sgemm as the forward's. The weights' gradient
+ * above the diagonal is computed and multiplied by the weights' zeros there; the scores'
+ * gradient the softmax writes there is zero, so the products' upper terms vanish. */
+static void backward_pair_bf16(const attn_job_t *j, int b, int h, const float *ph, float *ds)
+{
+    const attn_desc_t *a = j->a;
+    const int S = a->T, D = a->D;
+    const size_t qo = at(&a->q, b, h), ko = at(&a->k, b, h), vo = at(&a->v, b, h);
+    const float *dyh = j->dy + at(&a->y, b, h);
+    const int qs = (int)a->q.rs, ks = (int)a->k.rs, vs = (int)a->v.rs, ys = (int)a->y.rs;
+    mm_sgemm(MM_N, MM_T, S, S, D, 1.0f, dyh, ys, j->v + vo, vs, 0.0f, ds, S);
+    mm_sgemm(MM_T, MM_N, S, D, S, 1.0f, ph, S, dyh, ys, 0.0f, j->dv + vo, vs);
+    causal_softmax_backward(1, S, a->scale, ph, ds, ds, 1);
+    if (a->pre_scale != 1.0f) /* the Mul's backward: the products' operand is dS' c */
+        for (size_t e = 0; e < (size_t)S * S; e++) ds[e] *= a->pre_scale;
+    mm_sgemm(MM_N, MM_N, S, D, S, 1.0f, ds, S, j->k + ko, ks, 0.0f, j->dq + qo, qs);
+    mm_sgemm(MM_T, MM_N, S, D, S, 1.0f, ds, S, j->q + qo, qs, 0.0f, j->dk + ko, ks);
+}
+
 static void backward_part(void *arg, int t, int T)
 {
     const attn_job_t *j = arg;
     const attn_desc_t *a = j->a;
-    const int S = a->T, D = a->D;
-    /* the weights' gradient, then the scores' in its place: T x T within bmm_small_ok's
-     * bound (M times N rounded up to 8 at most BMM_PACK_MAX floats) */
     float ds[BMM_PACK_MAX];
     const int bf16 = mm_precision() == MM_BF16;
-    /* bf16's rounded copies: q, k, v, the weights, the output's gradient, the scores' */
-    float qr[BMM_PACK_MAX], kr[BMM_PACK_MAX], vr[BMM_PACK_MAX], pr[BMM_PACK_MAX], dyr[BMM_PACK_MAX], dsr[BMM_PACK_MAX];
     long lo, hi;
     par_range((long)j->B * a->H, t, T, &lo, &hi);
     for (long bh = lo; bh < hi; bh++) {
         const int b = (int)(bh / a->H), h = (int)(bh % a->H);
-        const size_t qo = at(&a->q, b, h), ko = at(&a->k, b, h), vo = at(&a->v, b, h);
-        const float *ph = j->p + (size_t)bh * S * S, *dyh = j->dy + at(&a->y, b, h);
-        const float *qh = j->q + qo, *kh = j->k + ko, *vh = j->v + vo, *pa = ph, *dsa = ds;
-        size_t qs = a->q.rs, ks = a->k.rs, vs = a->v.rs, ys = a->y.rs;
-        if (bf16) {
-            bf16_round_rows(S, D, qh, qs, qr), bf16_round_rows(S, D, kh, ks, kr), bf16_round_rows(S, D, vh, vs, vr);
-            bf16_round_rows(S, D, dyh, ys, dyr), round_lower(S, ph, pr);
-            qh = qr, kh = kr, vh = vr, dyh = dyr, pa = pr, qs = ks = vs = ys = (size_t)D;
-        }
-        bmm_strided(S, S, D, dyh, ys, 1, vh, 1, vs, ds, (size_t)S, 1, BMM_TRI_OUT_LOWER);
-        bmm_strided(S, D, S, pa, 1, (size_t)S, dyh, ys, 1, j->dv + vo, a->v.rs, 1, BMM_TRI_K_GE_ROW);
-        causal_softmax_backward(1, S, a->scale, ph, ds, ds, 1);
-        if (a->pre_scale != 1.0f) /* the Mul's backward: g c, + 0 where it sets (as into zeros) */
-            for (size_t e = 0; e < (size_t)S * S; e++) ds[e] = ds[e] * a->pre_scale + 0.0f;
-        if (bf16) round_lower(S, ds, dsr), dsa = dsr;
-        bmm_strided(S, D, S, dsa, (size_t)S, 1, kh, ks, 1, j->dq + qo, a->q.rs, 1, BMM_TRI_K_LE_ROW);
-        bmm_strided(S, D, S, dsa, 1, (size_t)S, qh, qs, 1, j->dk + ko, a->k.rs, 1, BMM_TRI_K_GE_ROW);
+        const float *ph = j->p + (size_t)bh * a->T * a->T;
+        if (bf16) backward_pair_bf16(j, b, h, ph, ds);
+        else backward_pair(j, b, h, ph, ds);
     }
 }
 

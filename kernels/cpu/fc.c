@@ -21,6 +21,7 @@ typedef struct {
     const gemm_desc_t *d;
     int B;
     const float *inp, *weight, *dout;
+    const float *bias; /* the forward's bias added as the products are written (bf16) */
     float *out, *dinp, *dweight;
     float cbeta; /* the forward GEMM's beta: 1 on a bias pre-filled out */
     float dbeta; /* the input gradient's: 1 adds to dinp, 0 sets it (gemm_backward_set) */
@@ -42,9 +43,10 @@ static void forward_part(void *arg, int t, int T)
     const float *x = j->inp + (size_t)b0 * IN;
     float *o = j->out + (size_t)b0 * OUT;
     /* out (B, OUT) = alpha * inp (B, IN) x W^T (IN, OUT), or x W (IN, OUT) */
-    if (j->d->layout == GEMM_W_OUT_IN)
-        mm_sgemm(MM_N, MM_T, (int)(b1 - b0), OUT, IN, j->d->alpha, x, IN, j->weight, IN, j->cbeta, o, OUT);
-    else mm_sgemm(MM_N, MM_N, (int)(b1 - b0), OUT, IN, j->d->alpha, x, IN, j->weight, OUT, j->cbeta, o, OUT);
+    const mm_trans_t tw = j->d->layout == GEMM_W_OUT_IN ? MM_T : MM_N;
+    const int ldw = j->d->layout == GEMM_W_OUT_IN ? IN : OUT;
+    if (j->bias) mm_sgemm_bias(MM_N, tw, (int)(b1 - b0), OUT, IN, j->d->alpha, x, IN, j->weight, ldw, j->bias, o, OUT);
+    else mm_sgemm(MM_N, tw, (int)(b1 - b0), OUT, IN, j->d->alpha, x, IN, j->weight, ldw, j->cbeta, o, OUT);
 }
 
 static void backward_part(void *arg, int t, int T)
@@ -102,8 +104,10 @@ void gemm_forward(const gemm_desc_t *d, int B, const float *inp, const float *we
     const float beta = d->beta;
     if (B <= 0 || OUT <= 0) return;
     /* Pre-filling out with beta * bias and using beta = 1 in the GEMM adds it for free
-     * (beta = 1: a plain copy, no rounding). */
-    if (bias) {
+     * (beta = 1: a plain copy, no rounding). At bf16 the products add a bias of beta 1 as
+     * they write out (the same bits), which saves that pass over out. */
+    const int epilogue = bias && beta == 1.0f && IN > 0 && mm_precision() == MM_BF16;
+    if (bias && !epilogue) {
         for (int b = 0; b < B; b++) {
             float *o = out + (size_t)b * OUT;
             /* out is cold (written last by the step before): ask ahead for its lines */
@@ -118,7 +122,13 @@ void gemm_forward(const gemm_desc_t *d, int B, const float *inp, const float *we
         if (!bias) memset(out, 0, (size_t)B * OUT * sizeof(float));
         return;
     }
-    gemm_job_t j = {.d = d, .B = B, .inp = inp, .weight = weight, .out = out, .cbeta = bias ? 1.0f : 0.0f};
+    gemm_job_t j = {.d = d,
+                    .B = B,
+                    .inp = inp,
+                    .weight = weight,
+                    .out = out,
+                    .bias = epilogue ? bias : NULL,
+                    .cbeta = bias ? 1.0f : 0.0f};
     /* at bf16 the weight is packed once, here, for every thread's product */
     if (d->layout == GEMM_W_OUT_IN) mm_keep_weight(MM_T, IN, OUT, weight, IN);
     else mm_keep_weight(MM_N, IN, OUT, weight, OUT);

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bf16.h"
 
@@ -321,12 +322,18 @@ static int pack(int ta, int tb, int M, int N, int K, const float *A, int lda, co
     return 0;
 }
 
-/* C's rows x cols block at (m0, n0) from the sums acc (row stride ld): alpha * acc, plus
- * beta * C unless beta is 0 (then C is not read) */
-AVX512BF16 static void write_back(const float *acc, int ld, int m0, int n0, int rows, int cols, float alpha, float beta,
+/* What is added to alpha * sums: beta * C (beta 0: C not read), or, with bias, the bias
+ * of each column (C not read): the bits of beta = 1 on C pre-filled with the bias. */
+typedef struct {
+    float alpha, beta;
+    const float *bias;
+} epilogue_t;
+
+/* C's rows x cols block at (m0, n0) from the sums acc (row stride ld), by e */
+AVX512BF16 static void write_back(const float *acc, int ld, int m0, int n0, int rows, int cols, const epilogue_t *e,
                                   float *C, int ldc)
 {
-    const __m512 a = _mm512_set1_ps(alpha), b = _mm512_set1_ps(beta);
+    const __m512 a = _mm512_set1_ps(e->alpha), b = _mm512_set1_ps(e->beta);
     for (int r = 0; r < rows; r++) {
         float *c = C + (size_t)(m0 + r) * ldc + n0;
         const float *s = acc + (size_t)r * ld;
@@ -334,7 +341,8 @@ AVX512BF16 static void write_back(const float *acc, int ld, int m0, int n0, int 
             __mmask16 m = cols - j >= 16 ? 0xffff : (__mmask16)((1u << (cols - j)) - 1);
             __m512 v = _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, s + j));
             /* two roundings, as the scalar alpha * s + beta * c: no fused multiply-add */
-            if (beta != 0.0f) v = _mm512_add_ps(v, _mm512_mul_ps(b, _mm512_maskz_loadu_ps(m, c + j)));
+            if (e->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, e->bias + n0 + j));
+            else if (e->beta != 0.0f) v = _mm512_add_ps(v, _mm512_mul_ps(b, _mm512_maskz_loadu_ps(m, c + j)));
             _mm512_mask_storeu_ps(c + j, m, v);
         }
     }
@@ -377,7 +385,7 @@ AVX512BF16 static void avx512_bf16_8x32(const packed_t *p, int mb, int h, int nb
     }
 }
 
-AVX512BF16 static void avx512_bf16(const packed_t *p, int M, int N, float alpha, float beta, float *C, int ldc)
+AVX512BF16 static void avx512_bf16(const packed_t *p, int M, int N, const epilogue_t *e, float *C, int ldc)
 {
     float acc[8 * 2 * BLK] __attribute__((aligned(64)));
     for (int nb = 0; nb < p->nbn; nb += 2)
@@ -385,7 +393,7 @@ AVX512BF16 static void avx512_bf16(const packed_t *p, int M, int N, float alpha,
             for (int h = 0; h < 2 && mb * BLK + h * 8 < M; h++) {
                 const int m0 = mb * BLK + h * 8, n0 = nb * BLK;
                 avx512_bf16_8x32(p, mb, h, nb, nb + 1 < p->nbn, acc);
-                write_back(acc, 2 * BLK, m0, n0, min_int(8, M - m0), min_int(2 * BLK, N - n0), alpha, beta, C, ldc);
+                write_back(acc, 2 * BLK, m0, n0, min_int(8, M - m0), min_int(2 * BLK, N - n0), e, C, ldc);
             }
 }
 
@@ -440,7 +448,7 @@ AMX static inline void amx_block(const packed_t *p, int mb, int nb, int two_m, i
     _tile_stored(3, acc + BLK * ld + BLK, ld * 4);
 }
 
-AMX static void amx(const packed_t *p, int M, int N, float alpha, float beta, float *C, int ldc)
+AMX static void amx(const packed_t *p, int M, int N, const epilogue_t *e, float *C, int ldc)
 {
     tilecfg_t cfg = {.palette = 1};
     for (int t = 0; t < 8; t++) {
@@ -449,23 +457,38 @@ AMX static void amx(const packed_t *p, int M, int N, float alpha, float beta, fl
     }
     _tile_loadconfig(&cfg);
     float acc[2 * BLK * 2 * BLK] __attribute__((aligned(64)));
-    const int ld = 2 * BLK;
+    const int ld = 2 * BLK, direct = e->alpha == 1.0f && e->beta == 0.0f && !e->bias;
     for (int nc = 0; nc < p->nbn; nc += NB_CHUNK)
         for (int mb = 0; mb < p->mbn; mb += 2)
             for (int nb = nc; nb < min_int(p->nbn, nc + NB_CHUNK); nb += 2) {
+                const int rows = min_int(2 * BLK, M - mb * BLK), cols = min_int(2 * BLK, N - nb * BLK);
+                float *c = C + (size_t)mb * BLK * ldc + (size_t)nb * BLK;
+                /* C = 1 * sums: the tiles stored where they go (write_back's 1 * s is s) */
+                if (direct && rows == 2 * BLK && cols == 2 * BLK) {
+                    amx_block(p, mb, nb, 1, 1, c, ldc);
+                    continue;
+                }
                 amx_block(p, mb, nb, mb + 1 < p->mbn, nb + 1 < p->nbn, acc, ld);
-                write_back(acc, ld, mb * BLK, nb * BLK, min_int(2 * BLK, M - mb * BLK), min_int(2 * BLK, N - nb * BLK),
-                           alpha, beta, C, ldc);
+                write_back(acc, ld, mb * BLK, nb * BLK, rows, cols, e, C, ldc);
             }
     _tile_release();
 }
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
-void gemm_bf16_on(cpu_isa_t isa, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                  const float *B, int ldb, float beta, float *C, int ldc)
+/* C rows pre-filled with the bias (for beta = 1 on the paths without an epilogue) */
+static void fill_bias(int M, int N, const float *bias, float *C, int ldc)
+{
+    for (int m = 0; m < M; m++) memcpy(C + (size_t)m * ldc, bias, (size_t)N * sizeof(float));
+}
+
+static void run_on(cpu_isa_t isa, int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                   const epilogue_t *e, float *C, int ldc)
 {
     if (M <= 0 || N <= 0) return;
+    float beta = e->beta;
+    if (isa > cpu_isa_available()) isa = cpu_isa_available();
+    if (e->bias && (K <= 0 || isa == CPU_ISA_PORTABLE)) fill_bias(M, N, e->bias, C, ldc), beta = 1.0f;
     if (K <= 0) {
         /* no products: alpha * 0 + beta * C, as a BLAS */
         for (int m = 0; m < M; m++)
@@ -475,22 +498,36 @@ void gemm_bf16_on(cpu_isa_t isa, int ta, int tb, int M, int N, int K, float alph
             }
         return;
     }
-    if (isa > cpu_isa_available()) isa = cpu_isa_available();
     if (isa == CPU_ISA_PORTABLE) {
-        portable(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        portable(ta, tb, M, N, K, e->alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     packed_t p;
     if (pack(ta, tb, M, N, K, A, lda, B, ldb, &p) != 0) {
-        direct(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        if (e->bias) fill_bias(M, N, e->bias, C, ldc), beta = 1.0f;
+        direct(ta, tb, M, N, K, e->alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    if (isa == CPU_ISA_AMX) amx(&p, M, N, alpha, beta, C, ldc);
-    else avx512_bf16(&p, M, N, alpha, beta, C, ldc);
+    if (isa == CPU_ISA_AMX) amx(&p, M, N, e, C, ldc);
+    else avx512_bf16(&p, M, N, e, C, ldc);
+}
+
+void gemm_bf16_on(cpu_isa_t isa, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                  const float *B, int ldb, float beta, float *C, int ldc)
+{
+    const epilogue_t e = {.alpha = alpha, .beta = beta};
+    run_on(isa, ta, tb, M, N, K, A, lda, B, ldb, &e, C, ldc);
 }
 
 void gemm_bf16(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                float beta, float *C, int ldc)
 {
     gemm_bf16_on(cpu_isa(), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemm_bf16_bias_on(cpu_isa_t isa, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                       const float *B, int ldb, const float *bias, float *C, int ldc)
+{
+    const epilogue_t e = {.alpha = alpha, .beta = 0.0f, .bias = bias};
+    run_on(isa, ta, tb, M, N, K, A, lda, B, ldb, &e, C, ldc);
 }

@@ -34,6 +34,12 @@ void gemm_bf16(int transA, int transB, int M, int N, int K, float alpha, const f
 void gemm_bf16_on(cpu_isa_t isa, int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
                   const float *B, int ldb, float beta, float *C, int ldc);
 
+/* C = alpha * op(A) op(B) + bias, bias one float per column of C, C not read: the bits of
+ * gemm_bf16_on with beta = 1 on C whose rows were each set to the bias first (alpha * sum
+ * rounded, then the bias added), without that pass over C (a linear layer's forward). */
+void gemm_bf16_bias_on(cpu_isa_t isa, int transA, int transB, int M, int N, int K, float alpha, const float *A, int lda,
+                       const float *B, int ldb, const float *bias, float *C, int ldc);
+
 /* Keeps op(B) (K, N) packed for every later product that reads it (the same pointer,
  * transposition, shape and stride) until gemm_bf16_forget: a layer's weight, packed once a
  * step rather than once per product and thread. From one thread, outside the products

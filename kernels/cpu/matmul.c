@@ -38,6 +38,17 @@ void mm_sgemm(mm_trans_t ta, mm_trans_t tb, int M, int N, int K, float alpha, co
                     lda, B, ldb, beta, C, ldc);
 }
 
+void mm_sgemm_bias(mm_trans_t ta, mm_trans_t tb, int M, int N, int K, float alpha, const float *A, int lda,
+                   const float *B, int ldb, const float *bias, float *C, int ldc)
+{
+    if (precision == MM_BF16) {
+        gemm_bf16_bias_on(cpu_isa(), ta, tb, M, N, K, alpha, A, lda, B, ldb, bias, C, ldc);
+        return;
+    }
+    for (int m = 0; m < M; m++) memcpy(C + (size_t)m * ldc, bias, (size_t)N * sizeof(float));
+    mm_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc);
+}
+
 void mm_keep_weight(mm_trans_t tb, int K, int N, const float *B, int ldb)
 {
     if (precision == MM_BF16) gemm_bf16_keep_b(tb, K, N, B, ldb);

@@ -35,6 +35,12 @@ typedef enum { MM_N = 0, MM_T = 1 } mm_trans_t;
 void mm_sgemm(mm_trans_t ta, mm_trans_t tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
               int ldb, float beta, float *C, int ldc);
 
+/* C = alpha op(A) op(B) + bias (one float per column; C not read), the bits of mm_sgemm
+ * with beta = 1 on C whose rows hold the bias: at bf16 the bias is added as the sums are
+ * written (gemm_bf16_bias_on), at fp32 C is filled first. */
+void mm_sgemm_bias(mm_trans_t ta, mm_trans_t tb, int M, int N, int K, float alpha, const float *A, int lda,
+                   const float *B, int ldb, const float *bias, float *C, int ldc);
+
 /* At bf16, packs a weight op(B) once for the products that read it until
  * mm_weights_changed (gemm_bf16_keep_b); nothing at fp32. From one thread, outside a
  * par_run. Whoever runs layers that keep (fc.c's) calls mm_weights_changed before their

@@ -1377,12 +1377,17 @@ static void test_admission_table(void **state)
     char userset[600], emptyset[600], tokset[600], placeset[600];
     snprintf(placeset, sizeof placeset, "{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\", \"path\": \"%s\"}}",
              empty);
-    snprintf(userset, sizeof userset, "{\"model\": \"lenet5\", \"dataset\": {\"format\": \"imagefolder\", "
-                                      "\"path\": \"/etc\"}}");
-    snprintf(emptyset, sizeof emptyset, "{\"model\": \"lenet5\", \"dataset\": {\"format\": \"imagefolder\", "
-                                        "\"path\": \"%s\"}}", empty);
-    snprintf(tokset, sizeof tokset, "{\"model\": {\"gpt\": {\"layers\": 1}}, \"dataset\": {\"format\": \"text\", "
-             "\"path\": \"%s\", \"tokenizer\": {\"kind\": \"bpe\", \"file\": \"/etc/passwd\"}}}", empty);
+    snprintf(userset, sizeof userset,
+             "{\"model\": \"lenet5\", \"dataset\": {\"format\": \"imagefolder\", "
+             "\"path\": \"/etc\"}}");
+    snprintf(emptyset, sizeof emptyset,
+             "{\"model\": \"lenet5\", \"dataset\": {\"format\": \"imagefolder\", "
+             "\"path\": \"%s\"}}",
+             empty);
+    snprintf(tokset, sizeof tokset,
+             "{\"model\": {\"gpt\": {\"layers\": 1}}, \"dataset\": {\"format\": \"text\", "
+             "\"path\": \"%s\", \"tokenizer\": {\"kind\": \"bpe\", \"file\": \"/etc/passwd\"}}}",
+             empty);
     const struct {
         const char *spec, *check;
         int code;
@@ -1396,12 +1401,12 @@ static void test_admission_table(void **state)
         {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\", \"cache_dir\": \"/tmp/x\"}}", "cache-dir",
          COORD_EINVAL, "dataset.cache_dir"},
         {emptyset, "user-dataset", COORD_EDATA, "dataset.path"},
-        {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}, \"workers\": 5, \"algorithm\": {\"name\": \"ssgd\"}}", "slots", COORD_ENOFIT,
-         "do not fit the cluster's 1 slot"},
-        {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}, \"workers\": 2, \"algorithm\": {\"name\": \"ssgd\"}}", "oversubscribed",
-         COORD_ENOFIT, "refuses oversubscribed"},
-        {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}, \"batch_size\": 65536}", "memory",
-         COORD_ENOFIT, "MiB"},
+        {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}, \"workers\": 5, \"algorithm\": {\"name\": \"ssgd\"}}",
+         "slots", COORD_ENOFIT, "do not fit the cluster's 1 slot"},
+        {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}, \"workers\": 2, \"algorithm\": {\"name\": \"ssgd\"}}",
+         "oversubscribed", COORD_ENOFIT, "refuses oversubscribed"},
+        {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}, \"batch_size\": 65536}", "memory", COORD_ENOFIT,
+         "MiB"},
         {placeset, "dataset-place", COORD_EDATA, "does not hold the files of dataset.name mnist"},
         {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}, \"init\": {\"job\": \"nosuch\"}}", "init",
          COORD_EINVAL, "init.job"},
@@ -1432,8 +1437,7 @@ static void test_admission_table(void **state)
         assert_true(seen[k]);
     }
     /* admitted: the built-in set placed in the daemon's copy */
-    assert_int_equal(spec_parse("{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}}", s, err, sizeof err),
-                     0);
+    assert_int_equal(spec_parse("{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}}", s, err, sizeof err), 0);
     admission_t ok = {.spec = s, .world = 1};
     assert_int_equal(admission_run(fx->daemon, &ok, err, sizeof err), COORD_OK);
     assert_null(ok.refused_by);

@@ -175,6 +175,42 @@ static void test_paths_agree(void **state)
     free(mag);
 }
 
+/* The bias epilogue (a linear layer's forward at bf16): on each path the CPU has, the bits of
+ * beta = 1 on C whose rows hold the bias, without reading C (NaN there). */
+static void test_bias_epilogue(void **state)
+{
+    static const shape_t BIAS_SHAPES[] = {{64, 64, 96}, {33, 47, 40}, {16, 100, 7}};
+    for (int isa = CPU_ISA_PORTABLE; isa <= (int)cpu_isa_available(); isa++)
+        for (size_t i = 0; i < sizeof BIAS_SHAPES / sizeof BIAS_SHAPES[0]; i++)
+            for (int t = 0; t < 4; t++) {
+                const shape_t sh = BIAS_SHAPES[i];
+                const int ta = t & 1, tb = t >> 1, ldc = sh.N + 2;
+                const int lda = ta ? sh.M : sh.K, ldb = tb ? sh.K : sh.N;
+                float *A = random_floats((size_t)(ta ? sh.K : sh.M) * lda, 1.0);
+                float *B = random_floats((size_t)(tb ? sh.N : sh.K) * ldb, 1.0);
+                float *bias = random_floats((size_t)sh.N, 3.0);
+                float *want = malloc((size_t)sh.M * ldc * sizeof(float)),
+                      *got = malloc((size_t)sh.M * ldc * sizeof(float));
+                assert_true(want && got);
+                for (int m = 0; m < sh.M; m++)
+                    for (int n = 0; n < ldc; n++) {
+                        want[(size_t)m * ldc + n] = n < sh.N ? bias[n] : 7.0f;
+                        got[(size_t)m * ldc + n] = n < sh.N ? NAN : 7.0f;
+                    }
+                const float alpha = t == 3 ? 0.5f : 1.0f;
+                gemm_bf16_on((cpu_isa_t)isa, ta, tb, sh.M, sh.N, sh.K, alpha, A, lda, B, ldb, 1.0f, want, ldc);
+                gemm_bf16_bias_on((cpu_isa_t)isa, ta, tb, sh.M, sh.N, sh.K, alpha, A, lda, B, ldb, bias, got, ldc);
+                if (memcmp(want, got, (size_t)sh.M * ldc * sizeof(float)) != 0)
+                    fail_msg("%s: M %d N %d K %d transA %d transB %d: the bias epilogue differs from beta 1 on the bias",
+                             cpu_isa_name((cpu_isa_t)isa), sh.M, sh.N, sh.K, ta, tb);
+                free(A);
+                free(B);
+                free(bias);
+                free(want);
+                free(got);
+            }
+}
+
 /* Round to nearest, ties to even; NaN stays NaN; overflow to infinity; signs kept. */
 static void test_rounding(void **state)
 {
@@ -381,9 +417,10 @@ static void test_cap(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rounding), cmocka_unit_test(test_portable),    cmocka_unit_test(test_avx512_bf16),
-        cmocka_unit_test(test_amx),      cmocka_unit_test(test_paths_agree), cmocka_unit_test(test_nan_propagates),
-        cmocka_unit_test(test_cap),      cmocka_unit_test(test_layers),      cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_rounding),      cmocka_unit_test(test_portable),    cmocka_unit_test(test_avx512_bf16),
+        cmocka_unit_test(test_amx),           cmocka_unit_test(test_paths_agree), cmocka_unit_test(test_nan_propagates),
+        cmocka_unit_test(test_cap),           cmocka_unit_test(test_layers),      cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_bias_epilogue),
     };
     printf("bf16 products: this CPU's best path %s (%s)\n", cpu_isa_name(cpu_isa_available()), cpu_isa_why());
     return cmocka_run_group_tests(tests, NULL, NULL);

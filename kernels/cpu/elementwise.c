@@ -5,7 +5,7 @@
  * (out == inp); gcc still vectorises the loops, guarding them with a runtime overlap
  * test. The hot loops are cloned for AVX2; there is no FMA in these clones, so both
  * versions round identically and results do not depend on the machine, except GELU's,
- * which a CPU with AVX2 and FMA runs through gelu_avx2.c (6.7% of a small GPT's step
+ * which a CPU with AVX2 and FMA runs through gelu_simd.c (AVX2 or AVX-512) (6.7% of a small GPT's step
  * before): there it differs from the portable loops by roundings.
  */
 #include <math.h>
@@ -22,7 +22,7 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 
-#include "gelu_avx2.h"
+#include "gelu_simd.h"
 #include "ops.h"
 #include "parallel.h"
 #include "relu_grad.h"
@@ -305,8 +305,9 @@ __attribute__((target_clones("avx2", "default"))) void unary_forward(unary_op_t 
     case UNARY_ABS: UNARY_FWD_LOOP(UNARY_ABS, a, 0.0f); break;
     case UNARY_POW: UNARY_FWD_LOOP(UNARY_POW, a, 0.0f); break;
     case UNARY_ERF: erf_gelu_forward(UNARY_ERF, n, inp, out); break; /* op a constant: */
-    case UNARY_GELU: /* each inlined; GELU with FMA where the CPU has it (gelu_avx2.c) */
-        if (gelu_avx2_ok()) gelu_forward_avx2(n, inp, out);
+    case UNARY_GELU: /* each inlined; GELU in vectors with FMA where the CPU has them (gelu_simd.c) */
+        if (gelu_avx512_ok()) gelu_forward_avx512(n, inp, out);
+        else if (gelu_avx2_ok()) gelu_forward_avx2(n, inp, out);
         else erf_gelu_forward(UNARY_GELU, n, inp, out);
         break;
     default: break;
@@ -334,7 +335,8 @@ unary_bwd(unary_op_t op, float a, size_t n, const float *inp, const float *out, 
     case UNARY_POW: UNARY_BWD_RUN(UNARY_POW, inp[i], 0.0f, a, 0.0f); break;
     case UNARY_ERF: UNARY_BWD_RUN(UNARY_ERF, inp[i], 0.0f, a, 0.0f); break;
     case UNARY_GELU:
-        if (gelu_avx2_ok()) gelu_backward_avx2(n, inp, out, dout, dinp, set);
+        if (gelu_avx512_ok()) gelu_backward_avx512(n, inp, out, dout, dinp, set);
+        else if (gelu_avx2_ok()) gelu_backward_avx2(n, inp, out, dout, dinp, set);
         else UNARY_BWD_RUN(UNARY_GELU, inp[i], out[i], a, 0.0f);
         break;
     default: break;

@@ -93,7 +93,7 @@ static inline OPS_HD float ufn_exp(float x)
 #define UFN_ERF_ONE 3.9195f /* erf(x) rounds to 1 in float from about 3.9192 */
 
 /* The coefficients of P and Q below, highest degree first: macros so that an initialiser
- * in device code reads them too, and kernels/cpu/gelu_avx2.c's vector GELU takes the same. */
+ * in device code reads them too, and kernels/cpu/gelu_simd.c's vector GELU takes the same. */
 #define UFN_ERF_P                                                                                          \
     {                                                                                                      \
         8.370100113097578e-05f, -8.142704609781504e-04f, 5.201032385230064e-03f, -2.6859398931264877e-02f, \

@@ -55,7 +55,7 @@
 #include <string.h>
 
 #include "conv_direct.h"
-#include "gelu_avx2.h"
+#include "gelu_simd.h"
 #include "gemv.h"
 #include "ops.h"
 #include "parallel.h"
@@ -2990,7 +2990,7 @@ static void test_erf_gelu_blocks(void **state)
     rand_fill(&r, x + 384, NULL, 64, -8.0f, 8.0f); /* two blocks of mostly large arguments */
     for (int i = 600; i < 1000; i += 7) x[i] = i % 2 ? 1.6f + i / 1000.0f : -1.4f - i / 1000.0f; /* a few a block */
     const unary_op_t ops[2] = {UNARY_ERF, UNARY_GELU};
-    /* GELU takes gelu_avx2.c on a CPU with AVX2 and FMA (test_gelu_avx2 holds it): the
+    /* GELU takes gelu_simd.c on a CPU with AVX2 and FMA (test_gelu_simd holds it): the
      * blocks are then Erf's alone, the same code with op a constant */
     for (int k = 0; k < (gelu_avx2_ok() ? 1 : 2); k++) {
         unary_forward(ops[k], 0.0f, N, x, y);
@@ -3004,14 +3004,16 @@ static void test_erf_gelu_blocks(void **state)
     free(y);
 }
 
-/* gelu_avx2.c's GELU (FMA: not the portable loops' bits) against the closed forms in double,
- * under the tolerances the portable loops meet (GELU_ULP, FWD_TOL; gelu_avx2.c argues why
+/* gelu_simd.c's GELU (FMA: not the portable loops' bits) against the closed forms in double,
+ * under the tolerances the portable loops meet (GELU_ULP, FWD_TOL; gelu_simd.c argues why
  * the FMA evaluation of the same approximations stays within them): every length 1 to 40
  * (the masked tail), vectors all below the erf split, mixed and all above it, the far
  * negative tail, the switch to 1/2 + x pdf, signed zeros, subnormals, +-inf and NaN; the
  * set variant is the bits of += into zeros, and unary_forward/unary_backward give these
- * bits (the dispatch takes it). Skipped on a CPU without AVX2 and FMA. */
-static void gelu_avx2_check(const float *x, size_t n, lcg_t *r)
+ * bits (the dispatch takes it). The sixteen lanes of AVX-512, where the CPU has them, give
+ * the eight lanes' bits, forward, backward and set (gelu_lanes.h: the same operations in
+ * every lane). Skipped on a CPU without AVX2 and FMA. */
+static void gelu_simd_check(const float *x, size_t n, lcg_t *r)
 {
     float *y = falloc(n), *g = falloc(n), *d = falloc(n), *ds = falloc(n), *u = falloc(n);
     double *yref = dalloc(n), *dref = dalloc(n);
@@ -3033,6 +3035,16 @@ static void gelu_avx2_check(const float *x, size_t n, lcg_t *r)
     ffill(ds, n, NAN);
     gelu_backward_avx2(n, x, y, g, ds, 1);
     assert_memory_equal(ds, d, n * sizeof *d);
+    if (gelu_avx512_ok()) {
+        gelu_forward_avx512(n, x, u);
+        assert_memory_equal(u, y, n * sizeof *y);
+        ffill(u, n, 0.0f);
+        gelu_backward_avx512(n, x, y, g, u, 0);
+        assert_memory_equal(u, d, n * sizeof *d);
+        ffill(u, n, NAN);
+        gelu_backward_avx512(n, x, y, g, u, 1);
+        assert_memory_equal(u, d, n * sizeof *d);
+    }
     unary_forward(UNARY_GELU, 0.0f, n, x, u);
     assert_memory_equal(u, y, n * sizeof *y);
     ffill(u, n, 0.0f);
@@ -3041,36 +3053,44 @@ static void gelu_avx2_check(const float *x, size_t n, lcg_t *r)
     free(y), free(g), free(d), free(ds), free(u), free(yref), free(dref);
 }
 
-static void test_gelu_avx2(void **state)
+static void test_gelu_simd(void **state)
 {
     (void)state;
     if (!gelu_avx2_ok()) {
-        print_message("gelu_avx2: no AVX2 and FMA here, skipped\n");
+        print_message("gelu_simd: no AVX2 and FMA here, skipped\n");
         return;
     }
+    if (!gelu_avx512_ok()) print_message("gelu_simd: no AVX-512 here, its sixteen lanes not compared\n");
     lcg_t r = {6060};
     enum { N = 4096 };
     float *x = falloc(N);
     for (size_t n = 1; n <= 40; n++) {
         rand_fill(&r, x, NULL, n, -6.0f, 6.0f);
-        gelu_avx2_check(x, n, &r);
+        gelu_simd_check(x, n, &r);
     }
     const float spread[3][2] = {{-1.2f, 1.2f}, {-3.0f, 3.0f}, {-12.0f, -1.31f}}; /* small, mixed, tail */
     for (int k = 0; k < 3; k++) {
         rand_fill(&r, x, NULL, N, spread[k][0], spread[k][1]);
-        gelu_avx2_check(x, N, &r);
+        gelu_simd_check(x, N, &r);
     }
     const float sp[] = {0.0f,   -0.0f,  0x1p-21f, -0x1p-21f, 0x1p-19f, -0x1p-19f, 1e-40f, -1e-40f,
                         1e-30f, -5.54f, -5.6f,    -6.0f,     -20.0f,   12.0f,     1.3f,   -1.3f,
                         1.31f,  -1.31f, 5.54f,    5.6f,      -8.0f,    30.0f,     -0.5f,  0.7f};
     enum { NS = sizeof sp / sizeof sp[0] };
-    gelu_avx2_check(sp, NS, &r);
+    gelu_simd_check(sp, NS, &r);
     const float bad[8] = {INFINITY, -INFINITY, NAN, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
     float by[8], bg[8] = {1, 1, 1, 1, 1, 1, 1, 1}, bd[8] = {0};
     gelu_forward_avx2(8, bad, by);
     gelu_backward_avx2(8, bad, by, bg, bd, 0);
     assert_true(by[0] == INFINITY && isnan(by[1]) && isnan(by[2]));
     assert_true(isnan(bd[0]) && isnan(bd[1]) && isnan(bd[2]));
+    if (gelu_avx512_ok()) {
+        float by5[8], bd5[8] = {0};
+        gelu_forward_avx512(8, bad, by5);
+        gelu_backward_avx512(8, bad, by5, bg, bd5, 0);
+        assert_true(by5[0] == INFINITY && isnan(by5[1]) && isnan(by5[2]));
+        assert_true(isnan(bd5[0]) && isnan(bd5[1]) && isnan(bd5[2]));
+    }
     free(x);
 }
 
@@ -3494,7 +3514,7 @@ int main(void)
         cmocka_unit_test(test_lr_schedules),
         cmocka_unit_test(test_erf_gelu),
         cmocka_unit_test(test_erf_gelu_blocks),
-        cmocka_unit_test(test_gelu_avx2),
+        cmocka_unit_test(test_gelu_simd),
         cmocka_unit_test(test_softmax_axis),
         cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_fd_criterion),

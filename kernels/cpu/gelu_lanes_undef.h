@@ -1,0 +1,34 @@
+/* kernels/cpu/gelu_lanes_undef.h - ends one width of gelu_lanes.h (gelu_simd.c): the GL_*
+ * macros undefined, so that the next width defines its own. */
+#undef GL_TARGET
+#undef GL_W
+#undef GL_NAME
+#undef GL_V
+#undef GL_VI
+#undef GL_M
+#undef GL_SET1
+#undef GL_SET1I
+#undef GL_ZERO
+#undef GL_ADD
+#undef GL_SUB
+#undef GL_MUL
+#undef GL_DIV
+#undef GL_MIN
+#undef GL_MAX
+#undef GL_FMADD
+#undef GL_FNMADD
+#undef GL_ABS
+#undef GL_RINT
+#undef GL_CVTI
+#undef GL_SRAI1
+#undef GL_SUBI
+#undef GL_ADDI
+#undef GL_SHL23
+#undef GL_LT
+#undef GL_ALL
+#undef GL_SELECT
+#undef GL_ZERO_WHERE
+#undef GL_LOAD
+#undef GL_STORE
+#undef GL_LOADN
+#undef GL_STOREN

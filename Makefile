@@ -115,7 +115,7 @@ CFLAGS   += $(CSTD) $(OPT) -g $(WARN) $(SANFLAGS) -MMD -MP
 LDFLAGS  += $(SANFLAGS)
 
 # The CUDA backend is a shared object, $(BUILD)/libpacer_cuda.so: kernels/cuda and
-# model/model_cuda.cu, linked with cudart, cuDNN and cuBLAS. pacer-worker does not link it:
+# model/*.cu (model_cuda.cu, cuda_probe.cu), linked with cudart, cuDNN and cuBLAS. pacer-worker does not link it:
 # model/backend_cuda.c loads it with dlopen when a rank asks for a GPU (backend_cuda_abi.h),
 # so a CPU run maps no CUDA library and the binary runs where CUDA is absent. -Bsymbolic:
 # the library's calls to its own functions never go to a program's function of the same

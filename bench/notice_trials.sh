@@ -5,7 +5,7 @@
 # random, once rank 0 has logged a random step (then a random part of a step later): for
 # a rank up to 5 steps before the end, for mpirun up to LATE (24) steps before it, since
 # mpirun passes a SIGTERM on only 1 s later (below) and one that arrives after the last
-# step is no notice (the job just finishes: coordinator/run.c exit_checked). The
+# step is no notice (the job just finishes: coordinator/run_tick.c exit_checked). The
 # choices come from SEED (1): the same seed gives the same targets and steps. Each job must
 # SUCCEED with one interruption whose lost_steps <= 1, no restart, and the summary's step
 # count of an uninterrupted run of the same spec (run first). Prints a table and "K of N

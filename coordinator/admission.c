@@ -178,7 +178,7 @@ static int memory_fits(coordinator_t *c, const job_spec_t *s, int world, char *e
         return 0;
     }
     int ok = hostmem_fits(s, world, hosts, n, launcher_kind(c->launcher) == LAUNCHER_LOCAL, err, errlen);
-    /* The hostfile launcher writes the attempt's hostfile in the order run.c chooses: a
+    /* The hostfile launcher writes the attempt's hostfile in the order run_launch.c chooses: a
      * list of weights whose large shares do not fit where the hostfile's order puts them
      * is launched with the hosts reordered (hostmem_order), and admitted when that fits. */
     int *order = !ok && n > 0 && launcher_kind(c->launcher) == LAUNCHER_HOSTFILE ? malloc((size_t)n * sizeof *order)
@@ -225,8 +225,9 @@ static int check_tokenizer_root(coordinator_t *c, admission_t *a, char *err, siz
 static int check_cache_dir(coordinator_t *c, admission_t *a, char *err, size_t errlen)
 {
     if (!c->daemon || !a->spec->dataset.cache_dir[0]) return COORD_OK;
-    errmsg(err, errlen, "dataset.cache_dir: set by the coordinator (--data-cache-dir), not by a submitted spec; "
-                        "leave it out");
+    errmsg(err, errlen,
+           "dataset.cache_dir: set by the coordinator (--data-cache-dir), not by a submitted spec; "
+           "leave it out");
     return COORD_EINVAL;
 }
 
@@ -312,16 +313,11 @@ typedef struct {
 /* In this order: what the client may not name first (400), then what cannot fit (409),
  * then what needs the disk (422). */
 static const admission_check_t CHECKS[] = {
-    {"simulate-platform", check_sim_platform},
-    {"data-root", check_data_root},
-    {"tokenizer-root", check_tokenizer_root},
-    {"cache-dir", check_cache_dir},
-    {"user-dataset", check_user_dataset},
-    {"slots", check_slots},
-    {"oversubscribed", check_oversubscribed},
-    {"memory", check_memory},
-    {"dataset-place", check_dataset_place},
-    {"init", check_init},
+    {"simulate-platform", check_sim_platform}, {"data-root", check_data_root},
+    {"tokenizer-root", check_tokenizer_root},  {"cache-dir", check_cache_dir},
+    {"user-dataset", check_user_dataset},      {"slots", check_slots},
+    {"oversubscribed", check_oversubscribed},  {"memory", check_memory},
+    {"dataset-place", check_dataset_place},    {"init", check_init},
 };
 #define NCHECKS (sizeof CHECKS / sizeof CHECKS[0])
 

@@ -26,6 +26,8 @@
 #include "lock.h"
 #include "memest.h"
 #include "modelstore.h"
+#include "run_adopt.h"
+#include "run_tick.h"
 #include "simjob.h"
 #include "tickconn.h"
 #include "webhook.h"

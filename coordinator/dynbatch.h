@@ -22,7 +22,7 @@
 #define DYNBATCH_PROFILE_ALPHA 0.3 /* weight of a new job in a profile's EWMA */
 
 /* n is the number of workers the job runs with now: the spec's, or fewer after an
- * elastic restart (coordinator/run.c). The global batch is the spec's workers x
+ * elastic restart (coordinator/run_elastic.c). The global batch is the spec's workers x
  * batch_size either way; with fewer workers the upper bound is raised to what they need
  * to hold it. */
 

@@ -10,7 +10,7 @@
  * checkpoint is hard-linked as STATE_DIR/jobs/{the cancelled job}/exploit.ckpt (a snapshot:
  * the donor's worker replaces NAME.ckpt by renaming, never in place), and the trial goes
  * on as a new job of its perturbed values whose hash's "adopt_from" names the cancelled
- * job: its launch passes that file as pacer-worker --adopt-checkpoint (run.c), which the
+ * job: its launch passes that file as pacer-worker --adopt-checkpoint (run_launch.c), which the
  * worker takes while the new job has no checkpoint of its own. A new job, not the old one
  * relaunched: a job's spec never changes, and the trial's values are in it. */
 #include "experiment.h"

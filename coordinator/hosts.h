@@ -15,7 +15,7 @@
  *
  * A state change is logged, written to pacer:events ({"type": "host"}), and shown in
  * pacer:coordinator's "hosts". The tick thread owns all of it (coordinator.c runs
- * hosts_tick every tick; run.c asks for probes when an attempt fails). The two pure
+ * hosts_tick every tick; run_elastic.c asks for probes when an attempt fails). The two pure
  * functions at the end are the policy, unit-tested without processes.
  */
 #ifndef PACER_HOSTS_H

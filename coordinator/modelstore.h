@@ -10,7 +10,7 @@
  * is the entry and whose message is the refusal. At start the index puts every entry back
  * into the catalog (and the bytes back into Redis when missing), so uploaded models
  * survive restarts; a job spec then names one as {"onnx": NAME} (common/spec.c pins its
- * sha256, run.c passes --models-dir to the worker).
+ * sha256, run_launch.c passes --models-dir to the worker).
  *
  * One mutex serialises uploads and deletions (the index is rewritten whole each time).
  */
@@ -37,7 +37,7 @@ int modelstore_index_parse(const char *text, size_t len, catalog_model_t *out, i
  * A broken index or a missing file is logged and skipped, never fatal. */
 void modelstore_start(coordinator_t *c);
 
-/* STATE_DIR/models: what run.c passes as the worker's --models-dir. */
+/* STATE_DIR/models: what run_launch.c passes as the worker's --models-dir. */
 void modelstore_dir(const coordinator_t *c, char *out, size_t len);
 
 #endif

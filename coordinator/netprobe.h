@@ -39,7 +39,7 @@
  * ranks printed counts. The files are STATE_DIR/netprobe/{n}/, removed when the probe is
  * over. Tick thread only.
  *
- * Who runs it: run.c, over an attempt's usable hosts when the attempt failed and no host
+ * Who runs it: run_elastic.c, over an attempt's usable hosts when the attempt failed and no host
  * was found down (a host found failing is left out of the relaunch, as a lost one is);
  * hosts.c, every --host-probe s for a host failing so, with one usable host (alone when
  * none is usable): it is up again when the pair is good.

@@ -19,7 +19,7 @@
  *   - the host's "benchmark" in pacer:coordinator's hosts (GET /api/v1/cluster);
  * and the round is logged and written to pacer:events ({"type": "benchmark"}).
  *
- * When: before a job's first launch (run.c, --preflight: auto = when some usable host of
+ * When: before a job's first launch (run_launch.c, --preflight: auto = when some usable host of
  * a cluster of two or more has no profile for the job's model; always; off), and on
  * demand (coord_cluster_benchmark: POST /api/v1/cluster/benchmark). One round at a time.
  * Tick thread only, except coord_cluster_benchmark, which hands its request to the tick.

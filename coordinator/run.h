@@ -2,11 +2,15 @@
  * launch, the supervision of its processes every tick (exit status, cancel requests,
  * heartbeats, batch plans, log size), restarts from checkpoints, adoption after a
  * coordinator restart, and what Redis shows about it. Tick thread only (and
- * coordinator_stop once that thread is gone). run.c tells the whole life. */
+ * coordinator_stop once that thread is gone). run.c tells the whole life and keeps the
+ * run's record; the rest is one file a part: run_tick.c (a tick of supervision,
+ * run_step), run_launch.c (an attempt's launch), run_elastic.c (elastic restarts and
+ * resizes), run_adopt.c (a claimed or adopted job becoming a run). */
 #ifndef PACER_RUN_H
 #define PACER_RUN_H
 
 #include <jansson.h>
+#include <limits.h>
 
 #include "coordinator.h"
 #include "jobstore.h"
@@ -37,7 +41,8 @@ typedef enum {
  * on the other hosts without using a restart. */
 typedef enum { KILL_NONE, KILL_CANCEL, KILL_STALE, KILL_RESIZE, KILL_STALL, KILL_PREEMPT, KILL_DRAIN } kill_reason_t;
 
-#define RUN_RESIZES_KEPT 20 /* resizes a job's record lists (the newest) */
+#define RUN_JPATH (PATH_MAX + 128) /* STATE_DIR/jobs/{id}/{leaf} always fits */
+#define RUN_RESIZES_KEPT 20        /* resizes a job's record lists (the newest) */
 /* How long a stop with notice other than a drain's (which has its own deadline) waits for
  * the ranks' step boundary before SIGKILL, when --kill-grace is shorter. */
 #define RUN_NOTICE_STOP_S 60.0
@@ -183,10 +188,6 @@ void run_free(coord_run_t *r);
 int run_slots_used(const coordinator_t *c);
 /* Simulations (the sim launcher's slots) that are not done. */
 int run_sims_used(const coordinator_t *c);
-/* One tick of r: see run.c. */
-void run_step(coordinator_t *c, coord_run_t *r, double now);
-/* After a (re)start: jobs Redis says are RUNNING or RESTARTING become runs again. */
-void run_adopt(coordinator_t *c, double now);
 /* Has r's attempt ended? launcher_poll with r's exit-code file and log (coordinator_stop
  * uses it to wait for the jobs it stops). */
 void run_poll(coordinator_t *c, coord_run_t *r, double now, launch_status_t *st);
@@ -220,16 +221,35 @@ typedef struct {
     int bad;
     const char *err;
 } run_claim_t;
-/* The claimed job k becomes a run with a copy of spec. Returns 0 with *out the run to
- * place and launch (run_first_launch), or with *out NULL when it has failed at once (a
- * spec that could not be read, a simulation this daemon cannot run; its state written);
- * -1 when out of memory (logged). */
-int run_claimed(coordinator_t *c, const run_claim_t *k, const job_spec_t *spec, double now, coord_run_t **out);
-/* The first launch of a claimed run, after the pre-flight benchmark of the hosts when one
- * is due (preflight.h): the job waits in PH_PREFLIGHT while a round runs. */
-void run_first_launch(coordinator_t *c, coord_run_t *r, double now);
 /* Stops r's attempt for why (SIGTERM now, SIGKILL after --kill-grace); what follows the
  * stop (a relaunch, a requeue, the end) is run_step's, by the reason. */
 void run_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, double now);
+
+/* ---- for the run's own files (run_elastic.c, run_launch.c, run_tick.c, run_adopt.c) ---- */
+
+/* Workers of an attempt of `world` processes (less the parameter server's rank, if any). */
+int workers_of(const coord_run_t *r, int world);
+/* The hosts r's attempt may use (copies; -1 when out of memory), and as JSON. */
+int run_set_hosts(coord_run_t *r, const char *const *names, int n);
+json_t *run_hosts_json(const coord_run_t *r);
+/* A new run of job id, and which launcher runs it (the sim launcher for a simulated job;
+ * NULL when this daemon has none). */
+coord_run_t *run_new(coordinator_t *c, const char *id);
+void run_bind(coordinator_t *c, coord_run_t *r);
+/* A simulated job on a daemon that cannot simulate: failed, the reason names the field. */
+void fail_unsimulated(coordinator_t *c, coord_run_t *r, double now);
+/* The current attempt's health (in: borrowed, from rank 0's node hash or the summary), a
+ * collapse announced once per attempt. */
+void run_health(coordinator_t *c, coord_run_t *r, json_t *in, double now);
+/* What the job shows about waiting ranks: nothing once its attempt is over. */
+void clear_stall(coord_run_t *r);
+/* The job's processes have ended (or must be treated so): decide what comes next.
+ * code: the exit status or signal, or for SV_STALE the stale rank. */
+void finish_attempt(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int code, double now);
+/* A just-claimed job's directory that an earlier job of the same id left, moved aside
+ * (-1 with the reason in err). */
+int move_aside(coordinator_t *c, const coord_run_t *r, const char *dir, char *err, size_t errlen);
+/* The checkpoint file's identity (mtime in ns, inode, size; zeros when absent). */
+void ckpt_ident(coordinator_t *c, const coord_run_t *r, long long out[3]);
 
 #endif

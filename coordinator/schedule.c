@@ -1,7 +1,7 @@
 /* coordinator/schedule.c - see schedule.h. The policy (policy.h, policy_classes.c) decides
  * from a snapshot and touches nothing; this file builds the snapshot from Redis and the
  * runs, and carries its decisions out through run.h (claims, stops, shrinks, placements).
- * The scheduler calls down into run.c; run.c never calls up into it. */
+ * The scheduler calls down into a run (run.c, run_adopt.c, run_launch.c); they never call up into it. */
 #include "schedule.h"
 
 #include "coord_internal.h"
@@ -18,6 +18,8 @@
 #include "hosts.h"
 #include "jobstore.h"
 #include "policy.h"
+#include "run_adopt.h"
+#include "run_launch.h"
 #include "tickconn.h"
 #include "users.h"
 

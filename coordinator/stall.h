@@ -9,7 +9,7 @@
  * and do not wait), so nothing can end the wait but a peer that is gone or cut off. A
  * stall that lasts STALL_CONFIRM_S (seen on every tick of that span, so one late
  * heartbeat on a loaded machine meeting the others' wait is not enough) stops the attempt
- * (run.c: KILL_STALL), long before the heartbeat timeout when a rank's heartbeat still
+ * (run_tick.c: KILL_STALL), long before the heartbeat timeout when a rank's heartbeat still
  * comes (its host lost the job's network, not the coordinator's) or soon after a silent
  * rank's peers noticed.
  *

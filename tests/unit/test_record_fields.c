@@ -267,7 +267,7 @@ static void redis_commands_name_no_field(const char *path, const char *text)
 }
 
 /* The readers take the names from the table: neither http/prom.c nor the API's
- * coord_nodes, nor the coordinator's tick (run.c read_flags) and dynamic batching
+ * coord_nodes, nor the coordinator's tick (run_tick.c read_flags) and dynamic batching
  * (dynbatch.c) spell a field of the rank record as a literal. */
 static void test_readers_name_no_field(void **state)
 {
@@ -277,7 +277,7 @@ static void test_readers_name_no_field(void **state)
     } readers[] = {{"http/prom.c", NULL, NULL},
                    {"coordinator/api.c", "int coord_nodes(", "\n}\n"},
                    {"coordinator/api.c", "static int staleness_from_reply(", "\n}\n"},
-                   {"coordinator/run.c", "static void read_flags(", "\n}\n"},
+                   {"coordinator/run_tick.c", "static void read_flags(", "\n}\n"},
                    {"coordinator/dynbatch.c", "int dynbatch_replan(", "\n}\n"},
                    /* up to the profile hash (KEY_PROFILE), whose fields are its own */
                    {"coordinator/dynbatch.c", "int dynbatch_fold_profiles(", "profile_key("}};

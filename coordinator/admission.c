@@ -12,6 +12,7 @@
 #include "dsprobe.h"
 #include "errmsg.h"
 #include "init_source.h"
+#include "jobfile.h"
 #include "policy.h"
 #include "simjob.h"
 #include "tokenizer.h"

@@ -895,15 +895,6 @@ int coord_checkpoint_path(coordinator_t *c, const char *id, char *path, size_t l
     return code;
 }
 
-int coord_model_file_path(coordinator_t *c, const char *id, const char *file, char *path, size_t len)
-{
-    json_t *h;
-    int code = job_record(c, id, &h);
-    if (code != COORD_OK) return code;
-    json_decref(h);
-    return coord_job_path(c, id, file, path, len) == 0 && regular_file(path) ? COORD_OK : COORD_MODEL_NONE;
-}
-
 /* Each host of the daemon's record gets its measured speeds from the profiles (the
  * pre-flight's benchmarks and finished jobs): "speeds": [{model, device, samples_per_s,
  * updated, benchmark_time}] and "devices": [the devices they name]. */

@@ -239,14 +239,6 @@ int coord_logs(coordinator_t *c, const char *id, long offset, long limit, long t
 /* The job's checkpoint file (STATE_DIR/jobs/{id}/checkpoints/{name}.ckpt) into path;
  * COORD_ENOTFOUND when the job is unknown or no checkpoint has been written yet. */
 int coord_checkpoint_path(coordinator_t *c, const char *id, char *path, size_t len);
-/* The job's trained model file (file: "model.onnx" or "model.safetensors", in
- * STATE_DIR/jobs/{id}/, which the worker rewrites with every checkpoint and at the end: the
- * latest weights, not the best) into path. COORD_OK; COORD_ENOTFOUND for an unknown job;
- * COORD_MODEL_NONE when the job is known but has no such file yet (before its first
- * checkpoint, a simulated job, or a worker too old to write safetensors). */
-#define COORD_MODEL_NONE 1
-int coord_model_file_path(coordinator_t *c, const char *id, const char *file, char *path, size_t len);
-
 /* {"coordinator": {pid, host, started, heartbeat, version, state_dir, redis, worker,
  * worker_redis, hosts: [{name, slots}], slots, slots_used, running, simulator: {available,
  * reason, slots, platforms_dir, platforms: [file names]}} or null when no daemon

@@ -6,6 +6,7 @@
 
 #include "dataroots.h"
 #include "errmsg.h"
+#include "jobfile.h"
 
 /* init.job's file (path, as code found it) into s->init.safetensors. */
 static int place_job(job_spec_t *s, int code, const char *path, char *err, size_t errlen)

@@ -17,6 +17,7 @@
 #include "clock.h"
 #include "clog.h"
 #include "http_internal.h"
+#include "jobfile.h"
 #include "jobstore.h"
 #include "prom.h"
 #include "respond.h"

@@ -606,6 +606,11 @@ static const field_t FIELDS[] = {
      .doc = "Simulation: worker i's host computes slowdown[i] times slower than `gflops`."},
     {.path = "simulate.gflops", DBL(simulate.gflops), IN_OC(0, 1e6), .def_num = 10,
      .doc = "Simulation: speed of a slowdown-1 host (Gflop/s); also what this machine's CPU counts as."},
+    {.path = "simulate.bf16_gflops", DBL(simulate.bf16_gflops), BETWEEN(0, 1e6), .def_num = 0,
+     .allowed_doc = "between 0 and 1000000; above 0 only with `precision` bf16",
+     .doc = "Simulation: speed of a slowdown-1 host at `precision` bf16 (Gflop/s), its matrix products on the "
+            "CPU's bf16 units (AMX, AVX512-BF16); 0 = `gflops` (a CPU without them runs the portable path, "
+            "float32 FMAs). Also what this machine's CPU counts as at bf16."},
     {.path = "simulate.bandwidth_gbps", DBL(simulate.bandwidth_gbps), IN_OC(0, 1e5),
      .def_num = 10, .doc = "Simulation: each node's link to the switch, Gbit/s."},
     {.path = "simulate.latency_us", DBL(simulate.latency_us), BETWEEN(0, 1e6), .def_num = 5,
@@ -1059,6 +1064,9 @@ static int cross_check_simulate(errbuf_t *e, const job_spec_t *s)
             e, "simulate.skip_compute: only with simulate.deterministic (the cost model charges the skipped compute)");
     if (s->simulate.jitter > 0 && !s->simulate.deterministic)
         return fail(e, "simulate.jitter: only with simulate.deterministic (timed compute varies by itself)");
+    if (s->simulate.bf16_gflops > 0 && strcmp(s->precision, "bf16") != 0)
+        return fail(e, "simulate.bf16_gflops: only with precision bf16 (an fp32 job's hosts compute at "
+                       "simulate.gflops)");
     /* A node is one simulated host with k cores: one speed for all its workers. */
     for (int i = 0; i < n; i++)
         if (s->simulate.slowdown[i] != s->simulate.slowdown[i - i % k])
@@ -2080,4 +2088,10 @@ void spec_profile_device(const job_spec_t *s, const char *device, char *out, siz
 {
     if (strcmp(s->precision, "bf16") == 0 && strcmp(device, "cpu") == 0) snprintf(out, len, "%s-bf16", device);
     else snprintf(out, len, "%s", device);
+}
+
+double spec_sim_host_flops(const job_spec_t *s)
+{
+    const int bf16 = strcmp(s->precision, "bf16") == 0 && s->simulate.bf16_gflops > 0;
+    return (bf16 ? s->simulate.bf16_gflops : s->simulate.gflops) * 1e9;
 }

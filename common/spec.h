@@ -180,6 +180,7 @@ typedef struct {
         double slowdown[SPEC_MAX_WORKERS];             /* per worker, >= 1: host speed gflops / f */
         int nslowdown;                                 /* 0 when not given (all 1) */
         double gflops;                                 /* speed of a slowdown-1 host, Gflop/s */
+        double bf16_gflops;                            /* ... at precision bf16; 0 = gflops */
         double bandwidth_gbps, latency_us;             /* each node's link to the switch */
         int gpus_per_node;                             /* ranks per simulated node */
         double intra_bandwidth_gbps, intra_latency_us; /* between ranks of one node */
@@ -290,6 +291,10 @@ void spec_worlds(const job_spec_t *s, int *full, int *least, int *most);
  * device itself, or "cpu-bf16" for a CPU rank of a precision bf16 job, whose products run
  * on other units at another speed than the fp32 profile's. */
 void spec_profile_device(const job_spec_t *s, const char *device, char *out, size_t len);
+/* A simulated slowdown-1 host's speed for s, flop/s: simulate.gflops, or at precision bf16
+ * simulate.bf16_gflops when given (the products on the host's bf16 units). The same node
+ * computes at another rate by precision, as its profiles (spec_profile_device) measure. */
+double spec_sim_host_flops(const job_spec_t *s);
 
 /* optimizer.kind is adamw. */
 int spec_is_adamw(const job_spec_t *s);

@@ -53,6 +53,7 @@ static const struct option OPTIONS[] = {
     {"redis", required_argument, NULL, 'r'},
     {"model", required_argument, NULL, 'M'},
     {"device", required_argument, NULL, 'd'},
+    {"precision", required_argument, NULL, 'P'},
     {"out", required_argument, NULL, 'o'},
     {"cost", required_argument, NULL, 'c'},
     {"help", no_argument, NULL, 'h'},
@@ -73,6 +74,8 @@ static void usage(FILE *f)
                "  --redis URL --model NAME  one host per node profile the coordinator measured for\n"
                "                            that model (pacer:profile:*), at its samples/s\n"
                "  --device D                only profiles of that device (cpu, cuda)\n"
+               "  --precision P             the profiles of jobs of that precision (fp32, the default,\n"
+               "                            or bf16: a CPU's bf16 profile, device cpu-bf16, is its speed)\n"
                "  --ps                      add a host \"ps\" for the parameter server\n"
                "  --gflops G                speed of a slowdown-1 host, Gflop/s (default 10)\n"
                "  --bandwidth-gbps B        each node's link, Gbit/s (default 10)\n"
@@ -145,9 +148,25 @@ static int by_host(const void *a, const void *b)
     return c ? c : strcmp(x->device, y->device);
 }
 
-/* Hosts from the coordinator's profiles of `model` (and `device`, when given). Every
- * field read from Redis is checked before use. Returns the host count or -1/-2. */
-static int from_profiles(const char *url, const char *model, const char *device, platform_t *p)
+/* Whether a profile of device dev is one a job of s's precision runs at, on `device` when
+ * given: a bf16 job's CPU ranks have profiles of their own (spec_profile_device), which an
+ * fp32 platform leaves out and a bf16 one takes instead of the fp32 ones. */
+static int profile_wanted(const job_spec_t *s, const char *dev, const char *device)
+{
+    static const char *const DEVICES[] = {"cpu", "cuda"};
+    char want[32];
+    for (size_t i = 0; i < sizeof DEVICES / sizeof DEVICES[0]; i++) {
+        if (device && strcmp(device, DEVICES[i]) != 0) continue;
+        spec_profile_device(s, DEVICES[i], want, sizeof want);
+        if (strcmp(dev, want) == 0) return 1;
+    }
+    return 0;
+}
+
+/* Hosts from the coordinator's profiles of `model` (and `device`, when given) at s's
+ * precision. Every field read from Redis is checked before use. Returns the host count or
+ * -1/-2. */
+static int from_profiles(const char *url, const char *model, const char *device, const job_spec_t *s, platform_t *p)
 {
     char err[512];
     redis_url_t u;
@@ -187,7 +206,7 @@ static int from_profiles(const char *url, const char *model, const char *device,
             continue; /* the key vanished between the two commands, or is not a profile */
         }
         const char *host = h->element[0]->str, *dev = h->element[1]->str, *mod = h->element[2]->str;
-        if (strcmp(mod, model) != 0 || (device && strcmp(dev, device) != 0)) {
+        if (strcmp(mod, model) != 0 || !profile_wanted(s, dev, device)) {
             freeReplyObject(h);
             continue;
         }
@@ -215,9 +234,9 @@ static int from_profiles(const char *url, const char *model, const char *device,
     }
     if (n == 0) {
         fprintf(stderr,
-                "pacer-platform: Redis has no profile for model %s%s%s (profiles are written when a "
-                "job ends; docs/REDIS.md)\n",
-                model, device ? " on device " : "", device ? device : "");
+                "pacer-platform: Redis has no profile for model %s%s%s at precision %s (profiles are "
+                "written when a job ends; docs/REDIS.md)\n",
+                model, device ? " on device " : "", device ? device : "", s->precision);
         goto out;
     }
     qsort(prof, (size_t)n, sizeof prof[0], by_host);
@@ -293,6 +312,7 @@ int main(int argc, char **argv)
         case 'r': url = optarg; break;
         case 'M': model = optarg; break;
         case 'd': device = optarg; break;
+        case 'P': json_object_set_new(doc, "precision", json_string(optarg)); break;
         case 'o': out = optarg; break;
         case 'c': json_decref(doc); return print_cost(optarg);
         case 'h':
@@ -316,6 +336,13 @@ int main(int argc, char **argv)
         usage(stderr);
         goto done;
     }
+    if (device && strcmp(device, "cpu") != 0 && strcmp(device, "cuda") != 0) {
+        fprintf(stderr,
+                "pacer-platform: --device: '%.40s' is not cpu or cuda (a bf16 job's CPU profiles: "
+                "--precision bf16)\n",
+                device);
+        goto done;
+    }
     if (workers > 0 && !json_object_get(doc, "workers")) json_object_set_new(doc, "workers", json_integer(workers));
 
     char *text = json_dumps(doc, JSON_COMPACT);
@@ -336,7 +363,7 @@ int main(int argc, char **argv)
             p.nhosts = 1;
             p.has_ps = 1;
         }
-        int n = from_profiles(url, model, device, &p);
+        int n = from_profiles(url, model, device, &spec, &p);
         if (n < 0) {
             status = n == -1 ? 1 : 2;
             goto done;

@@ -409,8 +409,9 @@ static void build_args(sim_run_t *r)
     char **args = r->args;
     snprintf(r->np, sizeof r->np, "%d", r->world);
     /* In timing mode SMPI charges each measured burst as burst x host-speed flops, so a
-     * host of `gflops` computes as fast as this machine did. */
-    snprintf(r->speed, sizeof r->speed, "--cfg=smpi/host-speed:%.9gf", r->spec.simulate.gflops * 1e9);
+     * host of `gflops` computes as fast as this machine did; a bf16 job's bursts ran on
+     * this machine's bf16 path, which counts as a host of bf16_gflops. */
+    snprintf(r->speed, sizeof r->speed, "--cfg=smpi/host-speed:%.9gf", spec_sim_host_flops(&r->spec));
     args[a++] = (char *)r->smpirun;
     args[a++] = "-platform";
     args[a++] = r->platform_path;

@@ -3,7 +3,9 @@
 # on "ps", workers in host order, a k-core node taking k consecutive workers, a hostfile's
 # "name:N"); and pacer-platform --redis turns the node profiles the coordinator keeps in
 # Redis (a real redis-server on a unix socket here) into a platform on which each node
-# trains at its profiled speed. Bad profiles and platforms get a message naming them.
+# trains at its profiled speed, a bf16 job at its bf16 one (device cpu-bf16). A generated
+# platform's hosts compute a bf16 job at simulate.bf16_gflops. Bad profiles and platforms
+# get a message naming them.
 . tests/integration/sim_lib.inc
 [ -x "$PLATFORM_GEN" ] || fail "$PLATFORM_GEN not built (make all)"
 
@@ -46,6 +48,19 @@ sim_spec "$TMP/m4.json" "{\"algorithm\": {\"name\": \"asgd\"}, \"simulate\": {\"
 sim_spec "$TMP/m5.json" '{"simulate": {"gpus_per_node": 2}}'
 [ "$(hosts m5)" = "n0 n0 n1 n1 " ] || fail "generated 2-GPU nodes: hosts $(hosts m5)"
 echo "ok: ranks on their hosts (ps first, host order, k-core nodes take k workers, hostfile name:N)"
+# A bf16 job's generated hosts compute at simulate.bf16_gflops (its products on bf16
+# units), at gflops without it: the deterministic compute time of the same steps is
+# gflops / bf16_gflops = 1/4 of it, to rounding.
+sim_spec "$TMP/b10.json" '{"workers": 2, "epochs": 1, "precision": "bf16", "simulate": {"gflops": 10}}'
+sim_spec "$TMP/b40.json" '{"workers": 2, "epochs": 1, "precision": "bf16", "simulate": {"gflops": 10, "bf16_gflops": 40}}'
+sim_run b10
+sim_run b40
+for r in 0 1; do
+    c10=$(json "$TMP/b10.out" ".per_rank[$r].compute_s")
+    c40=$(json "$TMP/b40.out" ".per_rank[$r].compute_s")
+    within "rank $r: bf16 compute_s at bf16_gflops 40 x 4 (at gflops 10: $c10)" \
+        "$(awk -v a="$c40" 'BEGIN { print 4 * a }')" "$c10" "$(awk -v a="$c10" 'BEGIN { print a / 1000 }')"
+done
 printf '<platform version="4.1"><zone id="z" routing="Full"><cluster id="c" prefix="c" suffix="" radical="0-3" speed="1Gf" bw="1GBps" lat="1us"/></zone></platform>\n' >"$TMP/cluster.xml"
 sim_spec "$TMP/bad1.json" "{\"simulate\": {\"platform\": \"$TMP/cluster.xml\"}}"
 expect_error 2 "no <host> elements besides \"ps\" (for <cluster> platforms give simulate.hostfile)" \
@@ -90,6 +105,27 @@ sim_spec "$TMP/prof.json" "{\"workers\": 2, \"algorithm\": {\"name\": \"asgd\"},
 sim_run prof
 within "worker on 'fast' samples/s (profile 4000)" "$(json "$TMP/prof.out" .per_rank[1].samples_per_s)" 4000 4
 within "worker on 'slow' samples/s (profile 1000)" "$(json "$TMP/prof.out" .per_rank[2].samples_per_s)" 1000 1
+
+# precision bf16 computes at its own rate. A CPU's bf16 profile (device cpu-bf16: what a
+# bf16 job's ranks measured there) is the node's speed in a bf16 platform and is left out
+# of an fp32 one; a bf16 job on it trains at that profile's speed.
+profile fast cpu-bf16 lenet5 12000
+"$PLATFORM_GEN" --redis "$URL" --model lenet5 --out "$TMP/all32.xml" || fail "pacer-platform --redis (fp32)"
+[ "$(grep -o '<host id="[^"]*"' "$TMP/all32.xml" | tr '\n' ' ')" = '<host id="fast-cpu" <host id="fast-cuda" <host id="slow" ' ] ||
+    { cat "$TMP/all32.xml"; fail "an fp32 platform takes the fp32 profiles only (hosts fast-cpu, fast-cuda, slow)"; }
+"$PLATFORM_GEN" --redis "$URL" --model lenet5 --device cpu --precision bf16 --out "$TMP/bf16.xml" ||
+    fail "pacer-platform --redis --precision bf16"
+[ "$(grep -o '<host id="[^"]*"' "$TMP/bf16.xml" | tr '\n' ' ')" = '<host id="fast" ' ] ||
+    { cat "$TMP/bf16.xml"; fail "a bf16 platform of the CPU profiles: want host fast (slow has no bf16 profile)"; }
+sim_spec "$TMP/pb.json" "{\"workers\": 1, \"precision\": \"bf16\", \"simulate\": {\"platform\": \"$TMP/bf16.xml\"}}"
+sim_run pb
+within "bf16 worker on 'fast' samples/s (its bf16 profile 12000)" "$(json "$TMP/pb.out" .per_rank[0].samples_per_s)" 12000 12
+expect_error 2 "--device: 'cpu-bf16' is not cpu or cuda (a bf16 job's CPU profiles: --precision bf16)" \
+    "$PLATFORM_GEN" --redis "$URL" --model lenet5 --device cpu-bf16
+expect_error 2 "has no profile for model mlp on device cpu at precision bf16" \
+    "$PLATFORM_GEN" --redis "$URL" --model mlp --device cpu --precision bf16
+expect_error 2 "precision: " "$PLATFORM_GEN" --redis "$URL" --model lenet5 --precision fp16
+echo "ok: bf16 platforms from the nodes' bf16 profiles; fp32 ones leave them out"
 
 expect_error 2 "has no profile for model resnet20" "$PLATFORM_GEN" --redis "$URL" --model resnet20
 expect_error 1 "$TMP/none.sock" "$PLATFORM_GEN" --redis "unix://$TMP/none.sock" --model lenet5

@@ -219,6 +219,40 @@ static void test_spec_simulate(void **state)
     }
 }
 
+/* precision bf16 computes at its own rate: a generated platform's hosts (and in timing
+ * mode what this machine counts as) are simulate.bf16_gflops when given, gflops when not
+ * (a CPU without bf16 units runs the portable path); the field belongs to bf16 jobs only. */
+static void test_platform_at_bf16(void **state)
+{
+    (void)state;
+    static job_spec_t s;
+    static platform_t p;
+    char err[512];
+    const char *fmt =
+        "{\"model\": \"lenet5\", \"workers\": 2, \"algorithm\": {\"name\": \"asgd\"}, \"precision\": \"%s\", \"simulate\": %s}";
+    char text[512];
+    snprintf(text, sizeof text, fmt, "bf16", "{\"slowdown\": [1, 2], \"gflops\": 10, \"bf16_gflops\": 40}");
+    if (spec_parse(text, &s, err, sizeof err) != 0) fail_msg("%s: %s", text, err);
+    assert_true(spec_sim_host_flops(&s) == 40e9);
+    platform_from_spec(&s, 1, &p);
+    assert_true(p.hosts[0].speed == 40e9 && p.hosts[1].speed == 40e9 && p.hosts[2].speed == 20e9);
+    assert_non_null(strstr(p.comment, "40 Gflop/s per slowdown-1 host at bf16"));
+    snprintf(text, sizeof text, fmt, "bf16", "{\"slowdown\": [1, 2], \"gflops\": 10}");
+    if (spec_parse(text, &s, err, sizeof err) != 0) fail_msg("%s: %s", text, err);
+    platform_from_spec(&s, 0, &p);
+    assert_true(spec_sim_host_flops(&s) == 10e9 && p.hosts[0].speed == 10e9 && p.hosts[1].speed == 5e9);
+    snprintf(text, sizeof text, fmt, "fp32", "{\"gflops\": 10}");
+    if (spec_parse(text, &s, err, sizeof err) != 0) fail_msg("%s: %s", text, err);
+    assert_true(spec_sim_host_flops(&s) == 10e9);
+
+    snprintf(text, sizeof text, fmt, "fp32", "{\"bf16_gflops\": 40}");
+    assert_int_equal(spec_parse(text, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "simulate.bf16_gflops: only with precision bf16"));
+    snprintf(text, sizeof text, fmt, "bf16", "{\"bf16_gflops\": -1}");
+    assert_int_equal(spec_parse(text, &s, err, sizeof err), -1);
+    assert_non_null(strstr(err, "simulate.bf16_gflops: must be between 0 and 1000000"));
+}
+
 static char *write_platform(const platform_t *p)
 {
     static char path[] = "/tmp/pacer-test-sim-XXXXXX";
@@ -329,9 +363,10 @@ static void test_platform_slots_parsing(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cost_lenet5),        cmocka_unit_test(test_cost_optimizers),
-        cmocka_unit_test(test_imported_figures),   cmocka_unit_test(test_spec_simulate),
-        cmocka_unit_test(test_platform_from_spec), cmocka_unit_test(test_platform_slots_parsing),
+        cmocka_unit_test(test_cost_lenet5),          cmocka_unit_test(test_cost_optimizers),
+        cmocka_unit_test(test_imported_figures),     cmocka_unit_test(test_spec_simulate),
+        cmocka_unit_test(test_platform_from_spec),   cmocka_unit_test(test_platform_at_bf16),
+        cmocka_unit_test(test_memest_bf16_is_fp32s), cmocka_unit_test(test_platform_slots_parsing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,6 +27,12 @@
  * probe's for a user's path). The process's
  * own overhead (the C and MPI runtimes, OpenBLAS's buffers) is not counted: the worker's
  * check measures it instead (RLIMIT_AS less what the process already maps).
+ *
+ * The job's precision is not a term: at bf16 the activations and their gradients stay
+ * float32 (kernels/cpu/matmul.h rounds the products' operands, not what is stored), so a
+ * bf16 rank allocates what an fp32 one does. The bf16 products' scratch (gemm_bf16.h: a
+ * calling thread's packed operands and one packed weight, the size of the largest
+ * product's) is left out with OpenBLAS's buffers (test_sim's test_memest_bf16_is_fp32s).
  */
 #ifndef PACER_MEMEST_H
 #define PACER_MEMEST_H

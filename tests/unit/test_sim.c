@@ -253,6 +253,39 @@ static void test_platform_at_bf16(void **state)
     assert_non_null(strstr(err, "simulate.bf16_gflops: must be between 0 and 1000000"));
 }
 
+/* The memory estimate at precision bf16 is fp32's, every figure of it: the activations
+ * (and their gradients) a backward pass reads stay float32 at bf16 today, as weights,
+ * gradients and optimizer state do at either precision, so a bf16 rank allocates what an
+ * fp32 one does (the products' bf16 scratch aside, which the estimate leaves out like
+ * OpenBLAS's buffers: common/memest.h). An estimate that took half the activations for bf16
+ * would admit jobs that do not fit. Built-in, GPT and threaded AdamW specs alike. */
+static void test_memest_bf16_is_fp32s(void **state)
+{
+    (void)state;
+    static const char *const SPECS[] = {
+        "{\"model\": \"lenet5\", \"batch_size\": 64, \"precision\": \"%s\"}",
+        "{\"model\": \"resnet20\", \"dataset\": {\"name\": \"cifar10\"}, \"batch_size\": 128, \"threads\": 2, "
+        "\"optimizer\": {\"kind\": \"adamw\", \"lr\": 0.001}, \"precision\": \"%s\"}",
+        "{\"model\": {\"gpt\": {\"layers\": 4, \"heads\": 4, \"embd\": 384, \"block_size\": 64}}, \"dataset\": "
+        "{\"format\": \"text\", \"path\": \"/nonexistent\"}, \"batch_size\": 8, \"precision\": \"%s\"}",
+    };
+    for (size_t i = 0; i < sizeof SPECS / sizeof SPECS[0]; i++) {
+        static job_spec_t s;
+        memest_t e[2];
+        char text[512], err[512];
+        for (int b = 0; b < 2; b++) {
+            snprintf(text, sizeof text, SPECS[i], b ? "bf16" : "fp32");
+            if (spec_parse(text, &s, err, sizeof err) != 0) fail_msg("%s: %s", text, err);
+            memset(&e[b], 0, sizeof e[b]);
+            if (memest_rank(&s, 1, &e[b], err, sizeof err) != 0) fail_msg("%s: %s", text, err);
+        }
+        if (memcmp(&e[0], &e[1], sizeof e[0]) != 0)
+            fail_msg("%s: at bf16 %.0f bytes a rank (activations and batch %.0f), at fp32 %.0f (%.0f)", SPECS[i],
+                     e[1].rank_bytes, e[1].batch_bytes, e[0].rank_bytes, e[0].batch_bytes);
+        assert_true(e[0].batch_bytes > 0 && e[0].rank_bytes > e[0].batch_bytes);
+    }
+}
+
 static char *write_platform(const platform_t *p)
 {
     static char path[] = "/tmp/pacer-test-sim-XXXXXX";

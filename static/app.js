@@ -905,6 +905,18 @@
       $('#f-onnx').title = m.sha256 ? 'sha256 ' + m.sha256 : '';
     }
 
+    // The spec's precision and the kernels the summary says the products ran on
+    // (kernels.gemm: one name, or where ranks differed, each distinct one; null where no
+    // rank reported one, a GPU's). Until there is a summary, the spec's word only.
+    function precisionFact(j) {
+      const p = (j.spec && j.spec.precision) || 'fp32';
+      const k = j.summary && j.summary.kernels;
+      if (!k || typeof k !== 'object') return p + ' · kernels when the job ends';
+      const g = k.gemm;
+      if (g === null || g === undefined) return p + ' · gemm not reported (no CPU rank)';
+      return p + ' · gemm ' + (Array.isArray(g) ? g.join(', ') + ' (ranks differ)' : g);
+    }
+
     // A language model's words (lm.js) and its perplexity, the exp of the newest validation loss.
     function lmFacts(j) {
       const losses = lossData()[1];
@@ -931,6 +943,7 @@
       $('#f-dataset').textContent = datasetFacts(j);
       onnxFacts(j);
       $('#f-algorithm').textContent = j.algorithm + (j.dynamic_batch ? ' · dynamic batch' : '');
+      $('#f-precision').textContent = precisionFact(j);
       $('#f-workers').textContent = j.workers + (j.world && j.world !== j.workers ? ' (+ parameter server)' : '');
       const sim = j.simulated && j.spec && j.spec.simulate;
       const slow = sim ? sim.slowdown : j.spec && j.spec.emulate && j.spec.emulate.slowdown;

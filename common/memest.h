@@ -32,7 +32,8 @@
  * float32 (kernels/cpu/matmul.h rounds the products' operands, not what is stored), so a
  * bf16 rank allocates what an fp32 one does. The bf16 products' scratch (gemm_bf16.h: a
  * calling thread's packed operands and one packed weight, the size of the largest
- * product's) is left out with OpenBLAS's buffers (test_sim's test_memest_bf16_is_fp32s).
+ * product's) is left out with OpenBLAS's buffers (test_sim's test_memest_bf16_is_fp32s;
+ * test_model's test_bf16_allocates_as_fp32: the sizes a model allocates at either).
  */
 #ifndef PACER_MEMEST_H
 #define PACER_MEMEST_H

@@ -14,6 +14,8 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "gpt.h"
+#include "matmul.h"
 #include "memest.h"
 #include "model.h"
 #include "onnx_export.h"
@@ -271,6 +273,37 @@ static void test_catalog_matches_models(void **state)
     }
     assert_int_equal(builtins, 4);
     assert_int_equal(catalog_model_get("vgg", &row), -1);
+}
+
+/* The memory estimate is the same at either precision (test_sim's
+ * test_memest_bf16_is_fp32s) because a model allocates the same at either: parameters,
+ * buffers, both activation arenas, the saved statistics, argmax and the workspace do not
+ * depend on the products' precision (bf16 rounds their operands, not what is stored).
+ * Built-ins and a GPT, created at MM_FP32 and at MM_BF16. */
+static void test_bf16_allocates_as_fp32(void **state)
+{
+    (void)state;
+    static const char *const NAMES[] = {"mlp", "lenet5", "cifar10_quick", "resnet20", "gpt"};
+    const model_gpt_t g = {.layers = 2, .heads = 2, .embd = 32, .block = 16, .vocab = 256, .bias = 1, .tie = 1};
+    for (size_t i = 0; i < sizeof NAMES / sizeof NAMES[0]; i++) {
+        size_t f[2][7];
+        for (int p = 0; p < 2; p++) {
+            model_t *m = NULL;
+            char err[256];
+            mm_set_precision(p ? MM_BF16 : MM_FP32);
+            int rc = strcmp(NAMES[i], "gpt") == 0 ? model_create_gpt("gpt", &g, 8, &m, err, sizeof err)
+                                                  : model_create(NAMES[i], 8, &m, err, sizeof err);
+            mm_set_precision(MM_FP32);
+            if (rc != 0) fail_msg("%s: %s", NAMES[i], err);
+            const size_t v[7] = {m->nparams,     m->nbuffers,  m->act_floats, m->aux_floats,
+                                 m->argmax_ints, m->ws_floats, m->dact_floats};
+            memcpy(f[p], v, sizeof v);
+            model_free(m);
+        }
+        if (memcmp(f[0], f[1], sizeof f[0]) != 0)
+            fail_msg("%s allocates differently at bf16: activations %zu floats (fp32 %zu), workspace %zu (%zu)",
+                     NAMES[i], f[1][2], f[0][2], f[1][5], f[0][5]);
+    }
 }
 
 /* A built-in network's head is sized to the data set's classes (torchvision's num_classes):
@@ -761,6 +794,7 @@ int main(void)
         cmocka_unit_test(test_fd_cifar10_quick),
         cmocka_unit_test(test_fd_resnet20),
         cmocka_unit_test(test_catalog_matches_models),
+        cmocka_unit_test(test_bf16_allocates_as_fp32),
         cmocka_unit_test(test_catalog_entry_without_builder),
         cmocka_unit_test(test_model_clone),
         cmocka_unit_test(test_no_decay_groups),

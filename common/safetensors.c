@@ -15,6 +15,39 @@ static void put_le64(uint8_t *p, uint64_t v)
     for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
+size_t st_dtype_size(st_dtype_t d) { return d == ST_F32 ? 4 : 2; }
+
+const char *st_dtype_name(st_dtype_t d) { return d == ST_BF16 ? "BF16" : d == ST_F16 ? "F16" : "F32"; }
+
+/* float32 to bf16, to nearest, ties to even, a NaN kept a quiet NaN: kernels/cpu/bf16.h's
+ * rounding, which common/ cannot include (its arrows point down to it, not from it). */
+static uint16_t to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u | 0x00400000u) >> 16);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+static float from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* IEEE binary16 to float32, exactly: every half is a float (subnormals normalised). */
+static float from_f16(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+    if (exp == 0x1f) return from_bits(sign | 0x7f800000u | man << 13); /* inf, NaN */
+    if (exp != 0) return from_bits(sign | (exp + 112) << 23 | man << 13);
+    if (man == 0) return from_bits(sign);
+    int e = 113; /* a subnormal: m * 2^-24, shifted up until its leading one is the implicit bit */
+    while (!(man & 0x400u)) man <<= 1, e--;
+    return from_bits(sign | (uint32_t)e << 23 | (man & 0x3ffu) << 13);
+}
+
 /* The header object of the n tensors t, their data laid out in order from 0. */
 static json_t *header_json(const st_tensor_t *t, int n, size_t *data_len, char *err, size_t errlen)
 {
@@ -36,8 +69,12 @@ static json_t *header_json(const st_tensor_t *t, int n, size_t *data_len, char *
             json_decref(h);
             return NULL;
         }
-        if (t[i].rank < 0 || t[i].rank > ST_MAX_RANK) {
-            snprintf(err, errlen, "safetensors: tensor '%s': rank %d out of 0..%d", t[i].name, t[i].rank, ST_MAX_RANK);
+        if (t[i].rank < 0 || t[i].rank > ST_MAX_RANK || (t[i].transposed && t[i].rank != 2) ||
+            (t[i].dtype != ST_F32 && t[i].dtype != ST_BF16)) {
+            snprintf(err, errlen,
+                     "safetensors: tensor '%s': rank %d out of 0..%d, transposed and not 2-D, or dtype %s "
+                     "(F32 and BF16 are written)",
+                     t[i].name, t[i].rank, ST_MAX_RANK, st_dtype_name(t[i].dtype));
             json_decref(h);
             return NULL;
         }
@@ -48,9 +85,9 @@ static json_t *header_json(const st_tensor_t *t, int n, size_t *data_len, char *
         }
         for (int d = 0; d < t[i].rank; d++) json_array_append_new(shape, json_integer(t[i].dims[d]));
         json_array_append_new(offs, json_integer((json_int_t)off));
-        off += t[i].count * sizeof(float);
+        off += t[i].count * st_dtype_size(t[i].dtype);
         json_array_append_new(offs, json_integer((json_int_t)off));
-        json_object_set_new(e, "dtype", json_string("F32"));
+        json_object_set_new(e, "dtype", json_string(st_dtype_name(t[i].dtype)));
         json_object_set_new(e, "shape", shape);
         json_object_set_new(e, "data_offsets", offs);
         json_object_set_new(h, t[i].name, e);
@@ -62,6 +99,30 @@ oom:
     json_decref(h);
     snprintf(err, errlen, "safetensors: out of memory");
     return NULL;
+}
+
+/* Tensor t's data at p, little-endian (the host's byte order: every supported host's), in
+ * its dtype and dims' order; the end of what it wrote. */
+static uint8_t *put_data(const st_tensor_t *t, uint8_t *p)
+{
+    if (t->dtype == ST_F32 && !t->transposed) {
+        if (t->count) memcpy(p, t->data, t->count * sizeof(float));
+        return p + t->count * sizeof(float);
+    }
+    const size_t rows = t->transposed ? (size_t)t->dims[0] : 1, cols = t->transposed ? (size_t)t->dims[1] : 1;
+    for (size_t k = 0; k < t->count; k++) {
+        /* element k of dims' order; a transposed source holds it at column-major k */
+        const float v = t->transposed ? t->data[k % cols * rows + k / cols] : t->data[k];
+        if (t->dtype == ST_F32) {
+            memcpy(p, &v, 4);
+            p += 4;
+        } else {
+            const uint16_t h = to_bf16(v);
+            memcpy(p, &h, 2);
+            p += 2;
+        }
+    }
+    return p;
 }
 
 int st_write_buffer(const st_tensor_t *t, int n, uint8_t **out, size_t *outlen, char *err, size_t errlen)
@@ -86,12 +147,8 @@ int st_write_buffer(const st_tensor_t *t, int n, uint8_t **out, size_t *outlen, 
     memcpy(b + 8, text, hl);
     memset(b + 8 + hl, ' ', padded - hl);
     free(text);
-    /* the data little-endian: the host's floats as they are (every supported host is) */
     uint8_t *p = b + 8 + padded;
-    for (int i = 0; i < n; i++) {
-        if (t[i].count) memcpy(p, t[i].data, t[i].count * sizeof(float));
-        p += t[i].count * sizeof(float);
-    }
+    for (int i = 0; i < n; i++) p = put_data(&t[i], p);
     *out = b;
     *outlen = total;
     return 0;
@@ -135,7 +192,7 @@ static int parse_shape(const json_t *e, st_tensor_t *t, size_t data_len, char *e
                         t->name, ST_MAX_RANK),
                -1;
     t->rank = (int)json_array_size(shape);
-    uint64_t count = 1, cap = data_len / sizeof(float);
+    uint64_t count = 1, cap = data_len / st_dtype_size(t->dtype);
     for (int d = 0; d < t->rank; d++) {
         uint64_t v;
         if (bounded_int(json_array_get(shape, (size_t)d), INT64_MAX, &v) != 0)
@@ -167,8 +224,13 @@ static int parse_entry(const char *name, const json_t *e, st_tensor_t *t, size_t
     if (!json_is_object(e)) return snprintf(err, errlen, "safetensors: tensor '%s' is not an object", name), -1;
     const char *dt = json_string_value(json_object_get(e, "dtype"));
     if (!dt) return snprintf(err, errlen, "safetensors: tensor '%s': no dtype", name), -1;
-    if (strcmp(dt, "F32") != 0)
-        return snprintf(err, errlen, "safetensors: tensor '%s': dtype %.16s, only F32 is read", name, dt), -1;
+    if (strcmp(dt, "F32") == 0) t->dtype = ST_F32;
+    else if (strcmp(dt, "BF16") == 0) t->dtype = ST_BF16;
+    else if (strcmp(dt, "F16") == 0) t->dtype = ST_F16;
+    else
+        return snprintf(err, errlen, "safetensors: tensor '%s': dtype %.16s, only F32, BF16 and F16 are read", name, dt),
+               -1;
+    const size_t es = st_dtype_size(t->dtype);
     if (parse_shape(e, t, data_len, err, errlen) != 0) return -1;
     const json_t *offs = json_object_get(e, "data_offsets");
     uint64_t b, end;
@@ -179,11 +241,11 @@ static int parse_entry(const char *name, const json_t *e, st_tensor_t *t, size_t
                         "(the data section's bytes): offsets out of range",
                         name, data_len),
                -1;
-    if (end - b != t->count * sizeof(float))
+    if (end - b != t->count * es)
         return snprintf(err, errlen,
-                        "safetensors: tensor '%s': shape size mismatch: %zu F32 elements are %zu bytes, its "
+                        "safetensors: tensor '%s': shape size mismatch: %zu %s elements are %zu bytes, its "
                         "data_offsets span %llu",
-                        name, t->count, t->count * sizeof(float), (unsigned long long)(end - b)),
+                        name, t->count, dt, t->count * es, (unsigned long long)(end - b)),
                -1;
     t->begin = (size_t)b;
     return 0;
@@ -193,7 +255,8 @@ static int by_begin(const void *a, const void *b)
 {
     const st_tensor_t *x = *(const st_tensor_t *const *)a, *y = *(const st_tensor_t *const *)b;
     if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
-    return x->count < y->count ? -1 : x->count > y->count;
+    const size_t xb = x->count * st_dtype_size(x->dtype), yb = y->count * st_dtype_size(y->dtype);
+    return xb < yb ? -1 : xb > yb;
 }
 
 /* The tensors' ranges cover the data section, without overlaps (the format's rule: no
@@ -212,7 +275,7 @@ static int check_layout(const st_file_t *f, char *err, size_t errlen)
                           s[i - 1]->name, s[i]->name, s[i]->begin);
         else if (s[i]->begin > at)
             rc = snprintf(err, errlen, "safetensors: bytes %zu to %zu of the data belong to no tensor", at, s[i]->begin);
-        at = s[i]->begin + s[i]->count * sizeof(float);
+        at = s[i]->begin + s[i]->count * st_dtype_size(s[i]->dtype);
     }
     if (rc == 0 && at != f->data_len)
         rc = snprintf(err, errlen, "safetensors: bytes %zu to %zu of the data belong to no tensor", at, f->data_len);
@@ -292,5 +355,21 @@ int st_find(const st_file_t *f, const char *name)
 void st_read_floats(const st_file_t *f, int i, float *dst)
 {
     const st_tensor_t *t = &f->tensors[i];
-    if (t->count) memcpy(dst, f->data + t->begin, t->count * sizeof(float));
+    const uint8_t *p = f->data + t->begin;
+    if (t->dtype == ST_F32 && !t->transposed) {
+        if (t->count) memcpy(dst, p, t->count * sizeof(float));
+        return;
+    }
+    const size_t es = st_dtype_size(t->dtype);
+    const size_t rows = t->transposed ? (size_t)t->dims[0] : 1, cols = t->transposed ? (size_t)t->dims[1] : 1;
+    for (size_t k = 0; k < t->count; k++) { /* k: the file's order; a transposed file's is dims' column-major */
+        float v;
+        uint16_t h;
+        if (t->dtype == ST_F32) memcpy(&v, p + k * es, 4);
+        else {
+            memcpy(&h, p + k * es, 2);
+            v = t->dtype == ST_BF16 ? from_bits((uint32_t)h << 16) : from_f16(h);
+        }
+        dst[t->transposed ? k % rows * cols + k / rows : k] = v;
+    }
 }

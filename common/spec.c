@@ -555,9 +555,10 @@ static const field_t FIELDS[] = {
             "data root."},
     {.path = "init.safetensors", STR(init.safetensors), .def_str = "", .check = check_init_path,
      .resume_free = 1, .default_doc = "none", .allowed_doc = "a path; at most 511 bytes",
-     .doc = "Start from the F32 tensors of this safetensors file, matched to the model's tensors by name "
-            "(the built-in GPT's nanoGPT names, an imported model's initializer names) and shape "
-            "(`--export-safetensors` writes such a file). Through the REST API the path lies under a data root."},
+     .doc = "Start from the F32, BF16 or F16 tensors of this safetensors file, matched to the model's tensors "
+            "by name (the built-in GPT's nanoGPT names or Hugging Face GPT-2's, an imported model's initializer "
+            "names) and shape (`--export-safetensors` writes such a file). Through the REST API the path lies "
+            "under a data root."},
     {.path = "init.job", STR(init.job), .def_str = "", .check = check_init_job, .resume_free = 1,
      .default_doc = "none", .allowed_doc = "a job id the user may read",
      .doc = "Start from another job's latest weights (its model.safetensors): the coordinator resolves it "

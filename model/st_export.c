@@ -64,22 +64,25 @@ int st_model_tensors(const uint8_t *src, size_t len, const model_t *m, st_tensor
     return 0;
 }
 
-int st_export_to_file(const uint8_t *src, size_t len, const model_t *m, const char *out_path, char *err, size_t errlen)
+int st_export_to_file(const uint8_t *src, size_t len, const model_t *m, const st_out_t *o, const char *out_path,
+                      char *err, size_t errlen)
 {
     st_tensor_t *t;
     int n;
     if (st_model_tensors(src, len, m, &t, &n, err, errlen) != 0) return -1;
-    int rc = st_write_file(out_path, t, n, err, errlen);
+    int rc = o ? st_out_apply(t, n, o, err, errlen) : 0;
+    if (rc == 0) rc = st_write_file(out_path, t, n, err, errlen);
     free(t);
     return rc;
 }
 
-int st_export_file(const char *src_path, const model_t *m, const char *out_path, char *err, size_t errlen)
+int st_export_file(const char *src_path, const model_t *m, const st_out_t *o, const char *out_path, char *err,
+                   size_t errlen)
 {
     uint8_t *src = NULL;
     size_t len = 0;
     if (src_path && src_path[0] && onnx_read_file(src_path, &src, &len, err, errlen) != 0) return -1;
-    int rc = st_export_to_file(src, len, m, out_path, err, errlen);
+    int rc = st_export_to_file(src, len, m, o, out_path, err, errlen);
     free(src);
     return rc;
 }

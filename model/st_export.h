@@ -17,15 +17,20 @@
 
 #include "model.h"
 #include "safetensors.h"
+#include "st_gpt2.h"
 
 /* m's tensors as the export writes them (names, shapes, data pointing into m's params and
  * buffers), calloc'ed into *out (the caller frees it), *n of them. 0, or -1 with err. */
 int st_model_tensors(const uint8_t *src, size_t len, const model_t *m, st_tensor_t **out, int *n, char *err,
                      size_t errlen);
 /* m's weights into out_path, their shapes from the ONNX bytes src (len; what m was imported
- * from), or from m's generated graph when src is NULL. 0, or -1 with err. */
-int st_export_to_file(const uint8_t *src, size_t len, const model_t *m, const char *out_path, char *err, size_t errlen);
+ * from), or from m's generated graph when src is NULL, written as o says (common/st_gpt2.h:
+ * Hugging Face GPT-2's names and layout, BF16; NULL: the model's names, F32). 0, or -1 with
+ * err. */
+int st_export_to_file(const uint8_t *src, size_t len, const model_t *m, const st_out_t *o, const char *out_path,
+                      char *err, size_t errlen);
 /* The same with the source read from src_path (NULL or empty: a built-in model). */
-int st_export_file(const char *src_path, const model_t *m, const char *out_path, char *err, size_t errlen);
+int st_export_file(const char *src_path, const model_t *m, const st_out_t *o, const char *out_path, char *err,
+                   size_t errlen);
 
 #endif

@@ -19,6 +19,7 @@
 #include "modelfetch.h"
 #include "safetensors.h"
 #include "st_export.h"
+#include "st_gpt2.h"
 
 /* The file at path mapped read-only (under the data roots, when set). 0, or -1 with err. */
 static int map_file(const char *path, int job, const uint8_t **data, size_t *len, char *err, size_t errlen)
@@ -127,7 +128,11 @@ static int from_safetensors(worker_t *w, const char *path, json_t *rep, char *er
     if (rc == 0) {
         char why[512];
         rc = st_parse(data, len, &f, why, sizeof why);
+        /* Hugging Face GPT-2's names and Conv1D layout read as the built-in GPT's */
+        int hf = rc == 0 ? st_from_hf(&f, why, sizeof why) : 0;
+        if (hf < 0) st_free(&f), rc = -1;
         if (rc != 0) snprintf(err, errlen, "init.safetensors: %s: %s", path, why);
+        if (hf > 0) json_object_set_new(rep, "names", json_string("hf"));
     }
     if (rc == 0) {
         rc = match(&f, mine, n, s->init.strict, path, rep, err, errlen);

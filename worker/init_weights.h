@@ -4,9 +4,10 @@
  *
  * A safetensors file's tensors are matched to the model's as the export names and shapes
  * them (model/st_export.h: the built-in GPT's nanoGPT names, an imported model's
- * initializer names, the ONNX export's shapes). With init.strict every tensor of the model
- * must be in the file with its shape and every tensor of the file in the model, else the
- * run is refused naming the first that is not; without it the matching ones are loaded and
+ * initializer names, the ONNX export's shapes), Hugging Face GPT-2's names and Conv1D
+ * layout read back as the built-in GPT's (common/st_gpt2.h). With init.strict every tensor
+ * of the model must be in the file with its shape and every tensor of the file in the
+ * model, else the run is refused naming the first that is not; without it the matching ones are loaded and
  * the rest reported. A checkpoint holds no tensor names, only a hash of its model's layout:
  * it loads into the same model only (its parameters and buffers; strict or not).
  *
@@ -25,7 +26,7 @@
 /* Loads w->spec's init source into w->model (and the device's copy) and zeroes the
  * optimizer state. *report (new reference, or NULL when the spec has no init) is the
  * summary's "init": {"source", "loaded" (tensors), "missing", "unexpected", "mismatched"
- * (names)}. 0, or -1 with err naming the file and what does not match. */
+ * (names), and "names": "hf" when the file was Hugging Face GPT-2's (common/st_gpt2.h)}. 0, or -1 with err naming the file and what does not match. */
 int worker_init_weights(worker_t *w, json_t **report, char *err, size_t errlen);
 
 /* The spec's freeze: marks every parameter tensor whose name a glob matches (model.h's

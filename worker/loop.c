@@ -316,16 +316,16 @@ int worker_export_onnx(const worker_t *w, const char *path, char *err, size_t er
     return onnx_export_file(s->model_onnx, w->model, path, err, errlen);
 }
 
-int worker_export_safetensors(const worker_t *w, const char *path, char *err, size_t errlen)
+int worker_export_safetensors(const worker_t *w, const char *path, const st_out_t *o, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
     if (s->model_sha256[0]) {
         const uint8_t *src;
         size_t len;
         if (modelfetch_bytes(s->model_onnx, s->model_sha256, &src, &len, err, errlen) != 0) return -1;
-        return st_export_to_file(src, len, w->model, path, err, errlen);
+        return st_export_to_file(src, len, w->model, o, path, err, errlen);
     }
-    return st_export_file(s->model_onnx, w->model, path, err, errlen);
+    return st_export_file(s->model_onnx, w->model, o, path, err, errlen);
 }
 
 int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
@@ -368,7 +368,7 @@ int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)
      * not the training. */
     if (w->model_onnx_out && worker_export_onnx(w, w->model_onnx_out, why, sizeof why) != 0)
         fprintf(stderr, "pacer-worker: --model-onnx: %s\n", why);
-    if (w->model_st_out && worker_export_safetensors(w, w->model_st_out, why, sizeof why) != 0)
+    if (w->model_st_out && worker_export_safetensors(w, w->model_st_out, NULL, why, sizeof why) != 0)
         fprintf(stderr, "pacer-worker: --model-safetensors: %s\n", why);
     /* The accuracy belongs to these weights only when they were evaluated at this step. */
     double acc = w->eval_step == w->global_step && isfinite(w->test_accuracy) ? w->test_accuracy : -1.0;

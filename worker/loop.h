@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "st_gpt2.h"
 #include "worker.h"
 
 /* The learning-rate schedule's step counts (total, warm-up, decay period) for per_epoch
@@ -96,8 +97,9 @@ int worker_save_checkpoint(worker_t *w, char *err, size_t errlen);
  * weights on the host (worker_model_to_host). 0, or -1 with err set. */
 int worker_export_onnx(const worker_t *w, const char *path, char *err, size_t errlen);
 /* The same weights as safetensors (model/st_export.h): the shapes of that graph's
- * initializers, the tensors' names. 0, or -1 with err set. */
-int worker_export_safetensors(const worker_t *w, const char *path, char *err, size_t errlen);
+ * initializers, the tensors' names, or as o says (common/st_gpt2.h: Hugging Face GPT-2's
+ * names and layout, BF16; NULL: neither). 0, or -1 with err set. */
+int worker_export_safetensors(const worker_t *w, const char *path, const st_out_t *o, char *err, size_t errlen);
 
 /* The health as the summary and the coordinator see it: {"state": "ok"} or {"state":
  * "collapsed", "since_step", "at_step", "reason"}; JSON null where nothing was judged

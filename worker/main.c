@@ -77,6 +77,8 @@ static const struct option OPTIONS[] = {
     {"model-onnx", required_argument, NULL, 'Y'},
     {"export-safetensors", required_argument, NULL, 1001},
     {"model-safetensors", required_argument, NULL, 1002},
+    {"safetensors-names", required_argument, NULL, 1003},
+    {"safetensors-dtype", required_argument, NULL, 1004},
     {"data-cache", required_argument, NULL, 'C'},
     {"data-root", required_argument, NULL, 'U'},
     {"models-dir", required_argument, NULL, 'M'},
@@ -212,6 +214,11 @@ static void usage_resume(FILE *f)
                "  --export-safetensors FILE  at the end, rank 0 writes the trained weights as\n"
                "                         safetensors (F32, the names and shapes of --export-onnx's\n"
                "                         initializers; the GPT's tied head once, as its embedding)\n"
+               "  --safetensors-names hf  --export-safetensors writes the built-in GPT under\n"
+               "                         Hugging Face GPT-2's names, its products in Conv1D's\n"
+               "                         [in, out] layout (default nanogpt: the model's own)\n"
+               "  --safetensors-dtype bf16  --export-safetensors writes BF16 (rounded to nearest\n"
+               "                         even; default f32)\n"
                "  --model-safetensors FILE  the same as --model-onnx does for ONNX (the\n"
                "                         coordinator's JOBDIR/model.safetensors)\n"
                "  --stop-after-steps N   stop after global step N as if interrupted (for tests)\n"
@@ -294,6 +301,7 @@ typedef struct {
     const char *model_onnx;                              /* --model-onnx */
     const char *export_st;                               /* --export-safetensors */
     const char *model_st;                                /* --model-safetensors */
+    const char *st_names, *st_dtype;                     /* --safetensors-names, --safetensors-dtype */
     const char *data_cache;                              /* --data-cache */
     const char *data_roots[WORKER_DATA_ROOTS_MAX];       /* --data-root */
     int ndata_roots;
@@ -421,6 +429,8 @@ int main(int argc, char **argv)
         case 1000: a->adopt = optarg; break;
         case 1001: a->export_st = optarg; break;
         case 1002: a->model_st = optarg; break;
+        case 1003: a->st_names = optarg; break;
+        case 1004: a->st_dtype = optarg; break;
         case 'E':
             if (numarg_long(optarg, 1, RESUME_BEFORE_MAX, &a->resume_before))
                 return bad_number("resume-before", optarg, "a global step", 1, (double)RESUME_BEFORE_MAX);
@@ -508,6 +518,16 @@ static int args_refused(const worker_args_t *a, int extra)
                 "pacer-worker: --resume-before chooses the checkpoint itself: not with --resume or --resume-from\n");
         return 1;
     }
+    st_out_t o;
+    char err[200];
+    if ((a->st_names || a->st_dtype) && !a->export_st) {
+        fprintf(stderr, "pacer-worker: --safetensors-names and --safetensors-dtype go with --export-safetensors\n");
+        return 1;
+    }
+    if (st_out_parse(a->st_names, a->st_dtype, &o, err, sizeof err) != 0) {
+        fprintf(stderr, "pacer-worker: --safetensors-%s\n", err); /* err: "names: ..." */
+        return 1;
+    }
     if (!a->spec_path || extra) {
         fprintf(stderr, "pacer-worker: %s\n", a->spec_path ? "unexpected argument" : "--spec FILE is required");
         usage(stderr);
@@ -580,8 +600,14 @@ static int export_onnx(worker_t *w, const worker_args_t *a, const char *path)
 static int export_st(worker_t *w, const worker_args_t *a, const char *path)
 {
     char err[1024];
+    st_out_t o;
+    /* the coordinator's copy stays the model's own names in F32: what init.job and the GET's
+     * conversions read */
+    if (st_out_parse(path == a->model_st ? NULL : a->st_names, path == a->model_st ? NULL : a->st_dtype, &o, err,
+                     sizeof err) != 0)
+        return -1; /* args_refused checked them */
     worker_model_to_host(w);
-    if (worker_export_safetensors(w, path, err, sizeof err) != 0) {
+    if (worker_export_safetensors(w, path, &o, err, sizeof err) != 0) {
         fprintf(stderr, "pacer-worker: --%s-safetensors: %s\n", path == a->model_st ? "model" : "export", err);
         return -1;
     }

@@ -30,3 +30,62 @@ echo "ok: --export-safetensors: read by the specification, the ONNX export's wei
 grep -q "pacer-worker: --export-safetensors: /nonexistent/dir/x.safetensors: cannot write" "$TMP/bad.log" ||
     { tail -3 "$TMP/bad.log"; fail "an unwritable --export-safetensors path: not said by name"; }
 echo "ok: an unwritable --export-safetensors path fails by name"
+
+# Hugging Face GPT-2's names and Conv1D layout out (--safetensors-names hf): a second run of the
+# same spec, its ONNX export beside; tests/tools/st_hf_torch.py checks each tensor against the
+# initializer (the four products of a block transposed), loads the file into a Conv1D GPT-2
+# written there, and compares its logits with pacer's forward pass of the ONNX export
+[ -x "$BUILD/tools/gpt_tool" ] || fail "$BUILD/tools/gpt_tool is not built"
+mkdir -p "$TMP/hfout"
+jq '.epochs = 1' "$TMP/gpt.json" >"$TMP/gpt1.json"
+$WORKER --spec "$TMP/gpt1.json" --export-onnx "$TMP/hf.onnx" --export-safetensors "$TMP/hf.safetensors" \
+    --safetensors-names hf >"$TMP/hf.log" 2>&1 || { tail -20 "$TMP/hf.log"; fail "--safetensors-names hf failed"; }
+$TORCH_PY tests/tools/st_hf_torch.py --hf "$TMP/hf.safetensors" "$TMP/hf.onnx" "$BUILD/tools/gpt_tool" "$TMP/hfout" \
+    "$TMP/text/train.txt" 2 2 32 16 >"$TMP/hfcheck.log" 2>&1
+rc=$?
+cat "$TMP/hfcheck.log"
+[ $rc -eq 77 ] && skip "$(tail -1 "$TMP/hfcheck.log")"
+[ $rc -eq 0 ] || fail "--safetensors-names hf: not Hugging Face GPT-2's tensors, or other logits (above)"
+echo "ok: --safetensors-names hf: the Conv1D layout, loaded by a GPT-2 module, pacer's logits"
+
+# BF16 out (--safetensors-dtype bf16): torch's round-to-nearest-even of each weight
+$WORKER --spec "$TMP/gpt1.json" --export-onnx "$TMP/b.onnx" --export-safetensors "$TMP/b.safetensors" \
+    --safetensors-dtype bf16 >"$TMP/b.log" 2>&1 || { tail -20 "$TMP/b.log"; fail "--safetensors-dtype bf16 failed"; }
+$TORCH_PY tests/tools/st_hf_torch.py --bf16 "$TMP/b.safetensors" "$TMP/b.onnx" ||
+    fail "--safetensors-dtype bf16: not torch's bfloat16 of the weights"
+echo "ok: --safetensors-dtype bf16: torch's bfloat16 of every weight"
+for bad in "--safetensors-names gpt2:--safetensors-names: 'gpt2' is not one of" \
+    "--safetensors-dtype f8:--safetensors-dtype: 'f8' is not one of"; do
+    $WORKER --spec "$TMP/gpt1.json" --export-safetensors "$TMP/x.safetensors" ${bad%%:*} >"$TMP/bad.log" 2>&1 &&
+        fail "${bad%%:*} was taken"
+    grep -q "pacer-worker: ${bad#*:}" "$TMP/bad.log" || { tail -3 "$TMP/bad.log"; fail "${bad%%:*}: not refused by name"; }
+done
+echo "ok: another names or dtype is refused by name"
+
+# and in: a file of Hugging Face's layout (written here by the specification, from the first
+# run's weights) starts a job as the first run's own file does. Jobs of vanishing updates
+# (lr 1e-30) evaluate their starting weights: the same weights, the same test_loss, bit for bit.
+tune() { # NAME FILE
+    jq --arg f "$2" ".name = \"$1\" | .epochs = 1 | .seed = 99 | .optimizer = {kind: \"sgd\", lr: 1e-30, momentum: 0}
+        | .init = {safetensors: \$f}" "$TMP/gpt.json" >"$TMP/$1.json"
+    $WORKER --spec "$TMP/$1.json" --summary "$TMP/$1_summary.json" >"$TMP/$1.log" 2>&1 ||
+        { tail -5 "$TMP/$1.log"; fail "init.safetensors $2: the job failed"; }
+}
+$TORCH_PY tests/tools/st_hf_torch.py --write-hf "$TMP/in_hf.safetensors" "$TMP/gpt.safetensors" f32 &&
+    $TORCH_PY tests/tools/st_hf_torch.py --write-hf "$TMP/in_hf16.safetensors" "$TMP/gpt.safetensors" bf16 bare &&
+    $TORCH_PY tests/tools/st_hf_torch.py --write-rounded "$TMP/in_r16.safetensors" "$TMP/gpt.safetensors" bf16 ||
+    fail "could not write the Hugging Face files"
+tune own "$TMP/gpt.safetensors"
+tune hf "$TMP/in_hf.safetensors"
+[ "$(json "$TMP/hf_summary.json" .test_loss)" = "$(json "$TMP/own_summary.json" .test_loss)" ] ||
+    fail "init from Hugging Face's layout: test_loss $(json "$TMP/hf_summary.json" .test_loss), from the own file's $(json "$TMP/own_summary.json" .test_loss)"
+[ "$(jq -c '.init | [.loaded, .missing, .unexpected, .names]' "$TMP/hf_summary.json")" = '[28,[],[],"hf"]' ] ||
+    fail "init from Hugging Face's layout: summary init $(jq -c .init "$TMP/hf_summary.json")"
+echo "ok: init.safetensors of Hugging Face's names and layout evaluates as the model's own file"
+tune hf16 "$TMP/in_hf16.safetensors"
+tune r16 "$TMP/in_r16.safetensors"
+[ "$(json "$TMP/hf16_summary.json" .test_loss)" = "$(json "$TMP/r16_summary.json" .test_loss)" ] ||
+    fail "init from a BF16 file: test_loss $(json "$TMP/hf16_summary.json" .test_loss), from its values in F32 $(json "$TMP/r16_summary.json" .test_loss)"
+[ "$(jq -c '.init | [.loaded, .missing, .unexpected, .names]' "$TMP/hf16_summary.json")" = '[28,[],[],"hf"]' ] ||
+    fail "init from GPT2Model's names in BF16: summary init $(jq -c .init "$TMP/hf16_summary.json")"
+echo "ok: GPT2Model's names in torch's BF16 (mask buffers left out) load as their values in F32"

@@ -30,11 +30,13 @@ except ImportError as e:  # pragma: no cover - depends on the machine
     print("st_torch: torch not importable: %s" % e)
     sys.exit(77)
 
-DTYPES = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "I64": np.int64, "I32": np.int32}
+DTYPES = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "I64": np.int64, "I32": np.int32,
+          "BF16": np.uint16}
 
 
-def read(path):
-    """the tensors of path (name -> numpy array, header order) and the metadata"""
+def read(path, dtypes=None):
+    """the tensors of path (name -> numpy array, header order) and the metadata; a BF16
+    tensor's array holds its 16-bit words (uint16); dtypes, a dict, gets each tensor's dtype"""
     raw = open(path, "rb").read()
     if len(raw) < 8:
         raise SystemExit("st_torch: %s: shorter than the 8-byte header length" % path)
@@ -65,6 +67,8 @@ def read(path):
                              % (name, e["data_offsets"], e["shape"]))
         ranges.append((b, end))
         out[name] = np.frombuffer(data[b:end], dtype=dt).reshape(e["shape"])
+        if dtypes is not None:
+            dtypes[name] = e["dtype"]
     at = 0
     for b, end in sorted(ranges):
         if b != at:
@@ -76,13 +80,21 @@ def read(path):
 
 
 def write(path, tensors, meta=None):
-    """tensors (name -> array, in order) as safetensors F32, the header padded to 8 bytes"""
+    """tensors (name -> numpy array, or a torch tensor of float32, bfloat16 or float16, in
+    order) as safetensors (numpy arrays F32), the header padded to 8 bytes"""
     header, at, blobs = {}, 0, []
     if meta is not None:
         header["__metadata__"] = meta
     for name, a in tensors.items():
-        b = np.ascontiguousarray(a, dtype="<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [at, at + len(b)]}
+        dtype = "F32"
+        if isinstance(a, torch.Tensor):
+            dtype = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16"}[a.dtype]
+            # the element's bits, little-endian: bfloat16 has no numpy type
+            bits = a.contiguous().view(torch.int32 if dtype == "F32" else torch.int16).numpy()
+            b = bits.astype(bits.dtype.newbyteorder("<")).tobytes()
+        else:
+            b = np.ascontiguousarray(a, dtype="<f4").tobytes()
+        header[name] = {"dtype": dtype, "shape": list(a.shape), "data_offsets": [at, at + len(b)]}
         blobs.append(b)
         at += len(b)
     text = json.dumps(header).encode("utf-8")

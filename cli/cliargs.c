@@ -53,12 +53,16 @@ static const cli_command_t COMMANDS[] = {
      "Downloads GET /api/v1/jobs/ID/trace, the job's recent steps as Chrome trace event JSON\n"
      "(open it in Perfetto or chrome://tracing), into FILE (-o; default ID.trace.json; - =\n"
      "standard output). The file is written only when the whole answer has arrived."},
-    {"export", CMD_EXPORT, 1, 1, "ID", OPT_OUTPUT, "save the job's trained model as ONNX",
+    {"export", CMD_EXPORT, 1, 1, "ID", OPT_OUTPUT | OPT_FORMAT | OPT_NAMES | OPT_DTYPE,
+     "save the job's trained model as ONNX or safetensors",
      "Downloads GET /api/v1/jobs/ID/model.onnx, the job's latest weights (its worker writes\n"
      "them with every checkpoint and at the end) as an ONNX file: a built-in network's graph,\n"
      "or the uploaded graph in inference form, the tensors under PyTorch's state_dict names.\n"
-     "Into FILE (-o; default ID.onnx; - = standard output), written only when the whole answer\n"
-     "has arrived. A job with no model yet is the API's 404."},
+     "--format safetensors downloads GET /api/v1/jobs/ID/model.safetensors instead, the same\n"
+     "weights as safetensors; with --names hf the built-in GPT under Hugging Face GPT-2's\n"
+     "names and Conv1D layout, with --dtype bf16 in BF16. Into FILE (-o; default ID.onnx or\n"
+     "ID.safetensors; - = standard output), written only when the whole answer has arrived.\n"
+     "A job with no model yet is the API's 404."},
     {"models", CMD_MODELS, 0, 1, "[NAME]", 0, "the models a spec may name (the catalog)",
      "A table of the coordinator's catalog of models (GET /api/v1/models): name, source\n"
      "(builtin; uploaded for one `pacer upload` stored; onnx for an imported one), input shape, classes, parameters, forward\n"
@@ -168,6 +172,10 @@ static const cli_option_t OPTIONS[] = {
     {"tail", 'n', "N", OPT_TAIL, "logs: only the last N lines"},
     {"output", 'o', "FILE", OPT_OUTPUT,
      "trace, export, cluster-json: where to write (default ID.trace.json, ID.onnx; - = stdout)"},
+    {"format", 0, "F", OPT_FORMAT, "export: onnx (default) or safetensors"},
+    {"names", 0, "N", OPT_NAMES,
+     "export --format safetensors: nanogpt (default: the model's own) or hf (Hugging Face GPT-2's)"},
+    {"dtype", 0, "D", OPT_DTYPE, "export --format safetensors: f32 (default) or bf16"},
     {"role", 0, "ROLE", OPT_ROLE, "user add: admin, member or viewer"},
     {"expires", 0, "SECONDS", OPT_EXPIRES, "user add: the token expires SECONDS from now (default never)"},
     {"weight", 0, "W", OPT_WEIGHT, "user weight: the user's fair-share weight, a number in (0, 1000]"},
@@ -326,6 +334,19 @@ static int parse_temperature(const char *s, double *out, char *err, size_t errle
     return -1;
 }
 
+/* val one of the words in list (NULL-terminated), else -1 with err naming them */
+static int parse_word(const char *opt, const char *val, const char *const *list, const char **out, char *err,
+                      size_t errlen)
+{
+    for (int i = 0; list[i]; i++)
+        if (strcmp(val, list[i]) == 0) return *out = val, 0;
+    snprintf(err, errlen, "--%s: '%.40s' is not %s or %s", opt, val, list[0], list[1]);
+    return -1;
+}
+
+static const char *const FORMATS[] = {"onnx", "safetensors", NULL}, *const NAMES[] = {"nanogpt", "hf", NULL},
+                         *const DTYPES[] = {"f32", "bf16", NULL};
+
 /* Stores one option's value. */
 static int apply(cli_args_t *a, const cli_option_t *o, const char *val, char *err, size_t errlen)
 {
@@ -358,6 +379,9 @@ static int apply(cli_args_t *a, const cli_option_t *o, const char *val, char *er
     case OPT_SEED: return parse_number(o->long_name, val, 0, LONG_MAX, &a->seed, err, errlen);
     case OPT_CHECKPOINT: a->checkpoint = val; break;
     case OPT_PRECISION: a->precision = val; break;
+    case OPT_FORMAT: return parse_word(o->long_name, val, FORMATS, &a->format, err, errlen);
+    case OPT_NAMES: return parse_word(o->long_name, val, NAMES, &a->names, err, errlen);
+    case OPT_DTYPE: return parse_word(o->long_name, val, DTYPES, &a->dtype, err, errlen);
     }
     return 0;
 }

@@ -81,6 +81,9 @@ enum {
     OPT_SEED = 1u << 24,
     OPT_CHECKPOINT = 1u << 25,
     OPT_PRECISION = 1u << 26,
+    OPT_FORMAT = 1u << 27,
+    OPT_NAMES = 1u << 28,
+    OPT_DTYPE = 1u << 29,
 };
 #define OPT_GLOBAL \
     (OPT_URL | OPT_TOKEN | OPT_TOKEN_FILE | OPT_JSON | OPT_HELP | OPT_VERSION | OPT_CACERT | OPT_ALLOW_INSECURE_TOKEN)
@@ -129,6 +132,8 @@ typedef struct {
     double temperature;
     const char *checkpoint; /* generate --checkpoint latest|best|NAME */
     const char *precision;  /* generate --precision fp32|bf16 */
+    /* export --format onnx|safetensors, --names nanogpt|hf, --dtype f32|bf16 (NULL: not given) */
+    const char *format, *names, *dtype;
     int json, help, version, watch, follow;
     unsigned seen; /* option bits given */
 } cli_args_t;

@@ -682,4 +682,21 @@ static int export_error(cli_ctx_t *cx, const client_resp_t *r)
     return CLI_EXIT_API;
 }
 
-int cmd_export(cli_ctx_t *cx) { return download_job_file(cx, "/model.onnx", ".onnx", export_error); }
+/* --format safetensors: model.safetensors, --names and --dtype as its query (their values
+ * are words cliargs.c checked: nothing to escape) */
+int cmd_export(cli_ctx_t *cx)
+{
+    const cli_args_t *a = cx->args;
+    if (!a->format || strcmp(a->format, "onnx") == 0) {
+        if (a->names || a->dtype) {
+            fprintf(stderr, "pacer %s: --names and --dtype go with --format safetensors\n", cmd_name(cx));
+            return CLI_EXIT_USAGE;
+        }
+        return download_job_file(cx, "/model.onnx", ".onnx", export_error);
+    }
+    char suffix[128];
+    int at = snprintf(suffix, sizeof suffix, "/model.safetensors");
+    if (a->names) at += snprintf(suffix + at, sizeof suffix - (size_t)at, "?names=%s", a->names);
+    if (a->dtype) snprintf(suffix + at, sizeof suffix - (size_t)at, "%sdtype=%s", a->names ? "&" : "?", a->dtype);
+    return download_job_file(cx, suffix, ".safetensors", export_error);
+}

@@ -47,8 +47,8 @@ int st_out_parse(const char *names, const char *dtype, st_out_t *o, char *err, s
     o->dtype = ST_F32;
     if (names && names[0] && strcasecmp(names, "hf") == 0) o->hf = 1;
     else if (names && names[0] && strcasecmp(names, "nanogpt") != 0)
-        return snprintf(err, errlen, "names: '%.40s' is not one of nanogpt (the model's own) and hf (Hugging Face GPT-2's)",
-                        names),
+        return snprintf(err, errlen,
+                        "names: '%.40s' is not one of nanogpt (the model's own) and hf (Hugging Face GPT-2's)", names),
                -1;
     if (dtype && dtype[0] && strcasecmp(dtype, "bf16") == 0) o->dtype = ST_BF16;
     else if (dtype && dtype[0] && strcasecmp(dtype, "f32") != 0)
@@ -149,8 +149,7 @@ int st_from_hf(st_file_t *f, char *err, size_t errlen)
     return hf;
 }
 
-int st_convert(const uint8_t *in, size_t len, const st_out_t *o, uint8_t **out, size_t *outlen, char *err,
-               size_t errlen)
+int st_convert(const uint8_t *in, size_t len, const st_out_t *o, uint8_t **out, size_t *outlen, char *err, size_t errlen)
 {
     *out = NULL;
     *outlen = 0;

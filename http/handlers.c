@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "respond.h"
 #include "spec.h"
 #include "sse.h"
+#include "st_gpt2.h"
 #include "static.h"
 #include "hash.h"
 
@@ -358,8 +360,34 @@ static int send_attachment(http_req_t *rq, int fd, const struct stat *st, const 
     return ret;
 }
 
-/* The job's model file (model.onnx, model.safetensors) as an attachment ID.EXT. */
-static int send_model_file(http_req_t *rq, const char *file, const char *ext)
+/* The open safetensors file fd (the model's own names, F32) written again as o says
+ * (common/st_gpt2.h), as the attachment name. */
+static int send_converted(http_req_t *rq, int fd, const struct stat *st, const st_out_t *o, const char *name)
+{
+    void *p = st->st_size > 0 ? mmap(NULL, (size_t)st->st_size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    close(fd);
+    char err[512];
+    uint8_t *out = NULL;
+    size_t len = 0;
+    int rc = p == MAP_FAILED ? (snprintf(err, sizeof err, "model.safetensors: %s", strerror(errno)), -1)
+                             : st_convert(p, (size_t)st->st_size, o, &out, &len, err, sizeof err);
+    if (p != MAP_FAILED) munmap(p, (size_t)st->st_size);
+    if (rc == -2)
+        return handler_problem(rq, problem_new(422, "names-unsupported", "Not this model's names", err, "parameter",
+                                               "names"));
+    if (rc != 0) {
+        clog_printf("http: GET %s: %s", rq->path, err);
+        return handler_problem(rq, problem_new(500, "internal", "Internal error", err, NULL, NULL));
+    }
+    char disp[800];
+    snprintf(disp, sizeof disp, "attachment; filename=\"%.700s\"", name);
+    const http_header_t h[] = {{MHD_HTTP_HEADER_CONTENT_DISPOSITION, disp}};
+    return respond_buffer(rq->conn, 200, "application/octet-stream", (char *)out, len, h, 1);
+}
+
+/* The job's model file (model.onnx, model.safetensors) as an attachment ID.EXT;
+ * model.safetensors written as the query's names and dtype say (o; NULL: as it is). */
+static int send_model_file(http_req_t *rq, const char *file, const char *ext, const st_out_t *o)
 {
     char path[PATH_MAX];
     int code = coord_model_file_path(rq->srv->coord, job_id(rq), file, path, sizeof path);
@@ -380,12 +408,22 @@ static int send_model_file(http_req_t *rq, const char *file, const char *ext)
     if (code != COORD_OK) return handler_coord_error(rq, code, NULL);
     char name[600];
     snprintf(name, sizeof name, "%.580s.%s", job_id(rq), ext); /* a valid job id: tame characters */
+    if (o && (o->hf || o->dtype != ST_F32)) return send_converted(rq, fd, &st, o, name);
     return send_attachment(rq, fd, &st, name);
 }
 
-int handle_job_model_onnx(http_req_t *rq) { return send_model_file(rq, "model.onnx", "onnx"); }
+int handle_job_model_onnx(http_req_t *rq) { return send_model_file(rq, "model.onnx", "onnx", NULL); }
 
-int handle_job_model_safetensors(http_req_t *rq) { return send_model_file(rq, "model.safetensors", "safetensors"); }
+/* ?names=hf (Hugging Face GPT-2's names and Conv1D layout) and ?dtype=bf16 rewrite the
+ * stored file (the model's own names, F32) on the way out. */
+int handle_job_model_safetensors(http_req_t *rq)
+{
+    st_out_t o;
+    char err[200];
+    if (st_out_parse(query_get(&rq->query, "names"), query_get(&rq->query, "dtype"), &o, err, sizeof err) != 0)
+        return handler_bad_parameter(rq, err);
+    return send_model_file(rq, "model.safetensors", "safetensors", &o);
+}
 
 int handle_job_checkpoint(http_req_t *rq)
 {

@@ -2,10 +2,12 @@
 answer that is not a success becomes a PacerError carrying the API's problem detail
 (RFC 9457: type, title, detail, field), so a refused spec or model says what is wrong."""
 import copy
+import fnmatch
 import hashlib
 import io
 import ipaddress
 import json
+import os
 import re
 import ssl
 import sys
@@ -93,6 +95,50 @@ def _tied_names(state):
             key = (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype)
             by_storage.setdefault(key, []).append(name)
     return {n: [m for m in names if m != n] for names in by_storage.values() if len(names) > 1 for n in names}
+
+
+def _initializer_names(onnx_bytes, state):
+    """{state_dict key: the ONNX file's initializer of that tensor} for the keys the file
+    holds: under the key itself (torch.onnx keeps parameter names), a tied tensor under
+    one of its other keys (_tied_names), or else the one initializer of the same shape and
+    values whose name is no key (an exporter's own name), if exactly one is."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    inits = {t.name: numpy_helper.to_array(t) for t in onnx.load_from_string(onnx_bytes).graph.initializer}
+    aliases = _tied_names(state)
+    out = {}
+    for key, t in state.items():
+        known = [k for k in [key] + aliases.get(key, []) if k in inits]
+        if known:
+            out[key] = known[0]
+            continue
+        a = t.detach().cpu().numpy()
+        same = [n for n, x in inits.items() if n not in state and x.shape == a.shape and x.dtype == a.dtype
+                and np.array_equal(x, a)]
+        if len(same) == 1:
+            out[key] = same[0]
+    return out
+
+
+def _freeze_for_file(freeze, names):
+    """freeze's globs (over state_dict keys) for the coordinator, which matches them against
+    the file's initializer names: a glob whose keys are all initializers of their own name is
+    sent as it is (one matching nothing too: the coordinator refuses it by name); one that
+    matches a key held under another name is replaced by the initializer names of every key
+    it matches."""
+    out = []
+    for g in freeze:
+        if not isinstance(g, str):
+            out.append(g)  # the coordinator's refusal names it
+            continue
+        hits = [k for k in names if fnmatch.fnmatchcase(k, g)]
+        if all(names[k] == k for k in hits):
+            out.append(g)
+        else:
+            out.extend(n for n in dict.fromkeys(names[k] for k in hits) if n not in out)
+    return out
 
 
 def _batch_of_two(example_input):
@@ -474,14 +520,20 @@ class Client:
 
     def train(self, module, example_input, spec, name=None):
         """Exports module (see export_module), uploads it, and submits spec with its
-        "model" set to the upload; returns the Job. spec is not modified. name is the
+        "model" set to the upload; returns the Job. spec is not modified. spec's "freeze"
+        globs name the module's own parameters (module.state_dict()'s keys): a name the
+        file holds under another (a head tied to the embedding is one initializer,
+        transformer.wte.weight for lm_head.weight) is sent as the file's
+        (_freeze_for_file). name is the
         model's catalog name (default: the class name and a content hash). A spec the
         coordinator refuses raises PacerError with its refusal, after deleting the upload
         when this call created it (a name that held a model before is left as it is)."""
         onnx_bytes = export_module(module, example_input)
         name = name or _model_name(module, onnx_bytes)
-        status, summary = self._upload(name, onnx_bytes)
         spec = copy.deepcopy(spec)
+        if isinstance(spec.get("freeze"), list):
+            spec["freeze"] = _freeze_for_file(spec["freeze"], _initializer_names(onnx_bytes, module.state_dict()))
+        status, summary = self._upload(name, onnx_bytes)
         spec["model"] = {"onnx": name}
         try:
             job = self.submit(spec)
@@ -502,6 +554,17 @@ class Client:
         job._module_aliases = _tied_names(state)
         return job
 
+
+    def download_safetensors(self, job_id, path, names=None, dtype=None):
+        """Writes job job_id's trained weights as safetensors to path (Job.safetensors:
+        names="hf" for Hugging Face GPT-2's names and layout, dtype="bf16"), whole or not
+        at all; returns the number of bytes written."""
+        raw = Job(self, job_id).safetensors(names=names, dtype=dtype)
+        part = "%s.part.%d" % (path, os.getpid())
+        with open(part, "wb") as f:
+            f.write(raw)
+        os.replace(part, path)
+        return len(raw)
 
     # ---- experiments: hyperparameter searches ----------------------------------------
     def submit_experiment(self, spec, search, name=None):
@@ -655,6 +718,16 @@ class Job:
     def onnx(self):
         """The trained model as ONNX bytes (GET /api/v1/jobs/{id}/model.onnx)."""
         _, _, raw = self.client.request("GET", "/api/v1/jobs/%s/model.onnx" % urllib.parse.quote(self.id, safe=""),
+                                        accept="application/octet-stream")
+        return raw
+
+    def safetensors(self, names=None, dtype=None):
+        """The trained weights as safetensors bytes (GET /api/v1/jobs/{id}/model.safetensors):
+        the model's own names in F32, or with names="hf" the built-in GPT under Hugging Face
+        GPT-2's names and Conv1D layout, with dtype="bf16" in BF16 (docs/JOB_SPEC.md)."""
+        query = urllib.parse.urlencode([(k, v) for k, v in (("names", names), ("dtype", dtype)) if v is not None])
+        path = "/api/v1/jobs/%s/model.safetensors" % urllib.parse.quote(self.id, safe="")
+        _, _, raw = self.client.request("GET", path + ("?" + query if query else ""),
                                         accept="application/octet-stream")
         return raw
 

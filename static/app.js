@@ -987,6 +987,7 @@
       }
       goodputFacts(recs);
       compressionFact(j, recs);
+      weightsFact(j);
       const accs = accData()[1];
       const acc = accs.length ? accs[accs.length - 1] : j.summary && j.summary.test_accuracy;
       $('#f-accuracy').textContent = acc !== undefined && acc !== null ? (100 * acc).toFixed(2) + ' %' : '–';
@@ -1106,6 +1107,32 @@
       $('#f-compression').textContent = kind + (kind === 'powersgd' && c.rank ? ' rank ' + c.rank : '') +
         ' · ratio ' + (ratio !== undefined ? num(ratio, 1) + 'x' : 'not measured') +
         ' · ' + (bytes !== undefined ? num(bytes, 0) + ' bytes per step' : 'bytes per step not measured');
+    }
+
+    // Fine-tuning (docs/JOB_SPEC.md "Starting from trained weights"): the summary's trainable
+    // and frozen parameter counts and its init (tensors loaded, missing, unexpected), for a
+    // job with init, freeze or lora. A figure the summary does not give is 'not reported',
+    // never 0; the names missing or unexpected are in the title.
+    function weightsFact(j) {
+      const sp = j.spec || {}, sum = j.summary || {}, init = sum.init && typeof sum.init === 'object' ? sum.init : null;
+      const src = sp.init && (sp.init.job ? 'job ' + sp.init.job : sp.init.safetensors || sp.init.checkpoint);
+      const show = !!(src || init || (Array.isArray(sp.freeze) && sp.freeze.length) || sp.lora || sum.frozen_parameters);
+      $('#f-weights-row').hidden = !show;
+      if (!show) return;
+      const count = (v) => typeof v === 'number' ? v.toLocaleString() : 'not reported';
+      const list = (v) => Array.isArray(v) ? v.length.toLocaleString() : 'not reported';
+      let text = 'trainable parameters ' + count(sum.trainable_parameters) + ' · frozen ' + count(sum.frozen_parameters);
+      if (init) {
+        text += ' · init from ' + (init.job ? 'job ' + init.job : init.source || src || '?') +
+          (init.names === 'hf' ? ' (Hugging Face GPT-2 names)' : '') + ': ' + count(init.loaded) + ' tensors loaded, ' +
+          list(init.missing) + ' missing, ' + list(init.unexpected) + ' unexpected' +
+          (Array.isArray(init.mismatched) && init.mismatched.length ? ', ' + init.mismatched.length + ' of another shape' : '');
+      } else if (src) {
+        text += ' · init from ' + src + ': tensors loaded, missing and unexpected not reported yet';
+      }
+      $('#f-weights').textContent = text;
+      const names = (k) => init && Array.isArray(init[k]) && init[k].length ? k + ': ' + init[k].join(', ') : '';
+      $('#f-weights').title = ['missing', 'unexpected', 'mismatched'].map(names).filter(Boolean).join('\n');
     }
 
     // A collapse of training (worker/health.h): the current attempt's health, else the

@@ -73,6 +73,33 @@ rc=$?
 cmp "$TMP/py_hf16.safetensors" "$TMP/hf16.safetensors" || fail "download_safetensors wrote other bytes than pacer export"
 echo "ok: the Python client downloads the same files and freezes by the module's names"
 
+# The job page's Starting weights row (headless Chromium, as shard_nodes.sh; said and
+# skipped without it): a job started from job $id's weights (init.job, strict false) with
+# its attention frozen shows its summary's counts; a running one, whose summary is not
+# written yet, says they are not reported, never 0.
+jq --arg id "$id" '.name = "tuned" | .seed = 5 | .init = {job: $id, strict: false} | .freeze = ["transformer.h.0.attn.*"]' \
+    "$TMP/st.json" >"$TMP/tuned.json"
+ok 201 "$ADMIN" POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/tuned.json"
+tuned=$(jq -r .id "$TMP/body")
+cli wait "$tuned" --timeout 300 >/dev/null || { cat "$STATE/jobs/$tuned/log"; fail "job $tuned did not succeed"; }
+wtext=$(q "$tuned" '.summary | "trainable parameters \(.trainable_parameters) · frozen \(.frozen_parameters) · init from job \(.init.job): \(.init.loaded) tensors loaded, \(.init.missing | length) missing, \(.init.unexpected | length) unexpected"')
+case $wtext in *"frozen 1088 · init from job $id: 16 tensors loaded, 0 missing, 0 unexpected") ;; *) fail "job $tuned's summary: $wtext" ;; esac
+jq '.name = "long" | .epochs = 100000' "$TMP/tuned.json" >"$TMP/long.json"
+ok 201 "$ADMIN" POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/long.json"
+long=$(jq -r .id "$TMP/body")
+if have_browser; then
+    # toLocaleString's thousands separator: en-US, Chromium's default here
+    want_page=$(echo "$wtext" | sed 's/parameters \([0-9]\)\([0-9][0-9][0-9]\) /parameters \1,\2 /; s/frozen \([0-9]\)\([0-9][0-9][0-9]\) /frozen \1,\2 /')
+    timeout 120 node tests/browser/weights.mjs "$BASE" "$ADMIN" "$tuned" "$want_page" "$BUILD/weights.png" ||
+        fail "the job page's Starting weights row (screenshot: $BUILD/weights.png)"
+    timeout 120 node tests/browser/weights.mjs "$BASE" "$ADMIN" "$long" \
+        "trainable parameters not reported · frozen not reported · init from job $id: tensors loaded, missing and unexpected not reported yet" \
+        "$BUILD/weights_running.png" || fail "the job page's Starting weights row of a running job (screenshot: $BUILD/weights_running.png)"
+else
+    echo "not checked: the job page's Starting weights row (no chromium, node or playwright-core)"
+fi
+ok 202 "$ADMIN" DELETE "/api/v1/jobs/$long"
+
 # a model that is not the built-in GPT has no Hugging Face GPT-2 names
 $TORCH_PY -c "
 import sys, numpy as np

@@ -2,6 +2,10 @@
 the module's own names, against a coordinator (tests/integration/coordinator_safetensors.sh).
 
 Usage: PYTHONPATH=clients/python /usr/bin/python3 tests/tools/pyclient_st.py URL TOKEN TEXT_DIR JOB FILE OUT
+  - first, without the coordinator: an exporter's own name for a parameter (an ONNX file
+    whose 2.weight is renamed onnx::MatMul_99) is found by its values, and a freeze glob
+    over it is sent as the file's names, while one over names the file keeps is sent as
+    it is;
   - client.job(JOB).safetensors() is FILE's bytes (the job's JOBDIR/model.safetensors);
   - client.download_safetensors(JOB, OUT, names="hf", dtype="bf16") writes OUT (the shell
     compares it with the CLI's download of the same query) and returns its size;
@@ -35,7 +39,28 @@ def fail(msg):
     sys.exit(1)
 
 
+def check_renamed():
+    import onnx
+    from pacer import client as pc
+    torch.manual_seed(1)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    m = onnx.load_from_string(pc.export_module(net, torch.zeros(2, 4)))
+    for t in m.graph.initializer:
+        if t.name == "2.weight":
+            t.name = "onnx::MatMul_99"
+    for n in m.graph.node:
+        n.input[:] = ["onnx::MatMul_99" if i == "2.weight" else i for i in n.input]
+    names = pc._initializer_names(m.SerializeToString(), net.state_dict())
+    if names.get("2.weight") != "onnx::MatMul_99":
+        fail("a renamed initializer was not found by its values: %s" % names)
+    got = pc._freeze_for_file(["2.*", "0.*"], names)
+    if got != ["onnx::MatMul_99", "2.bias", "0.*"]:
+        fail("freeze ['2.*', '0.*'] sent as %s" % got)
+    print("ok: a parameter the exporter renamed is frozen by the module's name: %s" % got)
+
+
 def main(url, token, text, job_id, stored, out):
+    check_renamed()
     client = pacer.Client(url, token)
     if client.job(job_id).safetensors() != open(stored, "rb").read():
         fail("job.safetensors() is not the job's model.safetensors")

@@ -369,7 +369,9 @@ static int send_converted(http_req_t *rq, int fd, const struct stat *st, const s
     char err[512];
     uint8_t *out = NULL;
     size_t len = 0;
-    int rc = p == MAP_FAILED ? (snprintf(err, sizeof err, "model.safetensors: %s", strerror(errno)), -1)
+    int rc = p == MAP_FAILED ? (snprintf(err, sizeof err, "model.safetensors: %s",
+                                         st->st_size > 0 ? strerror(errno) : "an empty file"),
+                                -1)
                              : st_convert(p, (size_t)st->st_size, o, &out, &len, err, sizeof err);
     if (p != MAP_FAILED) munmap(p, (size_t)st->st_size);
     if (rc == -2)

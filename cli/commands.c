@@ -671,7 +671,9 @@ static int export_error(cli_ctx_t *cx, const client_resp_t *r)
     if (!no_model || job_path(cx, cx->args->arg, "", path, sizeof path) != 0) return cli_api_error(cx, r);
     int rc = cli_get_json(cx, path, &job);
     if (rc) return rc;
-    fmt_no_model(job, msg, sizeof msg);
+    const char *f = cx->args->format && strcmp(cx->args->format, "safetensors") == 0 ? "model.safetensors"
+                                                                                     : "model.onnx";
+    fmt_no_model(job, f, msg, sizeof msg);
     json_decref(job);
     fprintf(stderr, "pacer %s: %s\n", cmd_name(cx), msg);
     if (cx->args->json) {

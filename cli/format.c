@@ -793,7 +793,7 @@ void fmt_problem(long status, const char *body, size_t body_len, char *out, size
     json_decref(p);
 }
 
-void fmt_no_model(json_t *job, char *out, size_t len)
+void fmt_no_model(json_t *job, const char *file, char *out, size_t len)
 {
     char id[80], reason[400];
     fmt_clean(str(job, "id"), 64, id, sizeof id);
@@ -810,8 +810,8 @@ void fmt_no_model(json_t *job, char *out, size_t len)
                  strcmp(state, "CANCELLED") == 0 ? "was cancelled" : "failed", *reason ? " (" : "", reason,
                  *reason ? ")" : "");
     else if (final)
-        snprintf(out, len, "job %s ended %s, but the coordinator has no model.onnx for it (pacer logs %s may say why)",
-                 id, state, id);
+        snprintf(out, len, "job %s ended %s, but the coordinator has no %s for it (pacer logs %s may say why)", id,
+                 state, file, id);
     else if (strcmp(state, "QUEUED") == 0)
         snprintf(out, len,
                  "job %s is QUEUED: it has no model yet; its worker writes one with each checkpoint and at the end", id);

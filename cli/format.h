@@ -69,10 +69,10 @@ void fmt_whoami(FILE *f, json_t *who);
  * document gives "HTTP 502" and its first line (cleaned, cut). */
 void fmt_problem(long status, const char *body, size_t body_len, char *out, size_t len);
 
-/* Why a job has no model.onnx (the API's 404 no-model), for `pacer export`: said per
- * state from the Job, since a job that failed before its first checkpoint will never
- * have one, a running one will. */
-void fmt_no_model(json_t *job, char *out, size_t len);
+/* Why a job has no file (model.onnx, model.safetensors: the API's 404 no-model), for
+ * `pacer export`: said per state from the Job, since a job that failed before its first
+ * checkpoint will never have one, a running one will. */
+void fmt_no_model(json_t *job, const char *file, char *out, size_t len);
 
 /* The exit status of a final job state: 0 SUCCEEDED, 4 FAILED, 5 CANCELLED; -1 when the
  * state is not final (or NULL). */

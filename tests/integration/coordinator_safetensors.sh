@@ -111,4 +111,10 @@ ok 422 "$ADMIN" GET "/api/v1/jobs/$id/model.safetensors?names=hf"
 grep -q "names hf: Hugging Face GPT-2's names are the built-in GPT's only" "$TMP/body" || { cat "$TMP/body"; fail "names=hf of another model: not said"; }
 ok 200 "$ADMIN" GET "/api/v1/jobs/$id/model.safetensors?dtype=bf16"
 echo "ok: names=hf of another model is a 422 naming why; its dtype=bf16 is served"
+rm "$stored"
+$PACER export "$id" --format safetensors -o "$TMP/none.safetensors" 2>"$TMP/cli.err" && fail "pacer export of no file exited 0"
+grep -q "job $id ended SUCCEEDED, but the coordinator has no model.safetensors for it" "$TMP/cli.err" ||
+    { cat "$TMP/cli.err"; fail "pacer export --format safetensors of a job without the file: not said"; }
+[ -e "$TMP/none.safetensors" ] && fail "pacer export left a file after a 404"
+echo "ok: a job without model.safetensors is said so by name"
 stop_coord

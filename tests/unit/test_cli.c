@@ -508,7 +508,7 @@ static void test_no_model(void **state)
         char out[600];
         json_t *job = json_loads(cases[i].job, 0, NULL);
         assert_non_null(job);
-        fmt_no_model(job, out, sizeof out);
+        fmt_no_model(job, "model.onnx", out, sizeof out);
         assert_string_equal(out, cases[i].want);
         json_decref(job);
     }

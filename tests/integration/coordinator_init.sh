@@ -2,7 +2,7 @@
 # a data root and leaves JOBDIR/model.safetensors; a job submitted with init.job = its id
 # (resolved at submission to that file, named in the stored spec's init.safetensors) at a
 # learning rate of 1e-30 has the source's last test_loss at its first evaluation, and its
-X
+# summary's init names the source job, every tensor loaded and none missing or unexpected.
 # Refused at submission by message (4xx): an init.safetensors path outside the data roots,
 # an unknown init.job, and two sources.
 . tests/integration/coordinator_lib.inc

@@ -1,5 +1,5 @@
 /* common/freeze.h - the spec's freeze: a list of globs (fnmatch(3), no flags) over parameter
- * names whose tensors take no weight update (worker/step.c, model.h's no_update).
+ * names whose tensors take no weight update (worker/init_weights.h, model.h's no_update).
  *
  * The list is held in the spec as one string, the globs separated by '\n' (they may not
  * contain one), so that the spec stays a flat struct: at most FREEZE_MAX_GLOBS globs of

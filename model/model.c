@@ -830,6 +830,73 @@ static int mark_no_decay(model_t *m)
     return 0;
 }
 
+/* The parameter tensor at params offset off: by binary search over order (the parameter
+ * tensors' indices sorted by offset, n of them), or -1. */
+static int tensor_by_offset(const model_t *m, const int *order, int n, size_t off)
+{
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        const int mid = lo + (hi - lo) / 2;
+        const size_t at = m->tensors[order[mid]].offset;
+        if (at == off) return order[mid];
+        if (at < off) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    return -1;
+}
+
+/* Whether layer l reads a parameter tensor at w_off, and at b_off. */
+static int has_weight(const layer_t *l)
+{
+    switch (l->kind) {
+    case LAYER_CONV:
+    case LAYER_FC:
+    case LAYER_LINEAR:
+    case LAYER_BN:
+    case LAYER_LAYERNORM:
+    case LAYER_GATHER_PARAM:
+    case LAYER_EMBED: return 1;
+    case LAYER_CONST: return !l->frozen; /* else a tensor of buffers */
+    default: return 0;
+    }
+}
+
+static int has_bias_param(const layer_t *l)
+{
+    if (l->kind == LAYER_BN || l->kind == LAYER_LAYERNORM) return 1;
+    return (l->kind == LAYER_CONV || l->kind == LAYER_FC || l->kind == LAYER_LINEAR) && l->has_bias;
+}
+
+/* model_t's layer_tensor and grads_computed. 0, or -1 (out of memory). */
+static int map_layer_tensors(model_t *m)
+{
+    m->layer_tensor = malloc(2 * (size_t)(m->nlayers ? m->nlayers : 1) * sizeof *m->layer_tensor);
+    m->grads_computed = calloc((size_t)(m->ntensors ? m->ntensors : 1), sizeof *m->grads_computed);
+    int *order = malloc((size_t)(m->ntensors ? m->ntensors : 1) * sizeof *order), n = 0;
+    if (!m->layer_tensor || !m->grads_computed || !order) {
+        free(order);
+        return -1;
+    }
+    /* parameter tensors lie in params in list order, one after the other: sorted already */
+    for (int t = 0; t < m->ntensors; t++)
+        if (!m->tensors[t].is_buffer) order[n++] = t;
+    for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        m->layer_tensor[2 * i] = has_weight(l) ? tensor_by_offset(m, order, n, l->w_off) : -1;
+        m->layer_tensor[2 * i + 1] = has_bias_param(l) ? tensor_by_offset(m, order, n, l->b_off) : -1;
+    }
+    free(order);
+    return 0;
+}
+
+void model_zero_frozen_grads(model_t *m)
+{
+    for (int t = 0; t < m->ntensors; t++) {
+        const tensor_info_t *x = &m->tensors[t];
+        if (!x->is_buffer && x->no_update) memset(m->grads + x->offset, 0, x->count * sizeof(float));
+    }
+}
+
 /* Zeroes a buffer of whole pages (its start page-aligned, its size a multiple of 4096, as
  * every fused buffer here is) without touching them: the kernel hands them back and maps
  * zero pages on the next access, so a buffer nobody writes (the optimizer state of a
@@ -1532,7 +1599,7 @@ static int create_with(const char *name, const model_shape_t *in, int classes, i
         model_free(m);
         return -1;
     }
-    if (mark_no_decay(m) != 0 || alloc_buffers(m) != 0) goto oom;
+    if (mark_no_decay(m) != 0 || map_layer_tensors(m) != 0 || alloc_buffers(m) != 0) goto oom;
     *out = m;
     return 0;
 oom:
@@ -1590,6 +1657,9 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     m->grad_done = NULL;
     m->grad_done_ctx = NULL;
     m->bn_sync = NULL;
+    m->layer_tensor = NULL;
+    m->grads_computed = NULL;
+    m->grads_skipped = 0;
     m->layers = malloc((size_t)(src->nlayers ? src->nlayers : 1) * sizeof *m->layers);
     m->tensors = malloc((size_t)(src->ntensors ? src->ntensors : 1) * sizeof *m->tensors);
     if (!m->layers || !m->tensors) goto oom;
@@ -1599,7 +1669,7 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     mark_set_grads(m);
     mark_view_chains(m);
     mark_attention(m);
-    if (alloc_buffers(m) != 0) goto oom;
+    if (map_layer_tensors(m) != 0 || alloc_buffers(m) != 0) goto oom;
     *out = m;
     return 0;
 oom:
@@ -1623,6 +1693,8 @@ void model_free(model_t *m)
     free(m->dacts);
     free(m->dact_off);
     free(m->dact_first);
+    free(m->layer_tensor);
+    free(m->grads_computed);
     free(m->aux);
     free(m->argmax);
     free(m->ws);

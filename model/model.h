@@ -313,8 +313,10 @@ typedef struct {
      * convolution and linear biases), which optimizer.no_decay "auto" exempts from weight
      * decay. Set by model_create from the layer list. */
     int no_decay;
-    /* The spec's freeze matched it (worker/step.c): no weight update, its gradient zeroed.
-     * Set by the owner after model_create; 0 by default. */
+    /* Frozen (the spec's freeze, worker/init_weights.h): no gradient computed (model_t's
+     * layer_tensor), no optimizer update (model_decay_run), no all-reduce
+     * (worker/compress.h). Set by the owner after model_create, then
+     * model_zero_frozen_grads; 0 by default. */
     int no_update;
 } tensor_info_t;
 
@@ -390,6 +392,16 @@ typedef struct {
     size_t dact_floats; /* floats in dacts (<= act_floats) */
     size_t *dact_off;   /* per layer: its output gradient's offset in dacts */
     int *dact_first;    /* per layer: the backward step at which that gradient's life begins */
+    /* Per layer, 2 entries: the index in tensors of the parameter tensor its weight (w_off)
+     * and its bias (b_off) are, -1 where it has none. A backward looks a tensor's no_update
+     * up through it and skips that gradient: a frozen tensor's weight product is never
+     * computed, its part of grads never written (it stays 0: model_zero_frozen_grads).
+     * Set by model_create and model_clone. */
+    int *layer_tensor;
+    /* Counts that tests read: per tensor, the parameter gradients host backwards have
+     * computed into it (a tied table counts its two); and the ones skipped as frozen. */
+    long long *grads_computed; /* (ntensors) */
+    long long grads_skipped;
 } model_t;
 
 /* Builds the catalog's model name (its input shape and classes from the catalog, its
@@ -607,6 +619,11 @@ static inline int model_decay_run(const model_t *m, int groups, int *ti, size_t 
  * then the rule over the weight-decay runs, in params, momentum and (AdamW) moment2.
  * worker_apply_gradient's host path, and the stand-in device's (tests/fakecuda). */
 void model_apply_optimizer(model_t *m, const float *g, const optim_step_t *o);
+
+/* Zeroes the gradients of the tensors that take no update (no_update), once after they are
+ * marked: a backward never writes them (model_t's layer_tensor), so they stay 0 and
+ * whatever reads the whole of grads (a norm, a sum over ranks) reads nothing of theirs. */
+void model_zero_frozen_grads(model_t *m);
 
 /* Number of trainable parameters (for --help and tests). */
 size_t model_param_count(const model_t *m);

@@ -31,6 +31,25 @@ static int sets_grad(const model_t *m, int in, int i)
     return in >= 0 && (m->layers[in].grad_setter == i || m->layers[in].grad_split);
 }
 
+/* The gradient of layer i's weight (which 0) or bias (1) in grads, counted in
+ * grads_computed; NULL where that tensor takes no update (model.h's no_update), counted
+ * in grads_skipped: the backward then leaves it out (its product not computed). */
+static float *param_grad(model_t *m, int i, int which)
+{
+    const int t = m->layer_tensor ? m->layer_tensor[2 * i + which] : -1;
+    const layer_t *l = &m->layers[i];
+    if (t < 0) return m->grads + (which ? l->b_off : l->w_off); /* not found: as before */
+    if (m->tensors[t].no_update) {
+        m->grads_skipped++;
+        return NULL;
+    }
+    m->grads_computed[t]++;
+    return m->grads + m->tensors[t].offset;
+}
+
+/* The bias gradient of a layer that may have none (has_bias 0: NULL, nothing counted) */
+static float *bias_grad_of(model_t *m, int i) { return m->layers[i].has_bias ? param_grad(m, i, 1) : NULL; }
+
 /* ---- shape inference, workspace, FLOPs ---------------------------------------------------- */
 
 /* A rank-3 shape (C, H, W). */
@@ -321,10 +340,20 @@ static void conv_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off, *dout = m->dacts + m->dact_off[i];
-    float *dinp = dinput_of(m, l->in), *dw = m->grads + l->w_off, *db = l->has_bias ? m->grads + l->b_off : NULL;
+    float *dinp = dinput_of(m, l->in), *dw = param_grad(m, i, 0), *db = bias_grad_of(m, i);
+    const int t = m->layer_tensor ? m->layer_tensor[2 * i] : -1;
+    if (!dw && !dinp && !db) return; /* frozen, and the model input's gradient is not needed */
+    if (!dw) {
+        /* the convolution kernels always write dweight: computed into the frozen tensor's
+         * own gradient for the input's sake, and zeroed again (counted as computed) */
+        dw = m->grads + l->w_off;
+        m->grads_skipped--;
+        m->grads_computed[t]++;
+    }
     /* the input's gradient set rather than added where this backward is its first */
     if (sets_grad(m, l->in, i)) conv2d_backward_set(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws);
     else conv2d_backward(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws);
+    if (t >= 0 && m->tensors[t].no_update) memset(dw, 0, m->tensors[t].count * sizeof(float));
 }
 
 static void maxpool_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -380,10 +409,10 @@ static void fc_fwd(model_t *m, int i, const float *x, int B, int train)
 static void fc_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    float *db = l->has_bias ? m->grads + l->b_off : NULL;
+    float *db = bias_grad_of(m, i);
     (sets_grad(m, l->in, i) ? gemm_backward_set : gemm_backward)(&l->gemm, B, input_of(m, x, l->in),
                                                                  m->params + l->w_off, m->dacts + m->dact_off[i],
-                                                                 dinput_of(m, l->in), m->grads + l->w_off, db);
+                                                                 dinput_of(m, l->in), param_grad(m, i, 0), db);
 }
 
 /* one GEMM over every sample's rows (a sample's elements / IN of them) */
@@ -399,10 +428,10 @@ static void linear_fwd(model_t *m, int i, const float *x, int B, int train)
 static void linear_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    float *db = l->has_bias ? m->grads + l->b_off : NULL;
+    float *db = bias_grad_of(m, i);
     (sets_grad(m, l->in, i) ? gemm_backward_set : gemm_backward)(&l->gemm, linear_rows(l, B), input_of(m, x, l->in),
                                                                  m->params + l->w_off, m->dacts + m->dact_off[i],
-                                                                 dinput_of(m, l->in), m->grads + l->w_off, db);
+                                                                 dinput_of(m, l->in), param_grad(m, i, 0), db);
 }
 
 /* bn_fwd synchronised (model.h's bn_sync): every process's statistics, the fused add and
@@ -453,7 +482,7 @@ static void bn_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off;
-    float *dinp = dinput_of(m, l->in), *dw = m->grads + l->w_off, *db = m->grads + l->b_off;
+    float *dinp = dinput_of(m, l->in), *dw = param_grad(m, i, 0), *db = param_grad(m, i, 1);
     const float *mean = m->aux + l->aux_off, *invstd = mean + l->C;
     const int HW = l->H * l->W, sets_in = sets_grad(m, l->in, i);
     /* g: this layer's output gradient, or with rout the ReLU's, read through its mask
@@ -728,7 +757,8 @@ static void const_fwd(model_t *m, int i, const float *x, int B, int train)
 static void const_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    if (!l->frozen) memcpy(m->grads + l->w_off, m->dacts + m->dact_off[i], out_count(l, 1) * sizeof(float));
+    float *g = l->frozen ? NULL : param_grad(m, i, 0);
+    if (g) memcpy(g, m->dacts + m->dact_off[i], out_count(l, 1) * sizeof(float));
 }
 
 /* A gathered parameter (Swin's relative position bias): like a constant, one sample's slot
@@ -745,16 +775,19 @@ static void gather_param_fwd(model_t *m, int i, const float *x, int B, int train
 static void gather_param_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    gather_param_backward(out_count(l, 1), table_count(l), m->buffers + l->rm_off, m->dacts + m->dact_off[i],
-                          m->grads + l->w_off);
+    float *g = param_grad(m, i, 0);
+    if (g) gather_param_backward(out_count(l, 1), table_count(l), m->buffers + l->rm_off, m->dacts + m->dact_off[i], g);
 }
 
-/* The gradient a binary row sums into its input `in`, or NULL for a frozen constant's,
- * which nothing reads (const_bwd): a constant scale (attention's q / sqrt(D)) would
- * otherwise be summed over every output element for nothing. */
+/* The gradient a binary row sums into its input `in`, or NULL for a frozen constant's
+ * (a tensor of buffers, or a parameter that takes no update), which nothing reads
+ * (const_bwd): a constant scale (attention's q / sqrt(D)) would otherwise be summed over
+ * every output element for nothing. */
 static float *dbinary_of(const model_t *m, int in)
 {
-    return in >= 0 && m->layers[in].kind == LAYER_CONST && m->layers[in].frozen ? NULL : dinput_of(m, in);
+    if (in < 0 || m->layers[in].kind != LAYER_CONST) return dinput_of(m, in);
+    const int t = m->layer_tensor ? m->layer_tensor[2 * in] : -1;
+    return m->layers[in].frozen || (t >= 0 && m->tensors[t].no_update) ? NULL : dinput_of(m, in);
 }
 
 /* The binary rows' steps, one pair per kind (OP_STEPS): the kind's operator of ops.h, by
@@ -955,7 +988,7 @@ static void layernorm_bwd(model_t *m, int i, const float *x, int B)
     axis_geometry(l, B, &rows, &inner);
     layernorm_backward_saved(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in),
                              m->params + l->w_off, ln_stats(m, l), m->dacts + m->dact_off[i], dinput_of(m, l->in),
-                             sets_grad(m, l->in, i), m->grads + l->w_off, m->grads + l->b_off);
+                             sets_grad(m, l->in, i), param_grad(m, i, 0), param_grad(m, i, 1));
 }
 
 /* Softmax and LogSoftmax along axis sl_axis: a sample is (outer, n, inner) */
@@ -1032,8 +1065,10 @@ static void embed_fwd(model_t *m, int i, const float *x, int B, int train)
 static void embed_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    embed_backward(embed_rows(l, B), l->gp_table.dims[0], l->gp_table.dims[1], input_of(m, x, l->in),
-                   m->dacts + m->dact_off[i], m->grads + l->w_off, l->tied);
+    float *g = param_grad(m, i, 0);
+    if (g)
+        embed_backward(embed_rows(l, B), l->gp_table.dims[0], l->gp_table.dims[1], input_of(m, x, l->in),
+                       m->dacts + m->dact_off[i], g, l->tied);
 }
 
 /* a copy per row read, no arithmetic */

@@ -221,12 +221,13 @@ int worker_apply_freeze(worker_t *w, char *err, size_t errlen)
         else w->trainable_params += (long long)t->count;
         w->any_frozen |= t->no_update;
     }
+    model_zero_frozen_grads(m); /* the backward never writes them from here on */
     return 0;
 }
 
 void worker_zero_frozen_grads(worker_t *w)
 {
-    if (!w->any_frozen) return;
+    if (!w->any_frozen || !w->gpu) return;
     const model_t *m = w->model;
     for (int i = 0; i < m->ntensors; i++)
         if (m->tensors[i].no_update) memset(m->grads + m->tensors[i].offset, 0, m->tensors[i].count * sizeof(float));

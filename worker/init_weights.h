@@ -12,7 +12,10 @@
  * it loads into the same model only (its parameters and buffers; strict or not).
  *
  * The spec's freeze (common/freeze.h) is applied here too: the tensors it names take no
- * weight update (model.h's no_update, their gradients zeroed after each backward).
+ * weight update (model.h's no_update): the host backward computes no gradient for them
+ * (their weight products skipped), the optimizer holds and updates no state of theirs
+ * (model_decay_run; their optimizer state's pages are never written) and the all-reduce
+ * leaves them out (worker/compress.h).
  */
 #ifndef PACER_INIT_WEIGHTS_H
 #define PACER_INIT_WEIGHTS_H
@@ -33,8 +36,9 @@ int worker_init_weights(worker_t *w, json_t **report, char *err, size_t errlen);
  * no_update) and counts w->trainable_params and w->frozen_params. 0, or -1 with err naming
  * a glob that matches no parameter tensor. */
 int worker_apply_freeze(worker_t *w, char *err, size_t errlen);
-/* Zeroes the gradients of the frozen tensors in w->model->grads (after each backward,
- * before the all-reduce: nothing of theirs is summed, clipped or applied). */
+/* Zeroes the gradients of the frozen tensors in w->model->grads after a GPU rank's
+ * backward (the device's backward computes them all; the host's computes none, and its
+ * zeros of worker_apply_freeze stay): nothing of theirs is summed, clipped or applied. */
 void worker_zero_frozen_grads(worker_t *w);
 
 #endif

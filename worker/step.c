@@ -170,7 +170,7 @@ float worker_compute_grad(worker_t *w, float loss_scale)
         model_backward(w->model, w->x, w->y, w->batch, loss_scale);
         w->model->bn_sync = NULL;
     }
-    worker_zero_frozen_grads(w);   /* the spec's freeze: nothing of theirs reaches the all-reduce */
+    worker_zero_frozen_grads(w);   /* a GPU rank: the device computed the frozen tensors' too */
     sim_charge_train(w, w->batch); /* deterministic simulation: the cost model's time */
     double wall = clock_mono_s() - t0;
     phase_mark(&w->phases, PHASE_COMPUTE);

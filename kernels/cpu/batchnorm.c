@@ -275,12 +275,11 @@ static void reduce_block(bn_job_t *j)
 {
     double v[2 * BN_SYNC_BLOCK + 1];
     const int kn = j->kn;
-    if (j->dbeta)
-        for (int i = 0; i < kn; i++) {
-            const int c = j->k0 + i;
-            j->dbeta[c] = (float)j->s1[i];
-            j->dgamma[c] = (float)(j->s2[i] * (double)j->var_or_invstd[c]);
-        }
+    for (int i = 0; i < kn; i++) {
+        const int c = j->k0 + i;
+        if (j->dbeta) j->dbeta[c] = (float)j->s1[i];
+        if (j->dgamma) j->dgamma[c] = (float)(j->s2[i] * (double)j->var_or_invstd[c]);
+    }
     for (int i = 0; i < kn; i++) {
         v[i] = j->s1[i];
         v[kn + i] = j->s2[i];
@@ -626,8 +625,9 @@ static void backward_coefficient(bn_job_t *j, int i)
     const int c = j->k0 + i;
     const double invstd = j->var_or_invstd[c], db = j->s1[i], dg = j->s2[i] * invstd;
     if (!j->sync) { /* synchronised: this process's part's, before the reduction */
-        j->dbeta[c] = (float)db;
-        j->dgamma[c] = (float)dg;
+        /* either NULL: a frozen parameter (model.h's no_update), not written */
+        if (j->dbeta) j->dbeta[c] = (float)db;
+        if (j->dgamma) j->dgamma[c] = (float)dg;
     }
     const double ad = (double)j->gamma[c] * invstd;
     j->m[i] = j->mean[c];

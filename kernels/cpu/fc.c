@@ -60,7 +60,7 @@ static void backward_part(void *arg, int t, int T)
     const int rows = (int)(r1 - r0), nb = (int)(b1 - b0);
     if (j->d->layout == GEMM_W_OUT_IN) {
         /* dW rows [r0, r1) (OUT, IN) = alpha * dout^T (OUT, B) x inp (B, IN) */
-        if (rows > 0)
+        if (rows > 0 && j->dweight)
             mm_sgemm(MM_T, MM_N, rows, IN, B, alpha, j->dout + r0, OUT, j->inp, IN, 0.0f, j->dweight + (size_t)r0 * IN,
                      IN);
         /* dinp (B, IN) += alpha * dout (B, OUT) x W (OUT, IN) */
@@ -69,7 +69,7 @@ static void backward_part(void *arg, int t, int T)
                      j->dinp + (size_t)b0 * IN, IN);
     } else {
         /* dW rows [r0, r1) (IN, OUT) = alpha * inp^T (IN, B) x dout (B, OUT) */
-        if (rows > 0)
+        if (rows > 0 && j->dweight)
             mm_sgemm(MM_T, MM_N, rows, OUT, B, alpha, j->inp + r0, IN, j->dout, OUT, 0.0f,
                      j->dweight + (size_t)r0 * OUT, OUT);
         /* dinp (B, IN) += alpha * dout (B, OUT) x W^T (OUT, IN) */
@@ -166,10 +166,10 @@ static void backward_beta(const gemm_desc_t *d, int B, const float *inp, const f
         if (d->beta != 1.0f)
             for (int o = 0; o < OUT; o++) dbias[o] *= d->beta;
     }
-    if (IN <= 0) return;
+    if (IN <= 0 || (!dweight && !dinp)) return;
     if (B <= 0) {
         /* parameter gradients are written even when nothing flows into them */
-        memset(dweight, 0, (size_t)OUT * IN * sizeof(float));
+        if (dweight) memset(dweight, 0, (size_t)OUT * IN * sizeof(float));
         return;
     }
     gemm_job_t j = {

@@ -79,8 +79,9 @@ __attribute__((target_clones("avx2", "default"))) static void layernorm_bwd(int 
                                                                             const double *stats, const float *dout,
                                                                             float *dinp, int set, float *dw, float *db)
 {
-    memset(dw, 0, (size_t)D * sizeof *dw);
-    memset(db, 0, (size_t)D * sizeof *db);
+    /* dw and db NULL: a frozen weight and bias (model.h's no_update), not computed */
+    if (dw) memset(dw, 0, (size_t)D * sizeof *dw);
+    if (db) memset(db, 0, (size_t)D * sizeof *db);
     const int D8 = D / DLANES * DLANES;
     for (int r = 0; r < rows; r++) {
         const float *x = inp + (size_t)r * D, *g = dout + (size_t)r * D;
@@ -108,10 +109,10 @@ __attribute__((target_clones("avx2", "default"))) static void layernorm_bwd(int 
         }
         /* the means of g w and g w xhat: one division a row, not one an element */
         const double mg = sg / D, mgx = sgx / D;
-        for (int j = 0; j < D; j++) {
-            dw[j] += (float)(g[j] * (((double)x[j] - mean) * invstd));
-            db[j] += g[j];
-        }
+        if (dw)
+            for (int j = 0; j < D; j++) dw[j] += (float)(g[j] * (((double)x[j] - mean) * invstd));
+        if (db)
+            for (int j = 0; j < D; j++) db[j] += g[j];
         if (!dinp) continue;
         float *d = dinp + (size_t)r * D;
         if (set)

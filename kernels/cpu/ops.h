@@ -14,6 +14,9 @@
  *   - parameter gradients (dweight, dbias, dgamma, dbeta) are WRITTEN (=), because
  *     every parameter is used exactly once per forward pass.
  *   - any dinp may be NULL when the caller does not need it (the first layer).
+ *   - the weight and bias gradients of gemm_backward (fc_backward), layernorm_backward
+ *     and the batch norms' backwards may be NULL too: not computed (a frozen parameter);
+ *     gemm's weight product is then skipped. The convolutions' dweight may not.
  * No function here allocates; scratch memory comes from the caller (workspace sizes
  * are given by the *_workspace functions).
  */

@@ -9,9 +9,11 @@
  *
  * algorithm.compression compresses the global averages among the leaders (local_average
  * with its delta and error feedback, algo_local_sgd.c; N = the leaders); the groups'
- * per-step all-reduces and the broadcasts stay uncompressed. Every rank holds a
+ * per-step all-reduces and the broadcasts stay uncompressed (a plain plan of their own,
+ * which leaves the frozen tensors' gradients out as ssgd's does). Every rank holds a
  * compressor (a non-leader's error stays 0), so the checkpoints gather every rank's
  * error as ssgd's do. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "adaptive.h"
@@ -28,7 +30,15 @@ typedef struct {
     long group_samples;   /* samples the group computed since the last average */
     float *buf;           /* (nparams + nbuffers + 1) */
     local_compress_t *lc; /* the leaders' compressed averages; NULL without compression */
+    compress_t *plain;    /* the group's per-step all-reduce (kind none) */
 } hier_state_t;
+
+static int gsize(MPI_Comm c)
+{
+    int n = 1;
+    if (c != MPI_COMM_NULL) MPI_Comm_size(c, &n);
+    return n;
+}
 
 static int hier_init(worker_t *w)
 {
@@ -50,6 +60,11 @@ static int hier_init(worker_t *w)
     MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, grank == 0 ? 0 : MPI_UNDEFINED, w->rank, &st->leaders));
     w->algo_state = st;
     comm_broadcast_model(w, MPI_COMM_WORLD);
+    char err[256];
+    if (compress_create(w->model, "none", 0, 0, 0, gsize(st->group), 0, &st->plain, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
     if (local_compress_init(w, &st->lc) != 0) return -1;
     if (st->leaders != MPI_COMM_NULL) {
         int nleaders;
@@ -57,13 +72,6 @@ static int hier_init(worker_t *w)
         compress_set_nranks(w->compress, nleaders);
     }
     return 0;
-}
-
-static int gsize(MPI_Comm c)
-{
-    int n = 1;
-    if (c != MPI_COMM_NULL) MPI_Comm_size(c, &n);
-    return n;
 }
 
 static void average(worker_t *w, hier_state_t *st)
@@ -105,9 +113,9 @@ static int hier_step(worker_t *w)
     double t0 = clock_mono_s();
     waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
     if (st->group != MPI_COMM_NULL) {
-        MPI_CHECK(
-            MPI_Allreduce(MPI_IN_PLACE, m->grads, (int)m->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT, MPI_SUM, st->group));
-        if (gsize(st->group) > 1) w->stats.comm_bytes += (double)(m->nparams + MODEL_GRAD_EXTRA) * sizeof(float);
+        /* the plain plan: the trainable gradients and the extras, frozen ones left out */
+        const size_t bytes = compress_allreduce(st->plain, m->grads, w->global_step, 1, st->group);
+        if (gsize(st->group) > 1) w->stats.comm_bytes += (double)bytes;
     }
     waitmark_leave(&w->wait);
     phase_mark(&w->phases, PHASE_COMM);
@@ -140,6 +148,7 @@ static void hier_fini(worker_t *w)
     if (st->group != MPI_COMM_NULL) MPI_Comm_free(&st->group);
     free(st->buf);
     local_compress_free(st->lc);
+    compress_free(st->plain);
     free(st);
     w->algo_state = NULL;
 }

@@ -34,6 +34,14 @@ struct compress {
     compress_kind_t kind;
     int r, warmup, nranks;
     size_t nparams;
+    /* The trainable tensors' runs of grads (no_update 0, adjacent ones merged), ntrain
+     * floats in all: every kind sends these and the extras, never a frozen tensor's
+     * gradient. One run ending at nparams (or none): the plain message is grads from its
+     * start, in place; else packed into `packed` and back. */
+    segment_t *runs;
+    int nruns;
+    size_t ntrain;
+    float *packed;  /* (plain_floats) or NULL */
     matrix_t *mats; /* (nmats), by offset */
     int nmats;
     segment_t *segs; /* (nsegs) the uncompressed runs, extras included */
@@ -137,6 +145,53 @@ static int seg_by_offset(const void *a, const void *b)
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
+/* c->runs and c->ntrain from m's tensors; 0, or -1 (out of memory). */
+static int plan_runs(compress_t *c, const model_t *m)
+{
+    c->runs = calloc((size_t)(m->ntensors > 0 ? m->ntensors : 1), sizeof *c->runs);
+    if (!c->runs) return -1;
+    for (int t = 0; t < m->ntensors; t++) {
+        const tensor_info_t *x = &m->tensors[t];
+        if (x->is_buffer || x->no_update || x->count == 0) continue;
+        segment_t *last = c->nruns ? &c->runs[c->nruns - 1] : NULL;
+        if (last && last->off + last->count == x->offset) last->count += x->count;
+        else c->runs[c->nruns++] = (segment_t){.off = x->offset, .count = x->count};
+        c->ntrain += x->count;
+    }
+    return 0;
+}
+
+/* Whether the plain message is grads itself from the one run's start (see runs). */
+static int plain_in_place(const compress_t *c)
+{
+    return c->nruns == 0 || (c->nruns == 1 && c->runs[0].off + c->runs[0].count == c->nparams);
+}
+
+/* The plain message's buffer: grads from the trainable run's start, or the runs and the
+ * extras packed. */
+static float *plain_pack(compress_t *c, float *grads)
+{
+    if (plain_in_place(c)) return grads + (c->nruns ? c->runs[0].off : c->nparams);
+    float *to = c->packed;
+    for (int i = 0; i < c->nruns; i++) {
+        memcpy(to, grads + c->runs[i].off, c->runs[i].count * sizeof *to);
+        to += c->runs[i].count;
+    }
+    memcpy(to, grads + c->nparams, MODEL_GRAD_EXTRA * sizeof *to);
+    return c->packed;
+}
+
+static void plain_unpack(const compress_t *c, float *grads)
+{
+    if (plain_in_place(c)) return;
+    const float *from = c->packed;
+    for (int i = 0; i < c->nruns; i++) {
+        memcpy(grads + c->runs[i].off, from, c->runs[i].count * sizeof *from);
+        from += c->runs[i].count;
+    }
+    memcpy(grads + c->nparams, from, MODEL_GRAD_EXTRA * sizeof *from);
+}
+
 /* The weight matrices worth compressing: a convolution's (OC, C/groups x KH x KW), a
  * fully connected layer's (OC, count / OC) or a last-axis linear's (IN, OUT) as it is
  * stored (an imported N-D MatMul by a weight: a transformer's projections), large
@@ -150,8 +205,9 @@ static int plan_matrices(compress_t *c, const model_t *m)
     segment_t *by = calloc((size_t)(m->ntensors > 0 ? m->ntensors : 1), sizeof *by);
     if (!by) return -1;
     int nby = 0;
+    /* a frozen tensor (no_update) is none of them: nothing of it is sent */
     for (int t = 0; t < m->ntensors; t++)
-        if (!m->tensors[t].is_buffer)
+        if (!m->tensors[t].is_buffer && !m->tensors[t].no_update)
             by[nby++] = (segment_t){.off = m->tensors[t].offset, .count = m->tensors[t].count};
     qsort(by, (size_t)nby, sizeof *by, seg_by_offset);
     for (int i = 0; i < m->nlayers; i++) {
@@ -185,16 +241,24 @@ static int plan_matrices(compress_t *c, const model_t *m)
         c->p_floats += (size_t)x->n * (size_t)c->r;
         c->q_floats += (size_t)x->m * (size_t)c->r;
     }
-    /* The runs between them, up to and with the extras. */
-    c->segs = calloc((size_t)c->nmats + 1, sizeof *c->segs);
+    /* The trainable runs (c->runs) less the matrices, in order, then the extras. A
+     * matrix is one trainable tensor's: it lies inside one run. */
+    c->segs = calloc((size_t)c->nmats + (size_t)c->nruns + 1, sizeof *c->segs);
     if (!c->segs) return -1;
-    size_t at = 0, end = m->nparams + MODEL_GRAD_EXTRA;
-    for (int i = 0; i <= c->nmats; i++) {
-        size_t stop = i < c->nmats ? c->mats[i].off : end;
-        if (stop > at) c->segs[c->nsegs++] = (segment_t){.off = at, .count = stop - at};
-        if (i < c->nmats) at = c->mats[i].off + (size_t)c->mats[i].n * (size_t)c->mats[i].m;
+    size_t sent = 0;
+    int k = 0;
+    for (int r = 0; r < c->nruns; r++) {
+        size_t at = c->runs[r].off;
+        const size_t end = at + c->runs[r].count;
+        for (; k < c->nmats && c->mats[k].off < end; k++) {
+            if (c->mats[k].off > at) c->segs[c->nsegs++] = (segment_t){.off = at, .count = c->mats[k].off - at};
+            at = c->mats[k].off + (size_t)c->mats[k].n * (size_t)c->mats[k].m;
+        }
+        if (end > at) c->segs[c->nsegs++] = (segment_t){.off = at, .count = end - at};
     }
-    c->fused_floats = c->p_floats + (end - c->err_floats);
+    c->segs[c->nsegs++] = (segment_t){.off = m->nparams, .count = MODEL_GRAD_EXTRA};
+    for (int i = 0; i < c->nsegs; i++) sent += c->segs[i].count;
+    c->fused_floats = c->p_floats + sent;
     return 0;
 }
 
@@ -207,8 +271,10 @@ int compress_create(const model_t *m, const char *kind, int rank, int warmup_ste
     c->op = MPI_OP_NULL;
     c->all_step = -1;
     c->nparams = m->nparams;
-    c->plain_floats = m->nparams + MODEL_GRAD_EXTRA;
+    if (plan_runs(c, m) != 0) goto oom;
+    c->plain_floats = c->ntrain + MODEL_GRAD_EXTRA;
     c->plain_report = c->plain_floats;
+    if (!plain_in_place(c) && !(c->packed = malloc(c->plain_floats * sizeof *c->packed))) goto oom;
     c->nranks = nranks > 0 ? nranks : 1;
     c->warmup = warmup_steps > 0 ? warmup_steps : 0;
     if (strcmp(kind, "none") == 0) c->kind = COMPRESS_NONE;
@@ -216,17 +282,17 @@ int compress_create(const model_t *m, const char *kind, int rank, int warmup_ste
     else if (strcmp(kind, "powersgd") == 0) c->kind = COMPRESS_POWERSGD;
     else {
         snprintf(err, errlen, "algorithm.compression.kind: unknown kind \"%.32s\" (none, bf16, powersgd)", kind);
-        free(c);
+        compress_free(c);
         return -1;
     }
     if (c->kind == COMPRESS_POWERSGD && (rank < 1 || rank > COMPRESS_MAX_RANK)) {
         snprintf(err, errlen, "algorithm.compression.rank: %d is outside [1, %d]", rank, COMPRESS_MAX_RANK);
-        free(c);
+        compress_free(c);
         return -1;
     }
     c->r = rank;
     if (c->kind == COMPRESS_BF16) {
-        c->words = malloc((m->nparams ? m->nparams : 1) * sizeof *c->words);
+        c->words = malloc((c->ntrain ? c->ntrain : 1) * sizeof *c->words);
         if (!c->words) goto oom;
         if (with_mpi) MPI_CHECK(MPI_Op_create(bf16_op, 1, &c->op));
     } else if (c->kind == COMPRESS_POWERSGD) {
@@ -285,6 +351,8 @@ void compress_free(compress_t *c)
     if (c->op != MPI_OP_NULL) MPI_Op_free(&c->op);
     free(c->mats);
     free(c->segs);
+    free(c->runs);
+    free(c->packed);
     free(c->err);
     free(c->q);
     free(c->fused);
@@ -306,7 +374,7 @@ static void mark(const compress_t *c, long step, phase_t ph)
 
 void compress_set_plain_extra(compress_t *c, int extra)
 {
-    if (c && extra >= 0) c->plain_report = c->nparams + (size_t)extra;
+    if (c && extra >= 0) c->plain_report = c->ntrain + (size_t)extra;
 }
 
 void compress_set_nranks(compress_t *c, int nranks)
@@ -410,12 +478,14 @@ int compress_begin(compress_t *c, float *grads, long step, compress_msg_t *msgs)
 {
     if (!compress_active(c, step)) {
         if (c->flush) flush_error(c, grads);
-        msgs[0] = (compress_msg_t){.buf = grads, .count = (int)c->plain_floats};
+        msgs[0] = (compress_msg_t){.buf = plain_pack(c, grads), .count = (int)c->plain_floats};
         return 1;
     }
     if (c->kind == COMPRESS_BF16) {
-        for (size_t i = 0; i < c->nparams; i++) c->words[i] = compress_to_bf16(grads[i]);
-        msgs[0] = (compress_msg_t){.buf = c->words, .count = (int)c->nparams, .bf16 = 1};
+        uint16_t *to = c->words;
+        for (int r = 0; r < c->nruns; r++)
+            for (size_t i = 0; i < c->runs[r].count; i++) *to++ = compress_to_bf16(grads[c->runs[r].off + i]);
+        msgs[0] = (compress_msg_t){.buf = c->words, .count = (int)c->ntrain, .bf16 = 1};
         msgs[1] = (compress_msg_t){.buf = grads + c->nparams, .count = MODEL_GRAD_EXTRA};
         return 2;
     }
@@ -439,9 +509,14 @@ int compress_begin(compress_t *c, float *grads, long step, compress_msg_t *msgs)
 
 int compress_middle(compress_t *c, float *grads, long step, compress_msg_t *msgs)
 {
-    if (!compress_active(c, step)) return 0;
+    if (!compress_active(c, step)) {
+        plain_unpack(c, grads);
+        return 0;
+    }
     if (c->kind == COMPRESS_BF16) {
-        compress_bf16_widen(c->words, grads, c->nparams);
+        const uint16_t *from = c->words;
+        for (int r = 0; r < c->nruns; from += c->runs[r].count, r++)
+            compress_bf16_widen(from, grads + c->runs[r].off, c->runs[r].count);
         return 0;
     }
     const float *rest = c->fused + c->p_floats;
@@ -551,7 +626,7 @@ size_t compress_step_bytes(const compress_t *c)
 {
     if (c->push) return compress_push_bytes(c->push_header, c->nparams, c->push_stats, c->kind == COMPRESS_BF16);
     switch (c->kind) {
-    case COMPRESS_BF16: return c->nparams * sizeof(uint16_t) + MODEL_GRAD_EXTRA * sizeof(float);
+    case COMPRESS_BF16: return c->ntrain * sizeof(uint16_t) + MODEL_GRAD_EXTRA * sizeof(float);
     case COMPRESS_POWERSGD: return (c->fused_floats + c->q_floats) * sizeof(float);
     default: return compress_plain_bytes(c);
     }
@@ -560,7 +635,7 @@ size_t compress_step_bytes(const compress_t *c)
 double compress_step_flops(const compress_t *c)
 {
     if (!c) return 0;
-    if (c->kind == COMPRESS_BF16) return 2.0 * (double)c->nparams;
+    if (c->kind == COMPRESS_BF16) return 2.0 * (double)c->ntrain;
     if (c->kind != COMPRESS_POWERSGD) return 0;
     const double r = c->r;
     double f = 0;
@@ -574,8 +649,8 @@ double compress_step_flops(const compress_t *c)
 size_t compress_state_floats(const compress_t *c)
 {
     if (!c) return 0;
-    return c->err_floats + c->q_floats + c->fused_floats + (c->words ? (c->nparams + 1) / 2 : 0) +
-           (c->all_err ? c->err_floats * (size_t)c->nranks : 0);
+    return c->err_floats + c->q_floats + c->fused_floats + (c->words ? (c->ntrain + 1) / 2 : 0) +
+           (c->packed ? c->plain_floats : 0) + (c->all_err ? c->err_floats * (size_t)c->nranks : 0);
 }
 
 int compress_keep_all(compress_t *c, int nranks)

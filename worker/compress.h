@@ -31,6 +31,12 @@
  *             uncompressed in the same fused buffer as the P factors. The first
  *             warmup_steps steps all-reduce the plain buffer (e stays 0).
  *
+ * Frozen tensors (model.h's no_update, marked before compress_create) are in no message of
+ * any kind: the plain path sends the trainable tensors' gradients and the extras (in place
+ * when they are one run that ends at nparams, else packed and unpacked), bf16 rounds
+ * those alone, PowerSGD compresses no frozen matrix and sends no frozen float; the
+ * frozen gradients in grads are left as they were (0: the backward never writes them).
+ *
  * Every buffer (e, Q, the fused buffer, the bf16 words) is allocated by compress_create;
  * a step allocates nothing. Products are OpenBLAS sgemm. With compress_set_phases,
  * compress_allreduce books its own compute (before, between and after the collectives of
@@ -122,7 +128,8 @@ int compress_active(const compress_t *c, long step);
 
 /* The three phases of one step over grads (nparams + MODEL_GRAD_EXTRA floats, as packed
  * by adaptive_pack). Each fills msgs (at most 2) and returns how many; the caller sums
- * each message over the ranks in place between the calls. */
+ * each message over the ranks in place between the calls (a plain step's is unpacked by
+ * compress_middle). */
 int compress_begin(compress_t *c, float *grads, long step, compress_msg_t *msgs);
 int compress_middle(compress_t *c, float *grads, long step, compress_msg_t *msgs);
 void compress_end(compress_t *c, float *grads, long step);

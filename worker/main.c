@@ -891,11 +891,6 @@ static int phase_init(run_t *r)
 {
     worker_t *w = &r->w;
     int failed = 0;
-    /* frozen or not is the spec's, whether the run starts fresh or resumes */
-    if (worker_apply_freeze(w, r->err, sizeof r->err) != 0) {
-        SAY("pacer-worker: %s\n", r->err);
-        return 2;
-    }
     if (w->global_step == 0 && w->epoch == 0) {
         failed = worker_init_weights(w, &w->init_report, r->err, sizeof r->err) != 0;
         if (failed) fprintf(stderr, "pacer-worker%s: %s\n", r->rank ? " (rank>0)" : "", r->err);

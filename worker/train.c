@@ -33,6 +33,7 @@
 #include "evalsample.h"
 #include "hash.h"
 #include "hostname.h"
+#include "init_weights.h"
 #include "loop.h"
 #include "memest.h"
 #include "modelfetch.h"
@@ -579,6 +580,8 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
         snprintf(err, errlen, "out of memory for AdamW's second moment (%zu floats)", m->nparams);
         return -1;
     }
+    /* before the device copy and a resume's compression plan: both leave frozen ones out */
+    if (worker_apply_freeze(w, err, errlen) != 0) return -1;
     if (select_device(w, err, errlen) != 0) return -1;
     w->momentum = (float)spec->optimizer.momentum;
     w->lr_scale = 1.0;

@@ -625,6 +625,69 @@ static void test_push_plan(void **state)
     assert_non_null(strstr(err, "the parameter server's pushes take none or bf16, not \"powersgd\""));
 }
 
+/* Frozen tensors (model.h's no_update) are in no message: for each kind, with fc1.weight
+ * (the compressed matrix, at offset 0: the trainable rest is one run ending at nparams,
+ * sent in place) or fc1.bias (in the middle: two runs, packed) frozen, rank 0's bytes are
+ * the trainable floats' and the extras', the frozen gradients (different on each rank)
+ * come back untouched and the trainable ones summed as before (plain: exactly). */
+static void frozen_case(const char *kind, int frozen)
+{
+    compress_t *c[NR];
+    fake_t f[NR];
+    char err[256];
+    const size_t fcount = frozen == 0 ? ROWS * COLS : ROWS, ntrain = NPARAMS - fcount;
+    for (int k = 0; k < NR; k++) {
+        fake_init(&f[k]);
+        f[k].tensors[frozen].no_update = 1;
+        assert_int_equal(compress_create(&f[k].m, kind, 2, 0, 42, NR, 0, &c[k], err, sizeof err), 0);
+        fill_grad(f[k].grads, k, 0);
+        for (size_t i = 0; i < fcount; i++) f[k].grads[f[k].tensors[frozen].offset + i] = 1000.0f + (float)(k * 7 + i);
+    }
+    /* bf16 (7 mantissa bits): each operand and the sum rounded, at most half an ulp (2^-8
+     * relative) each: within 2^-7 (|a| + |b|) */
+    float want[NPARAMS + MODEL_GRAD_EXTRA], mag[NPARAMS + MODEL_GRAD_EXTRA];
+    for (int i = 0; i < NPARAMS + MODEL_GRAD_EXTRA; i++) {
+        want[i] = f[0].grads[i] + f[1].grads[i];
+        mag[i] = fabsf(f[0].grads[i]) + fabsf(f[1].grads[i]);
+    }
+    const size_t bytes = step_all(c, f, 0);
+    assert_int_equal(compress_plain_bytes(c[0]), (ntrain + MODEL_GRAD_EXTRA) * sizeof(float));
+    if (strcmp(kind, "none") == 0) assert_int_equal(bytes, (ntrain + MODEL_GRAD_EXTRA) * sizeof(float));
+    if (strcmp(kind, "bf16") == 0) assert_int_equal(bytes, ntrain * 2 + MODEL_GRAD_EXTRA * sizeof(float));
+    if (strcmp(kind, "powersgd") == 0) {
+        assert_int_equal(compress_matrices(c[0]), frozen == 0 ? 0 : 1);
+        assert_int_equal(bytes, compress_step_bytes(c[0]));
+        /* the matrix's factors (ROWS + COLS) r, or nothing, then the uncompressed rest */
+        const size_t factors = frozen == 0 ? 0 : (size_t)(ROWS + COLS) * 2;
+        const size_t rest = frozen == 0 ? ntrain : ntrain - ROWS * COLS;
+        assert_int_equal(bytes, (factors + rest + MODEL_GRAD_EXTRA) * sizeof(float));
+    }
+    for (int k = 0; k < NR; k++) {
+        for (size_t i = 0; i < fcount; i++)
+            assert_true(f[k].grads[f[k].tensors[frozen].offset + i] == 1000.0f + (float)(k * 7 + i));
+        for (int i = 0; i < NPARAMS + MODEL_GRAD_EXTRA; i++) {
+            const int in_frozen = (size_t)i >= f[k].tensors[frozen].offset &&
+                                  (size_t)i < f[k].tensors[frozen].offset + fcount;
+            const int in_matrix = frozen != 0 && strcmp(kind, "powersgd") == 0 && i < ROWS * COLS;
+            if (in_frozen || in_matrix) continue;
+            if (strcmp(kind, "bf16") == 0 && i < NPARAMS)
+                assert_true(fabsf(f[k].grads[i] - want[i]) <= 0.0079f * mag[i] + 1e-6f);
+            else assert_true(f[k].grads[i] == want[i]);
+        }
+    }
+    for (int k = 0; k < NR; k++) compress_free(c[k]);
+}
+
+static void test_frozen_not_sent(void **state)
+{
+    (void)state;
+    const char *kinds[] = {"none", "bf16", "powersgd"};
+    for (int i = 0; i < 3; i++) {
+        frozen_case(kinds[i], 0);
+        frozen_case(kinds[i], 1);
+    }
+}
+
 /* Checkpoint format 6 carries PowerSGD's state: Q and every rank's error, each rank
  * taking its own back; a run on another number of workers (an elastic restart) gets Q
  * and starts its errors at zero; a plan of other sizes is refused, saying so. */
@@ -716,6 +779,7 @@ int main(void)
         cmocka_unit_test(test_memest_counts_compression),
         cmocka_unit_test(test_plain_extra),
         cmocka_unit_test(test_push_plan),
+        cmocka_unit_test(test_frozen_not_sent),
         cmocka_unit_test(test_checkpoint_carries_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

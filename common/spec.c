@@ -571,9 +571,9 @@ static const field_t FIELDS[] = {
     {.path = "freeze", STR(freeze), .def_str = "", .parse = parse_freeze, .to_json = freeze_to_json,
      .type_doc = "array of strings", .default_doc = "`[]`", .allowed_doc = "up to 64 globs of 1 to 127 bytes",
      .doc = "Globs (fnmatch) over parameter names (the built-in GPT's nanoGPT names, an imported model's "
-            "initializer names): the tensors they match take no weight update (their gradient is zeroed "
-            "before the all-reduce and the optimizer skips them). Each glob must match a tensor. The summary "
-            "has trainable_parameters and frozen_parameters."},
+            "initializer names): the tensors they match take no weight update: no gradient computed, no "
+            "optimizer update, no all-reduce traffic (\"Frozen tensors\" below). Each glob must match a "
+            "tensor. The summary has trainable_parameters and frozen_parameters."},
 
     {.path = "emulate.slowdown", .type = F_DOUBLES,
      MEMBER(job_spec_t, emulate.slowdown, double *), COUNT(emulate.nslowdown),

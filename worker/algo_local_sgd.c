@@ -111,6 +111,32 @@ static int local_init(worker_t *w)
     return local_compress_init(w, &st->lc);
 }
 
+/* weight x the parameters the average sends into buf: every tensor's but the frozen ones
+ * (model.h's no_update), which are equal on every rank and stay so only unsent (an
+ * average of equal floats need not give them back bit for bit). Returns the floats. */
+static size_t pack_params(const model_t *m, float weight, float *buf)
+{
+    size_t k = 0;
+    for (int t = 0; t < m->ntensors; t++) {
+        const tensor_info_t *x = &m->tensors[t];
+        if (x->is_buffer || x->no_update) continue;
+        const float *p = m->params + x->offset;
+        for (size_t i = 0; i < x->count; i++) buf[k++] = weight * p[i];
+    }
+    return k;
+}
+
+static void unpack_params(model_t *m, const float *buf, float inv)
+{
+    size_t k = 0;
+    for (int t = 0; t < m->ntensors; t++) {
+        const tensor_info_t *x = &m->tensors[t];
+        if (x->is_buffer || x->no_update) continue;
+        float *p = m->params + x->offset;
+        for (size_t i = 0; i < x->count; i++) p[i] = buf[k++] * inv;
+    }
+}
+
 /* Batch-weighted average of params and buffers over comm; weight = samples since the last
  * average. Shared with hier-bsp (which averages across group leaders). */
 void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight, local_compress_t *lc)
@@ -129,7 +155,9 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight, local_c
         phase_event(&w->phases, STEP_EV_MERGE);
         return;
     }
-    for (size_t i = 0; i < np; i++) buf[i] = weight * m->params[i];
+    if (w->any_frozen) np = pack_params(m, weight, buf);
+    else
+        for (size_t i = 0; i < np; i++) buf[i] = weight * m->params[i];
     for (size_t i = 0; i < nb; i++) buf[np + i] = weight * m->buffers[i];
     buf[np + nb] = weight;
     phase_mark(&w->phases, PHASE_COMM); /* packing the average's buffer */
@@ -143,7 +171,9 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight, local_c
     w->stats.step_comm_s += dt;
     w->stats.comm_s += dt;
     float inv = 1.0f / buf[np + nb];
-    for (size_t i = 0; i < np; i++) m->params[i] = buf[i] * inv;
+    if (w->any_frozen) unpack_params(m, buf, inv);
+    else
+        for (size_t i = 0; i < np; i++) m->params[i] = buf[i] * inv;
     for (size_t i = 0; i < nb; i++) m->buffers[i] = buf[np + i] * inv;
     worker_buffers_to_device(w);        /* the params go up with the next step (worker.h) */
     phase_mark(&w->phases, PHASE_COMM); /* the reduction and unpacking */

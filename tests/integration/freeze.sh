@@ -1,10 +1,16 @@
 # freeze: a built-in GPT (2 blocks, width 32) trained 2 epochs on 2 ranks (ssgd, AdamW with
 # weight decay 0.1, clip_norm 1) with "freeze": ["transformer.h.0.*", "transformer.wpe.weight"]:
 # every tensor those globs match is bit for bit its initial value after training (the
-# initial and the trained weights, --export-onnx-init and --export-onnx, compared by
-# tests/tools/st_torch.py's reader of --export-safetensors and onnx's), every other one has
-# moved, and the summary's frozen_parameters is the matched tensors' size, with
-# trainable_parameters the rest. A glob that matches no parameter is refused by name.
+# initial and the trained weights, --export-onnx-init and --export-safetensors, compared by
+# tests/tools/st_torch.py's reader and onnx's), every other one has moved, and the summary's
+# frozen_parameters is the matched tensors' size, with trainable_parameters the rest. The
+# frozen tensors are in no all-reduce: the summary's comm_bytes_per_step is the trainable
+# floats' and the 4 extras' bytes, the frozen ones' 4 bytes a float fewer than the whole
+# model's (bf16 compression: 2 bytes a trainable float, the extras in fp32). local-sgd
+# (an average every 3 steps, of weights 12 samples a rank: not exact in floats) leaves
+# them bit for bit too, and so does the GPU path's optimizer (tests/fakecuda's stand-in
+# device, sgd from the device's own gradient). A run stopped at step 12 and resumed ends with the checkpoint of
+# the uninterrupted run, bit for bit. A glob that matches no parameter is refused by name.
 . tests/lib.sh
 TEXT=/usr/share/common-licenses/GPL-3
 [ -r "$TEXT" ] || skip "$TEXT (Debian's base-files) is not here"
@@ -18,10 +24,15 @@ jq -n --arg data "$TMP/text" \
       epochs: 2, seed: 7, device: "cpu", log_every: 0,
       optimizer: {kind: "adamw", lr: 0.003, weight_decay: 0.1, clip_norm: 1},
       freeze: ["transformer.h.0.*", "transformer.wpe.weight"]}' >"$TMP/frozen.json"
-$MPIRUN -np 2 $WORKER --spec "$TMP/frozen.json" --summary "$TMP/summary.json" --export-onnx-init "$TMP/init.onnx" \
-    --export-safetensors "$TMP/trained.safetensors" >"$TMP/run.log" 2>&1 ||
-    { tail -20 "$TMP/run.log"; fail "mpirun -np 2 pacer-worker (frozen tensors) failed"; }
-$TORCH_PY - "$TMP/init.onnx" "$TMP/trained.safetensors" "$TMP/summary.json" <<'PY' || fail "frozen tensors moved, or the counts are wrong (above)"
+# run NAME SPEC: 2 ranks, the initial and trained weights and the summary kept as NAME's
+run() {
+    $MPIRUN -np 2 $WORKER --spec "$2" --summary "$TMP/$1.summary.json" --export-onnx-init "$TMP/$1.init.onnx" \
+        --export-safetensors "$TMP/$1.trained.safetensors" >"$TMP/$1.log" 2>&1 ||
+        { tail -20 "$TMP/$1.log"; fail "mpirun -np 2 pacer-worker ($1, frozen tensors) failed"; }
+}
+# check NAME: the frozen tensors of NAME's run bit for bit, the others moved, the counts
+check() {
+    $TORCH_PY - "$TMP/$1.init.onnx" "$TMP/$1.trained.safetensors" "$TMP/$1.summary.json" <<'PY' ||
 import fnmatch, json, sys
 import numpy as np
 import onnx
@@ -54,7 +65,53 @@ print("freeze: %d frozen floats bit for bit their initial values, %d trained one
       (frozen, moved, "" if not bad else "; %d problems" % bad))
 sys.exit(1 if bad else 0)
 PY
+        fail "$1: frozen tensors moved, or the counts are wrong (above)"
+}
+# bytes NAME WANT: the summary's comm_bytes_per_step
+bytes() {
+    got=$(jq -r .comm_bytes_per_step "$TMP/$1.summary.json")
+    [ "$got" = "$2" ] || fail "$1: comm_bytes_per_step $got, want $2 (the trainable floats' and the extras')"
+}
+run ssgd "$TMP/frozen.json"
+check ssgd
 echo "ok: frozen tensors unchanged after training on 2 ranks (AdamW, weight decay, clipping); the others moved"
+trainable=$(jq .trainable_parameters "$TMP/ssgd.summary.json") frozen=$(jq .frozen_parameters "$TMP/ssgd.summary.json")
+bytes ssgd $(((trainable + 4) * 4))
+echo "ok: ssgd all-reduces $(((trainable + 4) * 4)) bytes a step, the whole model's $(((trainable + frozen + 4) * 4)) less the $frozen frozen floats'"
+jq '.algorithm.compression = {kind: "bf16"} | .epochs = 1' "$TMP/frozen.json" >"$TMP/bf16.json"
+run bf16 "$TMP/bf16.json"
+check bf16
+bytes bf16 $((trainable * 2 + 16))
+echo "ok: bf16 compression sends $((trainable * 2 + 16)) bytes a step, no frozen float's"
+jq '.algorithm = {name: "local-sgd", local_steps: 3}' "$TMP/frozen.json" >"$TMP/local.json"
+run local "$TMP/local.json"
+check local
+echo "ok: local-sgd's averages leave the frozen tensors bit for bit"
+
+# the GPU path on the stand-in device (tests/fakecuda: the CPU reference on a second host
+# copy, loaded as libpacer_cuda.so is): its optimizer, from the device's own gradient
+# (sgd), leaves the frozen tensors out too (it is given them frozen)
+FAKE=$PWD/$BUILD/tests/libpacer_fakecuda.so
+[ -f "$FAKE" ] || fail "$FAKE is not built"
+jq '.device = "cuda" | .workers = 1 | .algorithm = {name: "sgd"}' "$TMP/frozen.json" >"$TMP/gpu.json"
+env LD_LIBRARY_PATH="$PWD/$BUILD/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" PACER_CUDA_LIB="$FAKE" \
+    $WORKER --spec "$TMP/gpu.json" --summary "$TMP/gpu.summary.json" --export-onnx-init "$TMP/gpu.init.onnx" \
+    --export-safetensors "$TMP/gpu.trained.safetensors" >"$TMP/gpu.log" 2>&1 ||
+    { tail -20 "$TMP/gpu.log"; fail "pacer-worker on the stand-in device (frozen tensors) failed"; }
+[ "$(jq -r '.per_rank[0].device.used' "$TMP/gpu.summary.json")" = cuda ] || fail "the stand-in device was not used"
+check gpu
+echo "ok: on the (stand-in) GPU path the frozen tensors stay bit for bit"
+
+# a frozen job's checkpoint resumes bit for bit
+jq --arg d "$TMP/a" '.checkpoint = {every_steps: 4, dir: $d}' "$TMP/frozen.json" >"$TMP/a.json"
+jq --arg d "$TMP/b" '.checkpoint = {every_steps: 4, dir: $d}' "$TMP/frozen.json" >"$TMP/b.json"
+$MPIRUN -np 2 $WORKER --spec "$TMP/a.json" >"$TMP/a.log" 2>&1 || { tail -5 "$TMP/a.log"; fail "run a failed"; }
+$MPIRUN -np 2 $WORKER --spec "$TMP/b.json" --stop-after-steps 12 >"$TMP/b.log" 2>&1 ||
+    { tail -5 "$TMP/b.log"; fail "interrupted run failed"; }
+$MPIRUN -np 2 $WORKER --spec "$TMP/b.json" --resume >"$TMP/b2.log" 2>&1 || { tail -5 "$TMP/b2.log"; fail "resume failed"; }
+grep -q "resumed from .* at step 12" "$TMP/b2.log" || { tail -5 "$TMP/b2.log"; fail "did not resume at step 12"; }
+cmp "$TMP/a/frozen.ckpt" "$TMP/b/frozen.ckpt" || fail "the resumed frozen run differs from the uninterrupted one"
+echo "ok: a frozen job stopped at step 12 and resumed == the uninterrupted run, bit for bit"
 jq '.freeze = ["transformer.h.9.*"] | .workers = 1' "$TMP/frozen.json" >"$TMP/none.json"
 $WORKER --spec "$TMP/none.json" >"$TMP/none.log" 2>&1 && fail "a glob matching no tensor was taken"
 grep -q "freeze: 'transformer.h.9.\*' matches no parameter tensor of the model" "$TMP/none.log" ||

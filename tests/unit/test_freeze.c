@@ -64,19 +64,22 @@ static void compare(const model_t *a, const model_t *b, const char *const *conv_
         if (x->is_buffer) continue;
         const float *ga = a->grads + x->offset, *gb = b->grads + x->offset;
         if (!x->no_update) {
-            if (memcmp(ga, gb, x->count * sizeof *ga) != 0) fail_msg("%s: gradient differs from the unfrozen model's", x->name);
+            if (memcmp(ga, gb, x->count * sizeof *ga) != 0)
+                fail_msg("%s: gradient differs from the unfrozen model's", x->name);
             assert_true(a->grads_computed[t] > 0);
             assert_int_equal(b->grads_computed[t], a->grads_computed[t]);
             continue;
         }
         const int zeroed = conv_zeroed && matches(conv_zeroed, x->name);
         for (size_t i = 0; i < x->count; i++)
-            if (gb[i] != (zeroed ? 0.0f : SENTINEL)) fail_msg("%s[%zu]: frozen, but its gradient was written", x->name, i);
+            if (gb[i] != (zeroed ? 0.0f : SENTINEL))
+                fail_msg("%s[%zu]: frozen, but its gradient was written", x->name, i);
         if (zeroed) {
             assert_int_equal(b->grads_computed[t], a->grads_computed[t]);
             continue;
         }
-        if (b->grads_computed[t] != 0) fail_msg("%s: frozen, gradient computed %lld times", x->name, b->grads_computed[t]);
+        if (b->grads_computed[t] != 0)
+            fail_msg("%s: frozen, gradient computed %lld times", x->name, b->grads_computed[t]);
         skipped += a->grads_computed[t];
     }
     assert_int_equal(a->grads_skipped, 0);
@@ -162,8 +165,8 @@ static void test_resnet_frozen(void **state)
         fail_msg("%s", err);
     model_init_params(a, 3);
     model_init_params(b, 3);
-    static const char *const globs[] = {"conv1.weight", "bn1.*", "layer1.0.conv2.weight", "layer2.*.bn2.*",
-                                        "fc.bias", NULL};
+    static const char *const globs[] = {"conv1.weight",   "bn1.*",   "layer1.0.conv2.weight",
+                                        "layer2.*.bn2.*", "fc.bias", NULL};
     static const char *const zeroed[] = {"layer1.0.conv2.weight", NULL};
     assert_int_equal(freeze(b, globs), 1 + 2 + 1 + 6 + 1);
     const size_t in = (size_t)B * a->C * a->H * a->W;

@@ -872,11 +872,13 @@ static int map_layer_tensors(model_t *m)
 {
     m->layer_tensor = malloc(2 * (size_t)(m->nlayers ? m->nlayers : 1) * sizeof *m->layer_tensor);
     m->grads_computed = calloc((size_t)(m->ntensors ? m->ntensors : 1), sizeof *m->grads_computed);
+    m->grad_needed = malloc((size_t)(m->nlayers ? m->nlayers : 1));
     int *order = malloc((size_t)(m->ntensors ? m->ntensors : 1) * sizeof *order), n = 0;
-    if (!m->layer_tensor || !m->grads_computed || !order) {
+    if (!m->layer_tensor || !m->grads_computed || !m->grad_needed || !order) {
         free(order);
         return -1;
     }
+    memset(m->grad_needed, 1, (size_t)m->nlayers); /* until a backward marks them */
     /* parameter tensors lie in params in list order, one after the other: sorted already */
     for (int t = 0; t < m->ntensors; t++)
         if (!m->tensors[t].is_buffer) order[n++] = t;
@@ -887,6 +889,42 @@ static int map_layer_tensors(model_t *m)
     }
     free(order);
     return 0;
+}
+
+/* Whether layer l (index i) has a weight or bias that takes an update (one not found
+ * among the tensors counts as one: the backward then computes it as before). */
+static int updates_params(const model_t *m, int i)
+{
+    const layer_t *l = &m->layers[i];
+    const int w = m->layer_tensor[2 * i], b = m->layer_tensor[2 * i + 1];
+    return (has_weight(l) && (w < 0 || !m->tensors[w].no_update)) ||
+           (has_bias_param(l) && (b < 0 || !m->tensors[b].no_update));
+}
+
+/* model_t's grad_needed, from the layers' inputs (which come before them in the list).
+ * Every layer's where no tensor is frozen: a model that trains everything computes every
+ * gradient, the activations' too (the tests of a layer read its input's). */
+static void mark_grad_needed(model_t *m)
+{
+    int frozen = 0;
+    for (int t = 0; t < m->ntensors && !frozen; t++) frozen = !m->tensors[t].is_buffer && m->tensors[t].no_update;
+    if (!frozen) {
+        memset(m->grad_needed, 1, (size_t)m->nlayers);
+        return;
+    }
+    for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        m->grad_needed[i] = updates_params(m, i) || (l->in >= 0 && m->grad_needed[l->in]) ||
+                            (l->in2 >= 0 && m->grad_needed[l->in2]);
+    }
+}
+
+/* Layer i's backward, not run: its parameters' gradients counted as skipped (every one
+ * is frozen). */
+static void skip_backward(model_t *m, int i)
+{
+    m->backward_skipped++;
+    for (int k = 0; k < 2; k++) m->grads_skipped += m->layer_tensor[2 * i + k] >= 0;
 }
 
 void model_zero_frozen_grads(model_t *m)
@@ -1660,6 +1698,8 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     m->layer_tensor = NULL;
     m->grads_computed = NULL;
     m->grads_skipped = 0;
+    m->grad_needed = NULL;
+    m->backward_skipped = 0;
     m->layers = malloc((size_t)(src->nlayers ? src->nlayers : 1) * sizeof *m->layers);
     m->tensors = malloc((size_t)(src->ntensors ? src->ntensors : 1) * sizeof *m->tensors);
     if (!m->layers || !m->tensors) goto oom;
@@ -1695,6 +1735,7 @@ void model_free(model_t *m)
     free(m->dact_first);
     free(m->layer_tensor);
     free(m->grads_computed);
+    free(m->grad_needed);
     free(m->aux);
     free(m->argmax);
     free(m->ws);
@@ -1848,10 +1889,14 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
     softmax_xent_backward(B * m->positions, m->num_classes, m->probs, y, m->label_smoothing, loss_scale,
                           m->dacts + m->dact_off[m->nlayers - 1]);
 
+    mark_grad_needed(m); /* the tensors' no_update may change between backwards */
     for (int i = m->nlayers - 1; i >= 0; i--) {
-        model_zero_dacts_at(m, B, i);
         const int attn = attn_mode(m, i);
-        if (attn == ATTN_RUN) attention_run_backward(m, i, B);
+        /* its inputs' gradients (the ones zeroed here) are not needed either */
+        if (m->grad_needed[i]) model_zero_dacts_at(m, B, i);
+        if (attn == ATTN_SKIP) {
+        } else if (!m->grad_needed[i]) skip_backward(m, i);
+        else if (attn == ATTN_RUN) attention_run_backward(m, i, B);
         else if (attn == ATTN_NONE) MODEL_OPS[m->layers[i].kind].backward(m, i, x, B);
         if (m->progress) m->progress(m->progress_ctx);
         if (m->grad_done) m->grad_done(m->grad_done_ctx, i);

@@ -402,6 +402,14 @@ typedef struct {
      * computed into it (a tied table counts its two); and the ones skipped as frozen. */
     long long *grads_computed; /* (ntensors) */
     long long grads_skipped;
+    /* Per layer, set by each model_backward where some tensor is frozen: whether the layer
+     * or one before it (an input, an input's input, ...) has a parameter that takes an
+     * update (every layer 1 where none is frozen). A layer without runs no backward at all
+     * (its parameters are frozen and no gradient of an input is needed: the frozen first
+     * blocks of a fine-tuned network), counted in backward_skipped, and the layers with
+     * parameters compute no gradient into such an input. */
+    unsigned char *grad_needed;
+    long long backward_skipped;
 } model_t;
 
 /* Builds the catalog's model name (its input shape and classes from the catalog, its

@@ -24,6 +24,15 @@ static float *dinput_of(const model_t *m, int in) { return in < 0 ? NULL : m->da
 
 static size_t out_count(const layer_t *l, int B) { return (size_t)B * l->OC * l->OH * l->OW; }
 
+/* dinput_of, or NULL where no layer at or before `in` takes an update (model.h's
+ * grad_needed: nothing reads that gradient). For the layers with parameters, whose kernels
+ * take a NULL input gradient: the first trainable layer after a frozen start computes no
+ * gradient into it. */
+static float *dinput_needed(const model_t *m, int in)
+{
+    return in >= 0 && m->grad_needed && !m->grad_needed[in] ? NULL : dinput_of(m, in);
+}
+
 /* The layer's backward writes input `in`'s gradient first and whole, or its part of it
  * (a Slice of a gradient split by Slices) (mark_set_grads). */
 static int sets_grad(const model_t *m, int in, int i)
@@ -340,7 +349,7 @@ static void conv_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off, *dout = m->dacts + m->dact_off[i];
-    float *dinp = dinput_of(m, l->in), *dw = param_grad(m, i, 0), *db = bias_grad_of(m, i);
+    float *dinp = dinput_needed(m, l->in), *dw = param_grad(m, i, 0), *db = bias_grad_of(m, i);
     const int t = m->layer_tensor ? m->layer_tensor[2 * i] : -1;
     if (!dw && !dinp && !db) return; /* frozen, and the model input's gradient is not needed */
     if (!dw) {
@@ -412,7 +421,7 @@ static void fc_bwd(model_t *m, int i, const float *x, int B)
     float *db = bias_grad_of(m, i);
     (sets_grad(m, l->in, i) ? gemm_backward_set : gemm_backward)(&l->gemm, B, input_of(m, x, l->in),
                                                                  m->params + l->w_off, m->dacts + m->dact_off[i],
-                                                                 dinput_of(m, l->in), param_grad(m, i, 0), db);
+                                                                 dinput_needed(m, l->in), param_grad(m, i, 0), db);
 }
 
 /* one GEMM over every sample's rows (a sample's elements / IN of them) */
@@ -431,7 +440,7 @@ static void linear_bwd(model_t *m, int i, const float *x, int B)
     float *db = bias_grad_of(m, i);
     (sets_grad(m, l->in, i) ? gemm_backward_set : gemm_backward)(&l->gemm, linear_rows(l, B), input_of(m, x, l->in),
                                                                  m->params + l->w_off, m->dacts + m->dact_off[i],
-                                                                 dinput_of(m, l->in), param_grad(m, i, 0), db);
+                                                                 dinput_needed(m, l->in), param_grad(m, i, 0), db);
 }
 
 /* bn_fwd synchronised (model.h's bn_sync): every process's statistics, the fused add and
@@ -482,7 +491,7 @@ static void bn_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off;
-    float *dinp = dinput_of(m, l->in), *dw = param_grad(m, i, 0), *db = param_grad(m, i, 1);
+    float *dinp = dinput_needed(m, l->in), *dw = param_grad(m, i, 0), *db = param_grad(m, i, 1);
     const float *mean = m->aux + l->aux_off, *invstd = mean + l->C;
     const int HW = l->H * l->W, sets_in = sets_grad(m, l->in, i);
     /* g: this layer's output gradient, or with rout the ReLU's, read through its mask
@@ -987,7 +996,7 @@ static void layernorm_bwd(model_t *m, int i, const float *x, int B)
     int rows, inner;
     axis_geometry(l, B, &rows, &inner);
     layernorm_backward_saved(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in),
-                             m->params + l->w_off, ln_stats(m, l), m->dacts + m->dact_off[i], dinput_of(m, l->in),
+                             m->params + l->w_off, ln_stats(m, l), m->dacts + m->dact_off[i], dinput_needed(m, l->in),
                              sets_grad(m, l->in, i), param_grad(m, i, 0), param_grad(m, i, 1));
 }
 

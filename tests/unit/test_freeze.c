@@ -85,6 +85,9 @@ static void compare(const model_t *a, const model_t *b, const char *const *conv_
     assert_int_equal(a->grads_skipped, 0);
     assert_int_equal(b->grads_skipped, skipped);
     assert_true(skipped > 0);
+    /* the frozen start's layers run no backward at all */
+    assert_int_equal(a->backward_skipped, 0);
+    assert_true(b->backward_skipped > 0);
 }
 
 /* An AdamW step with weight decay on b: its frozen tensors and their optimizer state
@@ -150,7 +153,8 @@ static void test_gpt_frozen(void **state)
         model_backward(b, x, y, B, 1.0f);
     }
     compare(a, b, NULL);
-    printf("  gpt: %lld frozen gradients skipped over 2 backwards, the rest bit for bit\n", b->grads_skipped);
+    printf("  gpt: %lld frozen gradients and %lld layers' backwards skipped over 2 backwards, the rest bit for bit\n",
+           b->grads_skipped, b->backward_skipped);
     optimizer_step(b);
     model_free(a);
     model_free(b);
@@ -180,7 +184,8 @@ static void test_resnet_frozen(void **state)
     model_backward(a, x, y, B, 1.0f);
     model_backward(b, x, y, B, 1.0f);
     compare(a, b, zeroed);
-    printf("  resnet20: %lld frozen gradients skipped, the rest bit for bit\n", b->grads_skipped);
+    printf("  resnet20: %lld frozen gradients and %lld layers' backwards skipped, the rest bit for bit\n",
+           b->grads_skipped, b->backward_skipped);
     optimizer_step(b);
     free(x);
     model_free(a);

@@ -10,11 +10,13 @@
  * algorithm.compression compresses the global averages among the leaders (local_average
  * with its delta and error feedback, algo_local_sgd.c; N = the leaders); the groups'
  * per-step all-reduces and the broadcasts stay uncompressed (a plain plan of their own,
- * which leaves the frozen tensors' gradients out as ssgd's does). Every rank holds a
+ * which leaves the frozen tensors' gradients out as ssgd's does; a broadcast sends no
+ * frozen weight either). Every rank holds a
  * compressor (a non-leader's error stays 0), so the checkpoints gather every rank's
  * error as ssgd's do. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "adaptive.h"
 #include "algo_local_sgd.h"
@@ -86,10 +88,20 @@ static void average(worker_t *w, hier_state_t *st)
         if (st->leaders != MPI_COMM_NULL) local_average(w, st->leaders, st->buf, (float)st->group_samples, st->lc);
         double t0 = clock_mono_s();
         waitmark_enter(&w->wait, WAIT_BROADCAST, -1);
-        MPI_CHECK(MPI_Bcast(m->params, (int)m->nparams, MPI_FLOAT, 0, st->group));
-        if (m->nbuffers) MPI_CHECK(MPI_Bcast(m->buffers, (int)m->nbuffers, MPI_FLOAT, 0, st->group));
+        size_t sent = m->nparams + m->nbuffers;
+        if (w->any_frozen) { /* the trainable weights and the buffers in one message (x 1: exact) */
+            const size_t n = local_pack_params(m, 1.0f, st->buf);
+            memcpy(st->buf + n, m->buffers, m->nbuffers * sizeof(float));
+            sent = n + m->nbuffers;
+            MPI_CHECK(MPI_Bcast(st->buf, (int)sent, MPI_FLOAT, 0, st->group));
+            local_unpack_params(m, st->buf, 1.0f);
+            memcpy(m->buffers, st->buf + n, m->nbuffers * sizeof(float));
+        } else {
+            MPI_CHECK(MPI_Bcast(m->params, (int)m->nparams, MPI_FLOAT, 0, st->group));
+            if (m->nbuffers) MPI_CHECK(MPI_Bcast(m->buffers, (int)m->nbuffers, MPI_FLOAT, 0, st->group));
+        }
         waitmark_leave(&w->wait);
-        if (gsize(st->group) > 1) w->stats.comm_bytes += (double)(m->nparams + m->nbuffers) * sizeof(float);
+        if (gsize(st->group) > 1) w->stats.comm_bytes += (double)sent * sizeof(float);
         worker_buffers_to_device(w);
         phase_mark(&w->phases, PHASE_COMM);
         phase_event(&w->phases, STEP_EV_MERGE);

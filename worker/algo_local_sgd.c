@@ -111,10 +111,7 @@ static int local_init(worker_t *w)
     return local_compress_init(w, &st->lc);
 }
 
-/* weight x the parameters the average sends into buf: every tensor's but the frozen ones
- * (model.h's no_update), which are equal on every rank and stay so only unsent (an
- * average of equal floats need not give them back bit for bit). Returns the floats. */
-static size_t pack_params(const model_t *m, float weight, float *buf)
+size_t local_pack_params(const model_t *m, float weight, float *buf)
 {
     size_t k = 0;
     for (int t = 0; t < m->ntensors; t++) {
@@ -126,7 +123,7 @@ static size_t pack_params(const model_t *m, float weight, float *buf)
     return k;
 }
 
-static void unpack_params(model_t *m, const float *buf, float inv)
+void local_unpack_params(model_t *m, const float *buf, float inv)
 {
     size_t k = 0;
     for (int t = 0; t < m->ntensors; t++) {
@@ -155,7 +152,7 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight, local_c
         phase_event(&w->phases, STEP_EV_MERGE);
         return;
     }
-    if (w->any_frozen) np = pack_params(m, weight, buf);
+    if (w->any_frozen) np = local_pack_params(m, weight, buf);
     else
         for (size_t i = 0; i < np; i++) buf[i] = weight * m->params[i];
     for (size_t i = 0; i < nb; i++) buf[np + i] = weight * m->buffers[i];
@@ -171,7 +168,7 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight, local_c
     w->stats.step_comm_s += dt;
     w->stats.comm_s += dt;
     float inv = 1.0f / buf[np + nb];
-    if (w->any_frozen) unpack_params(m, buf, inv);
+    if (w->any_frozen) local_unpack_params(m, buf, inv);
     else
         for (size_t i = 0; i < np; i++) m->params[i] = buf[i] * inv;
     for (size_t i = 0; i < nb; i++) m->buffers[i] = buf[np + i] * inv;

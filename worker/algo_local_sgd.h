@@ -23,5 +23,11 @@ void local_compress_free(local_compress_t *lc);
  * or checkpoints). */
 void local_gather_errors(worker_t *w);
 void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight, local_compress_t *lc);
+/* weight x the parameters an average or a broadcast sends, into buf: every tensor's but
+ * the frozen ones (model.h's no_update), which are equal on every rank and stay so only
+ * unsent (an average of equal floats need not give them back bit for bit). Returns the
+ * floats; local_unpack_params writes them back times inv. */
+size_t local_pack_params(const model_t *m, float weight, float *buf);
+void local_unpack_params(model_t *m, const float *buf, float inv);
 
 #endif

@@ -6,7 +6,8 @@
 # frozen_parameters is the matched tensors' size, with trainable_parameters the rest. The
 # frozen tensors are in no all-reduce: the summary's comm_bytes_per_step is the trainable
 # floats' and the 4 extras' bytes, the frozen ones' 4 bytes a float fewer than the whole
-# model's (bf16 compression: 2 bytes a trainable float, the extras in fp32). local-sgd
+# model's (bf16 compression: 2 bytes a trainable float, the extras in fp32; hier-bsp: its
+# broadcasts of the weights every k_steps send the trainable ones only). local-sgd
 # (an average every 3 steps, of weights 12 samples a rank: not exact in floats) leaves
 # them bit for bit too, and so does the GPU path's optimizer (tests/fakecuda's stand-in
 # device, sgd from the device's own gradient). A run stopped at step 12 and resumed ends with the checkpoint of
@@ -87,6 +88,13 @@ jq '.algorithm = {name: "local-sgd", local_steps: 3}' "$TMP/frozen.json" >"$TMP/
 run local "$TMP/local.json"
 check local
 echo "ok: local-sgd's averages leave the frozen tensors bit for bit"
+# hier-bsp, one group of 2: the step's all-reduce and, every 5 steps, the broadcast of the
+# trainable weights (30 steps, no buffers)
+jq '.algorithm = {name: "hier-bsp", group_size: 2, k_steps: 5}' "$TMP/frozen.json" >"$TMP/hier.json"
+run hier "$TMP/hier.json"
+check hier
+bytes hier $(((trainable + 4) * 4 + trainable * 4 / 5))
+echo "ok: hier-bsp sends $(((trainable + 4) * 4 + trainable * 4 / 5)) bytes a step, no frozen float's"
 
 # the GPU path on the stand-in device (tests/fakecuda: the CPU reference on a second host
 # copy, loaded as libpacer_cuda.so is): its optimizer, from the device's own gradient

@@ -40,8 +40,9 @@ extern "C" {
  * layer_t's tied and model_t's positions;
  * 15: LAYER_BPOW (Pow of a tensor exponent);
  * 16: layer_t's causal_bmm;
- * 17: labels, probabilities and logits of B * positions rows (a language model's loss) */
-#define PACER_CUDA_ABI 17
+ * 17: labels, probabilities and logits of B * positions rows (a language model's loss);
+ * 18: LAYER_CONV_TRANSPOSE (an empty row: not on the GPU) */
+#define PACER_CUDA_ABI 18
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
 typedef struct cuda_model cuda_model_t;

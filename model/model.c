@@ -177,6 +177,21 @@ int model_build_conv(model_builder_t *b, int in, const conv2d_desc_t *geom, int 
     return li;
 }
 
+int model_build_conv_transpose(model_builder_t *b, int in, const conv2d_desc_t *geom, int bias, const char *wname,
+                               const char *bname)
+{
+    int li = add_layer(b, LAYER_CONV_TRANSPOSE, in);
+    layer_t *l = layer_at(b, li);
+    l->conv = *geom;
+    const int ok = infer_layer(b, li, NULL) == 0;
+    l->has_bias = bias;
+    const int groups = l->conv.groups > 0 ? l->conv.groups : 1;
+    l->w_off = add_tensor_named(b, wname, (size_t)l->C * (l->OC / groups) * l->conv.KH * l->conv.KW, 0);
+    if (bias) l->b_off = add_tensor_named(b, bname, (size_t)l->OC, 0);
+    finish_layer(b, li, ok);
+    return li;
+}
+
 /* The built-in networks' square convolutions: weights "name.weight", "name.bias". */
 static int conv(builder_t *b, const char *name, int in, int OC, int K, int stride, int pad, int bias)
 {
@@ -1812,6 +1827,13 @@ void model_init_params(model_t *m, uint64_t seed)
             }
             if (l->has_bias)
                 for (int k = 0; k < nout; k++) bias[k] = bound * (2.0f * rng_uniform(&r) - 1.0f);
+        } else if (l->kind == LAYER_CONV_TRANSPOSE) {
+            /* torch's nn.ConvTranspose2d: its fan-in is the weight's dims 1 to 3 */
+            const size_t fan_in = (size_t)(l->OC / l->conv.groups) * l->conv.KH * l->conv.KW;
+            const float bound = 1.0f / sqrtf((float)fan_in);
+            for (size_t k = 0; k < (size_t)l->C * fan_in; k++) w[k] = bound * (2.0f * rng_uniform(&r) - 1.0f);
+            if (l->has_bias)
+                for (int k = 0; k < l->OC; k++) bias[k] = bound * (2.0f * rng_uniform(&r) - 1.0f);
         } else if (l->kind == LAYER_LAYERNORM) {
             /* torch's nn.LayerNorm: weight 1, bias 0 over the normalised axes */
             const size_t D = axes_count(&l->shape, l->sl_axis);

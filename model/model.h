@@ -186,6 +186,10 @@ typedef enum {
      * in ^ in2 with NumPy broadcasting like LAYER_BADD (bc); its backward adds into both
      * inputs' gradients (binary_backward), which it never sets */
     LAYER_BPOW,
+    /* ONNX's ConvTranspose (2-D, and of a sequence): conv describes it, input (C, H, W),
+     * output (OC, OH, OW), weight (C, OC/groups, KH, KW) (ops.h's conv_transpose2d_*); the
+     * output padding is OH, OW beyond the size without it */
+    LAYER_CONV_TRANSPOSE,
     /* the number of kinds: model/op_table.c has one row per kind above */
     LAYER_KIND_COUNT
 } layer_kind_t;
@@ -430,6 +434,10 @@ typedef struct model_builder model_builder_t;
 /* geom: every field of conv2d_desc_t but C, H, W (the input's) and OH, OW */
 int model_build_conv(model_builder_t *b, int in, const conv2d_desc_t *geom, int bias, const char *wname,
                      const char *bname);
+/* geom: every field of conv2d_desc_t but C, H, W (the input's); OH, OW the output's size
+ * (with its output padding), or both 0 for the size without one */
+int model_build_conv_transpose(model_builder_t *b, int in, const conv2d_desc_t *geom, int bias, const char *wname,
+                               const char *bname);
 /* kind LAYER_MAXPOOL or LAYER_AVGPOOL; geom: every field but C, H, W, OH, OW */
 int model_build_pool(model_builder_t *b, layer_kind_t kind, int in, const pool2d_desc_t *geom);
 int model_build_relu(model_builder_t *b, int in);

@@ -524,7 +524,8 @@ typedef struct {
     layer_kind_t kind; /* the row's own index (checked at compile time below) */
     cuda_op_forward_fn forward;
     cuda_op_backward_fn backward;
-    /* NULL, or what of this layer's geometry the backend cannot run (NULL: it can) */
+    /* NULL, or what of this layer's geometry the backend cannot run (NULL: it can); on an
+     * empty row (forward NULL), the refusal that names its operator */
     const char *(*refuse)(const layer_t *l);
 } cuda_op_t;
 
@@ -1034,6 +1035,13 @@ static int expand_bwd(cuda_model_t *cm, int i, int B)
  * below check the order and the length). A row {kind, NULL, NULL, NULL} would mean "not on
  * the GPU": cuda_model_create refuses such a layer, and the worker falls back as for any
  * refusal. */
+/* An empty row's refusal that names its operator. */
+static const char *convt_refuse(const layer_t *l)
+{
+    (void)l;
+    return "ConvTranspose, a kind without a CUDA kernel: not on the GPU";
+}
+
 static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_CONV, conv_fwd, conv_bwd, NULL},
     {LAYER_MAXPOOL, maxpool_fwd, maxpool_bwd, NULL},
@@ -1086,6 +1094,8 @@ static constexpr cuda_op_t CUDA_OPS[] = {
     {LAYER_EMBED, embed_fwd, embed_bwd, NULL},
     {LAYER_CAUSAL_SOFTMAX, causal_fwd, causal_bwd, NULL},
     {LAYER_BPOW, binary_fwd, binary_bwd, NULL},
+    /* not on the GPU yet: cudnnConvolutionBackwardData would be its forward */
+    {LAYER_CONV_TRANSPOSE, NULL, NULL, convt_refuse},
 };
 static_assert(sizeof CUDA_OPS / sizeof CUDA_OPS[0] == LAYER_KIND_COUNT, "one CUDA row per layer kind");
 static constexpr bool cuda_ops_in_order(int k)
@@ -1097,7 +1107,8 @@ static_assert(cuda_ops_in_order(0), "CUDA_OPS rows in layer_kind_t's order");
 static const char *cuda_layer_unsupported(const layer_t *l)
 {
     if ((unsigned)l->kind >= (unsigned)LAYER_KIND_COUNT) return "a layer kind this backend does not know";
-    if (!CUDA_OPS[l->kind].forward) return "a kind without a CUDA kernel: not on the GPU";
+    if (!CUDA_OPS[l->kind].forward)
+        return CUDA_OPS[l->kind].refuse ? CUDA_OPS[l->kind].refuse(l) : "a kind without a CUDA kernel: not on the GPU";
     return CUDA_OPS[l->kind].refuse ? CUDA_OPS[l->kind].refuse(l) : NULL;
 }
 

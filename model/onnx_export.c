@@ -597,6 +597,29 @@ static void export_conv(gen_t *x, const layer_exp_t *ex)
     ex->flat[ex->li] = 0;
 }
 
+/* LAYER_CONV_TRANSPOSE: the output padding is OH, OW beyond the size without it */
+static void export_conv_transpose(gen_t *x, const layer_exp_t *ex)
+{
+    Onnx__NodeProto *n = NULL;
+    const conv2d_desc_t *c = &ex->l->conv;
+    const char *w = tensor_name_at(ex->m, ex->l->w_off, 0),
+               *b = ex->l->has_bias ? tensor_name_at(ex->m, ex->l->b_off, 0) : NULL;
+    char *name = gen_module(x, ex->m, ex->l, ex->op, ex->li);
+    n = b ? gen_node(x, ex->op, name, ex->out, 3, ex->in, w, b) : gen_node(x, ex->op, name, ex->out, 2, ex->in, w);
+    const int sp = ex->l->shape.rank == 2 ? 1 : 2; /* a sequence (N, C, L): one spatial axis */
+    const int ks[2] = {c->KH, c->KW}, st[2] = {c->sH, c->sW}, dl[2] = {c->dH, c->dW}, pd[4] = GEN_PADS(*c);
+    const int op[2] = {c->OH - (c->sH * (c->H - 1) + c->dH * (c->KH - 1) + 1 - c->pad_t - c->pad_b),
+                       c->OW - (c->sW * (c->W - 1) + c->dW * (c->KW - 1) + 1 - c->pad_l - c->pad_r)};
+    gen_window(x, n, sp, ks, st, pd);
+    gen_attr_ints(x, n, "dilations", sp, dl);
+    gen_attr_int(x, n, "group", c->groups);
+    if (op[0] || op[1]) gen_attr_ints(x, n, "output_padding", sp, op);
+    const int64_t dims[4] = {ex->l->C, ex->l->OC / c->groups, c->KH, c->KW}, bd[1] = {ex->l->OC};
+    gen_init(x, ex->m, w, sp + 2, dims);
+    if (b) gen_init(x, ex->m, b, 1, bd);
+    ex->flat[ex->li] = 0;
+}
+
 /* LAYER_MAXPOOL, LAYER_AVGPOOL */
 static void export_maxpool(gen_t *x, const layer_exp_t *ex)
 {
@@ -1080,6 +1103,7 @@ static void export_add(gen_t *x, const layer_exp_t *ex)
  * no ONNX operator has none either, and is refused. */
 static void (*const EXPORTS[LAYER_KIND_COUNT])(gen_t *x, const layer_exp_t *ex) = {
     [LAYER_CONV] = export_conv,
+    [LAYER_CONV_TRANSPOSE] = export_conv_transpose,
     [LAYER_MAXPOOL] = export_maxpool,
     [LAYER_AVGPOOL] = export_maxpool,
     [LAYER_RELU] = export_unary,

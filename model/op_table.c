@@ -104,6 +104,19 @@ static int infer_conv(layer_t *l, const model_shape_t *in, const model_shape_t *
     return bad ? -1 : 0;
 }
 
+/* The output size is the descriptor's OH, OW where the builder gave one (an output padding
+ * or ONNX's output_shape), else the size without padding. */
+static int infer_conv_transpose(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    const conv2d_desc_t *g = &l->conv;
+    l->conv.C = l->C;
+    l->conv.H = l->H;
+    l->conv.W = l->W;
+    const int bad = !conv_rank_ok(in, g->KW, g->sW, g->dW, g->pad_l, g->pad_r) || conv_transpose2d_setup(&l->conv) != 0;
+    set_conv_shape(l, in->rank, l->conv.OC, l->conv.OH, l->conv.OW);
+    return bad ? -1 : 0;
+}
+
 static int infer_pool(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
     const pool2d_desc_t *g = &l->pool;
@@ -332,6 +345,12 @@ static double flops_conv(const layer_t *l)
 {
     return 2.0 * ((double)l->OC * l->OH * l->OW) * (l->conv.C / l->conv.groups) * l->conv.KH * l->conv.KW;
 }
+static size_t ws_conv_transpose(const layer_t *l, int B) { return conv_transpose2d_workspace(&l->conv, B); }
+/* the multiply-adds of the convolution whose input gradient it is */
+static double flops_conv_transpose(const layer_t *l)
+{
+    return 2.0 * ((double)l->C * l->H * l->W) * (l->OC / l->conv.groups) * l->conv.KH * l->conv.KW;
+}
 static double flops_fc(const layer_t *l) { return 2.0 * ((double)l->OC * l->OH * l->OW) * l->C; }
 static double flops_linear(const layer_t *l) { return 2.0 * ((double)l->OC * l->OH * l->OW) * l->gemm.IN; }
 static double flops_pass(const layer_t *l) { return (double)l->C * l->H * l->W; }
@@ -363,6 +382,22 @@ static void conv_bwd(model_t *m, int i, const float *x, int B)
     if (sets_grad(m, l->in, i)) conv2d_backward_set(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws);
     else conv2d_backward(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws);
     if (t >= 0 && m->tensors[t].no_update) memset(dw, 0, m->tensors[t].count * sizeof(float));
+}
+
+static void convt_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    layer_t *l = &m->layers[i];
+    const float *bias = l->has_bias ? m->params + l->b_off : NULL;
+    conv_transpose2d_forward(&l->conv, B, input_of(m, x, l->in), m->params + l->w_off, bias, m->acts + l->out_off,
+                             m->ws);
+}
+
+static void convt_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off, *dout = m->dacts + m->dact_off[i];
+    float *dinp = dinput_of(m, l->in), *dw = m->grads + l->w_off, *db = l->has_bias ? m->grads + l->b_off : NULL;
+    conv_transpose2d_backward(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws, sets_grad(m, l->in, i));
 }
 
 static void maxpool_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -1190,6 +1225,8 @@ const model_op_t MODEL_OPS[] = {
     [LAYER_CAUSAL_SOFTMAX] = {LAYER_CAUSAL_SOFTMAX, "causal softmax", "", "Softmax", 1, IN1, infer_causal, NULL, flops_causal, causal_fwd, causal_bwd, OWN},
     /* broadcasting like LAYER_BADD; the exponent a constant or an activation */
     [LAYER_BPOW]       = {LAYER_BPOW, "broadcast pow", "Pow (tensor exponent)", "Pow", 2, IN12, infer_binary, NULL, flops_pass, bpow_fwd, bpow_bwd, OWN},
+    /* the input gradient of a convolution: generative image models' upsampling */
+    [LAYER_CONV_TRANSPOSE] = {LAYER_CONV_TRANSPOSE, "conv transpose", "ConvTranspose", "ConvTranspose", 1, IN1, infer_conv_transpose, ws_conv_transpose, flops_conv_transpose, convt_fwd, convt_bwd, OWN},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):

@@ -81,6 +81,30 @@ int conv2d_winograd(const conv2d_desc_t *d);
 void conv2d_backward_set(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
                          float *dinp, float *dweight, float *dbias, float *ws);
 
+/* ---- transposed convolution (conv_transpose.c) ---------------------------------- */
+/* A 2-D transposed convolution as ONNX ConvTranspose and PyTorch nn.ConvTranspose2d define
+ * it, the input gradient of the convolution of the same weight: input pixel (ih, iw) of
+ * channel c adds weight[c, oc - g * OC/groups, kh, kw] times itself into output pixel
+ * (ih * sH - pad_t + kh * dH, iw * sW - pad_l + kw * dW) of each channel oc of c's group g.
+ * The descriptor's fields as a convolution's, input (C, H, W) and output (OC, OH, OW):
+ *   OH = sH * (H - 1) + dH * (KH - 1) + 1 - pad_t - pad_b + output padding, likewise OW.
+ * Weight layout (C, OC/groups, KH, KW), as ONNX and PyTorch store it. */
+/* Fills OH/OW when both are 0 (no output padding); else checks them: an output padding
+ * (OH less the size without it) from 0 to below the stride or the dilation. Returns -1 for
+ * those, a non-positive size, stride, dilation or group count, a negative pad, or groups
+ * not dividing C and OC. */
+int conv_transpose2d_setup(conv2d_desc_t *d);
+/* Floats of scratch for forward and backward (the columns of one image and group). */
+size_t conv_transpose2d_workspace(const conv2d_desc_t *d, int B);
+void conv_transpose2d_forward(const conv2d_desc_t *d, int B, const float *inp, /* (B, C, H, W) */
+                              const float *weight,                             /* (C, OC/groups, KH, KW) */
+                              const float *bias,                               /* (OC) or NULL */
+                              float *out,                                      /* (B, OC, OH, OW) */
+                              float *ws);
+/* dinp +=, or = where set (or NULL); dweight =; dbias =, or NULL. */
+void conv_transpose2d_backward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
+                               float *dinp, float *dweight, float *dbias, float *ws, int set);
+
 /* ---- pooling -------------------------------------------------------------------- */
 /* Max and average pooling as ONNX MaxPool / AveragePool and PyTorch define them: window
  * KH x KW, stride and padding per dimension and side, dilation (taps dH, dW apart), floor

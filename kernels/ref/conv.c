@@ -50,3 +50,31 @@ void ref_conv2d_backward(const conv2d_desc_t *d, int B, const double *x, const d
                             }
                 }
 }
+
+/* ONNX ConvTranspose's definition, scattered: every input pixel times every tap of its
+ * channel's filters, added where the tap lands (the padding cut off). */
+void ref_conv_transpose2d_forward(const conv2d_desc_t *d, int B, const double *x, const double *w, const double *bias,
+                                  double *y)
+{
+    const int Cg = d->C / d->groups, OCg = d->OC / d->groups;
+    const size_t plane = (size_t)d->OH * d->OW;
+    for (int b = 0; b < B; b++)
+        for (int oc = 0; oc < d->OC; oc++)
+            for (size_t p = 0; p < plane; p++) y[((size_t)b * d->OC + oc) * plane + p] = bias ? bias[oc] : 0.0;
+    for (int b = 0; b < B; b++)
+        for (int c = 0; c < d->C; c++)
+            for (int ih = 0; ih < d->H; ih++)
+                for (int iw = 0; iw < d->W; iw++) {
+                    const double xv = x[((size_t)(b * d->C + c) * d->H + ih) * d->W + iw];
+                    for (int o = 0; o < OCg; o++)
+                        for (int kh = 0; kh < d->KH; kh++)
+                            for (int kw = 0; kw < d->KW; kw++) {
+                                const int oh = ih * d->sH - d->pad_t + kh * d->dH;
+                                const int ow = iw * d->sW - d->pad_l + kw * d->dW;
+                                if (oh < 0 || oh >= d->OH || ow < 0 || ow >= d->OW) continue;
+                                const int oc = c / Cg * OCg + o;
+                                y[((size_t)(b * d->OC + oc) * d->OH + oh) * d->OW + ow] +=
+                                    xv * w[((size_t)(c * OCg + o) * d->KH + kh) * d->KW + kw];
+                            }
+                }
+}

@@ -20,6 +20,11 @@ void ref_conv2d_forward(const conv2d_desc_t *d, int B, const double *x, const do
 /* its adjoint: dx += g * w, dw += g * x, db += g (the caller zeroes them) */
 void ref_conv2d_backward(const conv2d_desc_t *d, int B, const double *x, const double *w, const double *g, double *dx,
                          double *dw, double *db);
+/* y (B, OC, OH, OW) = the transposed convolution of x (B, C, H, W) by w (C, OC/groups, KH,
+ * KW) + bias (OC, or NULL): input pixel (ih, iw) of channel c adds into output pixel
+ * (ih*sH - pad_t + kh*dH, iw*sW - pad_l + kw*dW) of each output channel of its group */
+void ref_conv_transpose2d_forward(const conv2d_desc_t *d, int B, const double *x, const double *w, const double *bias,
+                                  double *y);
 
 /* ---- pooling (pool.c) ---- */
 /* y (B, C, OH, OW); am: the argmax plane index of each output (NULL: not wanted) */

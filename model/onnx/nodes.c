@@ -5,6 +5,8 @@
  * topological order), and each node becomes zero or more layers through model.h's builder:
  *   Conv -> LAYER_CONV (any stride, pads incl. auto_pad, dilation, groups; of a volume:
  *     the depth taps' planes stacked into the channels, conv_volume);
+ *   ConvTranspose -> LAYER_CONV_TRANSPOSE (images and sequences: strides, pads, dilations,
+ *     groups, output_padding, output_shape and auto_pad);
  *   MaxPool / AveragePool -> LAYER_MAXPOOL / LAYER_AVGPOOL (ceil_mode, pads, dilations,
  *     count_include_pad; of a volume: two of them and LAYER_RESHAPEs, pool_volume); a zero
  *     Pad in front of an AveragePool (torch's export of
@@ -152,6 +154,7 @@ static const node_import_t NODE_IMPORTS[] = {
     {"Concat", .import = do_concat},
     {"Constant", .import = do_constant},
     {"Conv", .import = do_conv},
+    {"ConvTranspose", .import = do_conv_transpose},
     {"Div", .import = do_div},
     {"Dropout", .import = do_dropout},
     {"Einsum", .import = do_einsum_node},

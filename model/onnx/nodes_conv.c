@@ -252,6 +252,111 @@ int do_conv(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     return define_output(im, n, li, 0);
 }
 
+/* ONNX's pads of one axis from the output size out a ConvTranspose is asked for (its
+ * output_shape, or the input's size times the stride under auto_pad SAME_*): the total
+ * padding stride * (in - 1) + output padding + the kernel's extent - out, split as ONNX's
+ * reference splits it (floor division: a negative total gives the end a negative pad, an
+ * output padding, which the output size already holds). -1 when the beginning's would be
+ * negative or a pad exceeds DIM_MAX. */
+static int convt_pads(int in, int k, int s, int d, int op, int64_t out, int upper, int *begin, int *end)
+{
+    const int64_t total = (int64_t)s * (in - 1) + op + ((int64_t)k - 1) * d + 1 - out;
+    const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+    const int64_t b0 = upper ? half : total - half, e0 = total - b0;
+    if (b0 < 0 || b0 > DIM_MAX || e0 > DIM_MAX || out < 1 || out > DIM_MAX) return -1;
+    *begin = (int)b0;
+    *end = e0 > 0 ? (int)e0 : 0;
+    return 0;
+}
+
+/* ConvTranspose of images (N, C, H, W) and sequences (N, C, L) -> LAYER_CONV_TRANSPOSE:
+ * kernel_shape the weight's, strides, pads, dilations, group, output_padding; or the output
+ * size (output_shape, or auto_pad SAME_UPPER / SAME_LOWER: the input's times the stride),
+ * the pads following from it. */
+int do_conv_transpose(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
+{
+    static const char *const known[] = {"kernel_shape", "strides",        "pads",         "dilations", "group",
+                                        "auto_pad",     "output_padding", "output_shape", NULL};
+    const value_t *x;
+    int sp;
+    if (imp_check_attrs(im, n, known) || imp_input_layer(im, n, 0, &x)) return -1;
+    if (x->kind == V_PADDED)
+        return imp_fail(im, "node '%s' (ConvTranspose): reads a Pad's channels, which only Add takes", imp_node_name(n));
+    if (!(sp = spatial_axes(im, b, n, x, 0))) return -1;
+    const Onnx__TensorProto *w = imp_input_tensor(im, n, 1), *bias = imp_input_tensor(im, n, 2);
+    if (!w || w->n_dims != (size_t)sp + 2 || imp_tensor_count(w) <= 0)
+        return imp_fail(im, "node '%s' (ConvTranspose): the weight must be a %d-D initializer (C, OC/group, %s)",
+                        imp_node_name(n), sp + 2, sp == 2 ? "KH, KW" : "K");
+    if (n->n_input > 2 && n->input[2][0] && !bias)
+        return imp_fail(im, "node '%s' (ConvTranspose): the bias must be an initializer", imp_node_name(n));
+    if (n->n_input > 3) return imp_fail(im, "node '%s' (ConvTranspose): more than 3 inputs", imp_node_name(n));
+    if (imp_weight_name_ok(im, n, 1) || (bias && imp_weight_name_ok(im, n, 2))) return -1;
+    int C, H, W, ks[2], st[2], dl[2], pd[4], op[2] = {0, 0}, os[2] = {0, 0};
+    model_build_shape(b, x->layer, &C, &H, &W);
+    const int64_t group64 = imp_attr_int(n, "group", 1);
+    const int group = group64 >= 1 && group64 <= DIM_MAX ? (int)group64 : 0;
+    if (window_attrs(im, n, sp, ks, st, dl, pd) || attr_ints(im, n, "output_padding", sp, 0, op)) return -1;
+    const int shape_given = imp_attr(n, "output_shape") != NULL;
+    if (shape_given && attr_ints(im, n, "output_shape", sp, 0, os)) return -1;
+    const int KH = (int)w->dims[2], KW = sp == 2 ? (int)w->dims[3] : 1;
+    if ((ks[0] != -1 && ks[0] != KH) || (ks[1] != -1 && ks[1] != KW))
+        return imp_fail(im, "node '%s' (ConvTranspose): kernel_shape %dx%d differs from the weight's %dx%d",
+                        imp_node_name(n), ks[0], ks[1], KH, KW);
+    if (group < 1 || group > C || w->dims[0] != C || C % group != 0 || w->dims[1] < 1 || w->dims[1] * group64 > DIM_MAX)
+        return imp_fail(im,
+                        "node '%s' (ConvTranspose): weight (%lld, %lld, %d, %d) with group %lld does not fit %d input "
+                        "channels",
+                        imp_node_name(n), (long long)w->dims[0], (long long)w->dims[1], KH, KW, (long long)group64, C);
+    const int OC = (int)w->dims[1] * group;
+    if (bias && (bias->n_dims != 1 || bias->dims[0] != OC))
+        return imp_fail(im, "node '%s' (ConvTranspose): the bias must have %d elements", imp_node_name(n), OC);
+    const int ap = auto_pad(n);
+    if (ap < 0) return imp_fail(im, "node '%s' (ConvTranspose): unknown auto_pad", imp_node_name(n));
+    if (ap == 1) pd[0] = pd[1] = pd[2] = pd[3] = 0;
+    int OH = 0, OW = 0;
+    if (shape_given || ap >= 2) {
+        /* the output's size given: the pads follow (ONNX's total padding) */
+        const int64_t oh = shape_given ? os[0] : (int64_t)H * st[0], ow = shape_given ? os[1] : (int64_t)W * st[1];
+        const int upper = ap == 2;
+        if (convt_pads(H, KH, st[0], dl[0], op[0], oh, upper, &pd[0], &pd[2]) ||
+            (sp == 2 && convt_pads(W, KW, st[1], dl[1], op[1], ow, upper, &pd[1], &pd[3])))
+            return imp_fail(im, "node '%s' (ConvTranspose): an output of %lldx%lld needs pads pacer does not take",
+                            imp_node_name(n), (long long)oh, (long long)(sp == 2 ? ow : 1));
+        OH = (int)oh;
+        OW = sp == 2 ? (int)ow : 1;
+    } else {
+        /* the size without output padding, plus it (64 bits: each term is bounded) */
+        const int64_t oh = (int64_t)st[0] * (H - 1) + op[0] + ((int64_t)KH - 1) * dl[0] + 1 - pd[0] - pd[2];
+        const int64_t ow = (int64_t)st[1] * (W - 1) + op[1] + ((int64_t)KW - 1) * dl[1] + 1 - pd[1] - pd[3];
+        if (oh < 1 || ow < 1 || oh > DIM_MAX || ow > DIM_MAX)
+            return imp_fail(im, "node '%s' (ConvTranspose): geometry gives no output on a %dx%dx%d input",
+                            imp_node_name(n), C, H, W);
+        OH = (int)oh;
+        OW = (int)ow;
+    }
+    const conv2d_desc_t g = {.OC = OC,
+                             .KH = KH,
+                             .KW = KW,
+                             .sH = st[0],
+                             .sW = st[1],
+                             .pad_t = pd[0],
+                             .pad_l = pd[1],
+                             .pad_b = pd[2],
+                             .pad_r = pd[3],
+                             .dH = dl[0],
+                             .dW = dl[1],
+                             .groups = group,
+                             .OH = OH,
+                             .OW = OW};
+    int li = model_build_conv_transpose(b, x->layer, &g, bias != NULL, n->input[1], bias ? n->input[2] : NULL);
+    if (model_build_failed(b))
+        return imp_fail(im,
+                        "node '%s' (ConvTranspose): no output of %dx%d on a %dx%dx%d input (strides, dilations at least "
+                        "1, an output padding below the stride or the dilation)",
+                        imp_node_name(n), OH, OW, C, H, W);
+    return define_output(im, n, li, 0);
+}
+
 /* A pool of a volume (N, C, D, H, W) as two of the 2-D pools, the window being a box: over
  * (H, W) of the (C * D, H, W) planes, then over D of (C, D, OH * OW) with a window (KD, 1),
  * reshaped back to (C, OD, OH, OW). The maximum of the maxima is the maximum, and the

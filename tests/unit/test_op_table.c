@@ -103,6 +103,32 @@ static void ref_conv(const ref_in_t *in, double *y)
     ref_conv2d_forward(&l->conv, in->B, in->x, in->params + l->w_off, in->params + l->b_off, y);
 }
 
+static int build_conv_transpose(model_builder_t *b, int x)
+{
+    /* 3x2, strides 2 and 1, dilation 2 down, asymmetric pads, two groups, an output
+     * padding of 1 down (OH 2 * 6 + 4 + 1 - 1 - 0 + 1 = 17), with bias */
+    const conv2d_desc_t g = {.OC = 6,
+                             .KH = 3,
+                             .KW = 2,
+                             .sH = 2,
+                             .sW = 1,
+                             .pad_t = 1,
+                             .pad_l = 0,
+                             .pad_b = 0,
+                             .pad_r = 1,
+                             .dH = 2,
+                             .dW = 1,
+                             .groups = 2,
+                             .OH = 17,
+                             .OW = 6};
+    return model_build_conv_transpose(b, x, &g, 1, "t.weight", "t.bias");
+}
+static void ref_conv_transpose(const ref_in_t *in, double *y)
+{
+    const layer_t *l = in->l;
+    ref_conv_transpose2d_forward(&l->conv, in->B, in->x, in->params + l->w_off, in->params + l->b_off, y);
+}
+
 static const pool2d_desc_t POOL = {.KH = 3, .KW = 2, .sH = 2, .sW = 2, .pad_t = 1, .pad_l = 1, .dH = 1, .dW = 1};
 static int build_maxpool(model_builder_t *b, int x) { return model_build_pool(b, LAYER_MAXPOOL, x, &POOL); }
 static void ref_maxpool(const ref_in_t *in, double *y) { ref_maxpool2d_forward(&in->l->pool, in->B, in->x, y, NULL); }
@@ -585,6 +611,7 @@ static const row_case_t CASES[] = {
     /* the language models' (LAYER_EMBED: test_gpt) */
     {LAYER_CAUSAL_SOFTMAX, 3, 4, 4, build_causal, ref_causal, 1e-6, 1e-3, 1e-6, 0},
     {LAYER_BPOW, 3, 5, 4, build_bpow, ref_bpow, 1e-6, 1e-3, 1e-6, 0},
+    {LAYER_CONV_TRANSPOSE, 4, 7, 6, build_conv_transpose, ref_conv_transpose, 1e-5, 2e-3, 1e-3, 0},
 };
 
 /* Further cases of rows whose case above does not reach every path (the shape generator

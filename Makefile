@@ -312,7 +312,7 @@ endif
 # the ABI of libpacer_cuda.so whose "device" is host memory computed by the CPU reference,
 # and a libcuda.so.1 whose answers come from the environment. With them the integration
 # tests run the worker's GPU path and the device probe on a machine without a GPU.
-FAKE_BACKEND_SRC = tests/fakecuda/backend.c model/model.c model/shape.c model/op_table.c $(KERNELS_SRC) common/rng.c common/catalog.c \
+FAKE_BACKEND_SRC = tests/fakecuda/backend.c model/model.c model/plan.c model/shape.c model/op_table.c $(KERNELS_SRC) common/rng.c common/catalog.c \
                    common/dataroot.c common/errmsg.c
 # Its objects are position-independent copies, one per source (built on every core: as one
 # compiler command the 30-odd files took about 30 s of one core at the build's end).

@@ -274,7 +274,7 @@ typedef struct {
      * cover it once (a fused q/k/v projection split three ways), so each sets its part
      * (view_rows_backward_set) and the gradient is not zeroed. Set by model_create. */
     int grad_split;
-    /* View chains (set by model_create, model.c's mark_view_chains): a run of Slices,
+    /* View chains (set by model_create, plan.c's mark_view_chains): a run of Slices,
      * Reshapes and Transposes, each the only reader of the one before and each setting its
      * input's gradient (a q/k/v head split: Slice, Reshape, Transpose; attention's output:
      * Transpose, Reshape). Its last layer (VIEW_CHAIN_RUN) copies its output in one walk
@@ -286,7 +286,7 @@ typedef struct {
     int chain_src;
     bcast_desc_t chain_bc;
     size_t chain_off;
-    /* Fused attention (set by model_create, model.c's mark_attention): a causal attention
+    /* Fused attention (set by model_create, plan.c's mark_attention): a causal attention
      * whose heads are view chains of activations (q, k and v, each read by its product
      * alone), two products under the causal mask around a causal softmax, and a view chain
      * merging the heads. The merge's last link (ATTN_RUN) runs the whole of it,

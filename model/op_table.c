@@ -1,7 +1,7 @@
 /* model/op_table.c - see op_table.h: the operator table and each kind's CPU step.
  *
  * A step reads its layer's descriptor and the fused buffers at the layer's offsets. The
- * fused paths are decided once at build time (model.c's fuse_layers sets fused_relu and
+ * fused paths are decided once at build time (plan.c's fuse_layers sets fused_relu and
  * fused_add, mark_set_grads sets grad_setter); a step only follows those marks: a fused
  * batch norm writes the output of the layer its mark names (the ReLU after it, or the ReLU
  * after the residual add after it), and the layers it stands in for do nothing.

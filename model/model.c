@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "lora.h"
 #include "matmul.h"
 #include "op_table.h"
 #include "plan.h"
@@ -164,6 +165,38 @@ static void finish_layer(builder_t *b, int li, int shape_ok)
     b->m->act_floats += (size_t)b->m->max_batch * l->OC * l->OH * l->OW;
 }
 
+/* The elements of s's axes from `from` to the last. */
+static size_t axes_count(const model_shape_t *s, int from)
+{
+    size_t n = 1;
+    for (int d = from; d < s->rank; d++) n *= (size_t)s->dims[d];
+    return n;
+}
+
+/* finish_layer, and the arenas of the kinds that keep more than their output: a max
+ * pool's argmax, a batch norm's saved statistics, a layer norm's rows' statistics (its
+ * rows' mean and 1 / std in double, for the backward (op_table.c's ln_stats): two doubles
+ * a row of D, on an even offset of the page-aligned activation arena). One home, so that a
+ * layer copied into another model (model_build_copy) gets what its builder gave it. */
+static void reserve_layer(builder_t *b, int li, int shape_ok)
+{
+    layer_t *l = layer_at(b, li);
+    if (l->kind == LAYER_MAXPOOL) {
+        l->aux_off = b->m->argmax_ints;
+        b->m->argmax_ints += (size_t)b->m->max_batch * l->OC * l->OH * l->OW;
+    } else if (l->kind == LAYER_BN) {
+        l->aux_off = b->m->aux_floats;
+        b->m->aux_floats += 2 * (size_t)l->C;
+    }
+    finish_layer(b, li, shape_ok);
+    if (l->kind != LAYER_LAYERNORM) return;
+    const size_t D = l->sl_axis >= 0 ? axes_count(shape_at(b, l->in), l->sl_axis) : 0;
+    const size_t rows = D ? model_shape_count(&l->shape) / D : 0;
+    b->m->act_floats = (b->m->act_floats + 1) & ~(size_t)1;
+    l->aux_off = b->m->act_floats;
+    b->m->act_floats += 4 * (size_t)b->m->max_batch * rows;
+}
+
 int model_build_conv(model_builder_t *b, int in, const conv2d_desc_t *geom, int bias, const char *wname,
                      const char *bname)
 {
@@ -223,11 +256,7 @@ int model_build_pool(model_builder_t *b, layer_kind_t kind, int in, const pool2d
     l->pool = *geom;
     const int ok = (kind == LAYER_MAXPOOL || kind == LAYER_AVGPOOL) ? infer_layer(b, li, NULL) == 0 : 0;
     if (!ok) b->failed = 1;
-    if (kind == LAYER_MAXPOOL) {
-        l->aux_off = b->m->argmax_ints;
-        b->m->argmax_ints += (size_t)b->m->max_batch * l->OC * l->OH * l->OW;
-    }
-    finish_layer(b, li, ok);
+    reserve_layer(b, li, ok);
     return li;
 }
 
@@ -273,9 +302,16 @@ int model_build_linear(model_builder_t *b, int in, int OUT, const char *wname)
 
 int model_build_linear_layout(model_builder_t *b, int in, int OUT, gemm_layout_t layout, const char *wname)
 {
+    const gemm_desc_t g = {.layout = layout, .alpha = 1.0f, .beta = 1.0f};
+    return model_build_linear_gemm(b, in, OUT, &g, wname);
+}
+
+int model_build_linear_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, const char *wname)
+{
     int li = add_layer(b, LAYER_LINEAR, in);
     layer_t *l = layer_at(b, li);
-    l->gemm = (gemm_desc_t){.layout = layout, .alpha = 1.0f, .beta = 1.0f, .OUT = OUT};
+    l->gemm = (gemm_desc_t){.layout = g->layout, .alpha = g->alpha, .beta = 1.0f, .OUT = OUT};
+    if (!isfinite(g->alpha)) b->failed = 1;
     const int ok = infer_layer(b, li, NULL) == 0; /* sets gemm.IN */
     l->w_off = add_tensor_named(b, wname, ok ? (size_t)OUT * l->gemm.IN : 0, 0);
     finish_layer(b, li, ok);
@@ -325,9 +361,7 @@ int model_build_bn_momentum(model_builder_t *b, int in, const char *const names[
     l->b_off = add_tensor_named(b, names[1], (size_t)l->C, 0);
     l->rm_off = add_tensor_named(b, names[2], (size_t)l->C, 1);
     l->rv_off = add_tensor_named(b, names[3], (size_t)l->C, 1);
-    l->aux_off = b->m->aux_floats;
-    b->m->aux_floats += 2 * (size_t)l->C;
-    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
+    reserve_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
 }
 
@@ -522,13 +556,6 @@ int model_build_bmm(model_builder_t *b, int a, int x)
 }
 
 /* Elements of s's axes from to the last (a layer norm's weight) */
-static size_t axes_count(const model_shape_t *s, int from)
-{
-    size_t n = 1;
-    for (int d = from; d < s->rank; d++) n *= (size_t)s->dims[d];
-    return n;
-}
-
 int model_build_layernorm(model_builder_t *b, int in, int axis, float eps, const char *wname, const char *bname)
 {
     int li = add_layer(b, LAYER_LAYERNORM, in);
@@ -540,14 +567,7 @@ int model_build_layernorm(model_builder_t *b, int in, int axis, float eps, const
     if (!(eps > 0.0f)) b->failed = 1;
     l->w_off = add_tensor_named(b, wname, D, 0);
     l->b_off = add_tensor_named(b, bname, D, 0);
-    finish_layer(b, li, infer_layer(b, li, NULL) == 0);
-    /* its rows' mean and 1 / std in double, kept for the backward (op_table.c's ln_stats):
-     * two doubles a row of D, on an even offset of the page-aligned arena */
-    l = layer_at(b, li);
-    const size_t rows = D ? model_shape_count(&l->shape) / D : 0;
-    b->m->act_floats = (b->m->act_floats + 1) & ~(size_t)1;
-    l->aux_off = b->m->act_floats;
-    b->m->act_floats += 4 * (size_t)b->m->max_batch * rows;
+    reserve_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
 }
 
@@ -667,6 +687,27 @@ int model_build_concat_axis(model_builder_t *b, int a, int x, int axis)
         return li;
     }
     finish_layer(b, li, infer_layer(b, li, shape_at(b, x)) == 0);
+    return li;
+}
+
+void model_build_tensors_of(model_builder_t *b, const model_t *src, int n)
+{
+    for (int t = 0; t < n && t < src->ntensors; t++) {
+        const tensor_info_t *x = &src->tensors[t];
+        /* in src's order each lands at src's offset: both count from 0 in list order */
+        if (add_tensor_named(b, x->name, x->count, x->is_buffer) != x->offset) b->failed = 1;
+    }
+}
+
+int model_build_copy(model_builder_t *b, const layer_t *src, int in, int in2)
+{
+    int li = add_layer(b, src->kind, in);
+    if (li < 0) return -1;
+    layer_t *l = layer_at(b, li);
+    *l = *src; /* model_create's passes set their marks afresh */
+    l->in = in;
+    l->in2 = in2;
+    reserve_layer(b, li, 1);
     return li;
 }
 
@@ -1144,6 +1185,7 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     m->grads_skipped = 0;
     m->grad_needed = NULL;
     m->backward_skipped = 0;
+    m->lora = NULL; /* the adapters' list is the source's; a copy runs the same layers */
     m->layers = malloc((size_t)(src->nlayers ? src->nlayers : 1) * sizeof *m->layers);
     m->tensors = malloc((size_t)(src->ntensors ? src->ntensors : 1) * sizeof *m->tensors);
     if (!m->layers || !m->tensors) goto oom;
@@ -1181,6 +1223,8 @@ void model_free(model_t *m)
     free(m->argmax);
     free(m->ws);
     free(m->probs);
+    if (m->lora) free(m->lora->ad); /* model/lora.h's list: no call into lora.c, which calls here */
+    free(m->lora);
     free(m);
 }
 

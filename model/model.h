@@ -414,6 +414,8 @@ typedef struct {
      * parameters compute no gradient into such an input. */
     unsigned char *grad_needed;
     long long backward_skipped;
+    /* The low-rank adapters a job's lora added to the graph (model/lora.h), or NULL. */
+    struct model_lora *lora;
 } model_t;
 
 /* Builds the catalog's model name (its input shape and classes from the catalog, its
@@ -452,6 +454,9 @@ int model_build_linear(model_builder_t *b, int in, int OUT, const char *wname);
 /* The same with the weight's layout: GEMM_W_IN_OUT (the above), or GEMM_W_OUT_IN, an (OUT,
  * IN) weight (torch's Linear exported as MatMul by a Transpose of its weight) */
 int model_build_linear_layout(model_builder_t *b, int in, int OUT, gemm_layout_t layout, const char *wname);
+/* The same with g's layout and alpha: out = alpha * x W' (g's IN, OUT and beta are not
+ * read; alpha finite) */
+int model_build_linear_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, const char *wname);
 /* Gives the last layer, a fully connected one (LAYER_FC or LAYER_LINEAR) without bias, the bias bname (ONNX MatMul
  * followed by Add); -1 (and the builder failed) for any other layer. */
 int model_build_fc_bias(model_builder_t *b, int li, const char *bname);
@@ -524,6 +529,14 @@ int model_build_concat_axis(model_builder_t *b, int a, int x, int axis);
 int model_build_gap(model_builder_t *b, int in);
 /* a + x, x of a's shape (or the option-A shortcut of a smaller x, model.h's LAYER_ADD) */
 int model_build_add(model_builder_t *b, int a, int x);
+/* A rewrite of another model's graph (model/lora.c's adapters) replays its lists: first
+ * src's first n tensors, each at src's offset (n: every one of src's parameters and
+ * buffers that the new model keeps, the first in src's order), then layers of src each
+ * copied to read the new model's in and in2 (-1: the model input, or none for in2), with
+ * what its builder reserved in the arenas reserved anew; layers the rewrite adds come
+ * through the calls above. */
+void model_build_tensors_of(model_builder_t *b, const model_t *src, int n);
+int model_build_copy(model_builder_t *b, const layer_t *src, int in, int in2);
 /* Output shape of layer li (-1: the model input); 0, or -1 for no such layer. */
 int model_build_shape(const model_builder_t *b, int li, int *C, int *H, int *W);
 /* The same, N-D. */

@@ -136,6 +136,8 @@ static const char *const PRIORITIES[] = {"high", "normal", "low", NULL};
 static const char *const FORMATS[] = {"auto", CATALOG_FORMATS(FORMAT_NAME) NULL};
 #undef FORMAT_NAME
 static const char *const LAYOUTS[] = {"nhwc", "nchw", NULL};
+static const char *const LORA_EXPORTS[] = {"merged", "separate", NULL};
+#define MAX_LORA_ALPHA 1e6                                        /* lora.alpha: a float scale */
 static const char *const TOKENIZERS[] = {"bytes", "chars", NULL}; /* the string form; bpe is an object */
 static const char *const TOKENIZER_KINDS[] = {"bpe", NULL};
 #define MAX_SIDE 16384 /* dataset.resize: worker/image.h's IMAGE_MAX_SIDE */
@@ -214,6 +216,8 @@ static int parse_shard_split(struct errbuf *e, const field_t *f, json_t *v, unsi
 static json_t *shard_split_json(const field_t *f, const unsigned char *base, int *prec);
 static json_t *real_json(double x, int *prec);
 static int parse_freeze(struct errbuf *e, const field_t *f, json_t *v, unsigned char *base, const char *where);
+static int parse_lora_targets(struct errbuf *e, const field_t *f, json_t *v, unsigned char *base, const char *where);
+static json_t *lora_targets_json(const field_t *f, const unsigned char *base, int *prec);
 static json_t *freeze_to_json(const field_t *f, const unsigned char *base, int *prec);
 
 /* Table order is document order: spec_to_json and spec_print_fields follow it. */
@@ -574,6 +578,27 @@ static const field_t FIELDS[] = {
             "initializer names): the tensors they match take no weight update: no gradient computed, no "
             "optimizer update, no all-reduce traffic (\"Frozen tensors\" below). Each glob must match a "
             "tensor. The summary has trainable_parameters and frozen_parameters."},
+
+    {.path = "lora.rank", INT(lora.rank), BETWEEN(1, SPEC_LORA_MAX_RANK), .def_num = 8,
+     .doc = "LoRA: the adapters' rank r (A is r x IN, B OUT x r). Only with lora.targets."},
+    {.path = "lora.alpha", DBL(lora.alpha), IN_OC(0, MAX_LORA_ALPHA), .def_num = 8,
+     .doc = "LoRA: the adapters' output is scaled by alpha / rank (PEFT's lora_alpha)."},
+    {.path = "lora.dropout", DBL(lora.dropout), IN_CO(0, 1), .def_num = 0,
+     .doc = "LoRA: dropout of each adapter's input, in training only (PEFT's lora_dropout)."},
+    {.path = "lora.targets", STR(lora.targets), .def_str = "", .parse = parse_lora_targets, .to_json = lora_targets_json,
+     .type_doc = "array of strings", .default_doc = "`[]` (no adapters)",
+     .allowed_doc = "1 to 64 globs of 1 to 127 bytes",
+     .doc = "LoRA (Hu et al., 2021): globs (fnmatch) over the weights of matrix products (the built-in GPT's "
+            "nanoGPT names such as transformer.h.0.attn.c_attn.weight, an imported model's initializer names "
+            "of Gemm and MatMul weights); each must match one. Each matched product y = x W' gets an adapter, "
+            "y + (alpha / rank) B A dropout(x), A Kaiming-uniform from the seed as PEFT's, B zero; every other "
+            "parameter is frozen (only the adapters are trained, all-reduced and counted in "
+            "trainable_parameters). A product whose weight another layer reads too (a tied head) takes none."},
+    {.path = "lora.export", STR(lora.export_), .choices = LORA_EXPORTS, .def_str = "merged", .resume_free = 1,
+     .doc = "LoRA: what the exports give (ONNX, safetensors, the job's model.safetensors) and generation "
+            "reads: merged = the weights W + (alpha / rank) B A under the model's names; separate = in "
+            "safetensors the base weights W under their names and the adapters under PEFT's "
+            "(base_model.model.<module>.lora_A.weight, .lora_B.weight); ONNX and generation are always merged."},
 
     {.path = "emulate.slowdown", .type = F_DOUBLES,
      MEMBER(job_spec_t, emulate.slowdown, double *), COUNT(emulate.nslowdown),
@@ -1523,6 +1548,33 @@ static json_t *freeze_to_json(const field_t *f, const unsigned char *base, int *
     return freeze_json(((const job_spec_t *)base)->freeze);
 }
 
+/* lora.targets: freeze's list, at least one glob when given */
+static int parse_lora_targets(errbuf_t *e, const field_t *f, json_t *v, unsigned char *base, const char *where)
+{
+    char why[256];
+    (void)f;
+    if (json_is_array(v) && json_array_size(v) == 0)
+        return fail(e, "%s: an empty list; give at least one glob of the products to adapt", where);
+    if (freeze_parse(v, ((job_spec_t *)base)->lora.targets, why, sizeof why) != 0) return fail(e, "%s: %s", where, why);
+    return 0;
+}
+
+static json_t *lora_targets_json(const field_t *f, const unsigned char *base, int *prec)
+{
+    (void)f, (void)prec;
+    return freeze_json(((const job_spec_t *)base)->lora.targets);
+}
+
+/* lora's other fields say how to adapt what lora.targets names: without targets they would
+ * be silently unused. */
+static int cross_check_lora(errbuf_t *e, const job_spec_t *s)
+{
+    if (s->lora.targets[0]) return 0;
+    if (s->lora.rank != 8 || s->lora.alpha != 8 || s->lora.dropout != 0 || strcmp(s->lora.export_, "merged") != 0)
+        return fail(e, "lora: lora.targets is missing (the globs of the matrix products' weights to adapt)");
+    return 0;
+}
+
 static json_t *shard_split_json(const field_t *f, const unsigned char *base, int *prec)
 {
     const job_spec_t *s = (const job_spec_t *)base;
@@ -1586,6 +1638,7 @@ static int cross_check(errbuf_t *e, const job_spec_t *s)
     if (cross_check_tokenizer(e, s) < 0) return -1;
     if (cross_check_catalog(e, s) < 0) return -1;
     if (cross_check_gpt(e, s) < 0) return -1;
+    if (cross_check_lora(e, s) < 0) return -1;
     if (s->eval_sample[0] && (!spec_model_is_gpt(s) || !spec_dataset_is_text(s)))
         return fail(e,
                     "eval_sample: only for the built-in GPT (\"model\": {\"gpt\": {...}}) on dataset.format text or "

@@ -22,7 +22,8 @@
 #define SPEC_EVAL_SAMPLE_TOKENS_MAX 256 /* eval_sample_tokens */
 #define SPEC_MAX_WORKERS 256
 #define SPEC_MAX_SCHEDULE 64
-#define SPEC_MAX_CHANNELS 3 /* dataset.mean / dataset.std entries */
+#define SPEC_MAX_CHANNELS 3     /* dataset.mean / dataset.std entries */
+#define SPEC_LORA_MAX_RANK 4096 /* lora.rank: model/lora.h's LORA_MAX_RANK */
 
 typedef struct {
     long step;       /* from this global step on ... */
@@ -210,6 +211,15 @@ typedef struct {
     /* Globs over parameter names whose tensors take no weight update, '\n'-separated
      * (common/freeze.h); "" = none. */
     char freeze[2048];
+    /* Low-rank adapters on the matrix products whose weights targets names (model/lora.h):
+     * targets '\n'-separated globs as freeze's, "" = none (no adapters, the other fields
+     * unused). */
+    struct {
+        int rank;
+        double alpha, dropout;
+        char targets[2048];
+        char export_[16]; /* merged | separate */
+    } lora;
 } job_spec_t;
 
 /* Adds the model of the ONNX file at path to the catalog under name (a model of source

@@ -14,6 +14,7 @@ struct evalsample {
     uint32_t *prompt, *out;
     size_t nprompt;
     gen_opts_t opts;
+    model_gpt_t g; /* the GPT's shape, for evalsample_rebind */
 };
 
 int evalsample_open(const job_spec_t *spec, tokenizer_t *tok, const model_t *m, const model_gpt_t *g,
@@ -35,6 +36,7 @@ int evalsample_open(const job_spec_t *spec, tokenizer_t *tok, const model_t *m, 
         return -1;
     }
     s->tok = tok;
+    s->g = *g;
     s->opts = (gen_opts_t){.max_tokens = spec->eval_sample_tokens,
                            .temperature = 0,
                            .top_k = 0,
@@ -55,6 +57,13 @@ int evalsample_open(const job_spec_t *spec, tokenizer_t *tok, const model_t *m, 
     }
     evalsample_free(s);
     return -1;
+}
+
+int evalsample_rebind(evalsample_t *s, const model_t *m, char *err, size_t errlen)
+{
+    gen_close(s->gen);
+    s->gen = NULL;
+    return gen_open(m, &s->g, &s->gen, err, errlen);
 }
 
 void evalsample_free(evalsample_t *s)

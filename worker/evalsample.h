@@ -27,6 +27,9 @@ typedef struct evalsample evalsample_t;
 int evalsample_open(const job_spec_t *spec, tokenizer_t *tok, const model_t *m, const model_gpt_t *g,
                     evalsample_t **out, char *err, size_t errlen);
 void evalsample_free(evalsample_t *s);
+/* The sampler over another model of the same GPT shape (m must outlive it): a job's lora
+ * samples from its merged weights (worker/init_weights.h). 0, or -1 with err. */
+int evalsample_rebind(evalsample_t *s, const model_t *m, char *err, size_t errlen);
 
 /* The continuation by the model's current (host) weights as valid UTF-8 (bytes that are
  * none become U+FFFD) into text, cut at a character boundary to fit len. 0, or -1 with

@@ -27,6 +27,7 @@
 #include "cpu_isa.h"
 #include "generate.h"
 #include "gpt.h"
+#include "lora.h"
 #include "matmul.h"
 #include "numarg.h"
 #include "spec.h"
@@ -187,8 +188,24 @@ static int load_model(const job_spec_t *spec, const char *path, model_t **m, mod
         snprintf(err, errlen, "the job's model: %s", why);
         return 1;
     }
+    /* a lora job's checkpoint holds its graph with adapters: generation reads the merged
+     * weights of the graph without them (model/lora.h) */
+    model_t *adapted = NULL;
+    if (spec->lora.targets[0]) {
+        const lora_opts_t o = {.rank = spec->lora.rank,
+                               .alpha = (float)spec->lora.alpha,
+                               .dropout = (float)spec->lora.dropout,
+                               .targets = spec->lora.targets};
+        if (model_lora_apply(*m, &o, &adapted, why, sizeof why) != 0) {
+            snprintf(err, errlen, "the job's model: %s", why);
+            return 1;
+        }
+    }
     ckpt_state_t st;
-    if (checkpoint_load(path, *m, NULL, &st, why, sizeof why) != 0) {
+    int rc = checkpoint_load(path, adapted ? adapted : *m, NULL, &st, why, sizeof why);
+    if (rc == 0 && adapted) model_lora_merge(adapted, *m);
+    model_free(adapted);
+    if (rc != 0) {
         snprintf(err, errlen, "%s", why);
         return 1;
     }

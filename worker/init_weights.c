@@ -14,7 +14,9 @@
 #include "backend_cuda.h"
 #include "checkpoint.h"
 #include "dataroot.h"
+#include "evalsample.h"
 #include "freeze.h"
+#include "lora.h"
 #include "onnx_import.h"
 #include "modelfetch.h"
 #include "safetensors.h"
@@ -105,9 +107,8 @@ static int match(const st_file_t *f, const st_tensor_t *mine, int n, int strict,
     return 0;
 }
 
-static int from_safetensors(worker_t *w, const char *path, json_t *rep, char *err, size_t errlen)
+static int from_safetensors(model_t *model, const job_spec_t *s, const char *path, json_t *rep, char *err, size_t errlen)
 {
-    const job_spec_t *s = w->spec;
     const uint8_t *src = NULL;
     size_t srclen = 0;
     uint8_t *own = NULL;
@@ -118,7 +119,7 @@ static int from_safetensors(worker_t *w, const char *path, json_t *rep, char *er
         src = own;
     }
     st_tensor_t *mine = NULL;
-    int n = 0, rc = st_model_tensors(src, srclen, w->model, &mine, &n, err, errlen);
+    int n = 0, rc = st_model_tensors(src, srclen, model, &mine, &n, err, errlen);
     free(own);
     if (rc != 0) return -1;
     const uint8_t *data = NULL;
@@ -143,14 +144,13 @@ static int from_safetensors(worker_t *w, const char *path, json_t *rep, char *er
     return rc;
 }
 
-static int from_checkpoint(worker_t *w, const char *path, json_t *rep, char *err, size_t errlen)
+static int from_checkpoint(model_t *m, const char *path, json_t *rep, char *err, size_t errlen)
 {
     ckpt_state_t st;
     /* no expectations of the run: only the model's (name, counts, layout) are checked */
-    if (checkpoint_load(path, w->model, NULL, &st, err, errlen) != 0) return -1;
+    if (checkpoint_load(path, m, NULL, &st, err, errlen) != 0) return -1;
     /* without expectations checkpoint_parse leaves the values unchecked: a diverged run's
      * weights are no start */
-    const model_t *m = w->model;
     for (size_t i = 0; i < m->nparams; i++)
         if (!isfinite(m->params[i])) {
             const tensor_info_t *t = model_tensor_at(m, i, 0);
@@ -158,7 +158,7 @@ static int from_checkpoint(worker_t *w, const char *path, json_t *rep, char *err
                             (double)m->params[i]),
                    -1;
         }
-    json_object_set_new(rep, "loaded", json_integer(w->model->ntensors));
+    json_object_set_new(rep, "loaded", json_integer(m->ntensors));
     return 0;
 }
 
@@ -183,7 +183,16 @@ int worker_init_weights(worker_t *w, json_t **report, char *err, size_t errlen)
                             "unexpected", "mismatched");
     if (!rep) return snprintf(err, errlen, "init: out of memory"), -1;
     if (s->init.job[0]) json_object_set_new(rep, "job", json_string(s->init.job));
-    int rc = ck[0] ? from_checkpoint(w, ck, rep, err, errlen) : from_safetensors(w, st, rep, err, errlen);
+    /* with lora the source holds the model without adapters: loaded into that graph, then
+     * its weights into the model's (the adapters keep their initialisation) */
+    model_t *into = w->model;
+    int rc = w->model->lora ? model_lora_base(w->model, 1, 0, &into, err, errlen) : 0;
+    if (rc == 0)
+        rc = ck[0] ? from_checkpoint(into, ck, rep, err, errlen) : from_safetensors(into, s, st, rep, err, errlen);
+    if (into != w->model) {
+        if (rc == 0) model_lora_set_base(w->model, into);
+        model_free(into);
+    }
     if (rc == 0) {
         model_zero_state(w->model); /* the source's optimizer state is not taken */
         if (w->gpu && cuda_model_upload(w->gpu, w->model) != 0) {
@@ -216,7 +225,8 @@ int worker_apply_freeze(worker_t *w, char *err, size_t errlen)
     for (int i = 0; i < m->ntensors; i++) {
         tensor_info_t *t = &m->tensors[i];
         if (t->is_buffer) continue;
-        t->no_update = list[0] && freeze_matches(list, t->name);
+        /* with lora only the adapters train */
+        t->no_update = (list[0] && freeze_matches(list, t->name)) || (m->lora && !model_lora_is_adapter(m, i));
         if (t->no_update) w->frozen_params += (long long)t->count;
         else w->trainable_params += (long long)t->count;
         w->any_frozen |= t->no_update;
@@ -231,4 +241,68 @@ void worker_zero_frozen_grads(worker_t *w)
     const model_t *m = w->model;
     for (int i = 0; i < m->ntensors; i++)
         if (m->tensors[i].no_update) memset(m->grads + m->tensors[i].offset, 0, m->tensors[i].count * sizeof(float));
+}
+
+int worker_apply_lora(worker_t *w, char *err, size_t errlen)
+{
+    const job_spec_t *s = w->spec;
+    const lora_opts_t o = {.rank = s->lora.rank,
+                           .alpha = (float)s->lora.alpha,
+                           .dropout = (float)s->lora.dropout,
+                           .targets = s->lora.targets};
+    model_t *m;
+    if (model_lora_apply(w->model, &o, &m, err, errlen) != 0) return -1;
+    model_lora_init(m, (uint64_t)s->seed);
+    model_free(w->model);
+    w->model = m;
+    if (!w->eval_sample) return 0;
+    /* the sample reads the weights by their names: merged ones, in a graph without adapters */
+    char why[512];
+    if (model_lora_base(m, 1, 1, &w->lora_sample, err, errlen) != 0) return -1;
+    if (evalsample_rebind(w->eval_sample, w->lora_sample, why, sizeof why) != 0)
+        return snprintf(err, errlen, "eval_sample: %s", why), -1;
+    return 0;
+}
+
+int worker_export_model(const worker_t *w, int merge, model_t **out, char *err, size_t errlen)
+{
+    *out = w->model;
+    return w->model->lora ? model_lora_base(w->model, 1, merge, out, err, errlen) : 0;
+}
+
+int worker_export_separate(const worker_t *w, const model_t *base, const uint8_t *src, size_t len, const char *path,
+                           char *err, size_t errlen)
+{
+    const model_t *m = w->model;
+    const model_lora_t *l = m->lora;
+    st_tensor_t *mine = NULL;
+    int n = 0;
+    if (st_model_tensors(src, len, base, &mine, &n, err, errlen) != 0) return -1;
+    st_tensor_t *t = realloc(mine, (size_t)(n + 2 * l->n) * sizeof *t);
+    if (!t) {
+        free(mine);
+        return snprintf(err, errlen, "safetensors: out of memory"), -1;
+    }
+    int rc = 0;
+    for (int k = 0; k < l->n && rc == 0; k++) {
+        const lora_adapter_t *a = &l->ad[k];
+        const int which[2] = {a->a, a->b};
+        for (int j = 0; j < 2 && rc == 0; j++) {
+            st_tensor_t *x = &t[n++];
+            const tensor_info_t *ti = &m->tensors[which[j]];
+            memset(x, 0, sizeof *x);
+            x->rank = 2; /* A (rank, IN), B (OUT, rank): torch's Linear weights */
+            x->dims[0] = j ? a->out : l->rank;
+            x->dims[1] = j ? l->rank : a->in;
+            x->count = ti->count;
+            x->data = m->params + ti->offset;
+            if (model_lora_peft_name(m, which[j], x->name, sizeof x->name) != 0) {
+                snprintf(err, errlen, "safetensors: the PEFT name of '%s' is too long", ti->name);
+                rc = -1;
+            }
+        }
+    }
+    if (rc == 0) rc = st_write_file(path, t, n, err, errlen);
+    free(t);
+    return rc;
 }

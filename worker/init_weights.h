@@ -15,12 +15,15 @@
  * weight update (model.h's no_update): the host backward computes no gradient for them
  * (their weight products skipped), the optimizer holds and updates no state of theirs
  * (model_decay_run; their optimizer state's pages are never written) and the all-reduce
- * leaves them out (worker/compress.h).
+ * leaves them out (worker/compress.h). So is
+ * its lora (model/lora.h): the adapters' graph, every tensor but theirs frozen, and the
+ * model the exports write (merged, or the adapters apart under PEFT's names).
  */
 #ifndef PACER_INIT_WEIGHTS_H
 #define PACER_INIT_WEIGHTS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
@@ -40,5 +43,20 @@ int worker_apply_freeze(worker_t *w, char *err, size_t errlen);
  * backward (the device's backward computes them all; the host's computes none, and its
  * zeros of worker_apply_freeze stay): nothing of theirs is summed, clipped or applied. */
 void worker_zero_frozen_grads(worker_t *w);
+
+/* The spec's lora: w->model replaced by its graph with adapters (model/lora.h), the
+ * adapters initialised from the seed; an eval_sample then reads merged weights
+ * (w->lora_sample). Before the device copy and the optimizer state are made. 0, or -1 with
+ * err naming a target that matches no product's weight. */
+int worker_apply_lora(worker_t *w, char *err, size_t errlen);
+/* The model the exports write: w->model, or with lora its graph without adapters (batch 1,
+ * a new model the caller frees when it is not w->model), merged when merge (W + scale B A)
+ * else holding the base weights. 0, or -1 with err. */
+int worker_export_model(const worker_t *w, int merge, model_t **out, char *err, size_t errlen);
+/* lora.export separate: base's tensors as st_export writes them (src, len: the ONNX bytes
+ * the model came from, NULL for a built-in one), then each adapter's A (rank, IN) and B
+ * (OUT, rank) under PEFT's names, into the safetensors file path. 0, or -1 with err. */
+int worker_export_separate(const worker_t *w, const model_t *base, const uint8_t *src, size_t len, const char *path,
+                           char *err, size_t errlen);
 
 #endif

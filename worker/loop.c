@@ -31,6 +31,8 @@
 #include "evalsample.h"
 #include "hash.h"
 #include "hostname.h"
+#include "init_weights.h"
+#include "lora.h"
 #include "memest.h"
 #include "modelfetch.h"
 #include "onnx_export.h"
@@ -160,6 +162,7 @@ static void sample_text(worker_t *w, metrics_record_t *r)
     if (!w->eval_sample) return;
     char err[512];
     worker_model_to_host(w);
+    if (w->lora_sample) model_lora_merge(w->model, w->lora_sample); /* generation reads merged weights */
     if (evalsample_run(w->eval_sample, r->eval_sample, sizeof r->eval_sample, err, sizeof err) != 0)
         fprintf(stderr, "pacer-worker: rank 0: eval_sample: %s\n", err);
 }
@@ -303,29 +306,48 @@ void worker_checkpoint_path(const worker_t *w, char *out, size_t len)
     snprintf(out, len, "%s/%s.ckpt", w->spec->checkpoint.dir, w->spec->name);
 }
 
+/* The ONNX bytes the model was imported from (an uploaded model's from the spec's loader, a
+ * file's read into *own, which the caller frees), or NULL for a built-in model. 0, or -1. */
+static int source_bytes(const job_spec_t *s, const uint8_t **src, size_t *len, uint8_t **own, char *err, size_t errlen)
+{
+    *src = *own = NULL;
+    *len = 0;
+    if (s->model_sha256[0]) return modelfetch_bytes(s->model_onnx, s->model_sha256, src, len, err, errlen);
+    if (s->model_onnx[0] && onnx_read_file(s->model_onnx, own, len, err, errlen) != 0) return -1;
+    *src = *own;
+    return 0;
+}
+
 int worker_export_onnx(const worker_t *w, const char *path, char *err, size_t errlen)
 {
-    const job_spec_t *s = w->spec;
-    if (s->model_sha256[0]) {
-        /* an uploaded model: its graph from the bytes the spec's loader read */
-        const uint8_t *src;
-        size_t len;
-        if (modelfetch_bytes(s->model_onnx, s->model_sha256, &src, &len, err, errlen) != 0) return -1;
-        return onnx_export_to_file(src, len, w->model, path, err, errlen);
-    }
-    return onnx_export_file(s->model_onnx, w->model, path, err, errlen);
+    const uint8_t *src;
+    uint8_t *own;
+    size_t len;
+    model_t *m;
+    if (worker_export_model(w, 1, &m, err, errlen) != 0) return -1;
+    int rc = source_bytes(w->spec, &src, &len, &own, err, errlen);
+    if (rc == 0)
+        rc = src ? onnx_export_to_file(src, len, m, path, err, errlen) : onnx_export_file(NULL, m, path, err, errlen);
+    free(own);
+    if (m != w->model) model_free(m);
+    return rc;
 }
 
 int worker_export_safetensors(const worker_t *w, const char *path, const st_out_t *o, char *err, size_t errlen)
 {
-    const job_spec_t *s = w->spec;
-    if (s->model_sha256[0]) {
-        const uint8_t *src;
-        size_t len;
-        if (modelfetch_bytes(s->model_onnx, s->model_sha256, &src, &len, err, errlen) != 0) return -1;
-        return st_export_to_file(src, len, w->model, o, path, err, errlen);
-    }
-    return st_export_file(s->model_onnx, w->model, o, path, err, errlen);
+    const uint8_t *src;
+    uint8_t *own;
+    size_t len;
+    model_t *m;
+    /* lora.export separate: the base weights, and the adapters apart */
+    const int merge = strcmp(w->spec->lora.export_, "separate") != 0;
+    if (worker_export_model(w, merge, &m, err, errlen) != 0) return -1;
+    int rc = source_bytes(w->spec, &src, &len, &own, err, errlen);
+    if (rc == 0 && m != w->model && !merge) rc = worker_export_separate(w, m, src, len, path, err, errlen);
+    else if (rc == 0) rc = st_export_to_file(src, len, m, o, path, err, errlen);
+    free(own);
+    if (m != w->model) model_free(m);
+    return rc;
 }
 
 int worker_save_checkpoint(worker_t *w, char *err, size_t errlen)

@@ -574,6 +574,9 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     if (rc != 0) return rc;
     if (gpt) model_gpt_init(m, spec->gpt.layers, spec->seed);
     else if (!onnx) model_init_params(m, spec->seed);
+    /* lora: the graph with its adapters replaces the model, before any copy is made of it */
+    if (spec->lora.targets[0] && worker_apply_lora(w, err, errlen) != 0) return -1;
+    m = w->model;
     /* The loss and the optimizer's state, before a device copy is made of the model. */
     m->label_smoothing = (float)spec->loss.label_smoothing;
     if (spec_is_adamw(spec) && model_alloc_moment2(m) != 0) {
@@ -625,6 +628,7 @@ void worker_teardown(worker_t *w)
     cuda_model_free(w->gpu);
     evalsample_free(w->eval_sample); /* reads the model's parameters: before them */
     json_decref(w->init_report);
+    model_free(w->lora_sample);
     model_free(w->model);
     sim_dataset_free(&w->train);
     sim_dataset_free(&w->test);

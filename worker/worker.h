@@ -100,6 +100,9 @@ typedef struct worker {
     model_t *model;
     /* rank 0 with the spec's eval_sample (worker/evalsample.h), else NULL */
     struct evalsample *eval_sample;
+    /* With the spec's lora and eval_sample: the model without adapters (model/lora.h's
+     * model_lora_base, batch 1) whose merged weights the sample reads, else NULL */
+    model_t *lora_sample;
 
     struct cuda_model *gpu;  /* the model's device copy (device cuda/auto), or NULL */
     int gpu_device;          /* its CUDA device index (valid when gpu) */

@@ -7,8 +7,8 @@
 # training are bit for bit the initial ones (--export-onnx-init), the summary counts only
 # the adapters as trainable, and the merged safetensors export holds the merged ONNX's
 # weights. Then generation: pacer-generate from a LoRA job's checkpoint gives the text its
-# eval_sample gave at that step (both from merged weights). Each bad lora field is refused
-# by name.
+# last eval_sample gave (both from merged weights), which differs from the first epoch's.
+# Each bad lora field is refused by name.
 . tests/lib.sh
 TEXT=/usr/share/common-licenses/GPL-3
 [ -r "$TEXT" ] || skip "$TEXT (Debian's base-files) is not here"
@@ -80,20 +80,25 @@ PY
 echo "ok: base weights bit for bit unchanged; PEFT's names in the separate export; only the adapters trainable"
 
 # ---- generation from merged weights: eval_sample and pacer-generate from the checkpoint ----
+# AdamW for 12 steps moves the adapters enough to change the greedy text: the first epoch's
+# sample and the last differ, so a sampler left on the initial weights would be seen.
 PROMPT=$(head -c 8 "$TMP/text/train.txt")
 jq --arg p "$PROMPT" --arg dir "$TMP/ck" \
-    '.name = "gen" | .epochs = 3 | .eval_sample = $p | .eval_sample_tokens = 12 | .lora.export = "merged" |
-     .checkpoint = {every_steps: 3, dir: $dir}' "$TMP/two.json" >"$TMP/gen.json"
+    '.name = "gen" | .epochs = 12 | .optimizer = {kind: "adamw", lr: 0.05} | .eval_sample = $p |
+     .eval_sample_tokens = 12 | .lora.export = "merged" | .checkpoint = {every_steps: 12, dir: $dir}' \
+    "$TMP/two.json" >"$TMP/gen.json"
 $WORKER --spec "$TMP/gen.json" --metrics "$TMP/gen.jsonl" >"$TMP/gen.log" 2>&1 ||
     { tail -5 "$TMP/gen.log"; fail "the LoRA job with eval_sample failed"; }
-sample=$(jq -r 'select(.kind == "epoch" and .rank == 0 and .epoch == 3) | .eval_sample' "$TMP/gen.jsonl")
+first=$(jq -r 'select(.kind == "epoch" and .rank == 0 and .epoch == 1) | .eval_sample' "$TMP/gen.jsonl")
+sample=$(jq -r 'select(.kind == "epoch" and .rank == 0 and .epoch == 12) | .eval_sample' "$TMP/gen.jsonl")
 [ -n "$sample" ] || fail "no eval_sample in the last epoch's record"
+[ "$first" != "$sample" ] || fail "eval_sample did not change in 12 steps ('$sample'): not the trained weights?"
 printf '%s' "$PROMPT" | "$BUILD/pacer-generate" --spec "$TMP/gen.json" --checkpoint-dir "$TMP/ck" \
     --max-tokens 12 --temperature 0 >"$TMP/gen.out" 2>"$TMP/gen.err" ||
     { cat "$TMP/gen.err"; fail "pacer-generate from the LoRA job's checkpoint failed"; }
 got=$(tail -1 "$TMP/gen.out" | jq -r .text)
-[ "$got" = "$sample" ] || fail "pacer-generate gave '$got', the job's eval_sample '$sample'"
-echo "ok: pacer-generate reads the LoRA job's checkpoint, and its greedy text is the eval_sample's: '$got'"
+[ "$got" = "$sample" ] || fail "pacer-generate gave '$got', the job's last eval_sample '$sample'"
+echo "ok: pacer-generate reads the LoRA job's checkpoint; its greedy text is the last eval_sample's, '$got' (the first: '$first')"
 
 # ---- refusals -----------------------------------------------------------------------------
 refused() { # JQ-EDIT MESSAGE

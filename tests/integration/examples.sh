@@ -1,7 +1,8 @@
 # Every spec in examples/ runs as README.md writes it, from a folder where `examples` is
 # the repository's (so relative paths resolve as from the repository's root and what the
 # runs write stays in $TMP): the language models in full (a GPT on the GPL 3 of Debian's
-# base-files, bytes as tokens, then pacer-generate from its checkpoint; the same text
+# base-files, bytes as tokens, then pacer-generate from its checkpoint; LoRA adapters on
+# its weights, and pacer-generate from their merged weights; the same text
 # through the BPE of examples/data/bpe; token shards written by `pacer tokenize`; ZeRO
 # stage 2 on 2 ranks under mpirun), each SUCCEEDING with a loss below a uniform guess; the
 # image specs for 3 steps each (their data sets must load, their fields parse); the ASHA
@@ -53,6 +54,15 @@ echo "This License" | "$G" --spec examples/gpt-licenses.json --checkpoint-dir ch
 jq -se 'last | .done == true and .tokens == 40 and (.text | length) > 0' gen.jsonl >/dev/null ||
     { tail -3 gen.jsonl; fail "pacer-generate gave no 40-token answer"; }
 echo "ok: pacer-generate continues \"This License\": $(jq -s 'last | .text' gen.jsonl)"
+lm gpt-lora
+seen="$seen gpt-lora"
+jq -e '.init.loaded > 0 and .trainable_parameters > 0 and .frozen_parameters > 10 * .trainable_parameters' \
+    gpt-lora.summary.json >/dev/null ||
+    fail "examples/gpt-lora.json: not adapters on gpt-licenses' weights: $(jq -c '{init, trainable_parameters, frozen_parameters}' gpt-lora.summary.json)"
+echo "This License" | "$G" --spec examples/gpt-lora.json --checkpoint-dir checkpoints --temperature 0 \
+    --max-tokens 20 >lora-gen.jsonl 2>lora-gen.err ||
+    { cat lora-gen.err; fail "pacer-generate from examples/gpt-lora.json's checkpoint failed"; }
+echo "ok: pacer-generate from the LoRA job's merged weights: $(jq -s 'last | .text' lora-gen.jsonl)"
 lm gpt-bf16
 seen="$seen gpt-bf16"
 jq -e '.precision == "bf16" and (.kernels.gemm | endswith("-bf16"))' gpt-bf16.summary.json >/dev/null ||

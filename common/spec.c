@@ -1976,6 +1976,9 @@ static char *spec_text(const job_spec_t *s, int for_hash, json_t **doc)
     if (for_hash && s->loss.label_smoothing == 0.0) json_object_del(root, "loss");
     /* Likewise without sync_batchnorm, as before it existed. */
     if (for_hash && !s->sync_batchnorm) json_object_del(root, "sync_batchnorm");
+    /* No lora (no targets: its other fields unused) is no lora object, in the hash as before
+     * it existed and in the text, which reads back the same (an empty targets is refused). */
+    if (!s->lora.targets[0]) json_object_del(root, "lora");
     /* One precision for the whole document: the largest any number needs to read back
      * exactly, so 0.01 prints as 0.01 rather than 0.010000000000000000208. */
     char *text = json_dumps(root, JSON_COMPACT | JSON_REAL_PRECISION(prec) | (for_hash ? JSON_SORT_KEYS : 0));

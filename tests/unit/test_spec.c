@@ -844,8 +844,9 @@ static void test_spec_hash(void **state)
     }
     /* model.onnx: the path, model.sha256 (the name is hashed); algorithm.shard.stage and split;
      * eval_sample and eval_sample_tokens; precision (the weights are float32 at either); the
-     * four init fields (a fresh run's starting weights: a resumed run has its own) */
-    assert_int_equal(nfree, 26);
+     * four init fields (a fresh run's starting weights: a resumed run has its own);
+     * lora.export (how exports write the adapters) */
+    assert_int_equal(nfree, 27);
     free(doc);
 }
 
@@ -1296,6 +1297,7 @@ static void test_to_json_is_normalised(void **state)
         if (strcmp(path, "model.onnx") == 0 || strcmp(path, "model.sha256") == 0) continue;
         if (strncmp(path, "model.gpt.", 10) == 0) continue;         /* {"gpt": {...}} only when given (test_gpt_spec) */
         if (strncmp(path, "dataset.tokenizer.", 18) == 0) continue; /* the bpe object only when given */
+        if (strncmp(path, "lora.", 5) == 0) continue; /* the lora object only with targets (test_lora_spec) */
         char quoted[80];
         snprintf(quoted, sizeof quoted, "\"%s\":", key);
         if (!strstr(text, quoted)) fail_msg("%s missing from %s", path, text);
@@ -1918,6 +1920,51 @@ static void test_memest_tokenized_text(void **state)
     rmdir(dir);
 }
 
+/* lora: read and written back; absent, no lora object (a spec hashes as before lora
+ * existed); an empty targets and the other fields without targets refused by name. */
+static void test_lora_spec(void **state)
+{
+    (void)state;
+    job_spec_t s, back, plain;
+    char err[512];
+    const char *base = "{\"model\":{\"gpt\":{\"layers\":1}},\"dataset\":{\"format\":\"text\",\"path\":\"/d\"}";
+    char text[1024];
+    snprintf(text, sizeof text,
+             "%s,\"lora\":{\"rank\":4,\"alpha\":16,\"dropout\":0.1,\"targets\":[\"*.c_attn.weight\",\"*.c_fc.weight\"],"
+             "\"export\":\"separate\"}}",
+             base);
+    parse_ok(text, &s);
+    assert_int_equal(s.lora.rank, 4);
+    assert_true(s.lora.alpha == 16 && s.lora.dropout == 0.1);
+    assert_string_equal(s.lora.targets, "*.c_attn.weight\n*.c_fc.weight");
+    assert_string_equal(s.lora.export_, "separate");
+    char *json = spec_to_json(&s);
+    assert_non_null(strstr(json, "\"targets\":[\"*.c_attn.weight\",\"*.c_fc.weight\"]"));
+    parse_ok(json, &back);
+    assert_true(spec_hash(&s) == spec_hash(&back));
+    free(json);
+    snprintf(text, sizeof text, "%s}", base);
+    parse_ok(text, &plain);
+    json = spec_to_json(&plain);
+    assert_null(strstr(json, "\"lora\""));
+    free(json);
+    assert_true(spec_hash(&s) != spec_hash(&plain));
+    static const char *const bad[][2] = {
+        {"{\"rank\":0,\"targets\":[\"a\"]}", "lora.rank: must be"},
+        {"{\"alpha\":0,\"targets\":[\"a\"]}", "lora.alpha: must be"},
+        {"{\"dropout\":1,\"targets\":[\"a\"]}", "lora.dropout: must be"},
+        {"{\"targets\":[]}", "lora.targets: an empty list"},
+        {"{\"targets\":[\"\"]}", "lora.targets: [0]: a glob of 1 to 127 bytes"},
+        {"{\"export\":\"fused\",\"targets\":[\"a\"]}", "lora.export: must be"},
+        {"{\"rank\":4}", "lora: lora.targets is missing"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, "%s,\"lora\":%s}", base, bad[i][0]);
+        if (spec_parse(text, &back, err, sizeof err) == 0) fail_msg("taken: %s", text);
+        if (!strstr(err, bad[i][1])) fail_msg("%s: '%s', want '%s'", text, err, bad[i][1]);
+    }
+}
+
 static void test_gpt_spec(void **state)
 {
     (void)state;
@@ -2244,6 +2291,7 @@ int main(void)
         cmocka_unit_test(test_sync_batchnorm),
         cmocka_unit_test(test_model_onnx),
         cmocka_unit_test(test_gpt_spec),
+        cmocka_unit_test(test_lora_spec),
         cmocka_unit_test(test_tokenizer_spec),
         cmocka_unit_test(test_memest_tokenized_text),
         cmocka_unit_test(test_model_uploaded),

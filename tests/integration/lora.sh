@@ -8,7 +8,9 @@
 # the adapters as trainable, and the merged safetensors export holds the merged ONNX's
 # weights. Then generation: pacer-generate from a LoRA job's checkpoint gives the text its
 # last eval_sample gave (both from merged weights), which differs from the first epoch's.
-# Each bad lora field is refused by name.
+# An imported ONNX model (torch's MLP: Gemm weights fc1.weight, fc2.weight) takes adapters
+# with dropout 0.1: base weights unchanged, merged export W + scale B A. Each bad lora
+# field is refused by name.
 . tests/lib.sh
 TEXT=/usr/share/common-licenses/GPL-3
 [ -r "$TEXT" ] || skip "$TEXT (Debian's base-files) is not here"
@@ -99,6 +101,65 @@ printf '%s' "$PROMPT" | "$BUILD/pacer-generate" --spec "$TMP/gen.json" --checkpo
 got=$(tail -1 "$TMP/gen.out" | jq -r .text)
 [ "$got" = "$sample" ] || fail "pacer-generate gave '$got', the job's last eval_sample '$sample'"
 echo "ok: pacer-generate reads the LoRA job's checkpoint; its greedy text is the last eval_sample's, '$got' (the first: '$first')"
+
+# ---- an imported model: torch's MLP as ONNX (Flatten, Gemm, Relu, Gemm), adapters with dropout --
+if [ -d "$PACER_SHARED/datasets/mnist" ]; then
+    $TORCH_PY - "$TMP/mlp.onnx" <<'PY' || fail "exporting torch's MLP to ONNX failed"
+import sys
+import torch
+import torch.nn as nn
+torch.manual_seed(0)
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(784, 32), nn.Linear(32, 10)
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x.flatten(1))))
+torch.onnx.export(Net(), torch.zeros(1, 1, 28, 28), sys.argv[1], input_names=["input"], output_names=["logits"],
+                  dynamic_axes={"input": {0: "b"}, "logits": {0: "b"}}, opset_version=13)
+PY
+    jq -n --arg onnx "$TMP/mlp.onnx" --arg p "$PACER_SHARED/datasets/mnist" \
+        '{model: {onnx: $onnx}, dataset: {name: "mnist", path: $p, train_subset: 1024, test_subset: 256},
+          algorithm: {name: "sgd"}, workers: 1, batch_size: 32, epochs: 1, seed: 3, device: "cpu",
+          optimizer: {lr: 0.05}, log_every: 0,
+          lora: {rank: 4, alpha: 4, dropout: 0.1, targets: ["fc*.weight"], export: "separate"}}' >"$TMP/mlp.json"
+    $WORKER --spec "$TMP/mlp.json" --summary "$TMP/mlp.summary.json" --export-onnx-init "$TMP/mlp-init.onnx" \
+        --export-onnx "$TMP/mlp-merged.onnx" --export-safetensors "$TMP/mlp.safetensors" >"$TMP/mlp.log" 2>&1 ||
+        { tail -5 "$TMP/mlp.log"; fail "LoRA on the imported MLP failed"; }
+    $TORCH_PY - "$TMP/mlp.safetensors" "$TMP/mlp-init.onnx" "$TMP/mlp-merged.onnx" "$TMP/mlp.summary.json" <<'PY' ||
+import json, sys
+import numpy as np
+import onnx
+from onnx import numpy_helper
+sys.path.insert(0, "tests/tools")
+import st_torch
+t, _ = st_torch.read(sys.argv[1])
+init = {x.name: numpy_helper.to_array(x) for x in onnx.load(sys.argv[2]).graph.initializer}
+merged = {x.name: numpy_helper.to_array(x) for x in onnx.load(sys.argv[3]).graph.initializer}
+bad = []
+for m, (IN, OUT) in (("fc1", (784, 32)), ("fc2", (32, 10))):
+    A, B = t["base_model.model.%s.lora_A.weight" % m], t["base_model.model.%s.lora_B.weight" % m]
+    W = t[m + ".weight"]
+    if A.shape != (4, IN) or B.shape != (OUT, 4) or not np.any(B):
+        bad.append("%s: A %s, B %s (max |B| %g)" % (m, A.shape, B.shape, np.abs(B).max()))
+    if init[m + ".weight"].tobytes() != W.tobytes():
+        bad.append("%s.weight moved" % m)
+    want = W.astype(np.float64) + (4 / 4) * (B.astype(np.float64) @ A.astype(np.float64))
+    mag = np.abs(W.astype(np.float64)) + np.abs(B.astype(np.float64)) @ np.abs(A.astype(np.float64))
+    if not np.all(np.abs(merged[m + ".weight"] - want) <= 2.0 ** -24 * np.abs(want) + 12 * 2.0 ** -53 * mag):
+        bad.append("%s: the merged weight is not W + scale B A" % m)
+s = json.load(open(sys.argv[4]))
+if s["trainable_parameters"] != 4 * (784 + 32) + 4 * (32 + 10):
+    bad.append("trainable_parameters %s" % s["trainable_parameters"])
+for b in bad:
+    print("lora (onnx): " + b)
+sys.exit(1 if bad else 0)
+PY
+        fail "LoRA on the imported MLP: exports wrong (above)"
+    echo "ok: an imported model's Gemm weights take adapters (dropout 0.1): base unchanged, merged W + scale B A"
+else
+    echo "skip (part): MNIST is not in $PACER_SHARED/datasets: no imported-model case"
+fi
 
 # ---- refusals -----------------------------------------------------------------------------
 refused() { # JQ-EDIT MESSAGE

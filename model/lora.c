@@ -100,24 +100,21 @@ static int build_apply(model_builder_t *b, void *ctx, char *err, size_t errlen)
     return 0;
 }
 
-/* Each glob of o's matches a product's weight: 0, or -1 with err naming the first that
- * does not, and some that would. */
-static int check_targets(const model_t *m, const lora_opts_t *o, char *err, size_t errlen)
+/* Each glob of o's matches a product's weight (pw: product_weight of each layer): 0, or -1
+ * with err naming the first that does not, and some that would. */
+static int check_targets(const model_t *m, const int *pw, const lora_opts_t *o, char *err, size_t errlen)
 {
     char g[FREEZE_GLOB_MAX];
     size_t at = 0;
     while (freeze_next(o->targets, &at, g)) {
         int hit = 0;
-        for (int i = 0; i < m->nlayers && !hit; i++) {
-            const int t = product_weight(m, i);
-            hit = t >= 0 && freeze_matches(g, m->tensors[t].name);
-        }
+        for (int i = 0; i < m->nlayers && !hit; i++) hit = pw[i] >= 0 && freeze_matches(g, m->tensors[pw[i]].name);
         if (hit) continue;
         char some[400] = "";
         size_t k = 0;
         int shown = 0;
         for (int i = 0; i < m->nlayers && shown < 4; i++) {
-            const int t = product_weight(m, i);
+            const int t = pw[i];
             if (t < 0 || k >= sizeof some) continue;
             k += (size_t)snprintf(some + k, sizeof some - k, "%s%s", shown ? ", " : "", m->tensors[t].name);
             shown++;
@@ -139,7 +136,6 @@ int model_lora_apply(const model_t *base, const lora_opts_t *o, model_t **out, c
         return snprintf(err, errlen, "lora: rank 1..%d, alpha > 0, dropout in [0, 1) and targets are required",
                         LORA_MAX_RANK),
                -1;
-    if (check_targets(base, o, err, errlen) != 0) return -1;
     apply_ctx_t c = {.src = base, .o = o};
     int *target = malloc((size_t)base->nlayers * sizeof *target);
     c.map = malloc((size_t)base->nlayers * sizeof *c.map);
@@ -150,9 +146,11 @@ int model_lora_apply(const model_t *base, const lora_opts_t *o, model_t **out, c
         snprintf(err, errlen, "lora: out of memory");
         goto out;
     }
+    for (int i = 0; i < base->nlayers; i++) target[i] = product_weight(base, i);
+    if (check_targets(base, target, o, err, errlen) != 0) goto out;
     c.target = target;
     for (int i = 0; i < base->nlayers; i++) {
-        const int t = product_weight(base, i);
+        const int t = target[i];
         char name[MODEL_TENSOR_NAME_MAX];
         target[i] = t >= 0 && freeze_matches(o->targets, base->tensors[t].name) ? t : -1;
         if (target[i] >= 0 && adapter_name(base->tensors[t].name, 'A', name, sizeof name) != 0) {

@@ -56,7 +56,9 @@ jq -se 'last | .done == true and .tokens == 40 and (.text | length) > 0' gen.jso
 echo "ok: pacer-generate continues \"This License\": $(jq -s 'last | .text' gen.jsonl)"
 lm gpt-lora
 seen="$seen gpt-lora"
-jq -e '.init.loaded > 0 and .trainable_parameters > 0 and .frozen_parameters > 10 * .trainable_parameters' \
+# rank 8 on 4 products of each of 2 blocks of width 64: 8 (IN + OUT) each, 64+192, 64+64,
+# 64+256, 256+64: 8192 a block
+jq -e '.init.loaded > 0 and .trainable_parameters == 16384 and .frozen_parameters > .trainable_parameters' \
     gpt-lora.summary.json >/dev/null ||
     fail "examples/gpt-lora.json: not adapters on gpt-licenses' weights: $(jq -c '{init, trainable_parameters, frozen_parameters}' gpt-lora.summary.json)"
 echo "This License" | "$G" --spec examples/gpt-lora.json --checkpoint-dir checkpoints --temperature 0 \

@@ -70,6 +70,7 @@ IMG_LIBS    := -lpng16 -ljpeg
 # does not compile. Arrows point down (docs/ARCHITECTURE.md draws them):
 #   worker -> model -> kernels;  daemon -> http -> coordinator -> common;  worker -> common
 #   sim -> worker (the simulated cluster's tools and the worker's SMPI hooks, sim/sim.mk)
+#   generate -> worker (pacer-generate: a job's checkpoint, as a rank reads it)
 # `make check-layers` (run by tests/integration/include_layers.sh) proves it.
 INC_common      = -Icommon
 INC_kernels     = -Ikernels/cpu
@@ -84,6 +85,7 @@ INC_http        = -Ihttp -Icoordinator -Icommon
 INC_daemon      = -Ihttp -Icoordinator -Icommon
 INC_cli         = -Icli -Icommon
 INC_sim         = -Isim -Iworker -Imodel -Ikernels/cpu -Icommon
+INC_generate    = -Igenerate -Iworker -Imodel -Ikernels/cpu -Icommon
 INC_tests       = -Itests/unit -Ikernels/ref -Icli -Ihttp -Icoordinator -Isim -Iworker -Imodel -Ikernels/cpu -Icommon
 INC_tools       = $(INC_worker)
 INC_bench       = $(INC_worker)
@@ -103,6 +105,7 @@ $(BUILD)/obj/http/%.o:        INCLUDES = $(INC_http)
 $(BUILD)/obj/daemon/%.o:      INCLUDES = $(INC_daemon)
 $(BUILD)/obj/cli/%.o:         INCLUDES = $(INC_cli)
 $(BUILD)/obj/sim/%.o:         INCLUDES = $(INC_sim)
+$(BUILD)/obj/generate/%.o:    INCLUDES = $(INC_generate) $(EXT_worker)
 $(BUILD)/obj/tests/unit/%.o:  INCLUDES = $(INC_tests) $(EXT_worker)
 $(BUILD)/obj/tests/tools/%.o: INCLUDES = $(INC_tools) $(EXT_worker)
 $(BUILD)/obj/bench/%.o:       INCLUDES = $(INC_bench) $(EXT_worker)
@@ -159,7 +162,7 @@ COMMON_SRC  := $(wildcard common/*.c)
 KERNELS_SRC := $(wildcard kernels/cpu/*.c)
 REF_SRC     := $(wildcard kernels/ref/*.c)
 MODEL_SRC   := $(wildcard model/*.c model/onnx/*.c)
-WORKER_SRC  := $(filter-out worker/main.c worker/generate_main.c,$(wildcard worker/*.c))
+WORKER_SRC  := $(filter-out worker/main.c,$(wildcard worker/*.c))
 COORD_SRC   := $(wildcard coordinator/*.c)
 HTTP_SRC    := $(wildcard http/*.c)
 CUDA_SRC    := $(wildcard kernels/cuda/*.cu) $(wildcard model/*.cu)
@@ -284,8 +287,9 @@ $(BUILD)/obj/common/catalog.o: INCLUDES = $(INC_common) -I$(BUILD)/gen
 $(BUILD)/pacer-worker: $(call obj,worker/main.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) | $(CUDA_SO)
 	$(CC) $(LDFLAGS) $< -o $@ $(WORKER_LIBS)
 
-# Generation from a job's checkpoint, a process of its own (the coordinator spawns it).
-$(BUILD)/pacer-generate: $(call obj,worker/generate_main.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON)
+# Generation from a job's checkpoint, a process of its own (the coordinator spawns it):
+# generate/, a room above the worker's (it reads checkpoints and uploaded models as a rank does).
+$(BUILD)/pacer-generate: $(call obj,generate/main.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON)
 	$(CC) $(LDFLAGS) $< -o $@ $(WORKER_LIBS)
 
 $(BUILD)/libpacer_cuda.so: $(CUDA_OBJ)
@@ -382,11 +386,13 @@ LAYER_REFUSED = kernels:model.h:model kernels:rng.h:common kernels_cuda:model.h:
                 worker:coordinator.h:coordinator worker:jobstore.h:coordinator worker:server.h:http \
                 worker:launcher.h:coordinator \
                 worker:platform.h:sim worker:cost.h:sim common:platform.h:sim model:sim.h:worker \
-                coordinator:platform.h:sim sim:coordinator.h:coordinator sim:server.h:http
+                coordinator:platform.h:sim sim:coordinator.h:coordinator sim:server.h:http \
+                generate:coordinator.h:coordinator generate:platform.h:sim
 LAYER_ALLOWED = kernels:ops.h kernels_ref:ops.h tests:ref.h model:ops.h model:rng.h worker:model.h worker:ops.h worker:spec.h \
                 worker:redis_url.h worker:hostname.h coordinator:spec.h coordinator:redis_url.h \
                 coordinator:hostname.h http:coordinator.h http:clog.h daemon:server.h daemon:coordinator.h \
-                worker:sim.h sim:sim.h sim:redis_report.h sim:model.h sim:spec.h
+                worker:sim.h sim:sim.h sim:redis_report.h sim:model.h sim:spec.h \
+                generate:checkpoint.h generate:generate.h generate:tokenizer.h
 layer_cc = printf '\043include "%s"\n' $(2) | $(CC) -std=c11 -D_GNU_SOURCE -x c -fsyntax-only $(INC_$(1)) $(EXT_$(1)) - 2>&1
 define layer_refused
 if ! $(call layer_cc,$(3),$(2)) >/dev/null; then echo "check-layers: $(2) does not compile in its own room, $(3)"; fail=1; \

@@ -1,6 +1,6 @@
 /* coordinator/textgen.h - POST /api/v1/jobs/{id}/generate's coordinator half: the request's
- * fields, bounded and refused by name, and the pacer-generate process (worker/generate_main.c,
- * next to the worker) that answers it. The coordinator never loads a model: the process has
+ * fields, bounded and refused by name, and the pacer-generate process (generate/main.c,
+ * a room of its own above the worker) that answers it. The coordinator never loads a model: the process has
  * its own bounded memory and CPU time, and prints one JSON line per token and a summary,
  * which the HTTP layer relays (a JSON answer or server-sent events). */
 #ifndef PACER_COORD_TEXTGEN_H

@@ -31,8 +31,7 @@ HAVE_SMPI        := $(shell command -v $(SMPICC) >/dev/null 2>&1 && echo yes || 
 SIM_PLAIN_WORKER := worker/metrics.c worker/redis_report.c
 
 # worker/sim.h (the worker's hooks) is the worker's own header; sim/ implements it.
-# pacer-generate's main (worker/generate_main.c) is a program of its own, not the worker's.
-SIM_SMPI_SRC  := $(filter-out $(SIM_PLAIN_WORKER) worker/generate_main.c,$(wildcard worker/*.c model/*.c model/onnx/*.c)) \
+SIM_SMPI_SRC  := $(filter-out $(SIM_PLAIN_WORKER),$(wildcard worker/*.c model/*.c model/onnx/*.c)) \
                  sim/sim_worker.c sim/cost.c
 SIM_PLAIN_SRC := common/clock.c $(SIM_PLAIN_WORKER) sim/clock_sim.c
 SIM_PIC_SRC   := $(filter-out common/clock.c,$(COMMON_SRC)) $(KERNELS_SRC)

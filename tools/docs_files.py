@@ -9,7 +9,7 @@ from the list or listed but gone, so the list cannot fall behind the tree unseen
 import os, re, subprocess, sys
 
 ROOMS = ['kernels/cpu', 'kernels/cuda', 'kernels/ref', 'model', 'model/onnx', 'worker', 'common',
-         'coordinator', 'http', 'daemon', 'cli', 'sim', 'tools']
+         'coordinator', 'http', 'daemon', 'cli', 'sim', 'generate', 'tools']
 EXTS = ('.c', '.h', '.cu', '.py', '.inc', '.sh')
 
 

@@ -1,4 +1,4 @@
-/* worker/generate_main.c - pacer-generate: text from a job's checkpoint, in a process of its
+/* generate/main.c - pacer-generate: text from a job's checkpoint, in a process of its
  * own so that a model never grows the coordinator (which spawns it for
  * POST /api/v1/jobs/{id}/generate).
  *

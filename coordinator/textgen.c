@@ -19,6 +19,7 @@
 
 #include "coord_internal.h"
 #include "jsonbody.h"
+#include "modelstore.h"
 
 extern char **environ;
 
@@ -134,9 +135,10 @@ void genreq_free(genreq_t *r)
     r->prompt = NULL;
 }
 
-/* argv of pacer-generate for r into buf's strings (args holds 24 pointers). */
-static void build_argv(const char *bin, const char *spec, const char *ckdir, const genreq_t *r, char num[4][32],
-                       char lim[2][32], const char **args)
+/* argv of pacer-generate for r into buf's strings (args holds 24 pointers); models_dir
+ * NULL but for an uploaded model's job. */
+static void build_argv(const char *bin, const char *spec, const char *ckdir, const genreq_t *r, const char *models_dir,
+                       char num[4][32], char lim[2][32], const char **args)
 {
     snprintf(num[0], 32, "%d", r->max_tokens);
     snprintf(num[1], 32, "%.17g", r->temperature);
@@ -156,7 +158,10 @@ static void build_argv(const char *bin, const char *spec, const char *ckdir, con
                        lim[1],        NULL,
                        NULL,          NULL};
     memcpy(args, a, sizeof a);
-    if (r->precision[0]) args[19] = "--precision", args[20] = r->precision;
+    int n = 19;
+    if (r->precision[0]) args[n++] = "--precision", args[n++] = r->precision;
+    if (models_dir) args[n++] = "--models-dir", args[n++] = models_dir;
+    args[n] = NULL;
 }
 
 static int spawn(const char *const *argv, int in_fd, int out_fd, pid_t *pid, char *err, size_t errlen)
@@ -185,14 +190,17 @@ static int spawn(const char *const *argv, int in_fd, int out_fd, pid_t *pid, cha
     return rc == 0 ? 0 : -1;
 }
 
-/* The uploaded model's name when the spec at path trains one ("model": {"onnx": NAME}): 1,
- * else 0. pacer-generate turns prompts into tokens for built-in GPTs alone, and cannot even
- * resolve an upload's name (the coordinator's catalog holds it, not the process). */
-static int imported_model(const char *path, char *name, size_t len)
+/* Whether the spec at path trains an uploaded model ("model": {"onnx": NAME}), its name into
+ * name, and on a data set of text or token ids (*text): an imported language model
+ * generates (pacer-generate finds it in the models directory as a worker does); one on
+ * images has no tokens to turn a prompt into. */
+static int imported_model(const char *path, char *name, size_t len, int *text)
 {
     json_t *spec = json_load_file(path, 0, NULL);
     const json_t *model = json_object_get(spec, "model");
     const char *onnx = json_string_value(json_object_get(model, "onnx"));
+    const char *format = json_string_value(json_object_get(json_object_get(spec, "dataset"), "format"));
+    *text = format && (strcmp(format, "text") == 0 || strcmp(format, "tokens") == 0);
     if (onnx) snprintf(name, len, "%s", onnx);
     json_decref(spec);
     return onnx != NULL;
@@ -209,17 +217,20 @@ int coord_generate_start(coordinator_t *c, const char *id, const genreq_t *r, ge
         snprintf(err, errlen, "job %s has not started: it has no checkpoint to generate from", id);
         return COORD_ESTATE;
     }
-    char model[128];
-    if (imported_model(spec, model, sizeof model)) {
+    char model[128], models[PATH_MAX];
+    int text = 0;
+    const int imported = imported_model(spec, model, sizeof model, &text);
+    if (imported && !text) {
         snprintf(err, errlen,
-                 "job %s trains the uploaded ONNX model %s: text is generated from built-in GPT models "
-                 "(\"model\": {\"gpt\": {...}}) only; imported language models cannot generate yet",
+                 "job %s trains the uploaded ONNX model %s on a data set that is neither text nor tokens: "
+                 "it is no language model, and nothing turns a prompt into its input",
                  id, model);
         return COORD_GENERATE_IMPORTED;
     }
+    if (imported) modelstore_dir(c, models, sizeof models);
     snprintf(dir, sizeof dir, "%s", c->worker);
     snprintf(bin, sizeof bin, "%s/pacer-generate", dirname(dir));
-    build_argv(bin, spec, ckdir, r, num, lim, argv);
+    build_argv(bin, spec, ckdir, r, imported ? models : NULL, num, lim, argv);
     int in[2] = {-1, -1}, out[2] = {-1, -1};
     if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) {
         snprintf(err, errlen, "pipe: %s", strerror(errno));

@@ -48,7 +48,7 @@ typedef struct {
 /* Starts pacer-generate on job id's spec and checkpoints with r, the prompt written to its
  * stdin. COORD_OK; COORD_ESTATE with err for a job that has not started (no spec yet:
  * nothing to generate from); COORD_GENERATE_IMPORTED with err, before any process starts,
- * for a job whose model is an uploaded ONNX file (pacer-generate runs built-in GPTs only);
+ * for a job whose model is an uploaded ONNX file trained on images (no language model);
  * COORD_EINTERNAL with err. */
 #define COORD_GENERATE_IMPORTED 1
 int coord_generate_start(coordinator_t *c, const char *id, const genreq_t *r, genproc_t *p, char *err, size_t errlen);

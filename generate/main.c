@@ -4,7 +4,12 @@
  *
  *   pacer-generate --spec SPEC --checkpoint-dir DIR [--checkpoint latest|best|FILE]
  *                  [--max-tokens N] [--temperature T] [--top-k K] [--seed S]
- *                  [--max-memory-mb M] [--max-seconds S]      (the prompt on stdin)
+ *                  [--max-memory-mb M] [--max-seconds S] [--models-dir DIR]
+ *                  (the prompt on stdin)
+ *
+ * The job's model is the built-in GPT (model/generate.h's cached forward) or an imported
+ * language model (an ONNX file, or an upload found in --models-dir as the worker finds it,
+ * worker/modelfetch.h), run through its own graph.
  *
  * Its address space and CPU time are bounded (setrlimit) before anything is read. It prints
  * one JSON line per token as it comes, {"token": ID, "text": "..."} (the text the token
@@ -29,6 +34,8 @@
 #include "gpt.h"
 #include "lora.h"
 #include "matmul.h"
+#include "modelfetch.h"
+#include "onnx_import.h"
 #include "numarg.h"
 #include "spec.h"
 #include "tokenizer.h"
@@ -40,6 +47,7 @@
 
 typedef struct {
     const char *spec, *dir, *checkpoint;
+    const char *models_dir; /* uploaded models: DIR/SHA256.onnx */
     gen_opts_t o;
     long memory_mb, seconds;
     const char *precision; /* fp32 | bf16; NULL: the job's spec's */
@@ -62,7 +70,7 @@ static int usage(void)
     fprintf(stderr,
             "usage: pacer-generate --spec SPEC --checkpoint-dir DIR [--checkpoint latest|best|FILE]\n"
             "       [--max-tokens 1..%d] [--temperature 0..%g] [--top-k 0..%d] [--seed S]\n"
-            "       [--max-memory-mb M] [--max-seconds S] [--precision fp32|bf16]\n"
+            "       [--max-memory-mb M] [--max-seconds S] [--precision fp32|bf16] [--models-dir DIR]\n"
             "       (the prompt on stdin, at most %d bytes; the precision defaults to the job's)\n",
             GEN_MAX_TOKENS, GEN_MAX_TEMPERATURE, GEN_MAX_TOP_K, GENERATE_MAX_PROMPT_BYTES);
     return GENERATE_EXIT_BAD;
@@ -77,6 +85,7 @@ static int set_option(gen_args_t *a, const char *k, const char *v, char *err, si
     if (strcmp(k, "--spec") == 0) a->spec = v;
     else if (strcmp(k, "--checkpoint-dir") == 0) a->dir = v;
     else if (strcmp(k, "--checkpoint") == 0) a->checkpoint = v;
+    else if (strcmp(k, "--models-dir") == 0) a->models_dir = v;
     else if (strcmp(k, "--max-tokens") == 0) rc = numarg_long(v, 1, GEN_MAX_TOKENS, &n), a->o.max_tokens = (int)n;
     else if (strcmp(k, "--temperature") == 0) rc = numarg_double(v, 0, GEN_MAX_TEMPERATURE, &d), a->o.temperature = d;
     else if (strcmp(k, "--top-k") == 0) rc = numarg_long(v, 0, GEN_MAX_TOP_K, &n), a->o.top_k = (int)n;
@@ -159,19 +168,11 @@ static int resolve_checkpoint(const char *dir, const char *name, const char *whi
     return rc;
 }
 
-/* The GPT of the job's spec, its weights from path, and the tokenizer beside it. */
-static int load_model(const job_spec_t *spec, const char *path, model_t **m, model_gpt_t *g, tokenizer_t **tok,
-                      char *err, size_t errlen)
+/* The built-in GPT of the job's spec, sized as the worker sized it. */
+static int create_gpt(const job_spec_t *spec, const tokenizer_t *tok, model_t **m, model_gpt_t *g, char *err,
+                      size_t errlen)
 {
     char why[1024];
-    if (!spec_model_is_gpt(spec) || !spec_dataset_is_text(spec)) {
-        snprintf(err, errlen, "the job is not a GPT on a text data set: nothing turns a prompt into its tokens");
-        return GENERATE_EXIT_CONFLICT;
-    }
-    if (!(*tok = tokenizer_load_for_checkpoint(path, why, sizeof why))) {
-        snprintf(err, errlen, "the job's tokenizer: %s", why);
-        return 1;
-    }
     *g = (model_gpt_t){.layers = spec->gpt.layers,
                        .heads = spec->gpt.heads,
                        .embd = spec->gpt.embd,
@@ -181,12 +182,62 @@ static int load_model(const job_spec_t *spec, const char *path, model_t **m, mod
                        /* as the worker sized it: a token data set's vocab_size, else the tokenizer's */
                        .vocab = spec->gpt.vocab_size       ? spec->gpt.vocab_size
                                 : spec->dataset.vocab_size ? spec->dataset.vocab_size
-                                                           : tokenizer_vocab_size(*tok),
+                                                           : tokenizer_vocab_size(tok),
                        .bias = spec->gpt.bias,
                        .tie = spec->gpt.tie_embeddings};
     if (model_create_gpt(spec->model, g, 1, m, why, sizeof why) != 0) {
         snprintf(err, errlen, "the job's model: %s", why);
         return 1;
+    }
+    return 0;
+}
+
+/* The imported model of the job's spec (an upload's bytes, else its file), one window at a
+ * time; a graph that is no language model is the job's kind, not the request's fault. */
+static int import_model(const job_spec_t *spec, model_t **m, char *err, size_t errlen)
+{
+    char why[1024];
+    const uint8_t *bytes;
+    size_t n;
+    int rc = spec->model_sha256[0] ? modelfetch_bytes(spec->model_onnx, spec->model_sha256, &bytes, &n, why, sizeof why)
+                                   : 0;
+    if (rc == 0)
+        rc = spec->model_sha256[0] ? onnx_import_buffer(bytes, n, spec->model, 1, m, why, sizeof why)
+                                   : onnx_import_file(spec->model_onnx, spec->model, 1, m, why, sizeof why);
+    if (rc != 0) {
+        snprintf(err, errlen, "the job's model: %s", why);
+        return 1;
+    }
+    if (gen_graph_check(*m, why, sizeof why) != 0) {
+        snprintf(err, errlen, "%s", why);
+        return GENERATE_EXIT_CONFLICT;
+    }
+    return 0;
+}
+
+/* The model of the job's spec (g->layers 0 for an imported one), its weights from path, and
+ * the tokenizer beside it. */
+static int load_model(const job_spec_t *spec, const char *path, model_t **m, model_gpt_t *g, tokenizer_t **tok,
+                      char *err, size_t errlen)
+{
+    char why[1024];
+    const int onnx = spec->model_onnx[0] != '\0';
+    if ((!onnx && !spec_model_is_gpt(spec)) || !spec_dataset_is_text(spec)) {
+        snprintf(err, errlen,
+                 "the job is not a language model on a text data set: nothing turns a prompt into its tokens");
+        return GENERATE_EXIT_CONFLICT;
+    }
+    if (!(*tok = tokenizer_load_for_checkpoint(path, why, sizeof why))) {
+        snprintf(err, errlen, "the job's tokenizer: %s", why);
+        return 1;
+    }
+    *g = (model_gpt_t){0};
+    if (onnx) {
+        const int rc = import_model(spec, m, err, errlen);
+        if (rc != 0) return rc;
+    } else {
+        const int rc = create_gpt(spec, *tok, m, g, err, errlen);
+        if (rc != 0) return rc;
     }
     /* a lora job's checkpoint holds its graph with adapters: generation reads the merged
      * weights of the graph without them (model/lora.h) */
@@ -311,7 +362,8 @@ static int generate(const gen_args_t *a, model_t *m, const model_gpt_t *g, const
     int rc = 1;
     if (n == 0) rc = fail(GENERATE_EXIT_BAD, "prompt: empty (at least one token is needed to start from)");
     else if (!s.ids || !out) rc = fail(1, "out of memory");
-    else if (gen_open(m, g, &gs, err, sizeof err) != 0) rc = fail(1, err);
+    else if ((g->layers ? gen_open(m, g, &gs, err, sizeof err) : gen_open_graph(m, &gs, err, sizeof err)) != 0)
+        rc = fail(1, err);
     else {
         const double t0 = now_s();
         gen_opts_t o = a->o;
@@ -343,6 +395,9 @@ int main(int argc, char **argv)
         snprintf(err, sizeof err, "prompt: longer than %d bytes", GENERATE_MAX_PROMPT_BYTES);
         return fail(GENERATE_EXIT_BAD, err);
     }
+    /* an uploaded model is found as a rank finds it, imported while the spec is read */
+    modelfetch_configure(a.models_dir, NULL, NULL);
+    spec_set_onnx_loader(modelfetch_loader);
     if (spec_load_file(a.spec, spec, err, sizeof err) != 0) return fail(1, err);
     /* the matrix products' precision (kernels/cpu/matmul.h): the job's unless asked */
     mm_precision_t prec = MM_FP32;

@@ -423,8 +423,8 @@ static int start_failed(http_req_t *rq, int code, const char *err)
         return handler_problem(rq, problem_new(409, "nothing-to-generate-from", "Nothing to generate from", err, NULL,
                                                NULL));
     if (code == COORD_GENERATE_IMPORTED)
-        return handler_problem(rq,
-                               problem_new(409, "imported-model", "Generation needs a built-in GPT", err, NULL, NULL));
+        return handler_problem(rq, problem_new(409, "imported-model", "Generation needs a language model", err, NULL,
+                                               NULL));
     return handler_coord_error(rq, code, err);
 }
 

@@ -24,6 +24,11 @@ struct gen_state {
     /* GEN_ROWS positions at once (a prompt's chunk): (rows, embd), (rows, 3 embd), ... */
     float *x, *h, *qkv, *y, *mlp, *act, *scores, *logits;
     int pos;
+    /* a language-model graph (gen_open_graph): no cache; the window's ids as the graph's
+     * float input, and labels the loss it computes along reads (never used) */
+    model_t *graph;
+    float *window;
+    int32_t *labels;
 };
 
 /* The parameter tensor name of count floats, or NULL with err (a bias the model lacks is
@@ -138,6 +143,8 @@ void gen_close(gen_state_t *s)
     free(s->act);
     free(s->scores);
     free(s->logits);
+    free(s->window);
+    free(s->labels);
     free(s);
 }
 
@@ -222,9 +229,67 @@ static void block_forward(gen_state_t *s, int l, int rows)
     for (size_t i = 0; i < n; i++) s->x[i] += s->h[i];
 }
 
+int gen_graph_check(const model_t *m, char *err, size_t errlen)
+{
+    int embeds = 0;
+    for (int i = 0; i < m->nlayers; i++) embeds |= m->layers[i].in == -1 && m->layers[i].kind == LAYER_EMBED;
+    if (!embeds || m->H != 1 || m->W != 1 || m->positions != m->C || m->C < 1 || m->num_classes < 2) {
+        snprintf(err, errlen,
+                 "generation: model %s is no language model (token ids (N, T) in, logits (N, T, vocabulary) out): "
+                 "it takes %dx%dx%d and gives %d position(s) of %d",
+                 m->name, m->C, m->H, m->W, m->positions, m->num_classes);
+        return -1;
+    }
+    return 0;
+}
+
+int gen_open_graph(model_t *m, gen_state_t **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (gen_graph_check(m, err, errlen) != 0) return -1;
+    gen_state_t *s = calloc(1, sizeof *s);
+    const size_t T = (size_t)m->C;
+    if (s) {
+        s->graph = m;
+        s->g = (model_gpt_t){.block = m->C, .vocab = m->num_classes};
+        s->window = calloc(T, sizeof(float));
+        s->labels = calloc(T, sizeof(int32_t));
+    }
+    if (!s || !s->window || !s->labels) {
+        gen_close(s);
+        snprintf(err, errlen, "generation: out of memory for a window of %zu positions", T);
+        return -1;
+    }
+    *out = s;
+    return 0;
+}
+
+/* rows ids appended to the window, then the graph's forward over the whole window (the
+ * positions past it hold id 0: a causal model's logits at the last id do not read them),
+ * the last id's logits into *logits. */
+static int graph_feed(gen_state_t *s, const uint32_t *ids, int rows, const float **logits, char *err, size_t errlen)
+{
+    for (int r = 0; r < rows; r++)
+        if (ids[r] >= (uint32_t)s->g.vocab) {
+            snprintf(err, errlen, "generation: token id %u is outside the vocabulary (%d)", ids[r], s->g.vocab);
+            return -1;
+        }
+    if (s->pos + rows > s->g.block) {
+        snprintf(err, errlen, "generation: the window of %d positions is full", s->g.block);
+        return -1;
+    }
+    for (int r = 0; r < rows; r++) s->window[s->pos + r] = (float)ids[r];
+    s->pos += rows;
+    for (int t = s->pos; t < s->g.block; t++) s->window[t] = 0.0f;
+    model_forward(s->graph, s->window, s->labels, 1, 0);
+    *logits = model_logits(s->graph) + (size_t)(s->pos - 1) * (size_t)s->g.vocab;
+    return 0;
+}
+
 /* rows (1..GEN_ROWS) tokens at the next positions; the last one's logits into *logits. */
 static int feed_rows(gen_state_t *s, const uint32_t *ids, int rows, const float **logits, char *err, size_t errlen)
 {
+    if (s->graph) return graph_feed(s, ids, rows, logits, err, errlen);
     const int E = s->g.embd;
     for (int r = 0; r < rows; r++)
         if (ids[r] >= (uint32_t)s->g.vocab) {
@@ -303,8 +368,10 @@ uint32_t gen_sample(const float *logits, int V, double temperature, int top_k, r
 static int prefill(gen_state_t *s, const uint32_t *ids, size_t n, const float **logits, char *err, size_t errlen)
 {
     gen_reset(s);
-    for (size_t i = 0; i < n; i += GEN_ROWS) {
-        const int rows = n - i < GEN_ROWS ? (int)(n - i) : GEN_ROWS;
+    /* a graph computes the whole window per call: the prompt at once (n <= block) */
+    const size_t chunk = s->graph ? n : GEN_ROWS;
+    for (size_t i = 0; i < n; i += chunk) {
+        const int rows = n - i < chunk ? (int)(n - i) : (int)chunk;
         if (feed_rows(s, ids + i, rows, logits, err, errlen) != 0) return -1;
     }
     return 0;

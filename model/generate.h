@@ -1,5 +1,6 @@
 /* model/generate.h - text generation from a trained GPT (model/gpt.h): an incremental
- * forward pass with a key/value cache, and the sampling rule.
+ * forward pass with a key/value cache; from any other language-model graph, its own forward
+ * over the window; and the sampling rule.
  *
  * The training graph computes a whole window of block positions per sample; generating
  * token by token through it would cost the whole window per token. gen_feed instead runs one
@@ -12,6 +13,13 @@
  * token is computed from the last block tokens (the newest included) re-fed into an empty cache, which is
  * exactly nanoGPT's generate (idx[:, -block_size:] each step), so the tokens are the same as
  * recomputing the window; only then does a token cost a window.
+ *
+ * Any other language model (gen_open_graph: an imported ONNX graph whose input is a window of
+ * T token ids and whose output is per-position logits over its vocabulary) generates through
+ * the model's own forward, model_forward, the graph the worker trains, with no cache: each
+ * token recomputes the window, its ids at positions 0.. and id 0 past them (a causal model's
+ * logits at the last id do not read those), cropped to the last T ids as above. The tokens
+ * are nanoGPT's generate's from the same weights; a token costs a window's forward.
  *
  * Sampling rule (gen_sample), deterministic for a seed:
  *   temperature 0: the id of the largest logit (the lowest id on ties): greedy decoding.
@@ -41,6 +49,12 @@ typedef struct gen_state gen_state_t;
 /* A generator over m (a GPT of shape g, its parameters loaded; m must outlive it): its cache
  * and scratch. 0, or -1 with err naming the tensor that is missing or of the wrong size. */
 int gen_open(const model_t *m, const model_gpt_t *g, gen_state_t **out, char *err, size_t errlen);
+/* A generator over the language-model graph m (gen_graph_check; m must outlive it, and its
+ * activations are the generator's while it lives). 0, or -1 with err. */
+int gen_open_graph(model_t *m, gen_state_t **out, char *err, size_t errlen);
+/* Whether m is a language model gen_open_graph can run: token ids (an embedding of the input)
+ * of T positions in, T positions of logits out. 0, or -1 with err saying what it takes. */
+int gen_graph_check(const model_t *m, char *err, size_t errlen);
 void gen_close(gen_state_t *s);
 /* Empties the cache: the next token fed is at position 0. */
 void gen_reset(gen_state_t *s);

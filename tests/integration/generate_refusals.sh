@@ -1,9 +1,9 @@
 # What POST /api/v1/jobs/{id}/generate and the drain refuse, each by its message, on a
 # coordinator whose one host is this machine; the data are generated (IDX, no data set).
-#   - a job that trains an uploaded ONNX model (PUT /api/v1/models/NAME, "model": {"onnx":
-#     NAME}; the model is pacer-worker's own export of a LeNet-5) has no language model to
-#     generate from: 409 imported-model, said before any pacer-generate starts (it used to
-#     be a 500 "generation-failed", pacer-generate unable to resolve the name);
+#   - a job that trains an uploaded ONNX model on images (PUT /api/v1/models/NAME, "model":
+#     {"onnx": NAME}; the model is pacer-worker's own export of a LeNet-5) has no language
+#     model to generate from: 409 imported-model, said before any pacer-generate starts (an
+#     imported language model on text generates: onnx_gpt_generate.sh);
 #   - a job submitted right after a drain of the only host answered stays QUEUED: never
 #     placed on the drained host (the tick read the drains once a second, and a job
 #     submitted 21 ms after the answer was placed there); three rounds of drain, submit,
@@ -33,7 +33,7 @@ jq -n --arg data "$TMP/root/digits" '{name: "imported", model: {onnx: "tiny-lene
 ok 201 "$ADMIN" POST /api/v1/jobs -H "$JSON" --data-binary @"$TMP/imported.json"
 id=$(jq -r .id "$TMP/body")
 await 120 "job $id (the uploaded model) to succeed" is_api_state "$id" SUCCEEDED
-refused 409 "job $id trains the uploaded ONNX model tiny-lenet: text is generated from built-in GPT models (\"model\": {\"gpt\": {...}}) only; imported language models cannot generate yet" \
+refused 409 "job $id trains the uploaded ONNX model tiny-lenet on a data set that is neither text nor tokens: it is no language model, and nothing turns a prompt into its input" \
     "$ADMIN" POST "/api/v1/jobs/$id/generate" -H "$JSON" -d '{"prompt": "a"}'
 [ "$(jq -r .type "$TMP/body")" = urn:pacer:problem:imported-model ] || fail "type $(jq -r .type "$TMP/body"), want imported-model"
 grep -q "http: job $id generates" "$TMP/coord.log" && fail "pacer-generate was started for the uploaded model's job"

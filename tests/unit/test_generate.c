@@ -137,6 +137,42 @@ static void test_greedy_equals_recompute(void **state)
     model_free(m);
 }
 
+/* The built-in GPT is a graph like an imported one: run as one (gen_open_graph, the model's
+ * own forward over the window, no cache) it decodes greedily the cached generator's 20
+ * tokens, past the window, from a prompt of 12 (4 dropped). A graph that takes no token ids
+ * is refused, naming what it takes. */
+static void test_graph_equals_cached(void **state)
+{
+    model_gpt_t g;
+    model_t *m = tiny(1, 1, &g);
+    gen_state_t *cached = NULL, *graph = NULL;
+    char err[256];
+    assert_int_equal(gen_open(m, &g, &cached, err, sizeof err), 0);
+    assert_int_equal(gen_open_graph(m, &graph, err, sizeof err), 0);
+    enum { N = 20 };
+    const uint32_t prompt[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    const gen_opts_t o = {.max_tokens = N, .temperature = 0.0, .seed = 1};
+    uint32_t a[N], b[N];
+    size_t cut_a = 0, cut_b = 0;
+    assert_int_equal(gen_run(cached, prompt, 12, &o, NULL, NULL, a, &cut_a, err, sizeof err), N);
+    assert_int_equal(gen_run(graph, prompt, 12, &o, NULL, NULL, b, &cut_b, err, sizeof err), N);
+    assert_int_equal(cut_b, 4);
+    assert_int_equal(cut_a, cut_b);
+    assert_memory_equal(a, b, sizeof a);
+    const float *l = NULL;
+    assert_int_equal(gen_feed(graph, VOCAB, &l, err, sizeof err), -1);
+    assert_non_null(strstr(err, "outside the vocabulary"));
+    gen_close(cached);
+    gen_close(graph);
+    model_free(m);
+    model_t *cnn = NULL;
+    assert_int_equal(model_create_classes("lenet5", 10, 1, &cnn, err, sizeof err), 0);
+    assert_int_equal(gen_open_graph(cnn, &graph, err, sizeof err), -1);
+    assert_null(graph);
+    assert_non_null(strstr(err, "is no language model"));
+    model_free(cnn);
+}
+
 /* At bf16 products (kernels/cpu/matmul.h) the cached forward, one row at a time through
  * the kept weights' tiles, gives the bf16 graph's logits, and greedy tokens the graph's. */
 static void test_bf16(void **state)
@@ -310,13 +346,10 @@ static void test_refusals(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_feed_equals_graph),
-        cmocka_unit_test(test_greedy_equals_recompute),
-        cmocka_unit_test(test_bf16),
-        cmocka_unit_test(test_prefill_chunks),
-        cmocka_unit_test(test_sampling),
-        cmocka_unit_test(test_sample_distribution),
-        cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_feed_equals_graph),   cmocka_unit_test(test_greedy_equals_recompute),
+        cmocka_unit_test(test_graph_equals_cached), cmocka_unit_test(test_bf16),
+        cmocka_unit_test(test_prefill_chunks),      cmocka_unit_test(test_sampling),
+        cmocka_unit_test(test_sample_distribution), cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -440,9 +440,9 @@ static void queue_attach(const coordinator_t *c, json_t *o)
     const char *state = json_string_value(json_object_get(o, "state"));
     const char *id = json_string_value(json_object_get(o, "id"));
     if (!state || strcmp(state, "QUEUED") != 0 || !id) return;
-    pthread_mutex_t *m = (pthread_mutex_t *)&c->queue_lock; /* the view, not c, changes */
+    pthread_mutex_t *m = (pthread_mutex_t *)&c->sched.queue_lock; /* the view, not c, changes */
     pthread_mutex_lock(m);
-    json_t *q = c->queue_view ? json_deep_copy(json_object_get(c->queue_view, id)) : NULL;
+    json_t *q = c->sched.queue_view ? json_deep_copy(json_object_get(c->sched.queue_view, id)) : NULL;
     pthread_mutex_unlock(m);
     if (q) json_object_set_new(o, "queue", q);
 }
@@ -454,7 +454,7 @@ static void oversub_attach(const coordinator_t *c, json_t *o)
     char text[128];
     json_t *w = json_object_get(o, "world");
     if (json_is_true(json_object_get(o, "simulated")) || !json_is_integer(w)) return;
-    if (policy_oversubscribed((int)json_integer_value(w), c->slots_total, text, sizeof text))
+    if (policy_oversubscribed((int)json_integer_value(w), c->hosts.slots_total, text, sizeof text))
         json_object_set_new(o, "oversubscribed", json_string(text));
 }
 

@@ -88,10 +88,10 @@ static int absolute(const char *in, char *out, size_t len)
 static json_t *cluster_hosts_json(coordinator_t *c)
 {
     json_t *arr = hosts_json(c);
-    for (int i = 0; arr && i < c->nhosts; i++) {
+    for (int i = 0; arr && i < c->hosts.n; i++) {
         json_t *jobs = json_array();
-        for (int k = 0; jobs && k < c->nruns; k++)
-            if (run_holds(c, c->runs[k], i) > 0) json_array_append_new(jobs, json_string(c->runs[k]->id));
+        for (int k = 0; jobs && k < c->runs.n; k++)
+            if (run_holds(c, c->runs.list[k], i) > 0) json_array_append_new(jobs, json_string(c->runs.list[k]->id));
         json_object_set_new(json_array_get(arr, (size_t)i), "jobs", jobs ? jobs : json_array());
     }
     return arr;
@@ -99,7 +99,7 @@ static json_t *cluster_hosts_json(coordinator_t *c)
 
 /* Writes the daemon's own hash (pacer:coordinator: hosts, slots, heartbeat) now, on the
  * tick's connection. The tick does it once a second; hosts_set_state does it at once
- * (c->host_changed), so that a job resized for a host's state never shows before the
+ * (c->hosts.changed), so that a job resized for a host's state never shows before the
  * state. */
 static void coord_publish_info(coordinator_t *c, double now)
 {
@@ -114,13 +114,13 @@ static void coord_publish_info(coordinator_t *c, double now)
     char *stext = sim ? json_dumps(sim, JSON_COMPACT) : NULL;
     json_decref(sim);
     int running = 0;
-    for (int i = 0; i < c->nruns; i++) running += c->runs[i]->phase != PH_DONE;
+    for (int i = 0; i < c->runs.n; i++) running += c->runs.list[i]->phase != PH_DONE;
     char pid[16], started[32], hb[32], slots[16], usable[16], used[16], nrun[16];
     snprintf(pid, sizeof pid, "%d", (int)getpid());
     snprintf(started, sizeof started, "%.3f", c->started_at);
     snprintf(hb, sizeof hb, "%.3f", now);
-    snprintf(slots, sizeof slots, "%d", c->slots_total);
-    snprintf(usable, sizeof usable, "%d", c->slots_usable);
+    snprintf(slots, sizeof slots, "%d", c->hosts.slots_total);
+    snprintf(usable, sizeof usable, "%d", c->hosts.slots_usable);
     snprintf(used, sizeof used, "%d", run_slots_used(c));
     snprintf(nrun, sizeof nrun, "%d", running);
     const char *argv[] = {
@@ -145,7 +145,7 @@ static void coord_publish_info(coordinator_t *c, double now)
     };
     size_t len[sizeof argv / sizeof argv[0]];
     for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++) len[i] = strlen(argv[i]);
-    redisReply *r = redisCommandArgv(c->rc, (int)(sizeof argv / sizeof argv[0]), argv, len);
+    redisReply *r = redisCommandArgv(c->conn.rc, (int)(sizeof argv / sizeof argv[0]), argv, len);
     free(htext);
     free(stext);
     if (!r) tickconn_broken(c, "coordinator info");
@@ -161,7 +161,8 @@ static void prune(coordinator_t *c)
     char ids[PRUNE_PER_TICK][JOB_ID_MAX];
     int n = 0;
     double before = c->cfg.keep_jobs_age_s > 0 ? clock_wall_s() - c->cfg.keep_jobs_age_s : 0;
-    if (tickconn_check(c, jobstore_prune(c->rc, c->cfg.keep_jobs, before, PRUNE_PER_TICK, ids, &n), "prune") != JS_OK)
+    if (tickconn_check(c, jobstore_prune(c->conn.rc, c->cfg.keep_jobs, before, PRUNE_PER_TICK, ids, &n), "prune") !=
+        JS_OK)
         return;
     for (int i = 0; i < n; i++) {
         char dir[PATH_MAX];
@@ -175,30 +176,30 @@ static void prune(coordinator_t *c)
 }
 
 /* The host table memory admission reads (hostmem.h), after the host list changed: each
- * host's --host-memory-mb-of figure, else c->host_memory's. A figure for a host no longer
+ * host's --host-memory-mb-of figure, else c->hosts.memory's. A figure for a host no longer
  * listed (after a reload) is not used. Tick thread (and the start). */
 static void admission_hosts(coordinator_t *c)
 {
-    hostmem_host_t *t = calloc((size_t)(c->nhosts > 0 ? c->nhosts : 1), sizeof *t);
+    hostmem_host_t *t = calloc((size_t)(c->hosts.n > 0 ? c->hosts.n : 1), sizeof *t);
     if (!t) {
         clog_printf("memory admission keeps its old host table: out of memory");
         return;
     }
-    for (int i = 0; i < c->nhosts; i++) {
-        snprintf(t[i].name, sizeof t[i].name, "%s", c->hosts[i].name);
-        t[i].slots = c->hosts[i].slots;
-        t[i].bytes = c->host_memory > 0 ? c->host_memory : 0;
-        snprintf(t[i].from, sizeof t[i].from, "%s", c->host_memory_from);
-        for (int k = 0; k < c->nhost_mem_of; k++)
-            if (strcmp(c->host_mem_of[k].name, t[i].name) == 0) {
-                t[i].bytes = c->host_mem_of[k].bytes;
+    for (int i = 0; i < c->hosts.n; i++) {
+        snprintf(t[i].name, sizeof t[i].name, "%s", c->hosts.list[i].name);
+        t[i].slots = c->hosts.list[i].slots;
+        t[i].bytes = c->hosts.memory > 0 ? c->hosts.memory : 0;
+        snprintf(t[i].from, sizeof t[i].from, "%s", c->hosts.memory_from);
+        for (int k = 0; k < c->hosts.nmem_of; k++)
+            if (strcmp(c->hosts.mem_of[k].name, t[i].name) == 0) {
+                t[i].bytes = c->hosts.mem_of[k].bytes;
                 snprintf(t[i].from, sizeof t[i].from, "--host-memory-mb-of");
             }
     }
     pthread_mutex_lock(&c->lock);
-    free(c->admit_hosts);
-    c->admit_hosts = t;
-    c->nadmit_hosts = c->nhosts;
+    free(c->hosts.admit);
+    c->hosts.admit = t;
+    c->hosts.nadmit = c->hosts.n;
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -207,9 +208,9 @@ static void admission_hosts(coordinator_t *c)
 static void reload_hosts(coordinator_t *c, double now)
 {
     pthread_mutex_lock(&c->lock);
-    long asked = c->reload_asked;
+    long asked = c->hosts.reload_asked;
     pthread_mutex_unlock(&c->lock);
-    if (asked == c->reload_done) return;
+    if (asked == c->hosts.reload_done) return;
     char err[512] = "", added[4096] = "", removed[4096] = "";
     json_t *result = NULL;
     if (launcher_reload(c->launcher, err, sizeof err) == 0) {
@@ -218,27 +219,28 @@ static void reload_hosts(coordinator_t *c, double now)
         } else {
             admission_hosts(c);
             clog_printf("host list reloaded (%s launcher): %d host%s, %d slot%s; added [%s], removed [%s]",
-                        launcher_name(c->launcher), c->nhosts, c->nhosts == 1 ? "" : "s", c->slots_total,
-                        c->slots_total == 1 ? "" : "s", added, removed);
+                        launcher_name(c->launcher), c->hosts.n, c->hosts.n == 1 ? "" : "s", c->hosts.slots_total,
+                        c->hosts.slots_total == 1 ? "" : "s", added, removed);
             json_t *a = json_array(), *r = json_array();
             for (char *save = NULL, *t = strtok_r(added, " ", &save); a && t; t = strtok_r(NULL, " ", &save))
                 json_array_append_new(a, json_string(t));
             for (char *save = NULL, *t = strtok_r(removed, " ", &save); r && t; t = strtok_r(NULL, " ", &save))
                 json_array_append_new(r, json_string(t));
-            result = json_pack("{s:o, s:i, s:i, s:o, s:o}", "hosts", cluster_hosts_json(c), "slots", c->slots_total,
-                               "slots_usable", c->slots_usable, "added", a ? a : json_array(), "removed",
-                               r ? r : json_array());
+            result = json_pack("{s:o, s:i, s:i, s:o, s:o}", "hosts", cluster_hosts_json(c), "slots",
+                               c->hosts.slots_total, "slots_usable", c->hosts.slots_usable, "added",
+                               a ? a : json_array(), "removed", r ? r : json_array());
         }
     }
     if (err[0])
-        clog_printf("host list not reloaded: %s (the %d known host%s stay)", err, c->nhosts, c->nhosts == 1 ? "" : "s");
-    if (c->rc) coord_publish_info(c, now);
+        clog_printf("host list not reloaded: %s (the %d known host%s stay)", err, c->hosts.n,
+                    c->hosts.n == 1 ? "" : "s");
+    if (c->conn.rc) coord_publish_info(c, now);
     pthread_mutex_lock(&c->lock);
-    c->reload_done = asked;
-    snprintf(c->reload_err, sizeof c->reload_err, "%s", err);
-    json_decref(c->reload_result);
-    c->reload_result = result;
-    pthread_cond_broadcast(&c->reload_cond);
+    c->hosts.reload_done = asked;
+    snprintf(c->hosts.reload_err, sizeof c->hosts.reload_err, "%s", err);
+    json_decref(c->hosts.reload_result);
+    c->hosts.reload_result = result;
+    pthread_cond_broadcast(&c->hosts.reload_cond);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -249,21 +251,21 @@ int coord_cluster_reload(coordinator_t *c, json_t **out, char *err, size_t errle
         return COORD_ESTATE;
     }
     pthread_mutex_lock(&c->lock);
-    long mine = ++c->reload_asked;
+    long mine = ++c->hosts.reload_asked;
     pthread_cond_signal(&c->cond);
     struct timespec ts;
     clock_wall_deadline(30.0, &ts);
     int code = COORD_OK;
-    while (c->reload_done < mine && !c->stopping)
-        if (pthread_cond_timedwait(&c->reload_cond, &c->lock, &ts) != 0) break;
-    if (c->reload_done < mine) {
+    while (c->hosts.reload_done < mine && !c->stopping)
+        if (pthread_cond_timedwait(&c->hosts.reload_cond, &c->lock, &ts) != 0) break;
+    if (c->hosts.reload_done < mine) {
         snprintf(err, errlen, "the coordinator did not reload its host list within 30 s");
         code = COORD_EUNAVAIL;
-    } else if (c->reload_err[0]) {
-        snprintf(err, errlen, "%s", c->reload_err);
+    } else if (c->hosts.reload_err[0]) {
+        snprintf(err, errlen, "%s", c->hosts.reload_err);
         code = COORD_EINVAL;
     } else {
-        *out = c->reload_result ? json_deep_copy(c->reload_result) : NULL;
+        *out = c->hosts.reload_result ? json_deep_copy(c->hosts.reload_result) : NULL;
         if (!*out) code = COORD_EINTERNAL;
     }
     pthread_mutex_unlock(&c->lock);
@@ -281,38 +283,38 @@ static void tick(coordinator_t *c)
     preflight_tick(c, now);
     int second = now - c->last_second >= 1.0;
     if (second) c->last_second = now;
-    if (c->rc && (!c->have_lock || second)) {
+    if (c->conn.rc && (!c->dlock.held || second)) {
         char who[320];
-        int k = coord_lock_try(c, c->rc, who, sizeof who);
+        int k = coord_lock_try(c, c->conn.rc, who, sizeof who);
         if (k == JS_EREDIS) {
             tickconn_broken(c, "lock");
         } else if (k == 1) {
-            if (!c->have_lock) clog_printf("holding %s", KEY_LOCK);
-            c->have_lock = 1;
-            c->lock_conflict_logged = 0;
+            if (!c->dlock.held) clog_printf("holding %s", KEY_LOCK);
+            c->dlock.held = 1;
+            c->dlock.conflict_logged = 0;
         } else {
-            if (c->have_lock || !c->lock_conflict_logged)
+            if (c->dlock.held || !c->dlock.conflict_logged)
                 clog_printf("another coordinator (%s) holds %s; not scheduling", who, KEY_LOCK);
-            c->have_lock = 0;
-            c->lock_conflict_logged = 1;
+            c->dlock.held = 0;
+            c->dlock.conflict_logged = 1;
         }
     }
-    if (c->rc && c->have_lock && !c->adopted) run_adopt(c, now);
-    for (int i = 0; i < c->nruns; i++) run_step(c, c->runs[i], now);
-    for (int i = 0; i < c->nruns;) {
-        coord_run_t *r = c->runs[i];
+    if (c->conn.rc && c->dlock.held && !c->adopted) run_adopt(c, now);
+    for (int i = 0; i < c->runs.n; i++) run_step(c, c->runs.list[i], now);
+    for (int i = 0; i < c->runs.n;) {
+        coord_run_t *r = c->runs.list[i];
         if (r->phase == PH_DONE && !r->dirty) {
             run_free(r);
-            c->runs[i] = c->runs[--c->nruns];
+            c->runs.list[i] = c->runs.list[--c->runs.n];
         } else {
             i++;
         }
     }
     /* experiments first: a trial that ASHA stops frees its slots, and a new one queues, before the schedule */
-    if (c->rc && c->have_lock && c->adopted) experiment_tick(c, now);
-    if (c->rc && c->have_lock && c->adopted) schedule_tick(c, now);
-    if (c->rc && second) coord_publish_info(c, now);
-    if (c->rc && c->have_lock && second && (c->cfg.keep_jobs > 0 || c->cfg.keep_jobs_age_s > 0)) prune(c);
+    if (c->conn.rc && c->dlock.held && c->adopted) experiment_tick(c, now);
+    if (c->conn.rc && c->dlock.held && c->adopted) schedule_tick(c, now);
+    if (c->conn.rc && second) coord_publish_info(c, now);
+    if (c->conn.rc && c->dlock.held && second && (c->cfg.keep_jobs > 0 || c->cfg.keep_jobs_age_s > 0)) prune(c);
 }
 
 static void *tick_main(void *arg)
@@ -344,41 +346,41 @@ static coordinator_t *alloc_coordinator(void)
     coordinator_t *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     pthread_mutex_init(&c->lock, NULL);
-    pthread_mutex_init(&c->queue_lock, NULL);
-    pthread_mutex_init(&c->admit_lock, NULL);
-    pthread_mutex_init(&c->roots_lock, NULL);
+    pthread_mutex_init(&c->sched.queue_lock, NULL);
+    pthread_mutex_init(&c->users.admit_lock, NULL);
+    pthread_mutex_init(&c->roots.lock, NULL);
     pthread_cond_init(&c->cond, NULL);
-    pthread_cond_init(&c->reload_cond, NULL);
-    pthread_cond_init(&c->drain_cond, NULL);
-    pthread_cond_init(&c->bench_cond, NULL);
+    pthread_cond_init(&c->hosts.reload_cond, NULL);
+    pthread_cond_init(&c->drain.cond, NULL);
+    pthread_cond_init(&c->preflight.bench_cond, NULL);
     return c;
 }
 
 static void free_coordinator(coordinator_t *c)
 {
-    for (int i = 0; i < c->nruns; i++) run_free(c->runs[i]);
-    free(c->runs);
-    free(c->qdemand);
-    hclass_free(&c->hcache);
-    json_decref(c->queue_view);
+    for (int i = 0; i < c->runs.n; i++) run_free(c->runs.list[i]);
+    free(c->runs.list);
+    free(c->sched.qdemand);
+    hclass_free(&c->sched.hcache);
+    json_decref(c->sched.queue_view);
     hosts_free(c);
-    json_decref(c->reload_result);
-    json_decref(c->bench_result);
-    free(c->bench_hosts);
-    free(c->host_mem_of);
-    free(c->admit_hosts);
+    json_decref(c->hosts.reload_result);
+    json_decref(c->preflight.bench_result);
+    free(c->preflight.bench_hosts);
+    free(c->hosts.mem_of);
+    free(c->hosts.admit);
     launcher_close(c->launcher);
     launcher_close(c->sim_launcher);
-    if (c->rc) redisFree(c->rc);
+    if (c->conn.rc) redisFree(c->conn.rc);
     jobstore_pool_free(c->pool);
     pthread_cond_destroy(&c->cond);
-    pthread_cond_destroy(&c->reload_cond);
-    pthread_cond_destroy(&c->drain_cond);
-    pthread_cond_destroy(&c->bench_cond);
+    pthread_cond_destroy(&c->hosts.reload_cond);
+    pthread_cond_destroy(&c->drain.cond);
+    pthread_cond_destroy(&c->preflight.bench_cond);
     pthread_mutex_destroy(&c->lock);
-    pthread_mutex_destroy(&c->queue_lock);
-    pthread_mutex_destroy(&c->admit_lock);
-    pthread_mutex_destroy(&c->roots_lock);
+    pthread_mutex_destroy(&c->sched.queue_lock);
+    pthread_mutex_destroy(&c->users.admit_lock);
+    pthread_mutex_destroy(&c->roots.lock);
     free(c);
 }
 
@@ -516,7 +518,7 @@ static int start_settings(coordinator_t *c, const coord_config_t *cfg, char *err
         snprintf(err, errlen, "--preflight %.64s: must be auto, always or off", cfg->preflight);
         return COORD_EINVAL;
     }
-    c->preflight_mode = (preflight_mode_t)pm;
+    c->preflight.mode = (preflight_mode_t)pm;
     if (c->cfg.preflight_steps < 1 || c->cfg.preflight_steps > PREFLIGHT_STEPS_MAX) c->cfg.preflight_steps = 8;
     if (!(c->cfg.preflight_timeout_s > 0)) c->cfg.preflight_timeout_s = 120;
     c->started_at = clock_wall_s();
@@ -579,13 +581,13 @@ static int start_dirs(coordinator_t *c, const coord_config_t *cfg, char *err, si
 static int host_memory_of(coordinator_t *c, const char *text, char *err, size_t errlen)
 {
     if (!text || !*text) return 0;
-    c->host_mem_of = calloc(LAUNCH_MAX_HOSTS, sizeof *c->host_mem_of);
-    if (!c->host_mem_of) return errmsg(err, errlen, "out of memory");
-    if (hostmem_parse(text, c->host_mem_of, LAUNCH_MAX_HOSTS, &c->nhost_mem_of, err, errlen) != 0) return -1;
-    for (int k = 0; k < c->nhost_mem_of; k++)
-        if (!hosts_find(c, c->host_mem_of[k].name))
+    c->hosts.mem_of = calloc(LAUNCH_MAX_HOSTS, sizeof *c->hosts.mem_of);
+    if (!c->hosts.mem_of) return errmsg(err, errlen, "out of memory");
+    if (hostmem_parse(text, c->hosts.mem_of, LAUNCH_MAX_HOSTS, &c->hosts.nmem_of, err, errlen) != 0) return -1;
+    for (int k = 0; k < c->hosts.nmem_of; k++)
+        if (!hosts_find(c, c->hosts.mem_of[k].name))
             return errmsg(err, errlen, "--host-memory-mb-of: %.200s is not one of the %s launcher's %d host%s",
-                          c->host_mem_of[k].name, launcher_name(c->launcher), c->nhosts, c->nhosts == 1 ? "" : "s");
+                          c->hosts.mem_of[k].name, launcher_name(c->launcher), c->hosts.n, c->hosts.n == 1 ? "" : "s");
     return 0;
 }
 
@@ -613,7 +615,7 @@ static int start_launcher(coordinator_t *c, const coord_config_t *cfg, char *err
         .slurm_args = cfg->slurm_args,
     };
     if (launcher_open(&lcfg, &c->launcher, err, errlen) != 0) return COORD_EINVAL;
-    c->host_changed = coord_publish_info;
+    c->hosts.changed = coord_publish_info;
     if (hosts_sync(c, clock_wall_s(), NULL, 0, NULL, 0) != 0) {
         snprintf(err, errlen, "out of memory");
         return COORD_EINTERNAL;
@@ -690,15 +692,15 @@ static int start_lock(coordinator_t *c, const coord_config_t *cfg, char *err, si
 {
     (void)cfg;
     tickconn_ensure(c, clock_wall_s());
-    if (!c->rc) return COORD_OK;
+    if (!c->conn.rc) return COORD_OK;
     char who[320];
-    int k = coord_lock_try(c, c->rc, who, sizeof who);
+    int k = coord_lock_try(c, c->conn.rc, who, sizeof who);
     if (k == 0) {
         snprintf(err, errlen, "another coordinator (%s) is running on this Redis (%s holds the lock)", who, KEY_LOCK);
         return COORD_EINVAL;
     }
     if (k == 1) {
-        c->have_lock = 1;
+        c->dlock.held = 1;
         clog_printf("holding %s", KEY_LOCK);
     } else {
         tickconn_broken(c, "lock");
@@ -716,27 +718,28 @@ static int start_catalog(coordinator_t *c, const coord_config_t *cfg, char *err,
     (void)err;
     (void)errlen;
     if (c->cfg.host_memory_mb > 0) {
-        c->host_memory = c->cfg.host_memory_mb * 1024.0 * 1024.0;
-        snprintf(c->host_memory_from, sizeof c->host_memory_from, "--host-memory-mb");
-    } else if (launcher_kind(c->launcher) == LAUNCHER_LOCAL && (c->host_memory = memest_meminfo("MemTotal")) > 0) {
-        snprintf(c->host_memory_from, sizeof c->host_memory_from, "MemTotal");
+        c->hosts.memory = c->cfg.host_memory_mb * 1024.0 * 1024.0;
+        snprintf(c->hosts.memory_from, sizeof c->hosts.memory_from, "--host-memory-mb");
+    } else if (launcher_kind(c->launcher) == LAUNCHER_LOCAL && (c->hosts.memory = memest_meminfo("MemTotal")) > 0) {
+        snprintf(c->hosts.memory_from, sizeof c->hosts.memory_from, "MemTotal");
     } else {
-        c->host_memory = 0;
+        c->hosts.memory = 0;
     }
     admission_hosts(c);
     modelstore_start(c);
     char memtxt[32], each[1024] = "";
-    for (int k = 0, used = 0; k < c->nhost_mem_of && used < (int)sizeof each; k++) {
+    for (int k = 0, used = 0; k < c->hosts.nmem_of && used < (int)sizeof each; k++) {
         char m[32];
-        used += snprintf(each + used, sizeof each - (size_t)used, "%s%s %s", k ? ", " : "; ", c->host_mem_of[k].name,
-                         memest_fmt(c->host_mem_of[k].bytes, m, sizeof m));
+        used += snprintf(each + used, sizeof each - (size_t)used, "%s%s %s", k ? ", " : "; ", c->hosts.mem_of[k].name,
+                         memest_fmt(c->hosts.mem_of[k].bytes, m, sizeof m));
     }
     clog_printf("pacer-coordinator %s: state %s, redis %s%s, worker %s, %s launcher: %d slot%s on %d host%s, "
                 "memory per host %s%s",
                 PACER_VERSION, c->state_dir, c->redis_url_shown, c->embedded_on ? " (embedded)" : "", c->worker,
-                launcher_name(c->launcher), c->slots_total, c->slots_total == 1 ? "" : "s", c->nhosts,
-                c->nhosts == 1 ? "" : "s",
-                c->host_memory > 0 ? memest_fmt(c->host_memory, memtxt, sizeof memtxt) : "unknown (not checked)", each);
+                launcher_name(c->launcher), c->hosts.slots_total, c->hosts.slots_total == 1 ? "" : "s", c->hosts.n,
+                c->hosts.n == 1 ? "" : "s",
+                c->hosts.memory > 0 ? memest_fmt(c->hosts.memory, memtxt, sizeof memtxt) : "unknown (not checked)",
+                each);
     return COORD_OK;
 }
 
@@ -744,7 +747,7 @@ static int start_catalog(coordinator_t *c, const coord_config_t *cfg, char *err,
 static int start_tick(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
 {
     /* webhooks first: a subscriptions file it cannot read stops the start */
-    c->user_removed = webhooks_user_removed; /* a no-op while c->webhooks is NULL */
+    c->users.removed = webhooks_user_removed; /* a no-op while c->webhooks is NULL */
     if (!(c->webhooks = webhooks_start(c, c->state_dir, cfg->webhook_hosts, err, errlen))) return COORD_EINVAL;
     if (pthread_create(&c->tick_thread, NULL, tick_main, c) != 0) {
         webhooks_stop(c->webhooks);
@@ -791,20 +794,20 @@ void coordinator_stop(coordinator_t *c)
         pthread_mutex_lock(&c->lock);
         c->stopping = 1;
         pthread_cond_signal(&c->cond);
-        pthread_cond_broadcast(&c->reload_cond);
-        pthread_cond_broadcast(&c->drain_cond);
-        pthread_cond_broadcast(&c->bench_cond);
+        pthread_cond_broadcast(&c->hosts.reload_cond);
+        pthread_cond_broadcast(&c->drain.cond);
+        pthread_cond_broadcast(&c->preflight.bench_cond);
         pthread_mutex_unlock(&c->lock);
         if (c->tick_running) pthread_join(c->tick_thread, NULL);
         webhooks_stop(c->webhooks); /* before the connections it reads events on go */
         c->webhooks = NULL;
-        /* The tick thread is gone: this thread owns c->rc and the runs now. */
+        /* The tick thread is gone: this thread owns c->conn.rc and the runs now. */
         double now = clock_wall_s();
         tickconn_ensure(c, now);
         if (c->cfg.stop_jobs_on_exit) {
             int n = 0;
-            for (int i = 0; i < c->nruns; i++) {
-                coord_run_t *r = c->runs[i];
+            for (int i = 0; i < c->runs.n; i++) {
+                coord_run_t *r = c->runs.list[i];
                 if (r->phase == PH_ACTIVE || r->phase == PH_KILLING) {
                     launcher_stop(r->launcher, &r->h, 0);
                     n++;
@@ -814,8 +817,8 @@ void coordinator_stop(coordinator_t *c)
             double deadline = now + c->cfg.kill_grace_s;
             for (;;) {
                 int alive = 0;
-                for (int i = 0; i < c->nruns; i++) {
-                    coord_run_t *r = c->runs[i];
+                for (int i = 0; i < c->runs.n; i++) {
+                    coord_run_t *r = c->runs.list[i];
                     if (r->phase != PH_ACTIVE && r->phase != PH_KILLING) continue;
                     launch_status_t st;
                     run_poll(c, r, clock_wall_s(), &st);
@@ -823,15 +826,15 @@ void coordinator_stop(coordinator_t *c)
                 }
                 if (!alive) break;
                 if (clock_wall_s() > deadline) {
-                    for (int i = 0; i < c->nruns; i++)
-                        if (c->runs[i]->phase == PH_ACTIVE || c->runs[i]->phase == PH_KILLING)
-                            launcher_stop(c->runs[i]->launcher, &c->runs[i]->h, 1);
+                    for (int i = 0; i < c->runs.n; i++)
+                        if (c->runs.list[i]->phase == PH_ACTIVE || c->runs.list[i]->phase == PH_KILLING)
+                            launcher_stop(c->runs.list[i]->launcher, &c->runs.list[i]->h, 1);
                     break;
                 }
                 clock_sleep_s(0.05);
             }
-            for (int i = 0; i < c->nruns; i++) {
-                coord_run_t *r = c->runs[i];
+            for (int i = 0; i < c->runs.n; i++) {
+                coord_run_t *r = c->runs.list[i];
                 if (r->phase != PH_ACTIVE && r->phase != PH_KILLING) continue;
                 launcher_reap(r->launcher, &r->h);
                 r->phase = PH_BACKOFF;
@@ -840,20 +843,20 @@ void coordinator_stop(coordinator_t *c)
             }
         }
         preflight_stop(c); /* a benchmark round's processes do not outlive the daemon */
-        for (int i = 0; i < c->nruns; i++) run_stop_probes(c, c->runs[i]); /* nor a network probe's */
-        for (int i = 0; i < c->nruns; i++)
-            if (c->runs[i]->dirty) run_persist(c, c->runs[i]);
-        for (int i = 0; i < c->nruns; i++)
-            if (c->runs[i]->dirty)
-                clog_printf("job %s: could not record its state in Redis before exiting", c->runs[i]->id);
-        if (c->rc && c->have_lock) {
+        for (int i = 0; i < c->runs.n; i++) run_stop_probes(c, c->runs.list[i]); /* nor a network probe's */
+        for (int i = 0; i < c->runs.n; i++)
+            if (c->runs.list[i]->dirty) run_persist(c, c->runs.list[i]);
+        for (int i = 0; i < c->runs.n; i++)
+            if (c->runs.list[i]->dirty)
+                clog_printf("job %s: could not record its state in Redis before exiting", c->runs.list[i]->id);
+        if (c->conn.rc && c->dlock.held) {
             coord_lock_release(c);
-            redisReply *r = redisCommand(c->rc, "HSET %s heartbeat 0 stopped %.3f", KEY_COORD, clock_wall_s());
+            redisReply *r = redisCommand(c->conn.rc, "HSET %s heartbeat 0 stopped %.3f", KEY_COORD, clock_wall_s());
             if (r) freeReplyObject(r);
         }
-        if (c->rc) {
-            redisFree(c->rc);
-            c->rc = NULL;
+        if (c->conn.rc) {
+            redisFree(c->conn.rc);
+            c->conn.rc = NULL;
         }
         if (c->embedded_on) embedded_stop(&c->emb, 10.0);
         clog_printf("stopped");

@@ -10,9 +10,23 @@
 #ifndef PACER_COORD_DATAROOTS_H
 #define PACER_COORD_DATAROOTS_H
 
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 #include "coordinator.h"
+
+/* The coordinator's data roots (c->roots): resolved (realpath); appended to, never
+ * changed, so read them with coord_data_roots_get. missing: the defaults not there yet,
+ * under lock. */
+typedef struct {
+    char list[COORD_DATA_ROOTS_MAX][PATH_MAX];
+    atomic_int n;
+    char missing[2][PATH_MAX];
+    int nmissing;
+    pthread_mutex_t lock;
+} dataroots_t;
 
 /* At coordinator_start: resolves the roots of cfg (the daemon's c->state_dir is set),
  * logs each default it skips and why, and sets the process-wide roots (dataroot_set).

@@ -9,6 +9,8 @@
 #ifndef PACER_DRAIN_H
 #define PACER_DRAIN_H
 
+#include <pthread.h>
+
 #include "run.h"
 
 #define RUN_INTERRUPTIONS_KEPT 20
@@ -57,5 +59,16 @@ int drain_wait_slots(const coordinator_t *c, const coord_run_t *r, int slots_use
 void drain_queue_reason(const coordinator_t *c, const coord_run_t *r, int need, char *out, size_t len);
 /* The draining hosts with their reasons, "a (maintenance), b" ("" none). */
 void drain_hosts_text(const coordinator_t *c, char *out, size_t len);
+
+/* The coordinator's drain state (c->drain). Drains and their ends through the API: the
+ * caller bumps asked once KEY_DRAIN holds the change and waits on cond (under c->lock) until
+ * the tick has read KEY_DRAIN that many times over (done), so that no placement after the
+ * answer misses it. */
+typedef struct {
+    long asked, done;
+    pthread_cond_t cond;
+    double read_at;    /* when the tick last read the drains (drain_hosts_tick) */
+    double rm_read_at; /* and the resource manager's own (rm_drain_read) */
+} drain_state_t;
 
 #endif

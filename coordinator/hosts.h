@@ -22,7 +22,9 @@
 #define PACER_HOSTS_H
 
 #include <jansson.h>
+#include <pthread.h>
 
+#include "hostmem.h"
 #include "launcher.h"
 #include "netprobe.h"
 #include "spec.h"
@@ -72,6 +74,36 @@ typedef struct {
 
 struct coordinator;
 
+struct coordinator;
+
+/* The coordinator's hosts (c->hosts.list): the cluster's hosts and their states, their slots,
+ * the memory admission sees, and the reloads of the list. */
+typedef struct {
+    host_t *list; /* the cluster's hosts and their states */
+    int n;
+    /* Called by hosts_set_state after a change (coordinator.c's coord_publish_info, set at
+     * start): a callback, so that hosts.c, below the tick, never calls up into it. */
+    void (*changed)(struct coordinator *c, double now);
+    int slots_total, slots_usable; /* all their slots; those of up and slow hosts */
+    int slots_max;                 /* the most slots one host has (memory admission) */
+    double memory;                 /* bytes per host for admission; 0 = unknown (set at start) */
+    char memory_from[24];          /* where the figure came from: "MemTotal", "--host-memory-mb" */
+    hostmem_entry_t *mem_of;       /* --host-memory-mb-of's figures (set at start) */
+    int nmem_of;
+    /* The hosts as memory admission sees them (hostmem.h): written by the tick after the
+     * host list changed (coordinator.c), copied by a submission; under c->lock. */
+    hostmem_host_t *admit;
+    int nadmit;
+    /* Reloads of the host list (SIGHUP, POST /api/v1/cluster/reload): a caller bumps
+     * reload_asked and waits on reload_cond (under c->lock) until the tick has done that
+     * many. */
+    long reload_asked, reload_done;
+    pthread_cond_t reload_cond;
+    char reload_err[512];  /* the last reload's error ("" = it worked) */
+    json_t *reload_result; /* and what it found (owned; replaced each time) */
+    long netprobe_seq;     /* network probes started (their directories' numbers) */
+} hosts_state_t;
+
 /* Takes the launcher's host list (after open or a reload): hosts that stay keep their
  * state; new ones are up and probed; removed ones are dropped. added/removed (may be
  * NULL) get the names, blank-separated. Recomputes the usable slots. Returns 0, or -1
@@ -86,12 +118,12 @@ void hosts_tick(struct coordinator *c, double now);
 void hosts_probe(struct coordinator *c, const char *name, double now);
 /* Whether a probe of name still runs. */
 int hosts_probing(struct coordinator *c, const char *name);
-/* Changes a host's state (logged, an event, and c->host_changed: coordinator.c publishes
+/* Changes a host's state (logged, an event, and c->hosts.changed: coordinator.c publishes
  * pacer:coordinator at once). Any change clears net_failing: the network probe sets it
  * after its own. */
 void hosts_set_state(struct coordinator *c, host_t *h, host_state_t st, const char *reason, double now);
 
-/* c->slots_total, slots_usable and slots_max again (after a host's drain changed). */
+/* c->hosts.slots_total, slots_usable and slots_max again (after a host's drain changed). */
 void hosts_recount(struct coordinator *c);
 
 /* The usable hosts (up or slow, not drained), in the launcher's order: their names into names (at

@@ -10,7 +10,8 @@
 
 #include <stddef.h>
 
-#include "coord_internal.h"
+#include "coordinator.h"
+#include "spec.h"
 
 /* s checked and placed; job_code and job_path: what coord_model_file_path answered for
  * init.job's model.safetensors (the caller looks it up: COORD_OK when init.job is empty).

@@ -27,7 +27,9 @@
 #ifndef PACER_PREFLIGHT_H
 #define PACER_PREFLIGHT_H
 
+#include <jansson.h>
 #include <limits.h>
+#include <pthread.h>
 
 #include "launcher.h"
 #include "spec.h"
@@ -76,5 +78,20 @@ void preflight_stop(struct coordinator *c);
  * positive finite number. Returns 0 with *speed and device, or -1 with why. */
 int preflight_parse_output(const char *text, size_t len, const char *model, double *speed, char *device, size_t devlen,
                            char *why, size_t whylen);
+
+/* The coordinator's preflight state (c->preflight): the mode, the round, and the
+ * benchmarks asked for through the API (coord_cluster_benchmark): the request, under c->lock,
+ * until the tick takes it (bench_done reaches bench_asked), then its answer. */
+typedef struct {
+    preflight_mode_t mode;
+    preflight_t round; /* the benchmark round */
+    long bench_asked, bench_done;
+    pthread_cond_t bench_cond;
+    char bench_model[SPEC_NAME_MAX], bench_dataset[SPEC_NAME_MAX];
+    char *bench_hosts; /* blank-separated names ("" = all not down); owned */
+    int bench_code;    /* COORD_* */
+    char bench_err[512];
+    json_t *bench_result;
+} preflight_state_t;
 
 #endif

@@ -12,6 +12,9 @@
 #ifndef PACER_QUOTAS_H
 #define PACER_QUOTAS_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+
 #include <hiredis/hiredis.h>
 
 #include "coordinator.h"
@@ -30,5 +33,19 @@ int quotas_submit(coordinator_t *c, redisContext *rc, job_new_t *j, const coord_
 
 /* The uploaded models user owns (KEY_MODEL_OWNERS) into *n: COORD_OK or COORD_EUNAVAIL. */
 int quotas_models_owned(redisContext *rc, const char *user, long *n);
+
+/* The coordinator's users state (c->users). */
+typedef struct {
+    /* Admission: one submission through the API at a time is counted against the queue's
+     * limits and stored, so that requests in parallel cannot pass a limit together. */
+    pthread_mutex_t admit_lock;
+    /* Bumped by a user's removal (users.c): the tick then reads its runs' and queued jobs'
+     * owners again (schedule.c), so that a removed user's jobs count to nobody's limits. */
+    atomic_long owners_gen;
+    /* Called by coord_user_remove after a removal (webhook.c's webhooks_user_removed, set
+     * when the daemon starts its webhooks): a callback, so that the users' store never
+     * calls up into the webhooks that read it. NULL on a client handle. */
+    void (*removed)(struct coordinator *c, const char *name);
+} coord_users_t;
 
 #endif

@@ -1,6 +1,6 @@
 /* coordinator/schedule.h - the scheduler of the daemon's tick: which queued jobs start, on
  * which hosts, and which running jobs make room for them. Every tick schedule_tick
- *   - reads the queue, each job's ask parsed once and cached (coordinator_t.qdemand),
+ *   - reads the queue, each job's ask parsed once and cached (c->sched.qdemand),
  *   - picks the QUEUE_VIEW_MAX jobs the policy decides on, fairly (by priority, then each
  *     user's earliest first), with each owner's max_slots,
  *   - brings the users' fair-share usage up to date (--policy fair and after),
@@ -14,12 +14,16 @@
 #ifndef PACER_SCHEDULE_H
 #define PACER_SCHEDULE_H
 
+#include <jansson.h>
+#include <pthread.h>
+
 #include "coordinator.h"
+#include "hclass.h"
 #include "jobstore.h"
 #include "spec.h"
 #include "users.h"
 
-/* What a queued job asks for, read from its record once (the scheduler's cache: coordinator_t.qdemand). */
+/* What a queued job asks for, read from its record once (the scheduler's cache: c->sched.qdemand). */
 typedef struct {
     char id[JOB_ID_MAX];
     int world, min_world, simulated, bad;
@@ -31,6 +35,22 @@ typedef struct {
     char model[SPEC_NAME_MAX];     /* its type for --policy hetero|agnostic (hclass.h) */
     double work, submitted;        /* hetero: samples it trains (0 unknown), unix s (hclass_job_work) */
 } sched_queued_t;
+
+/* The coordinator's scheduler state (c->sched). */
+typedef struct {
+    /* The queue as the policy last saw it (coordinator/policy.h): queued job id -> its
+     * `queue` object ({"position", "reason", "detail", "estimated_start"}), replaced whole
+     * by the tick, read by the API (job_json); NULL in a client (coordinator_open), whose
+     * jobs show no queue object. Under queue_lock. */
+    pthread_mutex_t queue_lock;
+    json_t *queue_view; /* owned */
+    /* tick thread only */
+    sched_queued_t *qdemand; /* what the queued jobs ask for, parsed once per job */
+    int nqdemand;
+    hclass_cache_t hcache; /* the profiles --policy hetero|agnostic classes hosts by (hclass.h) */
+    double hplan_at;       /* when the tick last planned with classes */
+    long owners_seen;      /* the users' owners_gen the tick's runs and qdemand were read at */
+} sched_state_t;
 
 /* One round of scheduling (above), at the end of the tick. */
 void schedule_tick(coordinator_t *c, double now);

@@ -175,8 +175,8 @@ int coord_user_remove(coordinator_t *c, const char *name, char *err, size_t errl
         errmsg(err, errlen, "no user %s", name);
         return COORD_ENOTFOUND;
     }
-    atomic_fetch_add(&c->owners_gen, 1); /* the tick's runs and queued jobs: read their owners again */
-    if (c->user_removed) c->user_removed(c, name);
+    atomic_fetch_add(&c->users.owners_gen, 1); /* the tick's runs and queued jobs: read their owners again */
+    if (c->users.removed) c->users.removed(c, name);
     return COORD_OK;
 }
 

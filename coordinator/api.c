@@ -2,6 +2,8 @@
  * from Redis (and the job's files), so a client and the daemon see the same thing. The
  * parse caches behind coord_get are api_cache.c. */
 #include "coord_internal.h"
+#include "hclass.h"
+#include "jobstore.h"
 
 #include <ctype.h>
 #include <errno.h>

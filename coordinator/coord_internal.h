@@ -1,21 +1,22 @@
-/* coordinator/coord_internal.h - the coordinator object, shared by the daemon's files
- * (coordinator.c: start, stop and the tick; run.c: a job's run; lock.c; tickconn.c) and
- * the API's (api.c: the coord_* calls). Not for the HTTP layer: it uses coordinator.h only. */
+/* coordinator/coord_internal.h - the coordinator object: its configuration, and the
+ * states of its parts, each declared in the part's own header (hosts.h, drain.h,
+ * preflight.h, schedule.h, quotas.h for the users, dataroots.h, tickconn.h, lock.h, run.h)
+ * and embedded here as a member (c->hosts.slots_total). Included by the .c files that
+ * reach into the object, never by a header: a part's header includes no more than what
+ * its state needs, so no header is in a circle (tests/integration/code_shape.sh). Not for
+ * the HTTP layer: it uses coordinator.h only. */
 #ifndef PACER_COORD_INTERNAL_H
 #define PACER_COORD_INTERNAL_H
 
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <stdatomic.h>
 #include <sys/types.h>
 
 #include "coordinator.h"
 #include "dataroots.h"
 #include "drain.h"
 #include "embedded.h"
-#include "hclass.h"
-#include "hostmem.h"
 #include "hosts.h"
 #include "jobstore.h"
 #include "launcher.h"
@@ -25,7 +26,6 @@
 #include "redis_url.h"
 #include "run.h"
 #include "schedule.h"
-#include "spec.h"
 #include "tickconn.h"
 #include "wcaps.h"
 

@@ -5,6 +5,14 @@
  * same object without the daemon parts, for the coord_* calls of api.c.
  */
 #include "coord_internal.h"
+#include "embedded.h"
+#include "hclass.h"
+#include "hostmem.h"
+#include "hosts.h"
+#include "jobstore.h"
+#include "preflight.h"
+#include "run.h"
+#include "schedule.h"
 
 #include <errno.h>
 #include <libgen.h>

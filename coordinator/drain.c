@@ -2,6 +2,8 @@
 #include "drain.h"
 
 #include "coord_internal.h"
+#include "run.h"
+#include "supervise.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -27,6 +27,8 @@
 #include "clog.h"
 #include "coord_internal.h"
 #include "errmsg.h"
+#include "jobstore.h"
+#include "run.h"
 #include "search.h"
 #include "tickconn.h"
 

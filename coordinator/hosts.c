@@ -9,6 +9,9 @@
 #include "clock.h"
 #include "clog.h"
 #include "coord_internal.h"
+#include "jobstore.h"
+#include "launcher.h"
+#include "netprobe.h"
 #include "tickconn.h"
 
 const char *host_state_name(host_state_t s)

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include "coord_internal.h"
+#include "jobstore.h"
 
 int coord_model_file_path(coordinator_t *c, const char *id, const char *file, char *path, size_t len)
 {

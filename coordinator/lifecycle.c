@@ -3,6 +3,7 @@
  * The job's log and summary stay in STATE_DIR/jobs/{id}/ after its processes are gone,
  * so coord_logs and coord_get keep answering for finished jobs; nothing here deletes. */
 #include "coord_internal.h"
+#include "jobstore.h"
 
 #include <stdarg.h>
 #include <stdio.h>

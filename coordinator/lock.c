@@ -8,6 +8,7 @@
 
 #include "clock.h"
 #include "coord_internal.h"
+#include "jobstore.h"
 #include "launch.h"
 
 #define LOCK_TTL_MS 15000

@@ -17,6 +17,7 @@
 #include "coord_internal.h"
 #include "errmsg.h"
 #include "fs.h"
+#include "jobstore.h"
 #include "launch.h"
 #include "quotas.h"
 #include "memest.h"

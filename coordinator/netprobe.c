@@ -18,6 +18,8 @@
 #include "coord_internal.h"
 #include "fs.h"
 #include "launch.h"
+#include "launcher.h"
+#include "supervise.h"
 
 #define NPATH (PATH_MAX + 128) /* STATE_DIR/netprobe/{n}/{i}/{leaf} always fits */
 

@@ -17,8 +17,12 @@
 #include "clog.h"
 #include "coord_internal.h"
 #include "fs.h"
+#include "hosts.h"
+#include "jobstore.h"
 #include "launch.h"
+#include "launcher.h"
 #include "redis_keys.h"
+#include "supervise.h"
 #include "tickconn.h"
 
 #define BPATH (PATH_MAX + 64) /* STATE_DIR/benchmarks/{i}/{leaf} always fits */

@@ -6,6 +6,7 @@
 
 #include "coord_internal.h"
 #include "errmsg.h"
+#include "jobstore.h"
 #include "policy.h"
 #include "redis_keys.h"
 

@@ -33,6 +33,8 @@
 #include "run.h"
 
 #include "coord_internal.h"
+#include "jobstore.h"
+#include "netprobe.h"
 
 #include <errno.h>
 #include <math.h>

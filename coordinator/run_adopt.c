@@ -2,6 +2,8 @@
 #include "run_adopt.h"
 
 #include "coord_internal.h"
+#include "jobstore.h"
+#include "run.h"
 
 #include <stdio.h>
 #include <stdlib.h>

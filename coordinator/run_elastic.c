@@ -2,6 +2,9 @@
 #include "run_elastic.h"
 
 #include "coord_internal.h"
+#include "jobstore.h"
+#include "netprobe.h"
+#include "run.h"
 
 #include <stdio.h>
 #include <stdlib.h>

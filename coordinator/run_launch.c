@@ -2,6 +2,10 @@
 #include "run_launch.h"
 
 #include "coord_internal.h"
+#include "hostmem.h"
+#include "jobstore.h"
+#include "preflight.h"
+#include "run.h"
 
 #include <errno.h>
 #include <stdio.h>

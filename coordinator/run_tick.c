@@ -2,6 +2,9 @@
 #include "run_tick.h"
 
 #include "coord_internal.h"
+#include "jobstore.h"
+#include "preflight.h"
+#include "run.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,6 +5,8 @@
 #include "schedule.h"
 
 #include "coord_internal.h"
+#include "launcher.h"
+#include "run.h"
 
 #include <limits.h>
 #include <math.h>

@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "clog.h"
 #include "coord_internal.h"
+#include "jobstore.h"
 
 #define RC_BACKOFF_MIN_S 0.25
 #define RC_BACKOFF_MAX_S 2.0

@@ -6,6 +6,7 @@
  * here keeps a token: coord_user_add and coord_user_token_new hand the new one to the
  * caller once, and only its hash is written. */
 #include "coord_internal.h"
+#include "jobstore.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -15,6 +15,10 @@ includes), as commands anyone can rerun.
   python3 tools/code_shape.py includes FOLDER
       the largest circle of #include "x.h" between the modules of FOLDER (x.c and x.h
       together, e.g. worker): a header per file and includes that point one way make none.
+  python3 tools/code_shape.py headers FOLDER
+      the largest circle of #include "x.h" between the headers of FOLDER alone (x.h -> y.h
+      when x.h includes y.h), e.g. coordinator: an object header that includes its parts'
+      headers, none of which includes it back.
 
 Reads only; prints plain text. Owned by nobody in particular: docs/ARCHITECTURE.md quotes
 its numbers, so rerun it when the rooms change."""
@@ -136,6 +140,19 @@ def includes(folder):
         print("  " + " ".join(big))
 
 
+def headers(folder):
+    """The largest circle of includes between the headers of folder."""
+    names = sorted(f[:-2] for f in os.listdir(folder) if f.endswith(".h"))
+    edges = {}
+    for n in names:
+        with open(os.path.join(folder, n + ".h"), encoding="utf-8", errors="replace") as f:
+            edges[n] = sorted({i for i in INCLUDE.findall(f.read()) if i in names and i != n})
+    big = largest_scc(names, edges)
+    print(f"{len(names)} headers; largest circle of includes: {len(big)} header(s)")
+    if len(big) > 1:
+        print("  " + " ".join(big))
+
+
 def main(argv):
     if len(argv) >= 2 and argv[1] == "functions":
         rest = argv[2:]
@@ -145,6 +162,8 @@ def main(argv):
         circles(argv[2])
     elif len(argv) == 3 and argv[1] == "includes":
         includes(argv[2])
+    elif len(argv) == 3 and argv[1] == "headers":
+        headers(argv[2])
     else:
         print(__doc__, file=sys.stderr)
         return 2

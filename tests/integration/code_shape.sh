@@ -3,8 +3,9 @@
 # scheduler apart from a job's run, hosts.c no longer calling the tick, the importer's
 # wire-format bounds given the memory bound instead of calling import.c for it), and no
 # circle of includes between worker/'s modules (a header per file; the MPI floor,
-# comm_mpi.h, below comm.h's orchestration). tools/code_shape.py measures both; this also
-# checks that it can see a circle, on two objects made here that call each other.
+# comm_mpi.h, below comm.h's orchestration) nor between coordinator/'s headers.
+# tools/code_shape.py measures them; this also checks that it can see a circle, on two
+# objects made here that call each other.
 . tests/lib.sh
 command -v python3 >/dev/null || skip "python3 not installed"
 command -v nm >/dev/null || skip "nm not installed"
@@ -17,6 +18,12 @@ done
 out=$(python3 tools/code_shape.py includes worker) || fail "code_shape.py includes worker"
 echo "worker includes: $out"
 echo "$out" | grep -q "largest circle of includes: 1 module(s)" || fail "a circle of includes in worker/: $out"
+# coordinator/: the object (coord_internal.h) embeds its parts' states, each declared in
+# the part's header (hosts.h, drain.h, ...); no header includes the object back, so no
+# header is in a circle.
+out=$(python3 tools/code_shape.py headers coordinator) || fail "code_shape.py headers coordinator"
+echo "coordinator headers: $out"
+echo "$out" | grep -q "largest circle of includes: 1 header(s)" || fail "a circle of includes between coordinator/'s headers: $out"
 
 # the check itself: a.o calls b(), b.o calls a()
 mkdir -p "$TMP/obj" "$TMP/src"
@@ -29,6 +36,8 @@ out=$(python3 tools/code_shape.py circles "$TMP/obj")
 echo "$out" | grep -q "component: 2 file(s)" || fail "circles missed a.o <-> b.o: $out"
 out=$(python3 tools/code_shape.py includes "$TMP/src")
 echo "$out" | grep -q "includes: 2 module(s)" || fail "includes missed a.h <-> b.h: $out"
+out=$(python3 tools/code_shape.py headers "$TMP/src")
+echo "$out" | grep -q "includes: 2 header(s)" || fail "headers missed a.h <-> b.h: $out"
 echo "ok: a circle of two calls and of two includes is seen"
 
 # No product file over 1,500 lines (tests, fuzzers, benchmarks and docs aside): one

@@ -9,7 +9,7 @@
  *     them, hclass.h), whose shrinks, grows and moves of running jobs it applies,
  *   - preempts (stops or shrinks) running jobs for a job of a higher priority,
  *   - claims and launches the jobs it starts (run.h), and publishes the others' positions,
- *     reasons and estimated starts for the API (coordinator_t.queue_view).
+ *     reasons and estimated starts for the API (c->sched.queue_view).
  * Tick thread only. The policy is pure; this file is its I/O. */
 #ifndef PACER_SCHEDULE_H
 #define PACER_SCHEDULE_H

@@ -128,11 +128,14 @@ def includes(folder):
     x.h together, with an edge x -> y when either includes y.h of the same folder."""
     names = sorted(f for f in os.listdir(folder) if f.endswith((".c", ".h")))
     mods = sorted({n[:-2] for n in names})
+    # an include names a module of folder only when folder has that header: x.c's
+    # #include "users.h" is common/users.h when folder holds users.c but no users.h
+    hdrs = {n[:-2] for n in names if n.endswith(".h")}
     edges = {m: set() for m in mods}
     for n in names:
         with open(os.path.join(folder, n), encoding="utf-8", errors="replace") as f:
             for inc in INCLUDE.findall(f.read()):
-                if inc in edges and inc != n[:-2]:
+                if inc in hdrs and inc != n[:-2]:
                     edges[n[:-2]].add(inc)
     big = largest_scc(mods, {m: sorted(e) for m, e in edges.items()})
     print(f"{len(mods)} modules; largest circle of includes: {len(big)} module(s)")

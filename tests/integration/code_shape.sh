@@ -38,6 +38,14 @@ out=$(python3 tools/code_shape.py includes "$TMP/src")
 echo "$out" | grep -q "includes: 2 module(s)" || fail "includes missed a.h <-> b.h: $out"
 out=$(python3 tools/code_shape.py headers "$TMP/src")
 echo "$out" | grep -q "includes: 2 header(s)" || fail "headers missed a.h <-> b.h: $out"
+# an include of a header the folder lacks (another room's) is no edge to the module of
+# the same name: c.c includes "d.h" (not here), d.c includes c.h
+mkdir -p "$TMP/src2"
+printf '#include "d.h"\n' >"$TMP/src2/c.c"
+printf 'int c;\n' >"$TMP/src2/c.h"
+printf '#include "c.h"\n' >"$TMP/src2/d.c"
+out=$(python3 tools/code_shape.py includes "$TMP/src2")
+echo "$out" | grep -q "includes: 1 module(s)" || fail "includes took d.h from elsewhere for d.c's module: $out"
 echo "ok: a circle of two calls and of two includes is seen"
 
 # No product file over 1,500 lines (tests, fuzzers, benchmarks and docs aside): one

@@ -9,13 +9,16 @@ Usage: PYTHONPATH=clients/python /usr/bin/python3 tests/tools/pyclient_st.py URL
   - client.job(JOB).safetensors() is FILE's bytes (the job's JOBDIR/model.safetensors);
   - client.download_safetensors(JOB, OUT, names="hf", dtype="bf16") writes OUT (the shell
     compares it with the CLI's download of the same query) and returns its size;
-  - client.train(module, ids, spec) with spec["freeze"] naming the module's own parameters
+  - client.train(module, ids, spec) with spec["freeze"] (and then spec["lora"]["targets"])
+    naming the module's own parameters
     (a nanoGPT-style GPT of gpt_torch.py, 1 block, width 16, its lm_head.weight tied to
     transformer.wte.weight, which the ONNX file holds once under the latter name):
     "lm_head.weight" and "transformer.h.0.attn.*". The job succeeds, its summary counts
     the frozen tensors' elements (the table, the attention's four tensors) and the rest as
     trainable, and job.state_dict() has the frozen ones bit for bit as they were, the
-    others moved.
+    others moved. Then lora's targets "transformer.h.0.attn.c_attn.weight" and
+    "transformer.h.0.mlp.c_fc.weight" (rank 4): the job succeeds with only the adapters'
+    parameters trainable.
 Exits 1 on a failed check, 77 when torch/onnx cannot be imported.
 """
 import os
@@ -102,6 +105,23 @@ def main(url, token, text, job_id, stored, out):
             fail("%s is not frozen but did not move" % k)
     print("ok: freeze by the module's names (lm_head.weight tied, attn.*): %d frozen of %d, unchanged; the rest "
           "trained" % (want_frozen, want_total))
+
+    # lora's targets by the module's names: rank-4 adapters on two products, nothing else trains
+    spec = dict(spec, name="pyclient-lora")
+    del spec["freeze"]
+    spec["lora"] = {"rank": 4, "alpha": 8, "targets": ["transformer.h.0.attn.c_attn.weight",
+                                                       "transformer.h.0.mlp.c_fc.weight"]}
+    try:
+        job = client.train(net, ids, spec, name="pyclient-lora")
+    except pacer.PacerError as e:
+        fail("train with lora targets by the module's names raised: %s" % e)
+    if job.wait(out=None, timeout=600) != "SUCCEEDED":
+        fail("the lora job ended %s: %s" % (job.state, job.info.get("reason")))
+    want = 4 * (E + 3 * E) + 4 * (E + 4 * E)  # each adapter: A (r x IN) and B (OUT x r)
+    got = (job.refresh().get("summary") or {}).get("trainable_parameters")
+    if got != want:
+        fail("the lora job's trainable_parameters %s, want the adapters' %d" % (got, want))
+    print("ok: lora targets by the module's names: %d adapter parameters trained" % want)
     return 0
 
 

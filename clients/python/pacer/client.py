@@ -521,7 +521,7 @@ class Client:
     def train(self, module, example_input, spec, name=None):
         """Exports module (see export_module), uploads it, and submits spec with its
         "model" set to the upload; returns the Job. spec is not modified. spec's "freeze"
-        globs name the module's own parameters (module.state_dict()'s keys): a name the
+        globs and its "lora" "targets" name the module's own parameters (module.state_dict()'s keys): a name the
         file holds under another (a head tied to the embedding is one initializer,
         transformer.wte.weight for lm_head.weight) is sent as the file's
         (_freeze_for_file). name is the
@@ -531,8 +531,14 @@ class Client:
         onnx_bytes = export_module(module, example_input)
         name = name or _model_name(module, onnx_bytes)
         spec = copy.deepcopy(spec)
-        if isinstance(spec.get("freeze"), list):
-            spec["freeze"] = _freeze_for_file(spec["freeze"], _initializer_names(onnx_bytes, module.state_dict()))
+        lora = spec.get("lora")
+        lora_targets = isinstance(lora, dict) and isinstance(lora.get("targets"), list)
+        if isinstance(spec.get("freeze"), list) or lora_targets:
+            names = _initializer_names(onnx_bytes, module.state_dict())
+            if isinstance(spec.get("freeze"), list):
+                spec["freeze"] = _freeze_for_file(spec["freeze"], names)
+            if lora_targets:
+                lora["targets"] = _freeze_for_file(lora["targets"], names)
         status, summary = self._upload(name, onnx_bytes)
         spec["model"] = {"onnx": name}
         try:

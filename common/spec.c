@@ -3,8 +3,10 @@
  * Every field is one row of FIELDS below: its dotted path in the JSON document, its C
  * type and place in job_spec_t, its bounds or allowed values, its default and a line of
  * documentation. Parsing, defaults, serialisation and the docs table are all loops over
- * that one table, so a new field is one new row (plus a cross-field rule if it needs
- * one) and cannot be half-supported.
+ * that one table, so a new field is one new row (plus a cross-field rule in
+ * spec_check.c if it needs one) and cannot be half-supported. The names a spec gives are
+ * resolved (spec_resolve.c) and the fields checked together (spec_check.c) after the
+ * table's walk.
  */
 #include "spec.h"
 
@@ -14,6 +16,8 @@
 #include "freeze.h"
 #include "hash.h"
 #include "sha256.h"
+#include "spec_check.h"
+#include "spec_resolve.h"
 #include "suggest.h"
 
 #include <errno.h>
@@ -117,7 +121,6 @@ struct field {
 
 static const char *const ALGORITHMS[] = {"sgd",       "ssgd",    "hier-bsp", "hpsgd",   "local-sgd", "asgd",
                                          "nsoftsync", "dc-asgd", "ddc-asgd", "dbs-sgd", NULL};
-static const char *const ASYNC_ALGORITHMS[] = {"asgd", "nsoftsync", "dc-asgd", "ddc-asgd", "dbs-sgd", NULL};
 static const char *const DEVICES[] = {"auto", "cpu", "cuda", NULL};
 static const char *const PRECISIONS[] = {"fp32", "bf16", NULL};
 static const char *const SCHEDULES[] = {"constant", "step", "cosine", NULL};
@@ -672,31 +675,6 @@ _Static_assert(ARRAY_LEN(SCHEDULE_FIELDS) <= MAX_ROWS, "raise MAX_ROWS");
 
 /* ---- small helpers ------------------------------------------------------------------ */
 
-typedef struct errbuf {
-    char *buf;
-    size_t len;
-} errbuf_t;
-
-/* Writes one line into the caller's buffer and returns -1. Control characters (a key
- * or value from the document may hold "\n") become '?', so the message stays one line
- * in a log or an HTTP error body. */
-__attribute__((format(printf, 2, 3))) static int fail(errbuf_t *e, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    errmsg_v(e->buf, e->len, -1, fmt, ap);
-    va_end(ap);
-    for (char *p = e->buf; p && e->len > 0 && *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
-    return -1;
-}
-
-static int in_list(const char *s, const char *const *list)
-{
-    for (; *list; list++)
-        if (strcmp(s, *list) == 0) return 1;
-    return 0;
-}
 
 static int in_catalog(int which, const char *name)
 {
@@ -723,22 +701,12 @@ static void join_list(char *buf, size_t n, const char *const *list, const char *
     }
 }
 
-/* Integers print as integers (65536, not 6.5536e+04); others with %g. */
-static const char *fmt_num(char buf[32], double x)
-{
-    /* LLONG_MAX (the seed's bound) reads back as 2^63 in a double: say what is meant. */
-    if (x == (double)LLONG_MAX) snprintf(buf, 32, "%lld", LLONG_MAX);
-    else if (x == floor(x) && fabs(x) < 1e15) snprintf(buf, 32, "%.0f", x);
-    else snprintf(buf, 32, "%g", x);
-    return buf;
-}
-
 /* "between 1 and 65536", "in [0, 1)", "> 0", ">= 1"; "" without bounds. */
 static void range_text(const field_t *f, char *buf, size_t n)
 {
     char lo[32], hi[32];
-    fmt_num(lo, f->min);
-    fmt_num(hi, f->max);
+    spec_fmt_num(lo, f->min);
+    spec_fmt_num(hi, f->max);
     unsigned r = f->range;
     if ((r & R_MIN) && (r & R_MAX)) {
         if (r & (R_MIN_EXCL | R_MAX_EXCL))
@@ -770,7 +738,7 @@ static int check_range(errbuf_t *e, const field_t *f, double x, const char *wher
     if (in_range(f, x)) return 0;
     char txt[96];
     range_text(f, txt, sizeof txt);
-    return fail(e, "%s: must be %s", where, txt);
+    return spec_fail(e, "%s: must be %s", where, txt);
 }
 
 /* The part of path after "prefix.", or NULL when path is not under prefix. */
@@ -866,7 +834,7 @@ void spec_defaults(job_spec_t *s)
 static int gpt_preset(errbuf_t *e, const char *name, job_spec_t *s, const char *where)
 {
     if (strcmp(name, "gpt2") != 0)
-        return fail(e, "%s: must be an object of the GPT's fields, or \"gpt2\" (GPT-2 124M's shape)", where);
+        return spec_fail(e, "%s: must be an object of the GPT's fields, or \"gpt2\" (GPT-2 124M's shape)", where);
     s->gpt.layers = 12;
     s->gpt.heads = 12;
     s->gpt.embd = 768;
@@ -880,23 +848,23 @@ static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nro
 
 static int parse_objects(errbuf_t *e, const field_t *f, json_t *v, unsigned char *base, const char *where)
 {
-    if (!json_is_array(v)) return fail(e, "%s: must be an array", where);
+    if (!json_is_array(v)) return spec_fail(e, "%s: must be an array", where);
     size_t n = json_array_size(v), cap = f->size / f->elem_size;
-    if (n > cap) return fail(e, "%s: at most %zu entries, has %zu", where, cap, n);
+    if (n > cap) return spec_fail(e, "%s: at most %zu entries, has %zu", where, cap, n);
     char prefix[128];
     snprintf(prefix, sizeof prefix, "%s[]", f->path);
     for (size_t i = 0; i < n; i++) {
         json_t *item = json_array_get(v, i);
         char at[256];
         pathf(at, sizeof at, "%s[%zu]", where, i);
-        if (!json_is_object(item)) return fail(e, "%s: must be an object", at);
+        if (!json_is_object(item)) return spec_fail(e, "%s: must be an object", at);
         unsigned char *elem = base + f->offset + i * f->elem_size;
         unsigned char seen[MAX_ROWS] = {0};
         memset(elem, 0, f->elem_size);
         fill_defaults(f->sub, f->nsub, elem);
         if (walk_object(e, item, f->sub, f->nsub, prefix, at, 0, elem, seen) < 0) return -1;
         for (size_t k = 0; k < f->nsub; k++)
-            if (f->sub[k].required && !seen[k]) return fail(e, "%s.%s: required", at, leaf_key(f->sub[k].path));
+            if (f->sub[k].required && !seen[k]) return spec_fail(e, "%s.%s: required", at, leaf_key(f->sub[k].path));
     }
     *(int *)(base + f->count_offset) = (int)n;
     return 0;
@@ -908,28 +876,28 @@ static int parse_value(errbuf_t *e, const field_t *f, json_t *v, unsigned char *
     void *p = base + f->offset;
     switch (f->type) {
     case F_STR: {
-        if (!json_is_string(v)) return fail(e, "%s: must be a string", where);
+        if (!json_is_string(v)) return spec_fail(e, "%s: must be a string", where);
         const char *s = json_string_value(v);
         size_t n = json_string_length(v);
-        if (f->choices && !in_list(s, f->choices)) {
+        if (f->choices && !spec_in_list(s, f->choices)) {
             char list[256], hint[SUGGEST_NAME_MAX + 32];
             suggest_t sg;
             suggest_init(&sg, s, n);
             for (const char *const *c = f->choices; *c; c++) suggest_offer(&sg, *c, strlen(*c));
             join_list(list, sizeof list, f->choices, "");
             suggest_hint(&sg, NULL, hint, sizeof hint);
-            return fail(e, "%s: must be one of %s%s", where, list, hint);
+            return spec_fail(e, "%s: must be one of %s%s", where, list, hint);
         }
         /* dataset.name is checked by resolve_dataset, once dataset.format and
          * dataset.path are known too (a user's set read from its path needs no entry) */
         if (f->catalog == CAT_MODEL && !in_catalog(f->catalog, s)) {
             char list[512];
             catalog_names(f->catalog, list, sizeof list, "", 0);
-            return fail(e, "%s: must be one of %s", where, list);
+            return spec_fail(e, "%s: must be one of %s", where, list);
         }
-        if (n >= f->size) return fail(e, "%s: too long (%zu bytes, at most %zu)", where, n, f->size - 1);
+        if (n >= f->size) return spec_fail(e, "%s: too long (%zu bytes, at most %zu)", where, n, f->size - 1);
         const char *why = f->check ? f->check(s) : NULL;
-        if (why) return fail(e, "%s: %s", where, why);
+        if (why) return spec_fail(e, "%s: %s", where, why);
         memset(p, 0, f->size);
         memcpy(p, s, n);
         return 0;
@@ -937,39 +905,39 @@ static int parse_value(errbuf_t *e, const field_t *f, json_t *v, unsigned char *
     case F_INT:
     case F_LONG:
     case F_ULONG: {
-        if (!json_is_integer(v)) return fail(e, "%s: must be an integer", where);
+        if (!json_is_integer(v)) return spec_fail(e, "%s: must be an integer", where);
         json_int_t x = json_integer_value(v);
         if (check_range(e, f, (double)x, where) < 0) return -1;
         /* The C type's own limits, for rows whose table bounds are open-ended. */
         long long lo = f->type == F_INT ? INT_MIN : f->type == F_LONG ? LONG_MIN : 0;
         long long hi = f->type == F_INT ? INT_MAX : LLONG_MAX;
-        if (x < lo) return fail(e, "%s: must be >= %lld", where, lo);
-        if (x > hi) return fail(e, "%s: must be <= %lld", where, hi);
+        if (x < lo) return spec_fail(e, "%s: must be >= %lld", where, lo);
+        if (x > hi) return spec_fail(e, "%s: must be <= %lld", where, hi);
         if (f->type == F_INT) *(int *)p = (int)x;
         else if (f->type == F_LONG) *(long *)p = (long)x;
         else *(unsigned long *)p = (unsigned long)x;
         return 0;
     }
     case F_DOUBLE: {
-        if (!json_is_number(v)) return fail(e, "%s: must be a number", where);
+        if (!json_is_number(v)) return spec_fail(e, "%s: must be a number", where);
         double x = json_number_value(v);
         if (check_range(e, f, x, where) < 0) return -1;
         *(double *)p = x;
         return 0;
     }
     case F_BOOL:
-        if (!json_is_boolean(v)) return fail(e, "%s: must be true or false", where);
+        if (!json_is_boolean(v)) return spec_fail(e, "%s: must be true or false", where);
         *(int *)p = json_is_true(v);
         return 0;
     case F_DOUBLES: {
-        if (!json_is_array(v)) return fail(e, "%s: must be an array of numbers", where);
+        if (!json_is_array(v)) return spec_fail(e, "%s: must be an array of numbers", where);
         size_t n = json_array_size(v), cap = f->size / sizeof(double);
-        if (n > cap) return fail(e, "%s: at most %zu entries, has %zu", where, cap, n);
+        if (n > cap) return spec_fail(e, "%s: at most %zu entries, has %zu", where, cap, n);
         for (size_t i = 0; i < n; i++) {
             json_t *item = json_array_get(v, i);
             char at[256];
             pathf(at, sizeof at, "%s[%zu]", where, i);
-            if (!json_is_number(item)) return fail(e, "%s: must be a number", at);
+            if (!json_is_number(item)) return spec_fail(e, "%s: must be a number", at);
             double x = json_number_value(item);
             if (check_range(e, f, x, at) < 0) return -1;
             ((double *)p)[i] = x;
@@ -979,7 +947,7 @@ static int parse_value(errbuf_t *e, const field_t *f, json_t *v, unsigned char *
     }
     case F_OBJECTS: return parse_objects(e, f, v, base, where);
     }
-    return fail(e, "%s: internal error: unknown field type", where);
+    return spec_fail(e, "%s: internal error: unknown field type", where);
 }
 
 /* The refusal of key, unknown in the object at prefix (shown as shown): with the known key
@@ -999,7 +967,7 @@ static int unknown_field(errbuf_t *e, const field_t *rows, size_t nrows, const c
     char hint[SUGGEST_NAME_MAX + 300], at[256];
     join_path(at, sizeof at, shown, "");
     suggest_hint(&s, at, hint, sizeof hint);
-    return fail(e, "%s: unknown field%s", where, hint);
+    return spec_fail(e, "%s: unknown field%s", where, hint);
 }
 
 /* Matches each key of obj against the rows under prefix. prefix is the table path of obj
@@ -1018,7 +986,7 @@ static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nro
         /* Table paths are dotted, so without this {"optimizer.lr": 1} would match a row;
          * one spelling per field keeps documents and their error paths unambiguous. */
         if (strchr(key, '.'))
-            return fail(e, "%s: unknown field (keys cannot contain '.'; nest objects instead)", where);
+            return spec_fail(e, "%s: unknown field (keys cannot contain '.'; nest objects instead)", where);
         size_t klen = strlen(key);
         const field_t *leaf = NULL;
         size_t idx = 0;
@@ -1038,9 +1006,10 @@ static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nro
              * the whole document is read (resolve_model). */
             seen[idx] = 1;
             if (json_object_size(v) == 0)
-                return fail(e, "%s: an empty object (give %s)", where,
-                            strcmp(leaf->path, "model") == 0 ? "{\"onnx\": PATH}"
-                                                             : "{\"kind\": \"bpe\", \"vocab\": PATH, \"merges\": PATH}");
+                return spec_fail(e, "%s: an empty object (give %s)", where,
+                                 strcmp(leaf->path, "model") == 0
+                                     ? "{\"onnx\": PATH}"
+                                     : "{\"kind\": \"bpe\", \"vocab\": PATH, \"merges\": PATH}");
             if (walk_object(e, v, rows, nrows, leaf->path, where, 0, base, seen) < 0) return -1;
         } else if (leaf && (!params_only || leaf->param)) {
             if (seen[idx]) {
@@ -1049,7 +1018,7 @@ static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nro
                 char other[256];
                 if (params_only) join_path(other, sizeof other, "algorithm", key);
                 else join_path(other, sizeof other, "algorithm.params", key);
-                return fail(e, "%s: also given as %s", where, other);
+                return spec_fail(e, "%s: also given as %s", where, other);
             }
             seen[idx] = 1;
             if (parse_value(e, leaf, v, base, where) < 0) return -1;
@@ -1057,12 +1026,12 @@ static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nro
                    strcmp(key, "gpt") == 0) {
             if (gpt_preset(e, json_string_value(v), (job_spec_t *)base, where) < 0) return -1;
         } else if (nested && !params_only) {
-            if (!json_is_object(v)) return fail(e, "%s: must be an object", where);
+            if (!json_is_object(v)) return spec_fail(e, "%s: must be an object", where);
             char sub[128];
             join_path(sub, sizeof sub, prefix, key);
             if (walk_object(e, v, rows, nrows, sub, where, 0, base, seen) < 0) return -1;
         } else if (!params_only && strcmp(prefix, "algorithm") == 0 && strcmp(key, "params") == 0) {
-            if (!json_is_object(v)) return fail(e, "%s: must be an object", where);
+            if (!json_is_object(v)) return spec_fail(e, "%s: must be an object", where);
             if (walk_object(e, v, rows, nrows, "algorithm", where, 1, base, seen) < 0) return -1;
         } else {
             return unknown_field(e, rows, nrows, prefix, shown, params_only, key, where);
@@ -1071,439 +1040,6 @@ static int walk_object(errbuf_t *e, json_t *obj, const field_t *rows, size_t nro
     return 0;
 }
 
-/* The simulate section: a given platform file sets host speeds and links itself, so the
- * generator's per-worker fields would be silently unused next to it. */
-static int cross_check_simulate(errbuf_t *e, const job_spec_t *s)
-{
-    const int k = s->simulate.gpus_per_node, n = s->simulate.nslowdown;
-    if (n > 0 && n != s->workers) return fail(e, "simulate.slowdown: has %d entries, workers is %d", n, s->workers);
-    if (s->simulate.platform[0] && n > 0)
-        return fail(e, "simulate.slowdown: not used with simulate.platform (the platform file sets host speeds)");
-    if (s->simulate.platform[0] && k > 1)
-        return fail(e, "simulate.gpus_per_node: not used with simulate.platform (the platform file sets the nodes)");
-    if (s->simulate.hostfile[0] && !s->simulate.platform[0])
-        return fail(e, "simulate.hostfile: only with simulate.platform");
-    /* Without the cost model the simulated time is the timed computation: skipping it
-     * would make every step free. */
-    if (s->simulate.skip_compute && !s->simulate.deterministic)
-        return fail(
-            e, "simulate.skip_compute: only with simulate.deterministic (the cost model charges the skipped compute)");
-    if (s->simulate.jitter > 0 && !s->simulate.deterministic)
-        return fail(e, "simulate.jitter: only with simulate.deterministic (timed compute varies by itself)");
-    if (s->simulate.bf16_gflops > 0 && strcmp(s->precision, "bf16") != 0)
-        return fail(e, "simulate.bf16_gflops: only with precision bf16 (an fp32 job's hosts compute at "
-                       "simulate.gflops)");
-    /* A node is one simulated host with k cores: one speed for all its workers. */
-    for (int i = 0; i < n; i++)
-        if (s->simulate.slowdown[i] != s->simulate.slowdown[i - i % k])
-            return fail(e,
-                        "simulate.slowdown[%d]: must equal simulate.slowdown[%d]: the workers of a node "
-                        "(gpus_per_node %d) share its speed",
-                        i, i - i % k, k);
-    return 0;
-}
-
-const char *spec_dataset_format(const job_spec_t *s)
-{
-    catalog_dataset_t d;
-    if (strcmp(s->dataset.format, "auto") != 0) return s->dataset.format;
-    /* a user's entry named alone had its format filled in by resolve_dataset */
-    if (catalog_dataset_get(s->dataset.name, &d) != 0 || catalog_format_is_user(d.format))
-        return catalog_format_name(CATALOG_FORMAT_IDX);
-    return catalog_format_name(d.format);
-}
-
-int spec_model_is_gpt(const job_spec_t *s) { return s->gpt.layers > 0; }
-
-int spec_dataset_is_text(const job_spec_t *s)
-{
-    catalog_format_t f;
-    return catalog_format_parse(spec_dataset_format(s), &f) == 0 &&
-           (f == CATALOG_FORMAT_TEXT || f == CATALOG_FORMAT_TOKENS);
-}
-
-int spec_dataset_is_user(const job_spec_t *s)
-{
-    catalog_format_t f;
-    return catalog_format_parse(spec_dataset_format(s), &f) == 0 && catalog_format_is_user(f);
-}
-
-/* The dataset section: a format that fits the name, a path where the format needs one,
- * and arrays of the lengths they may have. */
-static int cross_check_dataset(errbuf_t *e, const job_spec_t *s)
-{
-    const char *fmt = s->dataset.format, *ds = s->dataset.name;
-    catalog_dataset_t d;
-    /* resolve_dataset checked dataset.name (a user's set by path may carry any label) */
-    if (catalog_dataset_get(ds, &d) != 0 && !spec_dataset_is_user(s))
-        return fail(e, "dataset.name: %s is no longer in the catalog", ds);
-    catalog_format_t f;
-    int named = catalog_format_parse(fmt, &f) == 0; /* not "auto" */
-    if (named && !catalog_format_is_user(f) && f != d.format)
-        return fail(e, "dataset.format: %s is not the format of dataset.name %s (%s)", fmt, ds,
-                    catalog_format_name(d.format));
-    if (spec_dataset_is_user(s) && !s->dataset.path[0])
-        return fail(e, "dataset.path: required with dataset.format %s (%s)", fmt,
-                    catalog_format_path_is(named ? f : CATALOG_FORMAT_IMAGEFOLDER));
-    if (s->dataset.nresize != 0 && s->dataset.nresize != 2)
-        return fail(e, "dataset.resize: must be [H, W] or [], has %d entr%s", s->dataset.nresize,
-                    s->dataset.nresize == 1 ? "y" : "ies");
-    for (int i = 0; i < s->dataset.nresize; i++)
-        if (s->dataset.resize[i] != floor(s->dataset.resize[i]))
-            return fail(e, "dataset.resize[%d]: must be an integer", i);
-    if (s->dataset.nmean == 2) return fail(e, "dataset.mean: one value (every channel) or one per channel (3), has 2");
-    if (s->dataset.nstd == 2) return fail(e, "dataset.std: one value (every channel) or one per channel (3), has 2");
-    return 0;
-}
-
-/* The model and the data set, as the catalog has them: the same image shape, as many
- * classes as an imported model has outputs (a built-in's head takes the data set's:
- * catalog_pair_check), augmentation only where the data set allows it. A built-in data
- * set resized (its channels converted too) is paired by its classes alone; a user's (imagefolder, npz) is not in the spec's catalog lookup at all: the
- * coordinator probes its classes at submission and the worker checks the shape it
- * decodes, both naming the model and the data set. */
-static int cross_check_catalog(errbuf_t *e, const job_spec_t *s)
-{
-    catalog_model_t m;
-    catalog_dataset_t d;
-    char why[256];
-    /* a language model on text pairs by its vocabulary and window, which the worker checks
-     * against the files (the built-in GPT is in no catalog: its figures are its fields') */
-    if (spec_model_is_gpt(s) && !spec_dataset_is_text(s))
-        return fail(e, "model.gpt: trains on dataset.format text or tokens, not %s", spec_dataset_format(s));
-    if (spec_dataset_is_text(s) && !spec_model_is_gpt(s) && !s->model_onnx[0])
-        return fail(e,
-                    "dataset.format %s: trains the built-in GPT (\"model\": {\"gpt\": {...}}) or an imported "
-                    "language model (\"model\": {\"onnx\": ...}); %s takes images",
-                    spec_dataset_format(s), s->model);
-    if (spec_dataset_is_text(s) && s->dataset.augment)
-        return fail(e, "dataset.augment: crops and flips images, not text");
-    if (!spec_dataset_is_text(s) && (s->dataset.block_size || s->dataset.vocab_size))
-        return fail(e, "dataset.%s: only with dataset.format text or tokens",
-                    s->dataset.block_size ? "block_size" : "vocab_size");
-    if (spec_model_is_gpt(s)) return 0;
-    if (catalog_model_get(s->model, &m) != 0) return fail(e, "model: %s is no longer in the catalog", s->model);
-    if (spec_dataset_is_user(s)) return 0;
-    if (catalog_dataset_get(s->dataset.name, &d) != 0)
-        return fail(e, "dataset.name: %s is no longer in the catalog", s->dataset.name);
-    if (s->dataset.nresize == 2) {
-        d.C = m.C;
-        d.H = m.H;
-        d.W = m.W;
-    }
-    if (catalog_pair_check(&m, &d, why, sizeof why) != 0) return fail(e, "%s", why);
-    if (s->dataset.augment && !d.augment) {
-        char allowed[256] = "";
-        catalog_dataset_t o;
-        for (size_t i = 0; catalog_dataset_at(i, &o) == 0; i++)
-            if (o.augment)
-                snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s%s", allowed[0] ? ", " : "",
-                         o.name);
-        return fail(e, "dataset.augment: only for %s, dataset.name is %s", allowed[0] ? allowed : "no data set",
-                    s->dataset.name);
-    }
-    return 0;
-}
-
-/* ---- ONNX models -------------------------------------------------------------------- */
-
-static spec_onnx_loader_fn onnx_loader;
-
-void spec_set_onnx_loader(spec_onnx_loader_fn fn) { onnx_loader = fn; }
-
-void spec_onnx_name(const char *path, char *out, size_t len)
-{
-    if (len == 0) return;
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    if (!*base) base = "model.onnx";
-    size_t n = 0;
-    for (; base[n] && n + 1 < len && n + 1 < SPEC_NAME_MAX; n++) {
-        unsigned char c = (unsigned char)base[n];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-                 c == '-';
-        out[n] = ok ? (char)c : '_';
-    }
-    out[n] = '\0';
-    /* a '.' keeps the name apart from the built-in ones, which have none */
-    if (!memchr(out, '.', n)) {
-        size_t room = len < SPEC_NAME_MAX ? len : SPEC_NAME_MAX;
-        if (n + sizeof ".onnx" > room) n = room > sizeof ".onnx" ? room - sizeof ".onnx" : 0;
-        snprintf(out + n, len - n, ".onnx");
-    }
-}
-
-/* "model": {"onnx": PATH}: the model is the catalog's entry named after the file, added
- * by the loader (the worker's and pacer-sim's onnx_import_catalog_add) unless the process
- * has it already (pacer-sim's ranks share one catalog). "model": {"onnx": NAME} naming an
- * uploaded model (the coordinator's catalog has it, source uploaded): that entry, its
- * sha256 copied into model.sha256; with a sha256 (what the coordinator launches) the
- * model keeps NAME and the loader finds the bytes by the hash. Runs before the pairing
- * checks, so they read the imported model's figures. */
-static int resolve_model(errbuf_t *e, job_spec_t *s)
-{
-    if (s->gpt.layers > 0 && s->model_onnx[0]) return fail(e, "model: give onnx or gpt, not both");
-    if (s->gpt.layers > 0) {
-        snprintf(s->model, sizeof s->model, "gpt");
-        return 0;
-    }
-    if (!s->model_onnx[0]) {
-        if (s->model_sha256[0]) return fail(e, "model.sha256: only with model.onnx (an uploaded model's name)");
-        /* an object with neither onnx nor a gpt's layers */
-        if (!s->model[0]) return fail(e, "model.gpt.layers: required in a gpt object (1 to 96 transformer blocks)");
-        return 0;
-    }
-    catalog_model_t m;
-    /* a catalog name holds no '/': never a path */
-    const int bare = catalog_name_valid(s->model_onnx);
-    if (bare && catalog_model_get(s->model_onnx, &m) == 0 && m.source == CATALOG_UPLOADED) {
-        if (s->model_sha256[0] && strcmp(s->model_sha256, m.sha256) != 0)
-            return fail(e, "model.sha256: uploaded model %s is %.12s... now, not %.12s... (replaced since)",
-                        s->model_onnx, m.sha256, s->model_sha256);
-        snprintf(s->model, sizeof s->model, "%.*s", (int)sizeof s->model - 1, s->model_onnx);
-        snprintf(s->model_sha256, sizeof s->model_sha256, "%s", m.sha256);
-        return 0;
-    }
-    if (s->model_sha256[0]) {
-        if (!bare)
-            return fail(e, "model.onnx: with model.sha256, the name of an uploaded model (letters, digits, '.', '_', "
-                           "'-'), not a path");
-        snprintf(s->model, sizeof s->model, "%.*s", (int)sizeof s->model - 1, s->model_onnx);
-    } else {
-        spec_onnx_name(s->model_onnx, s->model, sizeof s->model);
-    }
-    if (catalog_model_get(s->model, &m) == 0) {
-        /* an upload never takes a built-in's name: a hand-written spec must not train
-         * ONNX bytes under a built-in's figures */
-        if (s->model_sha256[0] && m.source != CATALOG_UPLOADED)
-            return fail(e, "model.onnx: %s is a %s model, not an uploaded one", s->model, catalog_source_name(m.source));
-        return 0;
-    }
-    if (!onnx_loader) {
-        if (bare)
-            return fail(e,
-                        "model.onnx: %s is not an uploaded model (GET /api/v1/models lists them; PUT "
-                        "/api/v1/models/%s uploads one); ONNX files by path are read by pacer-worker and pacer-sim",
-                        s->model_onnx, s->model_onnx);
-        return fail(e, "model.onnx: %s: ONNX files are read by pacer-worker and pacer-sim; %s is not in this catalog",
-                    s->model_onnx, s->model);
-    }
-    char why[768];
-    if (onnx_loader(s->model_onnx, s->model, s->model_sha256, why, sizeof why) != 0)
-        return fail(e, "model.onnx: %s", why);
-    return 0;
-}
-
-/* "dataset": {"name": NAME} of a user's data set (an image folder or .npz that a data
- * root holds, put in the catalog by common/userdata.h: GET /api/v1/datasets lists it) is
- * read from where the catalog found it, in its format: format and path are filled in
- * here, so that the coordinator checks the path against its data roots, stores the
- * spec with both and its workers read the path, as for a spec that gave them. A name
- * that is not in this process's catalog is still a valid label of a user's set given by
- * format and path (a worker without --data-root reading the coordinator's spec);
- * otherwise it gets the catalog's names. */
-static int resolve_dataset(errbuf_t *e, job_spec_t *s)
-{
-    catalog_dataset_t d;
-    if (catalog_dataset_get(s->dataset.name, &d) != 0) {
-        if (spec_dataset_is_user(s) && s->dataset.path[0]) return 0;
-        char list[512];
-        catalog_dataset_names(list, sizeof list, "", 0);
-        return fail(e, "dataset.name: must be one of %s", list);
-    }
-    if (!catalog_format_is_user(d.format)) return 0;
-    const char *f = catalog_format_name(d.format);
-    catalog_format_t given;
-    if (catalog_format_parse(s->dataset.format, &given) == 0 && given != d.format) /* "auto" is none */
-        return fail(e, "dataset.format: %s is not the format of dataset.name %s (%s)", s->dataset.format,
-                    s->dataset.name, f);
-    if (s->dataset.path[0] && strcmp(s->dataset.path, d.fixed_dir) != 0)
-        return fail(e, "dataset.path: %s is not where dataset.name %s is (%s): give one or the other", s->dataset.path,
-                    s->dataset.name, d.fixed_dir);
-    if (strlen(d.fixed_dir) >= sizeof s->dataset.path)
-        return fail(e, "dataset.name: %s: its path is too long for dataset.path", s->dataset.name);
-    snprintf(s->dataset.format, sizeof s->dataset.format, "%s", f);
-    snprintf(s->dataset.path, sizeof s->dataset.path, "%s", d.fixed_dir);
-    return 0;
-}
-
-/* "tokenizer": {"kind": "bpe", ...}: the object form names GPT-2's BPE and its files (either
- * vocab.json and merges.txt, or one tokenizer.json); the row's own value becomes "bpe". */
-static int resolve_tokenizer(errbuf_t *e, job_spec_t *s)
-{
-    const int vocab = s->dataset.tokenizer_vocab[0] != 0, merges = s->dataset.tokenizer_merges[0] != 0,
-              file = s->dataset.tokenizer_file[0] != 0;
-    if (!s->dataset.tokenizer_kind[0] && !vocab && !merges && !file) return 0;
-    if (!s->dataset.tokenizer_kind[0])
-        return fail(e, "dataset.tokenizer.kind: required in a tokenizer object: \"bpe\" (bytes and chars are "
-                       "given as strings)");
-    if (file && (vocab || merges))
-        return fail(e, "dataset.tokenizer.file: give a tokenizer.json or vocab and merges, not both");
-    if (!file && !(vocab && merges))
-        return fail(e,
-                    "dataset.tokenizer.%s: required with %s (GPT-2's vocab.json and merges.txt), or give file "
-                    "(a tokenizer.json)",
-                    vocab ? "merges" : "vocab",
-                    vocab    ? "vocab"
-                    : merges ? "merges"
-                             : "kind bpe");
-    snprintf(s->dataset.tokenizer, sizeof s->dataset.tokenizer, "%s", s->dataset.tokenizer_kind);
-    return 0;
-}
-
-/* A tokenizer other than bytes reads text: a token data set is ids already, and its
- * vocabulary (dataset.vocab_size) is the tokenizer's, not the spec's. */
-static int cross_check_tokenizer(errbuf_t *e, const job_spec_t *s)
-{
-    if (strcmp(s->dataset.tokenizer, "bytes") == 0) return 0;
-    catalog_format_t f;
-    if (catalog_format_parse(spec_dataset_format(s), &f) != 0 || f != CATALOG_FORMAT_TEXT)
-        return fail(e, "dataset.tokenizer: %s reads text (dataset.format text), not %s", s->dataset.tokenizer,
-                    spec_dataset_format(s));
-    if (s->dataset.vocab_size)
-        return fail(e, "dataset.vocab_size: the %s tokenizer's vocabulary is its own; leave vocab_size out",
-                    s->dataset.tokenizer);
-    return 0;
-}
-
-/* The built-in GPT's shape: its heads split the width evenly (each head embd / heads
- * wide), and its vocabulary has at least 2 ids and none the data's tokenizer lacks (a
- * sampled id it cannot decode would fail generation), where the spec alone says the
- * tokenizer's size: text read as bytes has 256, a token data set dataset.vocab_size. A BPE's
- * is its files' (checked at submission by the coordinator, which reads them), a chars
- * one's its text's (checked by the worker once it has read it). */
-static int cross_check_gpt(errbuf_t *e, const job_spec_t *s)
-{
-    if (!spec_model_is_gpt(s)) return 0;
-    if (s->gpt.embd % s->gpt.heads != 0)
-        return fail(e, "model.gpt.heads: %d does not divide model.gpt.embd %d (each head is embd / heads wide)",
-                    s->gpt.heads, s->gpt.embd);
-    if (s->gpt.vocab_size == 1)
-        return fail(e, "model.gpt.vocab_size: 1, must be at least 2 (or left out: the data set's vocabulary)");
-    catalog_format_t f;
-    if (!s->gpt.vocab_size || catalog_format_parse(spec_dataset_format(s), &f) != 0) return 0;
-    const int bytes = f == CATALOG_FORMAT_TEXT && (!s->dataset.tokenizer[0] || !strcmp(s->dataset.tokenizer, "bytes"));
-    const int have = bytes ? 256 : f == CATALOG_FORMAT_TOKENS ? s->dataset.vocab_size : 0;
-    if (have && s->gpt.vocab_size > have)
-        return fail(e,
-                    "model.gpt.vocab_size: %d, more than the %d ids of the data set's %s: the model would sample "
-                    "ids nothing decodes; leave it out (the data set's) or give at most %d",
-                    s->gpt.vocab_size, have, bytes ? "bytes (text read as bytes)" : "tokens (dataset.vocab_size)", have);
-    return 0;
-}
-
-/* Gradient compression is wired into ssgd's all-reduce (worker/algo_ssgd.c), the model
- * averages of local-sgd and hier-bsp (worker/algo_local_sgd.c), hpsgd's rounds
- * (worker/algo_hpsgd.c) and, bf16 only, the parameter-server family's pushes
- * (worker/ps.c: PowerSGD's Q must be the same on every rank, which pushes applied one
- * at a time never agree on): the other algorithms, and the goodput planner (whose noise
- * scale needs the uncompressed gradients' norms), are refused rather than run
- * uncompressed in silence. hpsgd has no warm-up: its ranks start a round at different
- * steps, so no step count tells them alike whether a round is compressed. */
-static int cross_check_compression(errbuf_t *e, const job_spec_t *s)
-{
-    const char *kind = s->algorithm.compression.kind, *a = s->algorithm.name;
-    if (strcmp(kind, "none") == 0) return 0;
-    if (spec_is_async(s) && strcmp(kind, "bf16") != 0)
-        return fail(e,
-                    "algorithm.compression.kind: %s needs one Q shared by all ranks, which the asynchronous "
-                    "pushes of %s do not have; use bf16 (each worker keeps its own error feedback) or none",
-                    kind, a);
-    if (!spec_is_async(s) && strcmp(a, "ssgd") != 0 && strcmp(a, "local-sgd") != 0 && strcmp(a, "hier-bsp") != 0 &&
-        strcmp(a, "hpsgd") != 0)
-        return fail(e,
-                    "algorithm.compression.kind: %s is implemented for ssgd, local-sgd, hier-bsp, hpsgd and (bf16) "
-                    "the parameter-server family only (algorithm.name is %s); use one of them or kind none",
-                    kind, a);
-    if (strcmp(a, "hpsgd") == 0 && s->algorithm.compression.warmup_steps > 0)
-        return fail(e, "algorithm.compression.warmup_steps: hpsgd has no warm-up (its ranks start a round at "
-                       "different steps); set 0");
-    const int probe = s->algorithm.compression.probe_steps, warm = s->algorithm.compression.warmup_steps;
-    if (s->algorithm.compression.min_gain > 0 && strcmp(kind, "powersgd") != 0)
-        return fail(e, "algorithm.compression.min_gain: the measured choice is powersgd's (kind is %s); set 0", kind);
-    if (s->algorithm.compression.min_gain > 0 && warm < probe)
-        return fail(e,
-                    "algorithm.compression.min_gain: the probe times the warm-up's last probe_steps (%d) plain "
-                    "steps, and warmup_steps is %d: set warmup_steps to at least %d, or probe_steps lower",
-                    probe, warm, probe);
-    if (s->algorithm.goodput)
-        return fail(e,
-                    "algorithm.compression.kind: %s does not work with algorithm.goodput (the noise scale "
-                    "needs the uncompressed gradients); set one of them",
-                    kind);
-    return 0;
-}
-
-/* min_workers and max_workers, the elastic bounds around workers (the coordinator's
- * --policy hetero starts, shrinks and grows a job within them: run.c spec_worlds, policy_hjob_bounds).
- * min_workers has no algorithm rule: every job already shrinks to one worker on lost hosts.
- * max_workers: a job grown past workers keeps its global batch (workers x batch_size),
- * split over more ranks (worker/train.c worker_setup_world). That generalises where the
- * ranks already share it after an elastic shrink and every rank is a peer: ssgd,
- * hier-bsp, hpsgd, local-sgd. sgd is one process; the parameter-server family's world
- * (workers + 1, staleness bounds, nsoftsync's n) and a simulated job's per-worker host
- * list are sized by workers, so they do not grow. */
-static int cross_check_growth(errbuf_t *e, const job_spec_t *s)
-{
-    static const char *const GROWS[] = {"ssgd", "hier-bsp", "hpsgd", "local-sgd", NULL};
-    if (s->min_workers > s->workers)
-        return fail(e, "min_workers: must be <= workers (%d), is %d", s->workers, s->min_workers);
-    if (s->max_workers < s->workers)
-        return fail(e, "max_workers: must be >= workers (%d), is %d", s->workers, s->max_workers);
-    if (s->max_workers == s->workers) return 0;
-    if (!in_list(s->algorithm.name, GROWS))
-        return fail(e,
-                    "max_workers: algorithm %s does not grow past its workers (only ssgd, hier-bsp, hpsgd and "
-                    "local-sgd do); leave max_workers out or set it to workers (%d)",
-                    s->algorithm.name, s->workers);
-    if (s->simulate.enabled)
-        return fail(e, "max_workers: a simulated job (simulate.enabled) runs on its workers (%d); leave max_workers out",
-                    s->workers);
-    /* Each rank takes at least one sample of the global batch (algorithm.min_batch when
-     * given: the planner's smallest batch). */
-    long global = (long)s->workers * s->batch_size;
-    long least = s->algorithm.min_batch > 0 ? s->algorithm.min_batch : 1;
-    if ((long)s->max_workers * least > global)
-        return fail(e,
-                    "max_workers: %d ranks cannot share the global batch of %ld (workers x batch_size) with at "
-                    "least %ld sample%s each; at most %ld",
-                    s->max_workers, global, least, least == 1 ? "" : "s", global / least);
-    return 0;
-}
-
-/* sync_batchnorm: one all-reduce per batch norm in every step's forward and backward, which
- * every rank must call in step: the algorithms whose ranks all take every step together
- * (ssgd; sgd, one process, has nothing to synchronise), and never a rank the goodput
- * planner leaves out of a step. The CUDA path has no synchronised batch norm: device cuda
- * is refused, auto computes on the CPU (worker/train.c select_device). */
-static int cross_check_sync_bn(errbuf_t *e, const job_spec_t *s)
-{
-    if (!s->sync_batchnorm) return 0;
-    const char *alg = s->algorithm.name;
-    if (strcmp(alg, "ssgd") != 0 && strcmp(alg, "sgd") != 0)
-        return fail(e,
-                    "sync_batchnorm: only ssgd (or sgd, one process) has every rank take every step together, "
-                    "which the batch norms' all-reduces need; algorithm.name is %s: use ssgd, or leave "
-                    "sync_batchnorm false",
-                    alg);
-    if (s->algorithm.goodput)
-        return fail(e, "sync_batchnorm: the goodput planner may leave a rank out of a step, which then takes no "
-                       "part in the batch norms' all-reduce; set one of sync_batchnorm and algorithm.goodput");
-    if (strcmp(s->device, "cuda") == 0)
-        return fail(e, "sync_batchnorm: implemented on CPU ranks only (device cuda has no synchronised batch "
-                       "norm); use device cpu or auto (which then computes on the CPU)");
-    return 0;
-}
-
-/* precision bf16: the CPU's products only so far; device cuda is refused, auto computes on
- * the CPU (worker/train.c select_device). */
-static int cross_check_precision(errbuf_t *e, const job_spec_t *s)
-{
-    if (strcmp(s->precision, "bf16") == 0 && strcmp(s->device, "cuda") == 0)
-        return fail(e, "precision bf16: implemented on CPU ranks only (the CUDA products are float32); use "
-                       "device cpu or auto (which then computes on the CPU), or precision fp32");
-    return 0;
-}
 
 /* algorithm.shard.split: a name (even, memory), or a list of weights, one per worker, kept
  * in algorithm.shard.weights with split "weights". Top-level row: base is the spec. */
@@ -1516,16 +1052,16 @@ static int parse_shard_split(errbuf_t *e, const field_t *f, json_t *v, unsigned 
         name.parse = NULL;
         return parse_value(e, &name, v, base, where);
     }
-    if (!json_is_array(v)) return fail(e, "%s: must be \"even\", \"memory\" or an array of weights", where);
+    if (!json_is_array(v)) return spec_fail(e, "%s: must be \"even\", \"memory\" or an array of weights", where);
     size_t n = json_array_size(v);
-    if (n == 0) return fail(e, "%s: an empty list (give one weight per worker)", where);
-    if (n > SPEC_MAX_WORKERS) return fail(e, "%s: at most %d entries, has %zu", where, SPEC_MAX_WORKERS, n);
+    if (n == 0) return spec_fail(e, "%s: an empty list (give one weight per worker)", where);
+    if (n > SPEC_MAX_WORKERS) return spec_fail(e, "%s: at most %d entries, has %zu", where, SPEC_MAX_WORKERS, n);
     for (size_t i = 0; i < n; i++) {
         json_t *item = json_array_get(v, i);
         double x = json_is_number(item) ? json_number_value(item) : NAN;
         if (!(x > 0 && x <= MAX_SHARD_WEIGHT))
-            return fail(e, "%s[%zu]: must be a number > 0 and <= 1e12 (a rank's share is its weight over the sum)",
-                        where, i);
+            return spec_fail(e, "%s[%zu]: must be a number > 0 and <= 1e12 (a rank's share is its weight over the sum)",
+                             where, i);
         s->algorithm.shard.weights[i] = x;
     }
     s->algorithm.shard.nweights = (int)n;
@@ -1538,7 +1074,7 @@ static int parse_freeze(errbuf_t *e, const field_t *f, json_t *v, unsigned char 
 {
     char why[256];
     (void)f;
-    if (freeze_parse(v, ((job_spec_t *)base)->freeze, why, sizeof why) != 0) return fail(e, "%s: %s", where, why);
+    if (freeze_parse(v, ((job_spec_t *)base)->freeze, why, sizeof why) != 0) return spec_fail(e, "%s: %s", where, why);
     return 0;
 }
 
@@ -1554,8 +1090,9 @@ static int parse_lora_targets(errbuf_t *e, const field_t *f, json_t *v, unsigned
     char why[256];
     (void)f;
     if (json_is_array(v) && json_array_size(v) == 0)
-        return fail(e, "%s: an empty list; give at least one glob of the products to adapt", where);
-    if (freeze_parse(v, ((job_spec_t *)base)->lora.targets, why, sizeof why) != 0) return fail(e, "%s: %s", where, why);
+        return spec_fail(e, "%s: an empty list; give at least one glob of the products to adapt", where);
+    if (freeze_parse(v, ((job_spec_t *)base)->lora.targets, why, sizeof why) != 0)
+        return spec_fail(e, "%s: %s", where, why);
     return 0;
 }
 
@@ -1563,16 +1100,6 @@ static json_t *lora_targets_json(const field_t *f, const unsigned char *base, in
 {
     (void)f, (void)prec;
     return freeze_json(((const job_spec_t *)base)->lora.targets);
-}
-
-/* lora's other fields say how to adapt what lora.targets names: without targets they would
- * be silently unused. */
-static int cross_check_lora(errbuf_t *e, const job_spec_t *s)
-{
-    if (s->lora.targets[0]) return 0;
-    if (s->lora.rank != 8 || s->lora.alpha != 8 || s->lora.dropout != 0 || strcmp(s->lora.export_, "merged") != 0)
-        return fail(e, "lora: lora.targets is missing (the globs of the matrix products' weights to adapt)");
-    return 0;
 }
 
 static json_t *shard_split_json(const field_t *f, const unsigned char *base, int *prec)
@@ -1593,131 +1120,10 @@ static json_t *shard_split_json(const field_t *f, const unsigned char *base, int
     return arr;
 }
 
-/* algorithm.shard: the sharded update is ssgd's (worker/shard.h). What does not work on a
- * rank's range of the gradient is refused by name rather than run unsharded: compression
- * (PowerSGD's factors and bf16's error feedback span whole tensors of the full gradient),
- * the device optimizer (it updates the whole buffer), a simulation (pacer-sim's cost model
- * has no reduce-scatter) and an explicit list of weights whose length is not workers (an
- * elastic restart on another world splits evenly instead: worker/shard.c says so). */
-static int cross_check_shard(errbuf_t *e, const job_spec_t *s)
-{
-    const int stage = s->algorithm.shard.stage, nw = s->algorithm.shard.nweights;
-    if (stage == 0) {
-        if (nw > 0 || strcmp(s->algorithm.shard.split, "even") != 0)
-            return fail(e, "algorithm.shard.split: only with algorithm.shard.stage 1 or 2 (stage is 0: no sharding)");
-        return 0;
-    }
-    if (strcmp(s->algorithm.name, "ssgd") != 0)
-        return fail(e,
-                    "algorithm.shard: implemented for ssgd only (algorithm.name is %s: its ranks do not apply one "
-                    "update to one gradient together); use ssgd, or leave algorithm.shard out",
-                    s->algorithm.name);
-    if (strcmp(s->algorithm.compression.kind, "none") != 0)
-        return fail(e,
-                    "algorithm.shard: does not work with algorithm.compression.kind %s (its error feedback and "
-                    "factors span whole tensors of the full gradient); set kind none or leave algorithm.shard out",
-                    s->algorithm.compression.kind);
-    if (strcmp(s->device, "cuda") == 0)
-        return fail(e, "algorithm.shard: implemented on CPU ranks only (the device optimizer updates the whole "
-                       "buffer); use device cpu or auto (which then computes on the CPU)");
-    if (s->simulate.enabled)
-        return fail(e, "algorithm.shard: not simulated (pacer-sim's cost model has no reduce-scatter); leave "
-                       "simulate.enabled false or algorithm.shard out");
-    if (nw > 0 && nw != s->workers)
-        return fail(e, "algorithm.shard.split: has %d weights, workers is %d (one weight per worker)", nw, s->workers);
-    return 0;
-}
-
-/* Rules between fields, checked once every field has its value. */
-static int cross_check(errbuf_t *e, const job_spec_t *s)
-{
-    const char *alg = s->algorithm.name;
-    char num[32];
-
-    if (cross_check_dataset(e, s) < 0) return -1;
-    if (cross_check_tokenizer(e, s) < 0) return -1;
-    if (cross_check_catalog(e, s) < 0) return -1;
-    if (cross_check_gpt(e, s) < 0) return -1;
-    if (cross_check_lora(e, s) < 0) return -1;
-    if (s->eval_sample[0] && (!spec_model_is_gpt(s) || !spec_dataset_is_text(s)))
-        return fail(e,
-                    "eval_sample: only for the built-in GPT (\"model\": {\"gpt\": {...}}) on dataset.format text or "
-                    "tokens, not model %s on %s",
-                    s->model, spec_dataset_format(s));
-
-    if (strcmp(alg, "sgd") == 0 && s->workers != 1)
-        return fail(e, "algorithm.name: sgd is single-process; use ssgd for workers > 1");
-    if (strcmp(alg, "nsoftsync") == 0 && (s->algorithm.n < 1 || s->algorithm.n > s->workers))
-        return fail(e, "algorithm.n: must be between 1 and workers (%d)", s->workers);
-    /* DDC-ASGD's momentum rule (ALGORITHMS.md section 5) adapts mu per update and has no
-     * Nesterov form; clip_norm it honours (worker/algo_ddc_asgd.c). */
-    if (strcmp(alg, "ddc-asgd") == 0 && s->optimizer.nesterov)
-        return fail(e, "optimizer.nesterov: ddc-asgd's delay-adapted momentum has no Nesterov form; "
-                       "set it to false or choose another algorithm");
-    if (strcmp(alg, "hier-bsp") == 0 && s->algorithm.group_size > s->workers)
-        return fail(e, "algorithm.group_size: must be <= workers (%d)", s->workers);
-    if (s->algorithm.min_batch > 0 && s->algorithm.max_batch > 0 && s->algorithm.min_batch > s->algorithm.max_batch)
-        return fail(e, "algorithm.min_batch: must be <= algorithm.max_batch (%d)", s->algorithm.max_batch);
-    /* Every worker starts at batch_size: the bounds must hold it (common/planner.h). */
-    if (s->algorithm.min_batch > s->batch_size)
-        return fail(e, "algorithm.min_batch: must be <= batch_size (%d)", s->batch_size);
-    if (s->algorithm.max_batch > 0 && s->algorithm.max_batch < s->batch_size)
-        return fail(e, "algorithm.max_batch: must be >= batch_size (%d)", s->batch_size);
-
-    if (s->algorithm.goodput) {
-        if (strcmp(alg, "ssgd") != 0)
-            return fail(e,
-                        "algorithm.goodput: only for ssgd (the other algorithms report the noise scale but do "
-                        "not plan by it), algorithm.name is %s",
-                        alg);
-        if (s->workers < 2)
-            return fail(e, "algorithm.goodput: needs workers >= 2 (the noise scale is measured between the "
-                           "workers' gradients)");
-        if (s->algorithm.dynamic_batch)
-            return fail(e, "algorithm.dynamic_batch: the goodput planner splits the batches itself; set one of "
-                           "dynamic_batch and goodput");
-    } else if (s->algorithm.max_global_batch > 0) {
-        return fail(e, "algorithm.max_global_batch: only with algorithm.goodput");
-    }
-    if (s->algorithm.max_global_batch > 0 && s->algorithm.max_global_batch < (long)s->workers * s->batch_size)
-        return fail(e, "algorithm.max_global_batch: must be >= workers x batch_size (%ld)",
-                    (long)s->workers * s->batch_size);
-
-    if (cross_check_compression(e, s) < 0) return -1;
-    if (cross_check_growth(e, s) < 0) return -1;
-    if (cross_check_sync_bn(e, s) < 0) return -1;
-    if (cross_check_precision(e, s) < 0) return -1;
-    if (cross_check_shard(e, s) < 0) return -1;
-
-    if (s->optimizer.nbetas != 0 && s->optimizer.nbetas != 2)
-        return fail(e, "optimizer.betas: must be [b1, b2], has %d entries", s->optimizer.nbetas);
-    /* The parameter server applies AdamW through worker_apply_gradient as a synchronous
-     * rank does (its moments and step count are the server's, checkpointed), except in
-     * ddc-asgd, whose update is its own staleness-damped momentum rule (ddc_step). */
-    if (spec_is_adamw(s) && strcmp(alg, "ddc-asgd") == 0)
-        return fail(e, "optimizer.kind: adamw is not applied by ddc-asgd, whose update is its own momentum rule; use "
-                       "asgd, dc-asgd, nsoftsync, dbs-sgd or a synchronous algorithm, or optimizer.kind sgd");
-
-    if (strcmp(s->optimizer.lr_schedule.kind, "cosine") == 0 && s->optimizer.lr_schedule.min_lr > s->optimizer.lr)
-        return fail(e, "optimizer.lr_schedule.min_lr: must be <= optimizer.lr (%s)", fmt_num(num, s->optimizer.lr));
-
-    if (s->emulate.nslowdown > 0 && s->emulate.nslowdown != s->workers)
-        return fail(e, "emulate.slowdown: has %d entries, workers is %d", s->emulate.nslowdown, s->workers);
-    for (int i = 0; i < s->emulate.nschedule; i++) {
-        const spec_slowdown_change_t *c = &s->emulate.schedule[i];
-        if (c->rank >= s->workers) return fail(e, "emulate.schedule[%d].rank: must be < workers (%d)", i, s->workers);
-        /* The worker applies changes in one forward pass over the list. */
-        if (i > 0 && c->step < s->emulate.schedule[i - 1].step)
-            return fail(e, "emulate.schedule[%d].step: must be >= the previous entry's step (%ld)", i,
-                        s->emulate.schedule[i - 1].step);
-    }
-    return cross_check_simulate(e, s);
-}
-
 int spec_parse(const char *json_text, job_spec_t *out, char *err, size_t errlen)
 {
     errbuf_t e = {err, errlen};
-    if (!json_text) return fail(&e, "spec: no text");
+    if (!json_text) return spec_fail(&e, "spec: no text");
 
     json_error_t jerr;
     /* DECODE_ANY so that "42" gets the clearer "must be a JSON object" below; duplicate
@@ -1732,7 +1138,7 @@ int spec_parse(const char *json_text, job_spec_t *out, char *err, size_t errlen)
 int spec_json_error(const json_error_t *jerr, char *err, size_t errlen)
 {
     errbuf_t e = {err, errlen};
-    return fail(&e, "spec: invalid JSON at line %d column %d: %s", jerr->line, jerr->column, jerr->text);
+    return spec_fail(&e, "spec: invalid JSON at line %d column %d: %s", jerr->line, jerr->column, jerr->text);
 }
 
 int spec_from_json(json_t *root, job_spec_t *out, char *err, size_t errlen)
@@ -1746,21 +1152,21 @@ int spec_from_json(json_t *root, job_spec_t *out, char *err, size_t errlen)
     unsigned char seen[MAX_ROWS] = {0};
 
     if (!json_is_object(root)) {
-        fail(&e, "spec: must be a JSON object");
+        spec_fail(&e, "spec: must be a JSON object");
         goto done;
     }
     if (walk_object(&e, root, FIELDS, ARRAY_LEN(FIELDS), "", "", 0, (unsigned char *)&s, seen) < 0) goto done;
     for (size_t i = 0; i < ARRAY_LEN(FIELDS); i++) {
         if (FIELDS[i].required && !seen[i]) {
-            fail(&e, "%s: required", FIELDS[i].path);
+            spec_fail(&e, "%s: required", FIELDS[i].path);
             goto done;
         }
     }
     resolve(&s);
-    if (resolve_model(&e, &s) < 0) goto done;
-    if (resolve_dataset(&e, &s) < 0) goto done;
-    if (resolve_tokenizer(&e, &s) < 0) goto done;
-    if (cross_check(&e, &s) < 0) goto done;
+    if (spec_resolve_model(&e, &s) < 0) goto done;
+    if (spec_resolve_dataset(&e, &s) < 0) goto done;
+    if (spec_resolve_tokenizer(&e, &s) < 0) goto done;
+    if (spec_cross_check(&e, &s) < 0) goto done;
     memcpy(out, &s, sizeof s);
     rc = 0;
 done:
@@ -1771,27 +1177,27 @@ int spec_load_file(const char *path, job_spec_t *out, char *err, size_t errlen)
 {
     errbuf_t e = {err, errlen};
     FILE *f = fopen(path, "rb");
-    if (!f) return fail(&e, "%s: %s", path, strerror(errno));
+    if (!f) return spec_fail(&e, "%s: %s", path, strerror(errno));
     char *text = malloc(SPEC_FILE_MAX + 1);
     if (!text) {
         fclose(f);
-        return fail(&e, "%s: out of memory", path);
+        return spec_fail(&e, "%s: out of memory", path);
     }
     size_t n = fread(text, 1, SPEC_FILE_MAX + 1, f);
     int read_error = ferror(f);
     fclose(f);
     int rc = -1;
     if (read_error) {
-        fail(&e, "%s: read error", path);
+        spec_fail(&e, "%s: read error", path);
     } else if (n > SPEC_FILE_MAX) {
-        fail(&e, "%s: larger than %d bytes, not a job spec", path, SPEC_FILE_MAX);
+        spec_fail(&e, "%s: larger than %d bytes, not a job spec", path, SPEC_FILE_MAX);
     } else if (memchr(text, '\0', n)) {
-        fail(&e, "%s: contains a NUL byte, not a job spec", path);
+        spec_fail(&e, "%s: contains a NUL byte, not a job spec", path);
     } else {
         text[n] = '\0';
         char msg[512];
         rc = spec_parse(text, out, msg, sizeof msg);
-        if (rc < 0) fail(&e, "%s: %s", path, msg);
+        if (rc < 0) spec_fail(&e, "%s: %s", path, msg);
     }
     free(text);
     return rc;
@@ -2006,59 +1412,6 @@ uint64_t spec_hash(const job_spec_t *s)
 
 /* ---- queries and docs --------------------------------------------------------------- */
 
-int spec_is_async(const job_spec_t *s) { return in_list(s->algorithm.name, ASYNC_ALGORITHMS); }
-
-int spec_max_workers(const job_spec_t *s) { return s->max_workers > s->workers ? s->max_workers : s->workers; }
-
-/* The fewest training ranks the job may start on or shrink to: min_workers, 1 when not
- * given (0 in a spec built by hand), never more than workers. */
-static int spec_min_workers(const job_spec_t *s)
-{
-    return s->min_workers < 1 ? 1 : s->min_workers > s->workers ? s->workers : s->min_workers;
-}
-
-void spec_worlds(const job_spec_t *s, int *full, int *least, int *most)
-{
-    const int ps = spec_is_async(s) ? 1 : 0;
-    *full = s->workers + ps;
-    *least = spec_min_workers(s) + ps;
-    *most = ps ? *full : spec_max_workers(s);
-}
-
-int spec_is_adamw(const job_spec_t *s) { return strcmp(s->optimizer.kind, "adamw") == 0; }
-
-void spec_adamw_betas(const job_spec_t *s, double *beta1, double *beta2)
-{
-    const int given = s->optimizer.nbetas == 2;
-    *beta1 = given ? s->optimizer.betas[0] : 0.9;
-    *beta2 = given ? s->optimizer.betas[1] : 0.999;
-}
-
-int spec_no_decay(const job_spec_t *s)
-{
-    if (strcmp(s->optimizer.no_decay, "default") == 0) return spec_is_adamw(s);
-    return strcmp(s->optimizer.no_decay, "auto") == 0;
-}
-
-int spec_warnings(const job_spec_t *s, char warn[][SPEC_WARNING_MAX], int max)
-{
-    int n = 0;
-    /* Hard-sync n-softsync (n = 1) waits for every worker: no staleness, no implicit
-     * momentum. */
-    int stale = spec_is_async(s) && !(strcmp(s->algorithm.name, "nsoftsync") == 0 && s->algorithm.n <= 1);
-    if (n < max && stale && strcmp(s->optimizer.async_momentum, "explicit") == 0 &&
-        s->optimizer.momentum >= SPEC_WARN_ASYNC_MOMENTUM && s->workers >= SPEC_WARN_ASYNC_WORKERS) {
-        char m[32];
-        snprintf(warn[n++], SPEC_WARNING_MAX,
-                 "optimizer.momentum %s with %s on %d workers and optimizer.async_momentum \"explicit\" is known to "
-                 "collapse: asynchrony adds momentum of its own (about 1 - 1/N = %.2f for N = %d workers, Mitliagkas "
-                 "et al. 2016), so the total is well past what was asked (docs/RESULTS.md, \"Asynchronous "
-                 "momentum\"); set optimizer.async_momentum to \"compensated\" or lower the momentum",
-                 fmt_num(m, s->optimizer.momentum), s->algorithm.name, s->workers, 1.0 - 1.0 / s->workers, s->workers);
-    }
-    return n;
-}
-
 /* Rows in document order: each F_OBJECTS row followed by its element rows. */
 static const field_t *field_at(size_t i)
 {
@@ -2125,7 +1478,7 @@ void spec_print_fields(FILE *out)
         else if (f->required) snprintf(def, sizeof def, "required");
         else if (f->type == F_STR) snprintf(def, sizeof def, "`\"%s\"`", f->def_str ? f->def_str : "");
         else if (f->type == F_BOOL) snprintf(def, sizeof def, "%s", f->def_num != 0 ? "true" : "false");
-        else snprintf(def, sizeof def, "%s", fmt_num(num, f->def_num));
+        else snprintf(def, sizeof def, "%s", spec_fmt_num(num, f->def_num));
 
         if (f->allowed_doc) snprintf(allowed, sizeof allowed, "%s", f->allowed_doc);
         else if (f->choices) join_list(allowed, sizeof allowed, f->choices, "`");
@@ -2139,16 +1492,4 @@ void spec_print_fields(FILE *out)
 
         fprintf(out, "| `%s` | %s | %s | %s | %s |\n", f->path, type_name(f), def, allowed, f->doc);
     }
-}
-
-void spec_profile_device(const job_spec_t *s, const char *device, char *out, size_t len)
-{
-    if (strcmp(s->precision, "bf16") == 0 && strcmp(device, "cpu") == 0) snprintf(out, len, "%s-bf16", device);
-    else snprintf(out, len, "%s", device);
-}
-
-double spec_sim_host_flops(const job_spec_t *s)
-{
-    const int bf16 = strcmp(s->precision, "bf16") == 0 && s->simulate.bf16_gflops > 0;
-    return (bf16 ? s->simulate.bf16_gflops : s->simulate.gflops) * 1e9;
 }

@@ -37,7 +37,13 @@
  * rank that is behind first finishes its round in flight (its Q is already started
  * everywhere) and then starts its catch-up round from the same buffers. Warm-up steps
  * are refused with hpsgd (common/spec.c): ranks start a round at different global steps,
- * so a step count cannot tell them all alike whether it is compressed. */
+ * so a step count cannot tell them all alike whether it is compressed.
+ *
+ * Frozen tensors (model.h's no_update) are in no round: their window is 0 (no update
+ * moves them), so a plain round packs the trainable floats of R to its front (the
+ * optimizer's runs, model_decay_run) and sends them and the 2 extras; the merge reads the
+ * packed window, and G's, B's and the replica's frozen floats stay their initial values
+ * bit for bit. A compressed round leaves them out through the compressor's plan. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,7 +82,9 @@ typedef struct {
     double base_s;
     long base_rounds;
     long rounds;
-    long merges; /* over the job */
+    long merges;  /* over the job */
+    size_t nsend; /* the window floats a round sends before its 2 extras: the trainable
+                     ones packed (plain, some frozen), else nparams (R as compress's grads) */
     /* The compressed round in flight (w->compress; see the top): its stage, that stage's
      * requests, and (done_early) whether the between-layer test saw them complete. */
     enum { STAGE_FIRST = 1, STAGE_Q, STAGE_REDUCED /* all summed, not unpacked yet */ } stage;
@@ -140,6 +148,12 @@ static int hp_init(worker_t *w)
     }
     /* The summary's plain bytes are a plain round's: the window and its 2 extras. */
     compress_set_plain_extra(w->compress, 2);
+    st->nsend = n;
+    if (!w->compress && w->any_frozen) {
+        size_t off, cnt;
+        int ti = 0, nd;
+        for (st->nsend = 0; model_decay_run(w->model, 0, &ti, &off, &cnt, &nd);) st->nsend += cnt;
+    }
     w->model->progress = hp_progress;
     w->model->progress_ctx = w;
     comm_broadcast_model(w, MPI_COMM_WORLD);
@@ -169,9 +183,15 @@ static int hp_init(worker_t *w)
  * with N ranks only the other ranks' windows arrive a round late. */
 static void merge(worker_t *w, hp_state_t *st, const float *R)
 {
-    size_t n = w->model->nparams;
+    const size_t n = st->nsend;
     float inv = R[n] > 0 ? 1.0f / R[n] : 0.0f;
-    for (size_t i = 0; i < n; i++) st->snap[i] += inv * R[i];
+    if (n == w->model->nparams)
+        for (size_t i = 0; i < n; i++) st->snap[i] += inv * R[i];
+    else { /* packed (pack_window): the trainable runs one after the other */ size_t off, cnt, k = 0;
+        int ti = 0, nd;
+        for (; model_decay_run(w->model, 0, &ti, &off, &cnt, &nd); k += cnt)
+            for (size_t i = 0; i < cnt; i++) st->snap[off + i] += inv * R[k + i];
+    }
     if (R[n + 1] > 0) staleness_add(&w->staleness, 1);
     st->rounds++;
     st->merges++;
@@ -280,6 +300,16 @@ static int test_compressed(worker_t *w, hp_state_t *st, int wait, int finish)
     return 1;
 }
 
+/* Moves the trainable floats of the window R to its front, in the optimizer's runs
+ * (model_decay_run: increasing offsets, so each run moves down or stays), leaving the
+ * frozen ones (0) out of the round. */
+static void pack_window(const model_t *m, float *R)
+{
+    size_t off, cnt, k = 0;
+    int ti = 0, nd;
+    for (; model_decay_run(m, 0, &ti, &off, &cnt, &nd); k += cnt) memmove(R + k, R + off, cnt * sizeof *R);
+}
+
 /* R = weight * d with d = w - B (this rank's window), R[n] = weight, R[n+1] = weight *
  * steps; the replica becomes G + d (G as merged so far) and the next window starts
  * there; then the reduction starts. */
@@ -299,6 +329,8 @@ static void start_round(worker_t *w, hp_state_t *st, float *R, MPI_Request *req)
         p[i] = G[i] + d;
         B[i] = p[i];
     }
+    if (st->nsend < n) pack_window(m, R);
+    n = st->nsend;
     R[n] = wgt;
     R[n + 1] = wgt * (float)st->local_steps;
     st->local_steps = 0;

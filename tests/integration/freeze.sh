@@ -9,9 +9,13 @@
 # model's (bf16 compression: 2 bytes a trainable float, the extras in fp32; hier-bsp: its
 # broadcasts of the weights every k_steps send the trainable ones only). local-sgd
 # (an average every 3 steps, of weights 12 samples a rank: not exact in floats) leaves
-# them bit for bit too, and so does the GPU path's optimizer (tests/fakecuda's stand-in
-# device, sgd from the device's own gradient). A run stopped at step 12 and resumed ends with the checkpoint of
-# the uninterrupted run, bit for bit. A glob that matches no parameter is refused by name.
+# them bit for bit too, and so does hpsgd (a round every 3 local steps, --hpsgd-round-steps:
+# each round sends the trainable floats of the window and its 2 extras, the summary's
+# comm_bytes_per_step rounds x that over the steps, the round count from its log line),
+# and so does the GPU path's optimizer
+# (tests/fakecuda's stand-in device, sgd from the device's own gradient). A run stopped at
+# step 12 and resumed ends with the checkpoint of the uninterrupted run, bit for bit. A
+# glob that matches no parameter is refused by name.
 . tests/lib.sh
 TEXT=/usr/share/common-licenses/GPL-3
 [ -r "$TEXT" ] || skip "$TEXT (Debian's base-files) is not here"
@@ -25,11 +29,15 @@ jq -n --arg data "$TMP/text" \
       epochs: 2, seed: 7, device: "cpu", log_every: 0,
       optimizer: {kind: "adamw", lr: 0.003, weight_decay: 0.1, clip_norm: 1},
       freeze: ["transformer.h.0.*", "transformer.wpe.weight"]}' >"$TMP/frozen.json"
-# run NAME SPEC: 2 ranks, the initial and trained weights and the summary kept as NAME's
+# run NAME SPEC [ARGS...]: $np ranks (2 unless set), the initial and trained weights and
+# the summary kept as NAME's
 run() {
-    $MPIRUN -np 2 $WORKER --spec "$2" --summary "$TMP/$1.summary.json" --export-onnx-init "$TMP/$1.init.onnx" \
-        --export-safetensors "$TMP/$1.trained.safetensors" >"$TMP/$1.log" 2>&1 ||
-        { tail -20 "$TMP/$1.log"; fail "mpirun -np 2 pacer-worker ($1, frozen tensors) failed"; }
+    name=$1 file=$2
+    shift 2
+    $MPIRUN -np "${np:-2}" $WORKER --spec "$file" --summary "$TMP/$name.summary.json" \
+        --export-onnx-init "$TMP/$name.init.onnx" --export-safetensors "$TMP/$name.trained.safetensors" "$@" \
+        >"$TMP/$name.log" 2>&1 ||
+        { tail -20 "$TMP/$name.log"; fail "mpirun -np ${np:-2} pacer-worker ($name, frozen tensors) failed"; }
 }
 # check NAME: the frozen tensors of NAME's run bit for bit, the others moved, the counts
 check() {
@@ -95,6 +103,17 @@ run hier "$TMP/hier.json"
 check hier
 bytes hier $(((trainable + 4) * 4 + trainable * 4 / 5))
 echo "ok: hier-bsp sends $(((trainable + 4) * 4 + trainable * 4 / 5)) bytes a step, no frozen float's"
+# hpsgd, a round every 3 local steps: each round the trainable floats and 2 extras
+jq '.algorithm = {name: "hpsgd"}' "$TMP/frozen.json" >"$TMP/hpsgd.json"
+run hpsgd "$TMP/hpsgd.json" --hpsgd-round-steps 3
+check hpsgd
+set -- $(sed -n 's/^hpsgd: \([0-9]*\) merges in \([0-9]*\) steps.*/\1 \2/p' "$TMP/hpsgd.log")
+[ $# = 2 ] || { tail -5 "$TMP/hpsgd.log"; fail "hpsgd: no 'merges in steps' line in its log"; }
+jq -e --argjson r "$1" --argjson s "$2" --argjson t "$trainable" \
+    '.comm_bytes_per_step == ($t + 2) * 4 * $r / $s' "$TMP/hpsgd.summary.json" >/dev/null ||
+    fail "hpsgd: comm_bytes_per_step $(jq .comm_bytes_per_step "$TMP/hpsgd.summary.json"), want" \
+        "($trainable + 2) x 4 x $1 rounds / $2 steps"
+echo "ok: hpsgd's $1 rounds in $2 steps send $(((trainable + 2) * 4)) bytes each, no frozen float's"
 
 # the GPU path on the stand-in device (tests/fakecuda: the CPU reference on a second host
 # copy, loaded as libpacer_cuda.so is): its optimizer, from the device's own gradient

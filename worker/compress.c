@@ -341,6 +341,11 @@ int compress_create_push(const model_t *m, const char *kind, size_t header_bytes
     c->push = 1;
     c->push_header = header_bytes;
     c->push_stats = m->nbuffers;
+    if (plan_runs(c, m) != 0) { /* a push carries the trainable tensors' gradient only */
+        compress_free(c);
+        snprintf(err, errlen, "algorithm.compression: out of memory for the push plan");
+        return -1;
+    }
     *out = c;
     return 0;
 }
@@ -618,13 +623,13 @@ int compress_matrices(const compress_t *c) { return c ? c->nmats : 0; }
 
 size_t compress_plain_bytes(const compress_t *c)
 {
-    if (c->push) return compress_push_bytes(c->push_header, c->nparams, c->push_stats, 0);
+    if (c->push) return compress_push_bytes(c->push_header, c->ntrain, c->push_stats, 0);
     return c->plain_report * sizeof(float);
 }
 
 size_t compress_step_bytes(const compress_t *c)
 {
-    if (c->push) return compress_push_bytes(c->push_header, c->nparams, c->push_stats, c->kind == COMPRESS_BF16);
+    if (c->push) return compress_push_bytes(c->push_header, c->ntrain, c->push_stats, c->kind == COMPRESS_BF16);
     switch (c->kind) {
     case COMPRESS_BF16: return c->ntrain * sizeof(uint16_t) + MODEL_GRAD_EXTRA * sizeof(float);
     case COMPRESS_POWERSGD: return (c->fused_floats + c->q_floats) * sizeof(float);

@@ -183,8 +183,8 @@ double compress_step_flops(const compress_t *c);
 size_t compress_step_bytes(const compress_t *c);
 size_t compress_plain_bytes(const compress_t *c);
 /* The parameter-server family's pushes (worker/ps.c): a push is a header of header_bytes,
- * the gradient (nparams floats, or bf16 words) and the model's nbuffers batch-norm
- * statistics as floats. compress_push_bytes is its size, the one both ends use;
+ * the gradient (nparams floats, or bf16 words: the trainable tensors' only, no frozen
+ * one's) and the model's nbuffers batch-norm statistics as floats. compress_push_bytes is its size, the one both ends use;
  * compress_create_push makes a plan of kind none or bf16 (powersgd: -1 with err) whose
  * step and plain bytes are a push's, so the summary's compression object and the step
  * records' compression_ratio read it as they read ssgd's. It holds no step buffers (ps.c

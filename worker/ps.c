@@ -48,7 +48,9 @@ typedef struct {
     double tau_avg;  /* smoothed staleness of the applied updates (PS_TAU_EWMA) */
     int round_robin; /* test hook: take pushes in worker order */
     int bf16;        /* algorithm.compression bf16: pushes carry bf16 words (push_bytes) */
-    float *grad;     /* (np + nb) a bf16 push widened, with its statistics; NULL: fp32 pushes */
+    size_t ng;       /* the gradient floats a push carries (push_floats) */
+    float *grad;     /* (np + nb) a bf16 or packed push unpacked, with its statistics (a
+                        frozen tensor's gradient 0); NULL: whole fp32 pushes, read in place */
     /* bf16 with checkpoints: each worker's error feedback due for the checkpoint of
      * version ef_due[m] (0: none), before its last push or not (ef_prev; see reply) */
     int64_t *ef_due;
@@ -61,26 +63,61 @@ typedef struct {
     int64_t t_log_updates;
 } server_t;
 
-/* A push carries the gradient (np floats) and then the worker's batch-norm running
+/* A push carries the gradient (its trainable floats, push_floats) and then the worker's batch-norm running
  * statistics (nb floats, model_t.buffers): the parameter server never runs a training
  * forward, so its statistics are the latest push's, as DDP's broadcast_buffers makes one
  * rank's the job's. Without them its evaluation, checkpoints and exported model would keep
  * the initial statistics. */
 /* With algorithm.compression bf16 (worker/compress.h, compress_bf16_feedback) the
- * gradient travels as np bfloat16 words, rounded with the worker's error feedback, and
+ * gradient travels as bfloat16 words, rounded with the worker's error feedback, and
  * the statistics after it stay fp32 (few floats, and not a gradient to feed back). Both
- * ends size the message from the spec. */
+ * ends size the message from the spec and the model (push_floats). */
 static size_t push_bytes(size_t np, size_t nb, int bf16)
 {
     return compress_push_bytes(sizeof(ps_push_t), np, nb, bf16);
 }
 static int push_bf16(const worker_t *w) { return strcmp(w->spec->algorithm.compression.kind, "bf16") == 0; }
+
+/* Frozen tensors (model.h's no_update) are in no push: the gradient a push carries is the
+ * trainable tensors', in the optimizer's runs (model_decay_run) one after the other, and
+ * the parameter server reads a frozen tensor's as 0 (which no rule applies anyway). */
+static size_t push_floats(const model_t *m)
+{
+    size_t off, cnt, k = 0;
+    int ti = 0, nd;
+    while (model_decay_run(m, 0, &ti, &off, &cnt, &nd)) k += cnt;
+    return k;
+}
+
+/* A worker's gradient g into a push's payload: the runs' floats, or their bf16 words with
+ * the error feedback err (nparams floats, a frozen tensor's never touched). */
+static void pack_push(const model_t *m, const float *g, float *err, unsigned char *to)
+{
+    size_t off, cnt, k = 0;
+    int ti = 0, nd;
+    for (; model_decay_run(m, 0, &ti, &off, &cnt, &nd); k += cnt) {
+        if (err) compress_bf16_feedback(g + off, err + off, (uint16_t *)to + k, cnt);
+        else memcpy((float *)to + k, g + off, cnt * sizeof(float));
+    }
+}
+
+/* The parameter server's side: a payload into g (nparams floats; a frozen tensor's left as
+ * it is, 0), bf16 words widened. */
+static void unpack_push(const model_t *m, const unsigned char *from, int bf16, float *g)
+{
+    size_t off, cnt, k = 0;
+    int ti = 0, nd;
+    for (; model_decay_run(m, 0, &ti, &off, &cnt, &nd); k += cnt) {
+        if (bf16) compress_bf16_widen((const uint16_t *)from + k, g + off, cnt);
+        else memcpy(g + off, (const float *)from + k, cnt * sizeof(float));
+    }
+}
 static size_t reply_bytes(size_t np) { return sizeof(ps_reply_t) + np * sizeof(float); }
 
 static void post_recv(server_t *s, int m)
 {
-    MPI_CHECK(MPI_Irecv(s->in[m], (int)push_bytes(s->ps.np, s->ps.w->model->nbuffers, s->bf16), MPI_BYTE, m + 1,
-                        TAG_PUSH, MPI_COMM_WORLD, &s->reqs[m]));
+    MPI_CHECK(MPI_Irecv(s->in[m], (int)push_bytes(s->ng, s->ps.w->model->nbuffers, s->bf16), MPI_BYTE, m + 1, TAG_PUSH,
+                        MPI_COMM_WORLD, &s->reqs[m]));
 }
 
 /* Sends worker m its reply: weights and the next range of the epoch, or parks it when the
@@ -284,14 +321,14 @@ static float *take_push(server_t *s, int m, ps_push_t *h)
     float *g = (float *)(s->in[m] + sizeof *h);
     const size_t nb = w->model->nbuffers;
     if (s->grad) {
-        const unsigned char *words = s->in[m] + sizeof *h;
-        compress_bf16_widen((const uint16_t *)words, s->grad, s->ps.np);
-        memcpy(s->grad + s->ps.np, words + s->ps.np * sizeof(uint16_t), nb * sizeof(float));
+        const unsigned char *payload = s->in[m] + sizeof *h;
+        unpack_push(w->model, payload, s->bf16, s->grad);
+        memcpy(s->grad + s->ps.np, payload + s->ng * (s->bf16 ? sizeof(uint16_t) : sizeof(float)), nb * sizeof(float));
         g = s->grad;
-        phase_mark(&w->phases, PHASE_COMPRESS);
+        if (s->bf16) phase_mark(&w->phases, PHASE_COMPRESS);
     }
     /* Bytes per push, as the workers count them (the summary's comm_bytes_per_step). */
-    w->stats.comm_bytes += (double)push_bytes(s->ps.np, nb, s->bf16);
+    w->stats.comm_bytes += (double)push_bytes(s->ng, nb, s->bf16);
     w->stats.comm_steps++;
     adaptive_ps_push(w, g, h->batch);
     s->speed[m] = h->samples_per_s > 0 ? h->samples_per_s : s->speed[m];
@@ -460,6 +497,7 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     s.cursor = w->cursor;
     s.round_robin = o->ps_round_robin;
     s.bf16 = push_bf16(w);
+    s.ng = push_floats(w->model);
     s.reqs = calloc((size_t)n, sizeof *s.reqs);
     s.in = calloc((size_t)n, sizeof *s.in);
     s.out = calloc((size_t)n, sizeof *s.out);
@@ -470,19 +508,20 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
     s.last_tau = calloc((size_t)n, sizeof *s.last_tau);
     s.speed = calloc((size_t)n, sizeof *s.speed);
     s.ps.scratch = malloc(np * sizeof(float));
-    if (s.bf16) s.grad = malloc((np + w->model->nbuffers) * sizeof(float));
+    const int unpack = s.bf16 || s.ng < np;
+    if (unpack) s.grad = calloc(np + w->model->nbuffers, sizeof(float));
     s.ckpt_seen = w->ckpt_step;
     if (s.bf16 && w->spec->checkpoint.every_steps > 0 &&
         (!(s.ef_due = calloc((size_t)n, sizeof *s.ef_due)) || !(s.ef_prev = calloc((size_t)n, sizeof *s.ef_prev))))
         goto out;
     if (!s.reqs || !s.in || !s.out || !s.sreqs || !s.parked || !s.pending || !s.t_read || !s.last_tau || !s.speed ||
-        !s.ps.scratch || (s.bf16 && !s.grad))
+        !s.ps.scratch || (unpack && !s.grad))
         goto out;
     for (int m = 0; m < n; m++) {
         s.reqs[m] = MPI_REQUEST_NULL;
         s.sreqs[m] = MPI_REQUEST_NULL;
         s.last_tau[m] = -1;
-        if (!(s.in[m] = malloc(push_bytes(np, w->model->nbuffers, s.bf16))) || !(s.out[m] = malloc(reply_bytes(np))))
+        if (!(s.in[m] = malloc(push_bytes(s.ng, w->model->nbuffers, s.bf16))) || !(s.out[m] = malloc(reply_bytes(np))))
             goto out;
     }
     if (rule->needs_backup) {
@@ -522,7 +561,7 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
 out:
     if (rc != 0 && w->rank == 0)
         fprintf(stderr, "parameter server: %s\n",
-                s.reqs && s.ps.scratch && (!s.bf16 || s.grad) ? "no worker can make progress" : "out of memory");
+                s.reqs && s.ps.scratch && (!unpack || s.grad) ? "no worker can make progress" : "out of memory");
     for (int m = 0; s.in && m < n; m++) free(s.in[m]);
     for (int m = 0; s.ps.w_bak && m < n; m++) free(s.ps.w_bak[m]);
     free(s.ps.w_bak);
@@ -601,7 +640,8 @@ static int run_worker(worker_t *w)
     size_t np = w->model->nparams;
     size_t nb = w->model->nbuffers;
     const int bf16 = push_bf16(w);
-    const size_t gbytes = np * (bf16 ? sizeof(uint16_t) : sizeof(float)), pbytes = push_bytes(np, nb, bf16);
+    const size_t ng = push_floats(w->model);
+    const size_t gbytes = ng * (bf16 ? sizeof(uint16_t) : sizeof(float)), pbytes = push_bytes(ng, nb, bf16);
     unsigned char *in = malloc(reply_bytes(np)), *out = malloc(pbytes);
     /* bf16: what this worker's pushes have not sent of its gradients yet (compress.h),
      * and with checkpoints the same before the last push (save_error). */
@@ -672,11 +712,9 @@ static int run_worker(worker_t *w)
                        .samples_per_s = w->stats.ewma_sps,
                        .dropout_step = w->model->dropout_step};
         memcpy(out, &p, sizeof p);
-        if (bf16) {
-            if (prev) memcpy(prev, err, np * sizeof(float));
-            compress_bf16_feedback(w->model->grads, err, (uint16_t *)(out + sizeof p), np);
-            phase_mark(&w->phases, PHASE_COMPRESS);
-        } else memcpy(out + sizeof p, w->model->grads, np * sizeof(float));
+        if (prev) memcpy(prev, err, np * sizeof(float));
+        pack_push(w->model, w->model->grads, err, out + sizeof p);
+        if (bf16) phase_mark(&w->phases, PHASE_COMPRESS);
         if (nb) {
             worker_model_to_host(w); /* a GPU rank's statistics (its weights came from the PS) */
             memcpy(out + sizeof p + gbytes, w->model->buffers, nb * sizeof(float));

@@ -10,8 +10,9 @@
  * epoch has no samples left is parked until every in-flight gradient is applied, then the
  * PS evaluates and starts the next epoch.
  *
- * Messages are one fused buffer each (a header, then nparams floats), never one per layer:
- *   worker -> PS  push:  ps_push_t + gradient (mean over the worker's batch) + the
+ * Messages are one fused buffer each (a header, then the floats), never one per layer:
+ *   worker -> PS  push:  ps_push_t + gradient (mean over the worker's batch; the trainable
+ *                        tensors' only, no frozen one's) + the
  *                        worker's batch-norm running statistics (model_t.buffers, which
  *                        the PS adopts: it runs no training forward of its own)
  *   PS -> worker  reply: ps_reply_t + weights (after the worker's update, or the current

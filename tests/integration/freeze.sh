@@ -9,10 +9,11 @@
 # model's (bf16 compression: 2 bytes a trainable float, the extras in fp32; hier-bsp: its
 # broadcasts of the weights every k_steps send the trainable ones only). local-sgd
 # (an average every 3 steps, of weights 12 samples a rank: not exact in floats) leaves
-# them bit for bit too, and so does hpsgd (a round every 3 local steps, --hpsgd-round-steps:
+# them bit for bit too, and so do hpsgd (a round every 3 local steps, --hpsgd-round-steps:
 # each round sends the trainable floats of the window and its 2 extras, the summary's
-# comm_bytes_per_step rounds x that over the steps, the round count from its log line),
-# and so does the GPU path's optimizer
+# comm_bytes_per_step rounds x that over the steps, the round count from its log line) and
+# asgd (the parameter server and 2 workers: a push is its 32-byte header and the trainable
+# gradient, fp32 or bf16 words, no frozen float), and so does the GPU path's optimizer
 # (tests/fakecuda's stand-in device, sgd from the device's own gradient). A run stopped at
 # step 12 and resumed ends with the checkpoint of the uninterrupted run, bit for bit. A
 # glob that matches no parameter is refused by name.
@@ -114,6 +115,23 @@ jq -e --argjson r "$1" --argjson s "$2" --argjson t "$trainable" \
     fail "hpsgd: comm_bytes_per_step $(jq .comm_bytes_per_step "$TMP/hpsgd.summary.json"), want" \
         "($trainable + 2) x 4 x $1 rounds / $2 steps"
 echo "ok: hpsgd's $1 rounds in $2 steps send $(((trainable + 2) * 4)) bytes each, no frozen float's"
+# asgd: the parameter server and 2 workers; a push is its header (32 bytes) and the
+# trainable gradient, in fp32 or bf16 words
+np=3
+jq '.algorithm = {name: "asgd"}' "$TMP/frozen.json" >"$TMP/asgd.json"
+run asgd "$TMP/asgd.json" --ps-round-robin
+check asgd
+bytes asgd $((32 + trainable * 4))
+jq '.algorithm = {name: "asgd", compression: {kind: "bf16"}} | .epochs = 1' "$TMP/frozen.json" >"$TMP/asgd16.json"
+run asgd16 "$TMP/asgd16.json" --ps-round-robin
+check asgd16
+bytes asgd16 $((32 + trainable * 2))
+jq -e --argjson c $((32 + trainable * 2)) --argjson p $((32 + trainable * 4)) \
+    '.compression.compressed_bytes_per_step == $c and .compression.plain_bytes_per_step == $p' \
+    "$TMP/asgd16.summary.json" >/dev/null ||
+    fail "asgd bf16: the summary's compression object $(jq -c .compression "$TMP/asgd16.summary.json") does not count the trainable push"
+np=2
+echo "ok: asgd pushes $((32 + trainable * 4)) bytes ($((32 + trainable * 2)) in bf16), no frozen float's"
 
 # the GPU path on the stand-in device (tests/fakecuda: the CPU reference on a second host
 # copy, loaded as libpacer_cuda.so is): its optimizer, from the device's own gradient

@@ -242,6 +242,11 @@ int shard_setup(worker_t *w, char *err, size_t errlen)
     sh->gathered_step = w->global_step;
     if (chunk_override(&sh->chunk_set, err, errlen) != 0) return -1;
     if (make_plan(w, sh, err, errlen) != 0 || take_state(w, sh, err, errlen) != 0) return -1;
+    sh->pieces = w->any_frozen;
+    size_t off, cnt;
+    int ti = 0, nd;
+    sh->ntrain = w->any_frozen ? 0 : w->model->nparams;
+    while (w->any_frozen && model_decay_run(w->model, 0, &ti, &off, &cnt, &nd)) sh->ntrain += cnt;
     if (plan_buckets(w->model, sh) != 0) {
         snprintf(err, errlen, "algorithm.shard: out of memory for the buckets of %d layers", w->model->nlayers);
         return -1;
@@ -311,18 +316,38 @@ static void release_bucket(worker_t *w, const shard_t *sh, int k)
     if (b > sh->hi) release_pages(g + (a > sh->hi ? a : sh->hi), g + b);
 }
 
+/* The first trainable run's part inside [from, b) into [*pa, *pb); 0 where there is none:
+ * with frozen tensors a bucket's rounds go piece by piece (shard.h, pieces). */
+static int next_piece(const model_t *m, size_t from, size_t b, size_t *pa, size_t *pb)
+{
+    size_t off, cnt;
+    int ti = 0, nd;
+    while (model_decay_run(m, 0, &ti, &off, &cnt, &nd)) {
+        const size_t lo = off > from ? off : from, hi = off + cnt < b ? off + cnt : b;
+        if (lo < hi) {
+            *pa = lo;
+            *pb = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Starts the next round of the reduce-scatter, of bucket sh->posted (its parts worked out
- * at its first round): this rank receives every other rank's chunk of its own part into
- * the slot's scratch and sends every other rank its chunk of that rank's part, from
- * grads in place. MPI_Reduce_scatter would do a bucket in one call, but Open MPI's
+ * at its first round, or at each piece's): this rank receives every other rank's chunk of
+ * its own part into the slot's scratch and sends every other rank its chunk of that
+ * rank's part, from grads in place. MPI_Reduce_scatter would do a bucket in one call, but Open MPI's
  * allocates scratch the size of the whole buffer (what the sharding saves), its summation
  * order differs from the all-reduce's, and it blocks. */
 static void start_round(worker_t *w, shard_t *sh)
 {
     float *g = w->model->grads;
     const int n = sh->n, me = w->rank;
-    if (sh->off == 0) { /* the bucket's first round: rank r's part of [a, b) */
-        const size_t a = sh->edge[sh->posted + 1], b = sh->edge[sh->posted];
+    if (sh->off == 0) { /* the piece's first round: rank r's part of [a, b) */
+        size_t a = sh->edge[sh->posted + 1], b = sh->edge[sh->posted];
+        if (sh->pieces && !next_piece(w->model, a > sh->piece_from ? a : sh->piece_from, b, &a, &b)) a = b;
+        sh->piece_from = b;
+        sh->covered += b - a;
         sh->most = 0;
         for (int r = 0; r < n; r++) {
             const size_t lo = sh->bounds[r] > a ? sh->bounds[r] : a, hi = sh->bounds[r + 1] < b ? sh->bounds[r + 1] : b;
@@ -349,8 +374,12 @@ static void start_round(worker_t *w, shard_t *sh)
     rd->last_of = -1;
     sh->off += ch;
     if (sh->off >= sh->most) {
-        rd->last_of = sh->posted++;
+        size_t pa, pb;
         sh->off = 0;
+        if (!sh->pieces || !next_piece(w->model, sh->piece_from, sh->edge[sh->posted], &pa, &pb)) {
+            rd->last_of = sh->posted++;
+            sh->piece_from = 0;
+        }
     }
     sh->inflight++;
 }
@@ -438,6 +467,8 @@ void shard_begin_step(worker_t *w)
     if (!sh) return;
     sh->ready = sh->posted = sh->reduced = 0;
     sh->off = 0;
+    sh->piece_from = 0;
+    sh->covered = 0;
     sh->local_sumsq = 0.0;
     sh->hook_s = 0.0;
     w->model->grad_done = grad_done;
@@ -489,8 +520,9 @@ double shard_reduce(worker_t *w)
     const double dt = clock_mono_s() - t0 + sh->hook_s;
     w->stats.step_comm_s += dt;
     w->stats.comm_s += dt;
-    if (w->use_mpi) { /* the gradient once, as ssgd's all-reduce counts it */
-        w->stats.comm_bytes += (double)(m->nparams + MODEL_GRAD_EXTRA) * sizeof(float);
+    if (w->use_mpi) { /* the gradient once (the floats the rounds took), as ssgd's all-reduce counts it */
+        const size_t sent = sh->n > 1 ? sh->covered : sh->ntrain;
+        w->stats.comm_bytes += (double)(sent + MODEL_GRAD_EXTRA) * sizeof(float);
         w->stats.comm_steps++;
     }
     return x[MODEL_GRAD_EXTRA];

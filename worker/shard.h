@@ -10,6 +10,7 @@
  *      MPI_Reduce_scatter). The chunks are non-blocking rounds, several in flight, that
  *      the pass moves on after each layer and the end of the pass waits for: the pass
  *      never stops for a peer, as plain ssgd's does not before its one all-reduce;
+ *      frozen tensors' gradients (0) stay out of it (shard_t's pieces);
  *   2. one MPI_Allreduce of five doubles: the four extras of adaptive_pack (batch, loss,
  *      the noise scale's norms) and the sum of the ranks' squared range norms, the global
  *      gradient norm that clipping and the noise-scale estimate need;
@@ -74,6 +75,13 @@ typedef struct shard {
     size_t chunk_set;   /* PACER_SHARD_CHUNK's chunk for tests (shard.c), 0 when unset */
     size_t *from, *cnt; /* (n) each rank's part of the bucket being started */
     size_t most, off;   /* that bucket's largest part, and the next round's offset into the parts */
+    /* Frozen tensors (model.h's no_update) are in no round: with any frozen, a bucket is
+     * sent as its pieces, the trainable runs inside it (model_decay_run), one after the
+     * other; a bucket without one takes one empty round. */
+    int pieces;        /* 1: some tensor is frozen (else a piece is the whole bucket) */
+    size_t piece_from; /* the bucket's next piece starts at or above this offset */
+    size_t covered;    /* the step's floats the rounds took (what comm_bytes counts) */
+    size_t ntrain;     /* the trainable floats (the bytes a world of one counts) */
     /* The buckets of the reduce-scatter, from the top of the buffer down, as the backward
      * pass finishes them: bucket k is [edge[k + 1], edge[k]), edge[0] = nparams and
      * edge[nbuckets] = 0; final_below[i]: after layer i's backward, [final_below[i],

@@ -13,7 +13,9 @@
 # each round sends the trainable floats of the window and its 2 extras, the summary's
 # comm_bytes_per_step rounds x that over the steps, the round count from its log line) and
 # asgd (the parameter server and 2 workers: a push is its 32-byte header and the trainable
-# gradient, fp32 or bf16 words, no frozen float), and so does the GPU path's optimizer
+# gradient, fp32 or bf16 words, no frozen float) and the sharded optimizer (stage 2: its
+# reduce-scatter takes the trainable floats, and it ends with ssgd's weights bit for bit),
+# and so does the GPU path's optimizer
 # (tests/fakecuda's stand-in device, sgd from the device's own gradient). A run stopped at
 # step 12 and resumed ends with the checkpoint of the uninterrupted run, bit for bit. A
 # glob that matches no parameter is refused by name.
@@ -132,6 +134,15 @@ jq -e --argjson c $((32 + trainable * 2)) --argjson p $((32 + trainable * 4)) \
     fail "asgd bf16: the summary's compression object $(jq -c .compression "$TMP/asgd16.summary.json") does not count the trainable push"
 np=2
 echo "ok: asgd pushes $((32 + trainable * 4)) bytes ($((32 + trainable * 2)) in bf16), no frozen float's"
+# the sharded optimizer (stage 2; PACER_SHARD_CHUNK 64: a piece takes several rounds): its
+# reduce-scatter takes the trainable floats only, the frozen tensors bit for bit
+jq '.algorithm.shard = {stage: 2}' "$TMP/frozen.json" >"$TMP/shard.json"
+PACER_SHARD_CHUNK=64 run shard "$TMP/shard.json"
+check shard
+bytes shard $(((trainable + 4) * 4))
+cmp "$TMP/ssgd.trained.safetensors" "$TMP/shard.trained.safetensors" >/dev/null ||
+    fail "the sharded optimizer's weights differ from ssgd's (2 ranks: the same sums)"
+echo "ok: the sharded optimizer's reduce-scatter takes $(((trainable + 4) * 4)) bytes a step, no frozen float's"
 
 # the GPU path on the stand-in device (tests/fakecuda: the CPU reference on a second host
 # copy, loaded as libpacer_cuda.so is): its optimizer, from the device's own gradient

@@ -48,11 +48,13 @@ const char *spec_fmt_num(char buf[32], double x)
 static int cross_check_simulate(errbuf_t *e, const job_spec_t *s)
 {
     const int k = s->simulate.gpus_per_node, n = s->simulate.nslowdown;
-    if (n > 0 && n != s->workers) return spec_fail(e, "simulate.slowdown: has %d entries, workers is %d", n, s->workers);
+    if (n > 0 && n != s->workers)
+        return spec_fail(e, "simulate.slowdown: has %d entries, workers is %d", n, s->workers);
     if (s->simulate.platform[0] && n > 0)
         return spec_fail(e, "simulate.slowdown: not used with simulate.platform (the platform file sets host speeds)");
     if (s->simulate.platform[0] && k > 1)
-        return spec_fail(e, "simulate.gpus_per_node: not used with simulate.platform (the platform file sets the nodes)");
+        return spec_fail(e,
+                         "simulate.gpus_per_node: not used with simulate.platform (the platform file sets the nodes)");
     if (s->simulate.hostfile[0] && !s->simulate.platform[0])
         return spec_fail(e, "simulate.hostfile: only with simulate.platform");
     /* Without the cost model the simulated time is the timed computation: skipping it
@@ -64,14 +66,14 @@ static int cross_check_simulate(errbuf_t *e, const job_spec_t *s)
         return spec_fail(e, "simulate.jitter: only with simulate.deterministic (timed compute varies by itself)");
     if (s->simulate.bf16_gflops > 0 && strcmp(s->precision, "bf16") != 0)
         return spec_fail(e, "simulate.bf16_gflops: only with precision bf16 (an fp32 job's hosts compute at "
-                       "simulate.gflops)");
+                            "simulate.gflops)");
     /* A node is one simulated host with k cores: one speed for all its workers. */
     for (int i = 0; i < n; i++)
         if (s->simulate.slowdown[i] != s->simulate.slowdown[i - i % k])
             return spec_fail(e,
-                        "simulate.slowdown[%d]: must equal simulate.slowdown[%d]: the workers of a node "
-                        "(gpus_per_node %d) share its speed",
-                        i, i - i % k, k);
+                             "simulate.slowdown[%d]: must equal simulate.slowdown[%d]: the workers of a node "
+                             "(gpus_per_node %d) share its speed",
+                             i, i - i % k, k);
     return 0;
 }
 
@@ -113,18 +115,20 @@ static int cross_check_dataset(errbuf_t *e, const job_spec_t *s)
     int named = catalog_format_parse(fmt, &f) == 0; /* not "auto" */
     if (named && !catalog_format_is_user(f) && f != d.format)
         return spec_fail(e, "dataset.format: %s is not the format of dataset.name %s (%s)", fmt, ds,
-                    catalog_format_name(d.format));
+                         catalog_format_name(d.format));
     if (spec_dataset_is_user(s) && !s->dataset.path[0])
         return spec_fail(e, "dataset.path: required with dataset.format %s (%s)", fmt,
-                    catalog_format_path_is(named ? f : CATALOG_FORMAT_IMAGEFOLDER));
+                         catalog_format_path_is(named ? f : CATALOG_FORMAT_IMAGEFOLDER));
     if (s->dataset.nresize != 0 && s->dataset.nresize != 2)
         return spec_fail(e, "dataset.resize: must be [H, W] or [], has %d entr%s", s->dataset.nresize,
-                    s->dataset.nresize == 1 ? "y" : "ies");
+                         s->dataset.nresize == 1 ? "y" : "ies");
     for (int i = 0; i < s->dataset.nresize; i++)
         if (s->dataset.resize[i] != floor(s->dataset.resize[i]))
             return spec_fail(e, "dataset.resize[%d]: must be an integer", i);
-    if (s->dataset.nmean == 2) return spec_fail(e, "dataset.mean: one value (every channel) or one per channel (3), has 2");
-    if (s->dataset.nstd == 2) return spec_fail(e, "dataset.std: one value (every channel) or one per channel (3), has 2");
+    if (s->dataset.nmean == 2)
+        return spec_fail(e, "dataset.mean: one value (every channel) or one per channel (3), has 2");
+    if (s->dataset.nstd == 2)
+        return spec_fail(e, "dataset.std: one value (every channel) or one per channel (3), has 2");
     return 0;
 }
 
@@ -145,14 +149,14 @@ static int cross_check_catalog(errbuf_t *e, const job_spec_t *s)
         return spec_fail(e, "model.gpt: trains on dataset.format text or tokens, not %s", spec_dataset_format(s));
     if (spec_dataset_is_text(s) && !spec_model_is_gpt(s) && !s->model_onnx[0])
         return spec_fail(e,
-                    "dataset.format %s: trains the built-in GPT (\"model\": {\"gpt\": {...}}) or an imported "
-                    "language model (\"model\": {\"onnx\": ...}); %s takes images",
-                    spec_dataset_format(s), s->model);
+                         "dataset.format %s: trains the built-in GPT (\"model\": {\"gpt\": {...}}) or an imported "
+                         "language model (\"model\": {\"onnx\": ...}); %s takes images",
+                         spec_dataset_format(s), s->model);
     if (spec_dataset_is_text(s) && s->dataset.augment)
         return spec_fail(e, "dataset.augment: crops and flips images, not text");
     if (!spec_dataset_is_text(s) && (s->dataset.block_size || s->dataset.vocab_size))
         return spec_fail(e, "dataset.%s: only with dataset.format text or tokens",
-                    s->dataset.block_size ? "block_size" : "vocab_size");
+                         s->dataset.block_size ? "block_size" : "vocab_size");
     if (spec_model_is_gpt(s)) return 0;
     if (catalog_model_get(s->model, &m) != 0) return spec_fail(e, "model: %s is no longer in the catalog", s->model);
     if (spec_dataset_is_user(s)) return 0;
@@ -172,7 +176,7 @@ static int cross_check_catalog(errbuf_t *e, const job_spec_t *s)
                 snprintf(allowed + strlen(allowed), sizeof allowed - strlen(allowed), "%s%s", allowed[0] ? ", " : "",
                          o.name);
         return spec_fail(e, "dataset.augment: only for %s, dataset.name is %s", allowed[0] ? allowed : "no data set",
-                    s->dataset.name);
+                         s->dataset.name);
     }
     return 0;
 }
@@ -185,10 +189,10 @@ static int cross_check_tokenizer(errbuf_t *e, const job_spec_t *s)
     catalog_format_t f;
     if (catalog_format_parse(spec_dataset_format(s), &f) != 0 || f != CATALOG_FORMAT_TEXT)
         return spec_fail(e, "dataset.tokenizer: %s reads text (dataset.format text), not %s", s->dataset.tokenizer,
-                    spec_dataset_format(s));
+                         spec_dataset_format(s));
     if (s->dataset.vocab_size)
         return spec_fail(e, "dataset.vocab_size: the %s tokenizer's vocabulary is its own; leave vocab_size out",
-                    s->dataset.tokenizer);
+                         s->dataset.tokenizer);
     return 0;
 }
 
@@ -203,7 +207,7 @@ static int cross_check_gpt(errbuf_t *e, const job_spec_t *s)
     if (!spec_model_is_gpt(s)) return 0;
     if (s->gpt.embd % s->gpt.heads != 0)
         return spec_fail(e, "model.gpt.heads: %d does not divide model.gpt.embd %d (each head is embd / heads wide)",
-                    s->gpt.heads, s->gpt.embd);
+                         s->gpt.heads, s->gpt.embd);
     if (s->gpt.vocab_size == 1)
         return spec_fail(e, "model.gpt.vocab_size: 1, must be at least 2 (or left out: the data set's vocabulary)");
     catalog_format_t f;
@@ -212,9 +216,10 @@ static int cross_check_gpt(errbuf_t *e, const job_spec_t *s)
     const int have = bytes ? 256 : f == CATALOG_FORMAT_TOKENS ? s->dataset.vocab_size : 0;
     if (have && s->gpt.vocab_size > have)
         return spec_fail(e,
-                    "model.gpt.vocab_size: %d, more than the %d ids of the data set's %s: the model would sample "
-                    "ids nothing decodes; leave it out (the data set's) or give at most %d",
-                    s->gpt.vocab_size, have, bytes ? "bytes (text read as bytes)" : "tokens (dataset.vocab_size)", have);
+                         "model.gpt.vocab_size: %d, more than the %d ids of the data set's %s: the model would sample "
+                         "ids nothing decodes; leave it out (the data set's) or give at most %d",
+                         s->gpt.vocab_size, have, bytes ? "bytes (text read as bytes)" : "tokens (dataset.vocab_size)",
+                         have);
     return 0;
 }
 
@@ -232,31 +237,32 @@ static int cross_check_compression(errbuf_t *e, const job_spec_t *s)
     if (strcmp(kind, "none") == 0) return 0;
     if (spec_is_async(s) && strcmp(kind, "bf16") != 0)
         return spec_fail(e,
-                    "algorithm.compression.kind: %s needs one Q shared by all ranks, which the asynchronous "
-                    "pushes of %s do not have; use bf16 (each worker keeps its own error feedback) or none",
-                    kind, a);
+                         "algorithm.compression.kind: %s needs one Q shared by all ranks, which the asynchronous "
+                         "pushes of %s do not have; use bf16 (each worker keeps its own error feedback) or none",
+                         kind, a);
     if (!spec_is_async(s) && strcmp(a, "ssgd") != 0 && strcmp(a, "local-sgd") != 0 && strcmp(a, "hier-bsp") != 0 &&
         strcmp(a, "hpsgd") != 0)
         return spec_fail(e,
-                    "algorithm.compression.kind: %s is implemented for ssgd, local-sgd, hier-bsp, hpsgd and (bf16) "
-                    "the parameter-server family only (algorithm.name is %s); use one of them or kind none",
-                    kind, a);
+                         "algorithm.compression.kind: %s is implemented for ssgd, local-sgd, hier-bsp, hpsgd and (bf16) "
+                         "the parameter-server family only (algorithm.name is %s); use one of them or kind none",
+                         kind, a);
     if (strcmp(a, "hpsgd") == 0 && s->algorithm.compression.warmup_steps > 0)
         return spec_fail(e, "algorithm.compression.warmup_steps: hpsgd has no warm-up (its ranks start a round at "
-                       "different steps); set 0");
+                            "different steps); set 0");
     const int probe = s->algorithm.compression.probe_steps, warm = s->algorithm.compression.warmup_steps;
     if (s->algorithm.compression.min_gain > 0 && strcmp(kind, "powersgd") != 0)
-        return spec_fail(e, "algorithm.compression.min_gain: the measured choice is powersgd's (kind is %s); set 0", kind);
+        return spec_fail(e, "algorithm.compression.min_gain: the measured choice is powersgd's (kind is %s); set 0",
+                         kind);
     if (s->algorithm.compression.min_gain > 0 && warm < probe)
         return spec_fail(e,
-                    "algorithm.compression.min_gain: the probe times the warm-up's last probe_steps (%d) plain "
-                    "steps, and warmup_steps is %d: set warmup_steps to at least %d, or probe_steps lower",
-                    probe, warm, probe);
+                         "algorithm.compression.min_gain: the probe times the warm-up's last probe_steps (%d) plain "
+                         "steps, and warmup_steps is %d: set warmup_steps to at least %d, or probe_steps lower",
+                         probe, warm, probe);
     if (s->algorithm.goodput)
         return spec_fail(e,
-                    "algorithm.compression.kind: %s does not work with algorithm.goodput (the noise scale "
-                    "needs the uncompressed gradients); set one of them",
-                    kind);
+                         "algorithm.compression.kind: %s does not work with algorithm.goodput (the noise scale "
+                         "needs the uncompressed gradients); set one of them",
+                         kind);
     return 0;
 }
 
@@ -279,21 +285,22 @@ static int cross_check_growth(errbuf_t *e, const job_spec_t *s)
     if (s->max_workers == s->workers) return 0;
     if (!spec_in_list(s->algorithm.name, GROWS))
         return spec_fail(e,
-                    "max_workers: algorithm %s does not grow past its workers (only ssgd, hier-bsp, hpsgd and "
-                    "local-sgd do); leave max_workers out or set it to workers (%d)",
-                    s->algorithm.name, s->workers);
+                         "max_workers: algorithm %s does not grow past its workers (only ssgd, hier-bsp, hpsgd and "
+                         "local-sgd do); leave max_workers out or set it to workers (%d)",
+                         s->algorithm.name, s->workers);
     if (s->simulate.enabled)
-        return spec_fail(e, "max_workers: a simulated job (simulate.enabled) runs on its workers (%d); leave max_workers out",
-                    s->workers);
+        return spec_fail(
+            e, "max_workers: a simulated job (simulate.enabled) runs on its workers (%d); leave max_workers out",
+            s->workers);
     /* Each rank takes at least one sample of the global batch (algorithm.min_batch when
      * given: the planner's smallest batch). */
     long global = (long)s->workers * s->batch_size;
     long least = s->algorithm.min_batch > 0 ? s->algorithm.min_batch : 1;
     if ((long)s->max_workers * least > global)
         return spec_fail(e,
-                    "max_workers: %d ranks cannot share the global batch of %ld (workers x batch_size) with at "
-                    "least %ld sample%s each; at most %ld",
-                    s->max_workers, global, least, least == 1 ? "" : "s", global / least);
+                         "max_workers: %d ranks cannot share the global batch of %ld (workers x batch_size) with at "
+                         "least %ld sample%s each; at most %ld",
+                         s->max_workers, global, least, least == 1 ? "" : "s", global / least);
     return 0;
 }
 
@@ -308,16 +315,16 @@ static int cross_check_sync_bn(errbuf_t *e, const job_spec_t *s)
     const char *alg = s->algorithm.name;
     if (strcmp(alg, "ssgd") != 0 && strcmp(alg, "sgd") != 0)
         return spec_fail(e,
-                    "sync_batchnorm: only ssgd (or sgd, one process) has every rank take every step together, "
-                    "which the batch norms' all-reduces need; algorithm.name is %s: use ssgd, or leave "
-                    "sync_batchnorm false",
-                    alg);
+                         "sync_batchnorm: only ssgd (or sgd, one process) has every rank take every step together, "
+                         "which the batch norms' all-reduces need; algorithm.name is %s: use ssgd, or leave "
+                         "sync_batchnorm false",
+                         alg);
     if (s->algorithm.goodput)
         return spec_fail(e, "sync_batchnorm: the goodput planner may leave a rank out of a step, which then takes no "
-                       "part in the batch norms' all-reduce; set one of sync_batchnorm and algorithm.goodput");
+                            "part in the batch norms' all-reduce; set one of sync_batchnorm and algorithm.goodput");
     if (strcmp(s->device, "cuda") == 0)
         return spec_fail(e, "sync_batchnorm: implemented on CPU ranks only (device cuda has no synchronised batch "
-                       "norm); use device cpu or auto (which then computes on the CPU)");
+                            "norm); use device cpu or auto (which then computes on the CPU)");
     return 0;
 }
 
@@ -327,7 +334,7 @@ static int cross_check_precision(errbuf_t *e, const job_spec_t *s)
 {
     if (strcmp(s->precision, "bf16") == 0 && strcmp(s->device, "cuda") == 0)
         return spec_fail(e, "precision bf16: implemented on CPU ranks only (the CUDA products are float32); use "
-                       "device cpu or auto (which then computes on the CPU), or precision fp32");
+                            "device cpu or auto (which then computes on the CPU), or precision fp32");
     return 0;
 }
 
@@ -352,27 +359,29 @@ static int cross_check_shard(errbuf_t *e, const job_spec_t *s)
     const int stage = s->algorithm.shard.stage, nw = s->algorithm.shard.nweights;
     if (stage == 0) {
         if (nw > 0 || strcmp(s->algorithm.shard.split, "even") != 0)
-            return spec_fail(e, "algorithm.shard.split: only with algorithm.shard.stage 1 or 2 (stage is 0: no sharding)");
+            return spec_fail(e,
+                             "algorithm.shard.split: only with algorithm.shard.stage 1 or 2 (stage is 0: no sharding)");
         return 0;
     }
     if (strcmp(s->algorithm.name, "ssgd") != 0)
         return spec_fail(e,
-                    "algorithm.shard: implemented for ssgd only (algorithm.name is %s: its ranks do not apply one "
-                    "update to one gradient together); use ssgd, or leave algorithm.shard out",
-                    s->algorithm.name);
+                         "algorithm.shard: implemented for ssgd only (algorithm.name is %s: its ranks do not apply one "
+                         "update to one gradient together); use ssgd, or leave algorithm.shard out",
+                         s->algorithm.name);
     if (strcmp(s->algorithm.compression.kind, "none") != 0)
         return spec_fail(e,
-                    "algorithm.shard: does not work with algorithm.compression.kind %s (its error feedback and "
-                    "factors span whole tensors of the full gradient); set kind none or leave algorithm.shard out",
-                    s->algorithm.compression.kind);
+                         "algorithm.shard: does not work with algorithm.compression.kind %s (its error feedback and "
+                         "factors span whole tensors of the full gradient); set kind none or leave algorithm.shard out",
+                         s->algorithm.compression.kind);
     if (strcmp(s->device, "cuda") == 0)
         return spec_fail(e, "algorithm.shard: implemented on CPU ranks only (the device optimizer updates the whole "
-                       "buffer); use device cpu or auto (which then computes on the CPU)");
+                            "buffer); use device cpu or auto (which then computes on the CPU)");
     if (s->simulate.enabled)
         return spec_fail(e, "algorithm.shard: not simulated (pacer-sim's cost model has no reduce-scatter); leave "
-                       "simulate.enabled false or algorithm.shard out");
+                            "simulate.enabled false or algorithm.shard out");
     if (nw > 0 && nw != s->workers)
-        return spec_fail(e, "algorithm.shard.split: has %d weights, workers is %d (one weight per worker)", nw, s->workers);
+        return spec_fail(e, "algorithm.shard.split: has %d weights, workers is %d (one weight per worker)", nw,
+                         s->workers);
     return 0;
 }
 
@@ -389,9 +398,9 @@ int spec_cross_check(errbuf_t *e, const job_spec_t *s)
     if (cross_check_lora(e, s) < 0) return -1;
     if (s->eval_sample[0] && (!spec_model_is_gpt(s) || !spec_dataset_is_text(s)))
         return spec_fail(e,
-                    "eval_sample: only for the built-in GPT (\"model\": {\"gpt\": {...}}) on dataset.format text or "
-                    "tokens, not model %s on %s",
-                    s->model, spec_dataset_format(s));
+                         "eval_sample: only for the built-in GPT (\"model\": {\"gpt\": {...}}) on dataset.format text or "
+                         "tokens, not model %s on %s",
+                         s->model, spec_dataset_format(s));
 
     if (strcmp(alg, "sgd") == 0 && s->workers != 1)
         return spec_fail(e, "algorithm.name: sgd is single-process; use ssgd for workers > 1");
@@ -401,7 +410,7 @@ int spec_cross_check(errbuf_t *e, const job_spec_t *s)
      * Nesterov form; clip_norm it honours (worker/algo_ddc_asgd.c). */
     if (strcmp(alg, "ddc-asgd") == 0 && s->optimizer.nesterov)
         return spec_fail(e, "optimizer.nesterov: ddc-asgd's delay-adapted momentum has no Nesterov form; "
-                       "set it to false or choose another algorithm");
+                            "set it to false or choose another algorithm");
     if (strcmp(alg, "hier-bsp") == 0 && s->algorithm.group_size > s->workers)
         return spec_fail(e, "algorithm.group_size: must be <= workers (%d)", s->workers);
     if (s->algorithm.min_batch > 0 && s->algorithm.max_batch > 0 && s->algorithm.min_batch > s->algorithm.max_batch)
@@ -415,21 +424,21 @@ int spec_cross_check(errbuf_t *e, const job_spec_t *s)
     if (s->algorithm.goodput) {
         if (strcmp(alg, "ssgd") != 0)
             return spec_fail(e,
-                        "algorithm.goodput: only for ssgd (the other algorithms report the noise scale but do "
-                        "not plan by it), algorithm.name is %s",
-                        alg);
+                             "algorithm.goodput: only for ssgd (the other algorithms report the noise scale but do "
+                             "not plan by it), algorithm.name is %s",
+                             alg);
         if (s->workers < 2)
             return spec_fail(e, "algorithm.goodput: needs workers >= 2 (the noise scale is measured between the "
-                           "workers' gradients)");
+                                "workers' gradients)");
         if (s->algorithm.dynamic_batch)
             return spec_fail(e, "algorithm.dynamic_batch: the goodput planner splits the batches itself; set one of "
-                           "dynamic_batch and goodput");
+                                "dynamic_batch and goodput");
     } else if (s->algorithm.max_global_batch > 0) {
         return spec_fail(e, "algorithm.max_global_batch: only with algorithm.goodput");
     }
     if (s->algorithm.max_global_batch > 0 && s->algorithm.max_global_batch < (long)s->workers * s->batch_size)
         return spec_fail(e, "algorithm.max_global_batch: must be >= workers x batch_size (%ld)",
-                    (long)s->workers * s->batch_size);
+                         (long)s->workers * s->batch_size);
 
     if (cross_check_compression(e, s) < 0) return -1;
     if (cross_check_growth(e, s) < 0) return -1;
@@ -443,21 +452,24 @@ int spec_cross_check(errbuf_t *e, const job_spec_t *s)
      * rank does (its moments and step count are the server's, checkpointed), except in
      * ddc-asgd, whose update is its own staleness-damped momentum rule (ddc_step). */
     if (spec_is_adamw(s) && strcmp(alg, "ddc-asgd") == 0)
-        return spec_fail(e, "optimizer.kind: adamw is not applied by ddc-asgd, whose update is its own momentum rule; use "
-                       "asgd, dc-asgd, nsoftsync, dbs-sgd or a synchronous algorithm, or optimizer.kind sgd");
+        return spec_fail(e,
+                         "optimizer.kind: adamw is not applied by ddc-asgd, whose update is its own momentum rule; use "
+                         "asgd, dc-asgd, nsoftsync, dbs-sgd or a synchronous algorithm, or optimizer.kind sgd");
 
     if (strcmp(s->optimizer.lr_schedule.kind, "cosine") == 0 && s->optimizer.lr_schedule.min_lr > s->optimizer.lr)
-        return spec_fail(e, "optimizer.lr_schedule.min_lr: must be <= optimizer.lr (%s)", spec_fmt_num(num, s->optimizer.lr));
+        return spec_fail(e, "optimizer.lr_schedule.min_lr: must be <= optimizer.lr (%s)",
+                         spec_fmt_num(num, s->optimizer.lr));
 
     if (s->emulate.nslowdown > 0 && s->emulate.nslowdown != s->workers)
         return spec_fail(e, "emulate.slowdown: has %d entries, workers is %d", s->emulate.nslowdown, s->workers);
     for (int i = 0; i < s->emulate.nschedule; i++) {
         const spec_slowdown_change_t *c = &s->emulate.schedule[i];
-        if (c->rank >= s->workers) return spec_fail(e, "emulate.schedule[%d].rank: must be < workers (%d)", i, s->workers);
+        if (c->rank >= s->workers)
+            return spec_fail(e, "emulate.schedule[%d].rank: must be < workers (%d)", i, s->workers);
         /* The worker applies changes in one forward pass over the list. */
         if (i > 0 && c->step < s->emulate.schedule[i - 1].step)
             return spec_fail(e, "emulate.schedule[%d].step: must be >= the previous entry's step (%ld)", i,
-                        s->emulate.schedule[i - 1].step);
+                             s->emulate.schedule[i - 1].step);
     }
     return cross_check_simulate(e, s);
 }
@@ -510,7 +522,8 @@ int spec_warnings(const job_spec_t *s, char warn[][SPEC_WARNING_MAX], int max)
                  "collapse: asynchrony adds momentum of its own (about 1 - 1/N = %.2f for N = %d workers, Mitliagkas "
                  "et al. 2016), so the total is well past what was asked (docs/RESULTS.md, \"Asynchronous "
                  "momentum\"); set optimizer.async_momentum to \"compensated\" or lower the momentum",
-                 spec_fmt_num(m, s->optimizer.momentum), s->algorithm.name, s->workers, 1.0 - 1.0 / s->workers, s->workers);
+                 spec_fmt_num(m, s->optimizer.momentum), s->algorithm.name, s->workers, 1.0 - 1.0 / s->workers,
+                 s->workers);
     }
     return n;
 }

@@ -49,7 +49,8 @@ int spec_resolve_model(errbuf_t *e, job_spec_t *s)
     if (!s->model_onnx[0]) {
         if (s->model_sha256[0]) return spec_fail(e, "model.sha256: only with model.onnx (an uploaded model's name)");
         /* an object with neither onnx nor a gpt's layers */
-        if (!s->model[0]) return spec_fail(e, "model.gpt.layers: required in a gpt object (1 to 96 transformer blocks)");
+        if (!s->model[0])
+            return spec_fail(e, "model.gpt.layers: required in a gpt object (1 to 96 transformer blocks)");
         return 0;
     }
     catalog_model_t m;
@@ -58,15 +59,16 @@ int spec_resolve_model(errbuf_t *e, job_spec_t *s)
     if (bare && catalog_model_get(s->model_onnx, &m) == 0 && m.source == CATALOG_UPLOADED) {
         if (s->model_sha256[0] && strcmp(s->model_sha256, m.sha256) != 0)
             return spec_fail(e, "model.sha256: uploaded model %s is %.12s... now, not %.12s... (replaced since)",
-                        s->model_onnx, m.sha256, s->model_sha256);
+                             s->model_onnx, m.sha256, s->model_sha256);
         snprintf(s->model, sizeof s->model, "%.*s", (int)sizeof s->model - 1, s->model_onnx);
         snprintf(s->model_sha256, sizeof s->model_sha256, "%s", m.sha256);
         return 0;
     }
     if (s->model_sha256[0]) {
         if (!bare)
-            return spec_fail(e, "model.onnx: with model.sha256, the name of an uploaded model (letters, digits, '.', '_', "
-                           "'-'), not a path");
+            return spec_fail(e,
+                             "model.onnx: with model.sha256, the name of an uploaded model (letters, digits, '.', '_', "
+                             "'-'), not a path");
         snprintf(s->model, sizeof s->model, "%.*s", (int)sizeof s->model - 1, s->model_onnx);
     } else {
         spec_onnx_name(s->model_onnx, s->model, sizeof s->model);
@@ -75,17 +77,19 @@ int spec_resolve_model(errbuf_t *e, job_spec_t *s)
         /* an upload never takes a built-in's name: a hand-written spec must not train
          * ONNX bytes under a built-in's figures */
         if (s->model_sha256[0] && m.source != CATALOG_UPLOADED)
-            return spec_fail(e, "model.onnx: %s is a %s model, not an uploaded one", s->model, catalog_source_name(m.source));
+            return spec_fail(e, "model.onnx: %s is a %s model, not an uploaded one", s->model,
+                             catalog_source_name(m.source));
         return 0;
     }
     if (!onnx_loader) {
         if (bare)
             return spec_fail(e,
-                        "model.onnx: %s is not an uploaded model (GET /api/v1/models lists them; PUT "
-                        "/api/v1/models/%s uploads one); ONNX files by path are read by pacer-worker and pacer-sim",
-                        s->model_onnx, s->model_onnx);
-        return spec_fail(e, "model.onnx: %s: ONNX files are read by pacer-worker and pacer-sim; %s is not in this catalog",
-                    s->model_onnx, s->model);
+                             "model.onnx: %s is not an uploaded model (GET /api/v1/models lists them; PUT "
+                             "/api/v1/models/%s uploads one); ONNX files by path are read by pacer-worker and pacer-sim",
+                             s->model_onnx, s->model_onnx);
+        return spec_fail(e,
+                         "model.onnx: %s: ONNX files are read by pacer-worker and pacer-sim; %s is not in this catalog",
+                         s->model_onnx, s->model);
     }
     char why[768];
     if (onnx_loader(s->model_onnx, s->model, s->model_sha256, why, sizeof why) != 0)
@@ -115,10 +119,10 @@ int spec_resolve_dataset(errbuf_t *e, job_spec_t *s)
     catalog_format_t given;
     if (catalog_format_parse(s->dataset.format, &given) == 0 && given != d.format) /* "auto" is none */
         return spec_fail(e, "dataset.format: %s is not the format of dataset.name %s (%s)", s->dataset.format,
-                    s->dataset.name, f);
+                         s->dataset.name, f);
     if (s->dataset.path[0] && strcmp(s->dataset.path, d.fixed_dir) != 0)
-        return spec_fail(e, "dataset.path: %s is not where dataset.name %s is (%s): give one or the other", s->dataset.path,
-                    s->dataset.name, d.fixed_dir);
+        return spec_fail(e, "dataset.path: %s is not where dataset.name %s is (%s): give one or the other",
+                         s->dataset.path, s->dataset.name, d.fixed_dir);
     if (strlen(d.fixed_dir) >= sizeof s->dataset.path)
         return spec_fail(e, "dataset.name: %s: its path is too long for dataset.path", s->dataset.name);
     snprintf(s->dataset.format, sizeof s->dataset.format, "%s", f);
@@ -135,17 +139,17 @@ int spec_resolve_tokenizer(errbuf_t *e, job_spec_t *s)
     if (!s->dataset.tokenizer_kind[0] && !vocab && !merges && !file) return 0;
     if (!s->dataset.tokenizer_kind[0])
         return spec_fail(e, "dataset.tokenizer.kind: required in a tokenizer object: \"bpe\" (bytes and chars are "
-                       "given as strings)");
+                            "given as strings)");
     if (file && (vocab || merges))
         return spec_fail(e, "dataset.tokenizer.file: give a tokenizer.json or vocab and merges, not both");
     if (!file && !(vocab && merges))
         return spec_fail(e,
-                    "dataset.tokenizer.%s: required with %s (GPT-2's vocab.json and merges.txt), or give file "
-                    "(a tokenizer.json)",
-                    vocab ? "merges" : "vocab",
-                    vocab    ? "vocab"
-                    : merges ? "merges"
-                             : "kind bpe");
+                         "dataset.tokenizer.%s: required with %s (GPT-2's vocab.json and merges.txt), or give file "
+                         "(a tokenizer.json)",
+                         vocab ? "merges" : "vocab",
+                         vocab    ? "vocab"
+                         : merges ? "merges"
+                                  : "kind bpe");
     snprintf(s->dataset.tokenizer, sizeof s->dataset.tokenizer, "%s", s->dataset.tokenizer_kind);
     return 0;
 }

@@ -264,33 +264,21 @@ int gen_open_graph(model_t *m, gen_state_t **out, char *err, size_t errlen)
     return 0;
 }
 
-/* rows ids appended to the window, then the graph's forward over the whole window (the
- * positions past it hold id 0: a causal model's logits at the last id do not read them),
- * the last id's logits into *logits. */
-static int graph_feed(gen_state_t *s, const uint32_t *ids, int rows, const float **logits, char *err, size_t errlen)
+/* rows ids (checked by feed_rows) appended to the window, then the graph's forward over the
+ * whole window (the positions past it hold id 0: a causal model's logits at the last id do
+ * not read them), the last id's logits into *logits. */
+static void graph_feed(gen_state_t *s, const uint32_t *ids, int rows, const float **logits)
 {
-    for (int r = 0; r < rows; r++)
-        if (ids[r] >= (uint32_t)s->g.vocab) {
-            snprintf(err, errlen, "generation: token id %u is outside the vocabulary (%d)", ids[r], s->g.vocab);
-            return -1;
-        }
-    if (s->pos + rows > s->g.block) {
-        snprintf(err, errlen, "generation: the window of %d positions is full", s->g.block);
-        return -1;
-    }
     for (int r = 0; r < rows; r++) s->window[s->pos + r] = (float)ids[r];
     s->pos += rows;
     for (int t = s->pos; t < s->g.block; t++) s->window[t] = 0.0f;
     model_forward(s->graph, s->window, s->labels, 1, 0);
     *logits = model_logits(s->graph) + (size_t)(s->pos - 1) * (size_t)s->g.vocab;
-    return 0;
 }
 
 /* rows (1..GEN_ROWS) tokens at the next positions; the last one's logits into *logits. */
 static int feed_rows(gen_state_t *s, const uint32_t *ids, int rows, const float **logits, char *err, size_t errlen)
 {
-    if (s->graph) return graph_feed(s, ids, rows, logits, err, errlen);
-    const int E = s->g.embd;
     for (int r = 0; r < rows; r++)
         if (ids[r] >= (uint32_t)s->g.vocab) {
             snprintf(err, errlen, "generation: token id %u is outside the vocabulary (%d)", ids[r], s->g.vocab);
@@ -300,6 +288,11 @@ static int feed_rows(gen_state_t *s, const uint32_t *ids, int rows, const float 
         snprintf(err, errlen, "generation: the window of %d positions is full", s->g.block);
         return -1;
     }
+    if (s->graph) {
+        graph_feed(s, ids, rows, logits);
+        return 0;
+    }
+    const int E = s->g.embd;
     for (int r = 0; r < rows; r++) {
         const float *te = s->wte + (size_t)ids[r] * E, *pe = s->wpe + (size_t)(s->pos + r) * E;
         for (int i = 0; i < E; i++) s->x[(size_t)r * E + i] = te[i] + pe[i];

@@ -497,6 +497,16 @@ static int alloc_batch_buffers(worker_t *w, char *err, size_t errlen)
     return 0;
 }
 
+/* The spec's learning-rate schedule, over the steps of an epoch w has now. */
+static void lr_schedule_setup(worker_t *w)
+{
+    const char *kind = w->spec->optimizer.lr_schedule.kind;
+    w->sched.kind = strcmp(kind, "step") == 0 ? LR_STEP : strcmp(kind, "cosine") == 0 ? LR_COSINE : LR_CONSTANT;
+    worker_schedule_steps(w, w->steps_per_epoch);
+    w->sched.gamma = (float)w->spec->optimizer.lr_schedule.gamma;
+    w->sched.min_lr = (float)w->spec->optimizer.lr_schedule.min_lr;
+}
+
 int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world, int nworkers, char *err, size_t errlen)
 {
     memset(w, 0, sizeof *w);
@@ -604,11 +614,7 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
                  w->global_batch, w->train.n);
         return -1;
     }
-    const char *kind = spec->optimizer.lr_schedule.kind;
-    w->sched.kind = strcmp(kind, "step") == 0 ? LR_STEP : strcmp(kind, "cosine") == 0 ? LR_COSINE : LR_CONSTANT;
-    worker_schedule_steps(w, w->steps_per_epoch);
-    w->sched.gamma = (float)spec->optimizer.lr_schedule.gamma;
-    w->sched.min_lr = (float)spec->optimizer.lr_schedule.min_lr;
+    lr_schedule_setup(w);
     rng_seed(&w->aug_rng, (uint64_t)spec->seed * 7919u + (uint64_t)rank + 1);
     w->augment.pad = spec->dataset.crop_padding;
     w->augment.flip = spec->dataset.hflip;

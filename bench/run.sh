@@ -10,7 +10,7 @@ export OUT=${OUT:-$BUILD/bench/results.md}
 mkdir -p "$(dirname "$OUT")"
 echo "# pacer benchmarks, $(date -u +%Y-%m-%d), $(nproc) cores, $(awk -F: '/model name/ {print $2; exit}' /proc/cpuinfo)" > "$OUT"
 status=0
-for b in lenet_vs_pytorch resnet_vs_pytorch threads_scaling onnx_import resnet18_onnx zoo_vs_torch transformer_vs_torch one_worker user_data mpi_sync hpsgd_overlap async_compare redis_overhead trace_overhead coord_tick launch_latency elastic_resize cifar_quick sim_scale tcp_eager; do
+for b in lenet_vs_pytorch resnet_vs_pytorch threads_scaling onnx_import resnet18_onnx zoo_vs_torch transformer_vs_torch bf16_speed bf16_image_speed one_worker user_data mpi_sync hpsgd_overlap async_compare redis_overhead trace_overhead coord_tick launch_latency elastic_resize cifar_quick sim_scale tcp_eager; do
     [ -f bench/$b.sh ] || continue
     echo "== $b"
     sh bench/$b.sh || { echo "bench $b failed"; status=1; }

@@ -219,6 +219,44 @@ static int plan_buckets(const model_t *m, shard_t *sh)
     return 0;
 }
 
+/* Copies the trainable runs' floats inside rank r's range between params and packed (from
+ * tdispls[r] on, in the order of the runs): to_packed 1 packs, 0 unpacks. */
+static void copy_trainable(const model_t *m, const shard_t *sh, int r, float *params, int to_packed)
+{
+    size_t off, cnt, at = (size_t)sh->tdispls[r];
+    int ti = 0, nd;
+    const size_t a = sh->bounds[r], b = sh->bounds[r + 1];
+    while (model_decay_run(m, 0, &ti, &off, &cnt, &nd)) {
+        const size_t lo = off > a ? off : a, hi = off + cnt < b ? off + cnt : b;
+        if (lo >= hi) continue;
+        if (to_packed) memcpy(sh->packed + at, params + lo, (hi - lo) * sizeof *params);
+        else memcpy(params + lo, sh->packed + at, (hi - lo) * sizeof *params);
+        at += hi - lo;
+    }
+}
+
+/* The packed all-gather's counts, displacements and buffer (shard_t's tcounts). */
+static int plan_packed_gather(const model_t *m, shard_t *sh)
+{
+    sh->tcounts = calloc((size_t)sh->n, sizeof *sh->tcounts);
+    sh->tdispls = calloc((size_t)sh->n, sizeof *sh->tdispls);
+    sh->packed = malloc((sh->ntrain ? sh->ntrain : 1) * sizeof *sh->packed);
+    if (!sh->tcounts || !sh->tdispls || !sh->packed) return -1;
+    size_t off, cnt;
+    for (int r = 0; r < sh->n; r++) {
+        int ti = 0, nd;
+        size_t c = 0;
+        while (model_decay_run(m, 0, &ti, &off, &cnt, &nd)) {
+            const size_t lo = off > sh->bounds[r] ? off : sh->bounds[r];
+            const size_t hi = off + cnt < sh->bounds[r + 1] ? off + cnt : sh->bounds[r + 1];
+            if (lo < hi) c += hi - lo;
+        }
+        sh->tcounts[r] = (int)c; /* at most the rank's count, an int already */
+        sh->tdispls[r] = r ? sh->tdispls[r - 1] + sh->tcounts[r - 1] : 0;
+    }
+    return 0;
+}
+
 int shard_setup(worker_t *w, char *err, size_t errlen)
 {
     const job_spec_t *s = w->spec;
@@ -247,6 +285,10 @@ int shard_setup(worker_t *w, char *err, size_t errlen)
     int ti = 0, nd;
     sh->ntrain = w->any_frozen ? 0 : w->model->nparams;
     while (w->any_frozen && model_decay_run(w->model, 0, &ti, &off, &cnt, &nd)) sh->ntrain += cnt;
+    if (sh->pieces && w->use_mpi && plan_packed_gather(w->model, sh) != 0) {
+        snprintf(err, errlen, "algorithm.shard: out of memory for the %zu trainable floats' gather", sh->ntrain);
+        return -1;
+    }
     if (plan_buckets(w->model, sh) != 0) {
         snprintf(err, errlen, "algorithm.shard: out of memory for the buckets of %d layers", w->model->nlayers);
         return -1;
@@ -281,6 +323,9 @@ void shard_free(worker_t *w)
     free(sh->cnt);
     free(sh->edge);
     free(sh->final_below);
+    free(sh->tcounts);
+    free(sh->tdispls);
+    free(sh->packed);
     free(sh);
     w->model->grad_done = NULL;
     w->shard = NULL;
@@ -563,8 +608,17 @@ void shard_update(worker_t *w, float grad_scale, double sumsq)
     if (!w->use_mpi) return;
     double t0 = clock_mono_s();
     waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
-    MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, w->model->params, sh->counts, sh->displs, MPI_FLOAT,
-                             MPI_COMM_WORLD));
+    if (sh->packed) {
+        model_t *m = w->model;
+        copy_trainable(m, sh, w->rank, m->params, 1);
+        MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, sh->packed, sh->tcounts, sh->tdispls, MPI_FLOAT,
+                                 MPI_COMM_WORLD));
+        for (int r = 0; r < sh->n; r++)
+            if (r != w->rank) copy_trainable(m, sh, r, m->params, 0);
+    } else {
+        MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, w->model->params, sh->counts, sh->displs,
+                                 MPI_FLOAT, MPI_COMM_WORLD));
+    }
     waitmark_leave(&w->wait);
     phase_mark(&w->phases, PHASE_COMM);
     const double dt = clock_mono_s() - t0;
@@ -672,6 +726,9 @@ json_t *shard_json(const worker_t *w)
         json_array_append_new(grad, json_integer((json_int_t)b));
         json_array_append_new(share, json_integer((json_int_t)(sh->bounds[r + 1] - sh->bounds[r])));
     }
-    return json_pack("{s:i, s:o, s:o, s:o, s:o}", "stage", sh->stage, "split", split, "params_per_rank", share,
-                     "state_bytes_per_rank", state, "gradient_bytes_per_rank", grad);
+    /* the floats step 5's all-gather moves in all (the trainable ones with frozen tensors) */
+    const double gathered = sh->packed ? (double)sh->ntrain : (double)w->model->nparams;
+    return json_pack("{s:i, s:o, s:o, s:o, s:o, s:f}", "stage", sh->stage, "split", split, "params_per_rank", share,
+                     "state_bytes_per_rank", state, "gradient_bytes_per_rank", grad, "gathered_floats_per_step",
+                     gathered);
 }

@@ -20,7 +20,8 @@
  *      (the next backward pass touches them again);
  *   4. the optimizer rule (SGD, momentum, AdamW, no-decay groups, clipping) over the
  *      range, with the state of the range;
- *   5. MPI_Allgatherv of the updated parameters.
+ *   5. MPI_Allgatherv of the updated parameters (with frozen tensors, of the trainable
+ *      ones only, packed).
  * Each element's update is the same arithmetic as the unsharded one; what can differ is
  * the order in which the ranks' gradients are summed (ssgd's all-reduce associates three
  * or more addends as Open MPI chooses; the reduce-scatter here always as its linear
@@ -82,6 +83,12 @@ typedef struct shard {
     size_t piece_from; /* the bucket's next piece starts at or above this offset */
     size_t covered;    /* the step's floats the rounds took (what comm_bytes counts) */
     size_t ntrain;     /* the trainable floats (the bytes a world of one counts) */
+    /* With pieces, the all-gather of step 5 takes the trainable floats only (a frozen
+     * tensor is the same on every rank and never changes): rank r's trainable floats in
+     * its range, tcounts[r] of them, lie at tdispls[r] in packed (ntrain floats), in the
+     * order of the runs; NULL without pieces or in a world of one. */
+    int *tcounts, *tdispls;
+    float *packed;
     /* The buckets of the reduce-scatter, from the top of the buffer down, as the backward
      * pass finishes them: bucket k is [edge[k + 1], edge[k]), edge[0] = nparams and
      * edge[nbuckets] = 0; final_below[i]: after layer i's backward, [final_below[i],

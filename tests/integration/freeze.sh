@@ -142,7 +142,11 @@ check shard
 bytes shard $(((trainable + 4) * 4))
 cmp "$TMP/ssgd.trained.safetensors" "$TMP/shard.trained.safetensors" >/dev/null ||
     fail "the sharded optimizer's weights differ from ssgd's (2 ranks: the same sums)"
-echo "ok: the sharded optimizer's reduce-scatter takes $(((trainable + 4) * 4)) bytes a step, no frozen float's"
+# its all-gather of the updated weights: the trainable floats only (packed); the weights
+# above, equal to ssgd's on rank 0, show each rank's range came back into place
+g=$(jq '.shard.gathered_floats_per_step' "$TMP/shard.summary.json")
+[ "$g" = "$trainable" ] || fail "the sharded optimizer's all-gather moves $g floats a step, not the $trainable trainable ones"
+echo "ok: the sharded optimizer's reduce-scatter takes $(((trainable + 4) * 4)) bytes a step and its all-gather $trainable floats, no frozen float's"
 
 # the GPU path on the stand-in device (tests/fakecuda: the CPU reference on a second host
 # copy, loaded as libpacer_cuda.so is): its optimizer, from the device's own gradient

@@ -112,7 +112,9 @@ static void unpack_push(const model_t *m, const unsigned char *from, int bf16, f
         else memcpy(g + off, (const float *)from + k, cnt * sizeof(float));
     }
 }
-static size_t reply_bytes(size_t np) { return sizeof(ps_reply_t) + np * sizeof(float); }
+/* A reply carries the trainable weights (push_floats, in the runs' order): a frozen tensor
+ * is the same on every rank from the start and never changes, so it is never sent. */
+static size_t reply_bytes(size_t ng) { return sizeof(ps_reply_t) + ng * sizeof(float); }
 
 static void post_recv(server_t *s, int m)
 {
@@ -170,8 +172,8 @@ static void reply(server_t *s, int m, int stop)
     memcpy(out, &h, sizeof h);
     size_t bytes = sizeof h;
     if (!stop) {
-        memcpy(out + sizeof h, w->model->params, s->ps.np * sizeof(float));
-        bytes = reply_bytes(s->ps.np);
+        pack_push(w->model, w->model->params, NULL, out + sizeof h);
+        bytes = reply_bytes(s->ng);
     }
     MPI_CHECK(MPI_Isend(out, (int)bytes, MPI_BYTE, m + 1, TAG_REPLY, MPI_COMM_WORLD, &s->sreqs[m]));
     s->last_tau[m] = -1; /* delivered: a later reply (a stop) must not count it again */
@@ -521,7 +523,7 @@ static int run_server(worker_t *w, const ps_rule_t *rule, const train_opts_t *o)
         s.reqs[m] = MPI_REQUEST_NULL;
         s.sreqs[m] = MPI_REQUEST_NULL;
         s.last_tau[m] = -1;
-        if (!(s.in[m] = malloc(push_bytes(s.ng, w->model->nbuffers, s.bf16))) || !(s.out[m] = malloc(reply_bytes(np))))
+        if (!(s.in[m] = malloc(push_bytes(s.ng, w->model->nbuffers, s.bf16))) || !(s.out[m] = malloc(reply_bytes(s.ng))))
             goto out;
     }
     if (rule->needs_backup) {
@@ -642,7 +644,7 @@ static int run_worker(worker_t *w)
     const int bf16 = push_bf16(w);
     const size_t ng = push_floats(w->model);
     const size_t gbytes = ng * (bf16 ? sizeof(uint16_t) : sizeof(float)), pbytes = push_bytes(ng, nb, bf16);
-    unsigned char *in = malloc(reply_bytes(np)), *out = malloc(pbytes);
+    unsigned char *in = malloc(reply_bytes(ng)), *out = malloc(pbytes);
     /* bf16: what this worker's pushes have not sent of its gradients yet (compress.h),
      * and with checkpoints the same before the last push (save_error). */
     const int keep = bf16 && w->spec->checkpoint.every_steps > 0;
@@ -661,7 +663,7 @@ static int run_worker(worker_t *w)
         waitmark_enter(&w->wait, WAIT_REPLY, 0);
         comm_probe(w, 0, TAG_REPLY, MPI_COMM_WORLD);
         phase_mark(&w->phases, PHASE_WAIT);
-        MPI_CHECK(MPI_Irecv(in, (int)reply_bytes(np), MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD, &req));
+        MPI_CHECK(MPI_Irecv(in, (int)reply_bytes(ng), MPI_BYTE, 0, TAG_REPLY, MPI_COMM_WORLD, &req));
         comm_wait(w, &req);
         waitmark_leave(&w->wait);
         phase_mark(&w->phases, PHASE_COMM);
@@ -684,7 +686,7 @@ static int run_worker(worker_t *w)
             break;
         }
         phase_begin(&w->phases, h.version);
-        memcpy(w->model->params, in + sizeof h, np * sizeof(float));
+        unpack_push(w->model, in + sizeof h, 0, w->model->params);
         phase_mark(&w->phases, PHASE_COMM); /* the pull, into the model */
         w->global_step = h.version;
         w->plan_version = h.plan_version;

@@ -132,8 +132,19 @@ jq -e --argjson c $((32 + trainable * 2)) --argjson p $((32 + trainable * 4)) \
     '.compression.compressed_bytes_per_step == $c and .compression.plain_bytes_per_step == $p' \
     "$TMP/asgd16.summary.json" >/dev/null ||
     fail "asgd bf16: the summary's compression object $(jq -c .compression "$TMP/asgd16.summary.json") does not count the trainable push"
+# asgd with one worker (pushes applied as they come, the reply the updated weights) is
+# sgd on one rank: the replies carry the trainable weights only (the worker's receive is
+# sized for them: a reply of every weight is refused by MPI as truncated), unpacked into
+# place, and the run ends with sgd's weights bit for bit
+jq '.algorithm = {name: "asgd"} | .workers = 1' "$TMP/frozen.json" >"$TMP/asgd1.json"
+np=2 run asgd1 "$TMP/asgd1.json" --ps-round-robin
+jq '.algorithm = {name: "sgd"} | .workers = 1' "$TMP/frozen.json" >"$TMP/sgd1.json"
+np=1 run sgd1 "$TMP/sgd1.json"
+check asgd1
+cmp "$TMP/sgd1.trained.safetensors" "$TMP/asgd1.trained.safetensors" >/dev/null ||
+    fail "asgd with one worker and frozen tensors does not end with sgd's weights (the replies' weights)"
 np=2
-echo "ok: asgd pushes $((32 + trainable * 4)) bytes ($((32 + trainable * 2)) in bf16), no frozen float's"
+echo "ok: asgd pushes $((32 + trainable * 4)) bytes ($((32 + trainable * 2)) in bf16), no frozen float's; its replies carry the trainable weights (one worker ends with sgd's)"
 # the sharded optimizer (stage 2; PACER_SHARD_CHUNK 64: a piece takes several rounds): its
 # reduce-scatter takes the trainable floats only, the frozen tensors bit for bit
 jq '.algorithm.shard = {stage: 2}' "$TMP/frozen.json" >"$TMP/shard.json"

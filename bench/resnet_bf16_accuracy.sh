@@ -4,31 +4,37 @@
 # weight decay 5e-4, augmentation, one epoch of warm-up then cosine to 0) cut to EPOCHS
 # epochs, one rank, one thread; per seed the two precisions start from the same weights and
 # draw the same batches (the seed fixes both), so the per-seed differences are paired.
-# Runs go seed by seed, fp32 then bf16, one at a time; each run's summary is kept in KEEP,
+# Runs go seed by seed, fp32 then bf16, one at a time (PARALLEL=1: all at once); each run's summary is kept in KEEP,
 # and a run whose summary is there already is not run again (CONFIGS="" reads KEEP only).
-#   SEEDS="1 2 3" EPOCHS=4 sh bench/resnet_bf16_accuracy.sh
+#   SEEDS="1 2 3" EPOCHS=3 PARALLEL=1 sh bench/resnet_bf16_accuracy.sh
 . bench/lib.sh
 SEEDS=${SEEDS:-1 2 3}
-EPOCHS=${EPOCHS:-4}
+EPOCHS=${EPOCHS:-3}
 KEEP=${KEEP:-$BUILD/bench/resnet_bf16_accuracy}
 CONFIGS=${CONFIGS-fp32 bf16}
 dir="$PACER_SHARED/datasets/cifar-10"
 [ -d "$dir" ] || { md ""; md "(CIFAR-10 not found at $dir: resnet_bf16_accuracy skipped)"; exit 0; }
 mkdir -p "$KEEP"
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
+# one_run PRECISION SEED - one run into KEEP
+one_run() {
+    sum=$KEEP/$1.$2.json
+    [ -s "$sum" ] && return 0
+    jq --arg d "$dir" --arg p "$1" --argjson s "$2" --argjson e "$EPOCHS" \
+        '.dataset.path = $d | .precision = $p | .seed = $s | .epochs = $e | .threads = 1
+         | .log_every = 0 | del(.checkpoint)' examples/resnet20-cifar10.json >"$TMP/spec.$1.$2.json"
+    $WORKER --spec "$TMP/spec.$1.$2.json" --summary "$TMP/s.$1.$2.json" >"$KEEP/$1.$2.log" 2>&1 ||
+        { tail -5 "$KEEP/$1.$2.log"; echo "resnet_bf16_accuracy: $1 seed $2 failed"; return 1; }
+    mv "$TMP/s.$1.$2.json" "$sum"
+    echo "$1 seed $2: test accuracy $(jq .test_accuracy "$sum"), $(jq '.wall_s | round' "$sum") s"
+}
+# PARALLEL=1: every run at once (one thread each; accuracy does not depend on the timing)
 for s in $SEEDS; do
     for p in $CONFIGS; do
-        sum=$KEEP/$p.$s.json
-        [ -s "$sum" ] && continue
-        jq --arg d "$dir" --arg p "$p" --argjson s "$s" --argjson e "$EPOCHS" \
-            '.dataset.path = $d | .precision = $p | .seed = $s | .epochs = $e | .threads = 1
-             | .log_every = 0 | del(.checkpoint)' examples/resnet20-cifar10.json >"$TMP/spec.json"
-        $WORKER --spec "$TMP/spec.json" --summary "$TMP/s.json" >"$KEEP/$p.$s.log" 2>&1 ||
-            { tail -5 "$KEEP/$p.$s.log"; echo "resnet_bf16_accuracy: $p seed $s failed"; exit 1; }
-        mv "$TMP/s.json" "$sum"
-        echo "$p seed $s: test accuracy $(jq .test_accuracy "$sum"), $(jq '.wall_s | round' "$sum") s"
+        if [ "${PARALLEL:-0}" = 1 ]; then one_run "$p" "$s" & else one_run "$p" "$s" || exit 1; fi
     done
 done
+wait
 acc() { for s in $SEEDS; do [ -s "$KEEP/$1.$s.json" ] && jq '.test_accuracy * 100' "$KEEP/$1.$s.json"; done; }
 diffs() {
     for s in $SEEDS; do

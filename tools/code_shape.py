@@ -15,6 +15,8 @@ includes), as commands anyone can rerun.
   python3 tools/code_shape.py includes FOLDER
       the largest circle of #include "x.h" between the modules of FOLDER (x.c and x.h
       together, e.g. worker): a header per file and includes that point one way make none.
+      Then every circle (strongly connected component of more than one module), largest
+      first, each with the includes that make it ("a.c -> b.h").
   python3 tools/code_shape.py headers FOLDER
       the largest circle of #include "x.h" between the headers of FOLDER alone (x.h -> y.h
       when x.h includes y.h), e.g. coordinator: an object header that includes its parts'
@@ -83,7 +85,14 @@ def circles(objdir):
 
 def largest_scc(nodes, edges):
     """The largest strongly connected component of the graph (edges: node -> sorted list),
-    sorted; Tarjan's algorithm, iterative."""
+    sorted."""
+    comps = sccs(nodes, edges)
+    return comps[0] if comps else []
+
+
+def sccs(nodes, edges):
+    """Every strongly connected component of the graph (edges: node -> sorted list), each
+    sorted, largest first (then by name); Tarjan's algorithm, iterative."""
     index, low, on, stack, comps, counter = {}, {}, set(), [], [], [0]
     for root in nodes:
         if root in index:
@@ -116,31 +125,40 @@ def largest_scc(nodes, edges):
             if work:
                 parent = work[-1][0]
                 low[parent] = min(low[parent], low[v])
-    comps.sort(key=lambda c: -len(c))
-    return comps[0] if comps else []
+    comps.sort(key=lambda c: (-len(c), c))
+    return comps
 
 
 INCLUDE = re.compile(r'^#include "([A-Za-z0-9_]+)\.h"', re.M)
 
 
 def includes(folder):
-    """The largest circle of includes between the modules of folder: a module is x.c and
-    x.h together, with an edge x -> y when either includes y.h of the same folder."""
+    """The circles of includes between the modules of folder: a module is x.c and x.h
+    together, with an edge x -> y when either includes y.h of the same folder."""
     names = sorted(f for f in os.listdir(folder) if f.endswith((".c", ".h")))
     mods = sorted({n[:-2] for n in names})
     # an include names a module of folder only when folder has that header: x.c's
     # #include "users.h" is common/users.h when folder holds users.c but no users.h
     hdrs = {n[:-2] for n in names if n.endswith(".h")}
     edges = {m: set() for m in mods}
+    why = {m: [] for m in mods}
     for n in names:
         with open(os.path.join(folder, n), encoding="utf-8", errors="replace") as f:
             for inc in INCLUDE.findall(f.read()):
                 if inc in hdrs and inc != n[:-2]:
                     edges[n[:-2]].add(inc)
-    big = largest_scc(mods, {m: sorted(e) for m, e in edges.items()})
+                    why[n[:-2]].append((n, inc))
+    comps = sccs(mods, {m: sorted(e) for m, e in edges.items()})
+    big = comps[0] if comps else []
     print(f"{len(mods)} modules; largest circle of includes: {len(big)} module(s)")
-    if len(big) > 1:
-        print("  " + " ".join(big))
+    for comp in comps:
+        if len(comp) < 2:
+            break
+        print(f"  circle of {len(comp)}: " + " ".join(comp))
+        for m in comp:
+            for n, inc in why[m]:
+                if inc in comp:
+                    print(f"    {n} -> {inc}.h")
 
 
 def headers(folder):

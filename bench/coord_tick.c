@@ -21,7 +21,7 @@
  *     (wall clock and this thread's CPU clock) and counting its Redis commands and round
  *     trips (a blocking command, or the first reply read after pipelined appends).
  *
- * tick() is static in coordinator/coordinator.c, so this file includes the coordinator's
+ * tick() is static in coordinator/daemon.c, so this file includes the coordinator's
  * sources (not api.c or the HTTP layer, which the tick does not use) instead of linking
  * libpacer_coord.a; that also lets the generic bench rule of the Makefile build it with the
  * worker libraries. The cost: a static name clash between those files breaks this build.
@@ -91,7 +91,7 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 /* ---- the coordinator, minus the API and the HTTP layer ---------------------------------- */
 
 #include "../coordinator/clog.c"
-#include "../coordinator/coordinator.c"
+#include "../coordinator/daemon.c"
 #include "../coordinator/dataroots.c"
 #include "../coordinator/drain.c"
 #include "../coordinator/dynbatch.c"
@@ -133,7 +133,7 @@ static int bench_redisGetReply(redisContext *c, void **reply)
 void experiment_tick(coordinator_t *c, double now)
 {
     (void)now;
-    redisReply *r = c->conn.rc ? redisCommand(c->conn.rc, "SMEMBERS %s", KEY_EXPERIMENTS_ACTIVE) : NULL;
+    redisReply *r = c->conn->rc ? redisCommand(c->conn->rc, "SMEMBERS %s", KEY_EXPERIMENTS_ACTIVE) : NULL;
     if (r) freeReplyObject(r);
 }
 
@@ -345,7 +345,7 @@ static int run_ticks(coordinator_t *c, double seconds, sample_t *out, int max)
     double next = bench_mono(), end = next + seconds;
     while (n < max && next < end) {
         sleep_until(next);
-        double last_second = c->last_second, last_plan = c->runs.n ? c->runs.list[0]->last_plan : 0;
+        double last_second = c->last_second, last_plan = c->runs->n ? c->runs->list[0]->last_plan : 0;
         bench_rt = bench_cmds = 0;
         bench_counting = 1;
         double w0 = bench_mono(), u0 = thread_cpu_s();
@@ -356,7 +356,7 @@ static int run_ticks(coordinator_t *c, double seconds, sample_t *out, int max)
         out[n].cpu_ms = (u1 - u0) * 1e3;
         out[n].rt = bench_rt;
         out[n].cmds = bench_cmds;
-        out[n].second = c->last_second != last_second || (c->runs.n && c->runs.list[0]->last_plan != last_plan);
+        out[n].second = c->last_second != last_second || (c->runs->n && c->runs->list[0]->last_plan != last_plan);
         n++;
         next += c->cfg.tick_s;
     }
@@ -541,7 +541,7 @@ int main(int argc, char **argv)
     if (x) freeReplyObject(x);
     c->adopted = 0;
     tick(c);
-    if (c->runs.n != 1 || c->runs.list[0]->phase != PH_ACTIVE) {
+    if (c->runs->n != 1 || c->runs->list[0]->phase != PH_ACTIVE) {
         fprintf(stderr, "coord_tick: the coordinator did not adopt %s\n", id);
         goto out;
     }
@@ -555,12 +555,12 @@ int main(int argc, char **argv)
     int nbusy = run_ticks(c, seconds, busy, cap);
     double t1 = bench_mono(), pc1 = process_cpu_s(), rc1 = pid_cpu_s(redis_pid), kc1 = pid_cpu_s(child);
     long long v1 = assignment_version(rc, id);
-    coord_run_t *r = c->runs.n == 1 ? c->runs.list[0] : NULL;
+    coord_run_t *r = c->runs->n == 1 ? c->runs->list[0] : NULL;
     if (!r || r->phase != PH_ACTIVE || !r->redis_reported || r->stale_rank >= 0 || v1 < 1) {
         fprintf(stderr,
                 "coord_tick: the job was not supervised as expected (runs %d, phase %d, reported %d, stale %d, "
                 "plan version %lld)\n",
-                c->runs.n, r ? (int)r->phase : -1, r ? r->redis_reported : 0, r ? r->stale_rank : -1, v1);
+                c->runs->n, r ? (int)r->phase : -1, r ? r->redis_reported : 0, r ? r->stale_rank : -1, v1);
         goto out;
     }
     double tick_cpu = 0;

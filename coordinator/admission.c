@@ -12,6 +12,7 @@
 #include "dsprobe.h"
 #include "errmsg.h"
 #include "hostmem.h"
+#include "hosts.h"
 #include "init_source.h"
 #include "jobfile.h"
 #include "launcher.h"
@@ -168,13 +169,13 @@ static int dataset_usable(const job_spec_t *s, char *err, size_t errlen)
  * A host of unknown memory (a hostfile's or Slurm's without --host-memory-mb or
  * --host-memory-mb-of) is not checked; a model or data set without an estimate (gone
  * from the catalog since the spec was parsed) does not fit. The host table is the tick's
- * (coordinator.c's admission_hosts), copied here. */
+ * (daemon.c's admission_hosts), copied here. */
 static int memory_fits(coordinator_t *c, const job_spec_t *s, int world, char *err, size_t errlen)
 {
     pthread_mutex_lock(&c->lock);
-    const int n = c->hosts.nadmit;
+    const int n = c->hosts->nadmit;
     hostmem_host_t *hosts = n > 0 ? malloc((size_t)n * sizeof *hosts) : NULL;
-    if (hosts) memcpy(hosts, c->hosts.admit, (size_t)n * sizeof *hosts);
+    if (hosts) memcpy(hosts, c->hosts->admit, (size_t)n * sizeof *hosts);
     pthread_mutex_unlock(&c->lock);
     if (n > 0 && !hosts) {
         errmsg(err, errlen, "out of memory");
@@ -246,7 +247,7 @@ static int check_user_dataset(coordinator_t *c, admission_t *a, char *err, size_
  * slots: its size is not counted here. */
 static int counts_slots(const coordinator_t *c, const admission_t *a)
 {
-    return c->hosts.slots_total > 0 && !a->spec->simulate.enabled;
+    return c->hosts->slots_total > 0 && !a->spec->simulate.enabled;
 }
 
 /* More ranks than the slots times the oversubscription factor could never run (or would
@@ -254,12 +255,12 @@ static int counts_slots(const coordinator_t *c, const admission_t *a)
 static int check_slots(coordinator_t *c, admission_t *a, char *err, size_t errlen)
 {
     const job_spec_t *s = a->spec;
-    if (!counts_slots(c, a) || a->world <= c->hosts.slots_total * c->cfg.oversubscribe) return COORD_OK;
+    if (!counts_slots(c, a) || a->world <= c->hosts->slots_total * c->cfg.oversubscribe) return COORD_OK;
     errmsg(err, errlen,
            "workers: %d ranks (world %d) do not fit the cluster's %d slot%s times the "
            "oversubscription factor %g (--oversubscribe-factor): at most %d",
-           s->workers, a->world, c->hosts.slots_total, c->hosts.slots_total == 1 ? "" : "s", c->cfg.oversubscribe,
-           (int)(c->hosts.slots_total * c->cfg.oversubscribe) - (a->world - s->workers));
+           s->workers, a->world, c->hosts->slots_total, c->hosts->slots_total == 1 ? "" : "s", c->cfg.oversubscribe,
+           (int)(c->hosts->slots_total * c->cfg.oversubscribe) - (a->world - s->workers));
     return COORD_ENOFIT;
 }
 
@@ -267,13 +268,13 @@ static int check_slots(coordinator_t *c, admission_t *a, char *err, size_t errle
  * refused where the operator asked (--refuse-oversubscribed). */
 static int check_oversubscribed(coordinator_t *c, admission_t *a, char *err, size_t errlen)
 {
-    if (!counts_slots(c, a) || !policy_oversubscribed(a->world, c->hosts.slots_total, a->oversub, sizeof a->oversub) ||
+    if (!counts_slots(c, a) || !policy_oversubscribed(a->world, c->hosts->slots_total, a->oversub, sizeof a->oversub) ||
         !c->cfg.refuse_oversubscribed)
         return COORD_OK;
     errmsg(err, errlen,
            "workers: %s; this coordinator refuses oversubscribed jobs (--refuse-oversubscribed): at most %d "
            "workers",
-           a->oversub, c->hosts.slots_total - (a->world - a->spec->workers));
+           a->oversub, c->hosts->slots_total - (a->world - a->spec->workers));
     return COORD_ENOFIT;
 }
 

@@ -3,6 +3,7 @@
  * parse caches behind coord_get are api_cache.c. */
 #include "coord_internal.h"
 #include "hclass.h"
+#include "hosts.h"
 #include "jobstore.h"
 
 #include <ctype.h>
@@ -26,6 +27,7 @@
 #include "policy.h"
 #include "record_fields.h"
 #include "run.h"
+#include "schedule.h"
 #include "stall.h"
 #include "staleness.h"
 
@@ -442,9 +444,9 @@ static void queue_attach(const coordinator_t *c, json_t *o)
     const char *state = json_string_value(json_object_get(o, "state"));
     const char *id = json_string_value(json_object_get(o, "id"));
     if (!state || strcmp(state, "QUEUED") != 0 || !id) return;
-    pthread_mutex_t *m = (pthread_mutex_t *)&c->sched.queue_lock; /* the view, not c, changes */
+    pthread_mutex_t *m = (pthread_mutex_t *)&c->sched->queue_lock; /* the view, not c, changes */
     pthread_mutex_lock(m);
-    json_t *q = c->sched.queue_view ? json_deep_copy(json_object_get(c->sched.queue_view, id)) : NULL;
+    json_t *q = c->sched->queue_view ? json_deep_copy(json_object_get(c->sched->queue_view, id)) : NULL;
     pthread_mutex_unlock(m);
     if (q) json_object_set_new(o, "queue", q);
 }
@@ -456,7 +458,7 @@ static void oversub_attach(const coordinator_t *c, json_t *o)
     char text[128];
     json_t *w = json_object_get(o, "world");
     if (json_is_true(json_object_get(o, "simulated")) || !json_is_integer(w)) return;
-    if (policy_oversubscribed((int)json_integer_value(w), c->hosts.slots_total, text, sizeof text))
+    if (policy_oversubscribed((int)json_integer_value(w), c->hosts->slots_total, text, sizeof text))
         json_object_set_new(o, "oversubscribed", json_string(text));
 }
 
@@ -987,7 +989,7 @@ int coord_cluster(coordinator_t *c, json_t **out)
     static const char *const COORD_STRINGS[] = {"host", "version", "state_dir", "redis", "worker", "listen", NULL};
     if (r[0]->type == REDIS_REPLY_ARRAY && r[0]->elements > 0) {
         coord = hash_object(r[0], COORD_STRINGS);
-        /* Masked where it is written (coordinator.c); masked again here, for a record an
+        /* Masked where it is written (daemon.c); masked again here, for a record an
          * older coordinator wrote: the API never shows a Redis password. */
         const char *ru = json_string_value(json_object_get(coord, "redis"));
         if (ru) {

@@ -1,10 +1,11 @@
-/* coordinator/coord_internal.h - the coordinator object: its configuration, and the
- * states of its parts, each declared in the part's own header (hosts.h, drain.h,
- * preflight.h, schedule.h, quotas.h for the users, dataroots.h, tickconn.h, lock.h, run.h)
- * and embedded here as a member (c->hosts.slots_total). Included by the .c files that
- * reach into the object, never by a header: a part's header includes no more than what
- * its state needs, so no header is in a circle (tests/integration/code_shape.sh). Not for
- * the HTTP layer: it uses coordinator.h only. */
+/* coordinator/coord_internal.h - the coordinator object: its configuration, and a pointer
+ * to the state of each of its parts (c->hosts->slots_total), each state declared in the
+ * part's own header (hosts.h, drain.h, preflight.h, schedule.h, quotas.h for the users,
+ * dataroots.h, tickconn.h, lock.h, run.h) and allocated with the object (daemon.c).
+ * Only the pointers live here, so this header includes none of the parts' headers: a
+ * part's .c includes it and the headers of the parts it uses, and coordinator/'s modules
+ * form no circle (tests/integration/code_shape.sh). Not for the HTTP layer: it uses
+ * coordinator.h only. */
 #ifndef PACER_COORD_INTERNAL_H
 #define PACER_COORD_INTERNAL_H
 
@@ -14,19 +15,10 @@
 #include <sys/types.h>
 
 #include "coordinator.h"
-#include "dataroots.h"
-#include "drain.h"
 #include "embedded.h"
-#include "hosts.h"
 #include "jobstore.h"
 #include "launcher.h"
-#include "lock.h"
-#include "preflight.h"
-#include "quotas.h"
 #include "redis_url.h"
-#include "run.h"
-#include "schedule.h"
-#include "tickconn.h"
 #include "wcaps.h"
 
 struct coordinator {
@@ -49,10 +41,10 @@ struct coordinator {
     char worker_password_file[PATH_MAX + 32]; /* STATE_DIR/redis.password (0600) when the
                                               workers' URL has a password, else "" */
     redis_url_t url;
-    dataroots_t roots;     /* the data roots (dataroots.h) */
-    jobstore_pool_t *pool; /* API connections */
-    coord_users_t users;   /* admission's lock, removals (quotas.h) */
-    sched_state_t sched;   /* the queue as the policy saw it; the tick's cache (schedule.h) */
+    struct dataroots *roots;   /* the data roots (dataroots.h) */
+    jobstore_pool_t *pool;     /* API connections */
+    struct coord_users *users; /* admission's lock, removals (quotas.h) */
+    struct sched_state *sched; /* the queue as the policy saw it; the tick's cache (schedule.h) */
 
     /* daemon only */
     int embedded_on;
@@ -71,16 +63,16 @@ struct coordinator {
     pthread_mutex_t lock; /* stopping, cond, and the requests of hosts, drain, preflight */
     pthread_cond_t cond;
     int stopping;
-    hosts_state_t hosts;         /* the cluster's hosts, slots, memory, reloads (hosts.h) */
-    drain_state_t drain;         /* drains asked through the API (drain.h) */
-    preflight_state_t preflight; /* the benchmark round and benchmarks asked (preflight.h) */
+    struct hosts_state *hosts;         /* the cluster's hosts, slots, memory, reloads (hosts.h) */
+    struct drain_state *drain;         /* drains asked through the API (drain.h) */
+    struct preflight_state *preflight; /* the benchmark round and benchmarks asked (preflight.h) */
 
     /* tick thread only */
-    tickconn_t conn;    /* the tick's Redis connection (tickconn.h) */
-    coord_lock_t dlock; /* the daemon's lock (lock.h) */
+    struct tickconn *conn;    /* the tick's Redis connection (tickconn.h) */
+    struct coord_lock *dlock; /* the daemon's lock (lock.h) */
     int adopted;
     double last_second;
-    coord_runs_t runs; /* the jobs it runs (run.h) */
+    struct coord_runs *runs; /* the jobs it runs (run.h) */
 };
 
 /* JS_* -> COORD_*: inline, so that quotas.c, users.c and lifecycle.c, below the API, need
@@ -100,7 +92,7 @@ static inline int coord_js_to_coord(int js)
  * and the API alike. The API derives what it opens and shows from it, never from a path
  * stored in Redis. Returns 0, or -1 when id is not a job id ("j-" and digits) or the path
  * does not fit (the state dir is checked at start to leave room, so the daemon's callers,
- * whose ids it made, may ignore it). Inline: run.c, drain.c, api.c and coordinator.c all
+ * whose ids it made, may ignore it). Inline: run.c, drain.c, api.c and daemon.c all
  * need it, and none of them should call another for it. */
 static inline int coord_job_path(const coordinator_t *c, const char *id, const char *leaf, char *out, size_t len)
 {

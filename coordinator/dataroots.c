@@ -17,9 +17,9 @@
  * thread runs yet), then publishes the count. */
 static void append_root(coordinator_t *c, const char *real)
 {
-    int n = atomic_load(&c->roots.n);
-    memcpy(c->roots.list[n], real, strlen(real) + 1);
-    atomic_store_explicit(&c->roots.n, n + 1, memory_order_release);
+    int n = atomic_load(&c->roots->n);
+    memcpy(c->roots->list[n], real, strlen(real) + 1);
+    atomic_store_explicit(&c->roots->n, n + 1, memory_order_release);
 }
 
 int coord_data_roots_start(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
@@ -27,8 +27,8 @@ int coord_data_roots_start(coordinator_t *c, const coord_config_t *cfg, char *er
     char defaults[2][PATH_MAX];
     const char *given[COORD_DATA_ROOTS_MAX];
     int n = cfg->ndata_roots, user = n > 0;
-    atomic_store(&c->roots.n, 0);
-    c->roots.nmissing = 0;
+    atomic_store(&c->roots->n, 0);
+    c->roots->nmissing = 0;
     if (n > COORD_DATA_ROOTS_MAX || (n > 0 && !cfg->data_roots)) {
         snprintf(err, errlen, "--data-root: at most %d", COORD_DATA_ROOTS_MAX);
         return -1;
@@ -58,7 +58,7 @@ int coord_data_roots_start(coordinator_t *c, const coord_config_t *cfg, char *er
         clog_printf("data root %s skipped for now: %s; it is looked for again whenever data sets are listed or a "
                     "job is submitted",
                     given[i], strerror(errno));
-        snprintf(c->roots.missing[c->roots.nmissing++], sizeof c->roots.missing[0], "%s", given[i]);
+        snprintf(c->roots->missing[c->roots->nmissing++], sizeof c->roots->missing[0], "%s", given[i]);
     }
     const char *v[COORD_DATA_ROOTS_MAX];
     int nv = coord_data_roots_get(c, v);
@@ -75,31 +75,31 @@ int coord_data_roots_start(coordinator_t *c, const coord_config_t *cfg, char *er
 void coord_data_roots_refresh(coordinator_t *c)
 {
     if (!c->daemon) return;
-    pthread_mutex_lock(&c->roots.lock);
-    for (int i = 0; i < c->roots.nmissing;) {
+    pthread_mutex_lock(&c->roots->lock);
+    for (int i = 0; i < c->roots->nmissing;) {
         char real[PATH_MAX], err[PATH_MAX + 128];
-        if (!realpath(c->roots.missing[i], real)) {
+        if (!realpath(c->roots->missing[i], real)) {
             i++;
             continue;
         }
         /* the process-wide roots first: a worker or walk told of the root must find it */
         if (dataroot_add(real, err, sizeof err) != 0) {
-            clog_printf("data root %s exists now but cannot be used: %s", c->roots.missing[i], err);
+            clog_printf("data root %s exists now but cannot be used: %s", c->roots->missing[i], err);
         } else {
             append_root(c, real);
             clog_printf("data root %s exists now: a data root from here on", real);
         }
-        memmove(c->roots.missing[i], c->roots.missing[i + 1],
-                (size_t)(c->roots.nmissing - i - 1) * sizeof c->roots.missing[0]);
-        c->roots.nmissing--;
+        memmove(c->roots->missing[i], c->roots->missing[i + 1],
+                (size_t)(c->roots->nmissing - i - 1) * sizeof c->roots->missing[0]);
+        c->roots->nmissing--;
     }
-    pthread_mutex_unlock(&c->roots.lock);
+    pthread_mutex_unlock(&c->roots->lock);
 }
 
 int coord_data_roots_get(const coordinator_t *c, const char **v)
 {
-    int n = atomic_load_explicit(&c->roots.n, memory_order_acquire);
-    for (int i = 0; i < n; i++) v[i] = c->roots.list[i];
+    int n = atomic_load_explicit(&c->roots->n, memory_order_acquire);
+    for (int i = 0; i < n; i++) v[i] = c->roots->list[i];
     return n;
 }
 

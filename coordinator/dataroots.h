@@ -20,7 +20,7 @@
 /* The coordinator's data roots (c->roots): resolved (realpath); appended to, never
  * changed, so read them with coord_data_roots_get. missing: the defaults not there yet,
  * under lock. */
-typedef struct {
+typedef struct dataroots {
     char list[COORD_DATA_ROOTS_MAX][PATH_MAX];
     atomic_int n;
     char missing[2][PATH_MAX];

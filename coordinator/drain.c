@@ -60,12 +60,12 @@ void drain_interruption(coordinator_t *c, coord_run_t *r, const char *why, const
                     r->id, why, n.rank, n.host[0] ? n.host : "host unknown", n.at_step, n.checkpoint_step, lost,
                     lost == 1 ? "" : "s");
     else clog_printf("job %s: interrupted (%s)", r->id, why);
-    if (c->conn.rc) {
+    if (c->conn->rc) {
         json_t *ev = json_deep_copy(e);
         json_object_set_new(ev, "type", json_string("interruption"));
         json_object_set_new(ev, "job", json_string(r->id));
         if (r->owner[0]) json_object_set_new(ev, "owner", json_string(r->owner));
-        tickconn_check(c, jobstore_event(c->conn.rc, ev), "interruption event");
+        tickconn_check(c, jobstore_event(c->conn->rc, ev), "interruption event");
         json_decref(ev);
     }
     json_decref(e);
@@ -126,7 +126,7 @@ static void drain_take(coordinator_t *c, host_t *h, const char *text, double now
         hosts_recount(c);
         clog_printf("host %s: draining (%s), deadline in %.0f s", h->name,
                     h->drain_reason[0] ? h->drain_reason : "no reason given", deadline > now ? deadline - now : 0.0);
-        if (c->hosts.changed) c->hosts.changed(c, now);
+        if (c->hosts->changed) c->hosts->changed(c, now);
     }
 }
 
@@ -146,7 +146,7 @@ static void drain_take_rm(coordinator_t *c, host_t *h, double now)
     if (was) return;
     hosts_recount(c);
     clog_printf("host %s: draining (%s), deadline in %.0f s", h->name, reason, deadline > now ? deadline - now : 0.0);
-    if (c->hosts.changed) c->hosts.changed(c, now);
+    if (c->hosts->changed) c->hosts->changed(c, now);
 }
 
 /* Every DRAIN_RM_PERIOD_S under a launcher whose resource manager drains nodes itself
@@ -156,12 +156,12 @@ static void drain_take_rm(coordinator_t *c, host_t *h, double now)
 static void rm_drain_read(coordinator_t *c, double now)
 {
     if (!c->launcher || !launcher_has_rm_drains(c->launcher)) return;
-    if (now - c->drain.rm_read_at < DRAIN_RM_PERIOD_S && now >= c->drain.rm_read_at) return;
-    c->drain.rm_read_at = now;
+    if (now - c->drain->rm_read_at < DRAIN_RM_PERIOD_S && now >= c->drain->rm_read_at) return;
+    c->drain->rm_read_at = now;
     launch_rm_drain_t *d = calloc(LAUNCH_RM_DRAINS_MAX, sizeof *d);
     int n = d ? launcher_rm_drains(c->launcher, d, LAUNCH_RM_DRAINS_MAX) : -1;
-    for (int i = 0; n >= 0 && i < c->hosts.n; i++) {
-        host_t *h = &c->hosts.list[i];
+    for (int i = 0; n >= 0 && i < c->hosts->n; i++) {
+        host_t *h = &c->hosts->list[i];
         const launch_rm_drain_t *x = NULL;
         for (int k = 0; k < n && !x; k++)
             if (strcmp(d[k].name, h->name) == 0) x = &d[k];
@@ -177,13 +177,13 @@ void drain_hosts_tick(coordinator_t *c, double now)
     /* once a second, and at once for a drain the API stored (coord_host_drain waits for
      * it); a clock that went back reads at once */
     pthread_mutex_lock(&c->lock);
-    const long asked = c->drain.asked;
+    const long asked = c->drain->asked;
     pthread_mutex_unlock(&c->lock);
-    const int forced = asked != c->drain.done;
-    if (!c->conn.rc || (!forced && now - c->drain.read_at < 1.0 && now >= c->drain.read_at)) return;
-    c->drain.read_at = now;
+    const int forced = asked != c->drain->done;
+    if (!c->conn->rc || (!forced && now - c->drain->read_at < 1.0 && now >= c->drain->read_at)) return;
+    c->drain->read_at = now;
     rm_drain_read(c, now);
-    redisReply *rep = redisCommand(c->conn.rc, "HGETALL %s", KEY_DRAIN);
+    redisReply *rep = redisCommand(c->conn->rc, "HGETALL %s", KEY_DRAIN);
     if (!rep) {
         tickconn_broken(c, "drain");
         return;
@@ -192,8 +192,8 @@ void drain_hosts_tick(coordinator_t *c, double now)
         freeReplyObject(rep);
         return;
     }
-    for (int i = 0; i < c->hosts.n; i++) {
-        host_t *h = &c->hosts.list[i];
+    for (int i = 0; i < c->hosts->n; i++) {
+        host_t *h = &c->hosts->list[i];
         const char *text = NULL;
         for (size_t k = 0; k + 1 < rep->elements; k += 2)
             if (rep->element[k]->str && rep->element[k + 1]->str && strcmp(rep->element[k]->str, h->name) == 0)
@@ -207,14 +207,14 @@ void drain_hosts_tick(coordinator_t *c, double now)
             h->drain_reason[0] = 0;
             hosts_recount(c);
             clog_printf("host %s: drain ended; usable again", h->name);
-            if (c->hosts.changed) c->hosts.changed(c, now);
+            if (c->hosts->changed) c->hosts->changed(c, now);
         }
     }
     freeReplyObject(rep);
     if (forced) {
         pthread_mutex_lock(&c->lock);
-        c->drain.done = asked;
-        pthread_cond_broadcast(&c->drain.cond);
+        c->drain->done = asked;
+        pthread_cond_broadcast(&c->drain->cond);
         pthread_mutex_unlock(&c->lock);
     }
 }
@@ -232,17 +232,17 @@ int drain_wait_slots(const coordinator_t *c, const coord_run_t *r, int slots_use
 {
     if (r->simulated) return 0;
     /* an oversubscribed job needs the slots it had, not one per rank */
-    int need = r->min_world < c->hosts.slots_total ? r->min_world : c->hosts.slots_total;
+    int need = r->min_world < c->hosts->slots_total ? r->min_world : c->hosts->slots_total;
     int others = slots_used - (r->phase != PH_DONE ? r->world : 0);
-    return c->hosts.slots_usable - others < need ? need : 0;
+    return c->hosts->slots_usable - others < need ? need : 0;
 }
 
 void drain_hosts_text(const coordinator_t *c, char *out, size_t len)
 {
     size_t n = 0;
     if (len) out[0] = 0;
-    for (int i = 0; i < c->hosts.n && n < len; i++) {
-        const host_t *h = &c->hosts.list[i];
+    for (int i = 0; i < c->hosts->n && n < len; i++) {
+        const host_t *h = &c->hosts->list[i];
         if (!h->drained) continue;
         int k = snprintf(out + n, len - n, "%s%s%s%s%s", n ? ", " : "", h->name, h->drain_reason[0] ? " (" : "",
                          h->drain_reason, h->drain_reason[0] ? ")" : "");
@@ -261,7 +261,7 @@ void drain_queue_reason(const coordinator_t *c, const coord_run_t *r, int need, 
     const host_t *h = hosts_find((coordinator_t *)c, r->drain_host);
     snprintf(out, len, "host %.200s drains%s%.200s%s: waits queued for %d free slot%s (%d usable), to resume from %s",
              r->drain_host, h && h->drain_reason[0] ? " (" : "", h ? h->drain_reason : "",
-             h && h->drain_reason[0] ? ")" : "", need, need == 1 ? "" : "s", c->hosts.slots_usable, from);
+             h && h->drain_reason[0] ? ")" : "", need, need == 1 ? "" : "s", c->hosts->slots_usable, from);
 }
 
 /* ---- the API's side (the HTTP threads, with a pooled connection) ----------------------- */
@@ -314,13 +314,13 @@ static int drain_taken(coordinator_t *c, char *err, size_t errlen)
 {
     if (!c->daemon) return COORD_OK;
     pthread_mutex_lock(&c->lock);
-    const long mine = ++c->drain.asked;
+    const long mine = ++c->drain->asked;
     pthread_cond_signal(&c->cond);
     struct timespec ts;
     clock_wall_deadline(DRAIN_TAKE_S, &ts);
-    while (c->drain.done < mine && !c->stopping)
-        if (pthread_cond_timedwait(&c->drain.cond, &c->lock, &ts) != 0) break;
-    const int taken = c->drain.done >= mine;
+    while (c->drain->done < mine && !c->stopping)
+        if (pthread_cond_timedwait(&c->drain->cond, &c->lock, &ts) != 0) break;
+    const int taken = c->drain->done >= mine;
     pthread_mutex_unlock(&c->lock);
     if (taken) return COORD_OK;
     snprintf(err, errlen,

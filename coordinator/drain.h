@@ -64,7 +64,7 @@ void drain_hosts_text(const coordinator_t *c, char *out, size_t len);
  * caller bumps asked once KEY_DRAIN holds the change and waits on cond (under c->lock) until
  * the tick has read KEY_DRAIN that many times over (done), so that no placement after the
  * answer misses it. */
-typedef struct {
+typedef struct drain_state {
     long asked, done;
     pthread_cond_t cond;
     double read_at;    /* when the tick last read the drains (drain_hosts_tick) */

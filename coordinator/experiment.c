@@ -1075,8 +1075,8 @@ static void trials_worth(coordinator_t *c, const exp_t *e)
     for (int i = 0; i < e->search.trials; i++) {
         const trial_t *t = &e->trials[i];
         if (!t->job[0] || state_final(t->state)) continue;
-        for (int k = 0; k < c->runs.n; k++) {
-            coord_run_t *r = c->runs.list[k];
+        for (int k = 0; k < c->runs->n; k++) {
+            coord_run_t *r = c->runs->list[k];
             if (strcmp(r->id, t->job) != 0) continue;
             double w = pow(e->search.reduction_factor, t->nrec);
             if (w != r->worth && (r->worth > 0 || t->nrec > 0))
@@ -1203,8 +1203,8 @@ int experiment_step(coordinator_t *c, redisContext *rc, const char *id, double n
 
 void experiment_tick(coordinator_t *c, double now)
 {
-    if (!c->conn.rc) return;
-    redisReply *r = redisCommand(c->conn.rc, "SMEMBERS %s", KEY_EXPERIMENTS_ACTIVE);
+    if (!c->conn->rc) return;
+    redisReply *r = redisCommand(c->conn->rc, "SMEMBERS %s", KEY_EXPERIMENTS_ACTIVE);
     if (!reply_ok(r) || r->type != REDIS_REPLY_ARRAY) {
         if (r) freeReplyObject(r);
         tickconn_broken(c, "experiments");
@@ -1212,7 +1212,7 @@ void experiment_tick(coordinator_t *c, double now)
     }
     for (size_t i = 0; i < r->elements && i < 4 * EXPERIMENTS_ACTIVE_MAX; i++) {
         const char *id = reply_str(r->element[i]);
-        if (id && experiment_id_valid(id) && experiment_step(c, c->conn.rc, id, now) == JS_EREDIS) {
+        if (id && experiment_id_valid(id) && experiment_step(c, c->conn->rc, id, now) == JS_EREDIS) {
             freeReplyObject(r);
             tickconn_broken(c, "experiments");
             return;

@@ -55,7 +55,7 @@ int coord_experiment_cancel(coordinator_t *c, const char *id, char *err, size_t 
 /* The experiment's owner ("" when none) and whether it exists, as coord_job_owner. */
 int coord_experiment_owner(coordinator_t *c, const char *id, char *owner, size_t len, int *exists);
 
-/* The daemon's tick (coordinator.c): one step of every running experiment, on the tick's
+/* The daemon's tick (daemon.c): one step of every running experiment, on the tick's
  * connection. */
 void experiment_tick(coordinator_t *c, double now);
 

@@ -5,7 +5,7 @@
  * profiles in Redis (pacer:profile:*, docs/REDIS.md) that finished jobs (dynbatch.c) and
  * pre-flight benchmarks (preflight.c) write.
  *
- * The tick thread owns the cache (c->sched.hcache); it reads the profiles at most
+ * The tick thread owns the cache (c->sched->hcache); it reads the profiles at most
  * every HCLASS_REFRESH_S (two round trips: the set, then every profile in one pipeline),
  * never per host per tick. The grouping is pure and unit-tested (test_hclass).
  */

@@ -30,18 +30,18 @@ static int usable(const host_t *h) { return (h->state == HOST_UP || h->state == 
 
 void hosts_recount(coordinator_t *c)
 {
-    c->hosts.slots_total = c->hosts.slots_usable = c->hosts.slots_max = 0;
-    for (int i = 0; i < c->hosts.n; i++) {
-        c->hosts.slots_total += c->hosts.list[i].slots;
-        if (c->hosts.list[i].slots > c->hosts.slots_max) c->hosts.slots_max = c->hosts.list[i].slots;
-        if (usable(&c->hosts.list[i])) c->hosts.slots_usable += c->hosts.list[i].slots;
+    c->hosts->slots_total = c->hosts->slots_usable = c->hosts->slots_max = 0;
+    for (int i = 0; i < c->hosts->n; i++) {
+        c->hosts->slots_total += c->hosts->list[i].slots;
+        if (c->hosts->list[i].slots > c->hosts->slots_max) c->hosts->slots_max = c->hosts->list[i].slots;
+        if (usable(&c->hosts->list[i])) c->hosts->slots_usable += c->hosts->list[i].slots;
     }
 }
 
 host_t *hosts_find(coordinator_t *c, const char *name)
 {
-    for (int i = 0; i < c->hosts.n; i++)
-        if (strcmp(c->hosts.list[i].name, name) == 0) return &c->hosts.list[i];
+    for (int i = 0; i < c->hosts->n; i++)
+        if (strcmp(c->hosts->list[i].name, name) == 0) return &c->hosts->list[i];
     return NULL;
 }
 
@@ -81,42 +81,42 @@ int hosts_sync(coordinator_t *c, double now, char *added, size_t addlen, char *r
         }
         next[i].slots = lh[i].slots;
     }
-    for (int i = 0; i < c->hosts.n; i++) {
+    for (int i = 0; i < c->hosts->n; i++) {
         int kept = 0;
-        for (int k = 0; k < n; k++) kept |= strcmp(c->hosts.list[i].name, lh[k].name) == 0;
+        for (int k = 0; k < n; k++) kept |= strcmp(c->hosts->list[i].name, lh[k].name) == 0;
         if (kept) continue;
-        if (c->hosts.list[i].probing) launcher_probe_cancel(c->launcher, &c->hosts.list[i].probe);
-        netprobe_stop(c, &c->hosts.list[i].np);
-        append_name(removed, remlen, c->hosts.list[i].name);
+        if (c->hosts->list[i].probing) launcher_probe_cancel(c->launcher, &c->hosts->list[i].probe);
+        netprobe_stop(c, &c->hosts->list[i].np);
+        append_name(removed, remlen, c->hosts->list[i].name);
     }
-    free(c->hosts.list);
-    c->hosts.list = next;
-    c->hosts.n = n;
+    free(c->hosts->list);
+    c->hosts->list = next;
+    c->hosts->n = n;
     hosts_recount(c);
     /* New hosts are up until shown otherwise; a probe shows it soon. */
     for (int i = 0; i < n; i++)
-        if (fresh[i]) hosts_probe(c, c->hosts.list[i].name, now);
+        if (fresh[i]) hosts_probe(c, c->hosts->list[i].name, now);
     free(fresh);
     return 0;
 }
 
 void hosts_free(coordinator_t *c)
 {
-    for (int i = 0; i < c->hosts.n; i++) {
-        if (c->hosts.list[i].probing && c->launcher) launcher_probe_cancel(c->launcher, &c->hosts.list[i].probe);
-        if (c->launcher) netprobe_stop(c, &c->hosts.list[i].np);
+    for (int i = 0; i < c->hosts->n; i++) {
+        if (c->hosts->list[i].probing && c->launcher) launcher_probe_cancel(c->launcher, &c->hosts->list[i].probe);
+        if (c->launcher) netprobe_stop(c, &c->hosts->list[i].np);
     }
-    free(c->hosts.list);
-    c->hosts.list = NULL;
-    c->hosts.n = 0;
+    free(c->hosts->list);
+    c->hosts->list = NULL;
+    c->hosts->n = 0;
 }
 
 static void host_event(coordinator_t *c, const host_t *h, double now)
 {
-    if (!c->conn.rc) return; /* the state is in pacer:coordinator's hosts once Redis is back */
+    if (!c->conn->rc) return; /* the state is in pacer:coordinator's hosts once Redis is back */
     json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:f}", "type", "host", "host", h->name, "state",
                            host_state_name(h->state), "reason", h->reason, "time", now);
-    if (ev) tickconn_check(c, jobstore_event(c->conn.rc, ev), "host event");
+    if (ev) tickconn_check(c, jobstore_event(c->conn->rc, ev), "host event");
     json_decref(ev);
 }
 
@@ -135,7 +135,7 @@ void hosts_set_state(coordinator_t *c, host_t *h, host_state_t st, const char *r
     /* At once, not at the next second: the caller may act on the new state (a resize
      * that names it) in this very tick, and a client that sees the action must find the
      * state in GET /api/v1/cluster. */
-    if (c->conn.rc && c->hosts.changed) c->hosts.changed(c, now);
+    if (c->conn->rc && c->hosts->changed) c->hosts->changed(c, now);
 }
 
 void hosts_probe(coordinator_t *c, const char *name, double now)
@@ -160,10 +160,10 @@ static void net_recheck(coordinator_t *c, host_t *h, double now)
         if (now < h->next_probe) return;
         const char *names[2] = {h->name, NULL};
         int n = 1;
-        for (int k = 0; k < c->hosts.n && n < 2; k++)
-            if (usable(&c->hosts.list[k])) names[n++] = c->hosts.list[k].name;
+        for (int k = 0; k < c->hosts->n && n < 2; k++)
+            if (usable(&c->hosts->list[k])) names[n++] = c->hosts->list[k].name;
         char err[256];
-        if (netprobe_start(c, &h->np, names, n, now, err, sizeof err) != 0) {
+        if (netprobe_start(c, &h->np, &c->hosts->netprobe_seq, names, n, now, err, sizeof err) != 0) {
             clog_printf("host %s: no network probe: %s", h->name, err);
             h->next_probe = now + c->cfg.host_probe_s;
         }
@@ -185,8 +185,8 @@ static void net_recheck(coordinator_t *c, host_t *h, double now)
 
 void hosts_tick(coordinator_t *c, double now)
 {
-    for (int i = 0; i < c->hosts.n; i++) {
-        host_t *h = &c->hosts.list[i];
+    for (int i = 0; i < c->hosts->n; i++) {
+        host_t *h = &c->hosts->list[i];
         if (h->net_failing && h->state == HOST_FAILING) net_recheck(c, h, now);
         if (!h->probing && h->state == HOST_DOWN && now >= h->next_probe) hosts_probe(c, h->name, now);
         if (!h->probing) continue;
@@ -216,11 +216,11 @@ void hosts_tick(coordinator_t *c, double now)
 int hosts_usable(coordinator_t *c, const char **names, int max, int *slots)
 {
     int n = 0, s = 0;
-    for (int i = 0; i < c->hosts.n; i++) {
-        if (!usable(&c->hosts.list[i])) continue;
-        if (n < max) names[n] = c->hosts.list[i].name;
+    for (int i = 0; i < c->hosts->n; i++) {
+        if (!usable(&c->hosts->list[i])) continue;
+        if (n < max) names[n] = c->hosts->list[i].name;
         n++;
-        s += c->hosts.list[i].slots;
+        s += c->hosts->list[i].slots;
     }
     if (slots) *slots = s;
     return n < max ? n : max;
@@ -247,8 +247,8 @@ static json_t *bench_json(const host_bench_t *b)
 json_t *hosts_json(coordinator_t *c)
 {
     json_t *arr = json_array();
-    for (int i = 0; arr && i < c->hosts.n; i++) {
-        const host_t *h = &c->hosts.list[i];
+    for (int i = 0; arr && i < c->hosts->n; i++) {
+        const host_t *h = &c->hosts->list[i];
         json_t *b = json_null();
         if (h->bench.time > 0 || h->bench.running) b = bench_json(&h->bench);
         json_t *o = json_pack("{s:s, s:i, s:s, s:s, s:f, s:f, s:o, s:b}", "name", h->name, "slots", h->slots, "state",

@@ -14,7 +14,7 @@
  *            resource manager would place ranks there again
  *
  * A state change is logged, written to pacer:events ({"type": "host"}), and shown in
- * pacer:coordinator's "hosts". The tick thread owns all of it (coordinator.c runs
+ * pacer:coordinator's "hosts". The tick thread owns all of it (daemon.c runs
  * hosts_tick every tick; run_elastic.c asks for probes when an attempt fails). The two pure
  * functions at the end are the policy, unit-tested without processes.
  */
@@ -76,12 +76,12 @@ struct coordinator;
 
 struct coordinator;
 
-/* The coordinator's hosts (c->hosts.list): the cluster's hosts and their states, their slots,
+/* The coordinator's hosts (c->hosts->list): the cluster's hosts and their states, their slots,
  * the memory admission sees, and the reloads of the list. */
-typedef struct {
+typedef struct hosts_state {
     host_t *list; /* the cluster's hosts and their states */
     int n;
-    /* Called by hosts_set_state after a change (coordinator.c's coord_publish_info, set at
+    /* Called by hosts_set_state after a change (daemon.c's coord_publish_info, set at
      * start): a callback, so that hosts.c, below the tick, never calls up into it. */
     void (*changed)(struct coordinator *c, double now);
     int slots_total, slots_usable; /* all their slots; those of up and slow hosts */
@@ -91,7 +91,7 @@ typedef struct {
     hostmem_entry_t *mem_of;       /* --host-memory-mb-of's figures (set at start) */
     int nmem_of;
     /* The hosts as memory admission sees them (hostmem.h): written by the tick after the
-     * host list changed (coordinator.c), copied by a submission; under c->lock. */
+     * host list changed (daemon.c), copied by a submission; under c->lock. */
     hostmem_host_t *admit;
     int nadmit;
     /* Reloads of the host list (SIGHUP, POST /api/v1/cluster/reload): a caller bumps
@@ -118,12 +118,12 @@ void hosts_tick(struct coordinator *c, double now);
 void hosts_probe(struct coordinator *c, const char *name, double now);
 /* Whether a probe of name still runs. */
 int hosts_probing(struct coordinator *c, const char *name);
-/* Changes a host's state (logged, an event, and c->hosts.changed: coordinator.c publishes
+/* Changes a host's state (logged, an event, and c->hosts->changed: daemon.c publishes
  * pacer:coordinator at once). Any change clears net_failing: the network probe sets it
  * after its own. */
 void hosts_set_state(struct coordinator *c, host_t *h, host_state_t st, const char *reason, double now);
 
-/* c->hosts.slots_total, slots_usable and slots_max again (after a host's drain changed). */
+/* c->hosts->slots_total, slots_usable and slots_max again (after a host's drain changed). */
 void hosts_recount(struct coordinator *c);
 
 /* The usable hosts (up or slow, not drained), in the launcher's order: their names into names (at

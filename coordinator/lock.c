@@ -10,6 +10,7 @@
 #include "coord_internal.h"
 #include "jobstore.h"
 #include "launch.h"
+#include "tickconn.h"
 
 #define LOCK_TTL_MS 15000
 
@@ -19,7 +20,7 @@ void coord_lock_init(coordinator_t *c)
     proc_stat(getpid(), &me, NULL);
     /* host, pid and start time identify the holder (a dead one on this host can be taken
      * over at once); the nonce tells two coordinators of one process apart. */
-    snprintf(c->dlock.value, sizeof c->dlock.value, "%s %d %llu %lx", c->hostname, (int)getpid(), me,
+    snprintf(c->dlock->value, sizeof c->dlock->value, "%s %d %llu %lx", c->hostname, (int)getpid(), me,
              (unsigned long)(clock_mono_s() * 1e9) ^ (unsigned long)(uintptr_t)c);
 }
 
@@ -42,7 +43,7 @@ int coord_lock_try(coordinator_t *c, redisContext *rc, char *who, size_t wholen)
     const char *takeover = "";
     char holder[320] = "";
     for (int attempt = 0; attempt < 2; attempt++) {
-        redisReply *r = redisCommand(rc, "EVAL %s 1 %s %s %s %s", LOCK_LUA, KEY_LOCK, c->dlock.value, ttl, takeover);
+        redisReply *r = redisCommand(rc, "EVAL %s 1 %s %s %s %s", LOCK_LUA, KEY_LOCK, c->dlock->value, ttl, takeover);
         if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
             if (r) freeReplyObject(r);
             return JS_EREDIS;
@@ -68,7 +69,7 @@ int coord_lock_try(coordinator_t *c, redisContext *rc, char *who, size_t wholen)
 
 void coord_lock_release(coordinator_t *c)
 {
-    if (!c->conn.rc || !c->dlock.held) return;
-    redisReply *r = redisCommand(c->conn.rc, "EVAL %s 1 %s %s", UNLOCK_LUA, KEY_LOCK, c->dlock.value);
+    if (!c->conn->rc || !c->dlock->held) return;
+    redisReply *r = redisCommand(c->conn->rc, "EVAL %s 1 %s %s", UNLOCK_LUA, KEY_LOCK, c->dlock->value);
     if (r) freeReplyObject(r);
 }

@@ -13,17 +13,17 @@
 #include "coordinator.h"
 
 /* The daemon's hold of the lock (c->dlock). */
-typedef struct {
+typedef struct coord_lock {
     int held, conflict_logged;
     char value[320];
 } coord_lock_t;
 
-/* Sets c->dlock.value (c->hostname must be set). */
+/* Sets c->dlock->value (c->hostname must be set). */
 void coord_lock_init(coordinator_t *c);
 /* Takes or refreshes the lock on rc. Returns 1 held, 0 held by another live coordinator
  * (its value in who), or JS_EREDIS. */
 int coord_lock_try(coordinator_t *c, redisContext *rc, char *who, size_t wholen);
-/* Gives the lock up on c->conn.rc if this coordinator holds it. */
+/* Gives the lock up on c->conn->rc if this coordinator holds it. */
 void coord_lock_release(coordinator_t *c);
 
 #endif

@@ -17,12 +17,14 @@
 #include "coord_internal.h"
 #include "errmsg.h"
 #include "fs.h"
+#include "hosts.h"
 #include "jobstore.h"
 #include "launch.h"
 #include "quotas.h"
 #include "memest.h"
 #include "redis_keys.h"
 #include "sha256.h"
+#include "tickconn.h"
 
 #define INDEX_MAX_BYTES (4 << 20) /* CATALOG_ADDED_MAX entries of a few hundred bytes */
 #define CHECK_OUT_MAX 8192        /* the validator's output: one JSON line, or its message */
@@ -321,7 +323,7 @@ void modelstore_start(coordinator_t *c)
         }
         added++;
         /* The bytes for ranks without this state directory, unless Redis has them. */
-        if (!c->conn.rc) continue;
+        if (!c->conn->rc) continue;
         char *data = NULL;
         size_t len = 0;
         FILE *mf = fopen(file, "rb");
@@ -329,7 +331,7 @@ void modelstore_start(coordinator_t *c)
         if (mf && fstat(fileno(mf), &st) == 0 && st.st_size > 0 && (data = malloc((size_t)st.st_size)))
             len = fread(data, 1, (size_t)st.st_size, mf);
         if (mf) fclose(mf);
-        if (!data || len != (size_t)st.st_size || redis_put(c->conn.rc, entries[i].sha256, data, len, 1) != 0)
+        if (!data || len != (size_t)st.st_size || redis_put(c->conn->rc, entries[i].sha256, data, len, 1) != 0)
             clog_printf("models: %s: its bytes could not be put in Redis", entries[i].name);
         free(data);
     }
@@ -372,7 +374,7 @@ static void drop_bytes(coordinator_t *c, redisContext *rc, const char *sha, cons
  * 1 cannot train anywhere the daemon sends it. */
 static long check_memory_mb(const coordinator_t *c)
 {
-    double here = memest_meminfo("MemTotal") / 2, host = c->hosts.memory;
+    double here = memest_meminfo("MemTotal") / 2, host = c->hosts->memory;
     double bytes = host > 0 && (here <= 0 || host < here) ? host : here;
     long mb = bytes > 0 ? (long)(bytes / (1 << 20)) : MODELSTORE_CHECK_DEFAULT_MB;
     return mb < 64 ? 64 : mb;

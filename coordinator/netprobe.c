@@ -264,7 +264,7 @@ static void free_probe(netprobe_t *np)
     np->n = np->ng = 0;
 }
 
-int netprobe_start(coordinator_t *c, netprobe_t *np, const char *const *names, int n, double now, char *err,
+int netprobe_start(coordinator_t *c, netprobe_t *np, long *seq, const char *const *names, int n, double now, char *err,
                    size_t errlen)
 {
     memset(np, 0, sizeof *np);
@@ -283,7 +283,7 @@ int netprobe_start(coordinator_t *c, netprobe_t *np, const char *const *names, i
     }
     np->n = n;
     for (int i = 0; i < n; i++) snprintf(np->hosts[i].host, sizeof np->hosts[i].host, "%s", names[i]);
-    snprintf(np->dir, sizeof np->dir, "%s/netprobe/%ld", c->state_dir, ++c->hosts.netprobe_seq);
+    snprintf(np->dir, sizeof np->dir, "%s/netprobe/%ld", c->state_dir, ++*seq);
     fs_remove_tree(np->dir); /* a previous daemon's, with this number */
     atomic_store(&np->reach_done, 0);
     int rc = pthread_create(&np->reach_th, NULL, reach_main, np);

@@ -86,10 +86,12 @@ typedef struct {
 
 struct coordinator;
 
-/* Starts a probe of names[0..n) (n >= 1). Returns 0, or -1 with err (nothing runs; np
- * stays NP_IDLE). */
-int netprobe_start(struct coordinator *c, netprobe_t *np, const char *const *names, int n, double now, char *err,
-                   size_t errlen);
+/* Starts a probe of names[0..n) (n >= 1), numbered ++*seq (its directory's name; seq is
+ * the daemon's count, hosts.h's netprobe_seq, passed in so that this module needs nothing
+ * of hosts.h, which embeds a probe). Returns 0, or -1 with err (nothing runs; np stays
+ * NP_IDLE, *seq unchanged). */
+int netprobe_start(struct coordinator *c, netprobe_t *np, long *seq, const char *const *names, int n, double now,
+                   char *err, size_t errlen);
 /* 1 when it is over (np->hosts hold the verdicts), 0 while it runs. */
 int netprobe_poll(struct coordinator *c, netprobe_t *np, double now);
 /* Stops what still runs, removes its files, frees it (np is then not started). */

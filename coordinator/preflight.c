@@ -35,7 +35,7 @@ int preflight_mode_parse(const char *s)
     return -1;
 }
 
-int preflight_busy(const coordinator_t *c) { return c->preflight.round.active; }
+int preflight_busy(const coordinator_t *c) { return c->preflight->round.active; }
 
 /* STATE_DIR/benchmarks[/{i}[/leaf]] (i < 0: the directory itself). */
 static void bench_path(const coordinator_t *c, int i, const char *leaf, char *out, size_t len)
@@ -128,7 +128,7 @@ static int round_start(coordinator_t *c, const job_spec_t *s, const char *const 
                        double now, char *err, size_t errlen)
 {
     char dir[BPATH], specp[BPATH];
-    preflight_t *pf = &c->preflight.round;
+    preflight_t *pf = &c->preflight->round;
     char *text = NULL;
     if (n < 1) {
         snprintf(err, errlen, "no host to benchmark");
@@ -217,19 +217,19 @@ fail:
 static void store_profile(coordinator_t *c, const char *host, const char *device, const char *model, double v,
                           double now)
 {
-    if (!c->conn.rc) return;
+    if (!c->conn->rc) return;
     char key[1024], val[32], t[32];
     snprintf(key, sizeof key, KEY_PROFILE, host, device, model);
     snprintf(val, sizeof val, "%.1f", v);
     snprintf(t, sizeof t, "%.3f", now);
-    redisAppendCommand(c->conn.rc,
+    redisAppendCommand(c->conn->rc,
                        "HSET %s samples_per_s %s updated %s host %s device %s model %s benchmark_samples_per_s %s "
                        "benchmark_time %s",
                        key, val, t, host, device, model, val, t);
-    redisAppendCommand(c->conn.rc, "SADD %s %s", KEY_PROFILES, key);
+    redisAppendCommand(c->conn->rc, "SADD %s %s", KEY_PROFILES, key);
     for (int i = 0; i < 2; i++) {
         redisReply *x = NULL;
-        if (redisGetReply(c->conn.rc, (void **)&x) != REDIS_OK || !x) {
+        if (redisGetReply(c->conn->rc, (void **)&x) != REDIS_OK || !x) {
             tickconn_broken(c, "benchmark profile");
             return;
         }
@@ -241,18 +241,18 @@ static void store_profile(coordinator_t *c, const char *host, const char *device
  * for this round's hosts, the event. */
 static void round_finish(coordinator_t *c, double now)
 {
-    preflight_t *pf = &c->preflight.round;
+    preflight_t *pf = &c->preflight->round;
     const char *model = pf->spec->model;
-    double *speed = calloc((size_t)c->hosts.n + 1, sizeof *speed),
-           *ratio = calloc((size_t)c->hosts.n + 1, sizeof *ratio);
-    int *slow = calloc((size_t)c->hosts.n + 1, sizeof *slow);
+    double *speed = calloc((size_t)c->hosts->n + 1, sizeof *speed),
+           *ratio = calloc((size_t)c->hosts->n + 1, sizeof *ratio);
+    int *slow = calloc((size_t)c->hosts->n + 1, sizeof *slow);
     json_t *list = json_array();
     if (speed && ratio && slow) {
-        for (int i = 0; i < c->hosts.n; i++) {
-            const host_bench_t *b = &c->hosts.list[i].bench;
+        for (int i = 0; i < c->hosts->n; i++) {
+            const host_bench_t *b = &c->hosts->list[i].bench;
             speed[i] = b->time > 0 && strcmp(b->model, model) == 0 ? b->samples_per_s : 0;
         }
-        hosts_classify(speed, c->hosts.n, ratio, slow);
+        hosts_classify(speed, c->hosts->n, ratio, slow);
     }
     /* Failing on every host says more about what was measured (a spec whose data set is
      * nowhere, a worker that cannot run at all) than about the hosts: their states stay,
@@ -270,7 +270,7 @@ static void round_finish(coordinator_t *c, double now)
     for (int k = 0; k < pf->n; k++) {
         host_t *h = hosts_find(c, pf->hosts[k].host);
         if (!h) continue; /* removed by a reload meanwhile */
-        int i = (int)(h - c->hosts.list);
+        int i = (int)(h - c->hosts->list);
         char why[256];
         if (ratio) h->bench.ratio = ratio[i];
         if (h->bench.error[0]) {
@@ -300,10 +300,10 @@ static void round_finish(coordinator_t *c, double now)
         }
         if (o) json_array_append_new(list, o);
     }
-    if (c->conn.rc && list) {
+    if (c->conn->rc && list) {
         json_t *ev = json_pack("{s:s, s:s, s:s, s:O, s:f}", "type", "benchmark", "model", model, "origin", pf->origin,
                                "hosts", list, "time", now);
-        if (ev) tickconn_check(c, jobstore_event(c->conn.rc, ev), "benchmark event");
+        if (ev) tickconn_check(c, jobstore_event(c->conn->rc, ev), "benchmark event");
         json_decref(ev);
     }
     json_decref(list);
@@ -322,7 +322,7 @@ static void round_finish(coordinator_t *c, double now)
 /* One host's benchmark has ended (or timed out: timed_out). */
 static void host_done(coordinator_t *c, int i, const launch_status_t *st, int timed_out, double now)
 {
-    preflight_t *pf = &c->preflight.round;
+    preflight_t *pf = &c->preflight->round;
     preflight_host_t *ph = &pf->hosts[i];
     char log[BPATH];
     bench_path(c, i, "log", log, sizeof log);
@@ -361,22 +361,22 @@ static void host_done(coordinator_t *c, int i, const launch_status_t *st, int ti
 
 void preflight_tick(coordinator_t *c, double now)
 {
-    preflight_t *pf = &c->preflight.round;
+    preflight_t *pf = &c->preflight->round;
     /* A request from the API (coord_cluster_benchmark). */
     char model[SPEC_NAME_MAX], dataset[SPEC_NAME_MAX], *names_text = NULL;
     pthread_mutex_lock(&c->lock);
-    long asked = c->preflight.bench_asked;
-    if (asked != c->preflight.bench_done) {
-        names_text = strdup(c->preflight.bench_hosts ? c->preflight.bench_hosts : "");
-        snprintf(model, sizeof model, "%s", c->preflight.bench_model);
-        snprintf(dataset, sizeof dataset, "%s", c->preflight.bench_dataset);
+    long asked = c->preflight->bench_asked;
+    if (asked != c->preflight->bench_done) {
+        names_text = strdup(c->preflight->bench_hosts ? c->preflight->bench_hosts : "");
+        snprintf(model, sizeof model, "%s", c->preflight->bench_model);
+        snprintf(dataset, sizeof dataset, "%s", c->preflight->bench_dataset);
     }
     pthread_mutex_unlock(&c->lock);
-    if (asked != c->preflight.bench_done) {
+    if (asked != c->preflight->bench_done) {
         char err[512] = "";
         int code = COORD_OK;
         json_t *result = NULL;
-        const char **names = calloc((size_t)c->hosts.n + 1, sizeof *names);
+        const char **names = calloc((size_t)c->hosts->n + 1, sizeof *names);
         job_spec_t *s = malloc(sizeof *s);
         /* The spec's defaults for that model (batch size, device), on the data set asked
          * for, else the one the catalog trains the model on. */
@@ -394,8 +394,8 @@ void preflight_tick(coordinator_t *c, double now)
         } else if (spec_parse(spec_text, s, err, sizeof err) != 0) {
             code = COORD_EINVAL;
         } else if (!names_text[0]) {
-            for (int i = 0; i < c->hosts.n; i++)
-                if (c->hosts.list[i].state != HOST_DOWN) names[n++] = c->hosts.list[i].name;
+            for (int i = 0; i < c->hosts->n; i++)
+                if (c->hosts->list[i].state != HOST_DOWN) names[n++] = c->hosts->list[i].name;
             if (n == 0) {
                 code = COORD_EINVAL;
                 snprintf(err, sizeof err, "every host is down");
@@ -412,7 +412,7 @@ void preflight_tick(coordinator_t *c, double now)
                 } else if (h->state == HOST_DOWN) {
                     code = COORD_EINVAL;
                     snprintf(err, sizeof err, "hosts: %.200s is down (%.200s)", t, h->reason);
-                } else if (!dup && n < c->hosts.n) {
+                } else if (!dup && n < c->hosts->n) {
                     names[n++] = h->name;
                 }
             }
@@ -433,12 +433,12 @@ void preflight_tick(coordinator_t *c, double now)
         free(s);
         free(spec_text);
         pthread_mutex_lock(&c->lock);
-        c->preflight.bench_done = asked;
-        c->preflight.bench_code = code;
-        snprintf(c->preflight.bench_err, sizeof c->preflight.bench_err, "%s", err);
-        json_decref(c->preflight.bench_result);
-        c->preflight.bench_result = result;
-        pthread_cond_broadcast(&c->preflight.bench_cond);
+        c->preflight->bench_done = asked;
+        c->preflight->bench_code = code;
+        snprintf(c->preflight->bench_err, sizeof c->preflight->bench_err, "%s", err);
+        json_decref(c->preflight->bench_result);
+        c->preflight->bench_result = result;
+        pthread_cond_broadcast(&c->preflight->bench_cond);
         pthread_mutex_unlock(&c->lock);
     }
     free(names_text);
@@ -468,7 +468,7 @@ void preflight_tick(coordinator_t *c, double now)
 
 void preflight_stop(coordinator_t *c)
 {
-    preflight_t *pf = &c->preflight.round;
+    preflight_t *pf = &c->preflight->round;
     for (int i = 0; pf->active && i < pf->n; i++) {
         if (!pf->hosts[i].running) continue;
         launcher_stop(c->launcher, &pf->hosts[i].h, 1);
@@ -491,12 +491,12 @@ static int profile_missing(coordinator_t *c, const job_spec_t *s, const char *co
         char a[1024], b[1024];
         snprintf(a, sizeof a, KEY_PROFILE, names[i], dev, s->model);
         snprintf(b, sizeof b, KEY_PROFILE, names[i], "cuda", s->model);
-        redisAppendCommand(c->conn.rc, "EXISTS %s %s", a, autodev ? b : a);
+        redisAppendCommand(c->conn->rc, "EXISTS %s %s", a, autodev ? b : a);
     }
     int missing = 0, broken = 0;
     for (int i = 0; i < n; i++) {
         redisReply *r = NULL;
-        if (broken || redisGetReply(c->conn.rc, (void **)&r) != REDIS_OK || !r) {
+        if (broken || redisGetReply(c->conn->rc, (void **)&r) != REDIS_OK || !r) {
             broken = 1;
             continue;
         }
@@ -512,21 +512,21 @@ static int profile_missing(coordinator_t *c, const job_spec_t *s, const char *co
 
 int preflight_for_job(coordinator_t *c, const job_spec_t *s, const char *id, double now)
 {
-    if (c->preflight.mode == PREFLIGHT_OFF || !c->conn.rc || c->hosts.n == 0) return 0;
-    if (c->preflight.round.active) return 2;
+    if (c->preflight->mode == PREFLIGHT_OFF || !c->conn->rc || c->hosts->n == 0) return 0;
+    if (c->preflight->round.active) return 2;
     /* The hosts a job may use (up, slow), and those that failed a benchmark: this one may
      * pass. Down hosts are the probes' business. */
-    const char **names = calloc((size_t)c->hosts.n, sizeof *names);
-    const char **usable = calloc((size_t)c->hosts.n, sizeof *usable);
+    const char **names = calloc((size_t)c->hosts->n, sizeof *names);
+    const char **usable = calloc((size_t)c->hosts->n, sizeof *usable);
     int n = 0, nu = 0, rc = 0;
     if (!names || !usable) goto out;
-    for (int i = 0; i < c->hosts.n; i++) {
-        host_state_t st = c->hosts.list[i].state;
+    for (int i = 0; i < c->hosts->n; i++) {
+        host_state_t st = c->hosts->list[i].state;
         if (st == HOST_DOWN) continue;
-        names[n++] = c->hosts.list[i].name;
-        if (st != HOST_FAILING) usable[nu++] = c->hosts.list[i].name;
+        names[n++] = c->hosts->list[i].name;
+        if (st != HOST_FAILING) usable[nu++] = c->hosts->list[i].name;
     }
-    if (c->preflight.mode == PREFLIGHT_AUTO) {
+    if (c->preflight->mode == PREFLIGHT_AUTO) {
         /* One host: its ranks all run at one speed, so the plan is even whatever it is. */
         if (nu < 2 || profile_missing(c, s, usable, nu) != 1) goto out;
     }
@@ -567,31 +567,31 @@ int coord_cluster_benchmark(coordinator_t *c, const char *model, const char *dat
     /* One request at a time: a second waits until the tick has taken the first. */
     struct timespec ts;
     clock_wall_deadline(10.0, &ts);
-    while (c->preflight.bench_done < c->preflight.bench_asked && !c->stopping)
-        if (pthread_cond_timedwait(&c->preflight.bench_cond, &c->lock, &ts) != 0) break;
+    while (c->preflight->bench_done < c->preflight->bench_asked && !c->stopping)
+        if (pthread_cond_timedwait(&c->preflight->bench_cond, &c->lock, &ts) != 0) break;
     int code = COORD_OK;
-    if (c->preflight.bench_done < c->preflight.bench_asked) {
+    if (c->preflight->bench_done < c->preflight->bench_asked) {
         free(list);
         pthread_mutex_unlock(&c->lock);
         snprintf(err, errlen, "the coordinator did not take the request within 10 s");
         return COORD_EUNAVAIL;
     }
-    free(c->preflight.bench_hosts);
-    c->preflight.bench_hosts = list;
-    snprintf(c->preflight.bench_model, sizeof c->preflight.bench_model, "%s", model ? model : "");
-    snprintf(c->preflight.bench_dataset, sizeof c->preflight.bench_dataset, "%s", dataset ? dataset : "");
-    long mine = ++c->preflight.bench_asked;
+    free(c->preflight->bench_hosts);
+    c->preflight->bench_hosts = list;
+    snprintf(c->preflight->bench_model, sizeof c->preflight->bench_model, "%s", model ? model : "");
+    snprintf(c->preflight->bench_dataset, sizeof c->preflight->bench_dataset, "%s", dataset ? dataset : "");
+    long mine = ++c->preflight->bench_asked;
     pthread_cond_signal(&c->cond);
-    while (c->preflight.bench_done < mine && !c->stopping)
-        if (pthread_cond_timedwait(&c->preflight.bench_cond, &c->lock, &ts) != 0) break;
-    if (c->preflight.bench_done < mine) {
+    while (c->preflight->bench_done < mine && !c->stopping)
+        if (pthread_cond_timedwait(&c->preflight->bench_cond, &c->lock, &ts) != 0) break;
+    if (c->preflight->bench_done < mine) {
         snprintf(err, errlen, "the coordinator did not take the request within 10 s");
         code = COORD_EUNAVAIL;
-    } else if (c->preflight.bench_code != COORD_OK) {
-        snprintf(err, errlen, "%s", c->preflight.bench_err);
-        code = c->preflight.bench_code;
+    } else if (c->preflight->bench_code != COORD_OK) {
+        snprintf(err, errlen, "%s", c->preflight->bench_err);
+        code = c->preflight->bench_code;
     } else {
-        *out = c->preflight.bench_result ? json_deep_copy(c->preflight.bench_result) : NULL;
+        *out = c->preflight->bench_result ? json_deep_copy(c->preflight->bench_result) : NULL;
         if (!*out) code = COORD_EINTERNAL;
     }
     pthread_mutex_unlock(&c->lock);

@@ -82,7 +82,7 @@ int preflight_parse_output(const char *text, size_t len, const char *model, doub
 /* The coordinator's preflight state (c->preflight): the mode, the round, and the
  * benchmarks asked for through the API (coord_cluster_benchmark): the request, under c->lock,
  * until the tick takes it (bench_done reaches bench_asked), then its answer. */
-typedef struct {
+typedef struct preflight_state {
     preflight_mode_t mode;
     preflight_t round; /* the benchmark round */
     long bench_asked, bench_done;

@@ -111,10 +111,10 @@ int quotas_submit(coordinator_t *c, redisContext *rc, job_new_t *j, const coord_
                       user, lim.max_slots, lim.max_slots == 1 ? "" : "s", ranks),
                COORD_ELIMIT;
     j->counted = user && lim.max_queued > 0;
-    pthread_mutex_lock(&c->users.admit_lock);
+    pthread_mutex_lock(&c->users->admit_lock);
     code = queue_has_room(c, rc, user, &lim, err, errlen);
     if (code == COORD_OK) code = coord_js_to_coord(jobstore_submit(rc, j, id, idlen, hash));
-    pthread_mutex_unlock(&c->users.admit_lock);
+    pthread_mutex_unlock(&c->users->admit_lock);
     if (code == COORD_OK && user) {
         char key[128];
         snprintf(key, sizeof key, KEY_JOB, id);

@@ -35,7 +35,7 @@ int quotas_submit(coordinator_t *c, redisContext *rc, job_new_t *j, const coord_
 int quotas_models_owned(redisContext *rc, const char *user, long *n);
 
 /* The coordinator's users state (c->users). */
-typedef struct {
+typedef struct coord_users {
     /* Admission: one submission through the API at a time is counted against the queue's
      * limits and stored, so that requests in parallel cannot pass a limit together. */
     pthread_mutex_t admit_lock;

@@ -48,7 +48,6 @@
 #include "ckptdir.h"
 #include "clog.h"
 #include "dataroots.h"
-#include "drain.h"
 #include "dynbatch.h"
 #include "fs.h"
 #include "hosts.h"
@@ -133,12 +132,12 @@ json_t *run_hosts_json(const coord_run_t *r)
 
 coord_run_t *run_new(coordinator_t *c, const char *id)
 {
-    if (c->runs.n == c->runs.cap) {
-        int cap = c->runs.cap ? 2 * c->runs.cap : 16;
-        coord_run_t **n = realloc(c->runs.list, sizeof *n * (size_t)cap);
+    if (c->runs->n == c->runs->cap) {
+        int cap = c->runs->cap ? 2 * c->runs->cap : 16;
+        coord_run_t **n = realloc(c->runs->list, sizeof *n * (size_t)cap);
         if (!n) return NULL;
-        c->runs.list = n;
-        c->runs.cap = cap;
+        c->runs->list = n;
+        c->runs->cap = cap;
     }
     coord_run_t *r = calloc(1, sizeof *r);
     if (!r) return NULL;
@@ -153,22 +152,22 @@ coord_run_t *run_new(coordinator_t *c, const char *id)
     r->saved_state = r->state = JOB_RUNNING;
     r->resize_log = json_array();
     r->interruptions = json_array();
-    c->runs.list[c->runs.n++] = r;
+    c->runs->list[c->runs->n++] = r;
     return r;
 }
 
 int run_slots_used(const coordinator_t *c)
 {
     int used = 0;
-    for (int i = 0; i < c->runs.n; i++)
-        if (c->runs.list[i]->phase != PH_DONE && !c->runs.list[i]->simulated) used += c->runs.list[i]->world;
+    for (int i = 0; i < c->runs->n; i++)
+        if (c->runs->list[i]->phase != PH_DONE && !c->runs->list[i]->simulated) used += c->runs->list[i]->world;
     return used;
 }
 
 int run_sims_used(const coordinator_t *c)
 {
     int used = 0;
-    for (int i = 0; i < c->runs.n; i++) used += c->runs.list[i]->phase != PH_DONE && c->runs.list[i]->simulated;
+    for (int i = 0; i < c->runs->n; i++) used += c->runs->list[i]->phase != PH_DONE && c->runs->list[i]->simulated;
     return used;
 }
 
@@ -177,11 +176,11 @@ int run_holds(const coordinator_t *c, const coord_run_t *r, int host)
     if (r->phase == PH_DONE || r->simulated) return 0;
     char *const *names = r->nplace > 0 ? r->place : r->nhosts > 0 ? r->hosts : NULL;
     int nn = r->nplace > 0 ? r->nplace : r->nhosts, left = r->world;
-    for (int i = 0; i < c->hosts.n && left > 0; i++) {
+    for (int i = 0; i < c->hosts->n && left > 0; i++) {
         int listed = !names;
-        for (int k = 0; names && k < nn && !listed; k++) listed = strcmp(names[k], c->hosts.list[i].name) == 0;
+        for (int k = 0; names && k < nn && !listed; k++) listed = strcmp(names[k], c->hosts->list[i].name) == 0;
         if (!listed) continue;
-        int take = left < c->hosts.list[i].slots ? left : c->hosts.list[i].slots;
+        int take = left < c->hosts->list[i].slots ? left : c->hosts->list[i].slots;
         if (i == host) return take;
         left -= take;
     }
@@ -211,7 +210,7 @@ void fail_unsimulated(coordinator_t *c, coord_run_t *r, double now)
  * folded and its bulky keys get their TTL. */
 void run_persist(coordinator_t *c, coord_run_t *r)
 {
-    if (!c->conn.rc) {
+    if (!c->conn->rc) {
         r->dirty = 1;
         return;
     }
@@ -294,8 +293,8 @@ void run_persist(coordinator_t *c, coord_run_t *r)
     /* With a state change jobstore_update writes state + reason itself (and the event). */
     int nkv = (int)(sizeof kv / sizeof kv[0]) / 2 - (changed ? 1 : 0);
     int rc = tickconn_check(c,
-                            jobstore_update(c->conn.rc, r->id, changed ? job_state_name(r->state) : NULL, r->reason, kv,
-                                            nkv),
+                            jobstore_update(c->conn->rc, r->id, changed ? job_state_name(r->state) : NULL, r->reason,
+                                            kv, nkv),
                             "job update");
     free(hosts);
     free(resizes);
@@ -308,14 +307,14 @@ void run_persist(coordinator_t *c, coord_run_t *r)
     }
     r->dirty = 0;
     r->saved_state = r->state;
-    if (r->phase == PH_DONE && c->conn.rc) {
+    if (r->phase == PH_DONE && c->conn->rc) {
         /* A simulated job's nodes are simulated hosts: folding them into the persistent
          * profiles would invent hosts (and speeds) the cluster does not have. */
         if (c->worker_caps.redis && !r->simulated) {
-            int n = dynbatch_fold_profiles(c->conn.rc, r->id, r->spec, r->world);
+            int n = dynbatch_fold_profiles(c->conn->rc, r->id, r->spec, r->world);
             if (n == JS_EREDIS) tickconn_broken(c, "profiles");
         }
-        if (c->conn.rc) tickconn_check(c, jobstore_expire_job_keys(c->conn.rc, r->id, r->world), "expire");
+        if (c->conn->rc) tickconn_check(c, jobstore_expire_job_keys(c->conn->rc, r->id, r->world), "expire");
     }
 }
 
@@ -370,7 +369,7 @@ void run_health(coordinator_t *c, coord_run_t *r, json_t *in, double now)
         json_object_set_new(ev, "job", json_string(r->id));
         json_object_set_new(ev, "attempt", json_integer(r->attempts));
         json_object_set_new(ev, "time", json_real(now));
-        if (c->conn.rc) tickconn_check(c, jobstore_event(c->conn.rc, ev), "health event");
+        if (c->conn->rc) tickconn_check(c, jobstore_event(c->conn->rc, ev), "health event");
         json_decref(ev);
     }
     free(text);

@@ -176,13 +176,13 @@ typedef struct {
     double worth;
 } coord_run_t;
 
-/* The coordinator's runs (c->runs.list): one per job it runs; tick thread only. */
-typedef struct {
+/* The coordinator's runs (c->runs->list): one per job it runs; tick thread only. */
+typedef struct coord_runs {
     coord_run_t **list;
     int n, cap;
 } coord_runs_t;
 
-/* The slots of c->hosts.list[host] r holds: its ranks fill its hosts (its placement, else the
+/* The slots of c->hosts->list[host] r holds: its ranks fill its hosts (its placement, else the
  * hosts of its attempt, else all) in the launcher's order, a host's slots at a time (Open
  * MPI's by-slot mapping; ranks beyond the slots hold no more). 0 for a simulation or a
  * job that has ended. For the policy's snapshot and the Cluster page (hosts_json). */

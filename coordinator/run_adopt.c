@@ -27,7 +27,7 @@ static const char *hstr(json_t *h, const char *key);
 static void adopt_history(coordinator_t *c, coord_run_t *r)
 {
     json_t *h = NULL;
-    if (!c->conn.rc || tickconn_check(c, jobstore_get(c->conn.rc, r->id, &h), "job read") != JS_OK) return;
+    if (!c->conn->rc || tickconn_check(c, jobstore_get(c->conn->rc, r->id, &h), "job read") != JS_OK) return;
     drain_adopt_interruptions(r, hstr(h, "interruptions"), hstr(h, "interruptions_total"));
     json_decref(h);
 }
@@ -140,25 +140,25 @@ static void adopt_placement(coord_run_t *r, const char *text)
  * it died without one. */
 void run_adopt(coordinator_t *c, double now)
 {
-    redisReply *m = redisCommand(c->conn.rc, "SMEMBERS %s", KEY_ACTIVE);
+    redisReply *m = redisCommand(c->conn->rc, "SMEMBERS %s", KEY_ACTIVE);
     if (!m || m->type != REDIS_REPLY_ARRAY) {
         if (m) freeReplyObject(m);
         tickconn_broken(c, "adopt");
         return;
     }
-    for (size_t i = 0; i < m->elements && c->conn.rc; i++) { /* a broken connection ends the pass */
+    for (size_t i = 0; i < m->elements && c->conn->rc; i++) { /* a broken connection ends the pass */
         const char *id = reply_str(m->element[i]);
         if (!id || !job_id_valid(id)) continue;
         int known = 0;
-        for (int k = 0; k < c->runs.n; k++) known |= strcmp(c->runs.list[k]->id, id) == 0;
+        for (int k = 0; k < c->runs->n; k++) known |= strcmp(c->runs->list[k]->id, id) == 0;
         if (known) continue;
         json_t *h = NULL;
-        int rc = tickconn_check(c, jobstore_get(c->conn.rc, id, &h), "adopt");
+        int rc = tickconn_check(c, jobstore_get(c->conn->rc, id, &h), "adopt");
         if (rc == JS_EREDIS) break;
         job_state_t st = JOB_QUEUED;
         const char *sts = rc == JS_OK ? json_string_value(json_object_get(h, "state")) : NULL;
         if (!sts || job_state_parse(sts, &st) != 0 || (st != JOB_RUNNING && st != JOB_RESTARTING)) {
-            redisReply *x = redisCommand(c->conn.rc, "SREM %s %s", KEY_ACTIVE, id);
+            redisReply *x = redisCommand(c->conn->rc, "SREM %s %s", KEY_ACTIVE, id);
             if (x) freeReplyObject(x);
             json_decref(h);
             continue;
@@ -255,5 +255,5 @@ void run_adopt(coordinator_t *c, double now)
         else clog_printf("job %s: %s; finding out how it ended", id, what);
     }
     freeReplyObject(m);
-    if (c->conn.rc) c->adopted = 1;
+    if (c->conn->rc) c->adopted = 1;
 }

@@ -27,8 +27,8 @@ void unusable_hosts(coordinator_t *c, char *out, size_t len)
 {
     size_t used = 0;
     out[0] = 0;
-    for (int i = 0; i < c->hosts.n && used < len; i++) {
-        const host_t *h = &c->hosts.list[i];
+    for (int i = 0; i < c->hosts->n && used < len; i++) {
+        const host_t *h = &c->hosts->list[i];
         if (h->state != HOST_DOWN && h->state != HOST_FAILING) continue;
         int k = snprintf(out + used, len - used, "%s%s %s", used ? ", " : "", h->name, host_state_name(h->state));
         if (k < 0) break;
@@ -51,11 +51,11 @@ void record_resize(coordinator_t *c, coord_run_t *r, int from, int to, const cha
         while (json_array_size(r->resize_log) > RUN_RESIZES_KEPT) json_array_remove(r->resize_log, 0);
     }
     clog_printf("job %s: resize %d -> %d rank%s: %s", r->id, from, to, to == 1 ? "" : "s", reason);
-    if (c->conn.rc) {
+    if (c->conn->rc) {
         json_t *ev = json_deep_copy(e);
         json_object_set_new(ev, "type", json_string("resize"));
         json_object_set_new(ev, "job", json_string(r->id));
-        tickconn_check(c, jobstore_event(c->conn.rc, ev), "resize event");
+        tickconn_check(c, jobstore_event(c->conn->rc, ev), "resize event");
         json_decref(ev);
     }
     json_decref(e);
@@ -65,11 +65,11 @@ void record_resize(coordinator_t *c, coord_run_t *r, int from, int to, const cha
 /* Node and staleness hashes of ranks [to, from) belong to no rank any more. */
 void drop_rank_keys(coordinator_t *c, coord_run_t *r, int from, int to)
 {
-    for (int k = to; c->conn.rc && k < from; k++) {
+    for (int k = to; c->conn->rc && k < from; k++) {
         char a[160], b[160];
         snprintf(a, sizeof a, KEY_JOB_NODE, r->id, k);
         snprintf(b, sizeof b, KEY_JOB_STALENESS, r->id, k);
-        redisReply *x = redisCommand(c->conn.rc, "DEL %s %s", a, b);
+        redisReply *x = redisCommand(c->conn->rc, "DEL %s %s", a, b);
         if (!x) tickconn_broken(c, "resize");
         else freeReplyObject(x);
     }
@@ -107,13 +107,13 @@ static int benched(const coord_run_t *r, const char *host)
     return 0;
 }
 
-/* The hosts r may use now (names: room for c->hosts.n): the usable ones less those it
+/* The hosts r may use now (names: room for c->hosts->n): the usable ones less those it
  * leaves out for going silent, unless that leaves none (then every usable one: its own
  * rule never keeps a job from running; *kept_all says so). Returns the count, their
  * slots in *slots. */
 int run_usable(coordinator_t *c, const coord_run_t *r, const char **names, int *slots, int *kept_all)
 {
-    int n = hosts_usable(c, names, c->hosts.n, slots), k = 0, s = 0;
+    int n = hosts_usable(c, names, c->hosts->n, slots), k = 0, s = 0;
     for (int i = 0; i < n; i++) {
         if (benched(r, names[i])) continue;
         const host_t *h = hosts_find(c, names[i]);
@@ -121,7 +121,7 @@ int run_usable(coordinator_t *c, const coord_run_t *r, const char **names, int *
         names[k++] = names[i];
     }
     if (kept_all) *kept_all = k == 0 && n > 0;
-    if (k == 0) return hosts_usable(c, names, c->hosts.n, slots);
+    if (k == 0) return hosts_usable(c, names, c->hosts->n, slots);
     *slots = s;
     return k;
 }
@@ -210,7 +210,8 @@ static int probe_network(coordinator_t *c, coord_run_t *r, double now)
             if (!h || h->state == HOST_DOWN || h->state == HOST_FAILING) return 0; /* explained */
         }
         char err[256];
-        if (netprobe_start(c, &r->np, (const char *const *)r->hosts, r->nhosts, now, err, sizeof err) != 0) {
+        if (netprobe_start(c, &r->np, &c->hosts->netprobe_seq, (const char *const *)r->hosts, r->nhosts, now, err,
+                           sizeof err) != 0) {
             clog_printf("job %s: no network probe: %s", r->id, err);
             return 0;
         }
@@ -256,7 +257,7 @@ void after_probing(coordinator_t *c, coord_run_t *r, double now)
     if (!n) {
         /* Every host passed, but one keeps going silent: it is left out all the same,
          * without spending a restart on another attempt there. */
-        const char **names = calloc((size_t)c->hosts.n + 1, sizeof *names);
+        const char **names = calloc((size_t)c->hosts->n + 1, sizeof *names);
         int slots = 0, kept_all = 1;
         if (names) run_usable(c, r, names, &slots, &kept_all);
         free(names);
@@ -312,9 +313,9 @@ void grow_check(coordinator_t *c, coord_run_t *r, double now)
 {
     if (now - r->last_grow_check < 1.0) return;
     r->last_grow_check = now;
-    int slots = c->hosts.slots_usable, total = c->hosts.slots_total, placed = 0;
+    int slots = c->hosts->slots_usable, total = c->hosts->slots_total, placed = 0;
     if (r->nbenched || r->nplace > 0) {
-        const char **names = calloc((size_t)c->hosts.n + 1, sizeof *names);
+        const char **names = calloc((size_t)c->hosts->n + 1, sizeof *names);
         if (!names) return;
         int n = run_usable(c, r, names, &slots, NULL);
         /* a placed job grows back only onto its own hosts (launch uses no other) */
@@ -361,8 +362,8 @@ void grow_check(coordinator_t *c, coord_run_t *r, double now)
     /* Which hosts it gains, for the reason. */
     char back[512] = "";
     size_t used = 0;
-    for (int i = 0; i < c->hosts.n; i++) {
-        const host_t *h = &c->hosts.list[i];
+    for (int i = 0; i < c->hosts->n; i++) {
+        const host_t *h = &c->hosts->list[i];
         if ((h->state != HOST_UP && h->state != HOST_SLOW) || benched(r, h->name)) continue;
         int had = 0;
         for (int k = 0; k < r->nhosts; k++) had |= strcmp(r->hosts[k], h->name) == 0;

@@ -151,8 +151,8 @@ static void shard_host_order(coordinator_t *c, coord_run_t *r, launch_t *L)
     if (h && order && was) {
         pthread_mutex_lock(&c->lock);
         for (int i = 0; i < n; i++)
-            for (int k = 0; k < c->hosts.nadmit; k++)
-                if (strcmp(c->hosts.admit[k].name, L->names[i]) == 0) h[i] = c->hosts.admit[k];
+            for (int k = 0; k < c->hosts->nadmit; k++)
+                if (strcmp(c->hosts->admit[k].name, L->names[i]) == 0) h[i] = c->hosts->admit[k];
         pthread_mutex_unlock(&c->lock);
         if (hostmem_order(r->spec, L->world, h, n, order) == 2) {
             char text[512] = "";
@@ -180,7 +180,7 @@ static int launch_place(coordinator_t *c, coord_run_t *r, launch_t *L, double no
 {
     L->world = r->full_world;
     if (r->simulated) return LAUNCH_GO_ON;
-    L->names = calloc((size_t)c->hosts.n + 1, sizeof *L->names);
+    L->names = calloc((size_t)c->hosts->n + 1, sizeof *L->names);
     if (!L->names) {
         snprintf(L->err, sizeof L->err, "out of memory");
         return LAUNCH_FAIL;
@@ -203,7 +203,7 @@ static int launch_place(coordinator_t *c, coord_run_t *r, launch_t *L, double no
         }
         return LAUNCH_WAIT;
     }
-    int all_slots = c->hosts.slots_total;
+    int all_slots = c->hosts->slots_total;
     int placed_n = r->nplace > 0 ? placed_only(c, r, L->names, L->nn, &usable_slots, &all_slots) : 0;
     if (placed_n > 0) L->nn = placed_n;
     else if (r->nplace > 0) clog_printf("job %s: none of the hosts it was placed on is usable: any usable host", r->id);
@@ -219,7 +219,7 @@ static int launch_place(coordinator_t *c, coord_run_t *r, launch_t *L, double no
     }
     L->rank_host = calloc((size_t)L->world, sizeof *L->rank_host);
     L->placed = L->rank_host &&
-                launcher_rank_hosts(c->launcher, L->world, L->nn == c->hosts.n && !L->reordered ? NULL : L->names,
+                launcher_rank_hosts(c->launcher, L->world, L->nn == c->hosts->n && !L->reordered ? NULL : L->names,
                                     L->nn, L->rank_host) == 0;
     return LAUNCH_GO_ON;
 }
@@ -240,8 +240,8 @@ static int launch_world(coordinator_t *c, coord_run_t *r, launch_t *L, double no
         r->world = world;
         record_resize(c, r, from, world, reason, now);
         if (world < from) drop_rank_keys(c, r, from, world);
-        if (!r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_caps.redis && c->conn.rc) {
-            int k = dynbatch_resize(c->conn.rc, r->id, r->spec, workers_of(r, world), L->placed ? L->rank_host : NULL);
+        if (!r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_caps.redis && c->conn->rc) {
+            int k = dynbatch_resize(c->conn->rc, r->id, r->spec, workers_of(r, world), L->placed ? L->rank_host : NULL);
             if (k == JS_EREDIS) tickconn_broken(c, "resize plan");
         }
     }
@@ -255,8 +255,8 @@ static int launch_world(coordinator_t *c, coord_run_t *r, launch_t *L, double no
     /* Only where placement is known before the start (not under Slurm). Simulated ranks
      * (never placed) plan their own batches: the coordinator's plans arrive in real time,
      * which would make a deterministic simulation depend on this machine's load. */
-    if (r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_caps.redis && c->conn.rc && L->placed) {
-        int k = dynbatch_initial(c->conn.rc, r->id, r->spec, workers_of(r, world), L->rank_host);
+    if (r->first_launch && r->spec->algorithm.dynamic_batch && c->worker_caps.redis && c->conn->rc && L->placed) {
+        int k = dynbatch_initial(c->conn->rc, r->id, r->spec, workers_of(r, world), L->rank_host);
         if (k == JS_EREDIS) tickconn_broken(c, "initial plan");
         else if (k == 1) clog_printf("job %s: initial batch plan from stored profiles", r->id);
     }
@@ -270,8 +270,8 @@ static int launch_world(coordinator_t *c, coord_run_t *r, launch_t *L, double no
  * checkpoint of its own. The path is derived from the id, never read from Redis. */
 static void launch_adopt(coordinator_t *c, coord_run_t *r, launch_t *L)
 {
-    if (!c->worker_caps.adopt || r->simulated || !c->conn.rc) return;
-    redisReply *x = redisCommand(c->conn.rc, "HGET " KEY_JOB " adopt_from", r->id);
+    if (!c->worker_caps.adopt || r->simulated || !c->conn->rc) return;
+    redisReply *x = redisCommand(c->conn->rc, "HGET " KEY_JOB " adopt_from", r->id);
     const char *from = x ? reply_str(x) : NULL;
     struct stat st;
     if (from && job_id_valid(from) && coord_job_path(c, from, "exploit.ckpt", L->adopt, sizeof L->adopt) == 0 &&
@@ -360,7 +360,7 @@ static int launch_start(coordinator_t *c, coord_run_t *r, launch_t *L, double no
         .handle_path = L->pidp,
         /* All hosts usable: the launcher's own list (the hostfile as given), unless the
          * hosts were reordered for a sharded job's shares (shard_host_order). */
-        .hosts = L->names && (L->nn != c->hosts.n || L->reordered) ? L->names : NULL,
+        .hosts = L->names && (L->nn != c->hosts->n || L->reordered) ? L->names : NULL,
         .nhosts = L->nn,
     };
     if (launcher_start(r->launcher, &req, &r->h, L->err, sizeof L->err) != 0) return LAUNCH_FAIL;
@@ -371,10 +371,10 @@ static int launch_start(coordinator_t *c, coord_run_t *r, launch_t *L, double no
     r->resume_before = 0;
     r->health[0] = r->last_health_seen[0] = 0;
     r->collapse_announced = 0;
-    if (c->conn.rc) {
+    if (c->conn->rc) {
         char nkey[160];
         snprintf(nkey, sizeof nkey, KEY_JOB_NODE, r->id, 0);
-        redisReply *x = redisCommand(c->conn.rc, "HDEL %s %s", nkey, NODE_HEALTH);
+        redisReply *x = redisCommand(c->conn->rc, "HDEL %s %s", nkey, NODE_HEALTH);
         if (!x) tickconn_broken(c, "health");
         else freeReplyObject(x);
     }

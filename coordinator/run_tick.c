@@ -81,8 +81,8 @@ static void requeue(coordinator_t *c, coord_run_t *r, double now)
     char why[128];
     snprintf(why, sizeof why, "preempted by %s at %.3f, of a higher priority: requeued to resume from its checkpoint",
              r->preempted_by, now);
-    int rc = c->conn.rc ? tickconn_check(c, jobstore_requeue(c->conn.rc, r->id, r->preempted_by, why, now), "requeue")
-                        : JS_EREDIS;
+    int rc = c->conn->rc ? tickconn_check(c, jobstore_requeue(c->conn->rc, r->id, r->preempted_by, why, now), "requeue")
+                         : JS_EREDIS;
     requeue_settle(c, r, rc, why, now);
 }
 
@@ -100,7 +100,7 @@ static void drained_over(coordinator_t *c, coord_run_t *r, double now)
         json_object_set_new(json_array_get(r->interruptions, json_array_size(r->interruptions) - 1), "deadline_passed",
                             json_true());
     int need = drain_wait_slots(c, r, run_slots_used(c));
-    if (need <= 0 || !c->conn.rc) {
+    if (need <= 0 || !c->conn->rc) {
         relaunch_soon(c, r, SV_EXITED, NOTICE_EXIT_STATUS, reason, now);
         return;
     }
@@ -108,7 +108,7 @@ static void drained_over(coordinator_t *c, coord_run_t *r, double now)
     run_persist(c, r); /* its interruption, before the queue owns the job again */
     char why[sizeof r->reason];
     drain_queue_reason(c, r, need, why, sizeof why);
-    int rc = tickconn_check(c, jobstore_requeue_drained(c->conn.rc, r->id, r->drain_host, need, why, now), "requeue");
+    int rc = tickconn_check(c, jobstore_requeue_drained(c->conn->rc, r->id, r->drain_host, need, why, now), "requeue");
     requeue_settle(c, r, rc, why, now);
 }
 
@@ -164,34 +164,34 @@ static const char *elem_str(const redisReply *rep, size_t i)
  * (take_stall). A failed read changes nothing: unknown is neither stale nor stalled. */
 static void read_flags(coordinator_t *c, coord_run_t *r, int check_beats, double now)
 {
-    if (!c->conn.rc) return;
+    if (!c->conn->rc) return;
     char key[160];
     snprintf(key, sizeof key, KEY_JOB, r->id);
-    redisAppendCommand(c->conn.rc, "HGET %s cancel_requested", key);
+    redisAppendCommand(c->conn->rc, "HGET %s cancel_requested", key);
     int nb = check_beats ? r->world : 0;
     stall_rank_t *ranks = nb ? calloc((size_t)nb, sizeof *ranks) : NULL;
     if (nb && !ranks) nb = 0;
     for (int k = 0; k < nb; k++) {
         snprintf(key, sizeof key, KEY_JOB_NODE, r->id, k);
-        redisAppendCommand(c->conn.rc, "HMGET %s %s %s %s %s %s", key, RECORD_FIELDS[RF_HEARTBEAT].name,
+        redisAppendCommand(c->conn->rc, "HMGET %s %s %s %s %s %s", key, RECORD_FIELDS[RF_HEARTBEAT].name,
                            RECORD_FIELDS[RF_HOST].name, NODE_WAITING, NODE_WAITING_PEER, NODE_WAITING_SINCE);
     }
     /* Rank 0 judges whether the run still learns (worker/health.h). */
     if (nb) {
         snprintf(key, sizeof key, KEY_JOB_NODE, r->id, 0);
-        redisAppendCommand(c->conn.rc, "HGET %s %s", key, NODE_HEALTH);
+        redisAppendCommand(c->conn->rc, "HGET %s %s", key, NODE_HEALTH);
         /* The progress of a training rank (a parameter server counts updates, not
          * steps): when the job should end (the scheduler's estimates, schedule.c). */
         snprintf(key, sizeof key, KEY_JOB_NODE, r->id, spec_is_async(r->spec) && nb > 1 ? 1 : 0);
-        redisAppendCommand(c->conn.rc, "HMGET %s %s %s", key, RECORD_FIELDS[RF_STEP].name,
+        redisAppendCommand(c->conn->rc, "HMGET %s %s %s", key, RECORD_FIELDS[RF_STEP].name,
                            RECORD_FIELDS[RF_TOTAL_STEPS].name);
     }
     int stale = -1;
     double stale_age = 0;
-    double baseline = r->launched_at > c->conn.up_since ? r->launched_at : c->conn.up_since;
+    double baseline = r->launched_at > c->conn->up_since ? r->launched_at : c->conn->up_since;
     for (int k = 0; k < nb + 1 + 2 * (nb > 0); k++) {
         redisReply *rep = NULL;
-        if (redisGetReply(c->conn.rc, (void **)&rep) != REDIS_OK || !rep) {
+        if (redisGetReply(c->conn->rc, (void **)&rep) != REDIS_OK || !rep) {
             tickconn_broken(c, "heartbeats");
             free(ranks);
             return;
@@ -404,10 +404,10 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
         } else if (drain_host_of(c, r)) {
             snprintf(r->drain_host, sizeof r->drain_host, "%s", drain_host_of(c, r));
             run_kill(c, r, KILL_DRAIN, now);
-        } else if (r->spec->algorithm.dynamic_batch && c->worker_caps.redis && c->conn.rc && !r->simulated &&
+        } else if (r->spec->algorithm.dynamic_batch && c->worker_caps.redis && c->conn->rc && !r->simulated &&
                    now - r->last_plan >= PLAN_PERIOD_S) {
             r->last_plan = now;
-            int k = dynbatch_replan(c->conn.rc, r->id, r->spec, workers_of(r, r->world));
+            int k = dynbatch_replan(c->conn->rc, r->id, r->spec, workers_of(r, r->world));
             if (k == JS_EREDIS) tickconn_broken(c, "batch plan");
         }
         if (r->phase == PH_ACTIVE) grow_check(c, r, now);

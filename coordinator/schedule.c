@@ -20,6 +20,7 @@
 #include "hosts.h"
 #include "jobstore.h"
 #include "policy.h"
+#include "quotas.h"
 #include "run_adopt.h"
 #include "run_launch.h"
 #include "tickconn.h"
@@ -40,7 +41,7 @@
 static int read_queued(coordinator_t *c, const char *id, sched_queued_t *q, job_spec_t *spec, char *err, size_t errlen)
 {
     json_t *h = NULL;
-    int rc = tickconn_check(c, jobstore_get(c->conn.rc, id, &h), "job read");
+    int rc = tickconn_check(c, jobstore_get(c->conn->rc, id, &h), "job read");
     if (rc == JS_EREDIS) return rc;
     memset(q, 0, sizeof *q);
     snprintf(q->id, sizeof q->id, "%s", id);
@@ -98,7 +99,7 @@ typedef struct {
     policy_hetero_t h;
     policy_class_t classes[POLICY_CLASSES_MAX];
     char names[POLICY_CLASSES_MAX][HCLASS_NAME_MAX];
-    const char **hosts; /* c->hosts.list' names, in the launcher's order */
+    const char **hosts; /* c->hosts->list' names, in the launcher's order */
     int *slots, *usable, *host_class, *free;
     const char **types; /* the models of the jobs in the snapshot */
     int ntypes;
@@ -135,7 +136,7 @@ static int hsnap_type(hsnap_t *s, const char *model)
  * oversubscribed job) hold no more. */
 static void hsnap_hold(coordinator_t *c, hsnap_t *s, const coord_run_t *r, int *alloc)
 {
-    for (int i = 0; i < c->hosts.n; i++) {
+    for (int i = 0; i < c->hosts->n; i++) {
         int take = run_holds(c, r, i);
         s->free[i] -= take;
         if (s->host_class[i] >= 0) alloc[s->host_class[i]] += take;
@@ -163,7 +164,7 @@ static void hplan_state(coordinator_t *c, const coord_run_t *r, int nc, policy_h
     j->changed = HUGE_VAL;
     if (!hplan_may_change(c, r)) return;
     j->changed = r->launched_at;
-    policy_hjob_bounds(j, r->full_world, r->min_world, run_max_world(r), c->hosts.slots_usable, held);
+    policy_hjob_bounds(j, r->full_world, r->min_world, run_max_world(r), c->hosts->slots_usable, held);
 }
 
 /* Builds s (zeroed by the caller) for the runs rr[0..nrun) and the queued jobs qd[0..n).
@@ -172,8 +173,8 @@ static void hplan_state(coordinator_t *c, const coord_run_t *r, int nc, policy_h
 static int hsnap_build(coordinator_t *c, double now, coord_run_t *const *rr, int nrun, const sched_queued_t *qd, int n,
                        hsnap_t *s)
 {
-    int nh = c->hosts.n, nj = nrun + n;
-    if (hclass_refresh(c->conn.rc, &c->sched.hcache, now) != 0) tickconn_broken(c, "profiles");
+    int nh = c->hosts->n, nj = nrun + n;
+    if (hclass_refresh(c->conn->rc, &c->sched->hcache, now) != 0) tickconn_broken(c, "profiles");
     s->hosts = calloc((size_t)nh + 1, sizeof *s->hosts);
     s->slots = calloc((size_t)nh + 1, sizeof *s->slots);
     s->usable = calloc((size_t)nh + 1, sizeof *s->usable);
@@ -185,13 +186,13 @@ static int hsnap_build(coordinator_t *c, double now, coord_run_t *const *rr, int
     if (!s->hosts || !s->slots || !s->usable || !s->host_class || !s->free || !s->types || !s->hrun || !s->hq)
         return -1;
     for (int i = 0; i < nh; i++) {
-        const host_t *h = &c->hosts.list[i];
+        const host_t *h = &c->hosts->list[i];
         s->hosts[i] = h->name;
         s->slots[i] = s->free[i] = h->slots;
         s->usable[i] = h->state == HOST_UP || h->state == HOST_SLOW;
     }
-    const hclass_profile_t *p = c->sched.hcache.p;
-    int np = c->sched.hcache.n;
+    const hclass_profile_t *p = c->sched->hcache.p;
+    int np = c->sched->hcache.n;
     int nc = hclass_group(p, np, s->hosts, s->slots, s->usable, nh, s->host_class, s->classes, s->names);
     if (nc <= 0) return -1;
     for (int i = 0; i < nrun; i++) {
@@ -210,9 +211,9 @@ static int hsnap_build(coordinator_t *c, double now, coord_run_t *const *rr, int
         j->type = hsnap_type(s, qd[i].model);
         /* an oversubscribed job asks for every usable slot (its ranks share them); an elastic
          * one may start on fewer (policy_hjob_bounds), as a trace's elastic job in the simulator */
-        j->want = j->min_slots = qd[i].world < c->hosts.slots_usable ? qd[i].world : c->hosts.slots_usable;
-        policy_hjob_bounds(j, qd[i].world, qd[i].min_world, qd[i].max_world, c->hosts.slots_usable,
-                           c->hosts.slots_usable);
+        j->want = j->min_slots = qd[i].world < c->hosts->slots_usable ? qd[i].world : c->hosts->slots_usable;
+        policy_hjob_bounds(j, qd[i].world, qd[i].min_world, qd[i].max_world, c->hosts->slots_usable,
+                           c->hosts->slots_usable);
         j->work = qd[i].work;
         j->submitted = qd[i].submitted;
     }
@@ -242,7 +243,7 @@ static int hsnap_build(coordinator_t *c, double now, coord_run_t *const *rr, int
  * r keeps what it had). */
 static int set_place(coordinator_t *c, hsnap_t *s, coord_run_t *r, const int *alloc, const int *own, const char *reason)
 {
-    int nh = c->hosts.n, k = 0;
+    int nh = c->hosts->n, k = 0;
     int *take = calloc((size_t)nh + 1, sizeof *take);
     char **names = calloc((size_t)nh + 1, sizeof *names);
     json_t *by = json_object();
@@ -288,8 +289,8 @@ static int hplan_apply(coordinator_t *c, hsnap_t *s, coord_run_t *r, const polic
 {
     int cap = 0;
     hclass_change_t k = hclass_change(j->alloc, rz->alloc, s->h.nclasses, r->full_world, &cap);
-    int *own = calloc((size_t)c->hosts.n + 1, sizeof *own);
-    for (int i = 0; own && i < c->hosts.n; i++) own[i] = run_holds(c, r, i);
+    int *own = calloc((size_t)c->hosts->n + 1, sizeof *own);
+    for (int i = 0; own && i < c->hosts->n; i++) own[i] = run_holds(c, r, i);
     int ok = k != HCLASS_KEEP && own && set_place(c, s, r, rz->alloc, own, rz->reason) == 0;
     free(own);
     if (!ok) return 0;
@@ -321,7 +322,7 @@ static int claim_and_launch(coordinator_t *c, const sched_queued_t *q, const pol
         return -1;
     }
     int bad = fresh.bad;
-    int claimed = tickconn_check(c, jobstore_claim(c->conn.rc, q->id, now), "claim");
+    int claimed = tickconn_check(c, jobstore_claim(c->conn->rc, q->id, now), "claim");
     if (claimed != 1) {
         free(spec);
         return -1; /* cancelled or gone meanwhile, or Redis: the next tick looks again */
@@ -351,7 +352,7 @@ static int claim_and_launch(coordinator_t *c, const sched_queued_t *q, const pol
                     r->world == 1 ? "" : "s", run_sims_used(c), c->sim_slots);
     else
         clog_printf("job %s: claimed (%s, %d rank%s, slots %d/%d%s)", q->id, r->spec->name, r->world,
-                    r->world == 1 ? "" : "s", run_slots_used(c) - r->world + d->world, c->hosts.slots_usable,
+                    r->world == 1 ? "" : "s", run_slots_used(c) - r->world + d->world, c->hosts->slots_usable,
                     d->backfilled ? "; backfilled ahead of the queue's head" : "");
     run_first_launch(c, r, now);
     return 0;
@@ -369,7 +370,7 @@ static int claim_and_launch(coordinator_t *c, const sched_queued_t *q, const pol
  * arrival order within a class. */
 static void fair_share(coordinator_t *c, double now, policy_queued_t *pq, int n, const json_t *weights)
 {
-    redisReply *u = redisCommand(c->conn.rc, "HGETALL %s", KEY_FAIRSHARE);
+    redisReply *u = redisCommand(c->conn->rc, "HGETALL %s", KEY_FAIRSHARE);
     if (!u) {
         tickconn_broken(c, "fair share");
         return;
@@ -390,8 +391,8 @@ static void fair_share(coordinator_t *c, double now, policy_queued_t *pq, int n,
     json_t *v;
     json_object_foreach(usage, name, v)
         json_real_set(v, policy_usage_decay(json_real_value(v), dt, c->cfg.fair_half_life_s, 0));
-    for (int i = 0; usage && i < c->runs.n; i++) {
-        const coord_run_t *r = c->runs.list[i];
+    for (int i = 0; usage && i < c->runs->n; i++) {
+        const coord_run_t *r = c->runs->list[i];
         if (r->phase == PH_DONE || r->simulated || !r->owner[0]) continue;
         double was = json_real_value(json_object_get(usage, r->owner));
         json_object_set_new(usage, r->owner, json_real(was + policy_usage_decay(0, used_dt, 0, r->world)));
@@ -418,15 +419,15 @@ static void fair_share(coordinator_t *c, double now, policy_queued_t *pq, int n,
             argv[argc++] = name;
             argv[argc++] = num[k++];
         }
-        redisReply *w = redisCommandArgv(c->conn.rc, argc, argv, NULL);
+        redisReply *w = redisCommandArgv(c->conn->rc, argc, argv, NULL);
         if (!w) tickconn_broken(c, "fair share");
         freeReplyObject(w);
         argc = 0;
         argv[argc++] = "HDEL";
         argv[argc++] = KEY_FAIRSHARE;
         json_object_foreach(usage, name, v) if (json_real_value(v) < 1e-3) argv[argc++] = name;
-        if (ndel && c->conn.rc) {
-            w = redisCommandArgv(c->conn.rc, argc, argv, NULL);
+        if (ndel && c->conn->rc) {
+            w = redisCommandArgv(c->conn->rc, argc, argv, NULL);
             if (!w) tickconn_broken(c, "fair share");
             freeReplyObject(w);
         }
@@ -449,8 +450,8 @@ static void fair_share(coordinator_t *c, double now, policy_queued_t *pq, int n,
 static json_t *owners_read(coordinator_t *c, const policy_queued_t *pq, int n, int *maxs)
 {
     json_t *users = json_object();
-    redisReply *ur = n > 0 && c->conn.rc ? redisCommand(c->conn.rc, "HGETALL %s", KEY_USERS) : NULL;
-    if (n > 0 && c->conn.rc && !ur) tickconn_broken(c, "users");
+    redisReply *ur = n > 0 && c->conn->rc ? redisCommand(c->conn->rc, "HGETALL %s", KEY_USERS) : NULL;
+    if (n > 0 && c->conn->rc && !ur) tickconn_broken(c, "users");
     for (size_t i = 0; ur && users && ur->type == REDIS_REPLY_ARRAY && i + 1 < ur->elements; i += 2) {
         const redisReply *k = ur->element[i], *x = ur->element[i + 1];
         user_record_t rec;
@@ -478,16 +479,16 @@ static json_t *owners_read(coordinator_t *c, const policy_queued_t *pq, int n, i
  * their records again. */
 static void owners_refresh(coordinator_t *c)
 {
-    long gen = atomic_load(&c->users.owners_gen);
-    if (gen == c->sched.owners_seen) return;
-    free(c->sched.qdemand);
-    c->sched.qdemand = NULL;
-    c->sched.nqdemand = 0;
-    for (int i = 0; i < c->runs.n && c->conn.rc; i++) {
-        coord_run_t *r = c->runs.list[i];
+    long gen = atomic_load(&c->users->owners_gen);
+    if (gen == c->sched->owners_seen) return;
+    free(c->sched->qdemand);
+    c->sched->qdemand = NULL;
+    c->sched->nqdemand = 0;
+    for (int i = 0; i < c->runs->n && c->conn->rc; i++) {
+        coord_run_t *r = c->runs->list[i];
         char key[128];
         snprintf(key, sizeof key, KEY_JOB, r->id);
-        redisReply *rep = redisCommand(c->conn.rc, "HGET %s owner", key);
+        redisReply *rep = redisCommand(c->conn->rc, "HGET %s owner", key);
         if (!rep) {
             tickconn_broken(c, "job owner");
             return; /* the next tick tries again */
@@ -496,7 +497,7 @@ static void owners_refresh(coordinator_t *c)
         snprintf(r->owner, sizeof r->owner, "%s", named ? rep->str : "");
         freeReplyObject(rep);
     }
-    if (c->conn.rc) c->sched.owners_seen = gen;
+    if (c->conn->rc) c->sched->owners_seen = gen;
 }
 
 /* --policy hetero|agnostic: how often the tick plans while no job waits (then only a grow
@@ -504,14 +505,14 @@ static void owners_refresh(coordinator_t *c)
 #define HPLAN_IDLE_S 5.0
 
 /* The queue (at most COORD_QUEUE_MAX jobs, in order) with what each job asks for, from
- * the cache where it has them (c->sched.qdemand holds the last tick's queue in order: looked up
+ * the cache where it has them (c->sched->qdemand holds the last tick's queue in order: looked up
  * from where the last hit was), else read (read_queued). *out: malloc'd, *n of them.
  * JS_OK, or JS_EREDIS (nothing allocated). */
 static int queue_read(coordinator_t *c, job_spec_t *spec, sched_queued_t **out, int *n)
 {
     *out = NULL;
     *n = 0;
-    redisReply *len = redisCommand(c->conn.rc, "LLEN %s", KEY_QUEUE);
+    redisReply *len = redisCommand(c->conn->rc, "LLEN %s", KEY_QUEUE);
     if (!len || len->type != REDIS_REPLY_INTEGER) {
         freeReplyObject(len);
         tickconn_broken(c, "queue");
@@ -522,16 +523,16 @@ static int queue_read(coordinator_t *c, job_spec_t *spec, sched_queued_t **out, 
     char(*ids)[JOB_ID_MAX] = malloc(((size_t)cap + 1) * sizeof *ids);
     sched_queued_t *qd = calloc((size_t)cap + 1, sizeof *qd);
     int got = 0, rc = !ids || !qd ? JS_ENOMEM
-                      : cap > 0   ? tickconn_check(c, jobstore_queue_ids(c->conn.rc, ids, cap, &got), "queue")
+                      : cap > 0   ? tickconn_check(c, jobstore_queue_ids(c->conn->rc, ids, cap, &got), "queue")
                                   : JS_OK;
     for (int i = 0, j = 0; rc == JS_OK && i < got; i++) {
         int hit = -1;
-        for (int k = 0; k < c->sched.nqdemand && hit < 0; k++) {
-            int at = (j + k) % c->sched.nqdemand;
-            if (strcmp(c->sched.qdemand[at].id, ids[i]) == 0) hit = at;
+        for (int k = 0; k < c->sched->nqdemand && hit < 0; k++) {
+            int at = (j + k) % c->sched->nqdemand;
+            if (strcmp(c->sched->qdemand[at].id, ids[i]) == 0) hit = at;
         }
         if (hit >= 0) {
-            qd[i] = c->sched.qdemand[hit];
+            qd[i] = c->sched->qdemand[hit];
             j = hit + 1;
             continue;
         }
@@ -602,7 +603,7 @@ static int queue_view_pick(const sched_queued_t *qd, int n, int *view, int *beyo
     return nv;
 }
 
-/* The API's queue objects (c->sched.queue_view): the waiting jobs of the view, qv[i] with dec[i],
+/* The API's queue objects (c->sched->queue_view): the waiting jobs of the view, qv[i] with dec[i],
  * and after them the jobs beyond it, in the view's order, each saying so. */
 static void queue_publish(coordinator_t *c, const sched_queued_t *qv, const policy_decision_t *dec, int nv,
                           const sched_queued_t *qd, const int *beyond, int nbeyond)
@@ -622,10 +623,10 @@ static void queue_publish(coordinator_t *c, const sched_queued_t *qv, const poli
                  QUEUE_VIEW_MAX, QUEUE_VIEW_MAX + k);
         json_object_set_new(view, qd[beyond[k]].id, queue_json(&d));
     }
-    pthread_mutex_lock(&c->sched.queue_lock);
-    json_decref(c->sched.queue_view);
-    c->sched.queue_view = view;
-    pthread_mutex_unlock(&c->sched.queue_lock);
+    pthread_mutex_lock(&c->sched->queue_lock);
+    json_decref(c->sched->queue_view);
+    c->sched->queue_view = view;
+    pthread_mutex_unlock(&c->sched->queue_lock);
 }
 
 /* The runs not done as the policy sees them, into run[] (and rr[] the runs, minw[] their
@@ -636,8 +637,8 @@ static int runs_snapshot(coordinator_t *c, double now, policy_running_t *run, co
                          const char **rowner, int *preempting, int *resizing)
 {
     int nrun = 0;
-    for (int i = 0; i < c->runs.n; i++) {
-        coord_run_t *r = c->runs.list[i];
+    for (int i = 0; i < c->runs->n; i++) {
+        coord_run_t *r = c->runs->list[i];
         if (r->phase == PH_DONE) continue;
         if (r->phase == PH_KILLING && r->kill_reason == KILL_PREEMPT) *preempting = 1;
         /* a shrink for a preemption, until its smaller attempt holds only what it keeps */
@@ -717,13 +718,13 @@ static int hold_for_drain(const coordinator_t *c, const sched_queued_t *qv, poli
     char hosts[400];
     drain_hosts_text(c, hosts, sizeof hosts);
     for (int i = 0; i < n; i++) {
-        if (qv[i].simulated || qv[i].drain_need <= c->hosts.slots_usable) continue;
+        if (qv[i].simulated || qv[i].drain_need <= c->hosts->slots_usable) continue;
         if (dec[i].start) { dec[i] = (policy_decision_t){.position = ++held, .estimated_start = -1}; }
         dec[i].reason = POLICY_REASON_DRAIN;
         snprintf(dec[i].detail, sizeof dec[i].detail,
                  "stopped by a host's drain: waits for %d usable slot%s (%d now) to resume from its checkpoint; "
                  "draining: %.100s",
-                 qv[i].drain_need, qv[i].drain_need == 1 ? "" : "s", c->hosts.slots_usable,
+                 qv[i].drain_need, qv[i].drain_need == 1 ? "" : "s", c->hosts->slots_usable,
                  hosts[0] ? hosts : "none now");
     }
     for (int i = 0; held && i < n; i++)
@@ -736,15 +737,15 @@ static int hold_for_drain(const coordinator_t *c, const sched_queued_t *qv, poli
  * QUEUE_VIEW_MAX of them queue_view_pick chooses, each owner's max_slots,
  * the slots, and the runs with their measured progress. Claims and launches the jobs it
  * starts (at most SCHEDULE_PER_TICK a tick), and publishes the others' positions, reasons
- * and estimated starts for the API (c->sched.queue_view). */
+ * and estimated starts for the API (c->sched->queue_view). */
 void schedule_tick(coordinator_t *c, double now)
 {
     owners_refresh(c);
     sched_queued_t *qd = NULL, *qv = NULL;
-    policy_running_t *run = calloc((size_t)c->runs.n + 1, sizeof *run);
-    coord_run_t **rr = calloc((size_t)c->runs.n + 1, sizeof *rr);
-    int *minw = calloc((size_t)c->runs.n + 1, sizeof *minw);             /* their min_world: who may shrink */
-    const char **rowner = calloc((size_t)c->runs.n + 1, sizeof *rowner); /* whose slots they hold */
+    policy_running_t *run = calloc((size_t)c->runs->n + 1, sizeof *run);
+    coord_run_t **rr = calloc((size_t)c->runs->n + 1, sizeof *rr);
+    int *minw = calloc((size_t)c->runs->n + 1, sizeof *minw);             /* their min_world: who may shrink */
+    const char **rowner = calloc((size_t)c->runs->n + 1, sizeof *rowner); /* whose slots they hold */
     policy_decision_t *dec = NULL;
     policy_queued_t *pq = NULL;
     int *maxs = NULL;
@@ -752,7 +753,7 @@ void schedule_tick(coordinator_t *c, double now)
     job_spec_t *spec = malloc(sizeof *spec);
     hsnap_t hs = {0};
     int n = 0, nall = 0, nbeyond = 0;
-    if (!run || !rr || !minw || !rowner || !spec || !c->conn.rc || queue_read(c, spec, &qd, &nall) != JS_OK) goto out;
+    if (!run || !rr || !minw || !rowner || !spec || !c->conn->rc || queue_read(c, spec, &qd, &nall) != JS_OK) goto out;
     view = malloc(((size_t)nall + 1) * sizeof *view);
     beyond = malloc(((size_t)nall + 1) * sizeof *beyond);
     n = view && beyond ? queue_view_pick(qd, nall, view, beyond, &nbeyond) : -1;
@@ -774,18 +775,18 @@ void schedule_tick(coordinator_t *c, double now)
     }
     /* hetero and agnostic place whole slots: an oversubscribed job asks for all of them */
     for (int i = 0; i < n && (c->cfg.policy == POLICY_HETERO || c->cfg.policy == POLICY_AGNOSTIC); i++)
-        if (!pq[i].simulated && c->hosts.slots_usable > 0 && pq[i].world > c->hosts.slots_usable)
-            pq[i].world = c->hosts.slots_usable;
-    free(c->sched.qdemand);
-    c->sched.qdemand = qd; /* the whole queue: the next tick's cache */
-    c->sched.nqdemand = nall;
+        if (!pq[i].simulated && c->hosts->slots_usable > 0 && pq[i].world > c->hosts->slots_usable)
+            pq[i].world = c->hosts->slots_usable;
+    free(c->sched->qdemand);
+    c->sched->qdemand = qd; /* the whole queue: the next tick's cache */
+    c->sched->nqdemand = nall;
     qd = NULL;
     int preempting = 0, resizing = 0;
     int nrun = runs_snapshot(c, now, run, rr, minw, rowner, &preempting, &resizing);
     policy_state_t st = {
         .now = now,
-        .slots_total = c->hosts.slots_total,
-        .slots_usable = c->hosts.slots_usable,
+        .slots_total = c->hosts->slots_total,
+        .slots_usable = c->hosts->slots_usable,
         .sim_slots = c->sim_launcher ? c->sim_slots : 0,
         .running = run,
         .nrunning = nrun,
@@ -806,9 +807,9 @@ void schedule_tick(coordinator_t *c, double now)
      * while one is in flight (resizing), or in the tick that applies one, no job is started
      * (the slots it frees are not free until its stop is over). */
     int applied = 0;
-    int replan = nrun > 0 && (now - c->sched.hplan_at >= HPLAN_IDLE_S || now < c->sched.hplan_at);
+    int replan = nrun > 0 && (now - c->sched->hplan_at >= HPLAN_IDLE_S || now < c->sched->hplan_at);
     if (classy && (n > 0 || replan) && hsnap_build(c, now, rr, nrun, qv, n, &hs) == 0) {
-        c->sched.hplan_at = now;
+        c->sched->hplan_at = now;
         st.hetero = &hs.h;
         policy_resize_t *rz = calloc((size_t)nrun + 1, sizeof *rz);
         int nrz = 0;
@@ -831,7 +832,7 @@ void schedule_tick(coordinator_t *c, double now)
     if (!preempting) preempt(c, &st, dec, rr, minw, qv, now);
     started -= hold_for_drain(c, qv, dec, n);
     if (classy && (resizing || applied)) started = hold_for_resize(dec, n);
-    queue_publish(c, qv, dec, n, c->sched.qdemand, beyond, nbeyond);
+    queue_publish(c, qv, dec, n, c->sched->qdemand, beyond, nbeyond);
     /* The jobs started, in the policy's decisions (fair's backfilled ones anywhere). */
     for (int i = 0, claims = 0; i < n && claims < started && claims < SCHEDULE_PER_TICK; i++) {
         if (!dec[i].start) continue;

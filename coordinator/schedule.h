@@ -1,6 +1,6 @@
 /* coordinator/schedule.h - the scheduler of the daemon's tick: which queued jobs start, on
  * which hosts, and which running jobs make room for them. Every tick schedule_tick
- *   - reads the queue, each job's ask parsed once and cached (c->sched.qdemand),
+ *   - reads the queue, each job's ask parsed once and cached (c->sched->qdemand),
  *   - picks the QUEUE_VIEW_MAX jobs the policy decides on, fairly (by priority, then each
  *     user's earliest first), with each owner's max_slots,
  *   - brings the users' fair-share usage up to date (--policy fair and after),
@@ -9,7 +9,7 @@
  *     them, hclass.h), whose shrinks, grows and moves of running jobs it applies,
  *   - preempts (stops or shrinks) running jobs for a job of a higher priority,
  *   - claims and launches the jobs it starts (run.h), and publishes the others' positions,
- *     reasons and estimated starts for the API (c->sched.queue_view).
+ *     reasons and estimated starts for the API (c->sched->queue_view).
  * Tick thread only. The policy is pure; this file is its I/O. */
 #ifndef PACER_SCHEDULE_H
 #define PACER_SCHEDULE_H
@@ -23,7 +23,7 @@
 #include "spec.h"
 #include "users.h"
 
-/* What a queued job asks for, read from its record once (the scheduler's cache: c->sched.qdemand). */
+/* What a queued job asks for, read from its record once (the scheduler's cache: c->sched->qdemand). */
 typedef struct {
     char id[JOB_ID_MAX];
     int world, min_world, simulated, bad;
@@ -37,7 +37,7 @@ typedef struct {
 } sched_queued_t;
 
 /* The coordinator's scheduler state (c->sched). */
-typedef struct {
+typedef struct sched_state {
     /* The queue as the policy last saw it (coordinator/policy.h): queued job id -> its
      * `queue` object ({"position", "reason", "detail", "estimated_start"}), replaced whole
      * by the tick, read by the API (job_json); NULL in a client (coordinator_open), whose

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "clog.h"
 #include "errmsg.h"
+#include "quotas.h"
 #include "redis_keys.h"
 #include "users.h"
 
@@ -176,8 +177,8 @@ int coord_user_remove(coordinator_t *c, const char *name, char *err, size_t errl
         errmsg(err, errlen, "no user %s", name);
         return COORD_ENOTFOUND;
     }
-    atomic_fetch_add(&c->users.owners_gen, 1); /* the tick's runs and queued jobs: read their owners again */
-    if (c->users.removed) c->users.removed(c, name);
+    atomic_fetch_add(&c->users->owners_gen, 1); /* the tick's runs and queued jobs: read their owners again */
+    if (c->users->removed) c->users->removed(c, name);
     return COORD_OK;
 }
 

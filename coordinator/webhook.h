@@ -80,7 +80,7 @@ typedef struct webhooks webhooks_t;
 webhooks_t *webhooks_start(coordinator_t *c, const char *state_dir, const char *allow_hosts, char *err, size_t errlen);
 void webhooks_stop(webhooks_t *w);
 /* A removed user's subscriptions go with the account (coord_user_remove calls it through
- * c->users.removed); a subscription also names its owner's account by when it was created,
+ * c->users->removed); a subscription also names its owner's account by when it was created,
  * so one the removal missed (the account was removed in Redis, not by this daemon) is
  * removed at its next event rather than delivered to a later account of the name. */
 void webhooks_user_removed(coordinator_t *c, const char *user);

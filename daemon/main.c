@@ -904,7 +904,7 @@ static int load_secrets(cli_t *o, http_tls_t *tls)
      * hands it to slurmctld, which keeps it with the job): the API token stays here. */
     unsetenv("PACER_TOKEN");
     /* The same for a Redis password in $REDIS_URL (read in main): workers get theirs
-     * from a file only the owner can read (coordinator.c). */
+     * from a file only the owner can read (coordinator/daemon.c). */
     unsetenv("REDIS_URL");
     if (http_tls_load(o->tls_cert, o->tls_key, tls, terr, sizeof terr) != 0) {
         fprintf(stderr, "pacer-coordinator: %s\n", terr);

@@ -35,7 +35,7 @@
 #include "sched_input.h"
 
 #define PCM POLICY_CLASSES_MAX
-#define FAIR_HALF_LIFE_S 3600 /* the daemon's default (coordinator.c, fair_half_life_s) */
+#define FAIR_HALF_LIFE_S 3600 /* the daemon's default (coordinator/daemon.c, fair_half_life_s) */
 
 typedef struct {
     double round_s, min_run_s, restart_cost_s, hysteresis;

@@ -1,8 +1,13 @@
-/* coordinator/coordinator.c - the daemon's start and stop, and the tick that drives it:
+/* coordinator/daemon.c - the daemon's start and stop, and the tick that drives it:
  * every tick_s on its own thread, the lock (lock.c), adoption, one step of every run (run.c) and
  * the schedule (schedule.c), and once a second the daemon's own hash (pacer:coordinator). The
  * tick's Redis connection is tickconn.c. coordinator_open() makes a client instead: the
  * same object without the daemon parts, for the coord_* calls of api.c.
+ *
+ * The top of coordinator/: it makes the object and every part's state, so it includes every
+ * part's header, and no part includes anything of it. It has no header of its own: its
+ * calls (coordinator_start, coordinator_open, ...) are declared in coordinator.h, the public
+ * API that this file and eight others implement, which sits below them all.
  */
 #include "coord_internal.h"
 #include "embedded.h"
@@ -11,6 +16,7 @@
 #include "hosts.h"
 #include "jobstore.h"
 #include "preflight.h"
+#include "quotas.h"
 #include "run.h"
 #include "schedule.h"
 
@@ -96,10 +102,10 @@ static int absolute(const char *in, char *out, size_t len)
 static json_t *cluster_hosts_json(coordinator_t *c)
 {
     json_t *arr = hosts_json(c);
-    for (int i = 0; arr && i < c->hosts.n; i++) {
+    for (int i = 0; arr && i < c->hosts->n; i++) {
         json_t *jobs = json_array();
-        for (int k = 0; jobs && k < c->runs.n; k++)
-            if (run_holds(c, c->runs.list[k], i) > 0) json_array_append_new(jobs, json_string(c->runs.list[k]->id));
+        for (int k = 0; jobs && k < c->runs->n; k++)
+            if (run_holds(c, c->runs->list[k], i) > 0) json_array_append_new(jobs, json_string(c->runs->list[k]->id));
         json_object_set_new(json_array_get(arr, (size_t)i), "jobs", jobs ? jobs : json_array());
     }
     return arr;
@@ -107,7 +113,7 @@ static json_t *cluster_hosts_json(coordinator_t *c)
 
 /* Writes the daemon's own hash (pacer:coordinator: hosts, slots, heartbeat) now, on the
  * tick's connection. The tick does it once a second; hosts_set_state does it at once
- * (c->hosts.changed), so that a job resized for a host's state never shows before the
+ * (c->hosts->changed), so that a job resized for a host's state never shows before the
  * state. */
 static void coord_publish_info(coordinator_t *c, double now)
 {
@@ -122,13 +128,13 @@ static void coord_publish_info(coordinator_t *c, double now)
     char *stext = sim ? json_dumps(sim, JSON_COMPACT) : NULL;
     json_decref(sim);
     int running = 0;
-    for (int i = 0; i < c->runs.n; i++) running += c->runs.list[i]->phase != PH_DONE;
+    for (int i = 0; i < c->runs->n; i++) running += c->runs->list[i]->phase != PH_DONE;
     char pid[16], started[32], hb[32], slots[16], usable[16], used[16], nrun[16];
     snprintf(pid, sizeof pid, "%d", (int)getpid());
     snprintf(started, sizeof started, "%.3f", c->started_at);
     snprintf(hb, sizeof hb, "%.3f", now);
-    snprintf(slots, sizeof slots, "%d", c->hosts.slots_total);
-    snprintf(usable, sizeof usable, "%d", c->hosts.slots_usable);
+    snprintf(slots, sizeof slots, "%d", c->hosts->slots_total);
+    snprintf(usable, sizeof usable, "%d", c->hosts->slots_usable);
     snprintf(used, sizeof used, "%d", run_slots_used(c));
     snprintf(nrun, sizeof nrun, "%d", running);
     const char *argv[] = {
@@ -153,7 +159,7 @@ static void coord_publish_info(coordinator_t *c, double now)
     };
     size_t len[sizeof argv / sizeof argv[0]];
     for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++) len[i] = strlen(argv[i]);
-    redisReply *r = redisCommandArgv(c->conn.rc, (int)(sizeof argv / sizeof argv[0]), argv, len);
+    redisReply *r = redisCommandArgv(c->conn->rc, (int)(sizeof argv / sizeof argv[0]), argv, len);
     free(htext);
     free(stext);
     if (!r) tickconn_broken(c, "coordinator info");
@@ -169,7 +175,7 @@ static void prune(coordinator_t *c)
     char ids[PRUNE_PER_TICK][JOB_ID_MAX];
     int n = 0;
     double before = c->cfg.keep_jobs_age_s > 0 ? clock_wall_s() - c->cfg.keep_jobs_age_s : 0;
-    if (tickconn_check(c, jobstore_prune(c->conn.rc, c->cfg.keep_jobs, before, PRUNE_PER_TICK, ids, &n), "prune") !=
+    if (tickconn_check(c, jobstore_prune(c->conn->rc, c->cfg.keep_jobs, before, PRUNE_PER_TICK, ids, &n), "prune") !=
         JS_OK)
         return;
     for (int i = 0; i < n; i++) {
@@ -184,30 +190,30 @@ static void prune(coordinator_t *c)
 }
 
 /* The host table memory admission reads (hostmem.h), after the host list changed: each
- * host's --host-memory-mb-of figure, else c->hosts.memory's. A figure for a host no longer
+ * host's --host-memory-mb-of figure, else c->hosts->memory's. A figure for a host no longer
  * listed (after a reload) is not used. Tick thread (and the start). */
 static void admission_hosts(coordinator_t *c)
 {
-    hostmem_host_t *t = calloc((size_t)(c->hosts.n > 0 ? c->hosts.n : 1), sizeof *t);
+    hostmem_host_t *t = calloc((size_t)(c->hosts->n > 0 ? c->hosts->n : 1), sizeof *t);
     if (!t) {
         clog_printf("memory admission keeps its old host table: out of memory");
         return;
     }
-    for (int i = 0; i < c->hosts.n; i++) {
-        snprintf(t[i].name, sizeof t[i].name, "%s", c->hosts.list[i].name);
-        t[i].slots = c->hosts.list[i].slots;
-        t[i].bytes = c->hosts.memory > 0 ? c->hosts.memory : 0;
-        snprintf(t[i].from, sizeof t[i].from, "%s", c->hosts.memory_from);
-        for (int k = 0; k < c->hosts.nmem_of; k++)
-            if (strcmp(c->hosts.mem_of[k].name, t[i].name) == 0) {
-                t[i].bytes = c->hosts.mem_of[k].bytes;
+    for (int i = 0; i < c->hosts->n; i++) {
+        snprintf(t[i].name, sizeof t[i].name, "%s", c->hosts->list[i].name);
+        t[i].slots = c->hosts->list[i].slots;
+        t[i].bytes = c->hosts->memory > 0 ? c->hosts->memory : 0;
+        snprintf(t[i].from, sizeof t[i].from, "%s", c->hosts->memory_from);
+        for (int k = 0; k < c->hosts->nmem_of; k++)
+            if (strcmp(c->hosts->mem_of[k].name, t[i].name) == 0) {
+                t[i].bytes = c->hosts->mem_of[k].bytes;
                 snprintf(t[i].from, sizeof t[i].from, "--host-memory-mb-of");
             }
     }
     pthread_mutex_lock(&c->lock);
-    free(c->hosts.admit);
-    c->hosts.admit = t;
-    c->hosts.nadmit = c->hosts.n;
+    free(c->hosts->admit);
+    c->hosts->admit = t;
+    c->hosts->nadmit = c->hosts->n;
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -216,9 +222,9 @@ static void admission_hosts(coordinator_t *c)
 static void reload_hosts(coordinator_t *c, double now)
 {
     pthread_mutex_lock(&c->lock);
-    long asked = c->hosts.reload_asked;
+    long asked = c->hosts->reload_asked;
     pthread_mutex_unlock(&c->lock);
-    if (asked == c->hosts.reload_done) return;
+    if (asked == c->hosts->reload_done) return;
     char err[512] = "", added[4096] = "", removed[4096] = "";
     json_t *result = NULL;
     if (launcher_reload(c->launcher, err, sizeof err) == 0) {
@@ -227,28 +233,28 @@ static void reload_hosts(coordinator_t *c, double now)
         } else {
             admission_hosts(c);
             clog_printf("host list reloaded (%s launcher): %d host%s, %d slot%s; added [%s], removed [%s]",
-                        launcher_name(c->launcher), c->hosts.n, c->hosts.n == 1 ? "" : "s", c->hosts.slots_total,
-                        c->hosts.slots_total == 1 ? "" : "s", added, removed);
+                        launcher_name(c->launcher), c->hosts->n, c->hosts->n == 1 ? "" : "s", c->hosts->slots_total,
+                        c->hosts->slots_total == 1 ? "" : "s", added, removed);
             json_t *a = json_array(), *r = json_array();
             for (char *save = NULL, *t = strtok_r(added, " ", &save); a && t; t = strtok_r(NULL, " ", &save))
                 json_array_append_new(a, json_string(t));
             for (char *save = NULL, *t = strtok_r(removed, " ", &save); r && t; t = strtok_r(NULL, " ", &save))
                 json_array_append_new(r, json_string(t));
             result = json_pack("{s:o, s:i, s:i, s:o, s:o}", "hosts", cluster_hosts_json(c), "slots",
-                               c->hosts.slots_total, "slots_usable", c->hosts.slots_usable, "added",
+                               c->hosts->slots_total, "slots_usable", c->hosts->slots_usable, "added",
                                a ? a : json_array(), "removed", r ? r : json_array());
         }
     }
     if (err[0])
-        clog_printf("host list not reloaded: %s (the %d known host%s stay)", err, c->hosts.n,
-                    c->hosts.n == 1 ? "" : "s");
-    if (c->conn.rc) coord_publish_info(c, now);
+        clog_printf("host list not reloaded: %s (the %d known host%s stay)", err, c->hosts->n,
+                    c->hosts->n == 1 ? "" : "s");
+    if (c->conn->rc) coord_publish_info(c, now);
     pthread_mutex_lock(&c->lock);
-    c->hosts.reload_done = asked;
-    snprintf(c->hosts.reload_err, sizeof c->hosts.reload_err, "%s", err);
-    json_decref(c->hosts.reload_result);
-    c->hosts.reload_result = result;
-    pthread_cond_broadcast(&c->hosts.reload_cond);
+    c->hosts->reload_done = asked;
+    snprintf(c->hosts->reload_err, sizeof c->hosts->reload_err, "%s", err);
+    json_decref(c->hosts->reload_result);
+    c->hosts->reload_result = result;
+    pthread_cond_broadcast(&c->hosts->reload_cond);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -259,21 +265,21 @@ int coord_cluster_reload(coordinator_t *c, json_t **out, char *err, size_t errle
         return COORD_ESTATE;
     }
     pthread_mutex_lock(&c->lock);
-    long mine = ++c->hosts.reload_asked;
+    long mine = ++c->hosts->reload_asked;
     pthread_cond_signal(&c->cond);
     struct timespec ts;
     clock_wall_deadline(30.0, &ts);
     int code = COORD_OK;
-    while (c->hosts.reload_done < mine && !c->stopping)
-        if (pthread_cond_timedwait(&c->hosts.reload_cond, &c->lock, &ts) != 0) break;
-    if (c->hosts.reload_done < mine) {
+    while (c->hosts->reload_done < mine && !c->stopping)
+        if (pthread_cond_timedwait(&c->hosts->reload_cond, &c->lock, &ts) != 0) break;
+    if (c->hosts->reload_done < mine) {
         snprintf(err, errlen, "the coordinator did not reload its host list within 30 s");
         code = COORD_EUNAVAIL;
-    } else if (c->hosts.reload_err[0]) {
-        snprintf(err, errlen, "%s", c->hosts.reload_err);
+    } else if (c->hosts->reload_err[0]) {
+        snprintf(err, errlen, "%s", c->hosts->reload_err);
         code = COORD_EINVAL;
     } else {
-        *out = c->hosts.reload_result ? json_deep_copy(c->hosts.reload_result) : NULL;
+        *out = c->hosts->reload_result ? json_deep_copy(c->hosts->reload_result) : NULL;
         if (!*out) code = COORD_EINTERNAL;
     }
     pthread_mutex_unlock(&c->lock);
@@ -291,38 +297,38 @@ static void tick(coordinator_t *c)
     preflight_tick(c, now);
     int second = now - c->last_second >= 1.0;
     if (second) c->last_second = now;
-    if (c->conn.rc && (!c->dlock.held || second)) {
+    if (c->conn->rc && (!c->dlock->held || second)) {
         char who[320];
-        int k = coord_lock_try(c, c->conn.rc, who, sizeof who);
+        int k = coord_lock_try(c, c->conn->rc, who, sizeof who);
         if (k == JS_EREDIS) {
             tickconn_broken(c, "lock");
         } else if (k == 1) {
-            if (!c->dlock.held) clog_printf("holding %s", KEY_LOCK);
-            c->dlock.held = 1;
-            c->dlock.conflict_logged = 0;
+            if (!c->dlock->held) clog_printf("holding %s", KEY_LOCK);
+            c->dlock->held = 1;
+            c->dlock->conflict_logged = 0;
         } else {
-            if (c->dlock.held || !c->dlock.conflict_logged)
+            if (c->dlock->held || !c->dlock->conflict_logged)
                 clog_printf("another coordinator (%s) holds %s; not scheduling", who, KEY_LOCK);
-            c->dlock.held = 0;
-            c->dlock.conflict_logged = 1;
+            c->dlock->held = 0;
+            c->dlock->conflict_logged = 1;
         }
     }
-    if (c->conn.rc && c->dlock.held && !c->adopted) run_adopt(c, now);
-    for (int i = 0; i < c->runs.n; i++) run_step(c, c->runs.list[i], now);
-    for (int i = 0; i < c->runs.n;) {
-        coord_run_t *r = c->runs.list[i];
+    if (c->conn->rc && c->dlock->held && !c->adopted) run_adopt(c, now);
+    for (int i = 0; i < c->runs->n; i++) run_step(c, c->runs->list[i], now);
+    for (int i = 0; i < c->runs->n;) {
+        coord_run_t *r = c->runs->list[i];
         if (r->phase == PH_DONE && !r->dirty) {
             run_free(r);
-            c->runs.list[i] = c->runs.list[--c->runs.n];
+            c->runs->list[i] = c->runs->list[--c->runs->n];
         } else {
             i++;
         }
     }
     /* experiments first: a trial that ASHA stops frees its slots, and a new one queues, before the schedule */
-    if (c->conn.rc && c->dlock.held && c->adopted) experiment_tick(c, now);
-    if (c->conn.rc && c->dlock.held && c->adopted) schedule_tick(c, now);
-    if (c->conn.rc && second) coord_publish_info(c, now);
-    if (c->conn.rc && c->dlock.held && second && (c->cfg.keep_jobs > 0 || c->cfg.keep_jobs_age_s > 0)) prune(c);
+    if (c->conn->rc && c->dlock->held && c->adopted) experiment_tick(c, now);
+    if (c->conn->rc && c->dlock->held && c->adopted) schedule_tick(c, now);
+    if (c->conn->rc && second) coord_publish_info(c, now);
+    if (c->conn->rc && c->dlock->held && second && (c->cfg.keep_jobs > 0 || c->cfg.keep_jobs_age_s > 0)) prune(c);
 }
 
 static void *tick_main(void *arg)
@@ -349,47 +355,73 @@ static void copy_str(char *dst, size_t len, const char *src, const char *dflt)
     snprintf(dst, len, "%s", src && *src ? src : dflt);
 }
 
+/* The object and its parts' states in one allocation: the object holds a pointer to each
+ * state (coord_internal.h needs none of the parts' headers for it), set here to the members
+ * beside it. */
+typedef struct {
+    coordinator_t c; /* first: free_coordinator frees the whole through it */
+    dataroots_t roots;
+    coord_users_t users;
+    sched_state_t sched;
+    hosts_state_t hosts;
+    drain_state_t drain;
+    preflight_state_t preflight;
+    tickconn_t conn;
+    coord_lock_t dlock;
+    coord_runs_t runs;
+} coord_whole_t;
+
 static coordinator_t *alloc_coordinator(void)
 {
-    coordinator_t *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
+    coord_whole_t *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    coordinator_t *c = &w->c;
+    c->roots = &w->roots;
+    c->users = &w->users;
+    c->sched = &w->sched;
+    c->hosts = &w->hosts;
+    c->drain = &w->drain;
+    c->preflight = &w->preflight;
+    c->conn = &w->conn;
+    c->dlock = &w->dlock;
+    c->runs = &w->runs;
     pthread_mutex_init(&c->lock, NULL);
-    pthread_mutex_init(&c->sched.queue_lock, NULL);
-    pthread_mutex_init(&c->users.admit_lock, NULL);
-    pthread_mutex_init(&c->roots.lock, NULL);
+    pthread_mutex_init(&c->sched->queue_lock, NULL);
+    pthread_mutex_init(&c->users->admit_lock, NULL);
+    pthread_mutex_init(&c->roots->lock, NULL);
     pthread_cond_init(&c->cond, NULL);
-    pthread_cond_init(&c->hosts.reload_cond, NULL);
-    pthread_cond_init(&c->drain.cond, NULL);
-    pthread_cond_init(&c->preflight.bench_cond, NULL);
+    pthread_cond_init(&c->hosts->reload_cond, NULL);
+    pthread_cond_init(&c->drain->cond, NULL);
+    pthread_cond_init(&c->preflight->bench_cond, NULL);
     return c;
 }
 
 static void free_coordinator(coordinator_t *c)
 {
-    for (int i = 0; i < c->runs.n; i++) run_free(c->runs.list[i]);
-    free(c->runs.list);
-    free(c->sched.qdemand);
-    hclass_free(&c->sched.hcache);
-    json_decref(c->sched.queue_view);
+    for (int i = 0; i < c->runs->n; i++) run_free(c->runs->list[i]);
+    free(c->runs->list);
+    free(c->sched->qdemand);
+    hclass_free(&c->sched->hcache);
+    json_decref(c->sched->queue_view);
     hosts_free(c);
-    json_decref(c->hosts.reload_result);
-    json_decref(c->preflight.bench_result);
-    free(c->preflight.bench_hosts);
-    free(c->hosts.mem_of);
-    free(c->hosts.admit);
+    json_decref(c->hosts->reload_result);
+    json_decref(c->preflight->bench_result);
+    free(c->preflight->bench_hosts);
+    free(c->hosts->mem_of);
+    free(c->hosts->admit);
     launcher_close(c->launcher);
     launcher_close(c->sim_launcher);
-    if (c->conn.rc) redisFree(c->conn.rc);
+    if (c->conn->rc) redisFree(c->conn->rc);
     jobstore_pool_free(c->pool);
     pthread_cond_destroy(&c->cond);
-    pthread_cond_destroy(&c->hosts.reload_cond);
-    pthread_cond_destroy(&c->drain.cond);
-    pthread_cond_destroy(&c->preflight.bench_cond);
+    pthread_cond_destroy(&c->hosts->reload_cond);
+    pthread_cond_destroy(&c->drain->cond);
+    pthread_cond_destroy(&c->preflight->bench_cond);
     pthread_mutex_destroy(&c->lock);
-    pthread_mutex_destroy(&c->sched.queue_lock);
-    pthread_mutex_destroy(&c->users.admit_lock);
-    pthread_mutex_destroy(&c->roots.lock);
-    free(c);
+    pthread_mutex_destroy(&c->sched->queue_lock);
+    pthread_mutex_destroy(&c->users->admit_lock);
+    pthread_mutex_destroy(&c->roots->lock);
+    free((coord_whole_t *)c);
 }
 
 int coordinator_open(const char *redis_url, const char *state_dir, coordinator_t **out, char *err, size_t errlen)
@@ -526,7 +558,7 @@ static int start_settings(coordinator_t *c, const coord_config_t *cfg, char *err
         snprintf(err, errlen, "--preflight %.64s: must be auto, always or off", cfg->preflight);
         return COORD_EINVAL;
     }
-    c->preflight.mode = (preflight_mode_t)pm;
+    c->preflight->mode = (preflight_mode_t)pm;
     if (c->cfg.preflight_steps < 1 || c->cfg.preflight_steps > PREFLIGHT_STEPS_MAX) c->cfg.preflight_steps = 8;
     if (!(c->cfg.preflight_timeout_s > 0)) c->cfg.preflight_timeout_s = 120;
     c->started_at = clock_wall_s();
@@ -589,13 +621,14 @@ static int start_dirs(coordinator_t *c, const coord_config_t *cfg, char *err, si
 static int host_memory_of(coordinator_t *c, const char *text, char *err, size_t errlen)
 {
     if (!text || !*text) return 0;
-    c->hosts.mem_of = calloc(LAUNCH_MAX_HOSTS, sizeof *c->hosts.mem_of);
-    if (!c->hosts.mem_of) return errmsg(err, errlen, "out of memory");
-    if (hostmem_parse(text, c->hosts.mem_of, LAUNCH_MAX_HOSTS, &c->hosts.nmem_of, err, errlen) != 0) return -1;
-    for (int k = 0; k < c->hosts.nmem_of; k++)
-        if (!hosts_find(c, c->hosts.mem_of[k].name))
+    c->hosts->mem_of = calloc(LAUNCH_MAX_HOSTS, sizeof *c->hosts->mem_of);
+    if (!c->hosts->mem_of) return errmsg(err, errlen, "out of memory");
+    if (hostmem_parse(text, c->hosts->mem_of, LAUNCH_MAX_HOSTS, &c->hosts->nmem_of, err, errlen) != 0) return -1;
+    for (int k = 0; k < c->hosts->nmem_of; k++)
+        if (!hosts_find(c, c->hosts->mem_of[k].name))
             return errmsg(err, errlen, "--host-memory-mb-of: %.200s is not one of the %s launcher's %d host%s",
-                          c->hosts.mem_of[k].name, launcher_name(c->launcher), c->hosts.n, c->hosts.n == 1 ? "" : "s");
+                          c->hosts->mem_of[k].name, launcher_name(c->launcher), c->hosts->n,
+                          c->hosts->n == 1 ? "" : "s");
     return 0;
 }
 
@@ -623,7 +656,7 @@ static int start_launcher(coordinator_t *c, const coord_config_t *cfg, char *err
         .slurm_args = cfg->slurm_args,
     };
     if (launcher_open(&lcfg, &c->launcher, err, errlen) != 0) return COORD_EINVAL;
-    c->hosts.changed = coord_publish_info;
+    c->hosts->changed = coord_publish_info;
     if (hosts_sync(c, clock_wall_s(), NULL, 0, NULL, 0) != 0) {
         snprintf(err, errlen, "out of memory");
         return COORD_EINTERNAL;
@@ -700,15 +733,15 @@ static int start_lock(coordinator_t *c, const coord_config_t *cfg, char *err, si
 {
     (void)cfg;
     tickconn_ensure(c, clock_wall_s());
-    if (!c->conn.rc) return COORD_OK;
+    if (!c->conn->rc) return COORD_OK;
     char who[320];
-    int k = coord_lock_try(c, c->conn.rc, who, sizeof who);
+    int k = coord_lock_try(c, c->conn->rc, who, sizeof who);
     if (k == 0) {
         snprintf(err, errlen, "another coordinator (%s) is running on this Redis (%s holds the lock)", who, KEY_LOCK);
         return COORD_EINVAL;
     }
     if (k == 1) {
-        c->dlock.held = 1;
+        c->dlock->held = 1;
         clog_printf("holding %s", KEY_LOCK);
     } else {
         tickconn_broken(c, "lock");
@@ -726,27 +759,27 @@ static int start_catalog(coordinator_t *c, const coord_config_t *cfg, char *err,
     (void)err;
     (void)errlen;
     if (c->cfg.host_memory_mb > 0) {
-        c->hosts.memory = c->cfg.host_memory_mb * 1024.0 * 1024.0;
-        snprintf(c->hosts.memory_from, sizeof c->hosts.memory_from, "--host-memory-mb");
-    } else if (launcher_kind(c->launcher) == LAUNCHER_LOCAL && (c->hosts.memory = memest_meminfo("MemTotal")) > 0) {
-        snprintf(c->hosts.memory_from, sizeof c->hosts.memory_from, "MemTotal");
+        c->hosts->memory = c->cfg.host_memory_mb * 1024.0 * 1024.0;
+        snprintf(c->hosts->memory_from, sizeof c->hosts->memory_from, "--host-memory-mb");
+    } else if (launcher_kind(c->launcher) == LAUNCHER_LOCAL && (c->hosts->memory = memest_meminfo("MemTotal")) > 0) {
+        snprintf(c->hosts->memory_from, sizeof c->hosts->memory_from, "MemTotal");
     } else {
-        c->hosts.memory = 0;
+        c->hosts->memory = 0;
     }
     admission_hosts(c);
     modelstore_start(c);
     char memtxt[32], each[1024] = "";
-    for (int k = 0, used = 0; k < c->hosts.nmem_of && used < (int)sizeof each; k++) {
+    for (int k = 0, used = 0; k < c->hosts->nmem_of && used < (int)sizeof each; k++) {
         char m[32];
-        used += snprintf(each + used, sizeof each - (size_t)used, "%s%s %s", k ? ", " : "; ", c->hosts.mem_of[k].name,
-                         memest_fmt(c->hosts.mem_of[k].bytes, m, sizeof m));
+        used += snprintf(each + used, sizeof each - (size_t)used, "%s%s %s", k ? ", " : "; ", c->hosts->mem_of[k].name,
+                         memest_fmt(c->hosts->mem_of[k].bytes, m, sizeof m));
     }
     clog_printf("pacer-coordinator %s: state %s, redis %s%s, worker %s, %s launcher: %d slot%s on %d host%s, "
                 "memory per host %s%s",
                 PACER_VERSION, c->state_dir, c->redis_url_shown, c->embedded_on ? " (embedded)" : "", c->worker,
-                launcher_name(c->launcher), c->hosts.slots_total, c->hosts.slots_total == 1 ? "" : "s", c->hosts.n,
-                c->hosts.n == 1 ? "" : "s",
-                c->hosts.memory > 0 ? memest_fmt(c->hosts.memory, memtxt, sizeof memtxt) : "unknown (not checked)",
+                launcher_name(c->launcher), c->hosts->slots_total, c->hosts->slots_total == 1 ? "" : "s", c->hosts->n,
+                c->hosts->n == 1 ? "" : "s",
+                c->hosts->memory > 0 ? memest_fmt(c->hosts->memory, memtxt, sizeof memtxt) : "unknown (not checked)",
                 each);
     return COORD_OK;
 }
@@ -755,7 +788,7 @@ static int start_catalog(coordinator_t *c, const coord_config_t *cfg, char *err,
 static int start_tick(coordinator_t *c, const coord_config_t *cfg, char *err, size_t errlen)
 {
     /* webhooks first: a subscriptions file it cannot read stops the start */
-    c->users.removed = webhooks_user_removed; /* a no-op while c->webhooks is NULL */
+    c->users->removed = webhooks_user_removed; /* a no-op while c->webhooks is NULL */
     if (!(c->webhooks = webhooks_start(c, c->state_dir, cfg->webhook_hosts, err, errlen))) return COORD_EINVAL;
     if (pthread_create(&c->tick_thread, NULL, tick_main, c) != 0) {
         webhooks_stop(c->webhooks);
@@ -802,20 +835,20 @@ void coordinator_stop(coordinator_t *c)
         pthread_mutex_lock(&c->lock);
         c->stopping = 1;
         pthread_cond_signal(&c->cond);
-        pthread_cond_broadcast(&c->hosts.reload_cond);
-        pthread_cond_broadcast(&c->drain.cond);
-        pthread_cond_broadcast(&c->preflight.bench_cond);
+        pthread_cond_broadcast(&c->hosts->reload_cond);
+        pthread_cond_broadcast(&c->drain->cond);
+        pthread_cond_broadcast(&c->preflight->bench_cond);
         pthread_mutex_unlock(&c->lock);
         if (c->tick_running) pthread_join(c->tick_thread, NULL);
         webhooks_stop(c->webhooks); /* before the connections it reads events on go */
         c->webhooks = NULL;
-        /* The tick thread is gone: this thread owns c->conn.rc and the runs now. */
+        /* The tick thread is gone: this thread owns c->conn->rc and the runs now. */
         double now = clock_wall_s();
         tickconn_ensure(c, now);
         if (c->cfg.stop_jobs_on_exit) {
             int n = 0;
-            for (int i = 0; i < c->runs.n; i++) {
-                coord_run_t *r = c->runs.list[i];
+            for (int i = 0; i < c->runs->n; i++) {
+                coord_run_t *r = c->runs->list[i];
                 if (r->phase == PH_ACTIVE || r->phase == PH_KILLING) {
                     launcher_stop(r->launcher, &r->h, 0);
                     n++;
@@ -825,8 +858,8 @@ void coordinator_stop(coordinator_t *c)
             double deadline = now + c->cfg.kill_grace_s;
             for (;;) {
                 int alive = 0;
-                for (int i = 0; i < c->runs.n; i++) {
-                    coord_run_t *r = c->runs.list[i];
+                for (int i = 0; i < c->runs->n; i++) {
+                    coord_run_t *r = c->runs->list[i];
                     if (r->phase != PH_ACTIVE && r->phase != PH_KILLING) continue;
                     launch_status_t st;
                     run_poll(c, r, clock_wall_s(), &st);
@@ -834,15 +867,15 @@ void coordinator_stop(coordinator_t *c)
                 }
                 if (!alive) break;
                 if (clock_wall_s() > deadline) {
-                    for (int i = 0; i < c->runs.n; i++)
-                        if (c->runs.list[i]->phase == PH_ACTIVE || c->runs.list[i]->phase == PH_KILLING)
-                            launcher_stop(c->runs.list[i]->launcher, &c->runs.list[i]->h, 1);
+                    for (int i = 0; i < c->runs->n; i++)
+                        if (c->runs->list[i]->phase == PH_ACTIVE || c->runs->list[i]->phase == PH_KILLING)
+                            launcher_stop(c->runs->list[i]->launcher, &c->runs->list[i]->h, 1);
                     break;
                 }
                 clock_sleep_s(0.05);
             }
-            for (int i = 0; i < c->runs.n; i++) {
-                coord_run_t *r = c->runs.list[i];
+            for (int i = 0; i < c->runs->n; i++) {
+                coord_run_t *r = c->runs->list[i];
                 if (r->phase != PH_ACTIVE && r->phase != PH_KILLING) continue;
                 launcher_reap(r->launcher, &r->h);
                 r->phase = PH_BACKOFF;
@@ -851,20 +884,20 @@ void coordinator_stop(coordinator_t *c)
             }
         }
         preflight_stop(c); /* a benchmark round's processes do not outlive the daemon */
-        for (int i = 0; i < c->runs.n; i++) run_stop_probes(c, c->runs.list[i]); /* nor a network probe's */
-        for (int i = 0; i < c->runs.n; i++)
-            if (c->runs.list[i]->dirty) run_persist(c, c->runs.list[i]);
-        for (int i = 0; i < c->runs.n; i++)
-            if (c->runs.list[i]->dirty)
-                clog_printf("job %s: could not record its state in Redis before exiting", c->runs.list[i]->id);
-        if (c->conn.rc && c->dlock.held) {
+        for (int i = 0; i < c->runs->n; i++) run_stop_probes(c, c->runs->list[i]); /* nor a network probe's */
+        for (int i = 0; i < c->runs->n; i++)
+            if (c->runs->list[i]->dirty) run_persist(c, c->runs->list[i]);
+        for (int i = 0; i < c->runs->n; i++)
+            if (c->runs->list[i]->dirty)
+                clog_printf("job %s: could not record its state in Redis before exiting", c->runs->list[i]->id);
+        if (c->conn->rc && c->dlock->held) {
             coord_lock_release(c);
-            redisReply *r = redisCommand(c->conn.rc, "HSET %s heartbeat 0 stopped %.3f", KEY_COORD, clock_wall_s());
+            redisReply *r = redisCommand(c->conn->rc, "HSET %s heartbeat 0 stopped %.3f", KEY_COORD, clock_wall_s());
             if (r) freeReplyObject(r);
         }
-        if (c->conn.rc) {
-            redisFree(c->conn.rc);
-            c->conn.rc = NULL;
+        if (c->conn->rc) {
+            redisFree(c->conn->rc);
+            c->conn->rc = NULL;
         }
         if (c->embedded_on) embedded_stop(&c->emb, 10.0);
         clog_printf("stopped");

@@ -16,6 +16,7 @@
 
 #include "clog.h"
 #include "launch.h"
+#include "launcher.h" /* the calls this file defines */
 #include "notice.h"
 
 static int local_open(launcher_t *l, const launcher_config_t *cfg, char *err, size_t errlen)

@@ -39,6 +39,7 @@
 #include "clog.h"
 #include "fs.h"
 #include "launch.h"
+#include "launcher.h" /* the calls this file defines */
 
 #define SLURM_TIMEOUT_S 5.0 /* one client command */
 #define SLURM_SUBMIT_TIMEOUT_S 20.0

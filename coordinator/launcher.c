@@ -1,6 +1,7 @@
 /* coordinator/launcher.c - see launcher.h: picks the kind, dispatches, and keeps the handle
  * file and the by-slot placement guess. What the kinds call back for (the log's lines, the
  * MCA defaults, a host by name) is launcher_impl.c's, so that no kind calls up into here. */
+#include "launcher.h"
 #include "launcher_impl.h"
 
 #include <errno.h>

@@ -2,13 +2,14 @@
  * launcher_impl.c has the helpers every kind calls;
  * launch_local.c runs local and hostfile, launch_hostfile.c reads hostfiles,
  * launch_slurm.c talks to Slurm, launch_sim.c runs pacer-sim). Not for the rest of the
- * coordinator: launcher.h is. */
+ * coordinator: launcher.h is. It speaks launcher_types.h's words, not launcher.h's calls:
+ * the dispatcher calls the kinds, never the reverse. */
 #ifndef PACER_LAUNCHER_IMPL_H
 #define PACER_LAUNCHER_IMPL_H
 
 #include <limits.h>
 
-#include "launcher.h"
+#include "launcher_types.h"
 
 typedef struct {
     const char *name;

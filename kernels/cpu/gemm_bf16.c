@@ -20,8 +20,10 @@
 #define BLK_ELEMS 512 /* bf16 per packed block: 16 x 32 */
 #define NB_CHUNK 16   /* column blocks whose packed B (16 x K x 64 bytes) one sweep keeps hot */
 
-#define AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-#define AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
+/* prfchw: PREFETCHW, which every CPU with these units has (AMD's since K8, Intel's since
+ * Broadwell) */
+#define AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,prfchw")))
+#define AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,prfchw,amx-tile,amx-bf16")))
 
 /* ---- scratch: each thread's own, grown and kept while the thread lives ---------------- */
 
@@ -352,11 +354,50 @@ static inline int min_int(int a, int b) { return a < b ? a : b; }
 
 /* ---- AVX512-BF16: 8 rows x 32 columns, 16 accumulators, two B rows a step -------------- */
 
+/* The 8 x 32 sums s0 (columns n0 .. n0 + 15) and s1 (n0 + 16 ..) written into C's rows x
+ * cols at (m0, n0) by e, from the registers: write_back's operations in its order, so the
+ * same bits. */
+AVX512BF16 static inline void store_8x32(const __m512 s0[8], const __m512 s1[8], int m0, int n0, int rows, int cols,
+                                         const epilogue_t *e, float *C, int ldc)
+{
+    const __m512 a = _mm512_set1_ps(e->alpha), b = _mm512_set1_ps(e->beta);
+    const __mmask16 k0 = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
+    const __mmask16 k1 = cols >= 32 ? 0xffff : cols > 16 ? (__mmask16)((1u << (cols - 16)) - 1) : 0;
+    __m512 bias0 = _mm512_setzero_ps(), bias1 = bias0;
+    if (e->bias) {
+        bias0 = _mm512_maskz_loadu_ps(k0, e->bias + n0);
+        bias1 = _mm512_maskz_loadu_ps(k1, e->bias + n0 + 16);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; r++) {
+        if (r >= rows) break;
+        float *c = C + (size_t)(m0 + r) * ldc + n0;
+        __m512 v0 = _mm512_mul_ps(a, s0[r]), v1 = _mm512_mul_ps(a, s1[r]);
+        if (e->bias) {
+            v0 = _mm512_add_ps(v0, bias0);
+            v1 = _mm512_add_ps(v1, bias1);
+        } else if (e->beta != 0.0f) {
+            v0 = _mm512_add_ps(v0, _mm512_mul_ps(b, _mm512_maskz_loadu_ps(k0, c)));
+            v1 = _mm512_add_ps(v1, _mm512_mul_ps(b, _mm512_maskz_loadu_ps(k1, c + 16)));
+        }
+        _mm512_mask_storeu_ps(c, k0, v0);
+        _mm512_mask_storeu_ps(c + 16, k1, v1);
+    }
+}
+
 /* Rows h * 8 .. h * 8 + 7 of row block mb against column blocks nb and nb + 1 (two: one
  * when nb is the last), each output one float32 sum in k order, two products at a time as
- * vdpbf16ps adds them; 8 broadcasts of A serve 2 loads of B. */
-AVX512BF16 static void avx512_bf16_8x32(const packed_t *p, int mb, int h, int nb, int two, float *acc)
+ * vdpbf16ps adds them; 8 broadcasts of A serve 2 loads of B. The sums go into C's rows x
+ * cols at (m0, n0), whose lines are fetched for writing first: the stores then find them
+ * in cache, their fetch hidden behind the K loop's products. */
+AVX512BF16 static void avx512_bf16_8x32(const packed_t *p, int mb, int h, int nb, int rows, int cols,
+                                        const epilogue_t *e, float *C, int ldc)
 {
+    const int m0 = mb * BLK + h * 8, n0 = nb * BLK, two = cols > BLK;
+    for (int r = 0; r < rows; r++) {
+        __builtin_prefetch(C + (size_t)(m0 + r) * ldc + n0, 1, 3);
+        __builtin_prefetch(C + (size_t)(m0 + r) * ldc + n0 + cols - 1, 1, 3);
+    }
     __m512 s0[8], s1[8];
 #pragma GCC unroll 8
     for (int r = 0; r < 8; r++) s0[r] = s1[r] = _mm512_setzero_ps();
@@ -378,23 +419,28 @@ AVX512BF16 static void avx512_bf16_8x32(const packed_t *p, int mb, int h, int nb
             }
         }
     }
-#pragma GCC unroll 8
-    for (int r = 0; r < 8; r++) {
-        _mm512_store_ps(acc + r * 2 * BLK, s0[r]);
-        _mm512_store_ps(acc + r * 2 * BLK + BLK, s1[r]);
-    }
+    store_8x32(s0, s1, m0, n0, rows, cols, e, C, ldc);
 }
+
+/* Column blocks in chunks whose packed B (32 x K bytes a block) takes at most B_CHUNK_BYTES,
+ * an even count from 2 to NB_CHUNK: that B stays in the L2 cache, beside the rows of A
+ * passing, for every row of A; each 8 rows of A (16 x K bytes) serve the whole chunk from
+ * the L1 or L2; and C is written 8 rows x the chunk's columns at a time rather than 32
+ * columns down all of M. */
+#define B_CHUNK_BYTES (512 << 10)
 
 AVX512BF16 static void avx512_bf16(const packed_t *p, int M, int N, const epilogue_t *e, float *C, int ldc)
 {
-    float acc[8 * 2 * BLK] __attribute__((aligned(64)));
-    for (int nb = 0; nb < p->nbn; nb += 2)
+    /* a column block's packed B: kbn blocks of BLK_ELEMS bf16 */
+    const size_t per_block = (size_t)p->kbn * BLK_ELEMS * sizeof(uint16_t), pairs = B_CHUNK_BYTES / (2 * per_block);
+    const int chunk = pairs >= NB_CHUNK / 2 ? NB_CHUNK : pairs > 0 ? 2 * (int)pairs : 2;
+    for (int nc = 0; nc < p->nbn; nc += chunk)
         for (int mb = 0; mb < p->mbn; mb++)
-            for (int h = 0; h < 2 && mb * BLK + h * 8 < M; h++) {
-                const int m0 = mb * BLK + h * 8, n0 = nb * BLK;
-                avx512_bf16_8x32(p, mb, h, nb, nb + 1 < p->nbn, acc);
-                write_back(acc, 2 * BLK, m0, n0, min_int(8, M - m0), min_int(2 * BLK, N - n0), e, C, ldc);
-            }
+            for (int h = 0; h < 2 && mb * BLK + h * 8 < M; h++)
+                for (int nb = nc; nb < min_int(p->nbn, nc + chunk); nb += 2) {
+                    const int m0 = mb * BLK + h * 8, n0 = nb * BLK;
+                    avx512_bf16_8x32(p, mb, h, nb, min_int(8, M - m0), min_int(2 * BLK, N - n0), e, C, ldc);
+                }
 }
 
 /* ---- AMX: 2 x 2 tiles of 16 x 16 outputs, two A and two B tiles a k block ---------------- */

@@ -61,9 +61,11 @@ typedef struct {
     int M, N, K;
 } shape_t;
 
-/* Block edges (16 rows and columns, 32 k), odd block counts, a long sum, a tall thin one. */
-static const shape_t SHAPES[] = {{1, 1, 1},     {16, 16, 32},   {17, 33, 65},  {5, 70, 3},
-                                 {64, 48, 100}, {33, 17, 1000}, {3, 40, 4096}, {100, 7, 31}};
+/* Block edges (16 rows and columns, 32 k), odd block counts, a long sum, a tall thin one;
+ * then the AVX512-BF16 loop's column chunks: 19 column blocks past a chunk of 16 (an odd 3
+ * left), and a sum long enough (K 4100) that a chunk is 2 blocks, 7 of them in 4 chunks. */
+static const shape_t SHAPES[] = {{1, 1, 1},      {16, 16, 32},  {17, 33, 65}, {5, 70, 3},   {64, 48, 100},
+                                 {33, 17, 1000}, {3, 40, 4096}, {100, 7, 31}, {9, 300, 40}, {20, 100, 4100}};
 #define NSHAPES (sizeof SHAPES / sizeof SHAPES[0])
 
 typedef struct {
@@ -179,7 +181,7 @@ static void test_paths_agree(void **state)
  * beta = 1 on C whose rows hold the bias, without reading C (NaN there). */
 static void test_bias_epilogue(void **state)
 {
-    static const shape_t BIAS_SHAPES[] = {{64, 64, 96}, {33, 47, 40}, {16, 100, 7}};
+    static const shape_t BIAS_SHAPES[] = {{64, 64, 96}, {33, 47, 40}, {16, 100, 7}, {9, 300, 40}};
     for (int isa = CPU_ISA_PORTABLE; isa <= (int)cpu_isa_available(); isa++)
         for (size_t i = 0; i < sizeof BIAS_SHAPES / sizeof BIAS_SHAPES[0]; i++)
             for (int t = 0; t < 4; t++) {

@@ -6,6 +6,11 @@
  *   CPU_ISA_AVX512_BF16  vdpbf16ps (AVX512-BF16: Cooper Lake, Sapphire Rapids, Zen 4);
  *   CPU_ISA_AMX          AMX tiles' tdpbf16ps (Sapphire Rapids and later), after Linux
  *                        has granted the process the tile data state (arch_prctl).
+ * Best is by the units, not measured: on the AMX Xeon measured (a VM's family 6 model
+ * 167) vdpbf16ps issues every other cycle, half the GFLOP/s of its fp32 FMAs
+ * (bench/gemm_bf16 --peak), so where AMX is refused or capped there the AVX512-BF16 path
+ * runs slower than the portable one (docs/PERFORMANCE.md); a Zen 4, which issues one
+ * 512-bit vdpbf16ps or FMA a cycle, would have twice the FMAs' rate (not measured).
  * The best path the CPU, the operating system and the cap allow is chosen once, from the
  * CPU's own feature flags (cpuid, xgetbv), not from its model. PACER_CPU_ISA=portable |
  * avx512_bf16 | amx caps the choice (tests and benchmarks run each path by it); a cap

@@ -38,6 +38,7 @@
 #include "op_table.h"
 #include "ops.h"
 #include "parallel.h"
+#include "plan.h"
 
 static clockid_t g_clock = CLOCK_THREAD_CPUTIME_ID;
 
@@ -242,7 +243,8 @@ int main(int argc, char **argv)
         for (int d = 0, n = 0; d < l->shape.rank && n < (int)sizeof shape; d++)
             n += snprintf(shape + n, sizeof shape - (size_t)n, "%s%d", d ? "x" : "", l->shape.dims[d]);
         printf("  layer %3d %-16s in %3d %3d  %-14s set by %3d: forward %6.3f ms, backward %6.3f ms\n", i,
-               kind_name(l->kind), l->in, l->in2, shape, l->grad_setter, 1e3 * fwd[i] / steps, 1e3 * bwd[i] / steps);
+               kind_name(l->kind), l->in, l->in2, shape, model_layer_plan(m, i)->grad_setter, 1e3 * fwd[i] / steps,
+               1e3 * bwd[i] / steps);
     }
     printf("%-16s %-8s %9.2f %6.1f%%\n", "loss", "forward", 1e3 * loss_s / steps, 100 * loss_s / total);
     printf("%-16s %-8s %9.2f %6.1f%%\n", "zero dacts", "backward", 1e3 * zero_s / steps, 100 * zero_s / total);

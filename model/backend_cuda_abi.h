@@ -42,8 +42,9 @@ extern "C" {
  * 16: layer_t's causal_bmm;
  * 17: labels, probabilities and logits of B * positions rows (a language model's loss);
  * 18: LAYER_CONV_TRANSPOSE (an empty row: not on the GPU);
- * 19: model_t's lora (the adapters' list, model/lora.h) */
-#define PACER_CUDA_ABI 19
+ * 19: model_t's lora (the adapters' list, model/lora.h);
+ * 20: layer_t's fusion and gradient marks moved to model_t's plan (plan.h; the device reads none) */
+#define PACER_CUDA_ABI 20
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
 typedef struct cuda_model cuda_model_t;

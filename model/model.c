@@ -597,6 +597,7 @@ int model_build_linear_tied(model_builder_t *b, int in, int embed_li)
     if (!ok || l->gemm.IN != E) b->failed = 1;
     l->w_off = table; /* no tensor of its own: the embedding's */
     finish_layer(b, li, ok && shaped);
+    if (ok) layer_at(b, embed_li)->tied = 1; /* its backward adds to what this one's wrote */
     return li;
 }
 
@@ -972,12 +973,12 @@ static int alloc_buffers(model_t *m)
 
 /* Layer i's part in a fused attention as this model runs it: ATTN_NONE where its attention
  * runs as layers (model_t's attention_unfused) */
-static int attn_mode(const model_t *m, int i) { return m->attention_unfused ? ATTN_NONE : m->layers[i].attn; }
+static int attn_mode(const model_t *m, int i) { return m->attention_unfused ? ATTN_NONE : m->plan->layers[i].attn; }
 
 /* The fused attention whose merge is layer i (ATTN_RUN), forward and backward: its
  * description with the scores' constant scale as the buffers hold it now (an imported
  * model's are loaded after model_create) */
-static attn_desc_t attention_desc(const model_t *m, const layer_t *l)
+static attn_desc_t attention_desc(const model_t *m, const layer_plan_t *l)
 {
     attn_desc_t a = l->attn_desc;
     if (l->attn_const >= 0) a.pre_scale = m->buffers[m->layers[l->attn_const].w_off];
@@ -985,24 +986,24 @@ static attn_desc_t attention_desc(const model_t *m, const layer_t *l)
 }
 
 /* its q, k and v: the outputs of attn_src */
-static void attention_sources(const model_t *m, const layer_t *l, const float *src[3])
+static void attention_sources(const model_t *m, const layer_plan_t *l, const float *src[3])
 {
     for (int k = 0; k < 3; k++) src[k] = m->acts + m->layers[l->attn_src[k]].out_off;
 }
 
 static void attention_run_forward(model_t *m, int i, int B)
 {
-    const layer_t *l = &m->layers[i];
+    const layer_plan_t *l = model_layer_plan(m, i);
     const attn_desc_t a = attention_desc(m, l);
     const float *src[3];
     attention_sources(m, l, src);
     attention_causal_forward(&a, B, src[0], src[1], src[2], m->acts + m->layers[l->attn_p].out_off,
-                             m->acts + l->out_off);
+                             m->acts + m->layers[i].out_off);
 }
 
 static void attention_run_backward(model_t *m, int i, int B)
 {
-    const layer_t *l = &m->layers[i];
+    const layer_plan_t *l = model_layer_plan(m, i);
     const attn_desc_t a = attention_desc(m, l);
     const float *src[3];
     attention_sources(m, l, src);
@@ -1107,7 +1108,7 @@ static int create_with(const char *name, const model_shape_t *in, int classes, i
         model_free(m);
         return -1;
     }
-    model_plan_fusions(m);
+    if (model_plan_fusions(m) != 0) goto oom;
     const int re = reads_empty(m);
     if (re >= 0) {
         char t[96];
@@ -1186,13 +1187,14 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     m->grad_needed = NULL;
     m->backward_skipped = 0;
     m->lora = NULL; /* the adapters' list is the source's; a copy runs the same layers */
+    m->plan = NULL; /* planned afresh below */
     m->layers = malloc((size_t)(src->nlayers ? src->nlayers : 1) * sizeof *m->layers);
     m->tensors = malloc((size_t)(src->ntensors ? src->ntensors : 1) * sizeof *m->tensors);
     if (!m->layers || !m->tensors) goto oom;
     memcpy(m->layers, src->layers, (size_t)src->nlayers * sizeof *m->layers);
     memcpy(m->tensors, src->tensors, (size_t)src->ntensors * sizeof *m->tensors);
-    model_plan_fusions(m); /* as create_with planned src (each pass resets what it marks) */
-    if (model_plan_tensors(m) != 0 || alloc_buffers(m) != 0) goto oom;
+    /* as create_with planned src */
+    if (model_plan_fusions(m) != 0 || model_plan_tensors(m) != 0 || alloc_buffers(m) != 0) goto oom;
     *out = m;
     return 0;
 oom:
@@ -1225,6 +1227,7 @@ void model_free(model_t *m)
     free(m->probs);
     if (m->lora) free(m->lora->ad); /* model/lora.h's list: no call into lora.c, which calls here */
     free(m->lora);
+    model_plan_free(m->plan);
     free(m);
 }
 
@@ -1353,7 +1356,7 @@ float model_forward(model_t *m, const float *x, const int32_t *y, int B, int tra
 /* Whether layer i's output gradient is zeroed for its readers to add into. */
 static int dact_accumulates(const model_t *m, int i)
 {
-    const layer_t *l = &m->layers[i];
+    const layer_plan_t *l = model_layer_plan(m, i);
     if (i == m->nlayers - 1) return 0;           /* written by the loss */
     if (l->fused_relu || l->fused_add) return 0; /* never read: the fused backward reads the ReLU's */
     if (l->grad_setter >= 0) return 0;           /* written whole by the reader whose backward runs first */

@@ -175,7 +175,7 @@ typedef enum {
      * of shape gp_table (V, E)) read by the float-coded token ids of its input (the model
      * input (T) of a GPT): out (T, E) = table[ids]; an id outside [0, V) reads zeros (the
      * data loader refuses such ids first). Its backward scatter-adds into the table, after
-     * zeroing it unless `tied` (model_create: a later layer reads the table as its weight
+     * zeroing it unless `tied` (model_build_linear_tied: a later layer reads the table as its weight
      * and its backward, which runs first, wrote the table's gradient). LAYER_CAUSAL_SOFTMAX:
      * row i of each (T, T) matrix of its input, softmax(alpha * x[i, 0..i]), zeros after i
      * (attention's lower-triangular mask and its scale 1/sqrt(head size) in one row; the
@@ -194,11 +194,8 @@ typedef enum {
     LAYER_KIND_COUNT
 } layer_kind_t;
 
-/* layer_t's chain */
-enum { VIEW_CHAIN_NONE, VIEW_CHAIN_RUN, VIEW_CHAIN_SKIP };
-/* layer_t's attn */
-enum { ATTN_NONE, ATTN_RUN, ATTN_SKIP };
-
+/* What a layer is: its kind, inputs, shapes, parameters and places in the fused buffers.
+ * How it runs (its fusions, gradient routing) is its entry in model_t's plan (plan.h). */
 typedef struct {
     layer_kind_t kind;
     int in;              /* producing layer of the input; -1 = the model input */
@@ -233,74 +230,9 @@ typedef struct {
     int sl_axis, sl_start, sl_end, sl_step;
     size_t view_off;
     model_shape_t gp_table; /* LAYER_GATHER_PARAM, LAYER_EMBED: the table's shape (its params) */
-    int tied;               /* LAYER_EMBED: its table is a later layer's weight too (set by model_create) */
-    /* LAYER_BMM under attention's causal mask (ops.h's bmm_causal_t, set by model_create):
-     * BMM_CAUSAL_OUT where its only reader is a causal softmax (the scores: what is above the
-     * diagonal is never read, nor computed), BMM_CAUSAL_LEFT where its left input is a
-     * causal softmax's output (zeros above the diagonal: the sums skip them); else
-     * BMM_CAUSAL_NONE. The CPU kernels skip that work; the results read are the same. */
-    int causal_bmm;
-    /* Fusions, set by model_create from the finished layer list; each gives bit for bit
-     * the results of the layers it replaces.
-     * fused_relu: LAYER_BN: the next layer is a ReLU and the only reader of this one's
-     * output, so model_forward and model_backward run the pair as one fused kernel
-     * (batchnorm_relu_*): this layer's output and its gradient are then never written,
-     * and the ReLU layer does nothing. LAYER_ADD: the same ReLU after a residual add that
-     * a batch norm's fused_add computes.
-     * fused_add: LAYER_BN: the next layer is a residual add with an identity shortcut
-     * that reads this one's output as its first input and is its only reader, and the
-     * layer after is a ReLU, the add's only reader (a ResNet basic block's end). The
-     * forward computes the ReLU's output here (batchnorm_add_relu_*); the add's backward
-     * writes only its shortcut's gradient, from the ReLU's (relu_backward), and this
-     * layer's backward reads the ReLU's through its mask (batchnorm_relu_backward): the
-     * outputs and gradients of this layer and of the add are never written. */
-    int fused_relu, fused_add;
-    /* The layer whose backward sets this layer's output gradient instead of adding to it
-     * (batchnorm_*backward_set, conv2d_backward_set, relu_backward_set,
-     * residual_add_backward_set, gemm_backward_set, bmm_backward_set,
-     * view_rows_backward_set, dropout_backward_set, stochastic_depth_backward_set,
-     * softmax_axis_backward_set, layernorm_backward_set, binary_rows_backward's set
-     * flags: the same bits as adding into zeros), or
-     * -1: the gradient is zeroed by model_zero_dacts and every reader adds. It is the
-     * reader whose backward runs first (the last in the list), where that backward writes
-     * the whole gradient: a convolution, batch norm, ReLU, Gemm, Linear, Transpose,
-     * Reshape, Dropout, stochastic depth, Softmax or LayerNorm reading it as its input, a
-     * MatMul of two activations or a residual add reading it as either input (as the
-     * shortcut, with stride 1), an Add, Sub, Mul or Div with broadcasting reading it as an
-     * input that is not broadcast; the other readers then add to what it wrote. Never a
-     * constant's (its one slot sums the batch). Set by model_create. */
-    int grad_setter;
-    /* With no grad_setter: every reader is a Slice (step 1) of one axis and together they
-     * cover it once (a fused q/k/v projection split three ways), so each sets its part
-     * (view_rows_backward_set) and the gradient is not zeroed. Set by model_create. */
-    int grad_split;
-    /* View chains (set by model_create, plan.c's mark_view_chains): a run of Slices,
-     * Reshapes and Transposes, each the only reader of the one before and each setting its
-     * input's gradient (a q/k/v head split: Slice, Reshape, Transpose; attention's output:
-     * Transpose, Reshape). Its last layer (VIEW_CHAIN_RUN) copies its output in one walk
-     * (chain_bc, chain_off, the views composed) straight from chain_src's output and sets
-     * that gradient (its part of it) back in one walk; the links before it
-     * (VIEW_CHAIN_SKIP) do nothing, their outputs and gradients never written. The copies
-     * are the same floats, the gradients the same bits (g + 0.0f). VIEW_CHAIN_NONE else. */
-    int chain;
-    int chain_src;
-    bcast_desc_t chain_bc;
-    size_t chain_off;
-    /* Fused attention (set by model_create, plan.c's mark_attention): a causal attention
-     * whose heads are view chains of activations (q, k and v, each read by its product
-     * alone), two products under the causal mask around a causal softmax, and a view chain
-     * merging the heads. The merge's last link (ATTN_RUN) runs the whole of it,
-     * attention_causal_forward and _backward (kernels/cpu/ops.h, attn_desc, the same bits),
-     * reading attn_src's outputs (q, k, v) and keeping the weights in the softmax's output
-     * (layer attn_p); the q, k and v chains, the products, a Mul scaling the scores (by
-     * layer attn_const's value) and the softmax are ATTN_SKIP:
-     * their outputs (but the softmax's) and gradients are not written. model_t's
-     * attention_unfused runs the layers one by one instead. ATTN_NONE else. */
-    int attn;
-    int attn_src[3];
-    int attn_p;
-    int attn_const; /* the constant an imported graph's scores are multiplied by, or -1 */
-    attn_desc_t attn_desc;
+    /* LAYER_EMBED: its table is a later layer's weight too (model_build_linear_tied's); read
+     * by the CPU and CUDA backwards alike */
+    int tied;
     size_t w_off, b_off;   /* params: conv/fc weight and bias, bn gamma and beta */
     size_t rm_off, rv_off; /* buffers: bn running mean and variance */
     size_t out_off;        /* activation arena: (max_batch, OC, OH, OW) */
@@ -308,6 +240,9 @@ typedef struct {
      * (2 doubles a row, after its output in the activation arena) */
     size_t aux_off;
 } layer_t;
+
+/* How a model's layers run (model/plan.h) */
+typedef struct model_plan model_plan_t;
 
 typedef struct {
     char name[MODEL_TENSOR_NAME_MAX]; /* "conv1.weight" */
@@ -376,7 +311,7 @@ typedef struct {
      * an algorithm may reduce them (and give their pages back) while the pass goes on. */
     void (*grad_done)(void *ctx, int layer);
     void *grad_done_ctx;
-    /* 1: a fused attention's layers run one by one (layer_t's attn), as on a CPU without
+    /* 1: a fused attention's layers run one by one (plan.h's attn), as on a CPU without
      * the fused kernel; the results are the same bits. 0 (model_create's) fuses. */
     int attention_unfused;
     /* Synchronised batch norm (kernels/cpu/ops.h bn_sync_t; a job's sync_batchnorm): while
@@ -388,7 +323,7 @@ typedef struct {
     /* The activation gradients' own arena (dacts), planned by liveness: layer i's output
      * gradient is live from the backward of its last reader (which runs first) down to its
      * own backward, and gradients never live at once share memory (dact_off[i], first
-     * fit over the backward order). Models with fused kernels (layer_t's fused_relu,
+     * fit over the backward order). Models with fused kernels (plan.h's fused_relu,
      * fused_add), whose backward reads other layers' gradients, keep one slot each. A
      * backward zeroes a gradient its readers add into when its life begins
      * (dact_first[i], the step of its last reader), not all at the start. Kept at the end
@@ -416,6 +351,9 @@ typedef struct {
     long long backward_skipped;
     /* The low-rank adapters a job's lora added to the graph (model/lora.h), or NULL. */
     struct model_lora *lora;
+    /* How the layers run (plan.h): their fusions and gradient routing, set by model_create
+     * and model_clone from the layer list. */
+    model_plan_t *plan;
 } model_t;
 
 /* Builds the catalog's model name (its input shape and classes from the catalog, its

@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "plan.h"
+
 /* ---- helpers ---------------------------------------------------------------------------- */
 
 /* The output of layer `in`, or the model input x for -1. */
@@ -37,7 +39,7 @@ static float *dinput_needed(const model_t *m, int in)
  * (a Slice of a gradient split by Slices) (mark_set_grads). */
 static int sets_grad(const model_t *m, int in, int i)
 {
-    return in >= 0 && (m->layers[in].grad_setter == i || m->layers[in].grad_split);
+    return in >= 0 && (m->plan->layers[in].grad_setter == i || m->plan->layers[in].grad_split);
 }
 
 /* The gradient of layer i's weight (which 0) or bias (1) in grads, counted in
@@ -429,8 +431,8 @@ static void avgpool_bwd(model_t *m, int i, const float *x, int B)
 static void relu_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
-    /* computed by the fused batch norm before it (layer_t's fused_relu) */
-    if (!(l->in >= 0 && m->layers[l->in].fused_relu))
+    /* computed by the fused batch norm before it (its plan's fused_relu) */
+    if (!(l->in >= 0 && m->plan->layers[l->in].fused_relu))
         relu_forward(out_count(l, B), input_of(m, x, l->in), m->acts + l->out_off);
 }
 
@@ -438,7 +440,7 @@ static void relu_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     float *dinp = dinput_of(m, l->in);
-    if (dinp && !m->layers[l->in].fused_relu) /* dinp: l->in >= 0 */
+    if (dinp && !m->plan->layers[l->in].fused_relu) /* dinp: l->in >= 0 */
         (sets_grad(m, l->in, i) ? relu_backward_set : relu_backward)(out_count(l, B), m->acts + l->out_off,
                                                                      m->dacts + m->dact_off[i], dinp);
 }
@@ -483,10 +485,11 @@ static void linear_bwd(model_t *m, int i, const float *x, int B)
 static void bn_fwd_sync(model_t *m, int i, const float *x, int B)
 {
     layer_t *l = &m->layers[i];
+    const layer_plan_t *lp = model_layer_plan(m, i);
     const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off, *beta = m->params + l->b_off;
     float *mean = m->aux + l->aux_off, *invstd = mean + l->C;
-    const float *res = l->fused_add ? input_of(m, x, m->layers[i + 1].in2) : NULL;
-    const int after = l->fused_add ? 2 : l->fused_relu ? 1 : 0; /* the layer whose output it writes */
+    const float *res = lp->fused_add ? input_of(m, x, m->layers[i + 1].in2) : NULL;
+    const int after = lp->fused_add ? 2 : lp->fused_relu ? 1 : 0; /* the layer whose output it writes */
     batchnorm_forward_train_sync(B, l->C, l->H * l->W, inp, w, beta, res, after > 0,
                                  m->acts + m->layers[i + after].out_off, mean, invstd, m->buffers + l->rm_off,
                                  m->buffers + l->rv_off, l->momentum, l->eps, m->bn_sync);
@@ -499,11 +502,12 @@ static void bn_fwd(model_t *m, int i, const float *x, int B, int train)
         return;
     }
     layer_t *l = &m->layers[i];
+    const layer_plan_t *lp = model_layer_plan(m, i);
     const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off, *beta = m->params + l->b_off;
     float *mean = m->aux + l->aux_off, *invstd = mean + l->C;
     float *rm = m->buffers + l->rm_off, *rv = m->buffers + l->rv_off;
     const int HW = l->H * l->W;
-    if (l->fused_add) {
+    if (lp->fused_add) {
         /* the residual add after it and the ReLU after that (fuse_layers) */
         const float *res = input_of(m, x, m->layers[i + 1].in2);
         float *rout = m->acts + m->layers[i + 2].out_off;
@@ -511,7 +515,7 @@ static void bn_fwd(model_t *m, int i, const float *x, int B, int train)
             batchnorm_add_relu_forward_train_eps(B, l->C, HW, inp, w, beta, res, rout, mean, invstd, rm, rv,
                                                  l->momentum, l->eps);
         else batchnorm_add_relu_forward_eval_eps(B, l->C, HW, inp, w, beta, rm, rv, res, rout, l->eps);
-    } else if (l->fused_relu) {
+    } else if (lp->fused_relu) {
         float *rout = m->acts + m->layers[i + 1].out_off;
         if (train)
             batchnorm_relu_forward_train_eps(B, l->C, HW, inp, w, beta, rout, mean, invstd, rm, rv, l->momentum, l->eps);
@@ -525,6 +529,7 @@ static void bn_fwd(model_t *m, int i, const float *x, int B, int train)
 static void bn_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
+    const layer_plan_t *lp = model_layer_plan(m, i);
     const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off;
     float *dinp = dinput_needed(m, l->in), *dw = param_grad(m, i, 0), *db = param_grad(m, i, 1);
     const float *mean = m->aux + l->aux_off, *invstd = mean + l->C;
@@ -534,12 +539,12 @@ static void bn_bwd(model_t *m, int i, const float *x, int B)
      * shortcut's gradient, that buffer holds the masked gradient itself, bit for bit: read
      * once instead of masking the ReLU's again. */
     const float *g = m->dacts + m->dact_off[i], *rout = NULL;
-    const int sc = l->fused_add ? m->layers[i + 1].in2 : -1;
-    if (sc >= 0 && m->layers[sc].grad_setter == i + 1) g = m->dacts + m->dact_off[sc];
-    else if (l->fused_relu || l->fused_add) {
-        const layer_t *r = &m->layers[i + (l->fused_add ? 2 : 1)];
+    const int sc = lp->fused_add ? m->layers[i + 1].in2 : -1;
+    if (sc >= 0 && m->plan->layers[sc].grad_setter == i + 1) g = m->dacts + m->dact_off[sc];
+    else if (lp->fused_relu || lp->fused_add) {
+        const layer_t *r = &m->layers[i + (lp->fused_add ? 2 : 1)];
         rout = m->acts + r->out_off;
-        g = m->dacts + m->dact_off[i + (l->fused_add ? 2 : 1)];
+        g = m->dacts + m->dact_off[i + (lp->fused_add ? 2 : 1)];
     }
     if (m->bn_sync)
         batchnorm_backward_sync(B, l->C, HW, inp, w, mean, invstd, rout, g, dinp, dw, db, sets_in, m->bn_sync);
@@ -565,17 +570,18 @@ static void gap_bwd(model_t *m, int i, const float *x, int B)
 static void add_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     layer_t *l = &m->layers[i];
-    /* computed by the fused batch norm before it (layer_t's fused_add) */
-    if (!(l->in >= 0 && m->layers[l->in].fused_add))
+    /* computed by the fused batch norm before it (its plan's fused_add) */
+    if (!(l->in >= 0 && m->plan->layers[l->in].fused_add))
         residual_add_forward(&l->sc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
 }
 
 static void add_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
+    const layer_plan_t *lp = model_layer_plan(m, i);
     float *dx = dinput_of(m, l->in2);
     const int sets_x = sets_grad(m, l->in2, i);
-    if (l->fused_relu) {
+    if (lp->fused_relu) {
         /* the shortcut's gradient is the ReLU's input gradient (an identity shortcut,
          * fuse_layers); the batch norm's is read through (fused_add) */
         const layer_t *r = &m->layers[i + 1];
@@ -871,19 +877,21 @@ static void bpow_bwd(model_t *m, int i, const float *x, int B)
 
 static double flops_none(const layer_t *l) { return 0.0; }
 
-/* A view chain's links (layer_t's chain): its end copies from the chain's source in one walk
+/* A view chain's links (the plan's chain): its end copies from the chain's source in one walk
  * and sets the source's gradient (its part) back in one; the links before do nothing. */
-static void chain_fwd(model_t *m, const layer_t *l, const float *x, int B)
+static void chain_fwd(model_t *m, int i, const float *x, int B)
 {
-    if (l->chain == VIEW_CHAIN_RUN)
-        view_rows_forward(&l->chain_bc, l->chain_off, B, input_of(m, x, l->chain_src), m->acts + l->out_off);
+    const layer_plan_t *lp = model_layer_plan(m, i);
+    if (lp->chain == VIEW_CHAIN_RUN)
+        view_rows_forward(&lp->chain_bc, lp->chain_off, B, input_of(m, x, lp->chain_src),
+                          m->acts + m->layers[i].out_off);
 }
 
 static void chain_bwd(model_t *m, int i, int B)
 {
-    const layer_t *l = &m->layers[i];
-    if (l->chain == VIEW_CHAIN_RUN)
-        view_rows_backward_set(&l->chain_bc, l->chain_off, B, m->dacts + m->dact_off[i], dinput_of(m, l->chain_src));
+    const layer_plan_t *lp = model_layer_plan(m, i);
+    if (lp->chain == VIEW_CHAIN_RUN)
+        view_rows_backward_set(&lp->chain_bc, lp->chain_off, B, m->dacts + m->dact_off[i], dinput_of(m, lp->chain_src));
 }
 
 /* a copy of the contiguous data (the shape is the layer's); the gradient added back, or
@@ -891,8 +899,9 @@ static void chain_bwd(model_t *m, int i, int B)
 static void reshape_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
-    if (l->chain != VIEW_CHAIN_NONE) {
-        chain_fwd(m, l, x, B);
+    const layer_plan_t *lp = model_layer_plan(m, i);
+    if (lp->chain != VIEW_CHAIN_NONE) {
+        chain_fwd(m, i, x, B);
         return;
     }
     memcpy(m->acts + l->out_off, input_of(m, x, l->in), out_count(l, B) * sizeof(float));
@@ -901,7 +910,8 @@ static void reshape_fwd(model_t *m, int i, const float *x, int B, int train)
 static void reshape_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    if (l->chain != VIEW_CHAIN_NONE) {
+    const layer_plan_t *lp = model_layer_plan(m, i);
+    if (lp->chain != VIEW_CHAIN_NONE) {
         chain_bwd(m, i, B);
         return;
     }
@@ -917,8 +927,9 @@ static void reshape_bwd(model_t *m, int i, const float *x, int B)
 static void view_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
-    if (l->chain != VIEW_CHAIN_NONE) {
-        chain_fwd(m, l, x, B);
+    const layer_plan_t *lp = model_layer_plan(m, i);
+    if (lp->chain != VIEW_CHAIN_NONE) {
+        chain_fwd(m, i, x, B);
         return;
     }
     view_rows_forward(&l->bc, l->view_off, B, input_of(m, x, l->in), m->acts + l->out_off);
@@ -927,7 +938,8 @@ static void view_fwd(model_t *m, int i, const float *x, int B, int train)
 static void view_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    if (l->chain != VIEW_CHAIN_NONE) {
+    const layer_plan_t *lp = model_layer_plan(m, i);
+    if (lp->chain != VIEW_CHAIN_NONE) {
         chain_bwd(m, i, B);
         return;
     }
@@ -985,18 +997,20 @@ static void bmm_geometry(const layer_t *l, int B, int *G, int *M, int *K, int *N
 static void bmm_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
+    const layer_plan_t *lp = model_layer_plan(m, i);
     int G, M, K, N;
     bmm_geometry(l, B, &G, &M, &K, &N);
-    bmm_forward_causal((bmm_causal_t)l->causal_bmm, G, M, K, N, input_of(m, x, l->in), input_of(m, x, l->in2),
+    bmm_forward_causal((bmm_causal_t)lp->causal_bmm, G, M, K, N, input_of(m, x, l->in), input_of(m, x, l->in2),
                        m->acts + l->out_off);
 }
 
 static void bmm_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
+    const layer_plan_t *lp = model_layer_plan(m, i);
     int G, M, K, N;
     bmm_geometry(l, B, &G, &M, &K, &N);
-    bmm_backward_causal((bmm_causal_t)l->causal_bmm, G, M, K, N, input_of(m, x, l->in), input_of(m, x, l->in2),
+    bmm_backward_causal((bmm_causal_t)lp->causal_bmm, G, M, K, N, input_of(m, x, l->in), input_of(m, x, l->in2),
                         m->dacts + m->dact_off[i], dinput_of(m, l->in), sets_grad(m, l->in, i), dinput_of(m, l->in2),
                         sets_grad(m, l->in2, i));
 }

@@ -174,14 +174,15 @@ int model_plan_dacts(model_t *m)
     }
     for (int j = 0; j < n; j++) {
         const layer_t *l = &m->layers[j];
-        fused |= l->fused_relu || l->fused_add;
+        fused |= m->plan->layers[j].fused_relu || m->plan->layers[j].fused_add;
         int hi = j;
         /* a chain's end sets the gradient of its source; a fused attention its q, k and v's,
          * at its merge's backward, before the chains that read them would */
         for (int k = j + 1; k < n; k++) {
             const layer_t *r = &m->layers[k];
-            if (r->in == j || r->in2 == j || (r->chain == VIEW_CHAIN_RUN && r->chain_src == j) ||
-                (r->attn == ATTN_RUN && (r->attn_src[0] == j || r->attn_src[1] == j || r->attn_src[2] == j)))
+            const layer_plan_t *rp = &m->plan->layers[k];
+            if (r->in == j || r->in2 == j || (rp->chain == VIEW_CHAIN_RUN && rp->chain_src == j) ||
+                (rp->attn == ATTN_RUN && (rp->attn_src[0] == j || rp->attn_src[1] == j || rp->attn_src[2] == j)))
                 hi = k;
         }
         slots[j] = (dact_slot_t){0, (size_t)m->max_batch * l->OC * l->OH * l->OW, j, hi};
@@ -224,19 +225,20 @@ static int relu_only_next(const model_t *m, int j)
 }
 
 /* Marks the batch norms that run a following ReLU, or a following identity residual add
- * and ReLU, in their kernels (layer_t's fused_relu and fused_add). */
+ * and ReLU, in their kernels (the plan's fused_relu and fused_add). */
 static void fuse_layers(model_t *m)
 {
-    for (int j = 0; j < m->nlayers; j++) m->layers[j].fused_relu = m->layers[j].fused_add = 0;
+    for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].fused_relu = m->plan->layers[j].fused_add = 0;
     for (int j = 0; j + 1 < m->nlayers; j++) {
-        layer_t *l = &m->layers[j];
+        const layer_t *l = &m->layers[j];
+        layer_plan_t *lp = &m->plan->layers[j];
         if (l->kind != LAYER_BN) continue;
         const layer_t *add = &m->layers[j + 1];
         if (add->kind == LAYER_ADD && add->in == j && only_reader(m, j) == j + 1 && add->in2 >= 0 &&
             add->sc.stride == 1 && add->sc.C == add->sc.OC && relu_only_next(m, j + 1)) {
-            l->fused_add = 1;
-            m->layers[j + 1].fused_relu = 1;
-        } else l->fused_relu = relu_only_next(m, j);
+            lp->fused_add = 1;
+            m->plan->layers[j + 1].fused_relu = 1;
+        } else lp->fused_relu = relu_only_next(m, j);
     }
 }
 
@@ -267,7 +269,7 @@ static int broadcasting_binary(layer_kind_t k)
 }
 
 /* Whether layer j's readers are all Slices of step 1 along one axis that cover it exactly
- * once (layer_t's grad_split): each then writes its part of the gradient. At most 64
+ * once (the plan's grad_split): each then writes its part of the gradient. At most 64
  * readers, in any order of their parts. */
 static int split_by_slices(const model_t *m, int j)
 {
@@ -296,12 +298,12 @@ static int split_by_slices(const model_t *m, int j)
     return used == n;
 }
 
-/* Which reader sets each layer's output gradient (layer_t's grad_setter). */
+/* Which reader sets each layer's output gradient (the plan's grad_setter). */
 static void mark_set_grads(model_t *m)
 {
     for (int j = 0; j < m->nlayers; j++) {
-        m->layers[j].grad_setter = -1;
-        m->layers[j].grad_split = 0;
+        m->plan->layers[j].grad_setter = -1;
+        m->plan->layers[j].grad_split = 0;
         int k = m->nlayers - 1; /* the last reader: its backward runs first */
         while (k > j && m->layers[k].in != j && m->layers[k].in2 != j) k--;
         if (k == j) continue; /* no reader */
@@ -316,12 +318,12 @@ static void mark_set_grads(model_t *m)
             sets = (size_t)m->layers[j].OC * m->layers[j].OH * m->layers[j].OW == (size_t)r->OC * r->OH * r->OW &&
                    (r->in == j ? r->bc.sa[0] : r->bc.sb[0]) != 0;
         else sets = r->in == j && writes_whole_grad(r->kind);
-        if (sets) m->layers[j].grad_setter = k;
-        else m->layers[j].grad_split = split_by_slices(m, j);
+        if (sets) m->plan->layers[j].grad_setter = k;
+        else m->plan->layers[j].grad_split = split_by_slices(m, j);
     }
 }
 
-/* ---- view chains (layer_t's chain) ---------------------------------------------------- */
+/* ---- view chains (the plan's chain) ---------------------------------------------------- */
 
 /* Walk d, its strides into the contiguous output of view layer w and *off an offset there,
  * rewritten to read w's input instead. Each axis of d must step along one axis of w's output
@@ -371,7 +373,7 @@ static int chain_link(const model_t *m, int j)
 {
     const layer_t *l = &m->layers[j];
     return chain_kind(l->kind) && l->in >= 0 && !model_layer_empty(m, j) &&
-           (m->layers[l->in].grad_setter == j || m->layers[l->in].grad_split);
+           (m->plan->layers[l->in].grad_setter == j || m->plan->layers[l->in].grad_split);
 }
 
 /* The walk of the chain of links c[0..n) (c[0] reads the source) into the source's output:
@@ -394,13 +396,13 @@ static int chain_walk(const model_t *m, const int *c, int n, bcast_desc_t *d, si
     return 0;
 }
 
-/* Marks the view chains (layer_t's chain): each chain ends at a link whose only reader
+/* Marks the view chains (the plan's chain): each chain ends at a link whose only reader
  * continues none, and reaches back through the links that are their next one's only
  * input. The q/k/v head splits and attention's output then copy once each way instead of
  * three and two times (the GPT at nanoGPT's CPU shape: 4.5% less CPU time a run). */
 static void mark_view_chains(model_t *m)
 {
-    for (int j = 0; j < m->nlayers; j++) m->layers[j].chain = VIEW_CHAIN_NONE, m->layers[j].chain_src = -1;
+    for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].chain = VIEW_CHAIN_NONE, m->plan->layers[j].chain_src = -1;
     for (int j = 0; j < m->nlayers; j++) {
         const int next = only_reader(m, j);
         if (!chain_link(m, j) || (next >= 0 && chain_link(m, next) && m->layers[next].in == j)) continue;
@@ -416,38 +418,40 @@ static void mark_view_chains(model_t *m)
             c[a] = c[b];
             c[b] = t;
         }
-        layer_t *last = &m->layers[j];
+        layer_plan_t *last = &m->plan->layers[j];
         if (chain_walk(m, c, n, &last->chain_bc, &last->chain_off) != 0) continue;
         last->chain = VIEW_CHAIN_RUN;
         last->chain_src = m->layers[c[0]].in;
-        for (int k = 0; k + 1 < n; k++) m->layers[c[k]].chain = VIEW_CHAIN_SKIP;
+        for (int k = 0; k + 1 < n; k++) m->plan->layers[c[k]].chain = VIEW_CHAIN_SKIP;
     }
 }
 
-/* Marks attention's products under a causal mask (layer_t's causal_bmm): the scores whose
+/* Marks attention's products under a causal mask (the plan's causal_bmm): the scores whose
  * only reader is a causal softmax (not the model's output), and the products whose left
  * input is a causal softmax's output. */
 static void mark_causal_bmm(model_t *m)
 {
-    for (int j = 0; j < m->nlayers; j++) m->layers[j].causal_bmm = BMM_CAUSAL_NONE;
+    for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].causal_bmm = BMM_CAUSAL_NONE;
     for (int j = 0; j < m->nlayers; j++) {
         const layer_t *s = &m->layers[j];
         if (s->kind != LAYER_CAUSAL_SOFTMAX) continue;
         const int q = s->in;
         if (q >= 0 && m->layers[q].kind == LAYER_BMM && only_reader(m, q) == j)
-            m->layers[q].causal_bmm = BMM_CAUSAL_OUT;
+            m->plan->layers[q].causal_bmm = BMM_CAUSAL_OUT;
         for (int k = j + 1; k < m->nlayers; k++) {
-            layer_t *v = &m->layers[k];
+            const layer_t *v = &m->layers[k];
+            layer_plan_t *vp = &m->plan->layers[k];
             if (v->kind == LAYER_BMM && v->in == j && v->in2 != j)
-                v->causal_bmm = v->causal_bmm == BMM_CAUSAL_NONE ? BMM_CAUSAL_LEFT : BMM_CAUSAL_NONE;
+                vp->causal_bmm = vp->causal_bmm == BMM_CAUSAL_NONE ? BMM_CAUSAL_LEFT : BMM_CAUSAL_NONE;
         }
     }
 }
 
-/* Layer r's view chain as a head-major operand (H, T, D) of its source, (b, h, t, d) at
- * off + b ss + h hs + t rs + d: the chain's walk over (H, T, D), or over (H, D, T) where
- * transposed (a key's), each position's D floats contiguous. 0, or -1 where it is not. */
-static int attn_operand(const layer_t *r, int H, int T, int D, int transposed, attn_operand_t *o)
+/* The view chain that ends at a layer (its plan r) as a head-major operand (H, T, D) of its
+ * source, (b, h, t, d) at off + b ss + h hs + t rs + d: the chain's walk over (H, T, D), or
+ * over (H, D, T) where transposed (a key's), each position's D floats contiguous. 0, or -1
+ * where it is not. */
+static int attn_operand(const layer_plan_t *r, int H, int T, int D, int transposed, attn_operand_t *o)
 {
     const bcast_desc_t *w = &r->chain_bc;
     const int t = transposed ? 3 : 2, d = transposed ? 2 : 3;
@@ -464,17 +468,18 @@ static int attn_merge(const model_t *m, int o, int H, int T, int D)
 {
     int r = -1;
     for (int k = o + 1; k < m->nlayers && r < 0; k++)
-        if (m->layers[k].chain == VIEW_CHAIN_RUN && m->layers[k].chain_src == o) r = k;
+        if (m->plan->layers[k].chain == VIEW_CHAIN_RUN && m->plan->layers[k].chain_src == o) r = k;
     if (r < 0) return -1;
     int c = r;
     while (m->layers[c].in != o) {
         c = m->layers[c].in;
-        if (c < 0 || m->layers[c].chain != VIEW_CHAIN_SKIP) return -1;
+        if (c < 0 || m->plan->layers[c].chain != VIEW_CHAIN_SKIP) return -1;
     }
-    const bcast_desc_t *w = &m->layers[r].chain_bc;
+    const bcast_desc_t *w = &m->plan->layers[r].chain_bc;
     const size_t hd = (size_t)H * D, htd = hd * T;
-    if (only_reader(m, o) != c || m->layers[r].chain_off != 0 || w->rank != 4 || w->dims[1] != T || w->dims[2] != H ||
-        w->dims[3] != D || w->sa[0] != htd || w->sa[1] != (size_t)D || w->sa[2] != (size_t)T * D || w->sa[3] != 1)
+    if (only_reader(m, o) != c || m->plan->layers[r].chain_off != 0 || w->rank != 4 || w->dims[1] != T ||
+        w->dims[2] != H || w->dims[3] != D || w->sa[0] != htd || w->sa[1] != (size_t)D || w->sa[2] != (size_t)T * D ||
+        w->sa[3] != 1)
         return -1;
     return r;
 }
@@ -498,26 +503,26 @@ static int attn_scores(const model_t *m, int j, int *c, int *mul)
             return -1;
         *c = k, *mul = s;
         s = p;
-    } else if (l->causal_bmm != BMM_CAUSAL_OUT) return -1;
+    } else if (m->plan->layers[s].causal_bmm != BMM_CAUSAL_OUT) return -1;
     return m->layers[s].kind == LAYER_BMM ? s : -1;
 }
 
-/* Marks the fused attentions (layer_t's attn) at each causal softmax j whose pattern is
+/* Marks the fused attentions (the plan's attn) at each causal softmax j whose pattern is
  * whole: scores s = q k^T of two chains read by s alone (attn_scores: or through a Mul by a
  * constant), o = j v j's only reader, v a chain read by o alone, o's output merged by a
  * chain; the weights' product under the causal mask (mark_causal_bmm's), shapes (H, T, T)
  * and (H, T, D) that attention_fits. */
 static void mark_attention(model_t *m)
 {
-    for (int j = 0; j < m->nlayers; j++) m->layers[j].attn = ATTN_NONE;
+    for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].attn = ATTN_NONE;
     for (int j = 0; j < m->nlayers; j++) {
         const layer_t *sm = &m->layers[j];
         int c, mul;
         const int o = only_reader(m, j), s = sm->kind == LAYER_CAUSAL_SOFTMAX ? attn_scores(m, j, &c, &mul) : -1;
         if (s < 0 || o < 0) continue;
         const layer_t *S = &m->layers[s], *O = &m->layers[o];
-        if (O->kind != LAYER_BMM || O->in != j || O->causal_bmm != BMM_CAUSAL_LEFT || S->shape.rank != 3 ||
-            O->shape.rank != 3)
+        if (O->kind != LAYER_BMM || O->in != j || m->plan->layers[o].causal_bmm != BMM_CAUSAL_LEFT ||
+            S->shape.rank != 3 || O->shape.rank != 3)
             continue;
         const int H = S->shape.dims[0], T = S->shape.dims[1], D = S->sl_start;
         if (S->shape.dims[2] != T || O->shape.dims[0] != H || O->shape.dims[1] != T || O->shape.dims[2] != D ||
@@ -526,36 +531,26 @@ static void mark_attention(model_t *m)
         const int qr = S->in, kr = S->in2, vr = O->in2;
         attn_desc_t a = {.H = H, .T = T, .D = D, .scale = sm->alpha, .pre_scale = 1.0f};
         if (qr < 0 || kr < 0 || vr < 0 || only_reader(m, qr) != s || only_reader(m, kr) != s ||
-            only_reader(m, vr) != o || attn_operand(&m->layers[qr], H, T, D, 0, &a.q) != 0 ||
-            attn_operand(&m->layers[kr], H, T, D, 1, &a.k) != 0 || attn_operand(&m->layers[vr], H, T, D, 0, &a.v) != 0)
+            only_reader(m, vr) != o || attn_operand(&m->plan->layers[qr], H, T, D, 0, &a.q) != 0 ||
+            attn_operand(&m->plan->layers[kr], H, T, D, 1, &a.k) != 0 ||
+            attn_operand(&m->plan->layers[vr], H, T, D, 0, &a.v) != 0)
             continue;
         const int yr = attn_merge(m, o, H, T, D);
-        if (yr < 0 || m->layers[qr].chain_src < 0 || m->layers[kr].chain_src < 0 || m->layers[vr].chain_src < 0)
+        if (yr < 0 || m->plan->layers[qr].chain_src < 0 || m->plan->layers[kr].chain_src < 0 ||
+            m->plan->layers[vr].chain_src < 0)
             continue;
         a.y = (attn_operand_t){.off = 0, .ss = (size_t)T * H * D, .hs = (size_t)D, .rs = (size_t)H * D};
-        layer_t *y = &m->layers[yr];
+        layer_plan_t *y = &m->plan->layers[yr];
         y->attn = ATTN_RUN;
         y->attn_desc = a;
-        y->attn_src[0] = m->layers[qr].chain_src;
-        y->attn_src[1] = m->layers[kr].chain_src;
-        y->attn_src[2] = m->layers[vr].chain_src;
+        y->attn_src[0] = m->plan->layers[qr].chain_src;
+        y->attn_src[1] = m->plan->layers[kr].chain_src;
+        y->attn_src[2] = m->plan->layers[vr].chain_src;
         y->attn_p = j;
         y->attn_const = c;
         const int skip[7] = {qr, kr, vr, s, j, o, mul};
         for (int k = 0; k < 7; k++)
-            if (skip[k] >= 0) m->layers[skip[k]].attn = ATTN_SKIP;
-    }
-}
-
-/* Marks the embeddings whose table a later layer reads as its weight (layer_t's tied). */
-static void mark_tied(model_t *m)
-{
-    for (int j = 0; j < m->nlayers; j++) {
-        layer_t *e = &m->layers[j];
-        if (e->kind != LAYER_EMBED) continue;
-        e->tied = 0;
-        for (int k = j + 1; k < m->nlayers; k++)
-            if (m->layers[k].kind == LAYER_LINEAR && m->layers[k].w_off == e->w_off) e->tied = 1;
+            if (skip[k] >= 0) m->plan->layers[skip[k]].attn = ATTN_SKIP;
     }
 }
 
@@ -575,12 +570,25 @@ int model_plan_positions(model_t *m)
     return 0;
 }
 
-void model_plan_fusions(model_t *m)
+void model_plan_free(model_plan_t *p)
 {
+    if (!p) return;
+    free(p->layers);
+    free(p);
+}
+
+int model_plan_fusions(model_t *m)
+{
+    if (!m->plan) {
+        m->plan = calloc(1, sizeof *m->plan);
+        if (!m->plan) return -1;
+        m->plan->layers = calloc((size_t)(m->nlayers ? m->nlayers : 1), sizeof *m->plan->layers);
+        if (!m->plan->layers) return -1; /* model_free frees the plan */
+    }
     fuse_layers(m);
     mark_set_grads(m);
     mark_view_chains(m);
-    mark_tied(m);
     mark_causal_bmm(m);
     mark_attention(m);
+    return 0;
 }

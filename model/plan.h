@@ -1,7 +1,7 @@
 /* model/plan.h - how a model's graph runs, planned from what it is: the passes over a built
  * layer list that decide the fusions (a layer folded into the next, view chains read in
- * place, a causal softmax's matrix products, a GPT's attention run in one pass, tied
- * embeddings), where gradients are set rather than added, which layers need a backward
+ * place, a causal softmax's matrix products, a GPT's attention run in one pass),
+ * where gradients are set rather than added, which layers need a backward
  * (frozen tensors, model_t's grad_needed), the tensors each layer reads, the parameters
  * weight decay skips, the activation gradients' places in their arena, and the positions
  * a sample's output holds. model.c builds the list, runs these once (and the gradient
@@ -11,10 +11,99 @@
 
 #include "model.h"
 
-/* The fusions and gradient routing of a built model, in their order (each reads the marks
- * of those before it): fused layers, set gradients, view chains, tied embeddings, causal
- * products, fused attention. */
-void model_plan_fusions(model_t *m);
+/* layer_plan_t's chain */
+enum { VIEW_CHAIN_NONE, VIEW_CHAIN_RUN, VIEW_CHAIN_SKIP };
+/* layer_plan_t's attn */
+enum { ATTN_NONE, ATTN_RUN, ATTN_SKIP };
+
+/* How one layer runs: the marks the passes below set on it from the finished layer list.
+ * What the layer is (its kind, inputs, shape and parameters) is its layer_t; a new fusion
+ * adds its marks here and its step in op_table.c: layer_t does not change, nor what
+ * the CUDA library reads (it runs every layer on its own and reads no plan). */
+typedef struct {
+    /* LAYER_BMM under attention's causal mask (ops.h's bmm_causal_t): BMM_CAUSAL_OUT where
+     * its only reader is a causal softmax (the scores: what is above the diagonal is never
+     * read, nor computed), BMM_CAUSAL_LEFT where its left input is a causal softmax's
+     * output (zeros above the diagonal: the sums skip them); else BMM_CAUSAL_NONE. The CPU
+     * kernels skip that work; the results read are the same. */
+    int causal_bmm;
+    /* Fusions; each gives bit for bit the results of the layers it replaces.
+     * fused_relu: LAYER_BN: the next layer is a ReLU and the only reader of this one's
+     * output, so model_forward and model_backward run the pair as one fused kernel
+     * (batchnorm_relu_*): this layer's output and its gradient are then never written,
+     * and the ReLU layer does nothing. LAYER_ADD: the same ReLU after a residual add that
+     * a batch norm's fused_add computes.
+     * fused_add: LAYER_BN: the next layer is a residual add with an identity shortcut
+     * that reads this one's output as its first input and is its only reader, and the
+     * layer after is a ReLU, the add's only reader (a ResNet basic block's end). The
+     * forward computes the ReLU's output here (batchnorm_add_relu_*); the add's backward
+     * writes only its shortcut's gradient, from the ReLU's (relu_backward), and this
+     * layer's backward reads the ReLU's through its mask (batchnorm_relu_backward): the
+     * outputs and gradients of this layer and of the add are never written. */
+    int fused_relu, fused_add;
+    /* The layer whose backward sets this layer's output gradient instead of adding to it
+     * (batchnorm_*backward_set, conv2d_backward_set, relu_backward_set,
+     * residual_add_backward_set, gemm_backward_set, bmm_backward_set,
+     * view_rows_backward_set, dropout_backward_set, stochastic_depth_backward_set,
+     * softmax_axis_backward_set, layernorm_backward_set, binary_rows_backward's set
+     * flags: the same bits as adding into zeros), or
+     * -1: the gradient is zeroed by model_zero_dacts and every reader adds. It is the
+     * reader whose backward runs first (the last in the list), where that backward writes
+     * the whole gradient: a convolution, batch norm, ReLU, Gemm, Linear, Transpose,
+     * Reshape, Dropout, stochastic depth, Softmax or LayerNorm reading it as its input, a
+     * MatMul of two activations or a residual add reading it as either input (as the
+     * shortcut, with stride 1), an Add, Sub, Mul or Div with broadcasting reading it as an
+     * input that is not broadcast; the other readers then add to what it wrote. Never a
+     * constant's (its one slot sums the batch). */
+    int grad_setter;
+    /* With no grad_setter: every reader is a Slice (step 1) of one axis and together they
+     * cover it once (a fused q/k/v projection split three ways), so each sets its part
+     * (view_rows_backward_set) and the gradient is not zeroed. */
+    int grad_split;
+    /* View chains (mark_view_chains): a run of Slices, Reshapes and Transposes, each the
+     * only reader of the one before and each setting its input's gradient (a q/k/v head
+     * split: Slice, Reshape, Transpose; attention's output: Transpose, Reshape). Its last
+     * layer (VIEW_CHAIN_RUN) copies its output in one walk (chain_bc, chain_off, the views
+     * composed) straight from chain_src's output and sets that gradient (its part of it)
+     * back in one walk; the links before it (VIEW_CHAIN_SKIP) do nothing, their outputs
+     * and gradients never written. The copies are the same floats, the gradients the same
+     * bits (g + 0.0f). VIEW_CHAIN_NONE else. */
+    int chain;
+    int chain_src;
+    bcast_desc_t chain_bc;
+    size_t chain_off;
+    /* Fused attention (mark_attention): a causal attention whose heads are view chains of
+     * activations (q, k and v, each read by its product alone), two products under the
+     * causal mask around a causal softmax, and a view chain merging the heads. The merge's
+     * last link (ATTN_RUN) runs the whole of it, attention_causal_forward and _backward
+     * (kernels/cpu/ops.h, attn_desc, the same bits), reading attn_src's outputs (q, k, v)
+     * and keeping the weights in the softmax's output (layer attn_p); the q, k and v
+     * chains, the products, a Mul scaling the scores (by layer attn_const's value) and the
+     * softmax are ATTN_SKIP: their outputs (but the softmax's) and gradients are not
+     * written. model_t's attention_unfused runs the layers one by one instead. ATTN_NONE
+     * else. */
+    int attn;
+    int attn_src[3];
+    int attn_p;
+    int attn_const; /* the constant an imported graph's scores are multiplied by, or -1 */
+    attn_desc_t attn_desc;
+} layer_plan_t;
+
+/* A model's execution plan (model_t's plan): one entry per layer, in the layers' order.
+ * Built by model_plan_fusions from the finished layer list; model_free frees it. */
+struct model_plan {
+    layer_plan_t *layers; /* (nlayers) */
+};
+
+/* Layer i's entry of m's plan. */
+static inline const layer_plan_t *model_layer_plan(const model_t *m, int i) { return &m->plan->layers[i]; }
+
+/* m's plan (model_t's plan, allocated here the first time): the fusions and gradient
+ * routing of the built layer list, in their order (each reads the marks of those before
+ * it): fused layers, set gradients, view chains, causal products, fused attention. 0, or -1 (out of memory). */
+int model_plan_fusions(model_t *m);
+/* Frees m's plan (NULL: nothing). */
+void model_plan_free(model_plan_t *p);
 /* model_t's positions: the last layer's elements per sample over the classes; 0, or -1
  * when they do not divide or the last axis is not the classes'. */
 int model_plan_positions(model_t *m);

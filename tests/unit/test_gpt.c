@@ -19,6 +19,7 @@
 #include "gpt.h"
 #include "model.h"
 #include "parallel.h"
+#include "plan.h"
 #include "ops.h"
 #include "ref.h"
 #include "rng.h"
@@ -413,8 +414,8 @@ static void causal_model_case(float dropout)
     model_t *m = tiny(&g, B);
     int outs = 0, lefts = 0;
     for (int j = 0; j < m->nlayers; j++) {
-        outs += m->layers[j].causal_bmm == BMM_CAUSAL_OUT;
-        lefts += m->layers[j].causal_bmm == BMM_CAUSAL_LEFT;
+        outs += m->plan->layers[j].causal_bmm == BMM_CAUSAL_OUT;
+        lefts += m->plan->layers[j].causal_bmm == BMM_CAUSAL_LEFT;
     }
     assert_int_equal(outs, g.layers);
     assert_int_equal(lefts, dropout > 0.0f ? 0 : g.layers);
@@ -429,7 +430,7 @@ static void causal_model_case(float dropout)
     float *grads = malloc(m->nparams * sizeof *grads);
     assert_non_null(grads);
     memcpy(grads, m->grads, m->nparams * sizeof *grads);
-    for (int j = 0; j < m->nlayers; j++) m->layers[j].causal_bmm = BMM_CAUSAL_NONE;
+    for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].causal_bmm = BMM_CAUSAL_NONE;
     m->dropout_step = step;
     const float whole = model_forward(m, x, y, B, 1);
     model_backward(m, x, y, B, 1.0f);
@@ -511,8 +512,8 @@ static float chain_step(model_t *m, int plain, const float *x, const int32_t *y,
     int saved[512];
     assert_true(m->nlayers <= 512);
     for (int i = 0; i < m->nlayers; i++) {
-        saved[i] = m->layers[i].chain;
-        if (plain) m->layers[i].chain = VIEW_CHAIN_NONE;
+        saved[i] = m->plan->layers[i].chain;
+        if (plain) m->plan->layers[i].chain = VIEW_CHAIN_NONE;
     }
     /* a fused attention reads its heads through the chains' walks: plain runs its layers */
     m->attention_unfused = plain;
@@ -522,12 +523,12 @@ static float chain_step(model_t *m, int plain, const float *x, const int32_t *y,
     m->dropout_step = step;
     memcpy(logits, model_logits(m), (size_t)B * m->positions * m->num_classes * sizeof(float));
     memcpy(grads, m->grads, m->nparams * sizeof(float));
-    for (int i = 0; i < m->nlayers; i++) m->layers[i].chain = saved[i];
+    for (int i = 0; i < m->nlayers; i++) m->plan->layers[i].chain = saved[i];
     m->attention_unfused = 0;
     return loss;
 }
 
-/* The view chains (layer_t's chain): each block's q, k and v head splits (Slice, Reshape,
+/* The view chains (the plan's chain): each block's q, k and v head splits (Slice, Reshape,
  * Transpose) and its attention output (Transpose, Reshape) copy in one walk from the
  * projection or the product, and the step gives the loss, the logits and the parameter
  * gradients of every layer run by itself, bit for bit (copies, and gradients set as g + 0). */
@@ -540,8 +541,8 @@ static void test_gpt_view_chains(void **state)
     model_t *m = tiny(&g, B);
     int run = 0, skip = 0;
     for (int i = 0; i < m->nlayers; i++) {
-        run += m->layers[i].chain == VIEW_CHAIN_RUN;
-        skip += m->layers[i].chain == VIEW_CHAIN_SKIP;
+        run += m->plan->layers[i].chain == VIEW_CHAIN_RUN;
+        skip += m->plan->layers[i].chain == VIEW_CHAIN_SKIP;
     }
     assert_int_equal(run, 4 * g.layers);  /* q, k, v and the output per block */
     assert_int_equal(skip, 7 * g.layers); /* two links before each split, one before the output */
@@ -585,7 +586,7 @@ static float fused_against_layers(model_t *m, const float *x, const int32_t *y, 
     return loss;
 }
 
-/* The fused attention (layer_t's attn) of one GPT shape: marked in every block where the
+/* The fused attention (the plan's attn) of one GPT shape: marked in every block where the
  * kernel takes the shape (attention_fits), none else; a training step gives the loss, the
  * logits and every parameter gradient of the layers run one by one, bit for bit. */
 static void attention_case(model_gpt_t g, int B, uint32_t seed)
@@ -594,8 +595,8 @@ static void attention_case(model_gpt_t g, int B, uint32_t seed)
     const int fits = attention_fits(g.block, g.embd / g.heads);
     int run = 0, skip = 0;
     for (int i = 0; i < m->nlayers; i++) {
-        run += m->layers[i].attn == ATTN_RUN;
-        skip += m->layers[i].attn == ATTN_SKIP;
+        run += m->plan->layers[i].attn == ATTN_RUN;
+        skip += m->plan->layers[i].attn == ATTN_SKIP;
     }
     printf("  gpt %d x %d, %d heads, block %d: %d fused attentions%s\n", g.layers, g.embd, g.heads, g.block, run,
            fits ? "" : " (this CPU or shape takes the layers: compared with themselves)");
@@ -668,8 +669,8 @@ static void test_gpt_attention_mul(void **state)
     for (size_t k = 0; k < m->nparams; k++) m->params[k] = 2.0f * (rng_uniform(&r) - 0.5f); /* logits far apart */
     int run = 0, skip = 0;
     for (int i = 0; i < m->nlayers; i++) {
-        run += m->layers[i].attn == ATTN_RUN;
-        skip += m->layers[i].attn == ATTN_SKIP;
+        run += m->plan->layers[i].attn == ATTN_RUN;
+        skip += m->plan->layers[i].attn == ATTN_SKIP;
         if (m->layers[i].kind == LAYER_CONST) m->buffers[m->layers[i].w_off] = 1.0f / sqrtf(12.0f);
     }
     const int fits = attention_fits(g.T, g.E / g.H);

@@ -20,6 +20,7 @@
 #include "model.h"
 #include "onnx_export.h"
 #include "onnx_import.h"
+#include "plan.h"
 #include "rng.h"
 
 static model_t *make(const char *name, int B)
@@ -419,6 +420,43 @@ static void test_model_clone(void **state)
     model_free(b);
 }
 
+/* The marks of how each layer runs (model_t's plan) are the model's own, apart from its
+ * layers: a clone plans its copy of the list anew into a plan of its own (the same marks:
+ * fused batch norms, set gradients; a GPT's view chains, causal products and fused
+ * attention), and a change to one plan leaves the other model's as it was. */
+static void test_plan_apart(void **state)
+{
+    (void)state;
+    const model_gpt_t g = {.layers = 2, .heads = 2, .embd = 32, .block = 16, .vocab = 64, .bias = 1, .tie = 1};
+    char err[256];
+    for (int k = 0; k < 2; k++) {
+        model_t *a = NULL, *b = NULL;
+        if (k == 0) a = make("resnet20", 2);
+        else assert_int_equal(model_create_gpt("gpt", &g, 2, &a, err, sizeof err), 0);
+        assert_non_null(a->plan);
+        assert_int_equal(model_clone(a, &b, err, sizeof err), 0);
+        assert_true(b->plan != a->plan && b->plan->layers != a->plan->layers);
+        int marks = 0;
+        for (int i = 0; i < a->nlayers; i++) {
+            const layer_plan_t *p = model_layer_plan(a, i), *q = model_layer_plan(b, i);
+            assert_int_equal(p->fused_relu, q->fused_relu);
+            assert_int_equal(p->fused_add, q->fused_add);
+            assert_int_equal(p->grad_setter, q->grad_setter);
+            assert_int_equal(p->grad_split, q->grad_split);
+            assert_int_equal(p->chain, q->chain);
+            assert_int_equal(p->chain_src, q->chain_src);
+            assert_int_equal(p->causal_bmm, q->causal_bmm);
+            assert_int_equal(p->attn, q->attn);
+            marks += p->fused_relu + p->fused_add + (p->chain != VIEW_CHAIN_NONE) + (p->causal_bmm != 0);
+        }
+        assert_true(marks > 0);
+        for (int i = 0; i < b->nlayers; i++) b->plan->layers[i].grad_setter = -2;
+        for (int i = 0; i < a->nlayers; i++) assert_true(model_layer_plan(a, i)->grad_setter >= -1);
+        model_free(b);
+        model_free(a);
+    }
+}
+
 /* Parameter groups (issue 44): resnet20's and lenet5's 1-D parameters (every bias, batch
  * norm's gamma "*.bn*.weight" and beta) are marked no_decay and nothing else is;
  * model_decay_run covers params exactly once in runs of one group (one run without
@@ -493,7 +531,7 @@ static void test_no_decay_groups(void **state)
  * every activation gradient poisoned (NaN) in between: each one the backward reads is
  * zeroed by model_zero_dacts or written whole before it is read (grad_setter: the reader
  * whose backward runs first sets the gradient, the others add, and it is not zeroed). A
- * third step with no fusions (layer_t's fused_relu, fused_add: every layer on its own
+ * third step with no fusions (the plan's fused_relu, fused_add: every layer on its own
  * kernels) gives the same loss, logits and gradients, and a fourth with no setters either
  * (every gradient zeroed, every reader adding) the same bits again: setting is
  * value + 0.0f, what adding into zeros gives. */
@@ -517,15 +555,15 @@ static void check_overwrites(model_t *m, int B)
     model_backward(m, x, y, B, 1.0f);
     assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
     /* the fused kernels give the bits of the layers they stand for */
-    for (int i = 0; i < m->nlayers; i++) m->layers[i].fused_relu = m->layers[i].fused_add = 0;
+    for (int i = 0; i < m->nlayers; i++) m->plan->layers[i].fused_relu = m->plan->layers[i].fused_add = 0;
     for (size_t i = 0; i < m->dact_floats; i++) m->dacts[i] = NAN;
     assert_true(model_forward(m, x, y, B, 1) == loss);
     assert_memory_equal(logits, model_logits(m), (size_t)B * m->num_classes * sizeof(float));
     model_backward(m, x, y, B, 1.0f);
     assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
     for (int i = 0; i < m->nlayers; i++) {
-        m->layers[i].grad_setter = -1;
-        m->layers[i].grad_split = 0;
+        m->plan->layers[i].grad_setter = -1;
+        m->plan->layers[i].grad_split = 0;
     }
     for (size_t i = 0; i < m->dact_floats; i++) m->dacts[i] = NAN;
     model_forward(m, x, y, B, 1);
@@ -597,7 +635,7 @@ static void test_backward_overwrites_gradients(void **state)
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         model_t *m = make(names[k], B);
         int set = 0;
-        for (int i = 0; i < m->nlayers; i++) set += m->layers[i].grad_setter >= 0;
+        for (int i = 0; i < m->nlayers; i++) set += m->plan->layers[i].grad_setter >= 0;
         /* ResNet-20: its 19 convolutions (each feeds a batch norm), its 19 batch norms
          * (a ReLU or a residual add reads each), 9 residual adds (each feeds a ReLU), the
          * 9 ReLUs inside the blocks (each feeds a convolution), 7 of the 10 ReLUs that
@@ -609,8 +647,8 @@ static void test_backward_overwrites_gradients(void **state)
          * pairs (the stem's and the blocks' first) */
         int fused_add = 0, fused_relu = 0;
         for (int i = 0; i < m->nlayers; i++) {
-            fused_add += m->layers[i].fused_add;
-            fused_relu += m->layers[i].kind == LAYER_BN && m->layers[i].fused_relu;
+            fused_add += m->plan->layers[i].fused_add;
+            fused_relu += m->layers[i].kind == LAYER_BN && m->plan->layers[i].fused_relu;
         }
         if (k == 0) {
             assert_int_equal(fused_add, 7);
@@ -632,11 +670,11 @@ static void test_backward_overwrites_gradients(void **state)
     assert_int_equal(model_create_custom_shape("attn", &in, 10, B, build_attention, NULL, &m, err, sizeof err), 0);
     model_init_params(m, 5);
     int set = 0;
-    for (int i = 0; i < m->nlayers; i++) set += m->layers[i].grad_setter >= 0;
+    for (int i = 0; i < m->nlayers; i++) set += m->plan->layers[i].grad_setter >= 0;
     assert_int_equal(set, 17);
     int split = 0;
     for (int i = 0; i < m->nlayers; i++)
-        if (m->layers[i].grad_split) split = split ? -1 : m->layers[i].kind == LAYER_LINEAR;
+        if (m->plan->layers[i].grad_split) split = split ? -1 : m->layers[i].kind == LAYER_LINEAR;
     assert_int_equal(split, 1);
     check_overwrites(m, B);
     model_free(m);
@@ -648,7 +686,7 @@ static void test_backward_overwrites_gradients(void **state)
     for (int i = 0; i < m->nlayers; i++)
         if (m->layers[i].kind == LAYER_CONST && m->layers[i].frozen) m->buffers[m->layers[i].w_off] = 4.0f;
     set = 0;
-    for (int i = 0; i < m->nlayers; i++) set += m->layers[i].grad_setter >= 0;
+    for (int i = 0; i < m->nlayers; i++) set += m->plan->layers[i].grad_setter >= 0;
     assert_int_equal(set, 5);
     check_overwrites(m, B);
     model_free(m);
@@ -661,7 +699,7 @@ static void test_backward_overwrites_gradients(void **state)
                                                    sizeof err),
                          0);
         model_init_params(m, 7);
-        assert_int_equal(m->layers[1].grad_split, k < 2);
+        assert_int_equal(m->plan->layers[1].grad_split, k < 2);
         check_overwrites(m, B);
         model_free(m);
     }
@@ -797,6 +835,7 @@ int main(void)
         cmocka_unit_test(test_bf16_allocates_as_fp32),
         cmocka_unit_test(test_catalog_entry_without_builder),
         cmocka_unit_test(test_model_clone),
+        cmocka_unit_test(test_plan_apart),
         cmocka_unit_test(test_no_decay_groups),
         cmocka_unit_test(test_nd_shapes),
     };

@@ -256,13 +256,15 @@ int main(int argc, char **argv)
         const layer_t *l = &m->layers[i];
         if (l->kind != LAYER_CONV) continue;
         const float *inp = l->in < 0 ? x : m->acts + m->layers[l->in].out_off;
-        float *dinp = l->in < 0 ? NULL : m->dacts + m->dact_off[l->in];
+        float *dinp = l->in < 0 ? NULL : m->dacts + m->plan->dact_off[l->in];
         const float *w = m->params + l->w_off;
         for (int r = 0; r < steps; r++) {
             double a = thread_cpu_s();
-            conv2d_backward(&l->conv, B, inp, w, m->dacts + m->dact_off[i], NULL, m->grads + l->w_off, NULL, m->ws);
+            conv2d_backward(&l->conv, B, inp, w, m->dacts + m->plan->dact_off[i], NULL, m->grads + l->w_off, NULL,
+                            m->ws);
             double b = thread_cpu_s();
-            conv2d_backward(&l->conv, B, inp, w, m->dacts + m->dact_off[i], dinp, m->grads + l->w_off, NULL, m->ws);
+            conv2d_backward(&l->conv, B, inp, w, m->dacts + m->plan->dact_off[i], dinp, m->grads + l->w_off, NULL,
+                            m->ws);
             double c = thread_cpu_s();
             wg += b - a;
             all += c - b;

@@ -43,7 +43,8 @@ extern "C" {
  * 17: labels, probabilities and logits of B * positions rows (a language model's loss);
  * 18: LAYER_CONV_TRANSPOSE (an empty row: not on the GPU);
  * 19: model_t's lora (the adapters' list, model/lora.h);
- * 20: layer_t's fusion and gradient marks moved to model_t's plan (plan.h; the device reads none) */
+ * 20: layer_t's fusion marks and model_t's dact_* moved to model_t's plan (plan.h; the device reads
+ * none of it) */
 #define PACER_CUDA_ABI 20
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 

@@ -960,7 +960,7 @@ static int alloc_buffers(model_t *m)
     ALLOC(m->buffers, m->nbuffers);
     ALLOC_ARENA(m->acts, m->act_floats);
     if (model_plan_dacts(m) != 0) return -1;
-    ALLOC_ARENA(m->dacts, m->dact_floats);
+    ALLOC_ARENA(m->dacts, m->plan->dact_floats);
     ALLOC(m->aux, m->aux_floats);
     ALLOC(m->argmax, m->argmax_ints);
     ALLOC(m->ws, m->ws_floats);
@@ -1008,9 +1008,9 @@ static void attention_run_backward(model_t *m, int i, int B)
     const float *src[3];
     attention_sources(m, l, src);
     float *dsrc[3];
-    for (int k = 0; k < 3; k++) dsrc[k] = m->dacts + m->dact_off[l->attn_src[k]];
+    for (int k = 0; k < 3; k++) dsrc[k] = m->dacts + m->plan->dact_off[l->attn_src[k]];
     attention_causal_backward(&a, B, src[0], src[1], src[2], m->acts + m->layers[l->attn_p].out_off,
-                              m->dacts + m->dact_off[i], dsrc[0], dsrc[1], dsrc[2]);
+                              m->dacts + m->plan->dact_off[i], dsrc[0], dsrc[1], dsrc[2]);
 }
 
 static int run_builtin(model_builder_t *b, void *ctx, char *err, size_t errlen);
@@ -1173,8 +1173,6 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     m->tensors = NULL;
     m->params = m->grads = m->momentum = m->moment2 = m->buffers = m->acts = m->dacts = m->aux = m->ws = m->probs = NULL;
     m->argmax = NULL;
-    m->dact_off = NULL;
-    m->dact_first = NULL;
     m->dinput = NULL;
     m->progress = NULL;
     m->progress_ctx = NULL;
@@ -1216,8 +1214,6 @@ void model_free(model_t *m)
     free(m->buffers);
     free(m->acts);
     free(m->dacts);
-    free(m->dact_off);
-    free(m->dact_first);
     free(m->layer_tensor);
     free(m->grads_computed);
     free(m->grad_needed);
@@ -1369,20 +1365,22 @@ void model_zero_dacts(model_t *m, int B)
      * last layer's is written by the loss. Only the first B samples are touched. */
     for (int i = 0; i < m->nlayers; i++)
         if (dact_accumulates(m, i))
-            zero_floats((size_t)B * m->layers[i].OC * m->layers[i].OH * m->layers[i].OW, m->dacts + m->dact_off[i]);
+            zero_floats((size_t)B * m->layers[i].OC * m->layers[i].OH * m->layers[i].OW,
+                        m->dacts + m->plan->dact_off[i]);
 }
 
 void model_zero_dacts_at(model_t *m, int B, int step)
 {
     for (int i = 0; i <= step; i++)
-        if (m->dact_first[i] == step && dact_accumulates(m, i))
-            zero_floats((size_t)B * m->layers[i].OC * m->layers[i].OH * m->layers[i].OW, m->dacts + m->dact_off[i]);
+        if (m->plan->dact_first[i] == step && dact_accumulates(m, i))
+            zero_floats((size_t)B * m->layers[i].OC * m->layers[i].OH * m->layers[i].OW,
+                        m->dacts + m->plan->dact_off[i]);
 }
 
 void model_backward(model_t *m, const float *x, const int32_t *y, int B, float loss_scale)
 {
     softmax_xent_backward(B * m->positions, m->num_classes, m->probs, y, m->label_smoothing, loss_scale,
-                          m->dacts + m->dact_off[m->nlayers - 1]);
+                          m->dacts + m->plan->dact_off[m->nlayers - 1]);
 
     model_plan_grads(m); /* the tensors' no_update may change between backwards */
     for (int i = m->nlayers - 1; i >= 0; i--) {

@@ -320,17 +320,6 @@ typedef struct {
      * owner sets it around a training step only, which every process takes: any other
      * training forward (a timing) must not reduce. */
     const bn_sync_t *bn_sync;
-    /* The activation gradients' own arena (dacts), planned by liveness: layer i's output
-     * gradient is live from the backward of its last reader (which runs first) down to its
-     * own backward, and gradients never live at once share memory (dact_off[i], first
-     * fit over the backward order). Models with fused kernels (plan.h's fused_relu,
-     * fused_add), whose backward reads other layers' gradients, keep one slot each. A
-     * backward zeroes a gradient its readers add into when its life begins
-     * (dact_first[i], the step of its last reader), not all at the start. Kept at the end
-     * of model_t: the CUDA library reads the fields above it (it keeps its own arena). */
-    size_t dact_floats; /* floats in dacts (<= act_floats) */
-    size_t *dact_off;   /* per layer: its output gradient's offset in dacts */
-    int *dact_first;    /* per layer: the backward step at which that gradient's life begins */
     /* Per layer, 2 entries: the index in tensors of the parameter tensor its weight (w_off)
      * and its bias (b_off) are, -1 where it has none. A backward looks a tensor's no_update
      * up through it and skips that gradient: a frozen tensor's weight product is never
@@ -351,8 +340,8 @@ typedef struct {
     long long backward_skipped;
     /* The low-rank adapters a job's lora added to the graph (model/lora.h), or NULL. */
     struct model_lora *lora;
-    /* How the layers run (plan.h): their fusions and gradient routing, set by model_create
-     * and model_clone from the layer list. */
+    /* How the layers run (plan.h): their fusions, gradient routing and the activation
+     * gradients' places in dacts, set by model_create and model_clone from the layer list. */
     model_plan_t *plan;
 } model_t;
 
@@ -545,7 +534,7 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
  * into, for the first B samples (bench/layer_profile times it alone). */
 void model_zero_dacts(model_t *m, int B);
 /* The zeroing of model_zero_dacts for the gradients whose life begins at backward step
- * `step` only (model_t's dact_first): what model_backward does before each layer's
+ * `step` only (plan.h's dact_first): what model_backward does before each layer's
  * backward, since a gradient may share memory with one that dies before it is born. */
 void model_zero_dacts_at(model_t *m, int B, int step);
 const float *model_logits(const model_t *m);

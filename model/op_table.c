@@ -22,7 +22,7 @@ static const float *input_of(const model_t *m, const float *x, int in)
 }
 
 /* The gradient of layer `in`'s output, or NULL for the model input (never needed). */
-static float *dinput_of(const model_t *m, int in) { return in < 0 ? NULL : m->dacts + m->dact_off[in]; }
+static float *dinput_of(const model_t *m, int in) { return in < 0 ? NULL : m->dacts + m->plan->dact_off[in]; }
 
 static size_t out_count(const layer_t *l, int B) { return (size_t)B * l->OC * l->OH * l->OW; }
 
@@ -369,7 +369,7 @@ static void conv_fwd(model_t *m, int i, const float *x, int B, int train)
 static void conv_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off, *dout = m->dacts + m->dact_off[i];
+    const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off, *dout = m->dacts + m->plan->dact_off[i];
     float *dinp = dinput_needed(m, l->in), *dw = param_grad(m, i, 0), *db = bias_grad_of(m, i);
     const int t = m->layer_tensor ? m->layer_tensor[2 * i] : -1;
     if (!dw && !dinp && !db) return; /* frozen, and the model input's gradient is not needed */
@@ -397,7 +397,7 @@ static void convt_fwd(model_t *m, int i, const float *x, int B, int train)
 static void convt_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off, *dout = m->dacts + m->dact_off[i];
+    const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off, *dout = m->dacts + m->plan->dact_off[i];
     float *dinp = dinput_of(m, l->in), *dw = m->grads + l->w_off, *db = l->has_bias ? m->grads + l->b_off : NULL;
     conv_transpose2d_backward(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws, sets_grad(m, l->in, i));
 }
@@ -412,7 +412,7 @@ static void maxpool_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     float *dinp = dinput_of(m, l->in);
-    if (dinp) maxpool2d_backward(&l->pool, B, m->dacts + m->dact_off[i], m->argmax + l->aux_off, dinp);
+    if (dinp) maxpool2d_backward(&l->pool, B, m->dacts + m->plan->dact_off[i], m->argmax + l->aux_off, dinp);
 }
 
 static void avgpool_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -425,7 +425,7 @@ static void avgpool_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     float *dinp = dinput_of(m, l->in);
-    if (dinp) avgpool2d_backward(&l->pool, B, m->dacts + m->dact_off[i], dinp);
+    if (dinp) avgpool2d_backward(&l->pool, B, m->dacts + m->plan->dact_off[i], dinp);
 }
 
 static void relu_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -442,7 +442,7 @@ static void relu_bwd(model_t *m, int i, const float *x, int B)
     float *dinp = dinput_of(m, l->in);
     if (dinp && !m->plan->layers[l->in].fused_relu) /* dinp: l->in >= 0 */
         (sets_grad(m, l->in, i) ? relu_backward_set : relu_backward)(out_count(l, B), m->acts + l->out_off,
-                                                                     m->dacts + m->dact_off[i], dinp);
+                                                                     m->dacts + m->plan->dact_off[i], dinp);
 }
 
 static void fc_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -457,7 +457,7 @@ static void fc_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     float *db = bias_grad_of(m, i);
     (sets_grad(m, l->in, i) ? gemm_backward_set : gemm_backward)(&l->gemm, B, input_of(m, x, l->in),
-                                                                 m->params + l->w_off, m->dacts + m->dact_off[i],
+                                                                 m->params + l->w_off, m->dacts + m->plan->dact_off[i],
                                                                  dinput_needed(m, l->in), param_grad(m, i, 0), db);
 }
 
@@ -476,7 +476,7 @@ static void linear_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     float *db = bias_grad_of(m, i);
     (sets_grad(m, l->in, i) ? gemm_backward_set : gemm_backward)(&l->gemm, linear_rows(l, B), input_of(m, x, l->in),
-                                                                 m->params + l->w_off, m->dacts + m->dact_off[i],
+                                                                 m->params + l->w_off, m->dacts + m->plan->dact_off[i],
                                                                  dinput_needed(m, l->in), param_grad(m, i, 0), db);
 }
 
@@ -538,13 +538,13 @@ static void bn_bwd(model_t *m, int i, const float *x, int B)
      * (fused_relu; fused_add: through the add unchanged). Where the add has just set its
      * shortcut's gradient, that buffer holds the masked gradient itself, bit for bit: read
      * once instead of masking the ReLU's again. */
-    const float *g = m->dacts + m->dact_off[i], *rout = NULL;
+    const float *g = m->dacts + m->plan->dact_off[i], *rout = NULL;
     const int sc = lp->fused_add ? m->layers[i + 1].in2 : -1;
-    if (sc >= 0 && m->plan->layers[sc].grad_setter == i + 1) g = m->dacts + m->dact_off[sc];
+    if (sc >= 0 && m->plan->layers[sc].grad_setter == i + 1) g = m->dacts + m->plan->dact_off[sc];
     else if (lp->fused_relu || lp->fused_add) {
         const layer_t *r = &m->layers[i + (lp->fused_add ? 2 : 1)];
         rout = m->acts + r->out_off;
-        g = m->dacts + m->dact_off[i + (lp->fused_add ? 2 : 1)];
+        g = m->dacts + m->plan->dact_off[i + (lp->fused_add ? 2 : 1)];
     }
     if (m->bn_sync)
         batchnorm_backward_sync(B, l->C, HW, inp, w, mean, invstd, rout, g, dinp, dw, db, sets_in, m->bn_sync);
@@ -564,7 +564,7 @@ static void gap_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     float *dinp = dinput_of(m, l->in);
-    if (dinp) gap_backward(B, l->C, l->H * l->W, m->dacts + m->dact_off[i], dinp);
+    if (dinp) gap_backward(B, l->C, l->H * l->W, m->dacts + m->plan->dact_off[i], dinp);
 }
 
 static void add_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -587,10 +587,10 @@ static void add_bwd(model_t *m, int i, const float *x, int B)
         const layer_t *r = &m->layers[i + 1];
         if (dx)
             (sets_x ? relu_backward_set : relu_backward)(out_count(l, B), m->acts + r->out_off,
-                                                         m->dacts + m->dact_off[i + 1], dx);
+                                                         m->dacts + m->plan->dact_off[i + 1], dx);
     } else
-        residual_add_backward_set(&l->sc, B, m->dacts + m->dact_off[i], dinput_of(m, l->in), sets_grad(m, l->in, i), dx,
-                                  sets_x);
+        residual_add_backward_set(&l->sc, B, m->dacts + m->plan->dact_off[i], dinput_of(m, l->in),
+                                  sets_grad(m, l->in, i), dx, sets_x);
 }
 
 static void leaky_relu_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -603,7 +603,8 @@ static void leaky_relu_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     float *dinp = dinput_of(m, l->in);
-    if (dinp) leaky_relu_backward(out_count(l, B), l->alpha, m->acts + l->out_off, m->dacts + m->dact_off[i], dinp);
+    if (dinp)
+        leaky_relu_backward(out_count(l, B), l->alpha, m->acts + l->out_off, m->dacts + m->plan->dact_off[i], dinp);
 }
 
 static void sigmoid_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -616,7 +617,7 @@ static void sigmoid_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     float *dinp = dinput_of(m, l->in);
-    if (dinp) sigmoid_backward(out_count(l, B), m->acts + l->out_off, m->dacts + m->dact_off[i], dinp);
+    if (dinp) sigmoid_backward(out_count(l, B), m->acts + l->out_off, m->dacts + m->plan->dact_off[i], dinp);
 }
 
 static void tanh_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -629,7 +630,7 @@ static void tanh_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     float *dinp = dinput_of(m, l->in);
-    if (dinp) tanh_backward(out_count(l, B), m->acts + l->out_off, m->dacts + m->dact_off[i], dinp);
+    if (dinp) tanh_backward(out_count(l, B), m->acts + l->out_off, m->dacts + m->plan->dact_off[i], dinp);
 }
 
 /* Along the output's axis sl_axis, a sample is (outer, size along it, inner): the kernels'
@@ -667,7 +668,7 @@ static void concat_bwd(model_t *m, int i, const float *x, int B)
     int rows, inner, C2[2];
     concat_geometry(l, B, &rows, &inner, C2);
     float *const d2[2] = {dinput_of(m, l->in), dinput_of(m, l->in2)};
-    concat_backward(rows, inner, 2, C2, m->dacts + m->dact_off[i], d2);
+    concat_backward(rows, inner, 2, C2, m->dacts + m->plan->dact_off[i], d2);
 }
 
 static void dropout_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -688,7 +689,7 @@ static void dropout_bwd(model_t *m, int i, const float *x, int B)
         (sets_grad(m, l->in, i) ? dropout_backward_set
                                 : dropout_backward)(out_count(l, B), l->p,
                                                     dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
-                                                    m->dacts + m->dact_off[i], dinp);
+                                                    m->dacts + m->plan->dact_off[i], dinp);
 }
 
 /* dropout_fwd and dropout_bwd with one draw per sample: the same key (job seed, step,
@@ -712,7 +713,7 @@ static void sdepth_bwd(model_t *m, int i, const float *x, int B)
         (sets_grad(m, l->in, i) ? stochastic_depth_backward_set
                                 : stochastic_depth_backward)(out_count(l, B), out_count(l, 1), l->p,
                                                              dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
-                                                             m->dacts + m->dact_off[i], dinp);
+                                                             m->dacts + m->plan->dact_off[i], dinp);
 }
 
 static void clip_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -724,7 +725,8 @@ static void clip_fwd(model_t *m, int i, const float *x, int B, int train)
 static void clip_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    clip_backward(out_count(l, B), l->lo, l->hi, m->acts + l->out_off, m->dacts + m->dact_off[i], dinput_of(m, l->in));
+    clip_backward(out_count(l, B), l->lo, l->hi, m->acts + l->out_off, m->dacts + m->plan->dact_off[i],
+                  dinput_of(m, l->in));
 }
 
 static void hardsigmoid_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -736,7 +738,7 @@ static void hardsigmoid_fwd(model_t *m, int i, const float *x, int B, int train)
 static void hardsigmoid_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    hardsigmoid_backward(out_count(l, B), l->alpha, m->acts + l->out_off, m->dacts + m->dact_off[i],
+    hardsigmoid_backward(out_count(l, B), l->alpha, m->acts + l->out_off, m->dacts + m->plan->dact_off[i],
                          dinput_of(m, l->in));
 }
 
@@ -749,7 +751,7 @@ static void hardswish_fwd(model_t *m, int i, const float *x, int B, int train)
 static void hardswish_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    hardswish_backward(out_count(l, B), input_of(m, x, l->in), m->dacts + m->dact_off[i], dinput_of(m, l->in));
+    hardswish_backward(out_count(l, B), input_of(m, x, l->in), m->dacts + m->plan->dact_off[i], dinput_of(m, l->in));
 }
 
 static void mul_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -764,7 +766,7 @@ static void mul_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     mul_backward(B, l->C, l->H * l->W, l->bcast ? 1 : l->H * l->W, input_of(m, x, l->in), input_of(m, x, l->in2),
-                 m->dacts + m->dact_off[i], dinput_of(m, l->in), dinput_of(m, l->in2));
+                 m->dacts + m->plan->dact_off[i], dinput_of(m, l->in), dinput_of(m, l->in2));
 }
 
 /* The unary rows' steps, one pair per kind (OP_STEPS): the kind's function of ops.h. */
@@ -778,8 +780,8 @@ static void unary_bwd(model_t *m, int i, const float *x, int B, unary_op_t op)
 {
     const layer_t *l = &m->layers[i];
     (sets_grad(m, l->in, i) ? unary_backward_set : unary_backward)(op, l->alpha, out_count(l, B), input_of(m, x, l->in),
-                                                                   m->acts + l->out_off, m->dacts + m->dact_off[i],
-                                                                   dinput_of(m, l->in));
+                                                                   m->acts + l->out_off,
+                                                                   m->dacts + m->plan->dact_off[i], dinput_of(m, l->in));
 }
 
 /* name_fwd and name_bwd of a row whose steps are family_fwd and family_bwd with the row's
@@ -808,7 +810,7 @@ static void const_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     float *g = l->frozen ? NULL : param_grad(m, i, 0);
-    if (g) memcpy(g, m->dacts + m->dact_off[i], out_count(l, 1) * sizeof(float));
+    if (g) memcpy(g, m->dacts + m->plan->dact_off[i], out_count(l, 1) * sizeof(float));
 }
 
 /* A gathered parameter (Swin's relative position bias): like a constant, one sample's slot
@@ -826,7 +828,9 @@ static void gather_param_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     float *g = param_grad(m, i, 0);
-    if (g) gather_param_backward(out_count(l, 1), table_count(l), m->buffers + l->rm_off, m->dacts + m->dact_off[i], g);
+    if (g)
+        gather_param_backward(out_count(l, 1), table_count(l), m->buffers + l->rm_off, m->dacts + m->plan->dact_off[i],
+                              g);
 }
 
 /* The gradient a binary row sums into its input `in`, or NULL for a frozen constant's
@@ -851,7 +855,7 @@ static void binary_fwd(model_t *m, int i, const float *x, int B, binary_op_t op)
 static void binary_bwd(model_t *m, int i, const float *x, int B, binary_op_t op)
 {
     const layer_t *l = &m->layers[i];
-    binary_rows_backward(op, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->dacts + m->dact_off[i],
+    binary_rows_backward(op, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->dacts + m->plan->dact_off[i],
                          dbinary_of(m, l->in), sets_grad(m, l->in, i), dbinary_of(m, l->in2), sets_grad(m, l->in2, i));
 }
 
@@ -871,8 +875,8 @@ static void bpow_fwd(model_t *m, int i, const float *x, int B, int train)
 static void bpow_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    binary_backward(BINARY_POW, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->dacts + m->dact_off[i],
-                    dbinary_of(m, l->in), dbinary_of(m, l->in2));
+    binary_backward(BINARY_POW, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2),
+                    m->dacts + m->plan->dact_off[i], dbinary_of(m, l->in), dbinary_of(m, l->in2));
 }
 
 static double flops_none(const layer_t *l) { return 0.0; }
@@ -891,7 +895,8 @@ static void chain_bwd(model_t *m, int i, int B)
 {
     const layer_plan_t *lp = model_layer_plan(m, i);
     if (lp->chain == VIEW_CHAIN_RUN)
-        view_rows_backward_set(&lp->chain_bc, lp->chain_off, B, m->dacts + m->dact_off[i], dinput_of(m, lp->chain_src));
+        view_rows_backward_set(&lp->chain_bc, lp->chain_off, B, m->dacts + m->plan->dact_off[i],
+                               dinput_of(m, lp->chain_src));
 }
 
 /* a copy of the contiguous data (the shape is the layer's); the gradient added back, or
@@ -918,8 +923,8 @@ static void reshape_bwd(model_t *m, int i, const float *x, int B)
     if (sets_grad(m, l->in, i)) {
         /* the identity view of a sample's floats (one run: view_rows' set) */
         const bcast_desc_t id = {.rank = 2, .dims = {0, (int)out_count(l, 1)}, .sa = {out_count(l, 1), 1}};
-        view_rows_backward_set(&id, 0, B, m->dacts + m->dact_off[i], dinput_of(m, l->in));
-    } else add_backward(out_count(l, B), m->dacts + m->dact_off[i], dinput_of(m, l->in), NULL);
+        view_rows_backward_set(&id, 0, B, m->dacts + m->plan->dact_off[i], dinput_of(m, l->in));
+    } else add_backward(out_count(l, B), m->dacts + m->plan->dact_off[i], dinput_of(m, l->in), NULL);
 }
 
 /* Transpose, Slice and Expand: the view (bc, view_off) copied out by rows; the gradient
@@ -944,7 +949,7 @@ static void view_bwd(model_t *m, int i, const float *x, int B)
         return;
     }
     (sets_grad(m, l->in, i) ? view_rows_backward_set : view_rows_backward)(&l->bc, l->view_off, B,
-                                                                           m->dacts + m->dact_off[i],
+                                                                           m->dacts + m->plan->dact_off[i],
                                                                            dinput_of(m, l->in));
 }
 
@@ -964,7 +969,7 @@ static void reduce_fwd(model_t *m, int i, const float *x, int B, layer_kind_t k)
 static void reduce_bwd(model_t *m, int i, const float *x, int B, layer_kind_t k)
 {
     const layer_t *l = &m->layers[i];
-    reduce_backward(&l->bc, B, reduce_scale(l, k), m->dacts + m->dact_off[i], dinput_of(m, l->in));
+    reduce_backward(&l->bc, B, reduce_scale(l, k), m->dacts + m->plan->dact_off[i], dinput_of(m, l->in));
 }
 
 OP_STEPS(reduce_mean, reduce, LAYER_REDUCE_MEAN)
@@ -1011,8 +1016,8 @@ static void bmm_bwd(model_t *m, int i, const float *x, int B)
     int G, M, K, N;
     bmm_geometry(l, B, &G, &M, &K, &N);
     bmm_backward_causal((bmm_causal_t)lp->causal_bmm, G, M, K, N, input_of(m, x, l->in), input_of(m, x, l->in2),
-                        m->dacts + m->dact_off[i], dinput_of(m, l->in), sets_grad(m, l->in, i), dinput_of(m, l->in2),
-                        sets_grad(m, l->in2, i));
+                        m->dacts + m->plan->dact_off[i], dinput_of(m, l->in), sets_grad(m, l->in, i),
+                        dinput_of(m, l->in2), sets_grad(m, l->in2, i));
 }
 
 /* 2 per multiply-add: each output element is K of them */
@@ -1045,8 +1050,8 @@ static void layernorm_bwd(model_t *m, int i, const float *x, int B)
     int rows, inner;
     axis_geometry(l, B, &rows, &inner);
     layernorm_backward_saved(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in),
-                             m->params + l->w_off, ln_stats(m, l), m->dacts + m->dact_off[i], dinput_needed(m, l->in),
-                             sets_grad(m, l->in, i), param_grad(m, i, 0), param_grad(m, i, 1));
+                             m->params + l->w_off, ln_stats(m, l), m->dacts + m->plan->dact_off[i],
+                             dinput_needed(m, l->in), sets_grad(m, l->in, i), param_grad(m, i, 0), param_grad(m, i, 1));
 }
 
 /* Softmax and LogSoftmax along axis sl_axis: a sample is (outer, n, inner) */
@@ -1068,7 +1073,8 @@ static void softmax_bwd(model_t *m, int i, const float *x, int B)
     if (dinp)
         (sets_grad(m, l->in, i) ? softmax_axis_backward_set
                                 : softmax_axis_backward)(l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis],
-                                                         inner, m->acts + l->out_off, m->dacts + m->dact_off[i], dinp);
+                                                         inner, m->acts + l->out_off, m->dacts + m->plan->dact_off[i],
+                                                         dinp);
 }
 
 /* ---- the vision transformers' rows ------------------------------------------------------------ */
@@ -1126,7 +1132,7 @@ static void embed_bwd(model_t *m, int i, const float *x, int B)
     float *g = param_grad(m, i, 0);
     if (g)
         embed_backward(embed_rows(l, B), l->gp_table.dims[0], l->gp_table.dims[1], input_of(m, x, l->in),
-                       m->dacts + m->dact_off[i], g, l->tied);
+                       m->dacts + m->plan->dact_off[i], g, l->tied);
 }
 
 /* a copy per row read, no arithmetic */
@@ -1157,7 +1163,7 @@ static void causal_bwd(model_t *m, int i, const float *x, int B)
     float *dinp = dinput_of(m, l->in);
     if (dinp)
         causal_softmax_backward(causal_mats(l, B), causal_T(l), l->alpha, m->acts + l->out_off,
-                                m->dacts + m->dact_off[i], dinp, sets_grad(m, l->in, i));
+                                m->dacts + m->plan->dact_off[i], dinp, sets_grad(m, l->in, i));
 }
 
 /* half the matrix: a scale, an exponential and a division per unmasked element */

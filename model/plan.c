@@ -157,7 +157,7 @@ static size_t first_fit(const dact_slot_t *slots, const int *placed, int nplaced
     return at;
 }
 
-/* model_t's dact_off, dact_first and dact_floats: each layer's output gradient lives from
+/* The plan's dact_off, dact_first and dact_floats: each layer's output gradient lives from
  * the backward of its last reader (the loss's for the last layer) down to its own. */
 int model_plan_dacts(model_t *m)
 {
@@ -166,9 +166,9 @@ int model_plan_dacts(model_t *m)
     dact_slot_t *slots = calloc((size_t)(n ? n : 1), sizeof *slots);
     int *placed = calloc((size_t)(n ? n : 1), sizeof *placed);
     const dact_slot_t **live = calloc((size_t)(n ? n : 1), sizeof *live);
-    m->dact_off = calloc((size_t)(n ? n : 1), sizeof *m->dact_off);
-    m->dact_first = calloc((size_t)(n ? n : 1), sizeof *m->dact_first);
-    if (!slots || !placed || !live || !m->dact_off || !m->dact_first) {
+    m->plan->dact_off = calloc((size_t)(n ? n : 1), sizeof *m->plan->dact_off);
+    m->plan->dact_first = calloc((size_t)(n ? n : 1), sizeof *m->plan->dact_first);
+    if (!slots || !placed || !live || !m->plan->dact_off || !m->plan->dact_first) {
         free(slots), free(placed), free(live);
         return -1;
     }
@@ -186,20 +186,20 @@ int model_plan_dacts(model_t *m)
                 hi = k;
         }
         slots[j] = (dact_slot_t){0, (size_t)m->max_batch * l->OC * l->OH * l->OW, j, hi};
-        m->dact_first[j] = hi;
+        m->plan->dact_first[j] = hi;
     }
     /* fused kernels read gradients beyond their inputs': one slot each, as the forward's */
     if (fused)
         for (int j = 0; j < n; j++) slots[j].lo = 0, slots[j].hi = n - 1;
     /* place in the order the backward brings gradients to life: the last reader first */
-    m->dact_floats = 0;
+    m->plan->dact_floats = 0;
     for (int step = n - 1, np = 0; step >= 0; step--)
         for (int j = n - 1; j >= 0; j--) {
             if (slots[j].hi != step) continue;
             slots[j].off = first_fit(slots, placed, np, &slots[j], live);
             placed[np++] = j;
-            m->dact_off[j] = slots[j].off;
-            if (slots[j].off + slots[j].n > m->dact_floats) m->dact_floats = slots[j].off + slots[j].n;
+            m->plan->dact_off[j] = slots[j].off;
+            if (slots[j].off + slots[j].n > m->plan->dact_floats) m->plan->dact_floats = slots[j].off + slots[j].n;
         }
     free(slots), free(placed), free(live);
     return 0;
@@ -574,6 +574,8 @@ void model_plan_free(model_plan_t *p)
 {
     if (!p) return;
     free(p->layers);
+    free(p->dact_off);
+    free(p->dact_first);
     free(p);
 }
 

@@ -93,6 +93,16 @@ typedef struct {
  * Built by model_plan_fusions from the finished layer list; model_free frees it. */
 struct model_plan {
     layer_plan_t *layers; /* (nlayers) */
+    /* The activation gradients' own arena (model_t's dacts), planned by liveness: layer i's
+     * output gradient is live from the backward of its last reader (which runs first) down
+     * to its own backward, and gradients never live at once share memory (dact_off[i],
+     * first fit over the backward order). Models with fused kernels (fused_relu,
+     * fused_add), whose backward reads other layers' gradients, keep one slot each. A
+     * backward zeroes a gradient its readers add into when its life begins (dact_first[i],
+     * the step of its last reader), not all at the start. The CUDA library keeps its own. */
+    size_t dact_floats; /* floats in dacts (<= act_floats) */
+    size_t *dact_off;   /* per layer: its output gradient's offset in dacts */
+    int *dact_first;    /* per layer: the backward step at which that gradient's life begins */
 };
 
 /* Layer i's entry of m's plan. */
@@ -113,7 +123,7 @@ int model_plan_no_decay(model_t *m);
 int model_plan_tensors(model_t *m);
 /* model_t's grad_needed from the tensors' no_update (which may change between backwards). */
 void model_plan_grads(model_t *m);
-/* The activation gradients' offsets in their arena (model_t's dact_off, dact_floats); 0, or
+/* The activation gradients' offsets in their arena (the plan's dact_off, dact_floats); 0, or
  * -1 (out of memory). */
 int model_plan_dacts(model_t *m);
 

@@ -446,7 +446,7 @@ static void test_gpt_causal_bmm(void **state)
     causal_model_case(0.1f);
 }
 
-/* The activation gradients' arena planned by liveness (model_t's dact_off): smaller than
+/* The activation gradients' arena planned by liveness (the plan's dact_off): smaller than
  * one slot per layer for a GPT, no two gradients sharing a float while both live (from
  * their last reader's backward down to their own), and the same gradients bit for bit as
  * one private slot per layer (the forward's offsets), the dropout included. */
@@ -458,18 +458,19 @@ static void test_gpt_dact_plan(void **state)
     g.dropout = 0.1f;
     model_t *m = tiny(&g, B);
     const int n = m->nlayers;
-    printf("  gradient arena %zu floats, one slot per layer %zu\n", m->dact_floats, m->act_floats);
-    assert_true(m->dact_floats < m->act_floats);
+    printf("  gradient arena %zu floats, one slot per layer %zu\n", m->plan->dact_floats, m->act_floats);
+    assert_true(m->plan->dact_floats < m->act_floats);
     int shared = 0;
     for (int i = 0; i < n; i++) {
         const size_t ni = (size_t)B * m->layers[i].OC * m->layers[i].OH * m->layers[i].OW;
-        assert_true(m->dact_off[i] + ni <= m->dact_floats);
+        assert_true(m->plan->dact_off[i] + ni <= m->plan->dact_floats);
         for (int j = i + 1; j < n; j++) {
             const size_t nj = (size_t)B * m->layers[j].OC * m->layers[j].OH * m->layers[j].OW;
-            if (m->dact_off[i] + ni <= m->dact_off[j] || m->dact_off[j] + nj <= m->dact_off[i]) continue;
+            if (m->plan->dact_off[i] + ni <= m->plan->dact_off[j] || m->plan->dact_off[j] + nj <= m->plan->dact_off[i])
+                continue;
             shared++;
             /* j > i: i's life [i, first_i] must end after j's [j, first_j] begins below it */
-            if (!(m->dact_first[i] < j)) fail_msg("layers %d and %d share gradient memory while both live", i, j);
+            if (!(m->plan->dact_first[i] < j)) fail_msg("layers %d and %d share gradient memory while both live", i, j);
         }
     }
     assert_true(shared > 0);
@@ -489,8 +490,8 @@ static void test_gpt_dact_plan(void **state)
     float *planned = m->dacts;
     size_t *offs = malloc((size_t)n * sizeof *offs);
     assert_non_null(offs);
-    memcpy(offs, m->dact_off, (size_t)n * sizeof *offs);
-    for (int i = 0; i < n; i++) m->dact_off[i] = m->layers[i].out_off;
+    memcpy(offs, m->plan->dact_off, (size_t)n * sizeof *offs);
+    for (int i = 0; i < n; i++) m->plan->dact_off[i] = m->layers[i].out_off;
     for (size_t k = 0; k < m->act_floats; k++) own[k] = NAN;
     m->dacts = own;
     m->dropout_step = step;
@@ -498,7 +499,7 @@ static void test_gpt_dact_plan(void **state)
     model_backward(m, x, y, B, 1.0f);
     assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
     m->dacts = planned;
-    memcpy(m->dact_off, offs, (size_t)n * sizeof *offs);
+    memcpy(m->plan->dact_off, offs, (size_t)n * sizeof *offs);
     free(offs);
     free(own);
     free(g1);

@@ -296,8 +296,8 @@ static void test_bf16_allocates_as_fp32(void **state)
                                                   : model_create(NAMES[i], 8, &m, err, sizeof err);
             mm_set_precision(MM_FP32);
             if (rc != 0) fail_msg("%s: %s", NAMES[i], err);
-            const size_t v[7] = {m->nparams,     m->nbuffers,  m->act_floats, m->aux_floats,
-                                 m->argmax_ints, m->ws_floats, m->dact_floats};
+            const size_t v[7] = {m->nparams,     m->nbuffers,  m->act_floats,       m->aux_floats,
+                                 m->argmax_ints, m->ws_floats, m->plan->dact_floats};
             memcpy(f[p], v, sizeof v);
             model_free(m);
         }
@@ -550,13 +550,13 @@ static void check_overwrites(model_t *m, int B)
     memcpy(logits, model_logits(m), (size_t)B * m->num_classes * sizeof(float));
     model_backward(m, x, y, B, 1.0f);
     memcpy(g1, m->grads, m->nparams * sizeof(float));
-    for (size_t i = 0; i < m->dact_floats; i++) m->dacts[i] = NAN;
+    for (size_t i = 0; i < m->plan->dact_floats; i++) m->dacts[i] = NAN;
     model_forward(m, x, y, B, 1);
     model_backward(m, x, y, B, 1.0f);
     assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));
     /* the fused kernels give the bits of the layers they stand for */
     for (int i = 0; i < m->nlayers; i++) m->plan->layers[i].fused_relu = m->plan->layers[i].fused_add = 0;
-    for (size_t i = 0; i < m->dact_floats; i++) m->dacts[i] = NAN;
+    for (size_t i = 0; i < m->plan->dact_floats; i++) m->dacts[i] = NAN;
     assert_true(model_forward(m, x, y, B, 1) == loss);
     assert_memory_equal(logits, model_logits(m), (size_t)B * m->num_classes * sizeof(float));
     model_backward(m, x, y, B, 1.0f);
@@ -565,7 +565,7 @@ static void check_overwrites(model_t *m, int B)
         m->plan->layers[i].grad_setter = -1;
         m->plan->layers[i].grad_split = 0;
     }
-    for (size_t i = 0; i < m->dact_floats; i++) m->dacts[i] = NAN;
+    for (size_t i = 0; i < m->plan->dact_floats; i++) m->dacts[i] = NAN;
     model_forward(m, x, y, B, 1);
     model_backward(m, x, y, B, 1.0f);
     assert_memory_equal(g1, m->grads, m->nparams * sizeof(float));

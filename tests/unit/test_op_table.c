@@ -43,6 +43,7 @@
 #include "onnx_export.h"
 #include "onnx_import.h"
 #include "op_table.h"
+#include "plan.h"
 #include "ref.h"
 
 #define B_TEST 3
@@ -832,7 +833,7 @@ static void run_row(layer_kind_t k)
 }
 
 /* The row's output gradient, copied right after its layer's backward: later gradients may
- * reuse its memory (model_t's dact_off, planned by liveness). */
+ * reuse its memory (the plan's dact_off, planned by liveness). */
 typedef struct {
     const model_t *m;
     int li;
@@ -843,7 +844,7 @@ typedef struct {
 static void copy_dout(void *ctx, int layer)
 {
     dout_copy_t *c = ctx;
-    if (layer == c->li) memcpy(c->dout, c->m->dacts + c->m->dact_off[c->li], c->n * sizeof(float));
+    if (layer == c->li) memcpy(c->dout, c->m->dacts + c->m->plan->dact_off[c->li], c->n * sizeof(float));
 }
 
 /* One case of row k (whole: run_row checked it). */
@@ -924,7 +925,7 @@ static void run_case(layer_kind_t k, const row_case_t *c)
 
     /* the gradients against finite differences of the reference */
     check_fd(row, "input gradient", &in, c->ref, g, yref, ny, xin, op->ninputs == 2 ? xin2 : NULL,
-             m->dacts + m->dact_off[0], nx, c->tol_grad);
+             m->dacts + m->plan->dact_off[0], nx, c->tol_grad);
     for (int t = 0; t < m->ntensors; t++) {
         const tensor_info_t *ti = &m->tensors[t];
         if (ti->is_buffer || strncmp(ti->name, "t.", 2) != 0) continue; /* the head's are not this row's */

@@ -63,11 +63,7 @@ static int load_locked(void)
     const pacer_cuda_backend_t *t = entry ? entry() : NULL;
     if (!t) {
         snprintf(load_error, sizeof load_error, "%s is not a pacer CUDA backend (no %s)", path, PACER_CUDA_ENTRY);
-    } else if (t->abi != PACER_CUDA_ABI || t->model_bytes != sizeof(model_t)) {
-        snprintf(load_error, sizeof load_error,
-                 "%s was built from another version of pacer (backend ABI %d with a %zu-byte model_t; this "
-                 "program: ABI %d, %zu bytes): rebuild both",
-                 path, t->abi, t->model_bytes, PACER_CUDA_ABI, sizeof(model_t));
+    } else if (cuda_backend_check(t, path, load_error, sizeof load_error) != 0) {
         t = NULL;
     }
     if (!t) {
@@ -79,6 +75,32 @@ static int load_locked(void)
 }
 
 /* Copies src into dst[len], cut to fit. */
+int cuda_backend_check(const pacer_cuda_backend_t *t, const char *path, char *err, size_t errlen)
+{
+    /* abi first: the sizes' places in the table are this ABI's */
+    if (t->abi != PACER_CUDA_ABI) {
+        snprintf(err, errlen,
+                 "%s was built from another version of pacer (backend ABI %d; this program: ABI %d): rebuild both",
+                 path, t->abi, PACER_CUDA_ABI);
+        return -1;
+    }
+    const struct {
+        const char *name;
+        size_t lib, here;
+    } sizes[] = {{"model_t", t->model_bytes, sizeof(model_t)},
+                 {"layer_t", t->layer_bytes, sizeof(layer_t)},
+                 {"tensor_info_t", t->tensor_bytes, sizeof(tensor_info_t)}};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++)
+        if (sizes[k].lib != sizes[k].here) {
+            snprintf(err, errlen,
+                     "%s was built from another version of pacer (a %zu-byte %s; this program's: %zu bytes): "
+                     "rebuild both",
+                     path, sizes[k].lib, sizes[k].name, sizes[k].here);
+            return -1;
+        }
+    return 0;
+}
+
 static void set_str(char *dst, size_t len, const char *src)
 {
     if (!len) return;

@@ -51,6 +51,10 @@ extern "C" {
  * naming the file and what the loader said (dlerror), or why the library was refused
  * (not a pacer backend, or built from another version of pacer). Thread-safe. */
 int cuda_backend_load(char *err, size_t errlen);
+/* Whether t, the table of the library at path, was built from this program's sources: its
+ * ABI number, then the sizes of model_t, layer_t and tensor_info_t, each checked apart.
+ * 0, or -1 with err naming the library, what differs and both values. */
+int cuda_backend_check(const pacer_cuda_backend_t *t, const char *path, char *err, size_t errlen);
 /* $PACER_CUDA_LIB when set, else libpacer_cuda.so in the directory of this executable
  * (symbolic links resolved). Returns buf. */
 const char *cuda_backend_path(char *buf, size_t len);

@@ -6,10 +6,14 @@
  * name from the worker, so a CPU-only run never maps the CUDA libraries and a binary
  * built on a machine with CUDA runs on one without it.
  *
- * A library from another build is refused: abi must be PACER_CUDA_ABI and model_bytes
- * sizeof(model_t) (the device model copies the host's layer list). Change PACER_CUDA_ABI
- * whenever the table or the meaning of an entry changes. The entries are the functions of
- * model/backend_cuda.h, documented there.
+ * A library from another build is refused (cuda_backend_check): abi must be PACER_CUDA_ABI,
+ * and model_bytes, layer_bytes and tensor_bytes the sizes of model_t, layer_t and
+ * tensor_info_t, each checked apart (the device model copies the host's model, layer list
+ * and tensor list): a struct that grows or shrinks (a kind's new field) is refused by its
+ * size, with no change here. Change PACER_CUDA_ABI whenever the table or the meaning of an
+ * entry or field changes, or a struct's layout changes at the same size (a field moved).
+ * It reads no execution plan (plan.h): a fusion changes nothing here. The entries are the
+ * functions of model/backend_cuda.h, documented there.
  */
 #ifndef PACER_BACKEND_CUDA_ABI_H
 #define PACER_BACKEND_CUDA_ABI_H
@@ -44,7 +48,7 @@ extern "C" {
  * 18: LAYER_CONV_TRANSPOSE (an empty row: not on the GPU);
  * 19: model_t's lora (the adapters' list, model/lora.h);
  * 20: layer_t's fusion marks and model_t's dact_* moved to model_t's plan (plan.h; the device reads
- * none of it) */
+ * none of it); the table's layer_bytes and tensor_bytes */
 #define PACER_CUDA_ABI 20
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
@@ -75,8 +79,10 @@ typedef struct {
 } cuda_probe_t;
 
 typedef struct {
-    int abi;            /* PACER_CUDA_ABI of the library's build */
-    size_t model_bytes; /* sizeof(model_t) of the library's build */
+    int abi;             /* PACER_CUDA_ABI of the library's build */
+    size_t model_bytes;  /* sizeof(model_t) of the library's build */
+    size_t layer_bytes;  /* sizeof(layer_t) */
+    size_t tensor_bytes; /* sizeof(tensor_info_t) */
     /* Probes device (-1: the local rank's, as pick_device) for a training run: the driver's
      * version against the runtime's (driver_version from libcuda, 0 if unknown), the
      * runtime's device count, activation, and a trivial kernel launched and waited for,

@@ -1299,6 +1299,8 @@ extern "C" const pacer_cuda_backend_t *pacer_cuda_backend(void)
     static const pacer_cuda_backend_t table = {
         PACER_CUDA_ABI,
         sizeof(model_t),
+        sizeof(layer_t),
+        sizeof(tensor_info_t),
         probe_device,
         probe_classify_error,
         probe_build_info,

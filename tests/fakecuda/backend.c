@@ -313,6 +313,8 @@ const pacer_cuda_backend_t *pacer_cuda_backend(void)
     static const pacer_cuda_backend_t table = {
         .abi = PACER_CUDA_ABI,
         .model_bytes = sizeof(model_t),
+        .layer_bytes = sizeof(layer_t),
+        .tensor_bytes = sizeof(tensor_info_t),
         .probe = probe,
         .classify_error = classify_error,
         .build_info = build_info,

@@ -961,6 +961,36 @@ static void test_more_cases(void **state)
     for (size_t i = 0; i < sizeof MORE_CASES / sizeof MORE_CASES[0]; i++) run_case(MORE_CASES[i].kind, &MORE_CASES[i]);
 }
 
+/* The CUDA library's table is checked field by field (cuda_backend_check): its ABI number,
+ * then the size of each struct the device model copies, so a library whose layer_t or
+ * tensor_info_t has another size is refused naming that struct, whatever its model_t. */
+static void test_backend_sizes_apart(void **state)
+{
+    (void)state;
+    const pacer_cuda_backend_t ok = {.abi = PACER_CUDA_ABI,
+                                     .model_bytes = sizeof(model_t),
+                                     .layer_bytes = sizeof(layer_t),
+                                     .tensor_bytes = sizeof(tensor_info_t)};
+    char err[512];
+    assert_int_equal(cuda_backend_check(&ok, "lib.so", err, sizeof err), 0);
+    pacer_cuda_backend_t t = ok;
+    t.abi = PACER_CUDA_ABI - 1;
+    assert_int_equal(cuda_backend_check(&t, "lib.so", err, sizeof err), -1);
+    assert_non_null(strstr(err, "lib.so was built from another version of pacer (backend ABI"));
+    t = ok;
+    t.layer_bytes += 8; /* a kind's new field */
+    assert_int_equal(cuda_backend_check(&t, "lib.so", err, sizeof err), -1);
+    assert_non_null(strstr(err, "-byte layer_t;"));
+    t = ok;
+    t.tensor_bytes -= 4;
+    assert_int_equal(cuda_backend_check(&t, "lib.so", err, sizeof err), -1);
+    assert_non_null(strstr(err, "-byte tensor_info_t;"));
+    t = ok;
+    t.model_bytes += 8;
+    assert_int_equal(cuda_backend_check(&t, "lib.so", err, sizeof err), -1);
+    assert_non_null(strstr(err, "-byte model_t;"));
+}
+
 int main(void)
 {
     /* the stand-in device unless the caller names a backend (a GPU machine's real one) */
@@ -976,6 +1006,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_row),
         cmocka_unit_test(test_more_cases),
+        cmocka_unit_test(test_backend_sizes_apart),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -865,7 +865,7 @@ static const builtin_t *find_builder(const char *name)
 static void skip_backward(model_t *m, int i)
 {
     m->backward_skipped++;
-    for (int k = 0; k < 2; k++) m->grads_skipped += m->layer_tensor[2 * i + k] >= 0;
+    for (int k = 0; k < 2; k++) m->grads_skipped += m->plan->layer_tensor[2 * i + k] >= 0;
 }
 
 void model_zero_frozen_grads(model_t *m)
@@ -1179,10 +1179,8 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     m->grad_done = NULL;
     m->grad_done_ctx = NULL;
     m->bn_sync = NULL;
-    m->layer_tensor = NULL;
     m->grads_computed = NULL;
     m->grads_skipped = 0;
-    m->grad_needed = NULL;
     m->backward_skipped = 0;
     m->lora = NULL; /* the adapters' list is the source's; a copy runs the same layers */
     m->plan = NULL; /* planned afresh below */
@@ -1214,9 +1212,7 @@ void model_free(model_t *m)
     free(m->buffers);
     free(m->acts);
     free(m->dacts);
-    free(m->layer_tensor);
     free(m->grads_computed);
-    free(m->grad_needed);
     free(m->aux);
     free(m->argmax);
     free(m->ws);
@@ -1386,9 +1382,9 @@ void model_backward(model_t *m, const float *x, const int32_t *y, int B, float l
     for (int i = m->nlayers - 1; i >= 0; i--) {
         const int attn = attn_mode(m, i);
         /* its inputs' gradients (the ones zeroed here) are not needed either */
-        if (m->grad_needed[i]) model_zero_dacts_at(m, B, i);
+        if (m->plan->grad_needed[i]) model_zero_dacts_at(m, B, i);
         if (attn == ATTN_SKIP) {
-        } else if (!m->grad_needed[i]) skip_backward(m, i);
+        } else if (!m->plan->grad_needed[i]) skip_backward(m, i);
         else if (attn == ATTN_RUN) attention_run_backward(m, i, B);
         else if (attn == ATTN_NONE) MODEL_OPS[m->layers[i].kind].backward(m, i, x, B);
         if (m->progress) m->progress(m->progress_ctx);

@@ -252,7 +252,7 @@ typedef struct {
      * convolution and linear biases), which optimizer.no_decay "auto" exempts from weight
      * decay. Set by model_create from the layer list. */
     int no_decay;
-    /* Frozen (the spec's freeze, worker/init_weights.h): no gradient computed (model_t's
+    /* Frozen (the spec's freeze, worker/init_weights.h): no gradient computed (plan.h's
      * layer_tensor), no optimizer update (model_decay_run), no all-reduce
      * (worker/compress.h). Set by the owner after model_create, then
      * model_zero_frozen_grads; 0 by default. */
@@ -320,24 +320,11 @@ typedef struct {
      * owner sets it around a training step only, which every process takes: any other
      * training forward (a timing) must not reduce. */
     const bn_sync_t *bn_sync;
-    /* Per layer, 2 entries: the index in tensors of the parameter tensor its weight (w_off)
-     * and its bias (b_off) are, -1 where it has none. A backward looks a tensor's no_update
-     * up through it and skips that gradient: a frozen tensor's weight product is never
-     * computed, its part of grads never written (it stays 0: model_zero_frozen_grads).
-     * Set by model_create and model_clone. */
-    int *layer_tensor;
     /* Counts that tests read: per tensor, the parameter gradients host backwards have
      * computed into it (a tied table counts its two); and the ones skipped as frozen. */
     long long *grads_computed; /* (ntensors) */
     long long grads_skipped;
-    /* Per layer, set by each model_backward where some tensor is frozen: whether the layer
-     * or one before it (an input, an input's input, ...) has a parameter that takes an
-     * update (every layer 1 where none is frozen). A layer without runs no backward at all
-     * (its parameters are frozen and no gradient of an input is needed: the frozen first
-     * blocks of a fine-tuned network), counted in backward_skipped, and the layers with
-     * parameters compute no gradient into such an input. */
-    unsigned char *grad_needed;
-    long long backward_skipped;
+    long long backward_skipped; /* the layers whose backward was skipped (plan.h's grad_needed) */
     /* The low-rank adapters a job's lora added to the graph (model/lora.h), or NULL. */
     struct model_lora *lora;
     /* How the layers run (plan.h): their fusions, gradient routing and the activation
@@ -577,7 +564,7 @@ static inline int model_decay_run(const model_t *m, int groups, int *ti, size_t 
 void model_apply_optimizer(model_t *m, const float *g, const optim_step_t *o);
 
 /* Zeroes the gradients of the tensors that take no update (no_update), once after they are
- * marked: a backward never writes them (model_t's layer_tensor), so they stay 0 and
+ * marked: a backward never writes them (plan.h's layer_tensor), so they stay 0 and
  * whatever reads the whole of grads (a norm, a sum over ranks) reads nothing of theirs. */
 void model_zero_frozen_grads(model_t *m);
 

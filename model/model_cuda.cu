@@ -304,9 +304,10 @@ static cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, 
     mm->argmax = NULL;
     mm->progress = NULL;
     mm->progress_ctx = NULL;
-    mm->layer_tensor = NULL; /* the host backward's; the device computes every gradient */
     mm->grads_computed = NULL;
-    mm->plan = NULL; /* the host's fusions: the device model runs every layer on its own */
+    /* the host's fusions and frozen tensors: the device runs every layer on its own and
+     * computes every gradient */
+    mm->plan = NULL;
     mm->layers = (layer_t *)malloc((size_t)m->nlayers * sizeof *mm->layers);
     mm->tensors = (tensor_info_t *)malloc((size_t)(m->ntensors ? m->ntensors : 1) * sizeof *mm->tensors);
     cm->plans = (cuda_conv_plan_t **)calloc((size_t)m->nlayers, sizeof *cm->plans);

@@ -32,7 +32,7 @@ static size_t out_count(const layer_t *l, int B) { return (size_t)B * l->OC * l-
  * gradient into it. */
 static float *dinput_needed(const model_t *m, int in)
 {
-    return in >= 0 && m->grad_needed && !m->grad_needed[in] ? NULL : dinput_of(m, in);
+    return in >= 0 && m->plan->grad_needed && !m->plan->grad_needed[in] ? NULL : dinput_of(m, in);
 }
 
 /* The layer's backward writes input `in`'s gradient first and whole, or its part of it
@@ -47,7 +47,7 @@ static int sets_grad(const model_t *m, int in, int i)
  * in grads_skipped: the backward then leaves it out (its product not computed). */
 static float *param_grad(model_t *m, int i, int which)
 {
-    const int t = m->layer_tensor ? m->layer_tensor[2 * i + which] : -1;
+    const int t = m->plan->layer_tensor ? m->plan->layer_tensor[2 * i + which] : -1;
     const layer_t *l = &m->layers[i];
     if (t < 0) return m->grads + (which ? l->b_off : l->w_off); /* not found: as before */
     if (m->tensors[t].no_update) {
@@ -371,7 +371,7 @@ static void conv_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off, *dout = m->dacts + m->plan->dact_off[i];
     float *dinp = dinput_needed(m, l->in), *dw = param_grad(m, i, 0), *db = bias_grad_of(m, i);
-    const int t = m->layer_tensor ? m->layer_tensor[2 * i] : -1;
+    const int t = m->plan->layer_tensor ? m->plan->layer_tensor[2 * i] : -1;
     if (!dw && !dinp && !db) return; /* frozen, and the model input's gradient is not needed */
     if (!dw) {
         /* the convolution kernels always write dweight: computed into the frozen tensor's
@@ -840,7 +840,7 @@ static void gather_param_bwd(model_t *m, int i, const float *x, int B)
 static float *dbinary_of(const model_t *m, int in)
 {
     if (in < 0 || m->layers[in].kind != LAYER_CONST) return dinput_of(m, in);
-    const int t = m->layer_tensor ? m->layer_tensor[2 * in] : -1;
+    const int t = m->plan->layer_tensor ? m->plan->layer_tensor[2 * in] : -1;
     return m->layers[in].frozen || (t >= 0 && m->tensors[t].no_update) ? NULL : dinput_of(m, in);
 }
 

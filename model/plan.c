@@ -73,25 +73,25 @@ static int has_bias_param(const layer_t *l)
     return (l->kind == LAYER_CONV || l->kind == LAYER_FC || l->kind == LAYER_LINEAR) && l->has_bias;
 }
 
-/* model_t's layer_tensor and grads_computed. 0, or -1 (out of memory). */
+/* The plan's layer_tensor and model_t's grads_computed. 0, or -1 (out of memory). */
 int model_plan_tensors(model_t *m)
 {
-    m->layer_tensor = malloc(2 * (size_t)(m->nlayers ? m->nlayers : 1) * sizeof *m->layer_tensor);
+    m->plan->layer_tensor = malloc(2 * (size_t)(m->nlayers ? m->nlayers : 1) * sizeof *m->plan->layer_tensor);
     m->grads_computed = calloc((size_t)(m->ntensors ? m->ntensors : 1), sizeof *m->grads_computed);
-    m->grad_needed = malloc((size_t)(m->nlayers ? m->nlayers : 1));
+    m->plan->grad_needed = malloc((size_t)(m->nlayers ? m->nlayers : 1));
     int *order = malloc((size_t)(m->ntensors ? m->ntensors : 1) * sizeof *order), n = 0;
-    if (!m->layer_tensor || !m->grads_computed || !m->grad_needed || !order) {
+    if (!m->plan->layer_tensor || !m->grads_computed || !m->plan->grad_needed || !order) {
         free(order);
         return -1;
     }
-    memset(m->grad_needed, 1, (size_t)m->nlayers); /* until a backward marks them */
+    memset(m->plan->grad_needed, 1, (size_t)m->nlayers); /* until a backward marks them */
     /* parameter tensors lie in params in list order, one after the other: sorted already */
     for (int t = 0; t < m->ntensors; t++)
         if (!m->tensors[t].is_buffer) order[n++] = t;
     for (int i = 0; i < m->nlayers; i++) {
         const layer_t *l = &m->layers[i];
-        m->layer_tensor[2 * i] = has_weight(l) ? tensor_by_offset(m, order, n, l->w_off) : -1;
-        m->layer_tensor[2 * i + 1] = has_bias_param(l) ? tensor_by_offset(m, order, n, l->b_off) : -1;
+        m->plan->layer_tensor[2 * i] = has_weight(l) ? tensor_by_offset(m, order, n, l->w_off) : -1;
+        m->plan->layer_tensor[2 * i + 1] = has_bias_param(l) ? tensor_by_offset(m, order, n, l->b_off) : -1;
     }
     free(order);
     return 0;
@@ -102,12 +102,12 @@ int model_plan_tensors(model_t *m)
 static int updates_params(const model_t *m, int i)
 {
     const layer_t *l = &m->layers[i];
-    const int w = m->layer_tensor[2 * i], b = m->layer_tensor[2 * i + 1];
+    const int w = m->plan->layer_tensor[2 * i], b = m->plan->layer_tensor[2 * i + 1];
     return (has_weight(l) && (w < 0 || !m->tensors[w].no_update)) ||
            (has_bias_param(l) && (b < 0 || !m->tensors[b].no_update));
 }
 
-/* model_t's grad_needed, from the layers' inputs (which come before them in the list).
+/* The plan's grad_needed, from the layers' inputs (which come before them in the list).
  * Every layer's where no tensor is frozen: a model that trains everything computes every
  * gradient, the activations' too (the tests of a layer read its input's). */
 void model_plan_grads(model_t *m)
@@ -115,13 +115,13 @@ void model_plan_grads(model_t *m)
     int frozen = 0;
     for (int t = 0; t < m->ntensors && !frozen; t++) frozen = !m->tensors[t].is_buffer && m->tensors[t].no_update;
     if (!frozen) {
-        memset(m->grad_needed, 1, (size_t)m->nlayers);
+        memset(m->plan->grad_needed, 1, (size_t)m->nlayers);
         return;
     }
     for (int i = 0; i < m->nlayers; i++) {
         const layer_t *l = &m->layers[i];
-        m->grad_needed[i] = updates_params(m, i) || (l->in >= 0 && m->grad_needed[l->in]) ||
-                            (l->in2 >= 0 && m->grad_needed[l->in2]);
+        m->plan->grad_needed[i] = updates_params(m, i) || (l->in >= 0 && m->plan->grad_needed[l->in]) ||
+                                  (l->in2 >= 0 && m->plan->grad_needed[l->in2]);
     }
 }
 
@@ -576,6 +576,8 @@ void model_plan_free(model_plan_t *p)
     free(p->layers);
     free(p->dact_off);
     free(p->dact_first);
+    free(p->layer_tensor);
+    free(p->grad_needed);
     free(p);
 }
 

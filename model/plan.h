@@ -2,7 +2,7 @@
  * layer list that decide the fusions (a layer folded into the next, view chains read in
  * place, a causal softmax's matrix products, a GPT's attention run in one pass),
  * where gradients are set rather than added, which layers need a backward
- * (frozen tensors, model_t's grad_needed), the tensors each layer reads, the parameters
+ * (frozen tensors, grad_needed), the tensors each layer reads, the parameters
  * weight decay skips, the activation gradients' places in their arena, and the positions
  * a sample's output holds. model.c builds the list, runs these once (and the gradient
  * routing before each backward) and runs the graph by what they marked. */
@@ -103,6 +103,19 @@ struct model_plan {
     size_t dact_floats; /* floats in dacts (<= act_floats) */
     size_t *dact_off;   /* per layer: its output gradient's offset in dacts */
     int *dact_first;    /* per layer: the backward step at which that gradient's life begins */
+    /* Per layer, 2 entries: the index in model_t's tensors of the parameter tensor its
+     * weight (w_off) and its bias (b_off) are, -1 where it has none. A backward looks a
+     * tensor's no_update up through it and skips that gradient: a frozen tensor's weight
+     * product is never computed, its part of grads never written (it stays 0:
+     * model_zero_frozen_grads). */
+    int *layer_tensor;
+    /* Per layer, set by each model_backward where some tensor is frozen: whether the layer
+     * or one before it (an input, an input's input, ...) has a parameter that takes an
+     * update (every layer 1 where none is frozen). A layer without runs no backward at all
+     * (its parameters are frozen and no gradient of an input is needed: the frozen first
+     * blocks of a fine-tuned network), counted in model_t's backward_skipped, and the
+     * layers with parameters compute no gradient into such an input. */
+    unsigned char *grad_needed;
 };
 
 /* Layer i's entry of m's plan. */
@@ -119,9 +132,10 @@ void model_plan_free(model_plan_t *p);
 int model_plan_positions(model_t *m);
 /* tensor_info_t's no_decay for every 1-D parameter; 0, or -1 (out of memory). */
 int model_plan_no_decay(model_t *m);
-/* model_t's layer_tensor: each layer's weight and bias tensor; 0, or -1 (out of memory). */
+/* The plan's layer_tensor (and model_t's grads_computed): each layer's weight and bias
+ * tensor; 0, or -1 (out of memory). */
 int model_plan_tensors(model_t *m);
-/* model_t's grad_needed from the tensors' no_update (which may change between backwards). */
+/* The plan's grad_needed from the tensors' no_update (which may change between backwards). */
 void model_plan_grads(model_t *m);
 /* The activation gradients' offsets in their arena (the plan's dact_off, dact_floats); 0, or
  * -1 (out of memory). */

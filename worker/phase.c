@@ -12,6 +12,8 @@ void phase_begin(step_phases_t *p, int64_t step)
     p->events = 0;
     p->wall = 0;
     p->step = step;
+    p->cur = PHASE_OTHER;
+    p->depth = 0;
     p->begin = p->mark = clock_mono_s();
     p->active = 1;
 }
@@ -26,10 +28,44 @@ void phase_mark(step_phases_t *p, phase_t ph)
     p->mark = now;
 }
 
+void phase_switch(step_phases_t *p, phase_t ph)
+{
+    if (!p->active) return;
+    phase_mark(p, p->cur);
+    p->cur = ph;
+}
+
+void phase_relabel(step_phases_t *p, phase_t ph)
+{
+    if (p->active) p->cur = ph;
+}
+
+void phase_enter(step_phases_t *p, phase_t ph)
+{
+    if (!p->active) return;
+    if (p->depth < PHASE_DEPTH) {
+        phase_mark(p, p->cur);
+        p->outer[p->depth] = p->cur;
+        p->cur = ph;
+    }
+    p->depth++;
+}
+
+void phase_leave(step_phases_t *p)
+{
+    if (!p->active || p->depth == 0) return;
+    if (--p->depth < PHASE_DEPTH) {
+        phase_mark(p, p->cur);
+        p->cur = p->outer[p->depth];
+    }
+}
+
 void phase_end(step_phases_t *p)
 {
     if (!p->active) return;
     phase_mark(p, PHASE_OTHER);
+    p->cur = PHASE_OTHER;
+    p->depth = 0;
     p->wall = p->mark - p->begin;
     p->active = 0;
     for (int i = 0; i < PHASE_N; i++) p->total[i] += p->s[i];

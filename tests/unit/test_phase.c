@@ -99,6 +99,54 @@ static void test_marks_outside_a_step_do_nothing(void **state)
     assert_int_equal(p.steps, 2);
 }
 
+/* Stage boundaries and scopes (what algo_step and the shared primitives use): a switch
+ * books to the phase in force, a scope returns the time around it to the stage's phase,
+ * a relabel books nothing. */
+static void test_switch_scope_relabel(void **state)
+{
+    (void)state;
+    step_phases_t p;
+    memset(&p, 0, sizeof p);
+    phase_begin(&p, 1);
+    assert_int_equal(p.cur, PHASE_OTHER);
+    clock_sleep_s(0.002);
+    phase_switch(&p, PHASE_COMM);
+    clock_sleep_s(0.003);
+    phase_enter(&p, PHASE_WAIT);
+    clock_sleep_s(0.004);
+    phase_leave(&p);
+    assert_int_equal(p.cur, PHASE_COMM);
+    clock_sleep_s(0.002);
+    phase_switch(&p, PHASE_DATA);
+    clock_sleep_s(0.003);
+    phase_relabel(&p, PHASE_OPTIMIZER); /* the moment since the switch is the optimizer's */
+    phase_switch(&p, PHASE_OTHER);
+    phase_end(&p);
+    assert_true(p.s[PHASE_OTHER] >= 0.002);
+    assert_true(p.s[PHASE_WAIT] >= 0.004);
+    assert_true(p.s[PHASE_COMM] >= 0.005); /* both sides of the scope */
+    assert_true(p.s[PHASE_OPTIMIZER] >= 0.003);
+    assert_true(p.s[PHASE_DATA] == 0.0);
+    assert_true(fabs(phase_sum(&p) - p.wall) < 1e-9);
+    /* Scopes deeper than PHASE_DEPTH belong to the scope around them; leaving them all
+     * restores the stage's phase. */
+    phase_begin(&p, 2);
+    phase_switch(&p, PHASE_COMPUTE);
+    for (int i = 0; i < PHASE_DEPTH + 2; i++) phase_enter(&p, i % 2 ? PHASE_COMM : PHASE_WAIT);
+    clock_sleep_s(0.002);
+    for (int i = 0; i < PHASE_DEPTH + 2; i++) phase_leave(&p);
+    phase_leave(&p); /* one too many: ignored */
+    assert_int_equal(p.cur, PHASE_COMPUTE);
+    assert_int_equal(p.depth, 0);
+    phase_end(&p);
+    assert_true(p.s[PHASE_COMM] >= 0.002); /* PHASE_DEPTH = 4: the fourth scope's phase */
+    /* Outside a step nothing is booked and no scope is kept. */
+    phase_enter(&p, PHASE_COMM);
+    phase_switch(&p, PHASE_DATA);
+    assert_int_equal(p.depth, 0);
+    assert_int_equal(p.steps, 2);
+}
+
 /* The record's JSON: the phases by name, step_s, events; the sum checks out. */
 static void test_record_json(void **state)
 {
@@ -566,11 +614,17 @@ static void test_eval_sample(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_scripted_step_adds_up), cmocka_unit_test(test_marks_outside_a_step_do_nothing),
-        cmocka_unit_test(test_record_json),           cmocka_unit_test(test_trace_ring),
-        cmocka_unit_test(test_prom_phases),           cmocka_unit_test(test_trace_from_records),
-        cmocka_unit_test(test_history_downsample),    cmocka_unit_test(test_history_accuracy),
-        cmocka_unit_test(test_history_eval_between),  cmocka_unit_test(test_eval_sample),
+        cmocka_unit_test(test_scripted_step_adds_up),
+        cmocka_unit_test(test_marks_outside_a_step_do_nothing),
+        cmocka_unit_test(test_switch_scope_relabel),
+        cmocka_unit_test(test_record_json),
+        cmocka_unit_test(test_trace_ring),
+        cmocka_unit_test(test_prom_phases),
+        cmocka_unit_test(test_trace_from_records),
+        cmocka_unit_test(test_history_downsample),
+        cmocka_unit_test(test_history_accuracy),
+        cmocka_unit_test(test_history_eval_between),
+        cmocka_unit_test(test_eval_sample),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -142,13 +142,13 @@ void adaptive_replan(worker_t *w, MPI_Comm comm)
     double mine[3] = {0, 0, 0};
     if (goodput_fit_get(&ad->fit, &mine[0], &mine[1]) == 0) mine[2] = 1;
     long before = w->plan_version;
-    phase_mark(&w->phases, PHASE_OTHER);
+    phase_enter(&w->phases, PHASE_COMM);
     MPI_CHECK(MPI_Gather(mine, 3, MPI_DOUBLE, ad->models, 3, MPI_DOUBLE, 0, comm));
-    phase_mark(&w->phases, PHASE_COMM);
-    if (w->rank == 0) plan_at_root(w);
-    phase_mark(&w->phases, PHASE_OTHER); /* the planner */
+    phase_leave(&w->phases);
+    if (w->rank == 0) plan_at_root(w); /* the planner: the stage's own time (other) */
+    phase_enter(&w->phases, PHASE_COMM);
     MPI_CHECK(MPI_Bcast(ad->msg, n + 4, MPI_DOUBLE, 0, comm));
-    phase_mark(&w->phases, PHASE_COMM);
+    phase_leave(&w->phases);
     w->plan_version = (long)ad->msg[0];
     ad->gain = ad->msg[1];
     ad->efficiency = ad->msg[2];
@@ -175,7 +175,6 @@ float adaptive_compute_grad(worker_t *w, float loss_scale)
      * dropout step moves on all the same, so that every rank's stays the global step
      * (rank 0's is what the checkpoint keeps for all: checkpoint.h). */
     w->model->dropout_step++;
-    phase_mark(&w->phases, PHASE_OTHER);
     memset(w->model->grads, 0, w->model->nparams * sizeof *w->model->grads);
     w->stats.step_compute_s = 0;
     w->stats.step_comm_s = 0;
@@ -196,7 +195,6 @@ void adaptive_pack(worker_t *w, float loss)
         w->notice_sent = sigterm_heard();
         m->grads[m->nparams + 3] = sigterm_slot_pack(b > 0, w->notice_sent != 0, w->nworkers);
     } else m->grads[m->nparams + 3] = b > 0 ? 1.0f : 0.0f;
-    phase_mark(&w->phases, PHASE_COMM); /* packing the collective's buffer */
 }
 
 float adaptive_reduced(worker_t *w)
@@ -224,7 +222,6 @@ float adaptive_reduced_sumsq(worker_t *w, double sumsq)
         gns_update(&ad->gns, &e, total / ad->b0);
         ad->phi = gns_noise_scale(&ad->gns);
     }
-    phase_mark(&w->phases, PHASE_COMM); /* unpacking it */
     return 1.0f / total;
 }
 

@@ -76,15 +76,15 @@ static int hier_init(worker_t *w)
     return 0;
 }
 
-static void average(worker_t *w, hier_state_t *st)
+/* Returns 1 when the models were averaged and broadcast, 0 for one process. */
+static int average(worker_t *w, hier_state_t *st)
 {
     model_t *m = w->model;
-    if (st->group != MPI_COMM_NULL) { /* one process: nothing to average or broadcast */
+    const int merged = st->group != MPI_COMM_NULL; /* one process: nothing to average or broadcast */
+    if (merged) {
         /* Every rank: a GPU rank's host copy must be current before the broadcast
          * overwrites it, or its stale state would outlive the average (worker.h). */
-        phase_mark(&w->phases, PHASE_OTHER);
         worker_model_to_host(w);
-        phase_mark(&w->phases, PHASE_COMM); /* a GPU rank's download */
         if (st->leaders != MPI_COMM_NULL) local_average(w, st->leaders, st->buf, (float)st->group_samples, st->lc);
         double t0 = clock_mono_s();
         waitmark_enter(&w->wait, WAIT_BROADCAST, -1);
@@ -103,25 +103,43 @@ static void average(worker_t *w, hier_state_t *st)
         waitmark_leave(&w->wait);
         if (gsize(st->group) > 1) w->stats.comm_bytes += (double)sent * sizeof(float);
         worker_buffers_to_device(w);
-        phase_mark(&w->phases, PHASE_COMM);
-        phase_event(&w->phases, STEP_EV_MERGE);
         double dt = clock_mono_s() - t0;
         w->stats.step_comm_s += dt;
         w->stats.comm_s += dt;
     }
     st->since = 0;
     st->group_samples = 0;
+    return merged;
 }
 
-static int hier_step(worker_t *w)
+/* The step's stages (algo_step books each in its phase): re-plan, batch, gradient, the
+ * group's all-reduce (packing, the barrier, the reduction), the update, every k_steps
+ * steps the leaders' average and its broadcast. */
+
+static int hier_grad(worker_t *w, algo_step_t *s)
+{
+    s->loss = worker_compute_grad(w, (float)w->batch);
+    return 0;
+}
+
+static int hier_pack(worker_t *w, algo_step_t *s)
+{
+    adaptive_pack(w, s->loss);
+    return 0;
+}
+
+static int hier_wait(worker_t *w, algo_step_t *s)
+{
+    const hier_state_t *st = w->algo_state;
+    if (!w->use_mpi) return ALGO_SKIP;
+    comm_barrier(w, st->group);
+    return 0;
+}
+
+static int hier_reduce(worker_t *w, algo_step_t *s)
 {
     hier_state_t *st = w->algo_state;
     model_t *m = w->model;
-    comm_replan(w, MPI_COMM_WORLD);
-    worker_next_batch(w);
-    float loss = worker_compute_grad(w, (float)w->batch);
-    adaptive_pack(w, loss);
-    comm_wait_peers(w, st->group);
     double t0 = clock_mono_s();
     waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
     if (st->group != MPI_COMM_NULL) {
@@ -130,18 +148,31 @@ static int hier_step(worker_t *w)
         if (gsize(st->group) > 1) w->stats.comm_bytes += (double)bytes;
     }
     waitmark_leave(&w->wait);
-    phase_mark(&w->phases, PHASE_COMM);
     double dt = clock_mono_s() - t0;
     w->stats.step_comm_s += dt;
     w->stats.comm_s += dt;
-    float scale = adaptive_reduced(w); /* the group's noise scale, reported */
-    worker_apply_update(w, scale);
+    s->scale = adaptive_reduced(w); /* the group's noise scale, reported */
+    return 0;
+}
+
+static int hier_update(worker_t *w, algo_step_t *s)
+{
+    hier_state_t *st = w->algo_state;
+    worker_apply_update(w, s->scale);
     st->group_samples += (long)w->step_samples;
     staleness_add(&w->staleness, st->since);
-    if (++st->since >= w->spec->algorithm.k_steps) average(w, st);
+    st->since++;
+    return 0;
+}
+
+/* A step without an average skips: the rest is the loop's bookkeeping (other). */
+static int hier_exchange(worker_t *w, algo_step_t *s)
+{
+    hier_state_t *st = w->algo_state;
+    int merged = st->since >= w->spec->algorithm.k_steps && average(w, st);
     if (w->use_mpi) w->stats.comm_steps++; /* the summary's bytes per step */
     worker_compress_gather(w);
-    return 0;
+    return merged ? ALGO_MERGED : ALGO_SKIP;
 }
 
 static int hier_epoch_end(worker_t *w)
@@ -168,7 +199,14 @@ static void hier_fini(worker_t *w)
 const algo_ops_t algo_hier_bsp = {
     .name = "hier-bsp",
     .init = hier_init,
-    .step = hier_step,
+    .step = {{PHASE_OTHER, comm_replan_stage},
+             {PHASE_DATA, worker_batch_stage},
+             {PHASE_COMPUTE, hier_grad},
+             {PHASE_COMM, hier_pack},
+             {PHASE_WAIT, hier_wait},
+             {PHASE_COMM, hier_reduce},
+             {PHASE_OPTIMIZER, hier_update},
+             {PHASE_COMM, hier_exchange}},
     .epoch_end = hier_epoch_end,
     .evaluate = comm_evaluate_root,
     .fini = hier_fini,

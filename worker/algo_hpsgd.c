@@ -195,8 +195,6 @@ static void merge(worker_t *w, hp_state_t *st, const float *R)
     if (R[n + 1] > 0) staleness_add(&w->staleness, 1);
     st->rounds++;
     st->merges++;
-    phase_mark(&w->phases, PHASE_OPTIMIZER); /* the merge is a model update */
-    phase_event(&w->phases, STEP_EV_MERGE);
 }
 
 /* Time inside MPI on the round communicator: the summary line's and the step's. */
@@ -225,11 +223,10 @@ static void start_stage(worker_t *w, hp_state_t *st, const compress_msg_t *msgs,
     }
     st->stage = stage;
     st->done_early = 0;
-    if (between_layers) { /* inside the compute phase: the summary line's MPI time only */
+    if (between_layers) { /* inside the compute stage: the summary line's MPI time only */
         st->mpi_s += clock_mono_s() - t0;
         return;
     }
-    phase_mark(&w->phases, PHASE_COMM);
     add_mpi_time(w, st, clock_mono_s() - t0, 0);
 }
 
@@ -250,14 +247,15 @@ static void start_compressed(worker_t *w, hp_state_t *st)
 {
     compress_msg_t msgs[2];
     const long k = st->merges; /* compress_active's step: warm-up is refused with hpsgd */
+    /* The round's own compression inside the comm stage that starts it (see the top). */
+    phase_enter(&w->phases, PHASE_COMPRESS);
     sim_charge_compress(w, k);
     int nmsgs = compress_begin(w->compress, st->R, k, msgs);
-    phase_mark(&w->phases, PHASE_COMPRESS);
     st->in_flight = 1;
+    /* One process: test_compressed finds the stages done and unpacks. */
+    if (!w->use_mpi) compress_middle(w->compress, st->R, k, msgs);
+    phase_leave(&w->phases);
     if (!w->use_mpi) {
-        /* test_compressed finds the stages done and unpacks. */
-        compress_middle(w->compress, st->R, k, msgs);
-        phase_mark(&w->phases, PHASE_COMPRESS);
         st->stage = STAGE_REDUCED;
         return;
     }
@@ -274,7 +272,6 @@ static int test_compressed(worker_t *w, hp_state_t *st, int wait, int finish)
     while (st->stage != STAGE_REDUCED) {
         if (!finish && st->stage == STAGE_Q) return 0;
         int done = st->done_early;
-        phase_mark(&w->phases, PHASE_OTHER);
         double t0 = clock_mono_s();
         if (!done && wait) {
             waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
@@ -282,19 +279,20 @@ static int test_compressed(worker_t *w, hp_state_t *st, int wait, int finish)
             waitmark_leave(&w->wait);
             done = 1;
         } else if (!done) MPI_CHECK(MPI_Testall(st->ncreq, st->creq, &done, MPI_STATUSES_IGNORE));
-        phase_mark(&w->phases, PHASE_COMM);
         add_mpi_time(w, st, clock_mono_s() - t0, wait && !st->done_early);
         if (!done) return 0;
         st->done_early = 0;
         compress_msg_t msgs[2];
+        phase_enter(&w->phases, PHASE_COMPRESS); /* inside the comm stage that tests the round */
         int nmsgs = st->stage == STAGE_FIRST ? compress_middle(w->compress, st->R, k, msgs) : 0;
-        phase_mark(&w->phases, PHASE_COMPRESS);
+        phase_leave(&w->phases);
         if (nmsgs > 0) start_stage(w, st, msgs, nmsgs, STAGE_Q, 0);
         else st->stage = STAGE_REDUCED;
     }
     if (!finish) return 0;
+    phase_enter(&w->phases, PHASE_COMPRESS);
     compress_end(w->compress, st->R, k);
-    phase_mark(&w->phases, PHASE_COMPRESS);
+    phase_leave(&w->phases);
     st->in_flight = 0;
     st->done_early = 0;
     return 1;
@@ -312,13 +310,12 @@ static void pack_window(const model_t *m, float *R)
 
 /* R = weight * d with d = w - B (this rank's window), R[n] = weight, R[n+1] = weight *
  * steps; the replica becomes G + d (G as merged so far) and the next window starts
- * there; then the reduction starts. */
-static void start_round(worker_t *w, hp_state_t *st, float *R, MPI_Request *req)
+ * there. */
+static void new_window(worker_t *w, hp_state_t *st, float *R)
 {
     model_t *m = w->model;
     size_t n = m->nparams;
     float wgt = (float)w->batch;
-    phase_mark(&w->phases, PHASE_OTHER);
     /* A GPU rank's local steps ran on the device (worker_apply_local_update); its window is
      * read and its replica rewritten on the host, which the next step uploads (worker.h). */
     worker_model_to_host(w);
@@ -335,7 +332,12 @@ static void start_round(worker_t *w, hp_state_t *st, float *R, MPI_Request *req)
     R[n + 1] = wgt * (float)st->local_steps;
     st->local_steps = 0;
     st->nstarted++;
-    phase_mark(&w->phases, PHASE_OPTIMIZER); /* the replica moves to G + d */
+}
+
+/* Starts the reduction of R (new_window's). */
+static void start_reduction(worker_t *w, hp_state_t *st, float *R, MPI_Request *req)
+{
+    const size_t n = st->nsend;
     if (w->compress) {
         start_compressed(w, st);
         return;
@@ -358,16 +360,21 @@ static void start_round(worker_t *w, hp_state_t *st, float *R, MPI_Request *req)
     double t0 = clock_mono_s();
     MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, R, (int)n + 2, MPI_FLOAT, MPI_SUM, st->comm, req));
     w->stats.comm_bytes += (double)(n + 2) * sizeof(float);
-    phase_mark(&w->phases, PHASE_COMM);
     add_mpi_time(w, st, clock_mono_s() - t0, 0);
     st->in_flight = 1;
+}
+
+/* A round outside the step's stages (the epoch end's). */
+static void start_round(worker_t *w, hp_state_t *st, float *R, MPI_Request *req)
+{
+    new_window(w, st, R);
+    start_reduction(w, st, R, req);
 }
 
 static int test_done(worker_t *w, hp_state_t *st, MPI_Request *req, int wait)
 {
     if (w->compress) return test_compressed(w, st, wait, 1);
     int done = 0;
-    phase_mark(&w->phases, PHASE_OTHER);
     double t0 = clock_mono_s();
     if (req == &st->req && st->done_early) done = 1; /* the request is already freed */
     else if (wait) {
@@ -377,31 +384,57 @@ static int test_done(worker_t *w, hp_state_t *st, MPI_Request *req, int wait)
         done = 1;
     } else MPI_CHECK(MPI_Test(req, &done, MPI_STATUS_IGNORE));
     if (req == &st->req) st->done_early = 0;
-    phase_mark(&w->phases, PHASE_COMM);
     add_mpi_time(w, st, clock_mono_s() - t0, wait);
     if (done) st->in_flight = 0;
     return done;
 }
 
-static int hp_step(worker_t *w)
+/* The step's stages (algo_step books each in its phase): re-plan, batch, gradient, the
+ * local step, then the round: is it complete (else the step ends, the window grows),
+ * the merge and the next window, the next round's start. */
+
+static int hp_grad(worker_t *w, algo_step_t *s)
+{
+    s->loss = worker_compute_grad(w, 1.0f);
+    return 0;
+}
+
+static int hp_local(worker_t *w, algo_step_t *s)
 {
     hp_state_t *st = w->algo_state;
-    comm_replan(w, MPI_COMM_WORLD);
-    worker_next_batch(w);
-    worker_compute_grad(w, 1.0f);
     worker_apply_local_update(w); /* the local step: ssgd's update on this rank's gradient */
     st->local_steps++;
     if (w->use_mpi) w->stats.comm_steps++; /* the summary's bytes per step: the rounds' bytes over steps */
+    return 0;
+}
+
+static int hp_test(worker_t *w, algo_step_t *s)
+{
+    hp_state_t *st = w->algo_state;
+    if (!st->in_flight) return ALGO_SKIP;
     /* Test hook (--hpsgd-round-steps N): the round merges after exactly N local steps,
      * waiting for it if need be, so the schedule does not depend on MPI_Test timing. */
     int fixed = w->opts ? w->opts->hpsgd_round_steps : 0;
-    if (st->in_flight && w->compress && fixed > 0 && st->local_steps < fixed) test_compressed(w, st, 0, 0);
-    if (st->in_flight &&
-        !(fixed > 0 ? st->local_steps >= fixed && test_done(w, st, &st->req, 1) : test_done(w, st, &st->req, 0)))
-        return 0;
-    if (st->nstarted > 0) merge(w, st, st->R);
-    start_round(w, st, st->R, &st->req);
-    return 0;
+    if (w->compress && fixed > 0 && st->local_steps < fixed) test_compressed(w, st, 0, 0);
+    int done = fixed > 0 ? st->local_steps >= fixed && test_done(w, st, &st->req, 1) : test_done(w, st, &st->req, 0);
+    return done ? 0 : ALGO_END;
+}
+
+static int hp_merge(worker_t *w, algo_step_t *s)
+{
+    hp_state_t *st = w->algo_state;
+    int merged = st->nstarted > 0;
+    if (merged) merge(w, st, st->R);
+    new_window(w, st, st->R);
+    return merged ? ALGO_MERGED : 0;
+}
+
+/* One process sends nothing: skipped (the loop's bookkeeping). */
+static int hp_start(worker_t *w, algo_step_t *s)
+{
+    hp_state_t *st = w->algo_state;
+    start_reduction(w, st, st->R, &st->req);
+    return w->use_mpi ? 0 : ALGO_SKIP;
 }
 
 static int hp_epoch_end(worker_t *w)
@@ -488,7 +521,13 @@ static void hp_fini(worker_t *w)
 const algo_ops_t algo_hpsgd = {
     .name = "hpsgd",
     .init = hp_init,
-    .step = hp_step,
+    .step = {{PHASE_OTHER, comm_replan_stage},
+             {PHASE_DATA, worker_batch_stage},
+             {PHASE_COMPUTE, hp_grad},
+             {PHASE_OPTIMIZER, hp_local},
+             {PHASE_COMM, hp_test},
+             {PHASE_OPTIMIZER, hp_merge},
+             {PHASE_COMM, hp_start}},
     .epoch_end = hp_epoch_end,
     .evaluate = comm_evaluate_root,
     .fini = hp_fini,

@@ -76,7 +76,6 @@ static size_t compressed_average(worker_t *w, MPI_Comm comm, float *buf, float w
     for (size_t i = 0; i < np; i++) d[i] = weight * (m->params[i] - base[i]);
     d[np] = weight;
     for (int k = 1; k < MODEL_GRAD_EXTRA; k++) d[np + k] = 0.0f;
-    phase_mark(&w->phases, PHASE_COMM); /* packing the delta */
     comm_wait_peers(w, comm);
     const double t_probe = clock_mono_s();  /* min_gain's probe: pacer-sim's charge included */
     sim_charge_compress(w, w->global_step); /* booked as compress by compress_allreduce's first mark */
@@ -136,28 +135,24 @@ void local_unpack_params(model_t *m, const float *buf, float inv)
 
 /* Batch-weighted average of params and buffers over comm; weight = samples since the last
  * average. Shared with hier-bsp (which averages across group leaders). */
-void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight, local_compress_t *lc)
+int local_average(worker_t *w, MPI_Comm comm, float *buf, float weight, local_compress_t *lc)
 {
     model_t *m = w->model;
     size_t np = m->nparams, nb = m->nbuffers;
     int size = 1;
     if (w->use_mpi && comm != MPI_COMM_NULL) MPI_Comm_size(comm, &size);
-    if (size == 1) return; /* the average of one model is itself (one process or one rank) */
-    phase_mark(&w->phases, PHASE_OTHER);
+    if (size == 1) return 0; /* the average of one model is itself (one process or one rank) */
     worker_model_to_host(w); /* a GPU rank's newest weights and batch-norm statistics */
     if (lc) {
         w->stats.comm_bytes += (double)compressed_average(w, comm, buf, weight, lc);
         worker_buffers_to_device(w);
-        phase_mark(&w->phases, PHASE_COMM); /* the reduction and unpacking */
-        phase_event(&w->phases, STEP_EV_MERGE);
-        return;
+        return 1;
     }
     if (w->any_frozen) np = local_pack_params(m, weight, buf);
     else
         for (size_t i = 0; i < np; i++) buf[i] = weight * m->params[i];
     for (size_t i = 0; i < nb; i++) buf[np + i] = weight * m->buffers[i];
     buf[np + nb] = weight;
-    phase_mark(&w->phases, PHASE_COMM); /* packing the average's buffer */
     comm_wait_peers(w, comm);
     double t0 = clock_mono_s();
     waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
@@ -172,9 +167,8 @@ void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight, local_c
     else
         for (size_t i = 0; i < np; i++) m->params[i] = buf[i] * inv;
     for (size_t i = 0; i < nb; i++) m->buffers[i] = buf[np + i] * inv;
-    worker_buffers_to_device(w);        /* the params go up with the next step (worker.h) */
-    phase_mark(&w->phases, PHASE_COMM); /* the reduction and unpacking */
-    phase_event(&w->phases, STEP_EV_MERGE);
+    worker_buffers_to_device(w); /* the params go up with the next step (worker.h) */
+    return 1;
 }
 
 /* The epoch end's average comes after the last step's worker_compress_gather: gather
@@ -187,27 +181,41 @@ void local_gather_errors(worker_t *w)
         compress_gather_errors(w->compress, w->use_mpi, MPI_COMM_WORLD, w->global_step);
 }
 
-static void average(worker_t *w, local_state_t *st)
+static int average(worker_t *w, local_state_t *st)
 {
-    local_average(w, MPI_COMM_WORLD, st->buf, (float)st->samples, st->lc);
+    int merged = local_average(w, MPI_COMM_WORLD, st->buf, (float)st->samples, st->lc);
     st->since = 0;
     st->samples = 0;
+    return merged;
 }
 
-static int local_step(worker_t *w)
+/* The step's stages (algo_step books each in its phase): re-plan, batch, gradient, the
+ * local update, every H steps the average. */
+
+static int local_grad(worker_t *w, algo_step_t *s)
+{
+    s->loss = worker_compute_grad(w, 1.0f);
+    return 0;
+}
+
+static int local_update(worker_t *w, algo_step_t *s)
 {
     local_state_t *st = w->algo_state;
-    comm_replan(w, MPI_COMM_WORLD);
-    worker_next_batch(w);
-    worker_compute_grad(w, 1.0f);
     worker_apply_local_update(w);
     staleness_add(&w->staleness, st->since);
     st->since++;
     st->samples += w->batch;
-    if (st->since >= w->spec->algorithm.local_steps) average(w, st);
+    return 0;
+}
+
+/* A step without an average skips: the rest is the loop's bookkeeping (other). */
+static int local_exchange(worker_t *w, algo_step_t *s)
+{
+    local_state_t *st = w->algo_state;
+    int merged = st->since >= w->spec->algorithm.local_steps && average(w, st);
     if (w->use_mpi) w->stats.comm_steps++; /* the summary's bytes per step: averages' bytes over steps */
     worker_compress_gather(w);
-    return 0;
+    return merged ? ALGO_MERGED : ALGO_SKIP;
 }
 
 static int local_epoch_end(worker_t *w)
@@ -231,7 +239,11 @@ static void local_fini(worker_t *w)
 const algo_ops_t algo_local_sgd = {
     .name = "local-sgd",
     .init = local_init,
-    .step = local_step,
+    .step = {{PHASE_OTHER, comm_replan_stage},
+             {PHASE_DATA, worker_batch_stage},
+             {PHASE_COMPUTE, local_grad},
+             {PHASE_OPTIMIZER, local_update},
+             {PHASE_COMM, local_exchange}},
     .epoch_end = local_epoch_end,
     .evaluate = comm_evaluate_root,
     .fini = local_fini,

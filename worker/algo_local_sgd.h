@@ -22,7 +22,9 @@ void local_compress_free(local_compress_t *lc);
  * the epoch end's checkpoint (collective over MPI_COMM_WORLD; nothing without PowerSGD
  * or checkpoints). */
 void local_gather_errors(worker_t *w);
-void local_average(worker_t *w, MPI_Comm comm, float *buf, float weight, local_compress_t *lc);
+/* The batch-weighted average over comm (algo_local_sgd.c); returns 1, or 0 where comm
+ * holds one rank (nothing averaged). */
+int local_average(worker_t *w, MPI_Comm comm, float *buf, float weight, local_compress_t *lc);
 /* weight x the parameters an average or a broadcast sends, into buf: every tensor's but
  * the frozen ones (model.h's no_update), which are equal on every rank and stay so only
  * unsent (an average of equal floats need not give them back bit for bit). Returns the

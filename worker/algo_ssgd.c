@@ -60,41 +60,45 @@ static void baseline_allreduce(worker_t *w)
     MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, w->algo_state, (int)w->model->nparams + MODEL_GRAD_EXTRA, MPI_FLOAT, MPI_SUM,
                             MPI_COMM_WORLD));
     w->stats.step_baseline_s = clock_mono_s() - t0;
-    phase_mark(&w->phases, PHASE_COMM); /* benchmark mode only (--comm-baseline) */
 }
 
-/* algorithm.shard (worker/shard.h): a reduce-scatter, the update of this rank's range and
- * an all-gather in place of the all-reduce and the whole update. */
-static int sharded_step(worker_t *w)
-{
-    double sumsq = shard_reduce(w);
-    float scale = adaptive_reduced_sumsq(w, sumsq);
-    /* the update's own time for the goodput model: the all-gather is communication */
-    const double t0 = clock_mono_s(), comm0 = w->stats.step_comm_s;
-    shard_update(w, scale, sumsq);
-    adaptive_step_done(w, clock_mono_s() - t0 - (w->stats.step_comm_s - comm0));
-    shard_gather_state(w, 0);
-    staleness_add(&w->staleness, 0);
-    return 0;
-}
+/* The step's stages (algo_step books each in its phase): re-plan, batch, gradient,
+ * packing, the barrier, the all-reduce, the update. */
 
-static int ssgd_step(worker_t *w)
+static int ssgd_plan(worker_t *w, algo_step_t *s)
 {
     comm_replan(w, MPI_COMM_WORLD);
     adaptive_begin_step(w);
-    worker_next_batch(w);
-    model_t *m = w->model;
-    shard_begin_step(w); /* algorithm.shard: buckets reduced while the backward pass goes on */
-    float loss = adaptive_compute_grad(w, (float)w->batch);
-    shard_finish_grad(w); /* every rank's buckets, before the barrier below */
-    adaptive_pack(w, loss);
+    return 0;
+}
 
-    comm_wait_peers(w, MPI_COMM_WORLD);
-    if (w->shard) return sharded_step(w);
+static int ssgd_grad(worker_t *w, algo_step_t *s)
+{
+    shard_begin_step(w); /* algorithm.shard: buckets reduced while the backward pass goes on */
+    s->loss = adaptive_compute_grad(w, (float)w->batch);
+    return 0;
+}
+
+static int ssgd_pack(worker_t *w, algo_step_t *s)
+{
+    shard_finish_grad(w); /* every rank's buckets, before the barrier (the next stage) */
+    adaptive_pack(w, s->loss);
+    return 0;
+}
+
+/* The sum of the ranks' b_i g_i and their extras; the update's scale 1 / sum(b_i). */
+static int ssgd_reduce(worker_t *w, algo_step_t *s)
+{
+    model_t *m = w->model;
+    if (w->shard) { /* algorithm.shard: a reduce-scatter, this rank's range reduced */
+        s->sumsq = shard_reduce(w);
+        s->scale = adaptive_reduced_sumsq(w, s->sumsq);
+        return 0;
+    }
     int baseline_first = w->algo_state && w->global_step % 2 == 0;
     if (baseline_first) baseline_allreduce(w);
     const double t_probe = clock_mono_s();  /* min_gain's probe: pacer-sim's charge included */
-    sim_charge_compress(w, w->global_step); /* booked as compress by compress_allreduce's first mark */
+    sim_charge_compress(w, w->global_step); /* compress_allreduce books it as compress */
     double t0 = clock_mono_s();
     waitmark_enter(&w->wait, WAIT_ALLREDUCE, -1);
     /* One process (workers: 1): the sum over one rank is the buffer (compressed all the
@@ -106,7 +110,6 @@ static int ssgd_step(worker_t *w)
         w->stats.comm_bytes += (double)bytes;
         w->stats.comm_steps++;
     }
-    phase_mark(&w->phases, PHASE_COMM);
     double dt = clock_mono_s() - t0;
     /* Before a checkpoint: rank 0 collects the ranks' error feedback (comm phase, not in
      * the all-reduce's time). */
@@ -114,11 +117,19 @@ static int ssgd_step(worker_t *w)
     if (w->algo_state && !baseline_first) baseline_allreduce(w);
     w->stats.step_comm_s = dt;
     w->stats.comm_s += dt;
+    s->scale = adaptive_reduced(w);
+    return 0;
+}
 
-    float scale = adaptive_reduced(w);
-    t0 = clock_mono_s();
-    worker_apply_update(w, scale);
-    adaptive_step_done(w, clock_mono_s() - t0);
+static int ssgd_update(worker_t *w, algo_step_t *s)
+{
+    /* the update's own time for the goodput model: a sharded update's all-gather is
+     * communication */
+    const double t0 = clock_mono_s(), comm0 = w->stats.step_comm_s;
+    if (w->shard) shard_update(w, s->scale, s->sumsq);
+    else worker_apply_update(w, s->scale);
+    adaptive_step_done(w, clock_mono_s() - t0 - (w->stats.step_comm_s - comm0));
+    shard_gather_state(w, 0);
     staleness_add(&w->staleness, 0);
     return 0;
 }
@@ -141,7 +152,13 @@ static void ssgd_fini(worker_t *w)
 const algo_ops_t algo_ssgd = {
     .name = "ssgd",
     .init = ssgd_init,
-    .step = ssgd_step,
+    .step = {{PHASE_OTHER, ssgd_plan},
+             {PHASE_DATA, worker_batch_stage},
+             {PHASE_COMPUTE, ssgd_grad},
+             {PHASE_COMM, ssgd_pack},
+             {PHASE_WAIT, comm_wait_stage},
+             {PHASE_COMM, ssgd_reduce},
+             {PHASE_OPTIMIZER, ssgd_update}},
     .epoch_end = ssgd_epoch_end,
     .evaluate = comm_evaluate_root,
     .fini = ssgd_fini,

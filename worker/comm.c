@@ -132,19 +132,25 @@ void comm_replan(worker_t *w, MPI_Comm comm)
     double *speeds = w->plan_speeds;
     double mine = w->stats.ewma_sps;
     long before = w->plan_version;
-    phase_mark(&w->phases, PHASE_OTHER);
+    phase_enter(&w->phases, PHASE_COMM);
     waitmark_enter(&w->wait, WAIT_GATHER, -1);
     MPI_CHECK(MPI_Gather(&mine, 1, MPI_DOUBLE, speeds, 1, MPI_DOUBLE, 0, comm));
     waitmark_leave(&w->wait);
-    phase_mark(&w->phases, PHASE_COMM);
-    if (w->rank == 0) worker_replan(w, speeds);
-    phase_mark(&w->phases, PHASE_OTHER); /* the planner */
+    phase_leave(&w->phases);
+    if (w->rank == 0) worker_replan(w, speeds); /* the planner: the stage's own time (other) */
+    phase_enter(&w->phases, PHASE_COMM);
     waitmark_enter(&w->wait, WAIT_BROADCAST, -1);
     MPI_CHECK(MPI_Bcast(w->batch_of, n, MPI_INT, 0, comm));
     MPI_CHECK(MPI_Bcast(&w->plan_version, 1, MPI_LONG, 0, comm));
     waitmark_leave(&w->wait);
-    phase_mark(&w->phases, PHASE_COMM);
+    phase_leave(&w->phases);
     if (w->plan_version != before) phase_event(&w->phases, STEP_EV_PLAN);
+}
+
+int comm_replan_stage(worker_t *w, algo_step_t *s)
+{
+    comm_replan(w, MPI_COMM_WORLD);
+    return 0;
 }
 
 json_t *comm_gather_ranks(worker_t *w, MPI_Comm comm)

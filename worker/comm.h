@@ -41,6 +41,9 @@ void comm_bn_sync_setup(worker_t *w);
  * algorithm.goodput the goodput planner's re-plan instead (adaptive_replan). A no-op
  * when neither is on. Called at step boundaries only. */
 void comm_replan(worker_t *w, MPI_Comm comm);
+/* comm_replan over MPI_COMM_WORLD as a step's first stage (algo_ops_t.step, phase other:
+ * its collectives book themselves as comm). Returns 0. */
+int comm_replan_stage(worker_t *w, algo_step_t *s);
 
 /* The per_rank summary entries of every rank, gathered at rank 0 (NULL elsewhere). */
 json_t *comm_gather_ranks(worker_t *w, MPI_Comm comm);

@@ -121,20 +121,33 @@ void comm_probe(worker_t *w, int source, int tag, MPI_Comm comm)
     }
 }
 
-void comm_wait_peers(worker_t *w, MPI_Comm comm)
+void comm_barrier(worker_t *w, MPI_Comm comm)
 {
     if (!w->use_mpi) return;
-    phase_mark(&w->phases, PHASE_OTHER);
     double t0 = clock_mono_s();
     MPI_Request req;
     waitmark_enter(&w->wait, WAIT_BARRIER, -1);
     MPI_CHECK(MPI_Ibarrier(comm, &req));
     comm_wait(w, &req);
     waitmark_leave(&w->wait);
-    phase_mark(&w->phases, PHASE_WAIT);
     double dt = clock_mono_s() - t0;
     w->stats.step_idle_s += dt;
     w->stats.idle_s += dt;
+}
+
+void comm_wait_peers(worker_t *w, MPI_Comm comm)
+{
+    if (!w->use_mpi) return;
+    phase_enter(&w->phases, PHASE_WAIT);
+    comm_barrier(w, comm);
+    phase_leave(&w->phases);
+}
+
+int comm_wait_stage(worker_t *w, algo_step_t *s)
+{
+    if (!w->use_mpi) return ALGO_SKIP;
+    comm_barrier(w, MPI_COMM_WORLD);
+    return 0;
 }
 
 int comm_agree(worker_t *w, int flag)

@@ -40,8 +40,15 @@ int comm_launcher_world(char *var, size_t varlen);
 void comm_split_machine(int rank, MPI_Comm *out);
 
 /* Waits at a barrier and books the time as idle: what a rank spends waiting for slower
- * peers, kept apart from the collective that follows so comm_s is transfer time. */
+ * peers, kept apart from the collective that follows so comm_s is transfer time. A scope
+ * of phase wait on the step timer (phase.h) inside the caller's stage; nothing for one
+ * process. */
 void comm_wait_peers(worker_t *w, MPI_Comm comm);
+/* The same barrier as a step's own stage of phase wait (algo_ops_t.step): comm_barrier
+ * books nothing on the step timer (the stage does); comm_wait_stage waits on
+ * MPI_COMM_WORLD and returns ALGO_SKIP for one process, else 0. */
+void comm_barrier(worker_t *w, MPI_Comm comm);
+int comm_wait_stage(worker_t *w, algo_step_t *s);
 
 /* MPI_Wait / MPI_Waitany, except on an oversubscribed host (w->polite_wait, see
  * emulate.h): there they test and sleep ~0.1 ms between tests, so a waiting rank leaves

@@ -704,10 +704,12 @@ static int run_worker(worker_t *w)
             goto done;
         }
         w->batch_of[w->worker_index] = h.batch;
-        worker_gather(w, h.offset, h.batch);
         w->slowdown = worker_slowdown_now(w);
+        phase_switch(&w->phases, PHASE_DATA);
+        worker_gather(w, h.offset, h.batch);
+        phase_switch(&w->phases, PHASE_COMPUTE);
         float loss = worker_compute_grad(w, 1.0f);
-        phase_mark(&w->phases, PHASE_OTHER);
+        phase_switch(&w->phases, PHASE_OTHER);
         ps_push_t p = {.t_read = h.version,
                        .batch = h.batch,
                        .loss = loss,

@@ -54,7 +54,6 @@ static size_t x_floats(const worker_t *w)
 
 void worker_gather(worker_t *w, long offset, int b)
 {
-    phase_mark(&w->phases, PHASE_OTHER);
     /* Sizes come from the plan in force (spec, --batch-plan, a checkpoint or the
      * coordinator), each validated where it enters; this is the last line: a batch that
      * would run past the epoch order or the buffers stops the rank instead of writing
@@ -70,7 +69,6 @@ void worker_gather(worker_t *w, long offset, int b)
     /* A new batch size (a re-plan) gets its convolution algorithms here, before the timed
      * step; a size seen before reuses its choice. */
     if (w->gpu && cuda_model_prepare_batch(w->gpu, b) != 0) gpu_fail(w, "preparing the batch size");
-    phase_mark(&w->phases, PHASE_DATA);
 }
 
 void worker_next_batch(worker_t *w)
@@ -88,6 +86,12 @@ void worker_next_batch(worker_t *w)
     /* Every rank takes its share of the same global positions; the loop guarantees
      * cursor + global_batch <= n, so the shares never run off the epoch. */
     worker_gather(w, offset, w->batch_of[w->worker_index]);
+}
+
+int worker_batch_stage(worker_t *w, algo_step_t *s)
+{
+    worker_next_batch(w);
+    return 0;
 }
 
 /* The cost of the step that began at wall t0 and thread CPU time c0 and took wall:
@@ -139,7 +143,6 @@ void worker_calibrate(worker_t *w)
 
 float worker_compute_grad(worker_t *w, float loss_scale)
 {
-    phase_mark(&w->phases, PHASE_OTHER);
     w->bn_sync_s = 0.0;
     double t0 = clock_mono_s(), c0 = clock_thread_cpu_s();
     float loss;
@@ -173,7 +176,6 @@ float worker_compute_grad(worker_t *w, float loss_scale)
     worker_zero_frozen_grads(w);   /* a GPU rank: the device computed the frozen tensors' too */
     sim_charge_train(w, w->batch); /* deterministic simulation: the cost model's time */
     double wall = clock_mono_s() - t0;
-    phase_mark(&w->phases, PHASE_COMPUTE);
     /* Emulated heterogeneity: slowdown f makes this step take f times the rank's own
      * undisturbed step u, by sleeping until f * u has passed since the step began
      * (sleeping, not spinning, leaves the core to the other ranks). The undisturbed step
@@ -193,6 +195,7 @@ float worker_compute_grad(worker_t *w, float loss_scale)
      * In a simulation (sim.h) every clock here reads simulated time, which no other rank
      * disturbs: the wait is (f - 1) x the step's simulated compute, in simulated time. */
     if (w->slowdown > 1.0) {
+        phase_enter(&w->phases, PHASE_EMULATED); /* inside the compute stage (algo_step) */
         double u = step_cost(w, wall, c0);
         double *best = &w->undisturbed_s[w->batch];
         if (*best > 0 && *best < u) u = *best;
@@ -205,7 +208,7 @@ float worker_compute_grad(worker_t *w, float loss_scale)
         } else {
             w->stats.emulated_late++; /* measured, so the summary can say the profile slipped */
         }
-        phase_mark(&w->phases, PHASE_EMULATED);
+        phase_leave(&w->phases);
         wall = clock_mono_s() - t0;
     }
     /* Compute time, and the node speed built on it, are wall clock: what the step took,
@@ -257,7 +260,6 @@ static void apply_on_device(worker_t *w, const float *g, float grad_scale)
     /* The kernels are queued, not waited for: the device runs them before the next
      * step's forward pass, whose synchronisation books them as compute. A wait here
      * would stall every step to move time between two buckets. */
-    phase_mark(&w->phases, PHASE_OPTIMIZER);
 }
 
 void worker_apply_local_update(worker_t *w)
@@ -276,7 +278,6 @@ void worker_apply_gradient(worker_t *w, const float *g, float grad_scale)
     worker_optim_step(w, grad_scale, &o);
     model_apply_optimizer(w->model, g, &o);
     sim_charge_update(w);
-    phase_mark(&w->phases, PHASE_OPTIMIZER);
 }
 
 void worker_apply_update(worker_t *w, float grad_scale) { worker_apply_gradient(w, w->model->grads, grad_scale); }

@@ -12,6 +12,8 @@
 #include "worker.h"
 
 void worker_next_batch(worker_t *w);
+/* worker_next_batch as a step's data stage (algo_ops_t.step). Returns 0. */
+int worker_batch_stage(worker_t *w, algo_step_t *s);
 /* Gathers b samples from position offset of the epoch order into x/y. */
 void worker_gather(worker_t *w, long offset, int b);
 /* Computes the epoch's sample order (seed, epoch) into perm. */

@@ -1,4 +1,4 @@
-/* worker/train.c - set-up, resuming, the synchronous training loop around algo->step and
+/* worker/train.c - set-up, resuming, the synchronous training loop around algo_step and
  * the summary: the top of worker/'s training room. What both loops share (the records,
  * collapse detection, checkpoints, the epoch end, the end-of-step policies) is in loop.c,
  * the step primitives the algorithms call in step.c. */
@@ -909,7 +909,7 @@ static int train_loop(worker_t *w, const train_opts_t *o, int digest_fd, char *e
             w->lr = lr_at(&w->sched, (float)(s->optimizer.lr * w->lr_scale), adaptive_schedule_step(w), w->total_steps);
             w->slowdown = worker_slowdown_now(w);
             w->step_loss = NAN;
-            if ((rc = w->algo->step(w)) != 0) {
+            if ((rc = algo_step(w)) != 0) {
                 snprintf(err, errlen, "algorithm %s: step %ld failed", w->algo->name, w->global_step);
                 return rc;
             }

@@ -1,18 +1,19 @@
 /* worker/worker.h - one training process: its model, data, position in the epoch, timers,
  * and the plug-in interface every training algorithm implements.
  *
- * Life of a training step (see README "Anatomy of a training step"):
- *   trainer loop -> algo->step(w)
- *       worker_next_batch(w)      this rank's share of the global batch, gathered into
- *                                 preallocated x/y buffers (no allocation)
- *       worker_compute_grad(w)    forward + backward into model->grads, then the
- *                                 emulated slowdown's wait; both timed as compute
- *       exchange                  algorithm-specific (nothing, allreduce, PS push/pull),
- *                                 timed as communication
- *       worker_apply_update(w)    clip + SGD on the fused buffers
- * The loop counts steps, prints progress, writes checkpoints and evaluates at epoch ends.
- * Each stage marks its end on the step timer (w->phases, phase.h), which splits the step's
- * wall time into data, compute, comm, wait, optimizer, emulated and other.
+ * Life of a training step (see README "Anatomy of a training step"): the trainer loop
+ * runs the algorithm's stages (algo_ops_t.step) through algo_step (algo.c), each in its
+ * phase of the step timer (w->phases, phase.h), llm.c's loop in stages:
+ *   other      re-planning the batches (its collectives book themselves as comm)
+ *   data       worker_next_batch: this rank's share of the global batch, gathered into
+ *              preallocated x/y buffers (no allocation)
+ *   compute    worker_compute_grad: forward + backward into model->grads; the emulated
+ *              slowdown's wait inside it is its own scope (emulated)
+ *   comm       the exchange, algorithm-specific (nothing, allreduce, a model average);
+ *              the barrier before a collective is its own scope (wait)
+ *   optimizer  worker_apply_update: clip + SGD on the fused buffers
+ * The algorithm's code holds the maths and no marks; the loop counts steps, prints
+ * progress, writes checkpoints and evaluates at epoch ends.
  */
 #ifndef PACER_WORKER_H
 #define PACER_WORKER_H
@@ -266,16 +267,39 @@ typedef struct train_opts {
                                   ".rank<N>" */
 } train_opts_t;
 
+/* What one step's stages hand on to the next (algo_step starts each step with loss NAN,
+ * scale 1, sumsq 0). */
+typedef struct {
+    float loss;   /* the rank's batch loss, from the compute stage */
+    float scale;  /* the gradient scale the update applies (ssgd: 1 / sum(b)) */
+    double sumsq; /* the reduced gradient's squared norm, where the reduce has it (shard) */
+} algo_step_t;
+
+/* A stage returns 0 (done: its time is its phase's), a negative error, or these bits. */
+#define ALGO_SKIP 1   /* it did nothing worth booking: its moment joins the next stage's */
+#define ALGO_MERGED 2 /* models were merged or averaged (the step's STEP_EV_MERGE) */
+#define ALGO_END 4    /* the step ends here: the stages after it do not run */
+
+/* One stage of a training step: algo_step runs it in its phase (phase.h). */
+typedef struct {
+    phase_t phase;
+    int (*run)(worker_t *w, algo_step_t *s);
+} algo_stage_t;
+
+#define ALGO_STAGES 10
+
 /* The plug-in interface. Every callback returns 0 or a negative error after printing one
  * line that says what failed. */
 typedef struct algo_ops {
     const char *name;
-    int (*init)(worker_t *w);      /* after weights are initialised or restored */
-    int (*step)(worker_t *w);      /* one training step */
+    int (*init)(worker_t *w); /* after weights are initialised or restored */
+    /* One training step: its stages in order, up to the first without run. */
+    algo_stage_t step[ALGO_STAGES];
     int (*epoch_end)(worker_t *w); /* before evaluation (e.g. finish an overlap) */
     /* Fills w->test_loss/test_accuracy, the same on every rank; NULL: evaluate locally. */
     void (*evaluate)(worker_t *w);
-    /* Replaces the step loop entirely (the parameter-server family); NULL: step loop. */
+    /* Replaces the step loop entirely (the parameter-server family, which marks its own
+     * phases: ps.c); NULL: step loop. */
     int (*run)(worker_t *w);
     void (*fini)(worker_t *w);
 } algo_ops_t;

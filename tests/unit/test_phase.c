@@ -21,12 +21,14 @@
 
 #include <jansson.h>
 
+#include "algo.h"
 #include "jobhistory.h"
 #include "jobtrace.h"
 #include "metrics.h"
 #include "phase.h"
 #include "prom.h"
 #include "trace.h"
+#include "worker.h"
 
 /* One scripted step: data 4 ms, compute 12 ms, emulated 6 ms, wait 8 ms, comm 5 ms,
  * optimizer 3 ms, each ended by its mark, as the worker's code does. */
@@ -145,6 +147,88 @@ static void test_switch_scope_relabel(void **state)
     phase_switch(&p, PHASE_DATA);
     assert_int_equal(p.depth, 0);
     assert_int_equal(p.steps, 2);
+}
+
+/* A scripted algorithm for algo_step: each stage sleeps a known time in its phase. */
+static int st_data(worker_t *w, algo_step_t *s)
+{
+    clock_sleep_s(0.003);
+    return 0;
+}
+
+static int st_compute(worker_t *w, algo_step_t *s)
+{
+    assert_true(isnan(s->loss) && s->scale == 1.0f);
+    clock_sleep_s(0.004);
+    phase_enter(&w->phases, PHASE_EMULATED); /* as worker_compute_grad's slowdown */
+    clock_sleep_s(0.002);
+    phase_leave(&w->phases);
+    clock_sleep_s(0.001);
+    s->loss = 2.5f;
+    return 0;
+}
+
+static int st_idle(worker_t *w, algo_step_t *s) { return ALGO_SKIP; }
+
+static int st_comm(worker_t *w, algo_step_t *s)
+{
+    assert_true(s->loss == 2.5f); /* what the compute stage handed on */
+    clock_sleep_s(0.003);
+    return ALGO_MERGED;
+}
+
+static int st_last(worker_t *w, algo_step_t *s)
+{
+    clock_sleep_s(0.002);
+    return ALGO_END;
+}
+
+static int st_never(worker_t *w, algo_step_t *s)
+{
+    fail_msg("a stage after ALGO_END ran");
+    return -1;
+}
+
+static int st_fail(worker_t *w, algo_step_t *s) { return -3; }
+
+static const algo_ops_t SCRIPTED = {
+    .name = "scripted",
+    .step = {{PHASE_DATA, st_data},
+             {PHASE_COMPUTE, st_compute},
+             {PHASE_WAIT, st_idle},
+             {PHASE_COMM, st_comm},
+             {PHASE_OPTIMIZER, st_last},
+             {PHASE_COMM, st_never}},
+};
+
+/* The loop marks, the stages hold none: each stage's time lands in its phase, a scope
+ * inside one in its own, a skipped stage's moment in the next, nothing after ALGO_END;
+ * ALGO_MERGED flags the step; the phases still tile it. */
+static void test_algo_step_books_stages(void **state)
+{
+    (void)state;
+    worker_t *w = calloc(1, sizeof *w);
+    assert_non_null(w);
+    w->algo = &SCRIPTED;
+    phase_begin(&w->phases, 5);
+    assert_int_equal(algo_step(w), 0);
+    assert_int_equal(w->phases.cur, PHASE_OTHER);
+    phase_end(&w->phases);
+    const double *ph = w->phases.s;
+    assert_true(ph[PHASE_DATA] >= 0.003);
+    assert_true(ph[PHASE_COMPUTE] >= 0.005);
+    assert_true(ph[PHASE_EMULATED] >= 0.002);
+    assert_true(ph[PHASE_WAIT] == 0.0);
+    assert_true(ph[PHASE_COMM] >= 0.003);
+    assert_true(ph[PHASE_OPTIMIZER] >= 0.002);
+    assert_int_equal(w->phases.events, STEP_EV_MERGE);
+    assert_true(fabs(phase_sum(&w->phases) - w->phases.wall) < 1e-9);
+    /* A stage's error ends the step with it. */
+    algo_ops_t failing = {.name = "failing", .step = {{PHASE_DATA, st_data}, {PHASE_COMM, st_fail}}};
+    w->algo = &failing;
+    phase_begin(&w->phases, 6);
+    assert_int_equal(algo_step(w), -3);
+    free(w);
 }
 
 /* The record's JSON: the phases by name, step_s, events; the sum checks out. */
@@ -614,17 +698,12 @@ static void test_eval_sample(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_scripted_step_adds_up),
-        cmocka_unit_test(test_marks_outside_a_step_do_nothing),
-        cmocka_unit_test(test_switch_scope_relabel),
-        cmocka_unit_test(test_record_json),
-        cmocka_unit_test(test_trace_ring),
-        cmocka_unit_test(test_prom_phases),
-        cmocka_unit_test(test_trace_from_records),
-        cmocka_unit_test(test_history_downsample),
-        cmocka_unit_test(test_history_accuracy),
-        cmocka_unit_test(test_history_eval_between),
-        cmocka_unit_test(test_eval_sample),
+        cmocka_unit_test(test_scripted_step_adds_up), cmocka_unit_test(test_marks_outside_a_step_do_nothing),
+        cmocka_unit_test(test_switch_scope_relabel),  cmocka_unit_test(test_algo_step_books_stages),
+        cmocka_unit_test(test_record_json),           cmocka_unit_test(test_trace_ring),
+        cmocka_unit_test(test_prom_phases),           cmocka_unit_test(test_trace_from_records),
+        cmocka_unit_test(test_history_downsample),    cmocka_unit_test(test_history_accuracy),
+        cmocka_unit_test(test_history_eval_between),  cmocka_unit_test(test_eval_sample),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

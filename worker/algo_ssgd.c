@@ -72,11 +72,13 @@ static int ssgd_plan(worker_t *w, algo_step_t *s)
     return 0;
 }
 
+/* A rank the goodput planner leaves out computes nothing: its empty contribution is
+ * booked with the packing, not as compute. */
 static int ssgd_grad(worker_t *w, algo_step_t *s)
 {
     shard_begin_step(w); /* algorithm.shard: buckets reduced while the backward pass goes on */
     s->loss = adaptive_compute_grad(w, (float)w->batch);
-    return 0;
+    return w->batch > 0 ? 0 : ALGO_SKIP;
 }
 
 static int ssgd_pack(worker_t *w, algo_step_t *s)

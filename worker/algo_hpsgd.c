@@ -90,6 +90,8 @@ typedef struct {
     enum { STAGE_FIRST = 1, STAGE_Q, STAGE_REDUCED /* all summed, not unpacked yet */ } stage;
     MPI_Request creq[2];
     int ncreq;
+    compress_msg_t msgs[2]; /* the first stage's messages, from encode_round to start_reduction */
+    int nmsgs;
 } hp_state_t;
 
 static void start_q_between_layers(worker_t *w, hp_state_t *st);
@@ -241,31 +243,33 @@ static void start_q_between_layers(worker_t *w, hp_state_t *st)
     else st->stage = STAGE_REDUCED;
 }
 
-/* The first stage of a compressed round over st->R (see the top). One process: the sum
- * over one rank is the message itself, so the three parts run at once. */
-static void start_compressed(worker_t *w, hp_state_t *st)
+/* The first stage's messages of a compressed round over st->R (see the top), which
+ * start_reduction starts. One process: the sum over one rank is the message itself, so
+ * the first two parts run at once and decode_round unpacks. */
+static void encode_round(worker_t *w, hp_state_t *st)
 {
-    compress_msg_t msgs[2];
     const long k = st->merges; /* compress_active's step: warm-up is refused with hpsgd */
-    /* The round's own compression inside the comm stage that starts it (see the top). */
-    phase_enter(&w->phases, PHASE_COMPRESS);
     sim_charge_compress(w, k);
-    int nmsgs = compress_begin(w->compress, st->R, k, msgs);
+    st->nmsgs = compress_begin(w->compress, st->R, k, st->msgs);
     st->in_flight = 1;
-    /* One process: test_compressed finds the stages done and unpacks. */
-    if (!w->use_mpi) compress_middle(w->compress, st->R, k, msgs);
-    phase_leave(&w->phases);
     if (!w->use_mpi) {
+        compress_middle(w->compress, st->R, k, st->msgs);
         st->stage = STAGE_REDUCED;
-        return;
     }
-    start_stage(w, st, msgs, nmsgs, STAGE_FIRST, 0);
+}
+
+/* R holds the compressed round's reduction: unpacked, the round is over. */
+static void decode_round(worker_t *w, hp_state_t *st)
+{
+    compress_end(w->compress, st->R, st->merges);
+    st->in_flight = 0;
+    st->done_early = 0;
 }
 
 /* Advances the compressed round in flight: tests (or, with wait, waits for) its stage,
  * and after the first one computes and starts Q's stage. Returns 1 once R holds the
- * round's reduction, unpacked; finish 0 (the fixed schedule's steps before its merge,
- * which only start Q early) stops short of unpacking and of waiting for Q. */
+ * round's reduction (decode_round unpacks it); finish 0 (the fixed schedule's steps
+ * before its merge, which only start Q early) stops short of waiting for Q. */
 static int test_compressed(worker_t *w, hp_state_t *st, int wait, int finish)
 {
     const long k = st->merges;
@@ -283,19 +287,15 @@ static int test_compressed(worker_t *w, hp_state_t *st, int wait, int finish)
         if (!done) return 0;
         st->done_early = 0;
         compress_msg_t msgs[2];
-        phase_enter(&w->phases, PHASE_COMPRESS); /* inside the comm stage that tests the round */
+        /* P's orthogonalisation and Q's product between the round's two collectives,
+         * inside the comm stage that tests it: compress's own time */
+        phase_enter(&w->phases, PHASE_COMPRESS);
         int nmsgs = st->stage == STAGE_FIRST ? compress_middle(w->compress, st->R, k, msgs) : 0;
         phase_leave(&w->phases);
         if (nmsgs > 0) start_stage(w, st, msgs, nmsgs, STAGE_Q, 0);
         else st->stage = STAGE_REDUCED;
     }
-    if (!finish) return 0;
-    phase_enter(&w->phases, PHASE_COMPRESS);
-    compress_end(w->compress, st->R, k);
-    phase_leave(&w->phases);
-    st->in_flight = 0;
-    st->done_early = 0;
-    return 1;
+    return finish;
 }
 
 /* Moves the trainable floats of the window R to its front, in the optimizer's runs
@@ -334,12 +334,12 @@ static void new_window(worker_t *w, hp_state_t *st, float *R)
     st->nstarted++;
 }
 
-/* Starts the reduction of R (new_window's). */
+/* Starts the reduction of R (new_window's; compressed: encode_round's messages). */
 static void start_reduction(worker_t *w, hp_state_t *st, float *R, MPI_Request *req)
 {
     const size_t n = st->nsend;
     if (w->compress) {
-        start_compressed(w, st);
+        if (w->use_mpi) start_stage(w, st, st->msgs, st->nmsgs, STAGE_FIRST, 0);
         return;
     }
     if (!w->use_mpi) {
@@ -364,10 +364,12 @@ static void start_reduction(worker_t *w, hp_state_t *st, float *R, MPI_Request *
     st->in_flight = 1;
 }
 
-/* A round outside the step's stages (the epoch end's). */
+/* A round outside the step's stages (the epoch end's): started, and finished with
+ * finish_round. */
 static void start_round(worker_t *w, hp_state_t *st, float *R, MPI_Request *req)
 {
     new_window(w, st, R);
+    if (w->compress) encode_round(w, st);
     start_reduction(w, st, R, req);
 }
 
@@ -389,9 +391,18 @@ static int test_done(worker_t *w, hp_state_t *st, MPI_Request *req, int wait)
     return done;
 }
 
+/* test_done, and a compressed round's reduction unpacked once it is complete. */
+static int finish_round(worker_t *w, hp_state_t *st, MPI_Request *req, int wait)
+{
+    const int done = test_done(w, st, req, wait);
+    if (done && w->compress) decode_round(w, st);
+    return done;
+}
+
 /* The step's stages (algo_step books each in its phase): re-plan, batch, gradient, the
  * local step, then the round: is it complete (else the step ends, the window grows),
- * the merge and the next window, the next round's start. */
+ * its unpacking (compressed), the merge and the next window, the next round's
+ * compression and its start. */
 
 static int hp_grad(worker_t *w, algo_step_t *s)
 {
@@ -420,6 +431,16 @@ static int hp_test(worker_t *w, algo_step_t *s)
     return done ? 0 : ALGO_END;
 }
 
+/* After hp_test found the compressed round complete; nothing on a step without a round
+ * in flight (the first of an epoch). */
+static int hp_decode(worker_t *w, algo_step_t *s)
+{
+    hp_state_t *st = w->algo_state;
+    if (!w->compress || !st->in_flight) return ALGO_SKIP;
+    decode_round(w, st);
+    return 0;
+}
+
 static int hp_merge(worker_t *w, algo_step_t *s)
 {
     hp_state_t *st = w->algo_state;
@@ -427,6 +448,13 @@ static int hp_merge(worker_t *w, algo_step_t *s)
     if (merged) merge(w, st, st->R);
     new_window(w, st, st->R);
     return merged ? ALGO_MERGED : 0;
+}
+
+static int hp_encode(worker_t *w, algo_step_t *s)
+{
+    if (!w->compress) return ALGO_SKIP;
+    encode_round(w, w->algo_state);
+    return 0;
 }
 
 /* One process sends nothing: skipped (the loop's bookkeeping). */
@@ -450,28 +478,28 @@ static int hp_epoch_end(worker_t *w)
     if (w->compress) {
         /* One round at a time through the compressor's buffers (see the top). */
         if (st->in_flight) {
-            test_done(w, st, &st->req, 1);
+            finish_round(w, st, &st->req, 1);
             merge(w, st, st->R);
         }
         if (behind) {
             start_round(w, st, st->R, &st->req);
-            test_done(w, st, &st->req, 1);
+            finish_round(w, st, &st->req, 1);
             merge(w, st, st->R);
         }
         behind = 0;
     } else if (behind) start_round(w, st, st->R2, &st->req2);
     if (st->in_flight) {
-        test_done(w, st, &st->req, 1);
+        finish_round(w, st, &st->req, 1);
         merge(w, st, st->R);
     }
     if (behind) {
-        test_done(w, st, &st->req2, 1);
+        finish_round(w, st, &st->req2, 1);
         merge(w, st, st->R2);
     }
     /* Everyone has now started and merged the same rounds; merge every rank's last window
      * in one synchronous round, after which every replica is G. */
     start_round(w, st, st->R, &st->req);
-    test_done(w, st, &st->req, 1);
+    finish_round(w, st, &st->req, 1);
     merge(w, st, st->R);
     memcpy(w->model->params, st->snap, w->model->nparams * sizeof(float));
     memcpy(st->S, st->snap, w->model->nparams * sizeof(float));
@@ -526,7 +554,9 @@ const algo_ops_t algo_hpsgd = {
              {PHASE_COMPUTE, hp_grad},
              {PHASE_OPTIMIZER, hp_local},
              {PHASE_COMM, hp_test},
+             {PHASE_COMPRESS, hp_decode},
              {PHASE_OPTIMIZER, hp_merge},
+             {PHASE_COMPRESS, hp_encode},
              {PHASE_COMM, hp_start}},
     .epoch_end = hp_epoch_end,
     .evaluate = comm_evaluate_root,

@@ -272,7 +272,8 @@ $(BUILD)/obj/tools/%.o: INCLUDES = $(INC_model)
 $(CATALOG_BOOT): common/catalog.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -DCATALOG_BOOTSTRAP -c $< -o $@
-$(CATALOG_TOOL): $(call obj,tools/catalog_rows.c $(filter-out common/catalog.c,$(COMMON_SRC))) $(CATALOG_BOOT) \
+$(CATALOG_TOOL): $(call obj,tools/catalog_rows.c $(filter-out common/catalog.c common/param_names.c,$(COMMON_SRC))) \
+                 $(CATALOG_BOOT) \
                  $(LIBMODEL) $(LIBKERNELS)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $(filter %.o,$^) -o $@ $(LIBMODEL) $(LIBKERNELS) $(BLAS_LIBS) $(ONNX_LIBS) $(DEP_LIBS)
@@ -280,8 +281,11 @@ $(CATALOG_GEN): $(CATALOG_TOOL)
 	@mkdir -p $(dir $@)
 	$(CATALOG_TOOL) > $@.tmp
 	@mv $@.tmp $@
+# common/param_names.c includes it too (the built-in rows' parameter names); the tool
+# links neither.
 $(BUILD)/obj/common/catalog.o $(BUILD)/fuzz/obj/common/catalog.o: $(CATALOG_GEN)
-$(BUILD)/obj/common/catalog.o: INCLUDES = $(INC_common) -I$(BUILD)/gen
+$(BUILD)/obj/common/param_names.o $(BUILD)/fuzz/obj/common/param_names.o: $(CATALOG_GEN)
+$(BUILD)/obj/common/catalog.o $(BUILD)/obj/common/param_names.o: INCLUDES = $(INC_common) -I$(BUILD)/gen
 
 # The backend is built with the worker (order-only: the worker does not link it).
 $(BUILD)/pacer-worker: $(call obj,worker/main.c) $(LIBWORKER) $(LIBMODEL) $(LIBKERNELS) $(LIBCOMMON) | $(CUDA_SO)

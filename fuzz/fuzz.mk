@@ -27,7 +27,8 @@ FUZZ_FLAGS        := -std=c11 -O1 -g -D_GNU_SOURCE $(FUZZ_INCLUDES) -fno-omit-fr
 FUZZ_LIBS         := -lmicrohttpd -ljansson -lhiredis -lz -lzip -lpng16 -ljpeg -lpthread -lm
 
 FUZZ_HARNESSES := request spec idx cifar checkpoint redis stream_id history host password_file \
-                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef ckptfence tokfile bpe tokenizer search notice webhook genreq slurm hostmem safetensors
+                  npy npz image dcache onnx netprobe modelindex onnx_case cli_url sched ef ckptfence tokfile bpe tokenizer search notice webhook genreq slurm hostmem safetensors \
+                  paramnames
 FUZZ_OBJ = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
 
 # What each harness links besides its own file: the code it drives, no more (the worker's
@@ -58,6 +59,8 @@ FUZZ_SRC_modelindex := $(FUZZ_COORD_SRC) $(COMMON_SRC)
 # --host-memory-mb-of's list and the memory admission it feeds (coordinator/hostmem.h)
 FUZZ_SRC_hostmem    := coordinator/hostmem.c $(COMMON_SRC)
 FUZZ_SRC_npy        := $(COMMON_SRC)
+# an uploaded model's parameter names (common/param_names.h): its validator's summary, its kept file
+FUZZ_SRC_paramnames := $(COMMON_SRC)
 # the safetensors reader (common/safetensors.h): init.safetensors' files
 FUZZ_SRC_safetensors := $(COMMON_SRC)
 # the token files of a text or token data set (dataset.format tokens): their header and ids
@@ -105,6 +108,7 @@ FUZZ_MAXLEN_ckptfence  := 64
 FUZZ_MAXLEN_history    := 8192
 FUZZ_MAXLEN_netprobe   := 4096
 FUZZ_MAXLEN_modelindex := 8192
+FUZZ_MAXLEN_paramnames := 8192
 FUZZ_MAXLEN_npy        := 4096
 FUZZ_MAXLEN_safetensors := 4096
 FUZZ_MAXLEN_tokfile    := 4096

@@ -213,6 +213,15 @@ void model_lora_init(model_t *m, uint64_t seed)
 
 int model_lora_is_adapter(const model_t *m, int t) { return m->lora && t >= m->lora->base_tensors; }
 
+void model_lora_targetable(const model_t *m, unsigned char *is_target)
+{
+    memset(is_target, 0, (size_t)m->ntensors);
+    for (int i = 0; i < m->nlayers; i++) {
+        const int t = product_weight(m, i);
+        if (t >= 0) is_target[t] = 1;
+    }
+}
+
 typedef struct {
     const model_t *src;
     int *map;

@@ -69,6 +69,10 @@ int model_lora_apply(const model_t *base, const lora_opts_t *o, model_t **out, c
 void model_lora_init(model_t *m, uint64_t seed);
 /* Whether tensor t of m is an adapter's (A or B). */
 int model_lora_is_adapter(const model_t *m, int t);
+/* Per tensor of m (m->ntensors flags into is_target): 1 for the weight of a matrix product
+ * an adapter may take (what lora.targets may name: a LAYER_FC's or LAYER_LINEAR's weight no
+ * other layer reads), else 0. pacer-worker --check-onnx lists them for the coordinator. */
+void model_lora_targetable(const model_t *m, unsigned char *is_target);
 /* m's source model (its graph without the adapters) for batches of up to max_batch, its
  * weights m's, merged (W + scale B A) when merge. 0, or -1 with err (out of memory). */
 int model_lora_base(const model_t *m, int max_batch, int merge, model_t **out, char *err, size_t errlen);

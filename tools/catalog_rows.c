@@ -11,15 +11,22 @@
  *   #define CATALOG_FIGURES_<name> .head_in = ..., .layers = ..., ..., .flops_per_sample = ...
  * Every figure is model_describe's (model/model.c: the operator table's per-row FLOPs and
  * workspaces, the allocation's sizes), the path an imported model's entry takes too, and
- * head_in is the head's input width (the last layer, fully connected).
+ * head_in is the head's input width (the last layer, fully connected). Then the parameter
+ * names of each row (common/param_names.h: what freeze and lora.targets are checked
+ * against at submission), one macro per row,
+ *   #define CATALOG_PARAM_NAMES_<name> {"<name>", "<each name>\n...", "<0 or 1 each>"}
+ * 1 marking a matrix product's weight (model_lora_targetable), and
+ *   #define CATALOG_PARAM_NAME_ROWS CATALOG_PARAM_NAMES_<name>, ...
  *
  * Usage: catalog_rows > catalog_models.h. Exit 0, or 1 with the reason on stderr (a
  * built-in row without a builder, a head that is not a fully connected layer, a name that
- * is not a C identifier). */
+ * is not a C identifier, a parameter name that is not printable ASCII or holds '"' or '\\'). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "catalog.h"
+#include "lora.h"
 #include "model.h"
 
 /* A model's figures do not depend on the batch it is built for (model_describe divides
@@ -33,6 +40,34 @@ static int c_identifier(const char *s)
     for (; *s; s++)
         if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_')) return 0;
     return 1;
+}
+
+/* Prints the parameter names' macro of model m (row name): 0, or -1 with the reason on
+ * stderr. */
+static int emit_names(const char *name, const model_t *m)
+{
+    unsigned char *product = malloc((size_t)m->ntensors + 1);
+    if (!product) return fprintf(stderr, "catalog_rows: out of memory\n"), -1;
+    model_lora_targetable(m, product);
+    printf("#define CATALOG_PARAM_NAMES_%s {\"%s\", \"", name, name);
+    for (int t = 0; t < m->ntensors; t++) {
+        const char *n = m->tensors[t].name;
+        if (m->tensors[t].is_buffer) continue;
+        for (const char *c = n; *c; c++)
+            if (*c < 0x20 || *c > 0x7e || *c == '"' || *c == '\\') {
+                fprintf(stderr, "catalog_rows: built-in model %s: parameter %s: not printable ASCII without quotes\n",
+                        name, n);
+                free(product);
+                return -1;
+            }
+        printf("%s\\n", n);
+    }
+    printf("\", \"");
+    for (int t = 0; t < m->ntensors; t++)
+        if (!m->tensors[t].is_buffer) putchar(product[t] ? '1' : '0');
+    printf("\"}\n");
+    free(product);
+    return 0;
 }
 
 /* Prints row's macro: 0, or -1 with the reason on stderr. */
@@ -61,8 +96,9 @@ static int emit_row(const catalog_model_t *row)
            ".acts_per_sample = %ld, .argmax_per_sample = %ld, .flops_per_sample = %.17g\n",
            row->name, head->C * head->H * head->W, d.layers, d.params, d.buffers, d.fixed, d.acts_per_sample,
            d.argmax_per_sample, d.flops_per_sample);
+    const int rc = emit_names(row->name, m);
     model_free(m);
-    return 0;
+    return rc;
 }
 
 int main(void)
@@ -73,5 +109,9 @@ int main(void)
     int rc = 0;
     for (size_t i = 0; catalog_model_at(i, &row) == 0; i++)
         if (row.source == CATALOG_BUILTIN && emit_row(&row) != 0) rc = 1;
+    printf("#define CATALOG_PARAM_NAME_ROWS");
+    for (size_t i = 0, k = 0; catalog_model_at(i, &row) == 0; i++)
+        if (row.source == CATALOG_BUILTIN) printf("%s CATALOG_PARAM_NAMES_%s", k++ ? "," : "", row.name);
+    printf("\n");
     return rc;
 }

@@ -22,12 +22,17 @@
 #include "launch.h"
 #include "quotas.h"
 #include "memest.h"
+#include "param_names.h"
 #include "redis_keys.h"
 #include "sha256.h"
 #include "tickconn.h"
 
 #define INDEX_MAX_BYTES (4 << 20) /* CATALOG_ADDED_MAX entries of a few hundred bytes */
-#define CHECK_OUT_MAX 8192        /* the validator's output: one JSON line, or its message */
+/* The validator's output: one JSON line, or its message. Its parameter names are within
+ * param_names.h's bounds: each name's bytes at most twice over in JSON (an escaped '"' or
+ * '\\') with its quotes and comma, and each index of product_weights in a few digits. */
+#define CHECK_OUT_MAX (8192 + 2 * PARAM_NAMES_BYTES + 8 * PARAM_NAMES_MAX)
+#define NAMES_SUFFIX ".params.json" /* STATE_DIR/models/<sha256>.params.json: its names */
 
 static pthread_mutex_t store_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -67,6 +72,50 @@ void modelstore_dir(const coordinator_t *c, char *out, size_t len) { snprintf(ou
 static void content_path(const coordinator_t *c, const char *sha, char *out, size_t len)
 {
     snprintf(out, len, "%s/models/%s.onnx", c->state_dir, sha);
+}
+
+/* Where sha's parameter names are kept: beside its bytes, as they are its content's. */
+static void names_path(const coordinator_t *c, const char *sha, char *out, size_t len)
+{
+    snprintf(out, len, "%s/models/%s" NAMES_SUFFIX, c->state_dir, sha);
+}
+
+/* sha's names, written before the index names the model (so that an indexed model has
+ * them unless it was uploaded before they were recorded): 0, or -1 logged. */
+static int names_write(const coordinator_t *c, const char *sha, const param_names_t *p)
+{
+    char path[PATH_MAX + 128];
+    names_path(c, sha, path, sizeof path);
+    json_t *j = param_names_json(p);
+    char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    int rc = text ? fs_atomic_write_fixed(path, text, strlen(text), 0644) : -1;
+    if (rc != 0) clog_printf("models: cannot write %s: %s", path, text ? strerror(errno) : "out of memory");
+    free(text);
+    return rc;
+}
+
+int modelstore_param_names(const coordinator_t *c, const char *sha, param_names_t *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!sha256_hex_valid(sha)) return 0;
+    char path[PATH_MAX + 128];
+    names_path(c, sha, path, sizeof path);
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0; /* uploaded before the names were recorded, or beyond their bounds */
+    char *text = malloc(CHECK_OUT_MAX);
+    size_t n = text ? fread(text, 1, CHECK_OUT_MAX, f) : 0;
+    fclose(f);
+    json_error_t je;
+    json_t *j = text && n < CHECK_OUT_MAX ? json_loadb(text, n, 0, &je) : NULL;
+    free(text);
+    char err[256] = "";
+    int rc = j ? param_names_from_json(j, out, err, sizeof err) : -1;
+    json_decref(j);
+    if (rc < 0)
+        clog_printf("models: %s: %s; freeze and lora.targets are left to the worker", path,
+                    err[0] ? err : "not the names' JSON, or larger than their bound");
+    return rc < 0 ? 0 : rc;
 }
 
 /* ---- the entry ---------------------------------------------------------------------------- */
@@ -270,7 +319,8 @@ static void sweep(const coordinator_t *c, const catalog_model_t *entries, int k)
         const size_t len = strlen(n);
         const int tmp = len > 4 && strcmp(n + len - 4, ".tmp") == 0;
         char sha[SHA256_HEX_LEN + 1] = "";
-        if (len == SHA256_HEX_LEN + 5 && strcmp(n + SHA256_HEX_LEN, ".onnx") == 0)
+        if ((len == SHA256_HEX_LEN + 5 && strcmp(n + SHA256_HEX_LEN, ".onnx") == 0) ||
+            (len == SHA256_HEX_LEN + strlen(NAMES_SUFFIX) && strcmp(n + SHA256_HEX_LEN, NAMES_SUFFIX) == 0))
             snprintf(sha, sizeof sha, "%.*s", SHA256_HEX_LEN, n);
         const int content = k >= 0 && sha256_hex_valid(sha);
         int named = 0;
@@ -365,6 +415,8 @@ static void drop_bytes(coordinator_t *c, redisContext *rc, const char *sha, cons
     char file[PATH_MAX + 128];
     content_path(c, sha, file, sizeof file);
     unlink(file);
+    names_path(c, sha, file, sizeof file);
+    unlink(file);
     if (rc) redis_del(rc, sha);
 }
 
@@ -380,11 +432,12 @@ static long check_memory_mb(const coordinator_t *c)
     return mb < 64 ? 64 : mb;
 }
 
-/* Validates the file with pacer-worker --check-onnx into *m: COORD_OK, COORD_EINVAL (not
- * ONNX), COORD_EDATA (refused, also when the validator was killed: a file that crashes or
- * outgrows it is refused, the daemon stays), COORD_EINTERNAL (it could not run or answered
- * nonsense); err says why. */
-static int check_file(coordinator_t *c, const char *file, const char *name, catalog_model_t *m, char *err, size_t errlen)
+/* Validates the file with pacer-worker --check-onnx into *m and *names (names->n 0: not
+ * listed): COORD_OK, COORD_EINVAL (not ONNX), COORD_EDATA (refused, also when the validator
+ * was killed: a file that crashes or outgrows it is refused, the daemon stays),
+ * COORD_EINTERNAL (it could not run or answered nonsense); err says why. */
+static int check_file(coordinator_t *c, const char *file, const char *name, catalog_model_t *m, param_names_t *names,
+                      char *err, size_t errlen)
 {
     char *out = malloc(CHECK_OUT_MAX);
     if (!out) return errmsg(err, errlen, "out of memory"), COORD_EINTERNAL;
@@ -403,7 +456,8 @@ static int check_file(coordinator_t *c, const char *file, const char *name, cata
         json_error_t je;
         json_t *j = json_loads(out, JSON_DISABLE_EOF_CHECK, &je);
         char why[256];
-        if (!j || modelstore_entry_parse(j, name, m, why, sizeof why) != 0) {
+        if (!j || modelstore_entry_parse(j, name, m, why, sizeof why) != 0 ||
+            param_names_from_json(j, names, why, sizeof why) < 0) {
             errmsg(err, errlen, "pacer-worker --check-onnx answered something else than a summary (%s)",
                    j ? why : je.text);
             code = COORD_EINTERNAL;
@@ -505,6 +559,8 @@ static int store_upload(coordinator_t *c, redisContext *rc, const catalog_model_
         char file[PATH_MAX + 128];
         content_path(c, m->sha256, file, sizeof file);
         if (!had_file) unlink(file);
+        names_path(c, m->sha256, file, sizeof file);
+        if (!had_file) unlink(file);
         redis_del(rc, m->sha256);
     }
     return code;
@@ -532,6 +588,7 @@ int coord_model_put(coordinator_t *c, const char *name, const void *data, size_t
     /* The name as it is now, under the lock: an upload that waited for another's
      * validation sees what that one stored. */
     catalog_model_t had, m;
+    param_names_t names = {0};
     int exists = catalog_model_get(name, &had) == 0, code = COORD_OK;
     redisContext *rc = jobstore_pool_get(c->pool, err, errlen);
     if (!rc) {
@@ -578,7 +635,7 @@ int coord_model_put(coordinator_t *c, const char *name, const void *data, size_t
         code = COORD_EINTERNAL;
         goto out;
     }
-    code = check_file(c, file, name, &m, err, errlen);
+    code = check_file(c, file, name, &m, &names, err, errlen);
     if (code == COORD_OK && strcmp(m.sha256, sha) != 0) {
         errmsg(err, errlen, "%s changed while it was validated", file);
         code = COORD_EINTERNAL;
@@ -589,6 +646,8 @@ int coord_model_put(coordinator_t *c, const char *name, const void *data, size_t
         goto out;
     }
     snprintf(m.title, sizeof m.title, "%s", name);
+    /* without its names a model is still stored: its globs are then the worker's to check */
+    if (names.n > 0) names_write(c, sha, &names);
     code = store_upload(c, rc, &m, &had, exists, data, len, had_file, err, errlen);
     if (code != COORD_OK) goto out;
     if (exists && strcmp(had.sha256, sha) != 0) drop_bytes(c, rc, had.sha256, name);
@@ -601,6 +660,7 @@ int coord_model_put(coordinator_t *c, const char *name, const void *data, size_t
     if (!*out) code = COORD_EINTERNAL;
     clog_printf("models: %s %s (sha256 %.12s..., %zu bytes)", exists ? "replaced" : "uploaded", name, sha, len);
 out:
+    param_names_free(&names);
     if (rc) jobstore_pool_put(c->pool, rc, code == COORD_EUNAVAIL);
     pthread_mutex_unlock(&store_lock);
     return code;

@@ -12,6 +12,13 @@
  * survive restarts; a job spec then names one as {"onnx": NAME} (common/spec.c pins its
  * sha256, run_launch.c passes --models-dir to the worker).
  *
+ * The model's parameter names (the validator's "parameter_names" and "product_weights",
+ * common/param_names.h) are kept beside its bytes as STATE_DIR/models/<sha256>.params.json,
+ * written before the index names the model and removed with its bytes: job admission
+ * (coordinator/admission.c) checks a spec's freeze and lora.targets against them. A model
+ * uploaded before they were recorded, or whose names pass their bounds, has none: its
+ * globs are checked by the worker at the job's start only.
+ *
  * One mutex serialises uploads and deletions (the index is rewritten whole each time).
  */
 #ifndef PACER_MODELSTORE_H
@@ -21,6 +28,7 @@
 #include <stddef.h>
 
 #include "catalog.h"
+#include "param_names.h"
 
 typedef struct coordinator coordinator_t;
 
@@ -36,6 +44,10 @@ int modelstore_index_parse(const char *text, size_t len, catalog_model_t *out, i
  * indexed model back into the catalog, and its bytes into Redis where they are missing.
  * A broken index or a missing file is logged and skipped, never fatal. */
 void modelstore_start(coordinator_t *c);
+
+/* The parameter names of the uploaded model of content sha256 sha into *out: 1 with them,
+ * 0 when none are kept (also a file that does not read back within the bounds: logged). */
+int modelstore_param_names(const coordinator_t *c, const char *sha, param_names_t *out);
 
 /* STATE_DIR/models: what run_launch.c passes as the worker's --models-dir. */
 void modelstore_dir(const coordinator_t *c, char *out, size_t len);

@@ -9,7 +9,10 @@
 #include <string.h>
 
 #include "catalog.h"
+#include "lora.h"
+#include "model.h"
 #include "onnx_import.h"
+#include "param_names.h"
 #include "redis_keys.h"
 #include "redis_url.h"
 #include "sha256.h"
@@ -122,6 +125,23 @@ int modelfetch_loader(const char *path, const char *name, const char *sha256, ch
     return -1;
 }
 
+/* m's parameter names as the summary's members (param_names.h): the lists, or
+ * "parameter_names": null when they pass its bounds or a name is not printable ASCII (the
+ * coordinator then leaves freeze and lora.targets to the worker). NULL out of memory. */
+static json_t *names_json(const model_t *m)
+{
+    param_names_t p = {0};
+    unsigned char *product = malloc((size_t)m->ntensors + 1);
+    int ok = product != NULL;
+    if (ok) model_lora_targetable(m, product);
+    for (int t = 0; ok && t < m->ntensors; t++)
+        if (!m->tensors[t].is_buffer) ok = param_names_add(&p, m->tensors[t].name, product[t]) == 0;
+    free(product);
+    json_t *j = ok ? param_names_json(&p) : json_pack("{s:n, s:n}", "parameter_names", "product_weights");
+    param_names_free(&p);
+    return j;
+}
+
 int modelfetch_check(const char *path)
 {
     uint8_t *data = NULL;
@@ -136,8 +156,8 @@ int modelfetch_check(const char *path)
         fprintf(stderr, "pacer-worker: onnx: %s is not an ONNX model (empty, truncated, or no graph)\n", path);
         return 3;
     }
-    catalog_model_t m;
-    int rc = onnx_import_describe(data, len, "check", &m, err, sizeof err);
+    model_t *model = NULL;
+    int rc = onnx_import_buffer(data, len, "check", 1, &model, err, sizeof err);
     char hex[SHA256_HEX_LEN + 1];
     sha256_hex(data, len, hex);
     free(data);
@@ -145,11 +165,20 @@ int modelfetch_check(const char *path)
         fprintf(stderr, "pacer-worker: %s\n", err);
         return 2;
     }
+    catalog_model_t m;
+    model_describe(model, &m);
+    json_t *names = names_json(model);
+    model_free(model);
     json_t *j = json_pack("{s:[i,i,i], s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:f, s:s}", "input", m.C, m.H, m.W, "classes",
                           m.classes, "layers", m.layers, "parameters", (json_int_t)m.params, "buffers",
                           (json_int_t)m.buffers, "fixed", (json_int_t)m.fixed, "activations_per_sample",
                           (json_int_t)m.acts_per_sample, "argmax_per_sample", (json_int_t)m.argmax_per_sample,
                           "flops_per_sample", m.flops_per_sample, "sha256", hex);
+    if (j && (!names || json_object_update(j, names) != 0)) {
+        json_decref(j);
+        j = NULL;
+    }
+    json_decref(names);
     char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
     json_decref(j);
     if (!text) {

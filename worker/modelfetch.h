@@ -34,7 +34,9 @@ int modelfetch_bytes(const char *name, const char *sha256, const uint8_t **data,
 /* pacer-worker --check-onnx FILE: imports the file and prints one JSON line on stdout,
  * {"input": [C, H, W], "classes", "layers", "parameters", "buffers", "fixed",
  * "activations_per_sample", "argmax_per_sample", "flops_per_sample", "sha256"} (the
- * catalog's figures: everything an entry needs), or the importer's message on stderr.
+ * catalog's figures: everything an entry needs) and "parameter_names", "product_weights"
+ * (common/param_names.h: the names freeze and lora.targets are checked against at
+ * submission, within its bounds, else null), or the importer's message on stderr.
  * Returns the exit status: 0 imported, 2 refused (an unsupported operator, a graph
  * pacer cannot train, an unreadable file), 3 not an ONNX model at all (empty, does not
  * decode, no graph). */

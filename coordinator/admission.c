@@ -16,6 +16,8 @@
 #include "init_source.h"
 #include "jobfile.h"
 #include "launcher.h"
+#include "modelstore.h"
+#include "param_names.h"
 #include "policy.h"
 #include "simjob.h"
 #include "tokenizer.h"
@@ -241,6 +243,30 @@ static int check_user_dataset(coordinator_t *c, admission_t *a, char *err, size_
     return dataset_usable(a->spec, err, errlen);
 }
 
+/* freeze and lora.targets: each glob must match a parameter of the model (lora.targets a
+ * matrix product's weight), as the worker requires at its start (worker/init_weights.c,
+ * model/lora.c), so that a glob that matches nothing is refused now by name (400), as
+ * PEFT's get_peft_model refuses a target module it does not find. The names are those
+ * the coordinator knows (common/param_names.h): a built-in's, or an uploaded model's as
+ * its validator listed them (modelstore.h; the daemon's only). A model whose names are
+ * not known (one imported by path, one uploaded before its names were recorded) is left
+ * to the worker. */
+static int check_param_globs(coordinator_t *c, admission_t *a, char *err, size_t errlen)
+{
+    const job_spec_t *s = a->spec;
+    if (!s->freeze[0] && !s->lora.targets[0]) return COORD_OK;
+    param_names_t p;
+    int known = param_names_builtin(s, &p);
+    catalog_model_t m;
+    if (known == 0 && c->daemon && catalog_model_get(s->model, &m) == 0 && m.source == CATALOG_UPLOADED)
+        known = modelstore_param_names(c, s->model_sha256[0] ? s->model_sha256 : m.sha256, &p);
+    if (known < 0) return errmsg(err, errlen, "out of memory"), COORD_EINTERNAL;
+    if (known == 0) return COORD_OK;
+    const int bad = param_names_check(s, &p, s->model, err, errlen);
+    param_names_free(&p);
+    return bad ? COORD_EINVAL : COORD_OK;
+}
+
 /* Only the daemon knows its slots (0 in coordinator_open's CLI mode, where the daemon's
  * scheduler still runs it alone, oversubscribed). A simulated job's ranks are simulated
  * hosts inside one pacer-sim process (one of --sim-slots), not ranks on the launcher's
@@ -317,11 +343,17 @@ typedef struct {
 /* In this order: what the client may not name first (400), then what cannot fit (409),
  * then what needs the disk (422). */
 static const admission_check_t CHECKS[] = {
-    {"simulate-platform", check_sim_platform}, {"data-root", check_data_root},
-    {"tokenizer-root", check_tokenizer_root},  {"cache-dir", check_cache_dir},
-    {"user-dataset", check_user_dataset},      {"slots", check_slots},
-    {"oversubscribed", check_oversubscribed},  {"memory", check_memory},
-    {"dataset-place", check_dataset_place},    {"init", check_init},
+    {"simulate-platform", check_sim_platform},
+    {"data-root", check_data_root},
+    {"tokenizer-root", check_tokenizer_root},
+    {"cache-dir", check_cache_dir},
+    {"param-globs", check_param_globs},
+    {"user-dataset", check_user_dataset},
+    {"slots", check_slots},
+    {"oversubscribed", check_oversubscribed},
+    {"memory", check_memory},
+    {"dataset-place", check_dataset_place},
+    {"init", check_init},
 };
 #define NCHECKS (sizeof CHECKS / sizeof CHECKS[0])
 

@@ -154,7 +154,8 @@ expect 409 "PUT a built-in name" PUT /api/v1/models/lenet5 -H "$AUTH" -H "$OCTET
 expect 409 "DELETE a built-in" DELETE /api/v1/models/lenet5 -H "$AUTH"
 expect 404 "DELETE an unknown model" DELETE /api/v1/models/nosuch -H "$AUTH"
 expect 404 "GET the refused upload" GET /api/v1/models/soft -H "$AUTH"
-ls "$STATE/models/" | grep -v -e "^$SHA.onnx\$" -e '^index.json$' && fail "refused bytes were kept in STATE/models"
+ls "$STATE/models/" | grep -v -e "^$SHA.onnx\$" -e "^$SHA.params.json\$" -e '^index.json$' &&
+    fail "refused bytes were kept in STATE/models"
 # a REST spec naming a model that was never uploaded: 400 naming it
 job j x >"$TMP/nosuch.json"
 jq '.model.onnx = "nosuch"' "$TMP/nosuch.json" >"$TMP/nosuch2.json"
@@ -180,6 +181,48 @@ grep -q -- "--models-dir $STATE/models" "$STATE/jobs/$id/log" || grep -q -- "--m
     echo "note: the log header does not show --models-dir"
 grep -q "read from Redis" "$STATE/jobs/$id/log" && fail "job $id read the model from Redis though the file was there"
 echo "ok: job $id trained the uploaded model: $(grep -m1 '^training' "$STATE/jobs/$id/log")"
+
+# ---- freeze and lora.targets: checked at submission against the model's parameter names ----
+# The upload's names, as --check-onnx listed them, are kept beside its bytes; a glob that
+# matches none is 400 naming the field, the glob and the model, for an upload and a
+# built-in alike; globs that match are accepted (the job is then cancelled: its training
+# is freeze.sh's and lora.sh's). Without kept names (an upload from before they were
+# recorded) the check is left to the worker: accepted.
+NAMES="$STATE/models/$SHA.params.json"
+[ -s "$NAMES" ] || fail "no parameter names kept beside the upload ($NAMES)"
+pname=$(jq -r '.parameter_names[0]' "$NAMES")
+prod=$(jq -r '.parameter_names[.product_weights[0]]' "$NAMES")
+[ "$pname" != null ] && [ "$prod" != null ] || fail "the kept names: $(cat "$NAMES")"
+# post FILE WANT WHAT [TEXT]: POST /api/v1/jobs answers WANT, its detail holding TEXT; an
+# accepted job is cancelled and awaited
+post() {
+    code=$(req POST /api/v1/jobs -H "$AUTH" -H "Content-Type: application/json" --data-binary "@$1")
+    [ "$code" = "$2" ] || { cat "$TMP/body"; fail "$3: HTTP $code, want $2"; }
+    [ -z "${4:-}" ] || grep -qF "$4" "$TMP/body" || { cat "$TMP/body"; fail "$3: the $2 does not say: $4"; }
+    echo "ok: $3: $2 $(jq -r '.detail // .id' "$TMP/body" | head -c 200)"
+    [ "$code" = 201 ] || return 0
+    cid=$(jq -r .id "$TMP/body")
+    cli cancel "$cid" >/dev/null 2>&1
+    await 60 "job $cid to end" ended "$cid"
+}
+job glob cnn | jq '.freeze = ["nosuch.*"]' >"$TMP/g1.json"
+post "$TMP/g1.json" 400 "freeze matching no parameter of the upload" \
+    'freeze: \"nosuch.*\" matches no parameter of model cnn ('
+[ "$(jq -r .field "$TMP/body")" = freeze ] || { cat "$TMP/body"; fail "the 400's field is not freeze"; }
+job glob cnn | jq --arg w "$prod" '.lora = {targets: [$w, "nosuch"]}' >"$TMP/g2.json"
+post "$TMP/g2.json" 400 "lora.targets matching no product's weight of the upload" \
+    "lora.targets: \\\"nosuch\\\" matches no matrix product's weight of model cnn"
+job glob cnn | jq --arg p "$pname" --arg w "$prod" '.freeze = [$p] | .lora = {targets: [$w]}' >"$TMP/g3.json"
+post "$TMP/g3.json" 201 "freeze and lora.targets matching the upload's names"
+jq -n '{name: "glob", model: "lenet5", dataset: {name: "mnist", train_subset: 64, test_subset: 64}, workers: 1,
+        epochs: 1, device: "cpu", freeze: ["conv1.*", "transformer.h.9.*"]}' >"$TMP/g4.json"
+post "$TMP/g4.json" 400 "freeze matching no parameter of built-in lenet5" \
+    'freeze: \"transformer.h.9.*\" matches no parameter of model lenet5 ('
+jq '.freeze = ["conv1.*"] | .lora = {targets: ["*"]}' "$TMP/g4.json" >"$TMP/g5.json"
+post "$TMP/g5.json" 201 "freeze and lora.targets matching lenet5's names"
+mv "$NAMES" "$TMP/names.json"
+post "$TMP/g1.json" 201 "an upload without kept names: its globs left to the worker"
+mv "$TMP/names.json" "$NAMES"
 
 # ---- a simulated job on the upload: pacer-sim reads it from --models-dir, as its ranks do ----
 if command -v smpirun >/dev/null 2>&1 && [ -x "${SMPI_BUILD:-build-smpi}/pacer-worker" ]; then
@@ -267,6 +310,7 @@ if [ "$(req GET /api/v1/models/ui-net -H "$AUTH")" = 200 ]; then
     expect 204 "DELETE ui-net" DELETE /api/v1/models/ui-net -H "$AUTH"
 fi
 [ -e "$STATE/models/$SHA.onnx" ] && fail "the stored file is still there after DELETE"
+[ -e "$STATE/models/$SHA.params.json" ] && fail "the kept parameter names are still there after DELETE"
 redis-cli -s "$STATE/redis.sock" --raw EXISTS "pacer:model:$SHA" | grep -qx 0 || fail "pacer:model:SHA256 still in Redis"
 
 # ---- a validator that a signal ends (what its address-space limit or a crash does): 422 ------

@@ -1343,6 +1343,73 @@ static void test_daemon_stale_heartbeat(void **state)
     free(args);
 }
 
+/* param-globs (admission.c): freeze and lora.targets globs against the model's parameter
+ * names, for a built-in (lenet5, the GPT) and an uploaded model (its names kept beside its
+ * bytes, STATE/models/SHA.params.json, as its validator listed them): a glob that matches
+ * is admitted, one that matches nothing refused (400) naming the field, the glob and the
+ * model; an uploaded model without kept names is left to the worker (admitted). In the
+ * table test's daemon (a data root with a fake MNIST). */
+static void admission_param_globs(fixture_t *fx)
+{
+    char dir[300], file[400], err[ERRLEN];
+    snprintf(dir, sizeof dir, "%s/models", fx->state_dir);
+    mkdir(dir, 0755);
+    catalog_model_t m;
+    assert_int_equal(catalog_model_get("lenet5", &m), 0);
+    m.source = CATALOG_UPLOADED;
+    m.head_in = 0;
+    memset(m.sha256, 'b', 64);
+    m.sha256[64] = 0;
+    snprintf(m.name, sizeof m.name, "up-net");
+    assert_int_equal(catalog_model_add(&m, err, sizeof err), 0);
+    snprintf(file, sizeof file, "%s/%s.params.json", dir, m.sha256);
+    write_text(file, "{\"parameter_names\": [\"conv1.weight\", \"conv1.bias\", \"head.weight\"], "
+                     "\"product_weights\": [2]}");
+    memset(m.sha256, 'c', 64); /* uploaded before names were kept: none */
+    snprintf(m.name, sizeof m.name, "old-net");
+    assert_int_equal(catalog_model_add(&m, err, sizeof err), 0);
+    const struct {
+        const char *model, *globs; /* the spec's "model" value; its freeze, lora members */
+        int code;
+        const char *says;
+    } cases[] = {
+        {"\"lenet5\"", "\"freeze\": [\"*.bias\"]", COORD_OK, NULL},
+        {"\"lenet5\"", "\"freeze\": [\"*.bias\", \"conv9.*\"]", COORD_EINVAL,
+         "freeze: \"conv9.*\" matches no parameter of model lenet5 ("},
+        {"\"lenet5\"", "\"lora\": {\"targets\": [\"*\"]}", COORD_OK, NULL},
+        {"{\"onnx\": \"up-net\"}", "\"freeze\": [\"conv1.*\"]", COORD_OK, NULL},
+        {"{\"onnx\": \"up-net\"}", "\"freeze\": [\"conv9.*\"]", COORD_EINVAL,
+         "freeze: \"conv9.*\" matches no parameter of model up-net (3 parameters, e.g. conv1.weight, conv1.bias, "
+         "head.weight)"},
+        {"{\"onnx\": \"up-net\"}", "\"lora\": {\"targets\": [\"head.weight\"]}", COORD_OK, NULL},
+        {"{\"onnx\": \"up-net\"}", "\"lora\": {\"targets\": [\"conv1.weight\"]}", COORD_EINVAL,
+         "lora.targets: \"conv1.weight\" matches no matrix product's weight of model up-net"},
+        /* with lora the worker freezes the adapted model: its adapters are parameters */
+        {"{\"onnx\": \"up-net\"}", "\"lora\": {\"targets\": [\"head.weight\"]}, \"freeze\": [\"head.lora_A.*\"]",
+         COORD_OK, NULL},
+        {"{\"onnx\": \"old-net\"}", "\"freeze\": [\"conv9.*\"]", COORD_OK, NULL},
+    };
+    job_spec_t *s = malloc(sizeof *s);
+    assert_non_null(s);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[600];
+        snprintf(text, sizeof text, "{\"model\": %s, \"dataset\": {\"name\": \"mnist\"}, %s}", cases[i].model,
+                 cases[i].globs);
+        if (spec_parse(text, s, err, sizeof err) != 0) fail_msg("case %zu: %s", i, err);
+        admission_t a = {.spec = s, .world = 1};
+        err[0] = 0;
+        const int code = admission_run(fx->daemon, &a, err, sizeof err);
+        free(a.placed);
+        if (code != cases[i].code || (cases[i].says && !strstr(err, cases[i].says)))
+            fail_msg("case %zu %s: %d by %s (%s), want %d (%s)", i, text, code, a.refused_by ? a.refused_by : "none",
+                     err, cases[i].code, cases[i].says ? cases[i].says : "");
+        if (code) assert_string_equal(a.refused_by, "param-globs");
+    }
+    free(s);
+    assert_int_equal(catalog_model_remove("up-net"), 0);
+    assert_int_equal(catalog_model_remove("old-net"), 0);
+}
+
 /* Admission's table (admission.h): each check refuses the spec it exists for, by its
  * name, with its code and a message naming the field; a spec that passes them all is
  * placed (its built-in data set's absolute path filled in, the submitted spec untouched). One daemon: a hostfile of one slot
@@ -1401,6 +1468,8 @@ static void test_admission_table(void **state)
         {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\", \"cache_dir\": \"/tmp/x\"}}", "cache-dir",
          COORD_EINVAL, "dataset.cache_dir"},
         {emptyset, "user-dataset", COORD_EDATA, "dataset.path"},
+        {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}, \"freeze\": [\"conv9.*\"]}", "param-globs",
+         COORD_EINVAL, "freeze: \"conv9.*\" matches no parameter of model lenet5"},
         {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}, \"workers\": 5, \"algorithm\": {\"name\": \"ssgd\"}}",
          "slots", COORD_ENOFIT, "do not fit the cluster's 1 slot"},
         {"{\"model\": \"lenet5\", \"dataset\": {\"name\": \"mnist\"}, \"workers\": 2, \"algorithm\": {\"name\": \"ssgd\"}}",
@@ -1446,6 +1515,7 @@ static void test_admission_table(void **state)
     assert_true(ok.placed->dataset.path[0] == '/'); /* where the catalog found it: the root's or $PACER_SHARED's */
     free(ok.placed);
     free(s);
+    admission_param_globs(fx);
 }
 
 /* Slots come from the hostfile; the queue is FIFO: a job waits while the running ones

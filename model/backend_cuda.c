@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "backend_cuda_abi.h"
+#include "plan.h"
 
 #define CUDA_LIB_NAME "libpacer_cuda.so"
 
@@ -315,6 +316,14 @@ int cuda_memory_info(size_t *free_bytes, size_t *total_bytes)
 
 cuda_model_t *cuda_model_create(const model_t *m, int device, char *err, size_t errlen)
 {
+    /* its arena keeps every output float32 at the host's offsets */
+    if (m->plan && m->plan->act_bf16_outputs) {
+        snprintf(err, errlen,
+                 "model %s: built at bf16 products, some activations stored in bf16: the CUDA backend "
+                 "computes float32 only",
+                 m->name);
+        return NULL;
+    }
     if (cuda_backend_load(err, errlen) != 0) return NULL;
     return backend->model_create(m, device, err, errlen);
 }

@@ -1123,7 +1123,9 @@ static int create_with(const char *name, const model_shape_t *in, int classes, i
         model_free(m);
         return -1;
     }
-    if (model_plan_no_decay(m) != 0 || model_plan_tensors(m) != 0 || alloc_buffers(m) != 0) goto oom;
+    if (model_plan_no_decay(m) != 0 || model_plan_tensors(m) != 0) goto oom;
+    model_plan_act_bf16(m);
+    if (alloc_buffers(m) != 0) goto oom;
     *out = m;
     return 0;
 oom:
@@ -1189,8 +1191,10 @@ int model_clone(const model_t *src, model_t **out, char *err, size_t errlen)
     if (!m->layers || !m->tensors) goto oom;
     memcpy(m->layers, src->layers, (size_t)src->nlayers * sizeof *m->layers);
     memcpy(m->tensors, src->tensors, (size_t)src->ntensors * sizeof *m->tensors);
-    /* as create_with planned src */
-    if (model_plan_fusions(m) != 0 || model_plan_tensors(m) != 0 || alloc_buffers(m) != 0) goto oom;
+    /* as create_with planned src; its layers' out_off are src's: the same outputs in bf16 */
+    if (model_plan_fusions(m) != 0 || model_plan_tensors(m) != 0) goto oom;
+    model_plan_act_bf16_as(m, src);
+    if (alloc_buffers(m) != 0) goto oom;
     *out = m;
     return 0;
 oom:

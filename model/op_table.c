@@ -21,6 +21,12 @@ static const float *input_of(const model_t *m, const float *x, int in)
     return in < 0 ? x : m->acts + m->layers[in].out_off;
 }
 
+/* Layer `in`'s output is stored in bf16 (plan.h's act_bf16; the model input never is). */
+static int act_bf16(const model_t *m, int in) { return in >= 0 && model_layer_plan(m, in)->act_bf16; }
+
+/* That output, as stored. */
+static uint16_t *act16(const model_t *m, int in) { return (uint16_t *)(void *)(m->acts + m->layers[in].out_off); }
+
 /* The gradient of layer `in`'s output, or NULL for the model input (never needed). */
 static float *dinput_of(const model_t *m, int in) { return in < 0 ? NULL : m->dacts + m->plan->dact_off[in]; }
 
@@ -449,16 +455,23 @@ static void fc_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     layer_t *l = &m->layers[i];
     const float *bias = l->has_bias ? m->params + l->b_off : NULL;
-    gemm_forward(&l->gemm, B, input_of(m, x, l->in), m->params + l->w_off, bias, m->acts + l->out_off);
+    if (act_bf16(m, l->in))
+        gemm_forward_a16(&l->gemm, B, act16(m, l->in), m->params + l->w_off, bias, m->acts + l->out_off);
+    else gemm_forward(&l->gemm, B, input_of(m, x, l->in), m->params + l->w_off, bias, m->acts + l->out_off);
 }
 
 static void fc_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     float *db = bias_grad_of(m, i);
-    (sets_grad(m, l->in, i) ? gemm_backward_set : gemm_backward)(&l->gemm, B, input_of(m, x, l->in),
-                                                                 m->params + l->w_off, m->dacts + m->plan->dact_off[i],
-                                                                 dinput_needed(m, l->in), param_grad(m, i, 0), db);
+    if (act_bf16(m, l->in))
+        gemm_backward_a16(&l->gemm, B, act16(m, l->in), m->params + l->w_off, m->dacts + m->plan->dact_off[i],
+                          dinput_needed(m, l->in), param_grad(m, i, 0), db, sets_grad(m, l->in, i));
+    else
+        (sets_grad(m, l->in, i) ? gemm_backward_set : gemm_backward)(&l->gemm, B, input_of(m, x, l->in),
+                                                                     m->params + l->w_off,
+                                                                     m->dacts + m->plan->dact_off[i],
+                                                                     dinput_needed(m, l->in), param_grad(m, i, 0), db);
 }
 
 /* one GEMM over every sample's rows (a sample's elements / IN of them) */
@@ -468,16 +481,26 @@ static void linear_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     layer_t *l = &m->layers[i];
     const float *bias = l->has_bias ? m->params + l->b_off : NULL;
-    gemm_forward(&l->gemm, linear_rows(l, B), input_of(m, x, l->in), m->params + l->w_off, bias, m->acts + l->out_off);
+    if (act_bf16(m, l->in))
+        gemm_forward_a16(&l->gemm, linear_rows(l, B), act16(m, l->in), m->params + l->w_off, bias, m->acts + l->out_off);
+    else
+        gemm_forward(&l->gemm, linear_rows(l, B), input_of(m, x, l->in), m->params + l->w_off, bias,
+                     m->acts + l->out_off);
 }
 
 static void linear_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     float *db = bias_grad_of(m, i);
-    (sets_grad(m, l->in, i) ? gemm_backward_set : gemm_backward)(&l->gemm, linear_rows(l, B), input_of(m, x, l->in),
-                                                                 m->params + l->w_off, m->dacts + m->plan->dact_off[i],
-                                                                 dinput_needed(m, l->in), param_grad(m, i, 0), db);
+    if (act_bf16(m, l->in))
+        gemm_backward_a16(&l->gemm, linear_rows(l, B), act16(m, l->in), m->params + l->w_off,
+                          m->dacts + m->plan->dact_off[i], dinput_needed(m, l->in), param_grad(m, i, 0), db,
+                          sets_grad(m, l->in, i));
+    else
+        (sets_grad(m, l->in, i) ? gemm_backward_set : gemm_backward)(&l->gemm, linear_rows(l, B), input_of(m, x, l->in),
+                                                                     m->params + l->w_off,
+                                                                     m->dacts + m->plan->dact_off[i],
+                                                                     dinput_needed(m, l->in), param_grad(m, i, 0), db);
 }
 
 /* bn_fwd synchronised (model.h's bn_sync): every process's statistics, the fused add and
@@ -1040,8 +1063,12 @@ static void layernorm_fwd(model_t *m, int i, const float *x, int B, int train)
     const layer_t *l = &m->layers[i];
     int rows, inner;
     axis_geometry(l, B, &rows, &inner);
-    layernorm_forward_saving(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in),
-                             m->params + l->w_off, m->params + l->b_off, m->acts + l->out_off, ln_stats(m, l));
+    if (act_bf16(m, i))
+        layernorm_forward_saving_bf16(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in),
+                                      m->params + l->w_off, m->params + l->b_off, act16(m, i), ln_stats(m, l));
+    else
+        layernorm_forward_saving(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in),
+                                 m->params + l->w_off, m->params + l->b_off, m->acts + l->out_off, ln_stats(m, l));
 }
 
 static void layernorm_bwd(model_t *m, int i, const float *x, int B)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "matmul.h"
 #include "op_table.h"
 
 static int cmp_size(const void *a, const void *b)
@@ -203,6 +204,88 @@ int model_plan_dacts(model_t *m)
         }
     free(slots), free(placed), free(live);
     return 0;
+}
+
+/* ---- bf16 activations (layer_plan_t's act_bf16) ------------------------------------------ */
+
+/* Layer k reads layer j's output only as a product's left operand that rounds it to bf16
+ * anyway: a fully connected or Linear layer of the (OUT, IN) layout (gemm_forward_a16 and
+ * gemm_backward_a16 take it as stored), j its only input. */
+static int reads_as_product(const layer_t *r, int j)
+{
+    return (r->kind == LAYER_LINEAR || r->kind == LAYER_FC) && r->gemm.layout == GEMM_W_OUT_IN && r->in == j &&
+           r->in2 != j;
+}
+
+/* Layer j's output may be stored in bf16: a kind with a producer that writes bf16 (a layer
+ * norm, whose backward reads its input and saved statistics, not its output), read by
+ * products alone (at least one), and not the model's output (the logits). */
+static int bf16_output(const model_t *m, int j)
+{
+    if (m->layers[j].kind != LAYER_LAYERNORM || j == m->nlayers - 1) return 0;
+    int readers = 0;
+    for (int k = j + 1; k < m->nlayers; k++) {
+        const layer_t *r = &m->layers[k];
+        const layer_plan_t *rp = &m->plan->layers[k];
+        const int reads = r->in == j || r->in2 == j || rp->chain_src == j ||
+                          (rp->attn == ATTN_RUN &&
+                           (rp->attn_src[0] == j || rp->attn_src[1] == j || rp->attn_src[2] == j));
+        if (reads && !reads_as_product(r, j)) return 0;
+        readers += reads;
+    }
+    return readers > 0;
+}
+
+/* Each layer's place in the activation arena as the builder laid it (model.c's
+ * reserve_layer: in list order, a layer norm's statistics right after its output), again
+ * with the outputs of act_bf16 in half the floats. -1 (nothing moved) where the layout is
+ * not that one. */
+static int relayout(model_t *m)
+{
+    const size_t mb = (size_t)m->max_batch;
+    for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        const size_t end = i + 1 < m->nlayers ? m->layers[i + 1].out_off : m->act_floats;
+        const size_t n = mb * l->OC * l->OH * l->OW;
+        if (l->out_off + n > end || (l->kind == LAYER_LAYERNORM && (l->aux_off < l->out_off + n || l->aux_off > end)))
+            return -1;
+    }
+    size_t at = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        layer_t *l = &m->layers[i];
+        const size_t end = i + 1 < m->nlayers ? m->layers[i + 1].out_off : m->act_floats; /* not moved yet */
+        const size_t n = mb * l->OC * l->OH * l->OW, stats = l->kind == LAYER_LAYERNORM ? end - l->aux_off : 0;
+        l->out_off = at;
+        at += m->plan->layers[i].act_bf16 ? (n + 1) / 2 : n;
+        if (l->kind != LAYER_LAYERNORM) continue;
+        at = (at + 1) & ~(size_t)1; /* doubles */
+        l->aux_off = at;
+        at += stats;
+    }
+    m->act_floats = at;
+    return 0;
+}
+
+/* every layer's act_bf16 0 */
+static void act_bf16_clear(model_t *m)
+{
+    for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].act_bf16 = 0;
+    m->plan->act_bf16_outputs = 0;
+}
+
+void model_plan_act_bf16(model_t *m)
+{
+    act_bf16_clear(m);
+    const char *env = getenv("PACER_BF16_ACTS");
+    if (mm_precision() != MM_BF16 || (env && strcmp(env, "0") == 0)) return;
+    for (int j = 0; j < m->nlayers; j++) m->plan->act_bf16_outputs += m->plan->layers[j].act_bf16 = bf16_output(m, j);
+    if (m->plan->act_bf16_outputs && relayout(m) != 0) act_bf16_clear(m);
+}
+
+void model_plan_act_bf16_as(model_t *m, const model_t *src)
+{
+    for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].act_bf16 = src->plan->layers[j].act_bf16;
+    m->plan->act_bf16_outputs = src->plan->act_bf16_outputs;
 }
 
 /* The one layer that reads layer j's output (as in or in2), or -1 when none or several do. */

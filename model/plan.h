@@ -3,9 +3,10 @@
  * place, a causal softmax's matrix products, a GPT's attention run in one pass),
  * where gradients are set rather than added, which layers need a backward
  * (frozen tensors, grad_needed), the tensors each layer reads, the parameters
- * weight decay skips, the activation gradients' places in their arena, and the positions
- * a sample's output holds. model.c builds the list, runs these once (and the gradient
- * routing before each backward) and runs the graph by what they marked. */
+ * weight decay skips, the activation gradients' places in their arena, the activations
+ * stored in bf16 (the plan's act_bf16) and the positions a sample's output holds. model.c
+ * builds the list, runs these once (and the gradient routing before each backward) and
+ * runs the graph by what they marked. */
 #ifndef PACER_MODEL_PLAN_H
 #define PACER_MODEL_PLAN_H
 
@@ -87,6 +88,16 @@ typedef struct {
     int attn_p;
     int attn_const; /* the constant an imported graph's scores are multiplied by, or -1 */
     attn_desc_t attn_desc;
+    /* 1 where this layer's output is stored in bf16, in half its floats of the activation
+     * arena (layer_t's out_off; out_off, aux_off and act_floats planned so). Set by
+     * model_create (model_plan_act_bf16) when it builds at bf16 products
+     * (kernels/cpu/matmul.h) for the outputs whose every reader is a matrix product, which
+     * rounds that operand to bf16 anyway (kernels/cpu/gemm_bf16_act.h): a layer norm's,
+     * read by Linear layers (a GPT's ln_1, ln_2 and ln_f). The same bits as float32
+     * outputs; the products that read them stay bf16 whatever the precision later.
+     * PACER_BF16_ACTS=0 in the environment keeps every output float32. Copied by
+     * model_clone (model_plan_act_bf16_as). */
+    int act_bf16;
 } layer_plan_t;
 
 /* A model's execution plan (model_t's plan): one entry per layer, in the layers' order.
@@ -116,6 +127,9 @@ struct model_plan {
      * blocks of a fine-tuned network), counted in model_t's backward_skipped, and the
      * layers with parameters compute no gradient into such an input. */
     unsigned char *grad_needed;
+    /* The layers whose act_bf16 is 1; 0: every output float32, the arena as the builder
+     * laid it (the CUDA backend refuses a model with any: its arena is float32). */
+    int act_bf16_outputs;
 };
 
 /* Layer i's entry of m's plan. */
@@ -137,6 +151,13 @@ int model_plan_no_decay(model_t *m);
 int model_plan_tensors(model_t *m);
 /* The plan's grad_needed from the tensors' no_update (which may change between backwards). */
 void model_plan_grads(model_t *m);
+/* The plan's act_bf16 marks and act_bf16_outputs (none unless the products are bf16 and
+ * some output qualifies) and, where it marks any, the activation arena planned anew with
+ * those outputs in half the floats (layer_t's out_off, aux_off; act_floats). After
+ * model_plan_fusions, before the arena is allocated. */
+void model_plan_act_bf16(model_t *m);
+/* A copy's marks (model_clone): src's, whose arena plan its layers were copied with. */
+void model_plan_act_bf16_as(model_t *m, const model_t *src);
 /* The activation gradients' offsets in their arena (the plan's dact_off, dact_floats); 0, or
  * -1 (out of memory). */
 int model_plan_dacts(model_t *m);

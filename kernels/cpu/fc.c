@@ -21,7 +21,8 @@ typedef struct {
     const gemm_desc_t *d;
     int B;
     const float *inp, *weight, *dout;
-    const float *bias; /* the forward's bias added as the products are written (bf16) */
+    const uint16_t *inp16; /* the input stored in bf16 (gemm_forward_a16), or NULL */
+    const float *bias;     /* the forward's bias added as the products are written (bf16) */
     float *out, *dinp, *dweight;
     float cbeta; /* the forward GEMM's beta: 1 on a bias pre-filled out */
     float dbeta; /* the input gradient's: 1 adds to dinp, 0 sets it (gemm_backward_set) */
@@ -40,11 +41,16 @@ static void forward_part(void *arg, int t, int T)
     long b0, b1;
     par_range(j->B, t, T, &b0, &b1);
     if (b1 == b0) return;
-    const float *x = j->inp + (size_t)b0 * IN;
     float *o = j->out + (size_t)b0 * OUT;
     /* out (B, OUT) = alpha * inp (B, IN) x W^T (IN, OUT), or x W (IN, OUT) */
     const mm_trans_t tw = j->d->layout == GEMM_W_OUT_IN ? MM_T : MM_N;
     const int ldw = j->d->layout == GEMM_W_OUT_IN ? IN : OUT;
+    if (j->inp16) {
+        mm_sgemm_a16(tw, (int)(b1 - b0), OUT, IN, j->d->alpha, j->inp16 + (size_t)b0 * IN, IN, j->weight, ldw, j->bias,
+                     j->cbeta, o, OUT);
+        return;
+    }
+    const float *x = j->inp + (size_t)b0 * IN;
     if (j->bias) mm_sgemm_bias(MM_N, tw, (int)(b1 - b0), OUT, IN, j->d->alpha, x, IN, j->weight, ldw, j->bias, o, OUT);
     else mm_sgemm(MM_N, tw, (int)(b1 - b0), OUT, IN, j->d->alpha, x, IN, j->weight, ldw, j->cbeta, o, OUT);
 }
@@ -60,7 +66,10 @@ static void backward_part(void *arg, int t, int T)
     const int rows = (int)(r1 - r0), nb = (int)(b1 - b0);
     if (j->d->layout == GEMM_W_OUT_IN) {
         /* dW rows [r0, r1) (OUT, IN) = alpha * dout^T (OUT, B) x inp (B, IN) */
-        if (rows > 0 && j->dweight)
+        if (rows > 0 && j->dweight && j->inp16)
+            mm_sgemm_b16(MM_T, rows, IN, B, alpha, j->dout + r0, OUT, j->inp16, IN, 0.0f, j->dweight + (size_t)r0 * IN,
+                         IN);
+        else if (rows > 0 && j->dweight)
             mm_sgemm(MM_T, MM_N, rows, IN, B, alpha, j->dout + r0, OUT, j->inp, IN, 0.0f, j->dweight + (size_t)r0 * IN,
                      IN);
         /* dinp (B, IN) += alpha * dout (B, OUT) x W (OUT, IN) */
@@ -98,7 +107,9 @@ void fc_backward(int B, int IN, int OUT, const float *inp, const float *weight, 
     gemm_backward(fc_desc(&d, IN, OUT), B, inp, weight, dout, dinp, dweight, dbias);
 }
 
-void gemm_forward(const gemm_desc_t *d, int B, const float *inp, const float *weight, const float *bias, float *out)
+/* gemm_forward on inp, or on inp16 (bf16) where not NULL */
+static void forward_any(const gemm_desc_t *d, int B, const float *inp, const uint16_t *inp16, const float *weight,
+                        const float *bias, float *out)
 {
     const int IN = d->IN, OUT = d->OUT;
     const float beta = d->beta;
@@ -106,7 +117,7 @@ void gemm_forward(const gemm_desc_t *d, int B, const float *inp, const float *we
     /* Pre-filling out with beta * bias and using beta = 1 in the GEMM adds it for free
      * (beta = 1: a plain copy, no rounding). At bf16 the products add a bias of beta 1 as
      * they write out (the same bits), which saves that pass over out. */
-    const int epilogue = bias && beta == 1.0f && IN > 0 && mm_precision() == MM_BF16;
+    const int epilogue = bias && beta == 1.0f && IN > 0 && (inp16 || mm_precision() == MM_BF16);
     if (bias && !epilogue) {
         for (int b = 0; b < B; b++) {
             float *o = out + (size_t)b * OUT;
@@ -125,6 +136,7 @@ void gemm_forward(const gemm_desc_t *d, int B, const float *inp, const float *we
     gemm_job_t j = {.d = d,
                     .B = B,
                     .inp = inp,
+                    .inp16 = inp16,
                     .weight = weight,
                     .out = out,
                     .bias = epilogue ? bias : NULL,
@@ -133,6 +145,17 @@ void gemm_forward(const gemm_desc_t *d, int B, const float *inp, const float *we
     if (d->layout == GEMM_W_OUT_IN) mm_keep_weight(MM_T, IN, OUT, weight, IN);
     else mm_keep_weight(MM_N, IN, OUT, weight, OUT);
     run(&j, forward_part, (double)B * IN * OUT);
+}
+
+void gemm_forward(const gemm_desc_t *d, int B, const float *inp, const float *weight, const float *bias, float *out)
+{
+    forward_any(d, B, inp, NULL, weight, bias, out);
+}
+
+void gemm_forward_a16(const gemm_desc_t *d, int B, const uint16_t *inp, const float *weight, const float *bias,
+                      float *out)
+{
+    forward_any(d, B, NULL, inp, weight, bias, out);
 }
 
 /* dbias (OUT) = the column sums of dout (B, OUT), row by row so the inner loop is
@@ -152,8 +175,8 @@ __attribute__((target_clones("avx2", "default"))) static void bias_grad(int B, i
 /* dbeta: 1 adds the input gradient to dinp, 0 writes it (OpenBLAS's beta = 0 writes C
  * without reading it; with beta = 1 it adds the same product, so the bits are those of
  * adding into zeros) */
-static void backward_beta(const gemm_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
-                          float *dinp, float *dweight, float *dbias, float dbeta)
+static void backward_beta(const gemm_desc_t *d, int B, const float *inp, const uint16_t *inp16, const float *weight,
+                          const float *dout, float *dinp, float *dweight, float *dbias, float dbeta)
 {
     const int IN = d->IN, OUT = d->OUT;
     if (OUT <= 0) {
@@ -172,8 +195,15 @@ static void backward_beta(const gemm_desc_t *d, int B, const float *inp, const f
         if (dweight) memset(dweight, 0, (size_t)OUT * IN * sizeof(float));
         return;
     }
-    gemm_job_t j = {
-        .d = d, .B = B, .inp = inp, .weight = weight, .dout = dout, .dinp = dinp, .dweight = dweight, .dbeta = dbeta};
+    gemm_job_t j = {.d = d,
+                    .B = B,
+                    .inp = inp,
+                    .inp16 = inp16,
+                    .weight = weight,
+                    .dout = dout,
+                    .dinp = dinp,
+                    .dweight = dweight,
+                    .dbeta = dbeta};
     if (dinp) {
         if (d->layout == GEMM_W_OUT_IN) mm_keep_weight(MM_N, OUT, IN, weight, IN);
         else mm_keep_weight(MM_T, OUT, IN, weight, OUT);
@@ -184,11 +214,17 @@ static void backward_beta(const gemm_desc_t *d, int B, const float *inp, const f
 void gemm_backward(const gemm_desc_t *d, int B, const float *inp, const float *weight, const float *dout, float *dinp,
                    float *dweight, float *dbias)
 {
-    backward_beta(d, B, inp, weight, dout, dinp, dweight, dbias, 1.0f);
+    backward_beta(d, B, inp, NULL, weight, dout, dinp, dweight, dbias, 1.0f);
 }
 
 void gemm_backward_set(const gemm_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
                        float *dinp, float *dweight, float *dbias)
 {
-    backward_beta(d, B, inp, weight, dout, dinp, dweight, dbias, 0.0f);
+    backward_beta(d, B, inp, NULL, weight, dout, dinp, dweight, dbias, 0.0f);
+}
+
+void gemm_backward_a16(const gemm_desc_t *d, int B, const uint16_t *inp, const float *weight, const float *dout,
+                       float *dinp, float *dweight, float *dbias, int set)
+{
+    backward_beta(d, B, NULL, inp, weight, dout, dinp, dweight, dbias, set ? 0.0f : 1.0f);
 }

@@ -14,11 +14,12 @@
 #include <string.h>
 
 #include "bf16.h"
+#include "gemm_bf16_pack.h"
 
-#define KB 32         /* k per block */
-#define BLK 16        /* rows (A) or columns (B) per block */
-#define BLK_ELEMS 512 /* bf16 per packed block: 16 x 32 */
-#define NB_CHUNK 16   /* column blocks whose packed B (16 x K x 64 bytes) one sweep keeps hot */
+#define KB GEMM_BF16_KB
+#define BLK GEMM_BF16_BLK
+#define BLK_ELEMS GEMM_BF16_BLK_ELEMS
+#define NB_CHUNK 16 /* column blocks whose packed B (16 x K x 64 bytes) one sweep keeps hot */
 
 /* prfchw: PREFETCHW, which every CPU with these units has (AMD's since K8, Intel's since
  * Broadwell) */
@@ -116,10 +117,7 @@ static void portable(int ta, int tb, int M, int N, int K, float alpha, const flo
 
 /* ---- packing ----------------------------------------------------------------------------- */
 
-typedef struct {
-    int mbn, nbn, kbn; /* row blocks of A, column blocks of B, k blocks */
-    uint16_t *a, *b;
-} packed_t;
+typedef gemm_bf16_packed_t packed_t;
 
 /* The common case of A (a row-major activation): 32 k of a row are two vector loads and
  * one conversion (vcvtne2ps2bf16 rounds to nearest even, as bf16_from_float, but takes a
@@ -304,32 +302,44 @@ void gemm_bf16_forget(void)
     for (int i = 0; i < nkept; i++) kept[i].valid = 0;
 }
 
-static int pack(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, packed_t *p)
+void gemm_bf16_blocks(int M, int N, int K, packed_t *p) { block_counts(M, N, K, p); }
+
+void *gemm_bf16_scratch(int which, size_t bytes)
 {
-    block_counts(M, N, K, p);
     scratch_t *sc = scratch();
-    p->a = grow(sc ? &sc->a : NULL, (size_t)p->mbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
+    return grow(sc ? (which ? &sc->b : &sc->a) : NULL, bytes);
+}
+
+int gemm_bf16_pack_a(int ta, int M, int K, const float *A, int lda, packed_t *p)
+{
+    p->a = gemm_bf16_scratch(0, (size_t)p->mbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
     if (!p->a) return -1;
     if (ta) pack_a_cols(M, K, A, lda, p);
     else pack_a_rows(M, K, A, lda, p);
+    return 0;
+}
+
+int gemm_bf16_pack_b(int tb, int K, int N, const float *B, int ldb, packed_t *p)
+{
     const kept_t *k = kept_find(B, tb, K, N, ldb);
     if (k && k->valid) {
         p->b = k->packed.p;
         return 0;
     }
-    p->b = grow(sc ? &sc->b : NULL, (size_t)p->nbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
+    p->b = gemm_bf16_scratch(1, (size_t)p->nbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
     if (!p->b) return -1;
     if (tb) pack_b_cols(K, N, B, ldb, p);
     else pack_b_rows(K, N, B, ldb, p);
     return 0;
 }
 
-/* What is added to alpha * sums: beta * C (beta 0: C not read), or, with bias, the bias
- * of each column (C not read): the bits of beta = 1 on C pre-filled with the bias. */
-typedef struct {
-    float alpha, beta;
-    const float *bias;
-} epilogue_t;
+static int pack(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, packed_t *p)
+{
+    block_counts(M, N, K, p);
+    return gemm_bf16_pack_a(ta, M, K, A, lda, p) != 0 ? -1 : gemm_bf16_pack_b(tb, K, N, B, ldb, p);
+}
+
+typedef gemm_bf16_epilogue_t epilogue_t;
 
 /* C's rows x cols block at (m0, n0) from the sums acc (row stride ld), by e */
 AVX512BF16 static void write_back(const float *acc, int ld, int m0, int n0, int rows, int cols, const epilogue_t *e,
@@ -554,8 +564,13 @@ static void run_on(cpu_isa_t isa, int ta, int tb, int M, int N, int K, const flo
         direct(ta, tb, M, N, K, e->alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    if (isa == CPU_ISA_AMX) amx(&p, M, N, e, C, ldc);
-    else avx512_bf16(&p, M, N, e, C, ldc);
+    gemm_bf16_run_packed(isa, &p, M, N, e, C, ldc);
+}
+
+void gemm_bf16_run_packed(cpu_isa_t isa, const packed_t *p, int M, int N, const epilogue_t *e, float *C, int ldc)
+{
+    if (isa == CPU_ISA_AMX) amx(p, M, N, e, C, ldc);
+    else avx512_bf16(p, M, N, e, C, ldc);
 }
 
 void gemm_bf16_on(cpu_isa_t isa, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,

@@ -21,6 +21,7 @@
 #endif
 
 #include "dlanes.h"
+#include "gemm_bf16_act.h"
 #include "ops.h"
 #include "prefetch.h"
 
@@ -57,6 +58,36 @@ ln_forward(int rows, int D, float eps, const float *inp, const float *w, const f
         if (stats) stats[2 * (size_t)r] = mean, stats[2 * (size_t)r + 1] = invstd;
         for (int j = 0; j < D; j++) y[j] = (float)(((double)x[j] - mean) * invstd) * w[j] + b[j];
     }
+}
+
+/* LN_CHUNK floats of a row at a time: ln_forward's, into a stack buffer */
+#define LN_CHUNK 256
+
+/* ln_forward with its output stored in bf16 (bf16_act_store's rounding): each float as
+ * ln_forward computes it (the same expression, the same clone), then rounded. */
+__attribute__((target_clones("avx2", "default"))) static void ln_forward_bf16(int rows, int D, float eps,
+                                                                              const float *inp, const float *w,
+                                                                              const float *b, uint16_t *out,
+                                                                              double *stats)
+{
+    float y[LN_CHUNK];
+    for (int r = 0; r < rows; r++) {
+        const float *x = inp + (size_t)r * D;
+        double mean, invstd;
+        row_stats(x, D, eps, &mean, &invstd);
+        if (stats) stats[2 * (size_t)r] = mean, stats[2 * (size_t)r + 1] = invstd;
+        for (int j0 = 0; j0 < D; j0 += LN_CHUNK) {
+            const int n = D - j0 < LN_CHUNK ? D - j0 : LN_CHUNK;
+            for (int j = 0; j < n; j++) y[j] = (float)(((double)x[j0 + j] - mean) * invstd) * w[j0 + j] + b[j0 + j];
+            bf16_act_store((size_t)n, y, out + (size_t)r * D + j0);
+        }
+    }
+}
+
+void layernorm_forward_saving_bf16(int rows, int D, float eps, const float *inp, const float *w, const float *b,
+                                   uint16_t *out, double *stats)
+{
+    ln_forward_bf16(rows, D, eps, inp, w, b, out, stats);
 }
 
 void layernorm_forward(int rows, int D, float eps, const float *inp, const float *w, const float *b, float *out)

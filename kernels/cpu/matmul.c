@@ -6,6 +6,7 @@
 
 #include "cpu_isa.h"
 #include "gemm_bf16.h"
+#include "gemm_bf16_act.h"
 
 static mm_precision_t precision = MM_FP32;
 
@@ -47,6 +48,18 @@ void mm_sgemm_bias(mm_trans_t ta, mm_trans_t tb, int M, int N, int K, float alph
     }
     for (int m = 0; m < M; m++) memcpy(C + (size_t)m * ldc, bias, (size_t)N * sizeof(float));
     mm_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, 1.0f, C, ldc);
+}
+
+void mm_sgemm_a16(mm_trans_t tb, int M, int N, int K, float alpha, const uint16_t *A, int lda, const float *B, int ldb,
+                  const float *bias, float beta, float *C, int ldc)
+{
+    gemm_bf16_a16_on(cpu_isa(), tb, M, N, K, alpha, A, lda, B, ldb, bias, beta, C, ldc);
+}
+
+void mm_sgemm_b16(mm_trans_t ta, int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B, int ldb,
+                  float beta, float *C, int ldc)
+{
+    gemm_bf16_b16_on(cpu_isa(), ta, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void mm_keep_weight(mm_trans_t tb, int K, int N, const float *B, int ldb)

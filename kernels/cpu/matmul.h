@@ -14,6 +14,8 @@
 #ifndef PACER_MATMUL_H
 #define PACER_MATMUL_H
 
+#include <stdint.h>
+
 typedef enum { MM_FP32 = 0, MM_BF16 = 1 } mm_precision_t;
 
 /* The job spec's spelling: "fp32", "bf16". */
@@ -40,6 +42,17 @@ void mm_sgemm(mm_trans_t ta, mm_trans_t tb, int M, int N, int K, float alpha, co
  * written (gemm_bf16_bias_on), at fp32 C is filled first. */
 void mm_sgemm_bias(mm_trans_t ta, mm_trans_t tb, int M, int N, int K, float alpha, const float *A, int lda,
                    const float *B, int ldb, const float *bias, float *C, int ldc);
+
+/* The products of an activation stored in bf16 (gemm_bf16_act.h: a model at bf16 keeps
+ * the activations only products read so, model/plan.h's act_bf16): always at bf16, on
+ * cpu_isa()'s path, whatever the process's precision. mm_sgemm_a16: C = alpha * A op(B) +
+ * bias (bias NULL: + beta * C), A (M, K) row-major bf16; the bits of mm_sgemm_bias (or
+ * mm_sgemm) at MM_BF16 on A's values. mm_sgemm_b16: C = alpha * op(A) B + beta * C, B (K,
+ * N) row-major bf16; the bits of mm_sgemm at MM_BF16. */
+void mm_sgemm_a16(mm_trans_t tb, int M, int N, int K, float alpha, const uint16_t *A, int lda, const float *B, int ldb,
+                  const float *bias, float beta, float *C, int ldc);
+void mm_sgemm_b16(mm_trans_t ta, int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B, int ldb,
+                  float beta, float *C, int ldc);
 
 /* At bf16, packs a weight op(B) once for the products that read it until
  * mm_weights_changed (gemm_bf16_keep_b); nothing at fp32. From one thread, outside a

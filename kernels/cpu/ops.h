@@ -366,6 +366,14 @@ void gemm_backward(const gemm_desc_t *d, int B, const float *inp, const float *w
  * grad_setter). */
 void gemm_backward_set(const gemm_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
                        float *dinp, float *dweight, float *dbias);
+/* gemm_forward and gemm_backward (set 0) or gemm_backward_set (1) on an input stored in
+ * bf16 (kernels/cpu/gemm_bf16_act.h), layout GEMM_W_OUT_IN: the products at bf16 whatever
+ * matmul.h's precision, the bits of gemm_forward and gemm_backward(_set) at MM_BF16 on the
+ * input's values. */
+void gemm_forward_a16(const gemm_desc_t *d, int B, const uint16_t *inp, const float *weight, const float *bias,
+                      float *out);
+void gemm_backward_a16(const gemm_desc_t *d, int B, const uint16_t *inp, const float *weight, const float *dout,
+                       float *dinp, float *dweight, float *dbias, int set);
 
 /* ---- softmax cross-entropy (fused, numerically stable) -------------------------- */
 /* Returns the mean loss over the batch with label smoothing `smoothing` (eps, in [0, 1);
@@ -467,6 +475,11 @@ void layernorm_backward_set(int rows, int D, float eps, const float *inp, const 
  * reads them instead (set: layernorm_backward_set's dinp). The same bits as without. */
 void layernorm_forward_saving(int rows, int D, float eps, const float *inp, const float *w, const float *b, float *out,
                               double *stats);
+/* The same with out stored in bf16 (gemm_bf16_act.h's bf16_act_store rounding of the float
+ * layernorm_forward_saving writes), for a model whose only readers of it are products at
+ * bf16 (model/plan.h's act_bf16); the same statistics. */
+void layernorm_forward_saving_bf16(int rows, int D, float eps, const float *inp, const float *w, const float *b,
+                                   uint16_t *out, double *stats);
 void layernorm_backward_saved(int rows, int D, float eps, const float *inp, const float *w, const double *stats,
                               const float *dout, float *dinp, int set, float *dw, float *db);
 /* Softmax (take_log 0) or LogSoftmax (take_log 1) along one axis of n elements: inp and out are

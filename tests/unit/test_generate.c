@@ -185,9 +185,13 @@ static void test_bf16(void **state)
     test_greedy_equals_recompute(state);
     feed_tol = 1e-4f;
     /* and it is not the float32 forward: some logit is off it by more than float32's
-     * tolerance (the operands' roundings, 2^-9 relative each) */
+     * tolerance (the operands' roundings, 2^-9 relative each): a model built at fp32, whose
+     * activations are all float32 (one built at bf16 keeps some in bf16, plan.h's
+     * act_bf16, and its products that read them stay bf16) */
     model_gpt_t g;
+    mm_set_precision(MM_FP32);
     model_t *m = tiny(1, 1, &g);
+    mm_set_precision(MM_BF16);
     gen_state_t *s = NULL;
     char err[256];
     assert_int_equal(gen_open(m, &g, &s, err, sizeof err), 0);

@@ -1,0 +1,37 @@
+/* kernels/cpu/gemm_bf16_act.h - activations stored in bf16, and the products that read them.
+ *
+ * At bf16 every matrix product rounds its operands to bf16 (gemm_bf16.h). An activation
+ * that only such products read can therefore be stored rounded, in half the memory, by
+ * its producer: bf16_act_store rounds as the products on the same path would (to nearest,
+ * ties to even; on the bf16 units' paths a float32 denormal becomes a zero of its sign,
+ * as their vcvtne2ps2bf16 makes it), and the products below take that operand as stored.
+ * They give the bits of gemm_bf16_on on the float32 activation: the same rounded values
+ * in the same packed blocks (gemm_bf16_pack.h) or, on the portable path, the same
+ * float32 matrices handed to OpenBLAS. The bf16 operand's pack is a copy of half the bytes
+ * instead of a conversion of float32. */
+#ifndef PACER_GEMM_BF16_ACT_H
+#define PACER_GEMM_BF16_ACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu_isa.h"
+
+/* dst[i] = src[i] rounded to bf16 as the products on path isa round an operand (above);
+ * bf16_act_store on cpu_isa()'s path. */
+void bf16_act_store_on(cpu_isa_t isa, size_t n, const float *src, uint16_t *dst);
+void bf16_act_store(size_t n, const float *src, uint16_t *dst);
+
+/* C (M, N) = alpha * A op(B) + bias (bias one float per column, C not read), or with bias
+ * NULL alpha * A op(B) + beta * C: A (M, K) row-major bf16 (row stride lda), op(B) float32
+ * as gemm_bf16_on's (tb, ldb). The bits of gemm_bf16_on (gemm_bf16_bias_on with a bias) on
+ * A's values as float32. */
+void gemm_bf16_a16_on(cpu_isa_t isa, int tb, int M, int N, int K, float alpha, const uint16_t *A, int lda,
+                      const float *B, int ldb, const float *bias, float beta, float *C, int ldc);
+/* C (M, N) = alpha * op(A) B + beta * C: op(A) float32 as gemm_bf16_on's (ta, lda), B (K,
+ * N) row-major bf16 (row stride ldb): a weight gradient dY^T X of a bf16 X. The bits of
+ * gemm_bf16_on on B's values as float32. */
+void gemm_bf16_b16_on(cpu_isa_t isa, int ta, int M, int N, int K, float alpha, const float *A, int lda,
+                      const uint16_t *B, int ldb, float beta, float *C, int ldc);
+
+#endif

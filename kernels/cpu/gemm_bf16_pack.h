@@ -1,0 +1,47 @@
+/* kernels/cpu/gemm_bf16_pack.h - gemm_bf16.c's packed operands and the kernels that run on
+ * them, for the products whose operands are stored in bf16 already (gemm_bf16_act.c):
+ * they pack those themselves and take the rest from here, so that a product of the same
+ * bf16 values gets the same packed blocks, hence the same bits. Internal to kernels/cpu. */
+#ifndef PACER_GEMM_BF16_PACK_H
+#define PACER_GEMM_BF16_PACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu_isa.h"
+
+#define GEMM_BF16_KB 32         /* k per block */
+#define GEMM_BF16_BLK 16        /* rows (A) or columns (B) per block */
+#define GEMM_BF16_BLK_ELEMS 512 /* bf16 per packed block: 16 x 32 */
+
+/* A as blocks of 16 rows x 32 k (one AMX tile, rows of 64 bytes), B as blocks of 16 k pairs
+ * x 16 columns x 2 (a B row of 64 bytes holds k = 2p and 2p + 1 of 16 columns); both zero
+ * padded to whole blocks, block (i, kb) at (i * kbn + kb) * GEMM_BF16_BLK_ELEMS. */
+typedef struct {
+    int mbn, nbn, kbn; /* row blocks of A, column blocks of B, k blocks */
+    uint16_t *a, *b;
+} gemm_bf16_packed_t;
+
+/* What is added to alpha * sums: beta * C (beta 0: C not read), or, with bias, the bias
+ * of each column (C not read): the bits of beta = 1 on C pre-filled with the bias. */
+typedef struct {
+    float alpha, beta;
+    const float *bias;
+} gemm_bf16_epilogue_t;
+
+/* p's block counts for an (M, K) x (K, N) product */
+void gemm_bf16_blocks(int M, int N, int K, gemm_bf16_packed_t *p);
+/* This thread's scratch for packed A (which 0) or B (1), grown to bytes (64-byte aligned);
+ * NULL when out of memory. */
+void *gemm_bf16_scratch(int which, size_t bytes);
+/* p->a from float32 op(A) (M, K), into this thread's scratch: 0, or -1 (out of memory).
+ * The bf16 units' paths only. */
+int gemm_bf16_pack_a(int ta, int M, int K, const float *A, int lda, gemm_bf16_packed_t *p);
+/* p->b from float32 op(B) (K, N): the kept packing (gemm_bf16_keep_b) or this thread's
+ * scratch; 0, or -1 (out of memory). The bf16 units' paths only. */
+int gemm_bf16_pack_b(int tb, int K, int N, const float *B, int ldb, gemm_bf16_packed_t *p);
+/* C (M, N) from the packed operands on path isa (AVX512-BF16 or AMX, which the CPU has). */
+void gemm_bf16_run_packed(cpu_isa_t isa, const gemm_bf16_packed_t *p, int M, int N, const gemm_bf16_epilogue_t *e,
+                          float *C, int ldc);
+
+#endif

@@ -1,0 +1,339 @@
+/* tests/unit/test_bf16_acts.c - activations stored in bf16 (kernels/cpu/gemm_bf16_act.h,
+ * plan.h's act_bf16).
+ *
+ * No tolerance: storing an activation that only bf16 products read is exact by
+ * construction (each product rounds that operand to bf16 as the producer does), so every
+ * check here is bit for bit. The rounding on each path the CPU has against a scalar
+ * table of it (ties to even, NaN, overflow, and the denormals that the bf16 units'
+ * conversion takes as zero); the products of a bf16 operand against gemm_bf16_on on its
+ * float32 values, across the block edges, with and without a bias; the layer norm's bf16
+ * output against its float32 output rounded; and a bf16 GPT trained a few steps with its
+ * layer norms' outputs in bf16 against the same model with them float32 (PACER_BF16_ACTS=0):
+ * the same losses, gradients and weights, on every path (AVX512-BF16 and AMX skip by name
+ * on a CPU without them), on one thread and two; its activation arena smaller by the half
+ * of those outputs. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_cuda.h"
+#include "bf16.h"
+#include "cpu_isa.h"
+#include "gemm_bf16.h"
+#include "gemm_bf16_act.h"
+#include "gpt.h"
+#include "matmul.h"
+#include "plan.h"
+#include "model.h"
+#include "ops.h"
+#include "parallel.h"
+#include "rng.h"
+
+static float *random_floats(rng_t *r, size_t n, double scale)
+{
+    float *x = malloc(n * sizeof(float));
+    assert_non_null(x);
+    for (size_t i = 0; i < n; i++) x[i] = (float)(scale * rng_normal(r));
+    return x;
+}
+
+static float from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Whether path isa runs here; else prints why and skips (a cmocka skip returns). */
+static int have(cpu_isa_t isa)
+{
+    if (cpu_isa_available() >= isa) return 1;
+    printf("skip: %s path: %s\n", cpu_isa_name(isa), cpu_isa_why());
+    return 0;
+}
+
+/* The rounding as each path's products take an operand: portable to nearest even with
+ * denormals kept; the bf16 units' also to nearest even, a denormal to the zero of its sign. */
+static void test_store(void **state)
+{
+    static const uint32_t T[] = {
+        0x3f800000u, /* 1 */
+        0x3f808000u, /* a tie: to even (1) */
+        0x3f818000u, /* a tie: to even (up) */
+        0x3f808001u, /* above the tie: up */
+        0xbf807fffu, /* below the tie: down, negative */
+        0x7f7fffffu, /* the largest float: past bf16's largest, to infinity */
+        0x7f800000u, /* infinity */
+        0xff800001u, /* a NaN: stays a quiet NaN */
+        0x00000001u, /* the smallest denormal */
+        0x807fffffu, /* the largest negative denormal: rounds up to -2^-126 when kept */
+        0x00400000u, /* a denormal */
+        0x80000000u, /* -0 */
+        0x00800000u, /* 2^-126, normal */
+    };
+    enum { NT = sizeof T / sizeof T[0], N = 77 }; /* 4 vectors, and a tail of the whole table */
+    float src[N];
+    uint16_t got[N];
+    for (int i = 0; i < N; i++) src[i] = from_bits(T[i % NT] ^ (uint32_t)(i / NT) << 12); /* varied low bits */
+    for (int isa = CPU_ISA_PORTABLE; isa < CPU_ISA_N; isa++) {
+        if (!have((cpu_isa_t)isa)) continue;
+        bf16_act_store_on((cpu_isa_t)isa, N, src, got);
+        for (int i = 0; i < N; i++) {
+            uint32_t u;
+            memcpy(&u, &src[i], sizeof u);
+            const int denormal = (u & 0x7f800000u) == 0 && (u & 0x7fffffu) != 0;
+            const uint16_t want = isa != CPU_ISA_PORTABLE && denormal ? (uint16_t)((u >> 16) & 0x8000u)
+                                                                      : bf16_from_float(src[i]);
+            if (got[i] != want)
+                fail_msg("%s: %08x stored as %04x, want %04x", cpu_isa_name((cpu_isa_t)isa), u, got[i], want);
+        }
+    }
+    /* the table's cases, on the portable path: ties to even, infinity, a quiet NaN */
+    bf16_act_store_on(CPU_ISA_PORTABLE, NT, src, got);
+    assert_int_equal(got[1], 0x3f80);
+    assert_int_equal(got[2], 0x3f82);
+    assert_int_equal(got[3], 0x3f81);
+    assert_int_equal(got[4], 0xbf80);
+    assert_int_equal(got[5], 0x7f80);
+    assert_true((got[7] & 0x7fc0) == 0x7fc0);
+    assert_int_equal(got[9], 0x8080);
+}
+
+/* One product on path isa with operand `which` (0: A, 1: B) stored in bf16 against
+ * gemm_bf16_on (gemm_bf16_bias_on) on its float32 values: the same bits. */
+static void check_product(cpu_isa_t isa, int which, int t, int M, int N, int K, int with_bias, rng_t *r)
+{
+    const int pad = 3, ldc = N + pad;
+    const int ld16 = (which ? N : K) + pad; /* the bf16 operand, row-major */
+    const int rows16 = which ? K : M;
+    const int ldx = (which ? (t ? M : K) : (t ? K : N)) + pad, rowsx = which ? (t ? K : M) : (t ? N : K);
+    float *X16f = random_floats(r, (size_t)rows16 * ld16, 1.0), *X = random_floats(r, (size_t)rowsx * ldx, 1.0);
+    float *bias = random_floats(r, (size_t)N, 2.0);
+    X16f[0] = from_bits(0x807fffffu); /* a denormal: zero on the units, kept on the portable path */
+    X16f[1] = from_bits(0x00000003u);
+    uint16_t *A16 = malloc((size_t)rows16 * ld16 * sizeof *A16);
+    float *want = malloc((size_t)M * ldc * sizeof(float)), *got = malloc((size_t)M * ldc * sizeof(float));
+    assert_true(A16 && want && got);
+    bf16_act_store_on(isa, (size_t)rows16 * ld16, X16f, A16);
+    for (size_t i = 0; i < (size_t)M * ldc; i++) want[i] = got[i] = (float)(i % 5) - 2.0f;
+    const float alpha = t ? 0.5f : 1.0f, beta = with_bias ? 0.0f : 0.75f;
+    if (which == 0 && with_bias) {
+        gemm_bf16_bias_on(isa, 0, t, M, N, K, alpha, X16f, ld16, X, ldx, bias, want, ldc);
+        gemm_bf16_a16_on(isa, t, M, N, K, alpha, A16, ld16, X, ldx, bias, 0.0f, got, ldc);
+    } else if (which == 0) {
+        gemm_bf16_on(isa, 0, t, M, N, K, alpha, X16f, ld16, X, ldx, beta, want, ldc);
+        gemm_bf16_a16_on(isa, t, M, N, K, alpha, A16, ld16, X, ldx, NULL, beta, got, ldc);
+    } else {
+        gemm_bf16_on(isa, t, 0, M, N, K, alpha, X, ldx, X16f, ld16, beta, want, ldc);
+        gemm_bf16_b16_on(isa, t, M, N, K, alpha, X, ldx, A16, ld16, beta, got, ldc);
+    }
+    if (memcmp(want, got, (size_t)M * ldc * sizeof(float)) != 0)
+        fail_msg("%s: %s bf16, M %d N %d K %d trans %d bias %d: not the float32 operand's bits", cpu_isa_name(isa),
+                 which ? "B" : "A", M, N, K, t, with_bias);
+    free(X16f), free(X), free(bias), free(A16), free(want), free(got);
+}
+
+static void check_products(cpu_isa_t isa)
+{
+    static const int SH[][3] = {{1, 1, 1}, {16, 16, 32}, {17, 33, 65}, {64, 48, 100}, {33, 17, 300}, {5, 70, 3}};
+    rng_t r;
+    rng_seed(&r, 5);
+    for (size_t s = 0; s < sizeof SH / sizeof SH[0]; s++)
+        for (int t = 0; t < 2; t++) {
+            check_product(isa, 0, t, SH[s][0], SH[s][1], SH[s][2], 0, &r);
+            check_product(isa, 0, t, SH[s][0], SH[s][1], SH[s][2], 1, &r);
+            check_product(isa, 1, t, SH[s][0], SH[s][1], SH[s][2], 0, &r);
+        }
+}
+
+static void test_products_portable(void **state) { check_products(CPU_ISA_PORTABLE); }
+static void test_products_avx512_bf16(void **state)
+{
+    if (!have(CPU_ISA_AVX512_BF16)) skip();
+    check_products(CPU_ISA_AVX512_BF16);
+}
+static void test_products_amx(void **state)
+{
+    if (!have(CPU_ISA_AMX)) skip();
+    check_products(CPU_ISA_AMX);
+}
+
+/* The layer norm's bf16 output: its float32 output rounded, the same statistics; rows
+ * longer than its chunk of a row and shorter. */
+static void test_layernorm(void **state)
+{
+    static const int DS[] = {8, 255, 256, 768, 1000};
+    rng_t r;
+    rng_seed(&r, 3);
+    for (size_t c = 0; c < sizeof DS / sizeof DS[0]; c++) {
+        const int rows = 5, D = DS[c];
+        float *x = random_floats(&r, (size_t)rows * D, 3.0), *w = random_floats(&r, (size_t)D, 1.0),
+              *b = random_floats(&r, (size_t)D, 1.0), *y = malloc((size_t)rows * D * sizeof(float));
+        uint16_t *y16 = malloc((size_t)rows * D * sizeof *y16), *want = malloc((size_t)rows * D * sizeof *want);
+        double s1[2 * 5], s2[2 * 5];
+        assert_true(y && y16 && want);
+        layernorm_forward_saving(rows, D, 1e-5f, x, w, b, y, s1);
+        layernorm_forward_saving_bf16(rows, D, 1e-5f, x, w, b, y16, s2);
+        bf16_act_store((size_t)rows * D, y, want);
+        assert_memory_equal(s1, s2, sizeof s1);
+        if (memcmp(y16, want, (size_t)rows * D * sizeof *want) != 0) fail_msg("D %d: not the rounded output", D);
+        free(x), free(w), free(b), free(y), free(y16), free(want);
+    }
+}
+
+/* ---- a GPT ---------------------------------------------------------------------------- */
+
+static const model_gpt_t G = {
+    .layers = 2, .heads = 2, .embd = 64, .block = 16, .vocab = 50, .dropout = 0.0f, .bias = 1, .tie = 1};
+enum { B = 3, STEPS = 3 };
+
+/* A bf16 GPT, its layer norms' outputs in bf16 (acts 1) or float32 (0) */
+static model_t *gpt(int acts, const model_gpt_t *g)
+{
+    char err[256];
+    model_t *m = NULL;
+    setenv("PACER_BF16_ACTS", acts ? "1" : "0", 1);
+    mm_set_precision(MM_BF16);
+    const int rc = model_create_gpt("gpt", g, B, &m, err, sizeof err);
+    mm_set_precision(MM_FP32);
+    unsetenv("PACER_BF16_ACTS");
+    if (rc != 0) fail_msg("%s", err);
+    model_gpt_init(m, g->layers, 11);
+    assert_int_equal(model_alloc_moment2(m), 0);
+    return m;
+}
+
+/* STEPS AdamW steps of both models on the same batches: each step's loss, gradient and
+ * weights the same bits. */
+static void train_both(model_t *a, model_t *b, const char *what)
+{
+    const model_gpt_t *g = &G;
+    rng_t r;
+    rng_seed(&r, 23);
+    const int n = B * g->block;
+    float x[B * 16];
+    int32_t y[B * 16];
+    optim_step_t o = {.adamw = 1, .groups = 1, .grad_scale = 1.0f, .clip_norm = 1.0f};
+    o.h = (adamw_hparams_t){.lr = 0.01, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
+    mm_set_precision(MM_BF16);
+    for (int s = 0; s < STEPS; s++) {
+        for (int k = 0; k < n; k++) x[k] = (float)rng_below(&r, (uint32_t)g->vocab), y[k] = (int32_t)rng_below(&r, 50);
+        const float la = model_forward(a, x, y, B, 1), lb = model_forward(b, x, y, B, 1);
+        if (memcmp(&la, &lb, sizeof la) != 0)
+            fail_msg("%s: step %d: loss %.9g with bf16 activations, %.9g without", what, s, la, lb);
+        model_backward(a, x, y, B, 1.0f);
+        model_backward(b, x, y, B, 1.0f);
+        for (size_t k = 0; k < a->nparams; k++)
+            if (memcmp(&a->grads[k], &b->grads[k], sizeof(float)) != 0)
+                fail_msg("%s: step %d: gradient %zu is %.9g with bf16 activations, %.9g without", what, s, k,
+                         a->grads[k], b->grads[k]);
+        o.step = s + 1;
+        model_apply_optimizer(a, a->grads, &o);
+        model_apply_optimizer(b, b->grads, &o);
+    }
+    mm_set_precision(MM_FP32);
+    if (memcmp(a->params, b->params, a->nparams * sizeof(float)) != 0) fail_msg("%s: the weights differ", what);
+}
+
+/* The planned outputs (the layer norms, each read by Linear layers only) and the arena
+ * they save: half of each, give or take the statistics' alignment. */
+static void check_plan(const model_t *on, const model_t *off)
+{
+    assert_true(on->plan->act_bf16_outputs > 0);
+    assert_int_equal(off->plan->act_bf16_outputs, 0);
+    size_t half = 0;
+    int marked = 0;
+    for (int i = 0; i < on->nlayers; i++) {
+        const layer_t *l = &on->layers[i];
+        assert_int_equal(model_layer_plan(on, i)->act_bf16, l->kind == LAYER_LAYERNORM);
+        if (!model_layer_plan(on, i)->act_bf16) continue;
+        marked++;
+        half += (size_t)on->max_batch * l->OC * l->OH * l->OW / 2;
+    }
+    assert_int_equal(marked, 2 * G.layers + 1); /* ln_1, ln_2 each block, ln_f */
+    assert_true(on->act_floats + half >= off->act_floats && on->act_floats + half <= off->act_floats + (size_t)marked);
+}
+
+static void check_path(cpu_isa_t isa)
+{
+    const cpu_isa_t was = cpu_isa();
+    cpu_isa_cap(isa);
+    model_t *on = gpt(1, &G), *off = gpt(0, &G);
+    check_plan(on, off);
+    train_both(on, off, cpu_isa_name(isa));
+    /* two threads: each product split by rows as before */
+    assert_int_equal(par_set_threads(2), 0);
+    train_both(on, off, "two threads");
+    assert_int_equal(par_set_threads(1), 0);
+    /* a copy runs its source's plan */
+    model_t *c = NULL;
+    char err[256];
+    assert_int_equal(model_clone(on, &c, err, sizeof err), 0);
+    assert_int_equal(c->plan->act_bf16_outputs, on->plan->act_bf16_outputs);
+    for (int i = 0; i < on->nlayers; i++)
+        assert_int_equal(model_layer_plan(c, i)->act_bf16, model_layer_plan(on, i)->act_bf16);
+    memcpy(c->params, off->params, off->nparams * sizeof(float));
+    memcpy(c->momentum, off->momentum, off->nparams * sizeof(float));
+    assert_int_equal(model_alloc_moment2(c), 0);
+    memcpy(c->moment2, off->moment2, off->nparams * sizeof(float));
+    train_both(c, off, "a copy");
+    model_free(c);
+    model_free(on);
+    model_free(off);
+    cpu_isa_cap(was);
+}
+
+static void test_gpt_portable(void **state) { check_path(CPU_ISA_PORTABLE); }
+static void test_gpt_avx512_bf16(void **state)
+{
+    if (!have(CPU_ISA_AVX512_BF16)) skip();
+    check_path(CPU_ISA_AVX512_BF16);
+}
+static void test_gpt_amx(void **state)
+{
+    if (!have(CPU_ISA_AMX)) skip();
+    check_path(CPU_ISA_AMX);
+}
+
+/* What keeps float32 outputs: a model built at fp32 products, an untied head (the same
+ * plan), and the CUDA backend, which refuses a model with bf16 outputs by name. */
+static void test_where_not(void **state)
+{
+    char err[256];
+    model_t *m = NULL;
+    mm_set_precision(MM_FP32);
+    assert_int_equal(model_create_gpt("gpt", &G, B, &m, err, sizeof err), 0);
+    assert_int_equal(m->plan->act_bf16_outputs, 0);
+    model_free(m);
+    model_gpt_t untied = G;
+    untied.tie = 0;
+    m = gpt(1, &untied);
+    assert_true(m->plan->act_bf16_outputs > 0);
+    assert_null(cuda_model_create(m, 0, err, sizeof err));
+    assert_non_null(strstr(err, "activations stored in bf16"));
+    model_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_store),
+        cmocka_unit_test(test_products_portable),
+        cmocka_unit_test(test_products_avx512_bf16),
+        cmocka_unit_test(test_products_amx),
+        cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_gpt_portable),
+        cmocka_unit_test(test_gpt_avx512_bf16),
+        cmocka_unit_test(test_gpt_amx),
+        cmocka_unit_test(test_where_not),
+    };
+    printf("bf16 activations: this CPU's best path %s (%s)\n", cpu_isa_name(cpu_isa_available()), cpu_isa_why());
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -60,34 +60,44 @@ ln_forward(int rows, int D, float eps, const float *inp, const float *w, const f
     }
 }
 
-/* LN_CHUNK floats of a row at a time: ln_forward's, into a stack buffer */
-#define LN_CHUNK 256
+/* The longest row the bf16 forward computes whole on the stack (16 KB), ln_forward's own
+ * loop; a longer one goes in chunks of it, the same expression. */
+#define LN_ROW 4096
 
-/* ln_forward with its output stored in bf16 (bf16_act_store's rounding): each float as
- * ln_forward computes it (the same expression, the same clone), then rounded. */
-__attribute__((target_clones("avx2", "default"))) static void ln_forward_bf16(int rows, int D, float eps,
-                                                                              const float *inp, const float *w,
-                                                                              const float *b, uint16_t *out,
-                                                                              double *stats)
+/* ln_forward's rows of more than LN_ROW elements into bf16, LN_ROW at a time */
+__attribute__((target_clones("avx2", "default"))) static void ln_forward_bf16_long(int rows, int D, float eps,
+                                                                                   const float *inp, const float *w,
+                                                                                   const float *b, uint16_t *out,
+                                                                                   double *stats)
 {
-    float y[LN_CHUNK];
+    float y[LN_ROW];
     for (int r = 0; r < rows; r++) {
         const float *x = inp + (size_t)r * D;
         double mean, invstd;
         row_stats(x, D, eps, &mean, &invstd);
         if (stats) stats[2 * (size_t)r] = mean, stats[2 * (size_t)r + 1] = invstd;
-        for (int j0 = 0; j0 < D; j0 += LN_CHUNK) {
-            const int n = D - j0 < LN_CHUNK ? D - j0 : LN_CHUNK;
+        for (int j0 = 0; j0 < D; j0 += LN_ROW) {
+            const int n = D - j0 < LN_ROW ? D - j0 : LN_ROW;
             for (int j = 0; j < n; j++) y[j] = (float)(((double)x[j0 + j] - mean) * invstd) * w[j0 + j] + b[j0 + j];
             bf16_act_store((size_t)n, y, out + (size_t)r * D + j0);
         }
     }
 }
 
+/* ln_forward with its output stored in bf16 (bf16_act_store's rounding): each row by
+ * ln_forward itself into a row on the stack (the same floats), then rounded. */
 void layernorm_forward_saving_bf16(int rows, int D, float eps, const float *inp, const float *w, const float *b,
                                    uint16_t *out, double *stats)
 {
-    ln_forward_bf16(rows, D, eps, inp, w, b, out, stats);
+    if (D > LN_ROW) {
+        ln_forward_bf16_long(rows, D, eps, inp, w, b, out, stats);
+        return;
+    }
+    float y[LN_ROW];
+    for (int r = 0; r < rows; r++) {
+        ln_forward(1, D, eps, inp + (size_t)r * D, w, b, y, stats ? stats + 2 * (size_t)r : NULL);
+        bf16_act_store((size_t)D, y, out + (size_t)r * D);
+    }
 }
 
 void layernorm_forward(int rows, int D, float eps, const float *inp, const float *w, const float *b, float *out)

@@ -123,7 +123,8 @@ static void check_product(cpu_isa_t isa, int which, int t, int M, int N, int K, 
     assert_true(A16 && want && got);
     bf16_act_store_on(isa, (size_t)rows16 * ld16, X16f, A16);
     for (size_t i = 0; i < (size_t)M * ldc; i++) want[i] = got[i] = (float)(i % 5) - 2.0f;
-    const float alpha = t ? 0.5f : 1.0f, beta = with_bias ? 0.0f : 0.75f;
+    /* t 0: alpha 1 and beta 0, where AMX stores whole tiles straight into C */
+    const float alpha = t ? 0.5f : 1.0f, beta = with_bias || !t ? 0.0f : 0.75f;
     if (which == 0 && with_bias) {
         gemm_bf16_bias_on(isa, 0, t, M, N, K, alpha, X16f, ld16, X, ldx, bias, want, ldc);
         gemm_bf16_a16_on(isa, t, M, N, K, alpha, A16, ld16, X, ldx, bias, 0.0f, got, ldc);
@@ -142,7 +143,10 @@ static void check_product(cpu_isa_t isa, int which, int t, int M, int N, int K, 
 
 static void check_products(cpu_isa_t isa)
 {
-    static const int SH[][3] = {{1, 1, 1}, {16, 16, 32}, {17, 33, 65}, {64, 48, 100}, {33, 17, 300}, {5, 70, 3}};
+    /* block edges; whole tiles of A (M 16 k, K 32 k: AMX reads A as stored), odd and even
+     * counts of them */
+    static const int SH[][3] = {{1, 1, 1},  {16, 16, 32}, {17, 33, 65}, {64, 48, 100}, {33, 17, 300},
+                                {5, 70, 3}, {64, 64, 64}, {48, 50, 96}, {32, 33, 32},  {80, 100, 160}};
     rng_t r;
     rng_seed(&r, 5);
     for (size_t s = 0; s < sizeof SH / sizeof SH[0]; s++)
@@ -166,10 +170,10 @@ static void test_products_amx(void **state)
 }
 
 /* The layer norm's bf16 output: its float32 output rounded, the same statistics; rows
- * longer than its chunk of a row and shorter. */
+ * computed whole (up to 4096) and in chunks. */
 static void test_layernorm(void **state)
 {
-    static const int DS[] = {8, 255, 256, 768, 1000};
+    static const int DS[] = {8, 255, 768, 4096, 5000}; /* past 4096: in chunks of it */
     rng_t r;
     rng_seed(&r, 3);
     for (size_t c = 0; c < sizeof DS / sizeof DS[0]; c++) {

@@ -98,7 +98,8 @@ AVX512BF16 static void pack_b16_rows(int K, int N, const uint16_t *B, int ldb, c
  * of 32 k, its row stride apart): no pass packing it. Each output tile takes the same
  * tdpbf16ps of the same tiles in the same k order as there (its tiles are the packed
  * blocks' bytes), and the same write-back, so the same bits. For M a multiple of 16 and K
- * of 32 (whole tiles: nothing past A is read); gemm_bf16_a16_on packs A otherwise. */
+ * of 32 (whole tiles: nothing past A is read) and N up to AMX_ROWS_MAX_N; gemm_bf16_a16_on
+ * packs A otherwise. */
 
 #define AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
 
@@ -169,6 +170,14 @@ AMX static inline void amx_block_rows(const uint16_t *a0, size_t lda, const gemm
     _tile_stored(2, acc + BLK * ld, ld * 4);
     _tile_stored(3, acc + BLK * ld + BLK, ld * 4);
 }
+
+/* The widest product that loads A's tiles as stored: each A tile is loaded once per pair
+ * of column blocks, and from rows a row stride apart (16 cache lines a tile) that costs
+ * more than from a packed block, which a packing pass over A buys once. One thread, AMX,
+ * thread CPU time, the weight kept, one run on a loaded 2-vCPU VM: A as stored 0.83-0.97x
+ * the float32 pack's time at N = 384 to 768 (K = 128, 3072), 1.09-1.15x at N = 2304 and
+ * 3072 (K = 768), where the bf16 pack took 0.99-1.01x. */
+#define AMX_ROWS_MAX_N 1024
 
 /* NB_CHUNK of gemm_bf16.c: column blocks whose packed B one sweep keeps hot */
 #define NB_CHUNK 16
@@ -286,7 +295,7 @@ static void run16(cpu_isa_t isa, int which, int t, int M, int N, int K, float al
         p.b = rc == 0 ? gemm_bf16_scratch(1, (size_t)p.nbn * p.kbn * BLK_ELEMS * sizeof(uint16_t)) : NULL;
         if (p.b) pack_b16_rows(K, N, X16, ld16, &p);
         rc = p.b ? 0 : -1;
-    } else if (isa == CPU_ISA_AMX && M % BLK == 0 && K % KB == 0) {
+    } else if (isa == CPU_ISA_AMX && M % BLK == 0 && K % KB == 0 && N <= AMX_ROWS_MAX_N) {
         if (gemm_bf16_pack_b(t, K, N, X, ldx, &p) == 0) {
             const gemm_bf16_epilogue_t e = {.alpha = alpha, .beta = bias ? 0.0f : beta, .bias = bias};
             amx_rows(X16, ld16, &p, M, N, &e, C, ldc);

@@ -143,10 +143,10 @@ static void check_product(cpu_isa_t isa, int which, int t, int M, int N, int K, 
 
 static void check_products(cpu_isa_t isa)
 {
-    /* block edges; whole tiles of A (M 16 k, K 32 k: AMX reads A as stored), odd and even
-     * counts of them */
-    static const int SH[][3] = {{1, 1, 1},  {16, 16, 32}, {17, 33, 65}, {64, 48, 100}, {33, 17, 300},
-                                {5, 70, 3}, {64, 64, 64}, {48, 50, 96}, {32, 33, 32},  {80, 100, 160}};
+    /* block edges; whole tiles of A (M 16 k, K 32 k: AMX reads A as stored up to N 1024),
+     * odd and even counts of them */
+    static const int SH[][3] = {{1, 1, 1},    {16, 16, 32}, {17, 33, 65}, {64, 48, 100},  {33, 17, 300}, {5, 70, 3},
+                                {64, 64, 64}, {48, 50, 96}, {32, 33, 32}, {80, 100, 160}, {32, 1040, 64}};
     rng_t r;
     rng_seed(&r, 5);
     for (size_t s = 0; s < sizeof SH / sizeof SH[0]; s++)

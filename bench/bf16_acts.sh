@@ -1,4 +1,4 @@
-# bench/bf16_acts.sh - bf16 activations (model.h's act_bf16: a layer norm's output that
+# bench/bf16_acts.sh - bf16 activations (model/plan.h's act_bf16: a layer norm's output that
 # only Linear layers read, stored in bf16) on against off, in one build: the built-in GPT
 # at precision bf16 on one thread, pacer-worker with PACER_BF16_ACTS=0 (every activation
 # float32, the products rounding them as before) and without it, taking turns (the order

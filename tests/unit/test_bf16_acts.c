@@ -10,8 +10,8 @@
  * output against its float32 output rounded; and a bf16 GPT trained a few steps with its
  * layer norms' outputs in bf16 against the same model with them float32 (PACER_BF16_ACTS=0):
  * the same losses, gradients and weights, on every path (AVX512-BF16 and AMX skip by name
- * on a CPU without them), on one thread and two; its activation arena smaller by the half
- * of those outputs. */
+ * on a CPU without them), on one thread and two, and with LoRA adapters; its activation
+ * arena smaller by the half of those outputs. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,6 +29,7 @@
 #include "gemm_bf16.h"
 #include "gemm_bf16_act.h"
 #include "gpt.h"
+#include "lora.h"
 #include "matmul.h"
 #include "plan.h"
 #include "model.h"
@@ -306,6 +307,57 @@ static void test_gpt_amx(void **state)
     check_path(CPU_ISA_AMX);
 }
 
+/* base with low-rank adapters on every block's qkv and fc products (their weights B
+ * nudged off zero), at bf16 products, its layer norms' outputs in bf16 (acts 1) or not */
+static model_t *adapted(const model_t *base, int acts, float dropout)
+{
+    const lora_opts_t o = {.rank = 4,
+                           .alpha = 8.0f,
+                           .dropout = dropout,
+                           .targets = "transformer.h.*.attn.c_attn.weight\ntransformer.h.*.mlp.c_fc.weight"};
+    char err[256];
+    model_t *m = NULL;
+    setenv("PACER_BF16_ACTS", acts ? "1" : "0", 1);
+    mm_set_precision(MM_BF16);
+    const int rc = model_lora_apply(base, &o, &m, err, sizeof err);
+    mm_set_precision(MM_FP32);
+    unsetenv("PACER_BF16_ACTS");
+    if (rc != 0) fail_msg("%s", err);
+    model_lora_init(m, 5);
+    for (int t = 0; t < m->ntensors; t++)
+        if (model_lora_is_adapter(m, t))
+            for (size_t k = 0; k < m->tensors[t].count; k++)
+                m->params[m->tensors[t].offset + k] += 0.01f * (float)(k % 7);
+    assert_int_equal(model_alloc_moment2(m), 0);
+    return m;
+}
+
+/* A LoRA-adapted GPT: an adapter's A is one more Linear reading the layer norm's output,
+ * which stays bf16 and gives the same bits; with the adapters' dropout a Dropout reads
+ * ln_1's and ln_2's outputs, which stay float32 (ln_f's, read by the head alone, not). */
+static void test_lora(void **state)
+{
+    model_t *base = gpt(0, &G);
+    model_t *on = adapted(base, 1, 0.0f), *off = adapted(base, 0, 0.0f);
+    int marked = 0;
+    for (int i = 0; i < on->nlayers; i++) marked += model_layer_plan(on, i)->act_bf16;
+    assert_int_equal(marked, 2 * G.layers + 1);
+    assert_int_equal(on->plan->act_bf16_outputs, marked);
+    train_both(on, off, "lora");
+    model_free(on);
+    model_free(off);
+    model_t *drop = adapted(base, 1, 0.1f);
+    marked = 0;
+    for (int i = 0; i < drop->nlayers; i++) {
+        marked += model_layer_plan(drop, i)->act_bf16;
+        assert_true(!model_layer_plan(drop, i)->act_bf16 || drop->layers[i].kind == LAYER_LAYERNORM);
+    }
+    assert_int_equal(marked, 1);
+    assert_int_equal(drop->plan->act_bf16_outputs, 1);
+    model_free(drop);
+    model_free(base);
+}
+
 /* What keeps float32 outputs: a model built at fp32 products, an untied head (the same
  * plan), and the CUDA backend, which refuses a model with bf16 outputs by name. */
 static void test_where_not(void **state)
@@ -336,6 +388,7 @@ int main(void)
         cmocka_unit_test(test_gpt_portable),
         cmocka_unit_test(test_gpt_avx512_bf16),
         cmocka_unit_test(test_gpt_amx),
+        cmocka_unit_test(test_lora),
         cmocka_unit_test(test_where_not),
     };
     printf("bf16 activations: this CPU's best path %s (%s)\n", cpu_isa_name(cpu_isa_available()), cpu_isa_why());

@@ -462,20 +462,23 @@ typedef struct {
 } tilecfg_t;
 
 /* One block of up to 2 x 2 tiles at row block mb and column block nb: two_m and two_n say
- * whether the second row and column blocks exist (a product of 16 rows runs 1 x 2). */
-AMX static inline void amx_block(const packed_t *p, int mb, int nb, int two_m, int two_n, float *acc, int ld)
+ * whether the second row and column blocks exist (a product of 16 rows runs 1 x 2). A's
+ * tiles from a, wherever they lie: the same tiles give the same bits. */
+AMX static inline void amx_block(const gemm_bf16_a_tiles_t *a, const packed_t *p, int mb, int nb, int two_m, int two_n,
+                                 float *acc, int ld)
 {
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
-    const uint16_t *a0 = p->a + (size_t)mb * p->kbn * BLK_ELEMS, *a1 = a0 + (size_t)p->kbn * BLK_ELEMS;
+    const uint16_t *a0 = a->a + (size_t)mb * a->block, *a1 = a0 + a->block;
     const uint16_t *b0 = p->b + (size_t)nb * p->kbn * BLK_ELEMS, *b1 = b0 + (size_t)p->kbn * BLK_ELEMS;
+    const size_t as = a->stride;
     if (two_m && two_n)
         for (int kb = 0; kb < p->kbn; kb++) {
-            size_t o = (size_t)kb * BLK_ELEMS;
-            _tile_loadd(4, a0 + o, 64);
-            _tile_loadd(5, a1 + o, 64);
+            const size_t o = (size_t)kb * BLK_ELEMS, ao = (size_t)kb * a->kstep;
+            _tile_loadd(4, a0 + ao, as);
+            _tile_loadd(5, a1 + ao, as);
             _tile_loadd(6, b0 + o, 64);
             _tile_loadd(7, b1 + o, 64);
             _tile_dpbf16ps(0, 4, 6);
@@ -485,8 +488,8 @@ AMX static inline void amx_block(const packed_t *p, int mb, int nb, int two_m, i
         }
     else
         for (int kb = 0; kb < p->kbn; kb++) {
-            size_t o = (size_t)kb * BLK_ELEMS;
-            _tile_loadd(4, a0 + o, 64);
+            const size_t o = (size_t)kb * BLK_ELEMS, ao = (size_t)kb * a->kstep;
+            _tile_loadd(4, a0 + ao, as);
             _tile_loadd(6, b0 + o, 64);
             _tile_dpbf16ps(0, 4, 6);
             if (two_n) {
@@ -494,7 +497,7 @@ AMX static inline void amx_block(const packed_t *p, int mb, int nb, int two_m, i
                 _tile_dpbf16ps(1, 4, 7);
             }
             if (two_m) {
-                _tile_loadd(5, a1 + o, 64);
+                _tile_loadd(5, a1 + ao, as);
                 _tile_dpbf16ps(2, 5, 6);
             }
         }
@@ -504,7 +507,8 @@ AMX static inline void amx_block(const packed_t *p, int mb, int nb, int two_m, i
     _tile_stored(3, acc + BLK * ld + BLK, ld * 4);
 }
 
-AMX static void amx(const packed_t *p, int M, int N, const epilogue_t *e, float *C, int ldc)
+AMX void gemm_bf16_run_amx(const gemm_bf16_a_tiles_t *a, const packed_t *p, int M, int N, const epilogue_t *e, float *C,
+                           int ldc)
 {
     tilecfg_t cfg = {.palette = 1};
     for (int t = 0; t < 8; t++) {
@@ -521,10 +525,10 @@ AMX static void amx(const packed_t *p, int M, int N, const epilogue_t *e, float 
                 float *c = C + (size_t)mb * BLK * ldc + (size_t)nb * BLK;
                 /* C = 1 * sums: the tiles stored where they go (write_back's 1 * s is s) */
                 if (direct && rows == 2 * BLK && cols == 2 * BLK) {
-                    amx_block(p, mb, nb, 1, 1, c, ldc);
+                    amx_block(a, p, mb, nb, 1, 1, c, ldc);
                     continue;
                 }
-                amx_block(p, mb, nb, mb + 1 < p->mbn, nb + 1 < p->nbn, acc, ld);
+                amx_block(a, p, mb, nb, mb + 1 < p->mbn, nb + 1 < p->nbn, acc, ld);
                 write_back(acc, ld, mb * BLK, nb * BLK, rows, cols, e, C, ldc);
             }
     _tile_release();
@@ -532,10 +536,22 @@ AMX static void amx(const packed_t *p, int M, int N, const epilogue_t *e, float 
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
 
-/* C rows pre-filled with the bias (for beta = 1 on the paths without an epilogue) */
-static void fill_bias(int M, int N, const float *bias, float *C, int ldc)
+void gemm_bf16_fill_bias(int M, int N, const float *bias, float *C, int ldc)
 {
     for (int m = 0; m < M; m++) memcpy(C + (size_t)m * ldc, bias, (size_t)N * sizeof(float));
+}
+
+int gemm_bf16_start(cpu_isa_t isa, int M, int N, int K, const float *bias, float *beta, float *C, int ldc)
+{
+    if (bias && (K <= 0 || isa == CPU_ISA_PORTABLE)) gemm_bf16_fill_bias(M, N, bias, C, ldc), *beta = 1.0f;
+    if (K > 0) return 0;
+    /* no products: alpha * 0 + beta * C, as a BLAS */
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            float *c = C + (size_t)m * ldc + n;
+            *c = *beta == 0.0f ? 0.0f : *beta * *c;
+        }
+    return 1;
 }
 
 static void run_on(cpu_isa_t isa, int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb,
@@ -544,23 +560,14 @@ static void run_on(cpu_isa_t isa, int ta, int tb, int M, int N, int K, const flo
     if (M <= 0 || N <= 0) return;
     float beta = e->beta;
     if (isa > cpu_isa_available()) isa = cpu_isa_available();
-    if (e->bias && (K <= 0 || isa == CPU_ISA_PORTABLE)) fill_bias(M, N, e->bias, C, ldc), beta = 1.0f;
-    if (K <= 0) {
-        /* no products: alpha * 0 + beta * C, as a BLAS */
-        for (int m = 0; m < M; m++)
-            for (int n = 0; n < N; n++) {
-                float *c = C + (size_t)m * ldc + n;
-                *c = beta == 0.0f ? 0.0f : beta * *c;
-            }
-        return;
-    }
+    if (gemm_bf16_start(isa, M, N, K, e->bias, &beta, C, ldc)) return;
     if (isa == CPU_ISA_PORTABLE) {
         portable(ta, tb, M, N, K, e->alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
     packed_t p;
     if (pack(ta, tb, M, N, K, A, lda, B, ldb, &p) != 0) {
-        if (e->bias) fill_bias(M, N, e->bias, C, ldc), beta = 1.0f;
+        if (e->bias) gemm_bf16_fill_bias(M, N, e->bias, C, ldc), beta = 1.0f;
         direct(ta, tb, M, N, K, e->alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
@@ -569,8 +576,13 @@ static void run_on(cpu_isa_t isa, int ta, int tb, int M, int N, int K, const flo
 
 void gemm_bf16_run_packed(cpu_isa_t isa, const packed_t *p, int M, int N, const epilogue_t *e, float *C, int ldc)
 {
-    if (isa == CPU_ISA_AMX) amx(p, M, N, e, C, ldc);
-    else avx512_bf16(p, M, N, e, C, ldc);
+    if (isa != CPU_ISA_AMX) {
+        avx512_bf16(p, M, N, e, C, ldc);
+        return;
+    }
+    /* the packed blocks: row block mb's k block kb at (mb * kbn + kb) * BLK_ELEMS */
+    const gemm_bf16_a_tiles_t a = {.a = p->a, .block = (size_t)p->kbn * BLK_ELEMS, .kstep = BLK_ELEMS, .stride = 64};
+    gemm_bf16_run_amx(&a, p, M, N, e, C, ldc);
 }
 
 void gemm_bf16_on(cpu_isa_t isa, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,

@@ -94,82 +94,12 @@ AVX512BF16 static void pack_b16_rows(int K, int N, const uint16_t *B, int ldb, c
 
 /* ---- AMX on A as stored ------------------------------------------------------------------ */
 
-/* gemm_bf16.c's AMX loop with A's tiles loaded straight from the row-major bf16 A (16 rows
- * of 32 k, its row stride apart): no pass packing it. Each output tile takes the same
- * tdpbf16ps of the same tiles in the same k order as there (its tiles are the packed
- * blocks' bytes), and the same write-back, so the same bits. For M a multiple of 16 and K
- * of 32 (whole tiles: nothing past A is read) and N up to AMX_ROWS_MAX_N; gemm_bf16_a16_on
- * packs A otherwise. */
-
-#define AMX __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,amx-tile,amx-bf16")))
-
-typedef struct {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tilecfg_t;
-
-/* gemm_bf16.c's write_back: C's rows x cols block at (m0, n0) from the sums acc */
-AVX512BF16 static void write_back(const float *acc, int ld, int m0, int n0, int rows, int cols,
-                                  const gemm_bf16_epilogue_t *e, float *C, int ldc)
-{
-    const __m512 a = _mm512_set1_ps(e->alpha), b = _mm512_set1_ps(e->beta);
-    for (int r = 0; r < rows; r++) {
-        float *c = C + (size_t)(m0 + r) * ldc + n0;
-        const float *s = acc + (size_t)r * ld;
-        for (int j = 0; j < cols; j += 16) {
-            __mmask16 m = cols - j >= 16 ? 0xffff : (__mmask16)((1u << (cols - j)) - 1);
-            __m512 v = _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, s + j));
-            if (e->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, e->bias + n0 + j));
-            else if (e->beta != 0.0f) v = _mm512_add_ps(v, _mm512_mul_ps(b, _mm512_maskz_loadu_ps(m, c + j)));
-            _mm512_mask_storeu_ps(c + j, m, v);
-        }
-    }
-}
-
-/* gemm_bf16.c's amx_block, A's row blocks mb and mb + 1 at a0 and a0 + 16 rows */
-AMX static inline void amx_block_rows(const uint16_t *a0, size_t lda, const gemm_bf16_packed_t *p, int nb, int two_m,
-                                      int two_n, float *acc, int ld)
-{
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-    const uint16_t *a1 = a0 + BLK * lda;
-    const uint16_t *b0 = p->b + (size_t)nb * p->kbn * BLK_ELEMS, *b1 = b0 + (size_t)p->kbn * BLK_ELEMS;
-    const size_t stride = lda * sizeof(uint16_t);
-    if (two_m && two_n)
-        for (int kb = 0; kb < p->kbn; kb++) {
-            const size_t o = (size_t)kb * BLK_ELEMS;
-            _tile_loadd(4, a0 + kb * KB, stride);
-            _tile_loadd(5, a1 + kb * KB, stride);
-            _tile_loadd(6, b0 + o, 64);
-            _tile_loadd(7, b1 + o, 64);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
-        }
-    else
-        for (int kb = 0; kb < p->kbn; kb++) {
-            const size_t o = (size_t)kb * BLK_ELEMS;
-            _tile_loadd(4, a0 + kb * KB, stride);
-            _tile_loadd(6, b0 + o, 64);
-            _tile_dpbf16ps(0, 4, 6);
-            if (two_n) {
-                _tile_loadd(7, b1 + o, 64);
-                _tile_dpbf16ps(1, 4, 7);
-            }
-            if (two_m) {
-                _tile_loadd(5, a1 + kb * KB, stride);
-                _tile_dpbf16ps(2, 5, 6);
-            }
-        }
-    _tile_stored(0, acc, ld * 4);
-    _tile_stored(1, acc + BLK, ld * 4);
-    _tile_stored(2, acc + BLK * ld, ld * 4);
-    _tile_stored(3, acc + BLK * ld + BLK, ld * 4);
-}
+/* gemm_bf16.c's AMX loop (gemm_bf16_run_amx) with A's tiles loaded straight from the
+ * row-major bf16 A (16 rows of 32 k, its row stride apart): no pass packing it. Each
+ * output tile takes the same tdpbf16ps of the same tiles in the same k order as on packed
+ * A (its tiles are the packed blocks' bytes), and the same write-back, so the same bits.
+ * For M a multiple of 16 and K of 32 (whole tiles: nothing past A is read) and N up to
+ * AMX_ROWS_MAX_N; gemm_bf16_a16_on packs A otherwise. */
 
 /* The widest product that loads A's tiles as stored: each A tile is loaded once per pair
  * of column blocks, and from rows a row stride apart (16 cache lines a tile) that costs
@@ -178,37 +108,6 @@ AMX static inline void amx_block_rows(const uint16_t *a0, size_t lda, const gemm
  * the float32 pack's time at N = 384 to 768 (K = 128, 3072), 1.09-1.15x at N = 2304 and
  * 3072 (K = 768), where the bf16 pack took 0.99-1.01x. */
 #define AMX_ROWS_MAX_N 1024
-
-/* NB_CHUNK of gemm_bf16.c: column blocks whose packed B one sweep keeps hot */
-#define NB_CHUNK 16
-
-AMX static void amx_rows(const uint16_t *A, int lda, const gemm_bf16_packed_t *p, int M, int N,
-                         const gemm_bf16_epilogue_t *e, float *C, int ldc)
-{
-    tilecfg_t cfg = {.palette = 1};
-    for (int t = 0; t < 8; t++) {
-        cfg.colsb[t] = 64;
-        cfg.rows[t] = 16;
-    }
-    _tile_loadconfig(&cfg);
-    float acc[2 * BLK * 2 * BLK] __attribute__((aligned(64)));
-    const int ld = 2 * BLK, direct = e->alpha == 1.0f && e->beta == 0.0f && !e->bias;
-    for (int nc = 0; nc < p->nbn; nc += NB_CHUNK)
-        for (int mb = 0; mb < p->mbn; mb += 2)
-            for (int nb = nc; nb < (p->nbn < nc + NB_CHUNK ? p->nbn : nc + NB_CHUNK); nb += 2) {
-                const int rows = M - mb * BLK < 2 * BLK ? M - mb * BLK : 2 * BLK;
-                const int cols = N - nb * BLK < 2 * BLK ? N - nb * BLK : 2 * BLK;
-                const uint16_t *a0 = A + (size_t)mb * BLK * lda;
-                float *c = C + (size_t)mb * BLK * ldc + (size_t)nb * BLK;
-                if (direct && rows == 2 * BLK && cols == 2 * BLK) {
-                    amx_block_rows(a0, (size_t)lda, p, nb, 1, 1, c, ldc);
-                    continue;
-                }
-                amx_block_rows(a0, (size_t)lda, p, nb, mb + 1 < p->mbn, nb + 1 < p->nbn, acc, ld);
-                write_back(acc, ld, mb * BLK, nb * BLK, rows, cols, e, C, ldc);
-            }
-    _tile_release();
-}
 
 /* ---- the products -------------------------------------------------------------------------- */
 
@@ -271,18 +170,7 @@ static void run16(cpu_isa_t isa, int which, int t, int M, int N, int K, float al
 {
     if (M <= 0 || N <= 0) return;
     if (isa > cpu_isa_available()) isa = cpu_isa_available();
-    if (bias && (K <= 0 || isa == CPU_ISA_PORTABLE)) {
-        for (int m = 0; m < M; m++) memcpy(C + (size_t)m * ldc, bias, (size_t)N * sizeof(float));
-        beta = 1.0f;
-    }
-    if (K <= 0) {
-        for (int m = 0; m < M; m++)
-            for (int n = 0; n < N; n++) {
-                float *c = C + (size_t)m * ldc + n;
-                *c = beta == 0.0f ? 0.0f : beta * *c;
-            }
-        return;
-    }
+    if (gemm_bf16_start(isa, M, N, K, bias, &beta, C, ldc)) return;
     if (isa == CPU_ISA_PORTABLE) {
         portable16(which, t, M, N, K, alpha, X, ldx, X16, ld16, beta, C, ldc);
         return;
@@ -298,7 +186,11 @@ static void run16(cpu_isa_t isa, int which, int t, int M, int N, int K, float al
     } else if (isa == CPU_ISA_AMX && M % BLK == 0 && K % KB == 0 && N <= AMX_ROWS_MAX_N) {
         if (gemm_bf16_pack_b(t, K, N, X, ldx, &p) == 0) {
             const gemm_bf16_epilogue_t e = {.alpha = alpha, .beta = bias ? 0.0f : beta, .bias = bias};
-            amx_rows(X16, ld16, &p, M, N, &e, C, ldc);
+            const gemm_bf16_a_tiles_t a = {.a = X16,
+                                           .block = (size_t)BLK * ld16,
+                                           .kstep = KB,
+                                           .stride = (size_t)ld16 * sizeof(uint16_t)};
+            gemm_bf16_run_amx(&a, &p, M, N, &e, C, ldc);
             return;
         }
         rc = -1;
@@ -308,10 +200,7 @@ static void run16(cpu_isa_t isa, int which, int t, int M, int N, int K, float al
         rc = p.a ? gemm_bf16_pack_b(t, K, N, X, ldx, &p) : -1;
     }
     if (rc != 0) {
-        if (bias) {
-            for (int m = 0; m < M; m++) memcpy(C + (size_t)m * ldc, bias, (size_t)N * sizeof(float));
-            beta = 1.0f;
-        }
+        if (bias) gemm_bf16_fill_bias(M, N, bias, C, ldc), beta = 1.0f;
         direct16(which, t, M, N, K, alpha, X, ldx, X16, ld16, beta, C, ldc);
         return;
     }

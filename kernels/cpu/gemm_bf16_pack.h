@@ -29,6 +29,13 @@ typedef struct {
     const float *bias;
 } gemm_bf16_epilogue_t;
 
+/* C's M rows (N columns) set to the bias: beta = 1 on them adds it, on the paths without
+ * an epilogue. */
+void gemm_bf16_fill_bias(int M, int N, const float *bias, float *C, int ldc);
+/* A product's first steps on path isa (the one it runs): with a bias and no products (K <=
+ * 0) or the portable path, C set to the bias and *beta 1; with no products, C = *beta *
+ * C (0 where *beta is 0), as a BLAS, and 1 returned: nothing left to do. 0 else. */
+int gemm_bf16_start(cpu_isa_t isa, int M, int N, int K, const float *bias, float *beta, float *C, int ldc);
 /* p's block counts for an (M, K) x (K, N) product */
 void gemm_bf16_blocks(int M, int N, int K, gemm_bf16_packed_t *p);
 /* This thread's scratch for packed A (which 0) or B (1), grown to bytes (64-byte aligned);
@@ -40,6 +47,21 @@ int gemm_bf16_pack_a(int ta, int M, int K, const float *A, int lda, gemm_bf16_pa
 /* p->b from float32 op(B) (K, N): the kept packing (gemm_bf16_keep_b) or this thread's
  * scratch; 0, or -1 (out of memory). The bf16 units' paths only. */
 int gemm_bf16_pack_b(int tb, int K, int N, const float *B, int ldb, gemm_bf16_packed_t *p);
+/* Where the AMX loop finds A's tiles (16 rows of 32 k): row block mb's k block kb at
+ * a + mb * block + kb * kstep, its rows stride bytes apart. Packed (p->a): block kbn *
+ * GEMM_BF16_BLK_ELEMS, kstep GEMM_BF16_BLK_ELEMS, stride 64. A row-major bf16 A as stored
+ * (M a multiple of 16, K of 32: no tile reads past it): block 16 * lda, kstep 32, stride
+ * 2 * lda. */
+typedef struct {
+    const uint16_t *a;
+    size_t block, kstep, stride;
+} gemm_bf16_a_tiles_t;
+
+/* C (M, N) on the AMX path (which the CPU must have) from A's tiles at a and p's packed B:
+ * for each output tile the same tdpbf16ps of the same tiles in the same k order and the
+ * same write-back wherever A's tiles lie, hence the same bits. */
+void gemm_bf16_run_amx(const gemm_bf16_a_tiles_t *a, const gemm_bf16_packed_t *p, int M, int N,
+                       const gemm_bf16_epilogue_t *e, float *C, int ldc);
 /* C (M, N) from the packed operands on path isa (AVX512-BF16 or AMX, which the CPU has). */
 void gemm_bf16_run_packed(cpu_isa_t isa, const gemm_bf16_packed_t *p, int M, int N, const gemm_bf16_epilogue_t *e,
                           float *C, int ldc);

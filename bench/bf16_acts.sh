@@ -8,25 +8,12 @@
 #   tokens/s;
 #   GPT-2 124M's width: 12 x 12 x 768, block 64, batch 4, STEPS2 (8), a vocabulary of 256
 #   bytes: tokens/s and peak RSS (the summary's peak_rss_mb).
-# The text and the specs are bf16_speed.sh's. Both settings compute the same bits
+# The text and the specs are bf16_speed.sh's (bench/lib.sh's gpt_text_bench and
+# gpt_text_spec). Both settings compute the same bits
 # (tests/unit/test_bf16_acts.c), so only time and memory differ.
 . bench/lib.sh
-RUNS=${RUNS:-5}
-STEPS=${STEPS:-80}
-STEPS2=${STEPS2:-8}
-export OMP_NUM_THREADS=1
-LIC=/usr/share/common-licenses
-mkdir -p "$TMP/text"
-cat "$LIC/GPL-3" "$LIC/GPL-2" "$LIC/Apache-2.0" >"$TMP/text/train.txt"
-head -c 4096 "$LIC/LGPL-2.1" >"$TMP/text/val.txt"
-spec() { # NAME L H E T B SUBSET
-    jq -n --arg data "$TMP/text" --argjson L "$2" --argjson H "$3" --argjson E "$4" --argjson T "$5" \
-        --argjson B "$6" --argjson n "$7" \
-        '{name: "bf16-acts", model: {gpt: {layers: $L, heads: $H, embd: $E, block_size: $T}}, precision: "bf16",
-          dataset: {format: "text", path: $data, train_subset: $n, test_subset: $B},
-          batch_size: $B, epochs: 1, threads: 1, device: "cpu", log_every: 0,
-          optimizer: {kind: "adamw", lr: 0.001, weight_decay: 0.1}}' >"$TMP/$1.json"
-}
+gpt_text_bench 5
+spec() { gpt_text_spec bf16-acts "$1" bf16 "$2" "$3" "$4" "$5" "$6" "$7"; } # NAME L H E T B SUBSET
 run() { # SPEC STEPS ACTS(0|1) I
     PACER_BF16_ACTS=$3 "$WORKER" --spec "$TMP/$1.json" --summary "$TMP/$1.$3.$4.json" --stop-after-steps "$2" \
         >/dev/null 2>&1 || { echo "pacer-worker ($1, PACER_BF16_ACTS=$3) failed"; exit 1; }

@@ -11,22 +11,8 @@
 # bench/gemm_bf16's products at a GPT's shapes against oneDNN's bf16 matmul (libdnnl-dev).
 # OPENBLAS_CORETYPE is left to OpenBLAS (its own choice on this CPU, printed).
 . bench/lib.sh
-RUNS=${RUNS:-3}
-STEPS=${STEPS:-80}
-STEPS2=${STEPS2:-8}
-export OMP_NUM_THREADS=1
-LIC=/usr/share/common-licenses
-mkdir -p "$TMP/text"
-cat "$LIC/GPL-3" "$LIC/GPL-2" "$LIC/Apache-2.0" >"$TMP/text/train.txt"
-head -c 4096 "$LIC/LGPL-2.1" >"$TMP/text/val.txt"
-spec() { # NAME PRECISION L H E T B SUBSET
-    jq -n --arg data "$TMP/text" --arg p "$2" --argjson L "$3" --argjson H "$4" --argjson E "$5" --argjson T "$6" \
-        --argjson B "$7" --argjson n "$8" \
-        '{name: "bf16-bench", model: {gpt: {layers: $L, heads: $H, embd: $E, block_size: $T}}, precision: $p,
-          dataset: {format: "text", path: $data, train_subset: $n, test_subset: $B},
-          batch_size: $B, epochs: 1, threads: 1, device: "cpu", log_every: 0,
-          optimizer: {kind: "adamw", lr: 0.001, weight_decay: 0.1}}' >"$TMP/$1.json"
-}
+gpt_text_bench 3
+spec() { gpt_text_spec bf16-bench "$@"; } # NAME PRECISION L H E T B SUBSET
 # pacer_run SPEC STEPS TAG I
 pacer_run() {
     "$WORKER" --spec "$TMP/$1.json" --summary "$TMP/$3.$4.json" --stop-after-steps "$2" >/dev/null 2>&1 ||

@@ -107,3 +107,28 @@ compress_mpirun() {
     ip netns exec "$(host_ns pc)" mpirun --allow-run-as-root -np 4 --hostfile "$TMP/hostfile" \
         "$B/pacer-worker" --spec "$spec" "$@" >"$log" 2>&1 9>&- || { tail -20 "$log" >&2; return 1; }
 }
+# gpt_text_bench RUNS-DEFAULT - the set-up of the built-in GPT's timings on text
+# (bf16_speed.sh, bf16_acts.sh): RUNS (the default given), STEPS (80) and STEPS2 (8), one
+# thread, and $TMP/text: the GNU licenses of Debian's base-files to train on, 4 KB of the
+# LGPL to validate on.
+gpt_text_bench() {
+    RUNS=${RUNS:-$1}
+    STEPS=${STEPS:-80}
+    STEPS2=${STEPS2:-8}
+    export OMP_NUM_THREADS=1
+    lic=/usr/share/common-licenses
+    mkdir -p "$TMP/text"
+    cat "$lic/GPL-3" "$lic/GPL-2" "$lic/Apache-2.0" >"$TMP/text/train.txt"
+    head -c 4096 "$lic/LGPL-2.1" >"$TMP/text/val.txt"
+}
+# gpt_text_spec JOB NAME PRECISION L H E T B SUBSET - $TMP/NAME.json: job JOB training the
+# built-in GPT (L blocks, H heads, E wide, block T) on gpt_text_bench's text at PRECISION,
+# batch B, SUBSET sequences, one thread, AdamW.
+gpt_text_spec() {
+    jq -n --arg name "$1" --arg data "$TMP/text" --arg p "$3" --argjson L "$4" --argjson H "$5" --argjson E "$6" \
+        --argjson T "$7" --argjson B "$8" --argjson n "$9" \
+        '{name: $name, model: {gpt: {layers: $L, heads: $H, embd: $E, block_size: $T}}, precision: $p,
+          dataset: {format: "text", path: $data, train_subset: $n, test_subset: $B},
+          batch_size: $B, epochs: 1, threads: 1, device: "cpu", log_every: 0,
+          optimizer: {kind: "adamw", lr: 0.001, weight_decay: 0.1}}' >"$TMP/$2.json"
+}

@@ -580,7 +580,9 @@ static const field_t FIELDS[] = {
      .doc = "Globs (fnmatch) over parameter names (the built-in GPT's nanoGPT names, an imported model's "
             "initializer names): the tensors they match take no weight update: no gradient computed, no "
             "optimizer update, no all-reduce traffic (\"Frozen tensors\" below). Each glob must match a "
-            "tensor. The summary has trainable_parameters and frozen_parameters."},
+            "tensor: checked at submission for a built-in model and an uploaded one whose names were "
+            "recorded (400 naming the glob), else at the worker's start (\"Which names are checked when\" "
+            "below). The summary has trainable_parameters and frozen_parameters."},
 
     {.path = "lora.rank", INT(lora.rank), BETWEEN(1, SPEC_LORA_MAX_RANK), .def_num = 8,
      .doc = "LoRA: the adapters' rank r (A is r x IN, B OUT x r). Only with lora.targets."},
@@ -593,7 +595,9 @@ static const field_t FIELDS[] = {
      .allowed_doc = "1 to 64 globs of 1 to 127 bytes",
      .doc = "LoRA (Hu et al., 2021): globs (fnmatch) over the weights of matrix products (the built-in GPT's "
             "nanoGPT names such as transformer.h.0.attn.c_attn.weight, an imported model's initializer names "
-            "of Gemm and MatMul weights); each must match one. Each matched product y = x W' gets an adapter, "
+            "of Gemm and MatMul weights); each must match one: checked at submission for a built-in model and "
+            "an uploaded one whose names were recorded (400 naming the glob), else at the worker's start "
+            "(\"Which names are checked when\" below). Each matched product y = x W' gets an adapter, "
             "y + (alpha / rank) B A dropout(x), A Kaiming-uniform from the seed as PEFT's, B zero; every other "
             "parameter is frozen (only the adapters are trained, all-reduced and counted in "
             "trainable_parameters). A product whose weight another layer reads too (a tied head) takes none."},

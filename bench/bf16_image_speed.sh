@@ -17,8 +17,11 @@ TORCH_FP32_ROWS=mobilenet_v2
 ROWS="ResNet-20|\"resnet20\"|cifar10|128|resnet20
 mobilenet_v2|{\"onnx\":\"$TMP/mobilenet_v2.onnx\"}|cifar10|32|tv:mobilenet_v2"
 vs_torch_row() {
-    goal="$goal $1 ${2}x wall, ${3}x CPU time ($(awk -v r="$2" -v c="$3" \
-        'BEGIN { print (r >= 1.5 && c >= 1.5 ? "met" : "missed") }')),"
+    case " $TORCH_FP32_ROWS " in
+        *" $1 "*) goal="$goal $1 ${2}x wall, ${3}x CPU time against PyTorch in fp32 (against autocast: not measurable)," ;;
+        *) goal="$goal $1 ${2}x wall, ${3}x CPU time ($(awk -v r="$2" -v c="$3" \
+            'BEGIN { print (r >= 1.5 && c >= 1.5 ? "met" : "missed") }'))," ;;
+    esac
 }
 vs_torch_run bf16_image_speed
 kern=$(jq -r '.kernels | to_entries | map("\(.key) \(.value)") | join(", ")' "$TMP/p1.1.json")

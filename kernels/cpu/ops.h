@@ -458,6 +458,9 @@ void causal_softmax_forward(size_t mats, int T, float scale, const float *inp, f
 /* The same by gcc's vectorisation of eight lanes, where causal_softmax_forward runs explicit
  * AVX2 on a CPU that has it: the same bits (test_gpt holds them equal). */
 void causal_softmax_forward_lanes(size_t mats, int T, float scale, const float *inp, float *out);
+/* Rows r0..r1 (0 <= r0 <= r1 <= T) of one (T, T) matrix (inp and out at its first row), with
+ * the bits causal_softmax_forward gives those rows: generation's new positions. */
+void causal_softmax_rows(int T, int r0, int r1, float scale, const float *inp, float *out);
 void causal_softmax_backward(size_t mats, int T, float scale, const float *out, const float *dout, float *dinp, int set);
 /* Layer normalisation (ONNX LayerNormalization, torch's nn.LayerNorm): each of rows rows of D
  * elements normalised by its mean and biased variance, times w, plus b (both (D)). The

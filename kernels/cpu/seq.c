@@ -93,18 +93,23 @@ static inline float causal_row_dot(int n, const float *y, const float *g)
     return dot;
 }
 
-__attribute__((target_clones("avx2", "default"))) void causal_softmax_forward_lanes(size_t mats, int T, float scale,
-                                                                                    const float *inp, float *out)
+/* rows r0..r1 of the mats' T-row stack, by the lanes; row r reads (r % T) + 1 positions */
+__attribute__((target_clones("avx2", "default"))) static void causal_lanes_rows(size_t r0, size_t r1, int T, float scale,
+                                                                                const float *inp, float *out)
 {
-    for (size_t m = 0; m < mats; m++) {
-        for (int i = 0; i < T; i++) {
-            const float *x = inp + (m * (size_t)T + (size_t)i) * (size_t)T;
-            float *y = out + (m * (size_t)T + (size_t)i) * (size_t)T;
-            /* only positions 0..i are read: the masked half is never computed */
-            causal_row_fwd(i + 1, scale, x, y);
-            for (int j = i + 1; j < T; j++) y[j] = 0.0f;
-        }
+    for (size_t r = r0; r < r1; r++) {
+        const int i = (int)(r % (size_t)T);
+        const float *x = inp + r * (size_t)T;
+        float *y = out + r * (size_t)T;
+        /* only positions 0..i are read: the masked half is never computed */
+        causal_row_fwd(i + 1, scale, x, y);
+        for (int j = i + 1; j < T; j++) y[j] = 0.0f;
     }
+}
+
+void causal_softmax_forward_lanes(size_t mats, int T, float scale, const float *inp, float *out)
+{
+    causal_lanes_rows(0, mats * (size_t)T, T, scale, inp, out);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -204,13 +209,12 @@ CAUSAL_AVX2 static inline void causal_row_scale(int n, int T, float sum, float *
     for (; j < T; j++) y[j] = j < n ? y[j] * (1.0f / sum) : 0.0f;
 }
 
-/* rows r0..r1 of the mats' T-row stack; row r reads (r % T) + 1 positions. In place (inp
- * == out) too: each pass reads a row's x before it writes that row's y. */
-CAUSAL_AVX2 static void causal_forward_avx2(size_t mats, int T, float scale, const float *inp, float *out)
+/* rows first..end of the mats' T-row stack; row r reads (r % T) + 1 positions. In place
+ * (inp == out) too: each pass reads a row's x before it writes that row's y. */
+CAUSAL_AVX2 static void causal_forward_avx2(size_t first, size_t end, int T, float scale, const float *inp, float *out)
 {
-    const size_t rows = mats * (size_t)T;
-    for (size_t r0 = 0; r0 < rows; r0 += CAUSAL_BLOCK) {
-        const int R = rows - r0 < CAUSAL_BLOCK ? (int)(rows - r0) : CAUSAL_BLOCK;
+    for (size_t r0 = first; r0 < end; r0 += CAUSAL_BLOCK) {
+        const int R = end - r0 < CAUSAL_BLOCK ? (int)(end - r0) : CAUSAL_BLOCK;
         float v[CAUSAL_BLOCK];
         for (int k = 0; k < R; k++) {
             const size_t r = r0 + (size_t)k;
@@ -228,15 +232,27 @@ CAUSAL_AVX2 static void causal_forward_avx2(size_t mats, int T, float scale, con
 }
 #endif
 
-void causal_softmax_forward(size_t mats, int T, float scale, const float *inp, float *out)
+void causal_softmax_rows(int T, int r0, int r1, float scale, const float *inp, float *out)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
     if (__builtin_cpu_supports("avx2")) {
-        causal_forward_avx2(mats, T, scale, inp, out);
+        causal_forward_avx2((size_t)r0, (size_t)r1, T, scale, inp, out);
         return;
     }
 #endif
-    causal_softmax_forward_lanes(mats, T, scale, inp, out);
+    causal_lanes_rows((size_t)r0, (size_t)r1, T, scale, inp, out);
+}
+
+void causal_softmax_forward(size_t mats, int T, float scale, const float *inp, float *out)
+{
+    /* the mats' rows as one stack: row r is row r % T of its matrix */
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx2")) {
+        causal_forward_avx2(0, mats * (size_t)T, T, scale, inp, out);
+        return;
+    }
+#endif
+    causal_lanes_rows(0, mats * (size_t)T, T, scale, inp, out);
 }
 
 __attribute__((target_clones("avx2", "default"))) void

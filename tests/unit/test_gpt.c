@@ -141,7 +141,9 @@ static void causal_long_case(int M, int T)
 
 /* causal_softmax_forward (explicit AVX2 where the CPU has it) against the lanes that gcc
  * vectorises, bit for bit: rows of every length mod 8, scores that overflow and underflow
- * the exponential, an infinity and a NaN. */
+ * the exponential, an infinity and a NaN. causal_softmax_rows (generation's new positions)
+ * gives the rows it is asked for with the same bits, in pieces of 1 to 5 rows, and
+ * writes no other row. */
 static void test_causal_softmax_lanes(void **state)
 {
     (void)state;
@@ -160,6 +162,14 @@ static void test_causal_softmax_lanes(void **state)
         causal_softmax_forward((size_t)M, T, 0.17677669529663687f, x, y1);
         causal_softmax_forward_lanes((size_t)M, T, 0.17677669529663687f, x, y2);
         assert_memory_equal(y1, y2, N * sizeof *y1);
+        const size_t last = (size_t)(M - 1) * T * T; /* the last matrix, row by row pieces */
+        for (size_t k = 0; k < N; k++) y2[k] = -1.0f;
+        for (int r0 = 0, piece = 1; r0 < T; r0 += piece, piece = piece % 5 + 1) {
+            const int r1 = r0 + piece < T ? r0 + piece : T;
+            causal_softmax_rows(T, r0, r1, 0.17677669529663687f, x + last, y2 + last);
+            assert_memory_equal(y1 + last, y2 + last, (size_t)r1 * T * sizeof *y1);
+            for (size_t k = last + (size_t)r1 * T; k < N; k++) assert_true(y2[k] == -1.0f);
+        }
         free(x), free(y1), free(y2);
     }
 }

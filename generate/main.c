@@ -169,23 +169,22 @@ static int resolve_checkpoint(const char *dir, const char *name, const char *whi
 }
 
 /* The built-in GPT of the job's spec, sized as the worker sized it. */
-static int create_gpt(const job_spec_t *spec, const tokenizer_t *tok, model_t **m, model_gpt_t *g, char *err,
-                      size_t errlen)
+static int create_gpt(const job_spec_t *spec, const tokenizer_t *tok, model_t **m, char *err, size_t errlen)
 {
     char why[1024];
-    *g = (model_gpt_t){.layers = spec->gpt.layers,
-                       .heads = spec->gpt.heads,
-                       .embd = spec->gpt.embd,
-                       .block = spec->gpt.block_size       ? spec->gpt.block_size
-                                : spec->dataset.block_size ? spec->dataset.block_size
-                                                           : 64,
-                       /* as the worker sized it: a token data set's vocab_size, else the tokenizer's */
-                       .vocab = spec->gpt.vocab_size       ? spec->gpt.vocab_size
-                                : spec->dataset.vocab_size ? spec->dataset.vocab_size
-                                                           : tokenizer_vocab_size(tok),
-                       .bias = spec->gpt.bias,
-                       .tie = spec->gpt.tie_embeddings};
-    if (model_create_gpt(spec->model, g, 1, m, why, sizeof why) != 0) {
+    const model_gpt_t g = {.layers = spec->gpt.layers,
+                           .heads = spec->gpt.heads,
+                           .embd = spec->gpt.embd,
+                           .block = spec->gpt.block_size       ? spec->gpt.block_size
+                                    : spec->dataset.block_size ? spec->dataset.block_size
+                                                               : 64,
+                           /* as the worker sized it: a token data set's vocab_size, else the tokenizer's */
+                           .vocab = spec->gpt.vocab_size       ? spec->gpt.vocab_size
+                                    : spec->dataset.vocab_size ? spec->dataset.vocab_size
+                                                               : tokenizer_vocab_size(tok),
+                           .bias = spec->gpt.bias,
+                           .tie = spec->gpt.tie_embeddings};
+    if (model_create_gpt(spec->model, &g, 1, m, why, sizeof why) != 0) {
         snprintf(err, errlen, "the job's model: %s", why);
         return 1;
     }
@@ -215,10 +214,9 @@ static int import_model(const job_spec_t *spec, model_t **m, char *err, size_t e
     return 0;
 }
 
-/* The model of the job's spec (g->layers 0 for an imported one), its weights from path, and
- * the tokenizer beside it. */
-static int load_model(const job_spec_t *spec, const char *path, model_t **m, model_gpt_t *g, tokenizer_t **tok,
-                      char *err, size_t errlen)
+/* The model of the job's spec (built-in or imported), its weights from path, and the
+ * tokenizer beside it. */
+static int load_model(const job_spec_t *spec, const char *path, model_t **m, tokenizer_t **tok, char *err, size_t errlen)
 {
     char why[1024];
     const int onnx = spec->model_onnx[0] != '\0';
@@ -231,12 +229,11 @@ static int load_model(const job_spec_t *spec, const char *path, model_t **m, mod
         snprintf(err, errlen, "the job's tokenizer: %s", why);
         return 1;
     }
-    *g = (model_gpt_t){0};
     if (onnx) {
         const int rc = import_model(spec, m, err, errlen);
         if (rc != 0) return rc;
     } else {
-        const int rc = create_gpt(spec, *tok, m, g, err, errlen);
+        const int rc = create_gpt(spec, *tok, m, err, errlen);
         if (rc != 0) return rc;
     }
     /* a lora job's checkpoint holds its graph with adapters: generation reads the merged
@@ -310,8 +307,8 @@ static double now_s(void)
 }
 
 /* The final line: the whole answer's text and counts. */
-static int summary(const tokenizer_t *tok, const stream_t *s, size_t prompt_tokens, size_t cut, double seconds,
-                   const char *ckpt)
+static int summary(const tokenizer_t *tok, const stream_t *s, const gen_state_t *gs, size_t prompt_tokens, size_t cut,
+                   double seconds, const char *ckpt)
 {
     char *text = NULL, err[256];
     size_t len = 0;
@@ -333,6 +330,10 @@ static int summary(const tokenizer_t *tok, const stream_t *s, size_t prompt_toke
         /* what the products ran on (kernels/cpu/matmul.h), as a job's summary says it */
         json_object_set_new(o, "precision", json_string(mm_precision_name(mm_precision())));
         json_object_set_new(o, "kernels", json_pack("{s:s}", "gemm", mm_kernel()));
+        /* each position computed once, or why each token recomputed the window */
+        const char *why = NULL;
+        json_object_set_new(o, "kv_cache", json_boolean(gen_cached(gs, &why)));
+        if (why) json_object_set_new(o, "kv_cache_off", json_string(why));
     }
     char *line = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(6)) : NULL;
     if (line) printf("%s\n", line);
@@ -345,8 +346,8 @@ static int summary(const tokenizer_t *tok, const stream_t *s, size_t prompt_toke
 }
 
 /* Encodes the prompt, generates and streams: the exit status. */
-static int generate(const gen_args_t *a, model_t *m, const model_gpt_t *g, const tokenizer_t *tok, const char *prompt,
-                    size_t plen, const char *ckpt)
+static int generate(const gen_args_t *a, model_t *m, const tokenizer_t *tok, const char *prompt, size_t plen,
+                    const char *ckpt)
 {
     char err[1024];
     uint32_t *ids = NULL;
@@ -362,15 +363,14 @@ static int generate(const gen_args_t *a, model_t *m, const model_gpt_t *g, const
     int rc = 1;
     if (n == 0) rc = fail(GENERATE_EXIT_BAD, "prompt: empty (at least one token is needed to start from)");
     else if (!s.ids || !out) rc = fail(1, "out of memory");
-    else if ((g->layers ? gen_open(m, g, &gs, err, sizeof err) : gen_open_graph(m, &gs, err, sizeof err)) != 0)
-        rc = fail(1, err);
+    else if (gen_open(m, &gs, err, sizeof err) != 0) rc = fail(1, err);
     else {
         const double t0 = now_s();
         gen_opts_t o = a->o;
         o.vocab_limit = tokenizer_vocab_size(tok); /* never an id the tokenizer cannot decode */
         const int k = gen_run(gs, ids, n, &o, on_token, &s, out, &cut, err, sizeof err);
         if (k < 0) rc = fail(1, err);
-        else rc = summary(tok, &s, n, cut, now_s() - t0, ckpt);
+        else rc = summary(tok, &s, gs, n, cut, now_s() - t0, ckpt);
     }
     gen_close(gs);
     free(out);
@@ -408,10 +408,9 @@ int main(int argc, char **argv)
     int rc = resolve_checkpoint(a.dir, spec->name, a.checkpoint, ckpt, sizeof ckpt, err, sizeof err);
     if (rc != 0) return fail(rc, err);
     model_t *m = NULL;
-    model_gpt_t g;
     tokenizer_t *tok = NULL;
-    rc = load_model(spec, ckpt, &m, &g, &tok, err, sizeof err);
-    if (rc == 0) rc = generate(&a, m, &g, tok, prompt, (size_t)plen, ckpt);
+    rc = load_model(spec, ckpt, &m, &tok, err, sizeof err);
+    if (rc == 0) rc = generate(&a, m, tok, prompt, (size_t)plen, ckpt);
     else fail(rc, err);
     model_free(m);
     tokenizer_free(tok);

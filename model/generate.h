@@ -1,25 +1,24 @@
-/* model/generate.h - text generation from a trained GPT (model/gpt.h): an incremental
- * forward pass with a key/value cache; from any other language-model graph, its own forward
- * over the window; and the sampling rule.
+/* model/generate.h - text generation from a trained language model, built-in (model/gpt.h)
+ * or imported alike: the model's own graph run position by position, and the sampling rule.
  *
- * The training graph computes a whole window of block positions per sample; generating
- * token by token through it would cost the whole window per token. gen_feed instead runs one
- * position against the keys and values of the earlier positions, kept per request (the
- * cache: layers x block x embd floats each for K and V), reading the same weights by their
- * nanoGPT names from the model's fused parameters. Its logits are the training graph's logits
- * at that position (tests/unit/test_generate.c compares them).
+ * A language model is a graph whose input is a window of T token ids (an embedding reads
+ * them) and whose output is per-position logits over its vocabulary (gen_graph_check).
+ * gen_feed runs each new position through the graph by model/decode.h's plan: every layer
+ * computes that position alone, and attention reads the keys and values of the earlier
+ * positions where the graph left them (its own k and v outputs are the cache). Its logits
+ * are the training graph's at that position (tests/unit/test_generate.c compares them). A
+ * graph the plan cannot run so (decode.h names the layer; gen_cached says which way a
+ * generator runs) recomputes the window with model_forward for each token instead, its ids
+ * at positions 0.. and id 0 past them (a causal model's logits at the last id do not read
+ * those): the same tokens, a window's forward per token.
  *
- * A window never holds more than block positions: once prompt and answer fill it, the next
- * token is computed from the last block tokens (the newest included) re-fed into an empty cache, which is
- * exactly nanoGPT's generate (idx[:, -block_size:] each step), so the tokens are the same as
- * recomputing the window; only then does a token cost a window.
+ * A window never holds more than T positions: once prompt and answer fill it, the next
+ * token is computed from the last T tokens (the newest included) re-fed from position 0,
+ * which is exactly nanoGPT's generate (idx[:, -block_size:] each step), so the tokens are
+ * the same as recomputing the window; only then does a token cost a window.
  *
- * Any other language model (gen_open_graph: an imported ONNX graph whose input is a window of
- * T token ids and whose output is per-position logits over its vocabulary) generates through
- * the model's own forward, model_forward, the graph the worker trains, with no cache: each
- * token recomputes the window, its ids at positions 0.. and id 0 past them (a causal model's
- * logits at the last id do not read those), cropped to the last T ids as above. The tokens
- * are nanoGPT's generate's from the same weights; a token costs a window's forward.
+ * The generator uses the model's activations: nothing else may run the model while it
+ * generates (between gen_run calls the model may train: each run starts a window).
  *
  * Sampling rule (gen_sample), deterministic for a seed:
  *   temperature 0: the id of the largest logit (the lowest id on ties): greedy decoding.
@@ -35,26 +34,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gpt.h"
 #include "model.h"
 #include "rng.h"
 
 #define GEN_MAX_TOKENS 1024       /* max_tokens of one request */
 #define GEN_MAX_TOP_K 1048576     /* GPT_MAX_VOCAB */
 #define GEN_MAX_TEMPERATURE 100.0 /* above it every distribution is flat to float precision */
-#define GEN_ROWS 64               /* positions of a prompt computed at once */
 
 typedef struct gen_state gen_state_t;
 
-/* A generator over m (a GPT of shape g, its parameters loaded; m must outlive it): its cache
- * and scratch. 0, or -1 with err naming the tensor that is missing or of the wrong size. */
-int gen_open(const model_t *m, const model_gpt_t *g, gen_state_t **out, char *err, size_t errlen);
 /* A generator over the language-model graph m (gen_graph_check; m must outlive it, and its
  * activations are the generator's while it lives). 0, or -1 with err. */
-int gen_open_graph(model_t *m, gen_state_t **out, char *err, size_t errlen);
-/* Whether m is a language model gen_open_graph can run: token ids (an embedding of the input)
+int gen_open(model_t *m, gen_state_t **out, char *err, size_t errlen);
+/* Whether m is a language model gen_open can run: token ids (an embedding of the input)
  * of T positions in, T positions of logits out. 0, or -1 with err saying what it takes. */
 int gen_graph_check(const model_t *m, char *err, size_t errlen);
+/* 1 where each position is computed once (the cache), 0 where each token recomputes the
+ * window; then *why (if not NULL) names the layer that cannot run by positions, or says
+ * the cache was turned off. */
+int gen_cached(const gen_state_t *s, const char **why);
+/* Turns the cache off (0: every token recomputes the window, as transformers' generate
+ * with use_cache=False) or back on where the graph can run by positions; the cache is
+ * emptied. */
+void gen_use_cache(gen_state_t *s, int on);
 void gen_close(gen_state_t *s);
 /* Empties the cache: the next token fed is at position 0. */
 void gen_reset(gen_state_t *s);
@@ -62,7 +64,7 @@ void gen_reset(gen_state_t *s);
 int gen_position(const gen_state_t *s);
 /* Runs token at the next position; *logits (vocab floats, the next token's scores) stay
  * valid until the next call. 0, or -1 with err: a token outside the vocabulary, or the
- * cache full (block positions). */
+ * window full (T positions). */
 int gen_feed(gen_state_t *s, uint32_t token, const float **logits, char *err, size_t errlen);
 
 /* The next token from logits (V of them) by the rule above; scratch holds V floats. */

@@ -14,11 +14,9 @@ struct evalsample {
     uint32_t *prompt, *out;
     size_t nprompt;
     gen_opts_t opts;
-    model_gpt_t g; /* the GPT's shape, for evalsample_rebind */
 };
 
-int evalsample_open(const job_spec_t *spec, tokenizer_t *tok, const model_t *m, const model_gpt_t *g,
-                    evalsample_t **out, char *err, size_t errlen)
+int evalsample_open(const job_spec_t *spec, tokenizer_t *tok, model_t *m, evalsample_t **out, char *err, size_t errlen)
 {
     char why[1024];
     *out = NULL;
@@ -36,7 +34,6 @@ int evalsample_open(const job_spec_t *spec, tokenizer_t *tok, const model_t *m, 
         return -1;
     }
     s->tok = tok;
-    s->g = *g;
     s->opts = (gen_opts_t){.max_tokens = spec->eval_sample_tokens,
                            .temperature = 0,
                            .top_k = 0,
@@ -49,7 +46,7 @@ int evalsample_open(const job_spec_t *spec, tokenizer_t *tok, const model_t *m, 
         snprintf(err, errlen, "eval_sample: the %s tokenizer reads no token in it", tokenizer_kind_name(tok));
     } else if (!(s->out = malloc((size_t)s->opts.max_tokens * sizeof *s->out))) {
         snprintf(err, errlen, "eval_sample: out of memory");
-    } else if (gen_open(m, g, &s->gen, why, sizeof why) != 0) {
+    } else if (gen_open(m, &s->gen, why, sizeof why) != 0) {
         snprintf(err, errlen, "eval_sample: %s", why);
     } else {
         *out = s;
@@ -59,11 +56,11 @@ int evalsample_open(const job_spec_t *spec, tokenizer_t *tok, const model_t *m, 
     return -1;
 }
 
-int evalsample_rebind(evalsample_t *s, const model_t *m, char *err, size_t errlen)
+int evalsample_rebind(evalsample_t *s, model_t *m, char *err, size_t errlen)
 {
     gen_close(s->gen);
     s->gen = NULL;
-    return gen_open(m, &s->g, &s->gen, err, errlen);
+    return gen_open(m, &s->gen, err, errlen);
 }
 
 void evalsample_free(evalsample_t *s)

@@ -256,7 +256,7 @@ int worker_apply_lora(worker_t *w, char *err, size_t errlen)
     model_free(w->model);
     w->model = m;
     if (!w->eval_sample) return 0;
-    /* the sample reads the weights by their names: merged ones, in a graph without adapters */
+    /* the sample runs the graph without adapters, on the merged weights (as exports do) */
     char why[512];
     if (model_lora_base(m, 1, 1, &w->lora_sample, err, errlen) != 0) return -1;
     if (evalsample_rebind(w->eval_sample, w->lora_sample, why, sizeof why) != 0)

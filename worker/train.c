@@ -389,8 +389,8 @@ static int setup_gpt(worker_t *w, const job_spec_t *spec, char *err, size_t errl
         tokenizer_free(tok);
         return -1;
     }
-    /* the generator reads the model's own parameters: allocated once here, never in a step */
-    return sample ? evalsample_open(spec, tok, w->model, &g, &w->eval_sample, err, errlen) : 0;
+    /* the generator runs the model's own graph: allocated once here, never in a step */
+    return sample ? evalsample_open(spec, tok, w->model, &w->eval_sample, err, errlen) : 0;
 }
 
 /* Where a job's decoded data sets are cached: the spec's dataset.cache_dir (a

@@ -34,7 +34,8 @@ P=/api/v1/jobs/$id/generate
 ok 200 "$ALICE" POST "$P" -H "$JSON" -d '{"prompt": "The GNU General ", "max_tokens": 12, "temperature": 0}'
 cp "$TMP/body" "$TMP/a.json"
 jq -e '(.text | type == "string") and .tokens == 12 and .prompt_tokens == 16 and .prompt_truncated == false and
-       .tokens_per_s > 0' "$TMP/a.json" >/dev/null || { cat "$TMP/a.json"; fail "the JSON answer lacks its fields"; }
+       .tokens_per_s > 0 and .kv_cache == true' "$TMP/a.json" >/dev/null ||
+    { cat "$TMP/a.json"; fail "the JSON answer lacks its fields"; }
 ok 200 "$PACER_TOKEN" POST "$P" -H "$JSON" -d '{"prompt": "The GNU General ", "max_tokens": 12, "temperature": 0}'
 [ "$(jq -r .text "$TMP/body")" = "$(jq -r .text "$TMP/a.json")" ] || fail "greedy answers differ: $(cat "$TMP/body")"
 printf 'The GNU General ' | "$GEN" --spec "$STATE/jobs/$id/spec.json" --checkpoint-dir "$STATE/jobs/$id/checkpoints" \

@@ -4,10 +4,11 @@
 # (PUT /api/v1/models/tiny-gpt), trained 2 epochs on 300 bytes of the GPL repeated, then
 # POST /api/v1/jobs/{id}/generate greedy (temperature 0) for 40 tokens from a 10-byte prompt
 # (past the 16-id window: cropped as nanoGPT's generate crops it). pacer-generate runs the
-# model's own graph over the window; PyTorch's greedy decoding of the job's trained weights
+# model's own graph; PyTorch's greedy decoding of the job's trained weights
 # (GET /api/v1/jobs/{id}/model.onnx loaded into the module) gives the same 40 ids, as server-
-# sent events' token frames carry them. A sampled answer (temperature 0.8, top_k 20, seed 5)
-# repeats for its seed. It used to be 409 imported-model, and a 500 before that.
+# sent events' token frames carry them. The graph ran by positions (its outputs at earlier
+# positions the cache: the answer's kv_cache). A sampled answer (temperature 0.8, top_k 20,
+# seed 5) repeats for its seed. It used to be 409 imported-model, and a 500 before that.
 . tests/integration/coordinator_lib.inc
 need_api_tools
 TEXT=/usr/share/common-licenses/GPL-3
@@ -47,6 +48,7 @@ sampled='{"prompt": "This License", "max_tokens": 20, "temperature": 0.8, "top_k
 ok 200 "$ADMIN" POST "$P" -H "$JSON" -d "$sampled"
 first=$(jq -r .text "$TMP/body")
 [ "$(jq -r .tokens "$TMP/body")" = 20 ] || fail "20 sampled tokens expected: $(cat "$TMP/body")"
+[ "$(jq -r .kv_cache "$TMP/body")" = true ] || fail "the imported GPT recomputed its window: $(cat "$TMP/body")"
 ok 200 "$ADMIN" POST "$P" -H "$JSON" -d "$sampled"
 [ "$(jq -r .text "$TMP/body")" = "$first" ] || fail "seed 5 sampled two texts"
 echo "ok: a sampled answer (temperature 0.8, top_k 20) repeats for its seed"

@@ -944,7 +944,9 @@ static int alloc_buffers(model_t *m)
         if (!(ptr)) return -1;                                        \
         memset((ptr), 0, bytes_ ? bytes_ : 4096);                     \
     } while (0)
-    /* the optimizer state: zero but not resident until written (zero_pages) */
+    /* the optimizer state and the activation arenas: zero but not resident until written
+     * (zero_pages): generation writes the outputs of the positions it reaches and never
+     * their gradients, and a training step writes both whole anyway */
 #define ALLOC_UNTOUCHED(ptr, n, huge)                                                       \
     do {                                                                                    \
         size_t bytes_ = ((n) * sizeof *(ptr) + 4095) & ~(size_t)4095;                       \
@@ -958,9 +960,9 @@ static int alloc_buffers(model_t *m)
     ALLOC_UNTOUCHED(m->grads, m->nparams + MODEL_GRAD_EXTRA, 0);
     ALLOC_UNTOUCHED(m->momentum, m->nparams, 1);
     ALLOC(m->buffers, m->nbuffers);
-    ALLOC_ARENA(m->acts, m->act_floats);
+    ALLOC_UNTOUCHED(m->acts, m->act_floats, 1);
     if (model_plan_dacts(m) != 0) return -1;
-    ALLOC_ARENA(m->dacts, m->plan->dact_floats);
+    ALLOC_UNTOUCHED(m->dacts, m->plan->dact_floats, 1);
     ALLOC(m->aux, m->aux_floats);
     ALLOC(m->argmax, m->argmax_ints);
     ALLOC(m->ws, m->ws_floats);

@@ -51,6 +51,7 @@ typedef struct {
     gen_opts_t o;
     long memory_mb, seconds;
     const char *precision; /* fp32 | bf16; NULL: the job's spec's */
+    int kv_cache;          /* --kv-cache on (1, the default) or off */
 } gen_args_t;
 
 /* {"error": msg} on stdout; returns code. */
@@ -71,7 +72,9 @@ static int usage(void)
             "usage: pacer-generate --spec SPEC --checkpoint-dir DIR [--checkpoint latest|best|FILE]\n"
             "       [--max-tokens 1..%d] [--temperature 0..%g] [--top-k 0..%d] [--seed S]\n"
             "       [--max-memory-mb M] [--max-seconds S] [--precision fp32|bf16] [--models-dir DIR]\n"
-            "       (the prompt on stdin, at most %d bytes; the precision defaults to the job's)\n",
+            "       [--kv-cache on|off]\n"
+            "       (the prompt on stdin, at most %d bytes; the precision defaults to the job's; with the\n"
+            "       key/value cache off each token recomputes the window: the same tokens, slower)\n",
             GEN_MAX_TOKENS, GEN_MAX_TEMPERATURE, GEN_MAX_TOP_K, GENERATE_MAX_PROMPT_BYTES);
     return GENERATE_EXIT_BAD;
 }
@@ -99,6 +102,12 @@ static int set_option(gen_args_t *a, const char *k, const char *v, char *err, si
             return -1;
         }
         a->precision = v;
+    } else if (strcmp(k, "--kv-cache") == 0) {
+        if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+            snprintf(err, errlen, "--kv-cache: %.32s is neither on nor off", v);
+            return -1;
+        }
+        a->kv_cache = strcmp(v, "on") == 0;
     } else {
         snprintf(err, errlen, "unknown option %s", k);
         return -1;
@@ -112,7 +121,8 @@ static int parse_args(int argc, char **argv, gen_args_t *a, char *err, size_t er
     *a = (gen_args_t){.checkpoint = "latest",
                       .o = {.max_tokens = 64, .temperature = 1.0, .top_k = 0, .seed = 0},
                       .memory_mb = 4096,
-                      .seconds = 120};
+                      .seconds = 120,
+                      .kv_cache = 1};
     for (int i = 1; i < argc; i += 2) {
         if (i + 1 >= argc) {
             snprintf(err, errlen, "%s: a value is missing", argv[i]);
@@ -365,6 +375,7 @@ static int generate(const gen_args_t *a, model_t *m, const tokenizer_t *tok, con
     else if (!s.ids || !out) rc = fail(1, "out of memory");
     else if (gen_open(m, &gs, err, sizeof err) != 0) rc = fail(1, err);
     else {
+        if (!a->kv_cache) gen_use_cache(gs, 0);
         const double t0 = now_s();
         gen_opts_t o = a->o;
         o.vocab_limit = tokenizer_vocab_size(tok); /* never an id the tokenizer cannot decode */

@@ -4,7 +4,9 @@
 # build/pacer-generate continues a 10-byte prompt greedily for 40 tokens (past the window
 # of 16, where the window is cropped and recomputed) and tests/tools/generate_torch.py
 # decodes greedily with torch in float64 from the checkpoint's weights (gpt_torch.py's
-# nanoGPT-style module): every token the same. Skips (77) without torch.
+# nanoGPT-style module): every token the same. The answer says the key/value cache ran;
+# with --kv-cache off (each token the window recomputed) the tokens are the same and the
+# answer says the cache was off. Skips (77) without torch.
 . tests/lib.sh
 TEXT=/usr/share/common-licenses/GPL-3
 [ -r "$TEXT" ] || skip "$TEXT (Debian's base-files) is not here"
@@ -23,6 +25,17 @@ $WORKER --spec "$TMP/job.json" >"$TMP/train.log" 2>&1 || { tail -20 "$TMP/train.
 head -c 10 "$TMP/text/train.txt" >"$TMP/prompt.txt"
 "$BUILD/pacer-generate" --spec "$TMP/job.json" --checkpoint-dir "$TMP/ck" --max-tokens 40 --temperature 0 \
     <"$TMP/prompt.txt" >"$TMP/pacer.jsonl" || { cat "$TMP/pacer.jsonl"; fail "pacer-generate failed"; }
+tail -1 "$TMP/pacer.jsonl" | jq -e '.kv_cache == true' >/dev/null ||
+    fail "no kv_cache in the answer: $(tail -1 "$TMP/pacer.jsonl")"
+"$BUILD/pacer-generate" --spec "$TMP/job.json" --checkpoint-dir "$TMP/ck" --max-tokens 40 --temperature 0 \
+    --kv-cache off <"$TMP/prompt.txt" >"$TMP/nocache.jsonl" || { cat "$TMP/nocache.jsonl"; fail "--kv-cache off failed"; }
+tail -1 "$TMP/nocache.jsonl" | jq -e '.kv_cache == false and (.kv_cache_off | test("turned off"))' >/dev/null ||
+    fail "--kv-cache off: $(tail -1 "$TMP/nocache.jsonl")"
+[ "$(tail -1 "$TMP/nocache.jsonl" | jq -r .text)" = "$(tail -1 "$TMP/pacer.jsonl" | jq -r .text)" ] ||
+    fail "the tokens without the cache differ: $(tail -1 "$TMP/nocache.jsonl" | jq -c .text)"
+"$BUILD/pacer-generate" --spec "$TMP/job.json" --checkpoint-dir "$TMP/ck" --kv-cache maybe </dev/null >"$TMP/bad.json"
+[ $? -eq 2 ] && grep -q "neither on nor off" "$TMP/bad.json" || fail "--kv-cache maybe: $(cat "$TMP/bad.json")"
+echo "ok: --kv-cache off (the window recomputed per token) gives the cached answer's tokens"
 # the tensor names in layout order: gpt_tool's listing for the same shape
 head -c 17 "$TEXT" | /usr/bin/python3 -c "import sys, numpy as np; np.array(list(sys.stdin.buffer.read()), dtype=np.int32).tofile('$TMP/names/ids.i32')"
 "$BUILD/tools/gpt_tool" 2 2 32 16 256 1 1 3 "$TMP/names" >/dev/null || fail "gpt_tool failed"

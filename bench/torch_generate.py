@@ -6,6 +6,11 @@ at once (the cache filled), then N tokens greedily, one position each against th
 Usage: /usr/bin/python3 bench/torch_generate.py L H E T P N
 Prints {"tokens_per_s", "first_token_s", "torch"} (tokens_per_s over the N tokens after the
 first, first_token_s the prompt's pass and the first token).
+
+Usage: /usr/bin/python3 bench/torch_generate.py --export OUT.onnx L H E T
+Writes the same module as torch.onnx writes it at opset 17 (do_constant_folding off: the
+weights keep their state_dict names), int64 ids (N, T) in, logits (N, T, 256) out: the
+imported language model the bench generates from.
 """
 import json
 import math
@@ -44,7 +49,18 @@ def forward(net, ids, pos0, cache):
     return net.lm_head(tr.ln_f(x[:, -1]))
 
 
+def export(path, L, H, E, T):
+    torch.manual_seed(0)
+    net = GPT(L, H, E, T, 256, True, True).eval()
+    torch.onnx.export(net, (torch.zeros(1, T, dtype=torch.long),), path, opset_version=17,
+                      do_constant_folding=False, input_names=["idx"], output_names=["logits"],
+                      dynamic_axes={"idx": {0: "N"}, "logits": {0: "N"}})
+    return 0
+
+
 def main(argv):
+    if argv[1] == "--export":
+        return export(argv[2], *map(int, argv[3:7]))
     L, H, E, T, P, N = map(int, argv[1:7])
     torch.set_num_threads(1)
     torch.manual_seed(0)

@@ -84,7 +84,7 @@ FUZZ_CFLAGS_sim_sched_exp := -Isim
 # kernels, which clang does not compile (pool.c's gcc vector builtins): those are built
 # with $(CC) and no sanitizer (FUZZ_GCC_OBJ), so ASan checks the importer and model/, and a
 # kernel overrunning a buffer the importer sized shows only when it crashes.
-FUZZ_SRC_onnx       := $(wildcard model/onnx/*.c) model/onnx_export.c common/fs.c model/model.c model/plan.c model/shape.c model/model_buffers.c model/op_table.c common/rng.c common/catalog.c common/dataroot.c common/errmsg.c common/sha256.c $(ONNX_PB).c
+FUZZ_SRC_onnx       := $(wildcard model/onnx/*.c) model/onnx_export.c common/fs.c model/model.c model/plan.c model/shape.c model/model_buffers.c model/op_table.c model/decode.c model/generate.c common/rng.c common/catalog.c common/dataroot.c common/errmsg.c common/sha256.c $(ONNX_PB).c
 FUZZ_GCC_OBJ_onnx   := $(patsubst %.c,$(BUILD)/fuzz/gccobj/%.o,$(KERNELS_SRC))
 FUZZ_LIBS_onnx      := $(BLAS_LIBS) $(ONNX_LIBS)
 # pacer-worker --onnx-case's readers (tensor files, a case's model): the importer's build.

@@ -12,7 +12,11 @@
  * layers, its logits layer is (classes, 1, 1) (a language model's: (T, classes), a label per
  * position), and an evaluation and a training step over
  * one zero image run inside its buffers (AddressSanitizer checks every geometry the
- * importer accepted against what the kernels touch). The accepted model then exports
+ * importer accepted against what the kernels touch). An accepted language model
+ * (gen_graph_check) also generates greedily past its window, by positions where
+ * model/decode.h plans it and with the cache off, inside its buffers (the seed gpt-tiny.onnx
+ * is a nanoGPT-style module of 1 block, width 4, window 4, 8 ids, its names shortened to
+ * fit the input bound). The accepted model then exports
  * (onnx_export_buffer, model/onnx_export.c) into a file that imports again as a model of
  * the same parameter and buffer counts.
  */
@@ -21,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "generate.h"
 #include "onnx_export.h"
 #include "onnx_import.h"
 
@@ -28,6 +33,29 @@
 #define RUN_MAX_FLOATS ((size_t)1 << 22)
 /* The importer's memory bound here: a model's decoding and buffers at batch 1. */
 #define FUZZ_MEMORY_BOUND ((size_t)256 << 20)
+
+/* Greedy generation of 2 T + 1 tokens from a prompt of T + 1 ids (one cut), the cache on
+ * and off: each a run of the window's positions and its re-feeds. */
+static void generate_twice(model_t *m)
+{
+    gen_state_t *s = NULL;
+    char err[256];
+    if (gen_graph_check(m, err, sizeof err) != 0) return;
+    if (gen_open(m, &s, err, sizeof err) != 0) abort();
+    const int T = m->C, n = 2 * T + 1 < GEN_MAX_TOKENS ? 2 * T + 1 : GEN_MAX_TOKENS;
+    uint32_t *prompt = calloc((size_t)T + 1, sizeof *prompt), *out = calloc((size_t)n, sizeof *out);
+    if (!prompt || !out) abort();
+    for (int i = 0; i <= T; i++) prompt[i] = (uint32_t)(i % m->num_classes);
+    const gen_opts_t o = {.max_tokens = n};
+    size_t cut;
+    for (int on = 1; on >= 0; on--) {
+        gen_use_cache(s, on);
+        if (gen_run(s, prompt, (size_t)T + 1, &o, NULL, NULL, out, &cut, err, sizeof err) != n || cut != 1) abort();
+    }
+    free(prompt);
+    free(out);
+    gen_close(s);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -58,6 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         model_backward(m, x, y, 1, 1.0f);
         free(x);
         free(y);
+        generate_twice(m);
     }
     uint8_t *out = NULL;
     size_t outlen = 0;

@@ -224,7 +224,12 @@ static int plan_layer(const model_t *m, int i, decode_layer_t *L, int *cache, ch
     if ((model_layer_plan(m, l->in)->act_bf16 || (two && model_layer_plan(m, l->in2)->act_bf16)) &&
         l->kind != LAYER_LINEAR)
         return refuse(m, i, "reads an output stored in bf16", why, len);
-    return plan_reader(m, i, L, cache, why, len);
+    if (plan_reader(m, i, L, cache, why, len) != 0) return -1;
+    /* the rows and columns decode_rows computes are window positions: an axis of another
+     * size (a graph that only looks like it) is refused, not indexed past */
+    if ((d->pos >= 0 && l->shape.dims[d->pos] != m->C) || (d->key >= 0 && l->shape.dims[d->key] != m->C))
+        return refuse(m, i, "has an axis of positions that is not the window's length", why, len);
+    return 0;
 }
 
 int decode_plan(const model_t *m, decode_plan_t **out, char *why, size_t len)

@@ -1,5 +1,5 @@
 /* kernels/cpu/gemv.h - one row through a linear layer: out (OUT) = W (OUT, IN) x in + bias.
- * Generation (model/generate.c) runs each new token as one row: a matrix-vector product per
+ * Generation (model/decode.c) runs each new token as one row: a matrix-vector product per
  * weight, bound by reading the weights from memory (43 MB a token for a 6 x 384 GPT).
  *
  * Which kernel: OpenBLAS's sgemv where OpenBLAS runs AVX2 or wider kernels (blas_core_avx2:
@@ -38,7 +38,7 @@ static inline __attribute__((always_inline)) float gemv_tail_dot(int from, int n
 
 /* a . b over n floats as the own kernel sums one row: lane j the terms j, j + 16, ... in
  * order, the lanes by halving, then the n % GEMV_LANES last terms in order. Inlined, so
- * that a caller's target_clones vectorise it for their ISA (generate.c's attention too). */
+ * that a caller's target_clones vectorise it for their ISA. */
 static inline __attribute__((always_inline)) float gemv_dot(int n, const float *restrict a, const float *restrict b)
 {
     const int body = n - n % GEMV_LANES;

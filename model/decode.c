@@ -48,23 +48,13 @@ static int refuse(const model_t *m, int i, const char *what, char *why, size_t l
     return -1;
 }
 
-static int unary_of(layer_kind_t k)
+/* The kind's function of one input (model_unary_of) where it takes at most one parameter,
+ * unary_forward's; -1 else (Clip's and HardSigmoid's two are not run by positions) */
+static int unary_of(const layer_t *l)
 {
-    switch (k) {
-    case LAYER_EXP: return UNARY_EXP;
-    case LAYER_NEG: return UNARY_NEG;
-    case LAYER_SQRT: return UNARY_SQRT;
-    case LAYER_RECIPROCAL: return UNARY_RECIPROCAL;
-    case LAYER_ABS: return UNARY_ABS;
-    case LAYER_POW: return UNARY_POW;
-    case LAYER_ERF: return UNARY_ERF;
-    case LAYER_GELU: return UNARY_GELU;
-    case LAYER_RELU: return UNARY_RELU;
-    case LAYER_LEAKY_RELU: return UNARY_LEAKY_RELU;
-    case LAYER_SIGMOID: return UNARY_SIGMOID;
-    case LAYER_TANH: return UNARY_TANH;
-    default: return -1;
-    }
+    float a, b;
+    const unary_op_t op = model_unary_of(l, &a, &b);
+    return op == UNARY_OP_COUNT || op == UNARY_CLIP || op == UNARY_HARDSIGMOID ? -1 : (int)op;
 }
 
 static int binary_of(layer_kind_t k)
@@ -155,9 +145,9 @@ static int plan_reader(const model_t *m, int i, decode_layer_t *L, int *cache, c
     const int R = l->shape.rank;
     d->pos = a->pos;
     d->key = a->key;
-    if (unary_of(l->kind) >= 0) {
+    if (unary_of(l) >= 0) {
         d->step = STEP_UNARY;
-        d->op = unary_of(l->kind);
+        d->op = unary_of(l);
     } else if (binary_of(l->kind) >= 0) {
         d->step = STEP_BINARY;
         d->op = binary_of(l->kind);
@@ -200,7 +190,7 @@ static int plan_reader(const model_t *m, int i, decode_layer_t *L, int *cache, c
         d->step = STEP_CAUSAL;
         break;
     default:
-        if (unary_of(l->kind) < 0) return refuse(m, i, "cannot run by positions", why, len);
+        if (unary_of(l) < 0) return refuse(m, i, "cannot run by positions", why, len);
     }
     return 0;
 }

@@ -241,6 +241,33 @@ typedef struct {
     size_t aux_off;
 } layer_t;
 
+/* The function of one input a layer's kind computes (scalar_fn.h's table: the CPU's
+ * generation and the CUDA backend run it) and its parameters a and b, or UNARY_OP_COUNT
+ * for a kind that is none. */
+static inline unary_op_t model_unary_of(const layer_t *l, float *a, float *b)
+{
+    *a = l->alpha;
+    *b = 0.0f;
+    switch (l->kind) {
+    case LAYER_RELU: return UNARY_RELU;
+    case LAYER_LEAKY_RELU: return UNARY_LEAKY_RELU;
+    case LAYER_SIGMOID: return UNARY_SIGMOID;
+    case LAYER_TANH: return UNARY_TANH;
+    case LAYER_CLIP: *a = l->lo, *b = l->hi; return UNARY_CLIP;
+    case LAYER_HARDSIGMOID: *b = l->beta; return UNARY_HARDSIGMOID;
+    case LAYER_HARDSWISH: return UNARY_HARDSWISH;
+    case LAYER_EXP: return UNARY_EXP;
+    case LAYER_NEG: return UNARY_NEG;
+    case LAYER_SQRT: return UNARY_SQRT;
+    case LAYER_RECIPROCAL: return UNARY_RECIPROCAL;
+    case LAYER_ABS: return UNARY_ABS;
+    case LAYER_POW: return UNARY_POW;
+    case LAYER_ERF: return UNARY_ERF;
+    case LAYER_GELU: return UNARY_GELU;
+    default: return UNARY_OP_COUNT;
+    }
+}
+
 /* How a model's layers run (model/plan.h) */
 typedef struct model_plan model_plan_t;
 

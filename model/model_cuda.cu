@@ -744,43 +744,20 @@ static int mul_bwd(cuda_model_t *cm, int i, int B)
                              dout_of(cm, i), dinput_of(cm, l->in), dinput_of(cm, l->in2));
 }
 
-/* The functions of one input: the kind's entry of scalar_fn.h's table and its parameters,
- * all through cuda_unary_forward / cuda_unary_backward. */
-static unary_op_t unary_of(const layer_t *l, float *a, float *b)
-{
-    *a = l->alpha;
-    *b = 0.0f;
-    switch (l->kind) {
-    case LAYER_RELU: return UNARY_RELU;
-    case LAYER_LEAKY_RELU: return UNARY_LEAKY_RELU;
-    case LAYER_SIGMOID: return UNARY_SIGMOID;
-    case LAYER_TANH: return UNARY_TANH;
-    case LAYER_CLIP: *a = l->lo, *b = l->hi; return UNARY_CLIP;
-    case LAYER_HARDSIGMOID: *b = l->beta; return UNARY_HARDSIGMOID;
-    case LAYER_HARDSWISH: return UNARY_HARDSWISH;
-    case LAYER_EXP: return UNARY_EXP;
-    case LAYER_NEG: return UNARY_NEG;
-    case LAYER_SQRT: return UNARY_SQRT;
-    case LAYER_RECIPROCAL: return UNARY_RECIPROCAL;
-    case LAYER_ABS: return UNARY_ABS;
-    case LAYER_POW: return UNARY_POW;
-    case LAYER_ERF: return UNARY_ERF;
-    case LAYER_GELU: return UNARY_GELU;
-    default: return UNARY_OP_COUNT; /* refused by cuda_unary_forward */
-    }
-}
+/* The functions of one input (model.h's model_unary_of), all through cuda_unary_forward /
+ * cuda_unary_backward, which refuse UNARY_OP_COUNT. */
 static int unary_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
     float a, b;
-    const unary_op_t op = unary_of(l, &a, &b);
+    const unary_op_t op = model_unary_of(l, &a, &b);
     return cuda_unary_forward(cm->ctx, op, a, b, out_count(l, B), layer_input(cm, l->in), out_of(cm, i));
 }
 static int unary_bwd(cuda_model_t *cm, int i, int B)
 {
     const layer_t *l = layer_of(cm, i);
     float a, b;
-    const unary_op_t op = unary_of(l, &a, &b);
+    const unary_op_t op = model_unary_of(l, &a, &b);
     return cuda_unary_backward(cm->ctx, op, a, b, out_count(l, B), layer_input(cm, l->in), out_of(cm, i),
                                dout_of(cm, i), dinput_of(cm, l->in));
 }

@@ -384,7 +384,7 @@ static const field_t FIELDS[] = {
             "parameter-server family: updates), so time to accuracy is measured finer than an epoch; "
             "0 = at epoch ends only."},
     {.path = "eval_sample", STR(eval_sample), .def_str = "", .check = check_eval_sample, .resume_free = 1,
-     .default_doc = "none", .allowed_doc = "1 to 255 bytes of text (no control characters but tab and newline); the built-in GPT on text or tokens only",
+     .default_doc = "none", .allowed_doc = "1 to 255 bytes of text (no control characters but tab and newline); a language model (the built-in GPT or an imported one) on text or tokens only",
      .doc = "A prompt the model continues at each evaluation: rank 0 decodes eval_sample_tokens greedily from it "
             "with the weights just evaluated (as `pacer-generate --temperature 0` from that checkpoint) and the "
             "text goes with the evaluation's record (`eval_sample` in the metrics and the history's `accuracy` "

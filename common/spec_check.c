@@ -396,10 +396,12 @@ int spec_cross_check(errbuf_t *e, const job_spec_t *s)
     if (cross_check_catalog(e, s) < 0) return -1;
     if (cross_check_gpt(e, s) < 0) return -1;
     if (cross_check_lora(e, s) < 0) return -1;
-    if (s->eval_sample[0] && (!spec_model_is_gpt(s) || !spec_dataset_is_text(s)))
+    /* a model on text reads token ids (the worker's check): the built-in GPT, or an imported
+     * language model, which the worker's generator takes (or refuses by name) at start */
+    if (s->eval_sample[0] && ((!spec_model_is_gpt(s) && !s->model_onnx[0]) || !spec_dataset_is_text(s)))
         return spec_fail(e,
-                         "eval_sample: only for the built-in GPT (\"model\": {\"gpt\": {...}}) on dataset.format text or "
-                         "tokens, not model %s on %s",
+                         "eval_sample: only for a language model (the built-in GPT, or an ONNX model that reads "
+                         "token ids) on dataset.format text or tokens, not model %s on %s",
                          s->model, spec_dataset_format(s));
 
     if (strcmp(alg, "sgd") == 0 && s->workers != 1)

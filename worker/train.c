@@ -393,6 +393,18 @@ static int setup_gpt(worker_t *w, const job_spec_t *spec, char *err, size_t errl
     return sample ? evalsample_open(spec, tok, w->model, &w->eval_sample, err, errlen) : 0;
 }
 
+/* An imported language model on a text data set: its windows are the model's input length;
+ * its eval_sample runs the graph as the built-in GPT's does (the generator refuses, by
+ * name, a graph that gives no logits per position). */
+static int setup_imported_lm(worker_t *w, const job_spec_t *spec, char *err, size_t errlen)
+{
+    const int sample = spec->eval_sample[0] && w->rank == 0 && !sim_skip_compute(w);
+    tokenizer_t *tok = NULL;
+    const int rc = load_text(w, spec, w->model->C, sample ? &tok : NULL, err, errlen);
+    if (rc != DATA_OK) return rc;
+    return sample ? evalsample_open(spec, tok, w->model, &w->eval_sample, err, errlen) : 0;
+}
+
 /* Where a job's decoded data sets are cached: the spec's dataset.cache_dir (a
  * coordinator's --data-cache-dir), else the user's cache directory. */
 static void data_cache_dir(const job_spec_t *spec, char *dir, size_t len)
@@ -563,7 +575,7 @@ int worker_setup_world(worker_t *w, const job_spec_t *spec, int rank, int world,
     if (onnx) rc = check_token_input(w->model, spec, err, errlen);
     if (rc != 0) return rc;
     if (gpt) rc = setup_gpt(w, spec, err, errlen);
-    else if (onnx && spec_dataset_is_text(spec)) rc = load_text(w, spec, w->model->C, NULL, err, errlen);
+    else if (onnx && spec_dataset_is_text(spec)) rc = setup_imported_lm(w, spec, err, errlen);
     else rc = load_data(w, spec, &shape, err, errlen);
     if (rc != 0) return rc;
     if (!onnx && !gpt &&

@@ -3,6 +3,8 @@
 # prompt greedily for 20 tokens (past the window of 16: the crop) and the text goes with
 # the epoch's metrics record. Each epoch's text is pacer-generate's greedy answer from that
 # epoch's checkpoint, character for character, and 20 characters long (one token each).
+# The same for an imported language model: that GPT exported by pacer-worker --export-onnx
+# and trained an epoch as "model": {"onnx": PATH} with the same prompt.
 # Refused by name: eval_sample on an image model, too long, a control byte,
 # eval_sample_tokens out of range, and a prompt the chars tokenizer has no ids for.
 . tests/lib.sh
@@ -44,13 +46,36 @@ done <"$TMP/samples.jsonl"
 [ "$(sed -n 1p "$TMP/samples.jsonl" | jq -r .eval_sample)" != "$(sed -n 2p "$TMP/samples.jsonl" | jq -r .eval_sample)" ] ||
     echo "note: both epochs wrote the same text"
 
+# an imported language model: the GPT's graph as ONNX, trained one epoch more from its
+# initializers, samples what pacer-generate answers from its checkpoint
+jq '.epochs = 1 | del(.checkpoint)' "$TMP/job.json" >"$TMP/export.json"
+$WORKER --spec "$TMP/export.json" --export-onnx "$TMP/g.onnx" >"$TMP/export.log" 2>&1 ||
+    { tail -5 "$TMP/export.log"; fail "exporting the GPT failed"; }
+jq --arg m "$TMP/g.onnx" --arg dir "$TMP/ick" '.name = "i" | .model = {onnx: $m} | .epochs = 1 |
+    .checkpoint = {every_steps: 64, keep_last: 1, dir: $dir}' "$TMP/job.json" >"$TMP/imported.json"
+$WORKER --spec "$TMP/imported.json" --metrics "$TMP/im.jsonl" >"$TMP/itrain.log" 2>&1 ||
+    { tail -20 "$TMP/itrain.log"; fail "training the imported GPT with eval_sample failed"; }
+rec=$(jq -c 'select(.kind == "epoch" and .rank == 0)' "$TMP/im.jsonl" | tail -1)
+got=$(echo "$rec" | jq -r .eval_sample)
+s=$(echo "$rec" | jq .step)
+ck=$(cd "$TMP/ick" && ls | grep "^i\.step$s-" | head -1)
+[ -n "$ck" ] || fail "the imported job: no checkpoint of step $s in $(ls "$TMP/ick")"
+printf '%s' "$PROMPT" | "$BUILD/pacer-generate" --spec "$TMP/imported.json" --checkpoint-dir "$TMP/ick" \
+    --checkpoint "$ck" --max-tokens 20 --temperature 0 >"$TMP/igen.jsonl" ||
+    { cat "$TMP/igen.jsonl"; fail "pacer-generate from the imported $ck failed"; }
+want=$(tail -1 "$TMP/igen.jsonl" | jq -r .text)
+[ "$(echo "$rec" | jq '.eval_sample | length')" = 20 ] || fail "the imported sample is not 20 characters: $rec"
+[ "$got" = "$want" ] || fail "the imported GPT: eval_sample '$got', pacer-generate from $ck '$want'"
+tail -1 "$TMP/igen.jsonl" | jq -e '.kv_cache == true' >/dev/null || fail "the imported GPT ran without the cache"
+echo "ok: the imported GPT's sample is pacer-generate's greedy answer from $ck: $(echo "$rec" | jq -c .eval_sample)"
+
 refused() { # WHAT PATTERN SPEC_FILE - pacer-worker refuses the spec with PATTERN on stderr
     $WORKER --spec "$3" >"$TMP/bad.log" 2>&1 && fail "$1: accepted"
     grep -q "$2" "$TMP/bad.log" || { tail -5 "$TMP/bad.log"; fail "$1: refused without naming '$2'"; }
     echo "ok: $1 refused: $(grep -m1 "$2" "$TMP/bad.log")"
 }
 jq '.model = "mlp" | .dataset = {name: "fashion-mnist"}' "$TMP/job.json" >"$TMP/bad.json"
-refused "eval_sample on an image model" "eval_sample: only for the built-in GPT" "$TMP/bad.json"
+refused "eval_sample on an image model" "eval_sample: only for a language model" "$TMP/bad.json"
 spec "\"$(head -c 300 /dev/zero | tr '\0' a)\"" 20 >"$TMP/bad.json"
 refused "a 300-byte eval_sample" "eval_sample: too long" "$TMP/bad.json"
 spec '"a\u0007b"' 20 >"$TMP/bad.json"

@@ -249,8 +249,8 @@ static int check_user_dataset(coordinator_t *c, admission_t *a, char *err, size_
  * PEFT's get_peft_model refuses a target module it does not find. The names are those
  * the coordinator knows (common/param_names.h): a built-in's, or an uploaded model's as
  * its validator listed them (modelstore.h; the daemon's only). A model whose names are
- * not known (one imported by path, one uploaded before its names were recorded) is left
- * to the worker. */
+ * not known (one uploaded before its names were recorded, until the daemon's next start
+ * lists them) is left to the worker. */
 static int check_param_globs(coordinator_t *c, admission_t *a, char *err, size_t errlen)
 {
     const job_spec_t *s = a->spec;

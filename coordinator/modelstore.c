@@ -335,6 +335,33 @@ static void sweep(const coordinator_t *c, const catalog_model_t *entries, int k)
     closedir(d);
 }
 
+static int check_file(coordinator_t *c, const char *file, const char *name, catalog_model_t *m, param_names_t *names,
+                      char *err, size_t errlen);
+
+/* An upload from before its parameter names were kept: validated again (pacer-worker
+ * --check-onnx, as an upload is) for its names, written beside it so that admission checks
+ * freeze and lora.targets against them from now on; once, at the first start that finds
+ * it without them (a model whose names exceed their bounds gets an empty list, which
+ * admission reads as not known, as at upload). */
+static void backfill_names(coordinator_t *c, const catalog_model_t *e, const char *file)
+{
+    char path[PATH_MAX + 128], err[512];
+    names_path(c, e->sha256, path, sizeof path);
+    if (access(path, F_OK) == 0) return;
+    catalog_model_t m;
+    param_names_t names;
+    memset(&names, 0, sizeof names);
+    if (check_file(c, file, e->name, &m, &names, err, sizeof err) != COORD_OK) {
+        clog_printf("models: %s: its parameter names could not be listed (%s); freeze and lora.targets are left "
+                    "to the worker",
+                    e->name, err);
+        return;
+    }
+    if (names_write(c, e->sha256, &names) == 0)
+        clog_printf("models: %s: its %zu parameter names recorded (uploaded before they were kept)", e->name, names.n);
+    param_names_free(&names);
+}
+
 void modelstore_start(coordinator_t *c)
 {
     char path[PATH_MAX + 32];
@@ -372,6 +399,7 @@ void modelstore_start(coordinator_t *c)
             continue;
         }
         added++;
+        backfill_names(c, &entries[i], file);
         /* The bytes for ranks without this state directory, unless Redis has them. */
         if (!c->conn->rc) continue;
         char *data = NULL;

@@ -187,7 +187,8 @@ echo "ok: job $id trained the uploaded model: $(grep -m1 '^training' "$STATE/job
 # matches none is 400 naming the field, the glob and the model, for an upload and a
 # built-in alike; globs that match are accepted (the job is then cancelled: its training
 # is freeze.sh's and lora.sh's). Without kept names (an upload from before they were
-# recorded) the check is left to the worker: accepted.
+# recorded) the check is left to the worker: accepted; the coordinator's next start lists
+# them (below, at the restart).
 NAMES="$STATE/models/$SHA.params.json"
 [ -s "$NAMES" ] || fail "no parameter names kept beside the upload ($NAMES)"
 pname=$(jq -r '.parameter_names[0]' "$NAMES")
@@ -265,6 +266,8 @@ else
 fi
 
 # ---- a restart keeps it, and removes what no index entry names -----------------------------
+# (and lists the parameter names of an upload that has none kept: one from before they were)
+mv "$NAMES" "$TMP/names.before"
 stop_coord
 # what a crash during validation leaves: a content file no entry names, temporary files
 ORPHAN=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
@@ -283,6 +286,13 @@ echo "ok: a restart removed the unindexed file and the temporary ones: $(grep -m
 BASE=$(api_base)
 expect 200 "GET cnn after a restart" GET /api/v1/models/cnn -H "$AUTH"
 [ "$(jq -r '.source + " " + .sha256' "$TMP/body")" = "uploaded $SHA" ] || fail "after a restart: $(cat "$TMP/body")"
+[ -s "$NAMES" ] || { tail "$TMP/coord.log"; fail "the restart did not list the names of an upload without them"; }
+[ "$(jq -cS . "$NAMES")" = "$(jq -cS . "$TMP/names.before")" ] ||
+    fail "the names listed at the restart differ from the upload's: $(cat "$NAMES")"
+grep -qF "models: cnn: its $(jq '.parameter_names | length' "$NAMES") parameter names recorded" "$TMP/coord.log" ||
+    { tail "$TMP/coord.log"; fail "no log of the names recorded at the restart"; }
+post "$TMP/g1.json" 400 "after the restart, freeze matching no parameter of the upload whose names it listed" \
+    'freeze: \"nosuch.*\" matches no parameter of model cnn ('
 
 # ---- the CLI: pacer upload, pacer models, pacer rm-model ---------------------------------
 if [ -x "$BUILD/pacer" ]; then

@@ -259,6 +259,9 @@ static int load_model(const job_spec_t *spec, const char *path, model_t **m, tok
             return 1;
         }
     }
+    /* the weights alone: the checkpoint's optimizer state is never read into memory */
+    model_drop_optimizer_state(*m);
+    if (adapted) model_drop_optimizer_state(adapted);
     ckpt_state_t st;
     int rc = checkpoint_load(path, adapted ? adapted : *m, NULL, &st, why, sizeof why);
     if (rc == 0 && adapted) model_lora_merge(adapted, *m);

@@ -1321,6 +1321,13 @@ void model_init_params(model_t *m, uint64_t seed)
     model_zero_state(m);
 }
 
+void model_drop_optimizer_state(model_t *m)
+{
+    free(m->momentum);
+    free(m->moment2);
+    m->momentum = m->moment2 = NULL;
+}
+
 void model_zero_state(model_t *m)
 {
     /* whole pages, as allocated: zero without making them resident (zero_pages) */

@@ -524,6 +524,11 @@ void model_init_params(model_t *m, uint64_t seed);
  * pages resident: what a sharded job never writes outside a rank's range stays out of
  * its memory (worker/shard.h). The initialisers call it. */
 void model_zero_state(model_t *m);
+/* For a process that never updates the weights (pacer-generate): frees the optimizer state
+ * (momentum, AdamW's second moment; NULL after), so that a checkpoint restores the weights
+ * and buffers alone (worker/checkpoint.h) and the state is never made resident. Such a
+ * model is not trained nor saved. */
+void model_drop_optimizer_state(model_t *m);
 /* Whether buffers (nbuffers floats laid out as m's: what a file holds for them, a
  * checkpoint's, before they are restored) hold what the layers can use: every gathered
  * parameter's index map (a float per output element) a whole index into its table, every

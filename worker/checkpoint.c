@@ -629,7 +629,8 @@ static int restore(rbuf_t *r, model_t *m, const ckpt_expect_t *want, const tail_
     free(b);
     if (bad) return refuse(err, errlen, path, "checkpoint's %s", why);
     get(r, m->params, m->nparams * f);
-    get(r, m->momentum, m->nparams * f);
+    if (m->momentum) get(r, m->momentum, m->nparams * f);
+    else r->off += m->nparams * f; /* a model without optimizer state (model_drop_optimizer_state) */
     get(r, m->buffers, m->nbuffers * f);
     /* Q always (any world: it is every rank's); this worker's error only when the file has
      * every rank's of a world of this size (an elastic restart drops them: the caller

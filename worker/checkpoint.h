@@ -135,7 +135,9 @@ int checkpoint_load(const char *path, model_t *m, const ckpt_expect_t *want, ckp
  * (CKPT_Q_BOUND, CKPT_STATE_BOUND); and, want or not, the
  * buffers (model_check_buffers: batch-norm statistics, gathered parameters' index maps).
  * A refusal names the file, the array, the element (and its tensor) and its value. Then
- * restores params, momentum, buffers and st. On any failure m and st are unchanged. */
+ * restores params, momentum, buffers and st (a model without optimizer state,
+ * model_drop_optimizer_state's, takes the weights and buffers alone). On any failure m
+ * and st are unchanged. */
 int checkpoint_parse(const unsigned char *buf, size_t len, const char *path, model_t *m, const ckpt_expect_t *want,
                      ckpt_state_t *st, char *err, size_t errlen);
 /* Every field of st against want: the spec hash and seed; nworkers (this run's, or any

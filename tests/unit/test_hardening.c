@@ -858,6 +858,39 @@ static void test_checkpoint_adamw(void **state)
     free(m2);
 }
 
+/* A model without optimizer state (model_drop_optimizer_state: pacer-generate's) takes a
+ * checkpoint's weights and buffers alone (a ResNet-20's batch-norm statistics, stored after
+ * the state), the same as a model with it takes them. */
+static void test_checkpoint_weights_only(void **state)
+{
+    fixture_t *fx = *state;
+    model_t *a = NULL, *b = NULL, *c = NULL;
+    char err[512], path[600];
+    assert_int_equal(model_create("resnet20", 2, &a, err, sizeof err), 0);
+    assert_int_equal(model_create("resnet20", 2, &b, err, sizeof err), 0);
+    assert_int_equal(model_create("resnet20", 2, &c, err, sizeof err), 0);
+    model_init_params(a, 7);
+    for (size_t i = 0; i < a->nparams; i++) a->momentum[i] = 0.5f;
+    for (size_t i = 0; i < a->nbuffers; i++) a->buffers[i] = 0.25f + (float)(i % 7); /* after the state in the file */
+    assert_true(a->nbuffers > 0);
+    snprintf(path, sizeof path, "%s/weights.ckpt", fx->dir);
+    ckpt_state_t st = {.seed = 7, .nworkers = 1, .aug_rng = {{1, 2}}};
+    assert_int_equal(checkpoint_save(path, a, &st, err, sizeof err), 0);
+    model_drop_optimizer_state(b);
+    assert_null(b->momentum);
+    assert_null(b->moment2);
+    ckpt_state_t got;
+    if (checkpoint_load(path, b, NULL, &got, err, sizeof err) != 0) fail_msg("%s", err);
+    if (checkpoint_load(path, c, NULL, &got, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_memory_equal(a->params, b->params, a->nparams * sizeof(float));
+    assert_memory_equal(a->buffers, b->buffers, a->nbuffers * sizeof(float));
+    assert_memory_equal(c->buffers, b->buffers, a->nbuffers * sizeof(float));
+    assert_true(c->momentum[0] == 0.5f); /* the state is in the file, and read where wanted */
+    model_free(a);
+    model_free(b);
+    model_free(c);
+}
+
 /* Tensor names longer than the old 32 bytes (PyTorch's state_dict keys) are kept whole:
  * a checkpoint round-trips with them, and two names that differ only past byte 32 are
  * two layouts, not one. */
@@ -1359,6 +1392,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_checkpoint_field_table, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_old_format, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_adamw, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_checkpoint_weights_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_long_tensor_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_gather_map_checked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_checkpoint_params_momentum_checked, setup, teardown),

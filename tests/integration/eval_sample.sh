@@ -29,19 +29,22 @@ jq -c 'select(.kind == "epoch" and .rank == 0) | {epoch, step, eval_sample}' "$T
 [ "$(wc -l <"$TMP/samples.jsonl")" = 2 ] || { cat "$TMP/samples.jsonl"; fail "want 2 epoch records of rank 0"; }
 [ "$(jq -c 'select(.kind == "step" and has("eval_sample"))' "$TMP/m.jsonl" | wc -l)" = 0 ] ||
     fail "a step record carries an eval_sample"
+# same_as_generate WHAT REC SPEC CKDIR JOB: the record's eval_sample is 20 characters and
+# what pacer-generate answers greedily from JOB's checkpoint of the record's step
+same_as_generate() {
+    got=$(echo "$2" | jq -r .eval_sample)
+    [ "$(echo "$2" | jq '.eval_sample | length')" = 20 ] || fail "$1: the sample is not 20 characters: $2"
+    ck=$(cd "$4" && ls | grep "^$5\.step$(echo "$2" | jq .step)-" | head -1)
+    [ -n "$ck" ] || fail "$1: no checkpoint of step $(echo "$2" | jq .step) in $(ls "$4")"
+    printf '%s' "$PROMPT" | "$BUILD/pacer-generate" --spec "$3" --checkpoint-dir "$4" --checkpoint "$ck" \
+        --max-tokens 20 --temperature 0 >"$TMP/gen.jsonl" || { cat "$TMP/gen.jsonl"; fail "$1: pacer-generate from $ck failed"; }
+    want=$(tail -1 "$TMP/gen.jsonl" | jq -r .text)
+    [ "$got" = "$want" ] || fail "$1: eval_sample '$got', pacer-generate from $ck '$want'"
+    tail -1 "$TMP/gen.jsonl" | jq -e '.kv_cache == true' >/dev/null || fail "$1: generated without the cache"
+    echo "ok: $1's sample is pacer-generate's greedy answer from $ck: $(echo "$2" | jq -c .eval_sample)"
+}
 while read -r rec; do
-    e=$(echo "$rec" | jq .epoch)
-    s=$(echo "$rec" | jq .step)
-    got=$(echo "$rec" | jq -r .eval_sample)
-    [ "$(echo "$rec" | jq '.eval_sample | length')" = 20 ] || fail "epoch $e: the sample is not 20 characters: $rec"
-    ck=$(cd "$TMP/ck" && ls | grep "^s\.step$s-" | head -1)
-    [ -n "$ck" ] || fail "epoch $e: no checkpoint of step $s in $(ls "$TMP/ck")"
-    printf '%s' "$PROMPT" | "$BUILD/pacer-generate" --spec "$TMP/job.json" --checkpoint-dir "$TMP/ck" \
-        --checkpoint "$ck" --max-tokens 20 --temperature 0 >"$TMP/gen$e.jsonl" ||
-        { cat "$TMP/gen$e.jsonl"; fail "pacer-generate from $ck failed"; }
-    want=$(tail -1 "$TMP/gen$e.jsonl" | jq -r .text)
-    [ "$got" = "$want" ] || fail "epoch $e: eval_sample '$got', pacer-generate from $ck '$want'"
-    echo "ok: epoch $e's sample is pacer-generate's greedy answer from $ck: $(echo "$rec" | jq -c .eval_sample)"
+    same_as_generate "epoch $(echo "$rec" | jq .epoch)" "$rec" "$TMP/job.json" "$TMP/ck" s
 done <"$TMP/samples.jsonl"
 [ "$(sed -n 1p "$TMP/samples.jsonl" | jq -r .eval_sample)" != "$(sed -n 2p "$TMP/samples.jsonl" | jq -r .eval_sample)" ] ||
     echo "note: both epochs wrote the same text"
@@ -56,18 +59,7 @@ jq --arg m "$TMP/g.onnx" --arg dir "$TMP/ick" '.name = "i" | .model = {onnx: $m}
 $WORKER --spec "$TMP/imported.json" --metrics "$TMP/im.jsonl" >"$TMP/itrain.log" 2>&1 ||
     { tail -20 "$TMP/itrain.log"; fail "training the imported GPT with eval_sample failed"; }
 rec=$(jq -c 'select(.kind == "epoch" and .rank == 0)' "$TMP/im.jsonl" | tail -1)
-got=$(echo "$rec" | jq -r .eval_sample)
-s=$(echo "$rec" | jq .step)
-ck=$(cd "$TMP/ick" && ls | grep "^i\.step$s-" | head -1)
-[ -n "$ck" ] || fail "the imported job: no checkpoint of step $s in $(ls "$TMP/ick")"
-printf '%s' "$PROMPT" | "$BUILD/pacer-generate" --spec "$TMP/imported.json" --checkpoint-dir "$TMP/ick" \
-    --checkpoint "$ck" --max-tokens 20 --temperature 0 >"$TMP/igen.jsonl" ||
-    { cat "$TMP/igen.jsonl"; fail "pacer-generate from the imported $ck failed"; }
-want=$(tail -1 "$TMP/igen.jsonl" | jq -r .text)
-[ "$(echo "$rec" | jq '.eval_sample | length')" = 20 ] || fail "the imported sample is not 20 characters: $rec"
-[ "$got" = "$want" ] || fail "the imported GPT: eval_sample '$got', pacer-generate from $ck '$want'"
-tail -1 "$TMP/igen.jsonl" | jq -e '.kv_cache == true' >/dev/null || fail "the imported GPT ran without the cache"
-echo "ok: the imported GPT's sample is pacer-generate's greedy answer from $ck: $(echo "$rec" | jq -c .eval_sample)"
+same_as_generate "the imported GPT" "$rec" "$TMP/imported.json" "$TMP/ick" i
 
 refused() { # WHAT PATTERN SPEC_FILE - pacer-worker refuses the spec with PATTERN on stderr
     $WORKER --spec "$3" >"$TMP/bad.log" 2>&1 && fail "$1: accepted"

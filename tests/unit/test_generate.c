@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode.h"
 #include "generate.h"
 #include "gpt.h"
 #include "matmul.h"
@@ -98,6 +99,10 @@ static void check_feed(int tie, int bias, int embd, float dropout)
     assert_int_equal(gen_open(m, &s, err, sizeof err), 0);
     assert_int_equal(gen_cached(s, &why), 1);
     assert_null(why);
+    decode_plan_t *plan = NULL; /* the products that read earlier positions: two a block */
+    assert_int_equal(decode_plan(m, &plan, err, sizeof err), 0);
+    assert_int_equal(decode_cache_products(plan), 2 * g.layers);
+    decode_plan_free(plan);
     const uint32_t ids[BLOCK] = {3, 1, 12, 0, 5, 5, 9, 2};
     for (int p = 0; p < BLOCK; p++) {
         const float *inc = NULL;

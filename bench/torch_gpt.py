@@ -2,8 +2,8 @@
 tests/tools/gpt_torch.py (GPT-2's pre-norm blocks, causal mask, tied head) trained with
 AdamW on random windows of a text file, one thread; prints {"tokens_per_s": ...} for the
 training loop alone (the windows are cut before the clock starts), "cpu_tokens_per_s" for
-the loop's process CPU time, and "step_s_median", the median of its steps' times after the
-first.
+the loop's process CPU time, "step_s_median", the median of its steps' times after the
+first, and "step1_s", the first step's time.
 
 Usage: /usr/bin/python3 bench/torch_gpt.py TEXT LAYERS HEADS EMBD BLOCK BATCH STEPS [VOCAB]
 TEXT is bytes (vocabulary 256, the default), or an llm.c token shard (magic 20240520, as
@@ -66,7 +66,7 @@ def main(argv):
     later = sorted(times[1:] or times)
     median = (later[(len(later) - 1) // 2] + later[len(later) // 2]) / 2
     print(json.dumps({"tokens_per_s": steps * B * T / dt, "steps": steps, "seconds": dt, "cpu_tokens_per_s": steps * B * T / cpu,
-                      "step_s_median": median,
+                      "step_s_median": median, "step1_s": times[0],
                       "autocast": "bf16" if autocast else None, "torch": torch.__version__}))
 
 

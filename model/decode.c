@@ -321,7 +321,9 @@ static void run_elementwise(model_t *m, int i, const decode_layer_t *d, const ru
     float *y = out_of(m, i);
     for (size_t o = 0; o < r->outer; o++) {
         const size_t f = run_first(r, o);
-        if (d->step == STEP_UNARY) unary_forward((unary_op_t)d->op, l->alpha, r->len, a + f, y + f);
+        if (d->step == STEP_UNARY && model_layer_plan(m, i)->act_bf16) /* a GELU read by products alone */
+            unary_forward_bf16((unary_op_t)d->op, l->alpha, r->len, a + f, out16_of(m, i) + f);
+        else if (d->step == STEP_UNARY) unary_forward((unary_op_t)d->op, l->alpha, r->len, a + f, y + f);
         else if (d->step == STEP_COPY) memcpy(y + f, a + f, r->len * sizeof *y);
         else
             for (size_t k = 0; k < r->len; k++) y[f + k] = a[f + k] + b[f + k];

@@ -819,7 +819,28 @@ OP_STEPS(reciprocal, unary, UNARY_RECIPROCAL)
 OP_STEPS(abs, unary, UNARY_ABS)
 OP_STEPS(pow, unary, UNARY_POW)
 OP_STEPS(erf, unary, UNARY_ERF)
-OP_STEPS(gelu, unary, UNARY_GELU)
+
+/* GELU: at bf16 products its output may be stored in bf16 and its backward read it rounded
+ * (plan.h's act_bf16 and saved_bf16) */
+static void gelu_fwd(model_t *m, int i, const float *x, int B, int train)
+{
+    const layer_t *l = &m->layers[i];
+    if (act_bf16(m, i)) unary_forward_bf16(UNARY_GELU, l->alpha, out_count(l, B), input_of(m, x, l->in), act16(m, i));
+    else unary_fwd(m, i, x, B, UNARY_GELU);
+}
+
+static void gelu_bwd(model_t *m, int i, const float *x, int B)
+{
+    const layer_t *l = &m->layers[i];
+    if (!model_layer_plan(m, i)->saved_bf16) {
+        unary_bwd(m, i, x, B, UNARY_GELU);
+        return;
+    }
+    const int stored = act_bf16(m, i);
+    unary_backward_bf16(UNARY_GELU, l->alpha, out_count(l, B), input_of(m, x, l->in),
+                        stored ? NULL : m->acts + l->out_off, stored ? act16(m, i) : NULL,
+                        m->dacts + m->plan->dact_off[i], dinput_of(m, l->in), sets_grad(m, l->in, i));
+}
 
 /* A constant's output is its tensor (one sample's slot; readers read it at batch stride 0);
  * its gradient, which the readers summed into that slot, is its parameter's. */

@@ -218,11 +218,13 @@ static int reads_as_product(const layer_t *r, int j)
 }
 
 /* Layer j's output may be stored in bf16: a kind with a producer that writes bf16 (a layer
- * norm, whose backward reads its input and saved statistics, not its output), read by
- * products alone (at least one), and not the model's output (the logits). */
+ * norm, whose backward reads its input and saved statistics, not its output; a GELU, whose
+ * backward reads its output rounded, saved_bf16), read by products alone (at least one),
+ * and not the model's output (the logits). */
 static int bf16_output(const model_t *m, int j)
 {
-    if (m->layers[j].kind != LAYER_LAYERNORM || j == m->nlayers - 1) return 0;
+    const layer_kind_t kind = m->layers[j].kind;
+    if ((kind != LAYER_LAYERNORM && kind != LAYER_GELU) || j == m->nlayers - 1) return 0;
     int readers = 0;
     for (int k = j + 1; k < m->nlayers; k++) {
         const layer_t *r = &m->layers[k];
@@ -266,7 +268,7 @@ static int relayout(model_t *m)
     return 0;
 }
 
-/* every layer's act_bf16 0 */
+/* every layer's act_bf16 0 (saved_bf16, the numbers, stays) */
 static void act_bf16_clear(model_t *m)
 {
     for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].act_bf16 = 0;
@@ -276,15 +278,23 @@ static void act_bf16_clear(model_t *m)
 void model_plan_act_bf16(model_t *m)
 {
     act_bf16_clear(m);
+    for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].saved_bf16 = 0;
+    if (mm_precision() != MM_BF16) return;
+    /* what the backward reads does not depend on where the output is stored */
+    for (int j = 0; j < m->nlayers; j++)
+        m->plan->layers[j].saved_bf16 = m->layers[j].kind == LAYER_GELU && bf16_output(m, j);
     const char *env = getenv("PACER_BF16_ACTS");
-    if (mm_precision() != MM_BF16 || (env && strcmp(env, "0") == 0)) return;
+    if (env && strcmp(env, "0") == 0) return;
     for (int j = 0; j < m->nlayers; j++) m->plan->act_bf16_outputs += m->plan->layers[j].act_bf16 = bf16_output(m, j);
     if (m->plan->act_bf16_outputs && relayout(m) != 0) act_bf16_clear(m);
 }
 
 void model_plan_act_bf16_as(model_t *m, const model_t *src)
 {
-    for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].act_bf16 = src->plan->layers[j].act_bf16;
+    for (int j = 0; j < m->nlayers; j++) {
+        m->plan->layers[j].act_bf16 = src->plan->layers[j].act_bf16;
+        m->plan->layers[j].saved_bf16 = src->plan->layers[j].saved_bf16;
+    }
     m->plan->act_bf16_outputs = src->plan->act_bf16_outputs;
 }
 

@@ -93,11 +93,22 @@ typedef struct {
      * model_create (model_plan_act_bf16) when it builds at bf16 products
      * (kernels/cpu/matmul.h) for the outputs whose every reader is a matrix product, which
      * rounds that operand to bf16 anyway (kernels/cpu/gemm_bf16_act.h): a layer norm's,
-     * read by Linear layers (a GPT's ln_1, ln_2 and ln_f). The same bits as float32
-     * outputs; the products that read them stay bf16 whatever the precision later.
-     * PACER_BF16_ACTS=0 in the environment keeps every output float32. Copied by
-     * model_clone (model_plan_act_bf16_as). */
+     * read by Linear layers (a GPT's ln_1, ln_2 and ln_f), and a GELU's, read by a Linear
+     * layer (a GPT's mlp.c_fc's GELU, read by mlp.c_proj) and by its own backward, which
+     * reads it rounded (saved_bf16). The same bits as float32 outputs; the products that
+     * read them stay bf16 whatever the precision later. PACER_BF16_ACTS=0 in the
+     * environment keeps every output float32. Copied by model_clone
+     * (model_plan_act_bf16_as). */
     int act_bf16;
+    /* 1 where this layer's backward reads its own output rounded to bf16, as mixed
+     * precision saves an activation for the backward: a GELU whose output only products
+     * read (the act_bf16 rule, whatever PACER_BF16_ACTS says), its backward's Phi = y / x
+     * read from y rounded to bf16 (kernels/cpu/ops.h's unary_backward_bf16). Stored so
+     * (act_bf16) or float32 and rounded as it is read: the same bits. bf16 keeps 8
+     * significant bits, so Phi is off by a relative 2^-8 at most and the input gradient by
+     * |dy| 2^-8 Phi (Phi <= 1) beyond float32's: what the products' rounding of each
+     * operand to bf16 costs already. Set and copied with act_bf16. */
+    int saved_bf16;
 } layer_plan_t;
 
 /* A model's execution plan (model_t's plan): one entry per layer, in the layers' order.

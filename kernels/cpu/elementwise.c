@@ -22,6 +22,8 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 
+#include "bf16.h"
+#include "gemm_bf16_act.h"
 #include "gelu_simd.h"
 #include "ops.h"
 #include "parallel.h"
@@ -352,6 +354,36 @@ void unary_backward_set(unary_op_t op, float a, size_t n, const float *inp, cons
                         float *dinp)
 {
     if (dinp) unary_bwd(op, a, n, inp, out, dout, dinp, 1);
+}
+
+/* Elements a bf16 output's steps take at a time, through float32 on the stack: a multiple
+ * of the vector kernels' 16 lanes, so each chunk's tail is the whole run's and every
+ * element gets the bits one call over the whole run gives it. */
+#define BF16_CHUNK 2048
+
+void unary_forward_bf16(unary_op_t op, float a, size_t n, const float *inp, uint16_t *out16)
+{
+    float y[BF16_CHUNK];
+    for (size_t o = 0; o < n; o += BF16_CHUNK) {
+        const size_t c = n - o < BF16_CHUNK ? n - o : BF16_CHUNK;
+        unary_forward(op, a, c, inp + o, y);
+        bf16_act_store(c, y, out16 + o);
+    }
+}
+
+void unary_backward_bf16(unary_op_t op, float a, size_t n, const float *inp, const float *out, const uint16_t *out16,
+                         const float *dout, float *dinp, int set)
+{
+    if (!dinp) return;
+    float y[BF16_CHUNK];
+    uint16_t h[BF16_CHUNK];
+    for (size_t o = 0; o < n; o += BF16_CHUNK) {
+        const size_t c = n - o < BF16_CHUNK ? n - o : BF16_CHUNK;
+        const uint16_t *r = out16 ? out16 + o : h;
+        if (!out16) bf16_act_store(c, out + o, h);
+        for (size_t i = 0; i < c; i++) y[i] = bf16_to_float(r[i]);
+        unary_bwd(op, a, c, inp + o, y, dout + o, dinp + o, set);
+    }
 }
 
 /* The walk over out in order: ia and ib follow the inputs' strides; counters per axis. */

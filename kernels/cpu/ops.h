@@ -236,6 +236,15 @@ void unary_backward(unary_op_t op, float a, size_t n, const float *inp, const fl
  * gradient with no other contribution (model.c's grad_setter). */
 void unary_backward_set(unary_op_t op, float a, size_t n, const float *inp, const float *out, const float *dout,
                         float *dinp);
+/* unary_forward with its output stored in bf16 (gemm_bf16_act.h's bf16_act_store: as the
+ * products on cpu_isa()'s path round an operand), for an output that only matrix products
+ * and the layer's own backward read. The float32 values are unary_forward's bits. */
+void unary_forward_bf16(unary_op_t op, float a, size_t n, const float *inp, uint16_t *out16);
+/* unary_backward (set: unary_backward_set) on the output rounded to bf16 as
+ * unary_forward_bf16 stores it: read from out16 where it is stored so (out NULL), else from
+ * the float32 out, rounded here the same way. The same bits either way. */
+void unary_backward_bf16(unary_op_t op, float a, size_t n, const float *inp, const float *out, const uint16_t *out16,
+                         const float *dout, float *dinp, int set);
 /* Product of a (B, C, HW) and b (B, C, HW2), HW2 either HW or 1 (b then a per-channel
  * scale broadcast over the plane: squeeze-excitation): out = a * b. The backward adds
  * dout * b to da and dout * a (summed over the plane where HW2 is 1) to db; either may be

@@ -1,17 +1,19 @@
 /* tests/unit/test_bf16_acts.c - activations stored in bf16 (kernels/cpu/gemm_bf16_act.h,
  * plan.h's act_bf16).
  *
- * No tolerance: storing an activation that only bf16 products read is exact by
- * construction (each product rounds that operand to bf16 as the producer does), so every
- * check here is bit for bit. The rounding on each path the CPU has against a scalar
- * table of it (ties to even, NaN, overflow, and the denormals that the bf16 units'
- * conversion takes as zero); the products of a bf16 operand against gemm_bf16_on on its
- * float32 values, across the block edges, with and without a bias; the layer norm's bf16
- * output against its float32 output rounded; and a bf16 GPT trained a few steps with its
- * layer norms' outputs in bf16 against the same model with them float32 (PACER_BF16_ACTS=0):
- * the same losses, gradients and weights, on every path (AVX512-BF16 and AMX skip by name
- * on a CPU without them), on one thread and two, and with LoRA adapters; its activation
- * arena smaller by the half of those outputs. */
+ * Storing an activation that only bf16 products read is exact by construction (each
+ * product rounds that operand to bf16 as the producer does), so the checks of storing are
+ * bit for bit. The rounding on each path the CPU has against a scalar table of it (ties to
+ * even, NaN, overflow, and the denormals that the bf16 units' conversion takes as zero);
+ * the products of a bf16 operand against gemm_bf16_on on its float32 values, across the
+ * block edges, with and without a bias; the layer norm's bf16 output against its float32
+ * output rounded; GELU's bf16 output against its float32 output rounded, and its backward,
+ * which reads that output rounded (plan.h's saved_bf16), the same bits from either, within
+ * its bound of the float64 reference; and a bf16 GPT trained a few steps with its layer
+ * norms' and GELUs' outputs in bf16 against the same model with them float32
+ * (PACER_BF16_ACTS=0): the same losses, gradients and weights, on every path (AVX512-BF16
+ * and AMX skip by name on a CPU without them), on one thread and two, and with LoRA
+ * adapters; its activation arena smaller by the half of those outputs. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -193,13 +195,70 @@ static void test_layernorm(void **state)
     }
 }
 
+/* GELU's output in bf16 (unary_forward_bf16): its float32 output rounded, whole and across
+ * the chunks the steps take; its backward on that output read rounded (unary_backward_bf16),
+ * the same bits whether stored in bf16 or float32, adding or setting. Against float64: Phi
+ * = y / x from y rounded (bf16 keeps 8 significant bits: to nearest, a relative error
+ * below 2^-8) moves the gradient by at most |dy| 2^-8 Phi; beyond that float32's own bound (test_ops's 1e-5,
+ * relative, absolute below 1). */
+static void check_gelu(cpu_isa_t isa, rng_t *r)
+{
+    static const size_t NS[] = {1, 15, 16, 2047, 2048, 2049, 4113, 6000};
+    cpu_isa_cap(isa);
+    for (size_t c = 0; c < sizeof NS / sizeof NS[0]; c++) {
+        const size_t n = NS[c];
+        float *x = random_floats(r, n, 2.5), *g = random_floats(r, n, 1.0), *y = malloc(n * sizeof(float));
+        float *d16 = malloc(n * sizeof(float)), *d32 = malloc(n * sizeof(float)), *dw = malloc(n * sizeof(float));
+        uint16_t *y16 = malloc(n * sizeof *y16), *want = malloc(n * sizeof *want);
+        assert_true(y && d16 && d32 && dw && y16 && want);
+        x[0] = -30.0f; /* GELU's output a denormal, or zero */
+        unary_forward(UNARY_GELU, 0.0f, n, x, y);
+        unary_forward_bf16(UNARY_GELU, 0.0f, n, x, y16);
+        bf16_act_store(n, y, want);
+        if (memcmp(y16, want, n * sizeof *want) != 0)
+            fail_msg("%s: n %zu: not the rounded output", cpu_isa_name(isa), n);
+        for (int set = 0; set < 2; set++) {
+            for (size_t i = 0; i < n; i++) d16[i] = d32[i] = set ? 7.0f : 0.25f;
+            unary_backward_bf16(UNARY_GELU, 0.0f, n, x, NULL, y16, g, d16, set);
+            unary_backward_bf16(UNARY_GELU, 0.0f, n, x, y, NULL, g, d32, set);
+            if (memcmp(d16, d32, n * sizeof(float)) != 0)
+                fail_msg("%s: n %zu set %d: stored in bf16 or rounded as read, not the same bits", cpu_isa_name(isa), n,
+                         set);
+        }
+        unary_backward_set(UNARY_GELU, 0.0f, n, x, y, g, dw);
+        int moved = 0;
+        for (size_t i = 0; i < n; i++) {
+            const double xi = x[i], Phi = 0.5 * (1.0 + erf(xi / sqrt(2.0)));
+            const double ref = g[i] * (Phi + xi * exp(-0.5 * xi * xi) / sqrt(2.0 * 3.14159265358979323846));
+            const double bound = fabs(g[i]) * Phi * 0x1p-8 + 1e-5 * fmax(1.0, fabs(ref));
+            if (fabs(d16[i] - ref) > bound)
+                fail_msg("%s: x %.9g dy %.9g: dx %.9g, float64 %.9g, beyond %.3g", cpu_isa_name(isa), x[i], g[i],
+                         d16[i], ref, bound);
+            moved += d16[i] != dw[i];
+        }
+        /* the rounding is there: the float32 output's gradient differs somewhere */
+        if (n >= 16) assert_true(moved > 0);
+        free(x), free(g), free(y), free(d16), free(d32), free(dw), free(y16), free(want);
+    }
+}
+
+static void test_gelu(void **state)
+{
+    const cpu_isa_t was = cpu_isa();
+    rng_t r;
+    rng_seed(&r, 9);
+    for (int isa = CPU_ISA_PORTABLE; isa < CPU_ISA_N; isa++)
+        if (have((cpu_isa_t)isa)) check_gelu((cpu_isa_t)isa, &r);
+    cpu_isa_cap(was);
+}
+
 /* ---- a GPT ---------------------------------------------------------------------------- */
 
 static const model_gpt_t G = {
     .layers = 2, .heads = 2, .embd = 64, .block = 16, .vocab = 50, .dropout = 0.0f, .bias = 1, .tie = 1};
 enum { B = 3, STEPS = 3 };
 
-/* A bf16 GPT, its layer norms' outputs in bf16 (acts 1) or float32 (0) */
+/* A bf16 GPT, its layer norms' and GELUs' outputs in bf16 (acts 1) or float32 (0) */
 static model_t *gpt(int acts, const model_gpt_t *g)
 {
     char err[256];
@@ -247,8 +306,10 @@ static void train_both(model_t *a, model_t *b, const char *what)
     if (memcmp(a->params, b->params, a->nparams * sizeof(float)) != 0) fail_msg("%s: the weights differ", what);
 }
 
-/* The planned outputs (the layer norms, each read by Linear layers only) and the arena
- * they save: half of each, give or take the statistics' alignment. */
+/* The planned outputs (the layer norms, each read by Linear layers only, and the GELUs, read
+ * by mlp.c_proj and their own backward) and the arena they save: half of each, give or
+ * take the statistics' alignment. The GELUs' backwards read their outputs rounded either
+ * way. */
 static void check_plan(const model_t *on, const model_t *off)
 {
     assert_true(on->plan->act_bf16_outputs > 0);
@@ -257,12 +318,14 @@ static void check_plan(const model_t *on, const model_t *off)
     int marked = 0;
     for (int i = 0; i < on->nlayers; i++) {
         const layer_t *l = &on->layers[i];
-        assert_int_equal(model_layer_plan(on, i)->act_bf16, l->kind == LAYER_LAYERNORM);
+        assert_int_equal(model_layer_plan(on, i)->act_bf16, l->kind == LAYER_LAYERNORM || l->kind == LAYER_GELU);
+        assert_int_equal(model_layer_plan(on, i)->saved_bf16, l->kind == LAYER_GELU);
+        assert_int_equal(model_layer_plan(off, i)->saved_bf16, l->kind == LAYER_GELU);
         if (!model_layer_plan(on, i)->act_bf16) continue;
         marked++;
         half += (size_t)on->max_batch * l->OC * l->OH * l->OW / 2;
     }
-    assert_int_equal(marked, 2 * G.layers + 1); /* ln_1, ln_2 each block, ln_f */
+    assert_int_equal(marked, 3 * G.layers + 1); /* ln_1, ln_2 and the GELU each block, ln_f */
     assert_true(on->act_floats + half >= off->act_floats && on->act_floats + half <= off->act_floats + (size_t)marked);
 }
 
@@ -282,8 +345,10 @@ static void check_path(cpu_isa_t isa)
     char err[256];
     assert_int_equal(model_clone(on, &c, err, sizeof err), 0);
     assert_int_equal(c->plan->act_bf16_outputs, on->plan->act_bf16_outputs);
-    for (int i = 0; i < on->nlayers; i++)
+    for (int i = 0; i < on->nlayers; i++) {
         assert_int_equal(model_layer_plan(c, i)->act_bf16, model_layer_plan(on, i)->act_bf16);
+        assert_int_equal(model_layer_plan(c, i)->saved_bf16, model_layer_plan(on, i)->saved_bf16);
+    }
     memcpy(c->params, off->params, off->nparams * sizeof(float));
     memcpy(c->momentum, off->momentum, off->nparams * sizeof(float));
     assert_int_equal(model_alloc_moment2(c), 0);
@@ -308,7 +373,7 @@ static void test_gpt_amx(void **state)
 }
 
 /* base with low-rank adapters on every block's qkv and fc products (their weights B
- * nudged off zero), at bf16 products, its layer norms' outputs in bf16 (acts 1) or not */
+ * nudged off zero), at bf16 products, its layer norms' and GELUs' outputs in bf16 (acts 1) or not */
 static model_t *adapted(const model_t *base, int acts, float dropout)
 {
     const lora_opts_t o = {.rank = 4,
@@ -334,14 +399,15 @@ static model_t *adapted(const model_t *base, int acts, float dropout)
 
 /* A LoRA-adapted GPT: an adapter's A is one more Linear reading the layer norm's output,
  * which stays bf16 and gives the same bits; with the adapters' dropout a Dropout reads
- * ln_1's and ln_2's outputs, which stay float32 (ln_f's, read by the head alone, not). */
+ * ln_1's and ln_2's outputs, which stay float32 (ln_f's, read by the head alone, and the
+ * GELUs', read by the untargeted mlp.c_proj, not). */
 static void test_lora(void **state)
 {
     model_t *base = gpt(0, &G);
     model_t *on = adapted(base, 1, 0.0f), *off = adapted(base, 0, 0.0f);
     int marked = 0;
     for (int i = 0; i < on->nlayers; i++) marked += model_layer_plan(on, i)->act_bf16;
-    assert_int_equal(marked, 2 * G.layers + 1);
+    assert_int_equal(marked, 3 * G.layers + 1);
     assert_int_equal(on->plan->act_bf16_outputs, marked);
     train_both(on, off, "lora");
     model_free(on);
@@ -350,10 +416,11 @@ static void test_lora(void **state)
     marked = 0;
     for (int i = 0; i < drop->nlayers; i++) {
         marked += model_layer_plan(drop, i)->act_bf16;
-        assert_true(!model_layer_plan(drop, i)->act_bf16 || drop->layers[i].kind == LAYER_LAYERNORM);
+        assert_true(!model_layer_plan(drop, i)->act_bf16 || drop->layers[i].kind == LAYER_LAYERNORM ||
+                    drop->layers[i].kind == LAYER_GELU);
     }
-    assert_int_equal(marked, 1);
-    assert_int_equal(drop->plan->act_bf16_outputs, 1);
+    assert_int_equal(marked, 1 + G.layers);
+    assert_int_equal(drop->plan->act_bf16_outputs, 1 + G.layers);
     model_free(drop);
     model_free(base);
 }
@@ -385,6 +452,7 @@ int main(void)
         cmocka_unit_test(test_products_avx512_bf16),
         cmocka_unit_test(test_products_amx),
         cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_gelu),
         cmocka_unit_test(test_gpt_portable),
         cmocka_unit_test(test_gpt_avx512_bf16),
         cmocka_unit_test(test_gpt_amx),

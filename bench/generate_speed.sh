@@ -66,3 +66,5 @@ md "  tokens/s after the first: pacer $(printf '%.1f' "$p"), PyTorch with a cach
 md "  first token of a 256-token prompt: pacer $(printf '%.3f' "$pf") s (the process's start and checkpoint included), PyTorch $(printf '%.3f' "$tf") s"
 im=$(for i in $(seq "$RUNS"); do jq .tokens_per_s "$TMP/i$i.json"; done | median)
 md "  the same module imported from torch.onnx: pacer $(printf '%.1f' "$im") tokens/s, $(ratio "$im" "$p") the built-in GPT's, $(ratio "$im" "$t") PyTorch's"
+imf=$(for i in $(seq "$RUNS"); do jq .first_token_s "$TMP/i$i.json"; done | median)
+md "  its first token: $(printf '%.3f' "$imf") s (importing the ONNX file included)"

@@ -509,28 +509,41 @@ static int fold_elementwise(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int 
                     : strcmp(op, "Cast") == 0                            ? to == 1 || to == 11 || to == 10 || to == 16
                     : strcmp(op, "Equal") == 0 || strcmp(op, "Not") == 0 ? 0
                                                                          : !is_int || strcmp(op, "Sqrt") == 0;
+    /* the operator looked up once, not per element (a GPT's masks are 512 x 512 a block) */
+    enum { F_ADD, F_SUB, F_MUL, F_EQUAL, F_NOT, F_NEG, F_SQRT, F_POW, F_WHERE, F_CAST, F_DIV, F_MOD } f;
+    static const char *const names[] = {"Add",  "Sub", "Mul",   "Equal", "Not", "Neg",
+                                        "Sqrt", "Pow", "Where", "Cast",  "Div", "Mod"};
+    for (f = F_ADD; f < F_MOD && strcmp(op, names[f]) != 0; f++) {}
+    const int fmod_c = f == F_MOD && imp_attr_int(n, "fmod", 0);
+    /* an input of the output's shape is read at o itself */
+    int whole[3];
+    for (int i = 0; i < k; i++) whole[i] = in[i].count == out->count && in[i].rank == out->rank;
     for (size_t o = 0; o < out->count; o++) {
-        const double a = in[0].v[arr_at(o, out->dims, out->rank, st[0])];
-        const double b = k > 1 ? in[1].v[arr_at(o, out->dims, out->rank, st[1])] : 0.0;
+        size_t at[3] = {o, o, o};
+        for (int i = 0; i < k; i++)
+            if (!whole[i]) at[i] = arr_at(o, out->dims, out->rank, st[i]);
+        const double a = in[0].v[at[0]], b = k > 1 ? in[1].v[at[1]] : 0.0;
         double r;
-        if (op[0] == 'A') r = a + b;
-        else if (strcmp(op, "Sub") == 0) r = a - b;
-        else if (strcmp(op, "Mul") == 0) r = a * b;
-        else if (strcmp(op, "Equal") == 0) r = a == b;
-        else if (strcmp(op, "Not") == 0) r = a == 0.0;
-        else if (strcmp(op, "Neg") == 0) r = -a;
-        else if (strcmp(op, "Sqrt") == 0) r = sqrt(a);
-        else if (strcmp(op, "Pow") == 0) r = pow(a, b);
-        else if (strcmp(op, "Where") == 0) r = a != 0.0 ? b : in[2].v[arr_at(o, out->dims, out->rank, st[2])];
-        else if (strcmp(op, "Cast") == 0)
-            r = out->is_float ? (to == 1 ? (double)(float)a : a) : to == 9 ? a != 0.0 : trunc(a);
-        else if (is_int && b == 0.0)
-            return imp_fail(im, "node '%s' (%s): an integer division by 0", imp_node_name(n), op);
-        else if (op[0] == 'D') r = is_int ? trunc(a / b) : a / b;
-        else {
-            /* Mod: the divisor's sign (Python's %) unless fmod = 1 (C's) */
-            r = fmod(a, b);
-            if (!imp_attr_int(n, "fmod", 0) && r != 0.0 && (r < 0) != (b < 0)) r += b;
+        switch (f) {
+        case F_ADD: r = a + b; break;
+        case F_SUB: r = a - b; break;
+        case F_MUL: r = a * b; break;
+        case F_EQUAL: r = a == b; break;
+        case F_NOT: r = a == 0.0; break;
+        case F_NEG: r = -a; break;
+        case F_SQRT: r = sqrt(a); break;
+        case F_POW: r = pow(a, b); break;
+        case F_WHERE: r = a != 0.0 ? b : in[2].v[at[2]]; break;
+        case F_CAST: r = out->is_float ? (to == 1 ? (double)(float)a : a) : to == 9 ? a != 0.0 : trunc(a); break;
+        default:
+            if (is_int && b == 0.0)
+                return imp_fail(im, "node '%s' (%s): an integer division by 0", imp_node_name(n), op);
+            if (f == F_DIV) r = is_int ? trunc(a / b) : a / b;
+            else {
+                /* Mod: the divisor's sign (Python's %) unless fmod = 1 (C's) */
+                r = fmod(a, b);
+                if (!fmod_c && r != 0.0 && (r < 0) != (b < 0)) r += b;
+            }
         }
         if (!out->is_float && !(fabs(r) <= ARR_INT_MAX))
             return imp_fail(im, "node '%s' (%s): an integer result beyond 2^53 is not folded", imp_node_name(n), op);
@@ -711,14 +724,20 @@ static int fold_slice(imp_t *im, const Onnx__NodeProto *n, arr_t *in, int k, arr
         start[ax] = b, step[ax] = s, out->dims[ax] = len;
     }
     if (arr_alloc(im, n, out)) return -1;
+    /* an odometer over the output's indices, the input's index moved with it (the masks of
+     * a GPT are 512 x 512 a block: a division per axis and element was most of an import) */
+    int64_t c[ARR_RANK] = {0}, idx = 0;
+    for (int d = 0; d < out->rank; d++) idx += start[d] * (int64_t)ist[d];
     for (size_t o = 0; o < out->count; o++) {
-        size_t rem = o, idx = 0;
-        for (int d = out->rank - 1; d >= 0; d--) {
-            const int64_t c = (int64_t)(rem % (size_t)out->dims[d]);
-            rem /= (size_t)out->dims[d];
-            idx += (size_t)(start[d] + c * step[d]) * ist[d];
-        }
         out->v[o] = in[0].v[idx];
+        for (int d = out->rank - 1; d >= 0; d--) {
+            if (++c[d] < out->dims[d]) {
+                idx += step[d] * (int64_t)ist[d];
+                break;
+            }
+            idx -= (c[d] - 1) * step[d] * (int64_t)ist[d];
+            c[d] = 0;
+        }
     }
     return 0;
 }

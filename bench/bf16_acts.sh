@@ -1,6 +1,7 @@
 # bench/bf16_acts.sh - bf16 activations (model/plan.h's act_bf16: a layer norm's output that
 # only Linear layers read, and a GELU's that only a Linear layer and its own backward read,
-# stored in bf16) on against off, in one build: the built-in GPT
+# stored in bf16; with them act_shared: the Linear outputs only the residual add after them
+# reads, in one slot) on against off, in one build: the built-in GPT
 # at precision bf16 on one thread, pacer-worker with PACER_BF16_ACTS=0 (every activation
 # float32, the products rounding them as before) and without it, taking turns (the order
 # flipping every round, so drift in the machine's load favours neither), RUNS rounds (5),
@@ -33,8 +34,8 @@ shape() { # NAME L H E T B STEPS SUBSET
         echo
     done | median)
     md "GPT $2 x $3 x $4, block $5, batch $6, $7 steps, bf16 ($(jq -r .kernels.gemm "$TMP/$name.1.1.json")), one thread, median of $RUNS alternating rounds (tokens/s):"
-    md "  float32 activations $(printf '%.0f' "$off"), bf16 layer-norm and GELU outputs $(printf '%.0f' "$on"): $(ratio "$on" "$off") (the rounds' ratios' median $r)"
-    md "  peak RSS: float32 activations $(printf '%.0f' "$(med "$name" 0 peak_rss_mb)") MB, bf16 layer-norm and GELU outputs $(printf '%.0f' "$(med "$name" 1 peak_rss_mb)") MB"
+    md "  float32 activations $(printf '%.0f' "$off"), bf16 activations $(printf '%.0f' "$on"): $(ratio "$on" "$off") (the rounds' ratios' median $r)"
+    md "  peak RSS: float32 activations $(printf '%.0f' "$(med "$name" 0 peak_rss_mb)") MB, bf16 activations $(printf '%.0f' "$(med "$name" 1 peak_rss_mb)") MB"
 }
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 md "bf16_acts on $cpu ($(nproc --all) cores), $(git rev-parse --short HEAD 2>/dev/null), $(date -u '+%F %H:%M') UTC, load $(uptime | sed 's/.*load average: //'):"

@@ -73,7 +73,8 @@ static int binary_of(layer_kind_t k)
 static int plan_once(const model_t *m, int i, decode_layer_t *d, char *why, size_t len)
 {
     const layer_plan_t *lp = model_layer_plan(m, i);
-    if (lp->chain != VIEW_CHAIN_NONE || lp->attn != ATTN_NONE || lp->fused_relu || lp->fused_add || lp->act_bf16)
+    if (lp->chain != VIEW_CHAIN_NONE || lp->attn != ATTN_NONE || lp->fused_relu || lp->fused_add || lp->act_bf16 ||
+        lp->act_shared)
         return refuse(m, i, "reads no id but is computed by a fused step", why, len);
     d->step = STEP_ONCE;
     return 0;

@@ -217,6 +217,16 @@ static int reads_as_product(const layer_t *r, int j)
            r->in2 != j;
 }
 
+/* Layer k reads layer j's output: as an input, the source of a view chain, or one of a fused
+ * attention's q, k and v */
+static int reads_output(const model_t *m, int k, int j)
+{
+    const layer_t *r = &m->layers[k];
+    const layer_plan_t *rp = &m->plan->layers[k];
+    return r->in == j || r->in2 == j || rp->chain_src == j ||
+           (rp->attn == ATTN_RUN && (rp->attn_src[0] == j || rp->attn_src[1] == j || rp->attn_src[2] == j));
+}
+
 /* Layer j's output may be stored in bf16: a kind with a producer that writes bf16 (a layer
  * norm, whose backward reads its input and saved statistics, not its output; a GELU, whose
  * backward reads its output rounded, saved_bf16), read by products alone (at least one),
@@ -227,21 +237,38 @@ static int bf16_output(const model_t *m, int j)
     if ((kind != LAYER_LAYERNORM && kind != LAYER_GELU) || j == m->nlayers - 1) return 0;
     int readers = 0;
     for (int k = j + 1; k < m->nlayers; k++) {
-        const layer_t *r = &m->layers[k];
-        const layer_plan_t *rp = &m->plan->layers[k];
-        const int reads = r->in == j || r->in2 == j || rp->chain_src == j ||
-                          (rp->attn == ATTN_RUN &&
-                           (rp->attn_src[0] == j || rp->attn_src[1] == j || rp->attn_src[2] == j));
-        if (reads && !reads_as_product(r, j)) return 0;
+        const int reads = reads_output(m, k, j);
+        if (reads && !reads_as_product(&m->layers[k], j)) return 0;
         readers += reads;
     }
     return readers > 0;
 }
 
+/* A plain layer's plan: in no fusion, view chain or fused attention */
+static int unfused(const layer_plan_t *p)
+{
+    return !p->fused_relu && !p->fused_add && p->chain == VIEW_CHAIN_NONE && p->attn == ATTN_NONE;
+}
+
+/* Layer j's output may share the arena's one slot (act_shared): a float32 Linear output
+ * read only by the plain residual Add right after it, once. */
+static int shared_output(const model_t *m, int j)
+{
+    const layer_t *l = &m->layers[j];
+    if ((l->kind != LAYER_LINEAR && l->kind != LAYER_FC) || j + 2 > m->nlayers - 1) return 0;
+    const layer_t *add = &m->layers[j + 1];
+    if (!unfused(&m->plan->layers[j]) || m->plan->layers[j].act_bf16 || !unfused(&m->plan->layers[j + 1]) ||
+        add->kind != LAYER_ADD || (add->in == j) == (add->in2 == j))
+        return 0;
+    for (int k = j + 2; k < m->nlayers; k++)
+        if (reads_output(m, k, j)) return 0;
+    return 1;
+}
+
 /* Each layer's place in the activation arena as the builder laid it (model.c's
  * reserve_layer: in list order, a layer norm's statistics right after its output), again
- * with the outputs of act_bf16 in half the floats. -1 (nothing moved) where the layout is
- * not that one. */
+ * with the outputs of act_bf16 in half the floats and those of act_shared in one slot at
+ * the arena's start. -1 (nothing moved) where the layout is not that one. */
 static int relayout(model_t *m)
 {
     const size_t mb = (size_t)m->max_batch;
@@ -254,9 +281,19 @@ static int relayout(model_t *m)
     }
     size_t at = 0;
     for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        const size_t n = mb * l->OC * l->OH * l->OW;
+        if ((m->plan->layers[i].act_shared = shared_output(m, i)) && n > at) at = n;
+    }
+    const size_t slot = at;
+    for (int i = 0; i < m->nlayers; i++) {
         layer_t *l = &m->layers[i];
         const size_t end = i + 1 < m->nlayers ? m->layers[i + 1].out_off : m->act_floats; /* not moved yet */
         const size_t n = mb * l->OC * l->OH * l->OW, stats = l->kind == LAYER_LAYERNORM ? end - l->aux_off : 0;
+        if (m->plan->layers[i].act_shared) {
+            l->out_off = 0;
+            continue;
+        }
         l->out_off = at;
         at += m->plan->layers[i].act_bf16 ? (n + 1) / 2 : n;
         if (l->kind != LAYER_LAYERNORM) continue;
@@ -264,14 +301,14 @@ static int relayout(model_t *m)
         l->aux_off = at;
         at += stats;
     }
-    m->act_floats = at;
+    m->act_floats = at > slot ? at : slot;
     return 0;
 }
 
-/* every layer's act_bf16 0 (saved_bf16, the numbers, stays) */
+/* every layer's act_bf16 and act_shared 0 (saved_bf16, the numbers, stays) */
 static void act_bf16_clear(model_t *m)
 {
-    for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].act_bf16 = 0;
+    for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].act_bf16 = m->plan->layers[j].act_shared = 0;
     m->plan->act_bf16_outputs = 0;
 }
 
@@ -294,6 +331,7 @@ void model_plan_act_bf16_as(model_t *m, const model_t *src)
     for (int j = 0; j < m->nlayers; j++) {
         m->plan->layers[j].act_bf16 = src->plan->layers[j].act_bf16;
         m->plan->layers[j].saved_bf16 = src->plan->layers[j].saved_bf16;
+        m->plan->layers[j].act_shared = src->plan->layers[j].act_shared;
     }
     m->plan->act_bf16_outputs = src->plan->act_bf16_outputs;
 }

@@ -109,6 +109,13 @@ typedef struct {
      * |dy| 2^-8 Phi (Phi <= 1) beyond float32's: what the products' rounding of each
      * operand to bf16 costs already. Set and copied with act_bf16. */
     int saved_bf16;
+    /* 1 where this layer's output shares one slot of the activation arena with the other
+     * such outputs: a Linear's that only the residual add right after it reads, in its
+     * forward (a Linear's backward reads its input, an Add's none), so the slot holds it
+     * from its forward to the next layer's (a GPT's attn.c_proj and mlp.c_proj outputs).
+     * Planned with act_bf16, in the same new layout (none under PACER_BF16_ACTS=0 or at
+     * float32 products; the CUDA backend refuses those models), the same bits. */
+    int act_shared;
 } layer_plan_t;
 
 /* A model's execution plan (model_t's plan): one entry per layer, in the layers' order.

@@ -13,7 +13,8 @@
  * norms' and GELUs' outputs in bf16 against the same model with them float32
  * (PACER_BF16_ACTS=0): the same losses, gradients and weights, on every path (AVX512-BF16
  * and AMX skip by name on a CPU without them), on one thread and two, and with LoRA
- * adapters; its activation arena smaller by the half of those outputs. */
+ * adapters; its activation arena smaller by the half of those outputs, and by the outputs
+ * that share one slot (plan.h's act_shared). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -308,25 +309,38 @@ static void train_both(model_t *a, model_t *b, const char *what)
 
 /* The planned outputs (the layer norms, each read by Linear layers only, and the GELUs, read
  * by mlp.c_proj and their own backward) and the arena they save: half of each, give or
- * take the statistics' alignment. The GELUs' backwards read their outputs rounded either
- * way. */
+ * take the statistics' alignment; and the outputs in the shared slot (the Linear layers
+ * attn.c_proj and mlp.c_proj, each read by the residual add after it alone), all but the
+ * largest one's floats. The GELUs' backwards read their outputs rounded either way. */
 static void check_plan(const model_t *on, const model_t *off)
 {
     assert_true(on->plan->act_bf16_outputs > 0);
     assert_int_equal(off->plan->act_bf16_outputs, 0);
-    size_t half = 0;
-    int marked = 0;
+    size_t half = 0, shared = 0, slot = 0;
+    int marked = 0, in_slot = 0;
     for (int i = 0; i < on->nlayers; i++) {
         const layer_t *l = &on->layers[i];
+        const size_t n = (size_t)on->max_batch * l->OC * l->OH * l->OW;
         assert_int_equal(model_layer_plan(on, i)->act_bf16, l->kind == LAYER_LAYERNORM || l->kind == LAYER_GELU);
         assert_int_equal(model_layer_plan(on, i)->saved_bf16, l->kind == LAYER_GELU);
         assert_int_equal(model_layer_plan(off, i)->saved_bf16, l->kind == LAYER_GELU);
+        assert_int_equal(model_layer_plan(off, i)->act_shared, 0);
+        if (model_layer_plan(on, i)->act_shared) {
+            assert_int_equal(l->kind, LAYER_LINEAR);
+            assert_int_equal(on->layers[i + 1].kind, LAYER_ADD);
+            assert_int_equal(l->out_off, 0);
+            in_slot++;
+            shared += n;
+            slot = n > slot ? n : slot;
+        }
         if (!model_layer_plan(on, i)->act_bf16) continue;
         marked++;
-        half += (size_t)on->max_batch * l->OC * l->OH * l->OW / 2;
+        half += n / 2;
     }
     assert_int_equal(marked, 3 * G.layers + 1); /* ln_1, ln_2 and the GELU each block, ln_f */
-    assert_true(on->act_floats + half >= off->act_floats && on->act_floats + half <= off->act_floats + (size_t)marked);
+    assert_int_equal(in_slot, 2 * G.layers);    /* attn.c_proj and mlp.c_proj each block */
+    const size_t saved = half + shared - slot;
+    assert_true(on->act_floats + saved >= off->act_floats && on->act_floats + saved <= off->act_floats + (size_t)marked);
 }
 
 static void check_path(cpu_isa_t isa)

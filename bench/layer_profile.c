@@ -74,8 +74,8 @@ static const char *kind_name(layer_kind_t k) { return MODEL_OPS[k].name; }
 static int same_shape(const layer_t *a, const layer_t *b)
 {
     return a->kind == LAYER_CONV && b->kind == LAYER_CONV && a->C == b->C && a->OC == b->OC && a->H == b->H &&
-           a->OH == b->OH && a->conv.sH == b->conv.sH && a->conv.KH == b->conv.KH && a->conv.KW == b->conv.KW &&
-           a->conv.groups == b->conv.groups;
+           a->OH == b->OH && a->op.conv.sH == b->op.conv.sH && a->op.conv.KH == b->op.conv.KH &&
+           a->op.conv.KW == b->op.conv.KW && a->op.conv.groups == b->op.conv.groups;
 }
 
 int main(int argc, char **argv)
@@ -197,7 +197,8 @@ int main(int argc, char **argv)
                 t += pass ? bwd[i] : fwd[i];
                 double macs = 0;
                 if (l->kind == LAYER_CONV)
-                    macs = (double)B * l->OC * l->OH * l->OW * (l->conv.C / l->conv.groups) * l->conv.KH * l->conv.KW;
+                    macs = (double)B * l->OC * l->OH * l->OW * (l->op.conv.C / l->op.conv.groups) * l->op.conv.KH *
+                           l->op.conv.KW;
                 else if (l->kind == LAYER_FC) macs = (double)B * l->OC * l->C;
                 /* backward: weight gradient, and the input gradient unless it is the first layer */
                 fl += 2 * macs * (pass ? (l->in < 0 ? 1 : 2) : 1);
@@ -225,7 +226,7 @@ int main(int argc, char **argv)
             if (!same_shape(o, l)) continue;
             tf += fwd[k] / steps;
             tb += bwd[k] / steps;
-            macs = (double)B * o->OC * o->OH * o->OW * (o->C / o->conv.groups) * o->conv.KH * o->conv.KW;
+            macs = (double)B * o->OC * o->OH * o->OW * (o->C / o->op.conv.groups) * o->op.conv.KH * o->op.conv.KW;
             n++;
         }
         char rf[32] = "", rb[32] = "";
@@ -235,7 +236,8 @@ int main(int argc, char **argv)
         }
         printf("  conv %dx%d %2dx%dx%d -> %2dx%dx%d stride %d (x%d): forward %7.2f ms %5s FLOP/cycle, backward %7.2f ms %5s "
                "FLOP/cycle\n",
-               l->conv.KH, l->conv.KW, l->C, l->H, l->W, l->OC, l->OH, l->OW, l->conv.sH, n, 1e3 * tf, rf, 1e3 * tb, rb);
+               l->op.conv.KH, l->op.conv.KW, l->C, l->H, l->W, l->OC, l->OH, l->OW, l->op.conv.sH, n, 1e3 * tf, rf,
+               1e3 * tb, rb);
     }
     for (int i = 0; per_layer && i < m->nlayers; i++) {
         const layer_t *l = &m->layers[i];
@@ -260,10 +262,10 @@ int main(int argc, char **argv)
         const float *w = m->params + l->w_off;
         for (int r = 0; r < steps; r++) {
             double a = thread_cpu_s();
-            conv2d_backward(&l->conv, B, inp, w, m->dacts + m->plan->dact_off[i], NULL, m->grads + l->w_off, NULL,
+            conv2d_backward(&l->op.conv, B, inp, w, m->dacts + m->plan->dact_off[i], NULL, m->grads + l->w_off, NULL,
                             m->ws);
             double b = thread_cpu_s();
-            conv2d_backward(&l->conv, B, inp, w, m->dacts + m->plan->dact_off[i], dinp, m->grads + l->w_off, NULL,
+            conv2d_backward(&l->op.conv, B, inp, w, m->dacts + m->plan->dact_off[i], dinp, m->grads + l->w_off, NULL,
                             m->ws);
             double c = thread_cpu_s();
             wg += b - a;

@@ -48,8 +48,9 @@ extern "C" {
  * 18: LAYER_CONV_TRANSPOSE (an empty row: not on the GPU);
  * 19: model_t's lora (the adapters' list, model/lora.h);
  * 20: layer_t's fusion marks and model_t's dact_* moved to model_t's plan (plan.h; the device reads
- * none of it); the table's layer_bytes and tensor_bytes */
-#define PACER_CUDA_ABI 20
+ * none of it); the table's layer_bytes and tensor_bytes;
+ * 21: layer_t's per-kind parameters in the union op (one member per family of kinds) */
+#define PACER_CUDA_ABI 21
 #define PACER_CUDA_ENTRY "pacer_cuda_backend"
 
 typedef struct cuda_model cuda_model_t;

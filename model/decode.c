@@ -166,7 +166,7 @@ static int plan_reader(const model_t *m, int i, decode_layer_t *L, int *cache, c
         d->key = a->pos >= 0 ? a->key : b->key;
         break;
     case LAYER_LAYERNORM:
-        if (a->key >= 0 || a->pos >= l->sl_axis) return refuse(m, i, "normalises along positions", why, len);
+        if (a->key >= 0 || a->pos >= l->op.norm.axis) return refuse(m, i, "normalises along positions", why, len);
         d->step = STEP_NORM;
         break;
     case LAYER_LINEAR:
@@ -174,14 +174,14 @@ static int plan_reader(const model_t *m, int i, decode_layer_t *L, int *cache, c
         d->step = STEP_LINEAR;
         break;
     case LAYER_SLICE:
-        if (l->sl_axis == a->pos || l->sl_axis == a->key) return refuse(m, i, "slices positions", why, len);
+        if (l->op.view.axis == a->pos || l->op.view.axis == a->key) return refuse(m, i, "slices positions", why, len);
         d->step = STEP_VIEW;
         break;
     case LAYER_TRANSPOSE:
         d->step = STEP_VIEW;
         for (int k = 0; k < R; k++) {
-            if (l->perm[k] == a->pos) d->pos = k;
-            if (l->perm[k] == a->key) d->key = k;
+            if (l->op.view.perm[k] == a->pos) d->pos = k;
+            if (l->op.view.perm[k] == a->key) d->key = k;
         }
         break;
     case LAYER_RESHAPE: d->step = STEP_RESHAPE; return plan_reshape(m, i, a, d, why, len);
@@ -323,8 +323,8 @@ static void run_elementwise(model_t *m, int i, const decode_layer_t *d, const ru
     for (size_t o = 0; o < r->outer; o++) {
         const size_t f = run_first(r, o);
         if (d->step == STEP_UNARY && model_layer_plan(m, i)->act_bf16) /* a GELU read by products alone */
-            unary_forward_bf16((unary_op_t)d->op, l->alpha, r->len, a + f, out16_of(m, i) + f);
-        else if (d->step == STEP_UNARY) unary_forward((unary_op_t)d->op, l->alpha, r->len, a + f, y + f);
+            unary_forward_bf16((unary_op_t)d->op, l->op.unary.alpha, r->len, a + f, out16_of(m, i) + f);
+        else if (d->step == STEP_UNARY) unary_forward((unary_op_t)d->op, l->op.unary.alpha, r->len, a + f, y + f);
         else if (d->step == STEP_COPY) memcpy(y + f, a + f, r->len * sizeof *y);
         else
             for (size_t k = 0; k < r->len; k++) y[f + k] = a[f + k] + b[f + k];
@@ -337,9 +337,9 @@ static void run_walk(model_t *m, int i, const decode_layer_t *d, const runs_t *r
     const layer_t *l = &m->layers[i];
     for (size_t o = 0; o < r->outer; o++) {
         size_t ia, ib;
-        const bcast_desc_t w = sub_walk(&l->bc, &l->shape, d->pos, o, r->r0, &ia, &ib);
+        const bcast_desc_t w = sub_walk(&l->op.view.bc, &l->shape, d->pos, o, r->r0, &ia, &ib);
         float *y = out_of(m, i) + run_first(r, o);
-        if (d->step == STEP_VIEW) view_rows_forward(&w, l->view_off + ia, r->r1 - r->r0, out_of(m, l->in), y);
+        if (d->step == STEP_VIEW) view_rows_forward(&w, l->op.view.off + ia, r->r1 - r->r0, out_of(m, l->in), y);
         else
             binary_rows_forward((binary_op_t)d->op, &w, r->r1 - r->r0, out_of(m, l->in) + ia, out_of(m, l->in2) + ib, y);
     }
@@ -349,7 +349,7 @@ static void run_norm(model_t *m, int i, const runs_t *r)
 {
     const layer_t *l = &m->layers[i];
     size_t outer, n, D;
-    around(&l->shape, l->sl_axis, &outer, &n, &D);
+    around(&l->shape, l->op.norm.axis, &outer, &n, &D);
     D *= n;                                                   /* the normalised axes' elements */
     const int rows = (int)(r->len / D);                       /* of one run */
     double *stats = (double *)(void *)(m->acts + l->aux_off); /* 2 a row, as the training step's */
@@ -357,25 +357,26 @@ static void run_norm(model_t *m, int i, const runs_t *r)
         const size_t f = run_first(r, o);
         const float *x = out_of(m, l->in) + f, *w = m->params + l->w_off, *b = m->params + l->b_off;
         if (model_layer_plan(m, i)->act_bf16)
-            layernorm_forward_saving_bf16(rows, (int)D, l->eps, x, w, b, out16_of(m, i) + f, stats + 2 * (f / D));
-        else layernorm_forward(rows, (int)D, l->eps, x, w, b, out_of(m, i) + f);
+            layernorm_forward_saving_bf16(rows, (int)D, l->op.norm.eps, x, w, b, out16_of(m, i) + f,
+                                          stats + 2 * (f / D));
+        else layernorm_forward(rows, (int)D, l->op.norm.eps, x, w, b, out_of(m, i) + f);
     }
 }
 
 static void run_linear(model_t *m, int i, const runs_t *r)
 {
     const layer_t *l = &m->layers[i];
-    const int IN = l->gemm.IN, OUT = l->gemm.OUT, rows = (int)(r->len / (size_t)OUT);
+    const int IN = l->op.gemm.IN, OUT = l->op.gemm.OUT, rows = (int)(r->len / (size_t)OUT);
     const float *w = m->params + l->w_off, *bias = l->has_bias ? m->params + l->b_off : NULL;
     const int a16 = model_layer_plan(m, l->in)->act_bf16;
     for (size_t o = 0; o < r->outer; o++) {
         const size_t f = run_first(r, o), fin = f / (size_t)OUT * (size_t)IN;
         float *y = out_of(m, i) + f;
-        if (a16) gemm_forward_a16(&l->gemm, rows, out16_of(m, l->in) + fin, w, bias, y);
-        else if (rows == 1 && mm_precision() == MM_FP32 && l->gemm.layout == GEMM_W_OUT_IN && l->gemm.alpha == 1.0f &&
-                 l->gemm.beta == 1.0f)
+        if (a16) gemm_forward_a16(&l->op.gemm, rows, out16_of(m, l->in) + fin, w, bias, y);
+        else if (rows == 1 && mm_precision() == MM_FP32 && l->op.gemm.layout == GEMM_W_OUT_IN &&
+                 l->op.gemm.alpha == 1.0f && l->op.gemm.beta == 1.0f)
             gemv_forward(IN, OUT, out_of(m, l->in) + fin, w, bias, y); /* a new token: the weights read faster */
-        else gemm_forward(&l->gemm, rows, out_of(m, l->in) + fin, w, bias, y);
+        else gemm_forward(&l->op.gemm, rows, out_of(m, l->in) + fin, w, bias, y);
     }
 }
 
@@ -385,7 +386,7 @@ static void run_bmm(model_t *m, int i, const decode_layer_t *d, int r0, int r1)
 {
     const layer_t *l = &m->layers[i];
     const model_shape_t *s = &l->shape;
-    const int R = s->rank, M = s->dims[R - 2], N = s->dims[R - 1], K = l->sl_start;
+    const int R = s->rank, M = s->dims[R - 2], N = s->dims[R - 1], K = l->op.bmm.K;
     size_t G = 1;
     for (int k = 0; k < R - 2; k++) G *= (size_t)s->dims[k];
     const int cols = d->step == STEP_SCORES && d->key >= 0 ? r1 : N, sum = d->step == STEP_MIX ? r1 : K;
@@ -403,7 +404,7 @@ static void run_causal(model_t *m, int i, int r0, int r1)
     const size_t mats = model_shape_count(&l->shape) / ((size_t)T * (size_t)T);
     for (size_t g = 0; g < mats; g++) {
         const size_t at = g * (size_t)T * (size_t)T;
-        causal_softmax_rows(T, r0, r1, l->alpha, out_of(m, l->in) + at, out_of(m, i) + at);
+        causal_softmax_rows(T, r0, r1, l->op.softmax.scale, out_of(m, l->in) + at, out_of(m, i) + at);
     }
 }
 
@@ -414,8 +415,8 @@ static void run_layer(model_t *m, const decode_layer_t *d, int i, const float *x
     switch (d->step) {
     case STEP_ONCE: break;
     case STEP_EMBED:
-        embed_forward((size_t)(r1 - r0), l->gp_table.dims[0], l->gp_table.dims[1], x + r0, m->params + l->w_off,
-                      out_of(m, i) + (size_t)r0 * (size_t)l->gp_table.dims[1]);
+        embed_forward((size_t)(r1 - r0), l->op.table.shape.dims[0], l->op.table.shape.dims[1], x + r0,
+                      m->params + l->w_off, out_of(m, i) + (size_t)r0 * (size_t)l->op.table.shape.dims[1]);
         break;
     case STEP_UNARY:
     case STEP_COPY:

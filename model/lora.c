@@ -70,17 +70,17 @@ static int add_adapter(model_builder_t *b, apply_ctx_t *c, int i, int li)
     int a, bb;
     if (p->kind == LAYER_FC) { /* flattening, as the product */
         a = model_build_gemm(b, x, o->rank, &ga, an, NULL);
-        bb = model_build_gemm(b, a, p->gemm.OUT, &gb, bn, NULL);
+        bb = model_build_gemm(b, a, p->op.gemm.OUT, &gb, bn, NULL);
     } else {
         a = model_build_linear_gemm(b, x, o->rank, &ga, an);
-        bb = model_build_linear_gemm(b, a, p->gemm.OUT, &gb, bn);
+        bb = model_build_linear_gemm(b, a, p->op.gemm.OUT, &gb, bn);
     }
     const int add = model_build_add(b, li, bb);
     c->ad[c->n++] = (lora_adapter_t){.weight = c->target[i],
-                                     .layout = p->gemm.layout,
-                                     .w_alpha = p->gemm.alpha,
-                                     .in = p->gemm.IN,
-                                     .out = p->gemm.OUT,
+                                     .layout = p->op.gemm.layout,
+                                     .w_alpha = p->op.gemm.alpha,
+                                     .in = p->op.gemm.IN,
+                                     .out = p->op.gemm.OUT,
                                      .product = li,
                                      .add = add};
     return add;

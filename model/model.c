@@ -190,7 +190,7 @@ static void reserve_layer(builder_t *b, int li, int shape_ok)
     }
     finish_layer(b, li, shape_ok);
     if (l->kind != LAYER_LAYERNORM) return;
-    const size_t D = l->sl_axis >= 0 ? axes_count(shape_at(b, l->in), l->sl_axis) : 0;
+    const size_t D = l->op.norm.axis >= 0 ? axes_count(shape_at(b, l->in), l->op.norm.axis) : 0;
     const size_t rows = D ? model_shape_count(&l->shape) / D : 0;
     b->m->act_floats = (b->m->act_floats + 1) & ~(size_t)1;
     l->aux_off = b->m->act_floats;
@@ -202,11 +202,11 @@ int model_build_conv(model_builder_t *b, int in, const conv2d_desc_t *geom, int 
 {
     int li = add_layer(b, LAYER_CONV, in);
     layer_t *l = layer_at(b, li);
-    l->conv = *geom;
+    l->op.conv = *geom;
     const int ok = infer_layer(b, li, NULL) == 0;
     l->has_bias = bias;
-    const int groups = l->conv.groups > 0 ? l->conv.groups : 1;
-    l->w_off = add_tensor_named(b, wname, (size_t)l->OC * (l->C / groups) * l->conv.KH * l->conv.KW, 0);
+    const int groups = l->op.conv.groups > 0 ? l->op.conv.groups : 1;
+    l->w_off = add_tensor_named(b, wname, (size_t)l->OC * (l->C / groups) * l->op.conv.KH * l->op.conv.KW, 0);
     if (bias) l->b_off = add_tensor_named(b, bname, (size_t)l->OC, 0);
     finish_layer(b, li, ok);
     return li;
@@ -217,11 +217,11 @@ int model_build_conv_transpose(model_builder_t *b, int in, const conv2d_desc_t *
 {
     int li = add_layer(b, LAYER_CONV_TRANSPOSE, in);
     layer_t *l = layer_at(b, li);
-    l->conv = *geom;
+    l->op.conv = *geom;
     const int ok = infer_layer(b, li, NULL) == 0;
     l->has_bias = bias;
-    const int groups = l->conv.groups > 0 ? l->conv.groups : 1;
-    l->w_off = add_tensor_named(b, wname, (size_t)l->C * (l->OC / groups) * l->conv.KH * l->conv.KW, 0);
+    const int groups = l->op.conv.groups > 0 ? l->op.conv.groups : 1;
+    l->w_off = add_tensor_named(b, wname, (size_t)l->C * (l->OC / groups) * l->op.conv.KH * l->op.conv.KW, 0);
     if (bias) l->b_off = add_tensor_named(b, bname, (size_t)l->OC, 0);
     finish_layer(b, li, ok);
     return li;
@@ -253,7 +253,7 @@ int model_build_pool(model_builder_t *b, layer_kind_t kind, int in, const pool2d
 {
     int li = add_layer(b, kind, in);
     layer_t *l = layer_at(b, li);
-    l->pool = *geom;
+    l->op.pool = *geom;
     const int ok = (kind == LAYER_MAXPOOL || kind == LAYER_AVGPOOL) ? infer_layer(b, li, NULL) == 0 : 0;
     if (!ok) b->failed = 1;
     reserve_layer(b, li, ok);
@@ -285,8 +285,8 @@ int model_build_gemm(model_builder_t *b, int in, int OUT, const gemm_desc_t *g, 
     int li = add_layer(b, LAYER_FC, in);
     layer_t *l = layer_at(b, li);
     l->has_bias = bname != NULL;
-    l->gemm = *g;
-    l->gemm.OUT = OUT;
+    l->op.gemm = *g;
+    l->op.gemm.OUT = OUT;
     /* FC flattens its input: (B, C, H, W) is read as (B, C*H*W) */
     const int ok = infer_layer(b, li, NULL) == 0;
     l->w_off = add_tensor_named(b, wname, (size_t)OUT * l->C, 0);
@@ -310,10 +310,10 @@ int model_build_linear_gemm(model_builder_t *b, int in, int OUT, const gemm_desc
 {
     int li = add_layer(b, LAYER_LINEAR, in);
     layer_t *l = layer_at(b, li);
-    l->gemm = (gemm_desc_t){.layout = g->layout, .alpha = g->alpha, .beta = 1.0f, .OUT = OUT};
+    l->op.gemm = (gemm_desc_t){.layout = g->layout, .alpha = g->alpha, .beta = 1.0f, .OUT = OUT};
     if (!isfinite(g->alpha)) b->failed = 1;
     const int ok = infer_layer(b, li, NULL) == 0; /* sets gemm.IN */
-    l->w_off = add_tensor_named(b, wname, ok ? (size_t)OUT * l->gemm.IN : 0, 0);
+    l->w_off = add_tensor_named(b, wname, ok ? (size_t)OUT * l->op.gemm.IN : 0, 0);
     finish_layer(b, li, ok);
     return li;
 }
@@ -336,7 +336,7 @@ int model_build_fc_bias(model_builder_t *b, int li, const char *bname)
     }
     layer_t *l = &b->m->layers[li];
     l->has_bias = 1;
-    l->b_off = add_tensor_named(b, bname, (size_t)l->gemm.OUT, 0);
+    l->b_off = add_tensor_named(b, bname, (size_t)l->op.gemm.OUT, 0);
     return li;
 }
 
@@ -354,8 +354,8 @@ int model_build_bn_momentum(model_builder_t *b, int in, const char *const names[
 {
     int li = add_layer(b, LAYER_BN, in);
     layer_t *l = layer_at(b, li);
-    l->eps = eps;
-    l->momentum = momentum;
+    l->op.norm.eps = eps;
+    l->op.norm.momentum = momentum;
     if (!(eps > 0.0f) || !(momentum >= 0.0f && momentum <= 1.0f)) b->failed = 1;
     l->w_off = add_tensor_named(b, names[0], (size_t)l->C, 0);
     l->b_off = add_tensor_named(b, names[1], (size_t)l->C, 0);
@@ -401,10 +401,10 @@ int model_build_elementwise(model_builder_t *b, layer_kind_t kind, int in, float
     int li = add_layer(b, kind, in);
     layer_t *l = layer_at(b, li);
     if (kind == LAYER_LEAKY_RELU) {
-        l->alpha = arg;
+        l->op.unary.alpha = arg;
         if (!(arg >= 0.0f)) b->failed = 1; /* the backward reads the sign of the output (ops.h) */
     } else if (kind == LAYER_DROPOUT || kind == LAYER_STOCHASTIC_DEPTH) {
-        l->p = arg;
+        l->op.dropout.p = arg;
         if (!(arg >= 0.0f && arg <= 1.0f)) b->failed = 1;
     } else if (kind != LAYER_SIGMOID && kind != LAYER_TANH) {
         b->failed = 1;
@@ -417,13 +417,13 @@ int model_build_unary(model_builder_t *b, layer_kind_t kind, int in, float a)
 {
     int li = add_layer(b, kind, in);
     layer_t *l = layer_at(b, li);
-    l->alpha = kind == LAYER_POW ? a : 0.0f;
+    l->op.unary.alpha = kind == LAYER_POW ? a : 0.0f;
     /* the table's plain rows of one input (a new one needs nothing here), and three of
      * their own: Pow's exponent, Erf, and GELU (matched from a pattern of nodes) */
     const model_op_t *op = model_op(kind);
     const int plain = op && op->onnx_form == MODEL_OP_ONNX_PLAIN && op->ninputs == 1;
     if (!plain && kind != LAYER_POW && kind != LAYER_ERF && kind != LAYER_GELU) b->failed = 1;
-    if (!isfinite(l->alpha)) b->failed = 1;
+    if (!isfinite(l->op.unary.alpha)) b->failed = 1;
     finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
 }
@@ -437,9 +437,9 @@ int model_build_const(model_builder_t *b, const model_shape_t *s, const char *na
     if (!ok) b->failed = 1;
     int li = add_layer(b, LAYER_CONST, -1);
     layer_t *l = layer_at(b, li);
-    l->frozen = frozen != 0;
+    l->op.cnst.frozen = frozen != 0;
     if (ok) l->shape = *s;
-    l->w_off = add_tensor_named(b, name, ok ? count : 0, l->frozen);
+    l->w_off = add_tensor_named(b, name, ok ? count : 0, l->op.cnst.frozen);
     /* its output slots: max_batch of them like any layer's (model_zero_dacts zeroes B) */
     finish_layer(b, li, ok && infer_layer(b, li, NULL) == 0);
     return li;
@@ -464,7 +464,7 @@ int model_build_gather_param(model_builder_t *b, const model_shape_t *s, const m
     if (!ok) b->failed = 1;
     int li = add_layer(b, LAYER_GATHER_PARAM, -1);
     layer_t *l = layer_at(b, li);
-    if (ok) l->shape = *s, l->gp_table = *table;
+    if (ok) l->shape = *s, l->op.table.shape = *table;
     l->w_off = add_tensor_named(b, tname, ok ? tcount : 0, 0);
     l->rm_off = add_tensor_named(b, mname, ok ? count : 0, 1);
     finish_layer(b, li, ok && infer_layer(b, li, NULL) == 0);
@@ -478,8 +478,8 @@ int model_build_binary(model_builder_t *b, layer_kind_t kind, int a, int x)
     layer_t *l = layer_at(b, li);
     l->in2 = x;
     /* the batch strides: 0 for a batch-less constant (infer_binary sets the others) */
-    l->bc.sa[0] = !ca;
-    l->bc.sb[0] = !cx;
+    l->op.view.bc.sa[0] = !ca;
+    l->op.view.bc.sb[0] = !cx;
     const int ok = ((kind >= LAYER_BADD && kind <= LAYER_DIV) || kind == LAYER_BPOW) && !(ca && cx) &&
                    infer_layer(b, li, shape_at(b, x)) == 0;
     if (!ok) b->failed = 1;
@@ -502,7 +502,7 @@ int model_build_transpose(model_builder_t *b, int in, const int *perm)
 {
     int li = add_layer(b, LAYER_TRANSPOSE, in);
     layer_t *l = layer_at(b, li);
-    for (int d = 0; d < l->shape.rank && d < MODEL_MAX_RANK; d++) l->perm[d] = perm[d];
+    for (int d = 0; d < l->shape.rank && d < MODEL_MAX_RANK; d++) l->op.view.perm[d] = perm[d];
     finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
 }
@@ -511,10 +511,10 @@ int model_build_slice(model_builder_t *b, int in, int axis, int start, int end, 
 {
     int li = add_layer(b, LAYER_SLICE, in);
     layer_t *l = layer_at(b, li);
-    l->sl_axis = axis;
-    l->sl_start = start;
-    l->sl_end = end;
-    l->sl_step = step;
+    l->op.view.axis = axis;
+    l->op.view.start = start;
+    l->op.view.end = end;
+    l->op.view.step = step;
     finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
 }
@@ -526,7 +526,7 @@ int model_build_expand(model_builder_t *b, int in, const model_shape_t *to)
     const int ok = to->rank >= 0 && to->rank <= MODEL_MAX_RANK;
     if (ok) l->shape = *to; /* what infer_expand checks the input against */
     /* the batch stride: 0 for a batch-less constant (infer_expand sets the others) */
-    l->bc.sa[0] = !(in >= 0 && layer_at(b, in)->kind == LAYER_CONST);
+    l->op.view.bc.sa[0] = !(in >= 0 && layer_at(b, in)->kind == LAYER_CONST);
     finish_layer(b, li, ok && infer_layer(b, li, NULL) == 0);
     if (!ok) b->failed = 1;
     return li;
@@ -536,8 +536,8 @@ int model_build_reduce(model_builder_t *b, layer_kind_t kind, int in, unsigned m
 {
     int li = add_layer(b, kind, in);
     layer_t *l = layer_at(b, li);
-    l->red_mask = mask;
-    l->red_keep = keep != 0;
+    l->op.view.red_mask = mask;
+    l->op.view.red_keep = keep != 0;
     const int ok = kind == LAYER_REDUCE_MEAN || kind == LAYER_REDUCE_SUM;
     if (!ok) b->failed = 1;
     finish_layer(b, li, ok && infer_layer(b, li, NULL) == 0);
@@ -561,8 +561,8 @@ int model_build_layernorm(model_builder_t *b, int in, int axis, float eps, const
     int li = add_layer(b, LAYER_LAYERNORM, in);
     layer_t *l = layer_at(b, li);
     const size_t D = axis >= 0 ? axes_count(shape_at(b, in), axis) : 0;
-    l->sl_axis = axis;
-    l->eps = eps;
+    l->op.norm.axis = axis;
+    l->op.norm.eps = eps;
     l->has_bias = 1;
     if (!(eps > 0.0f)) b->failed = 1;
     l->w_off = add_tensor_named(b, wname, D, 0);
@@ -578,7 +578,7 @@ int model_build_embed(model_builder_t *b, int in, int V, int E, const char *tnam
     const model_shape_t *s = shape_at(b, in);
     const int ok_dims = V > 0 && E > 0 && (int64_t)V * E <= MODEL_SAMPLE_MAX && s->rank < MODEL_MAX_RANK;
     if (!ok_dims) b->failed = 1;
-    l->gp_table = (model_shape_t){.rank = 2, .dims = {V, E}};
+    l->op.table.shape = (model_shape_t){.rank = 2, .dims = {V, E}};
     l->w_off = add_tensor_named(b, tname, ok_dims ? (size_t)V * (size_t)E : 0, 0);
     finish_layer(b, li, ok_dims && infer_layer(b, li, NULL) == 0);
     return li;
@@ -588,16 +588,16 @@ int model_build_linear_tied(model_builder_t *b, int in, int embed_li)
 {
     const layer_t *e = layer_at(b, embed_li);
     const int ok = embed_li >= 0 && embed_li < b->m->nlayers && e->kind == LAYER_EMBED;
-    const int V = e->gp_table.dims[0], E = e->gp_table.dims[1];
+    const int V = e->op.table.shape.dims[0], E = e->op.table.shape.dims[1];
     const size_t table = e->w_off;
     int li = add_layer(b, LAYER_LINEAR, in);
     layer_t *l = layer_at(b, li);
-    l->gemm = (gemm_desc_t){.layout = GEMM_W_OUT_IN, .alpha = 1.0f, .beta = 1.0f, .OUT = ok ? V : 0};
+    l->op.gemm = (gemm_desc_t){.layout = GEMM_W_OUT_IN, .alpha = 1.0f, .beta = 1.0f, .OUT = ok ? V : 0};
     const int shaped = infer_layer(b, li, NULL) == 0; /* sets gemm.IN */
-    if (!ok || l->gemm.IN != E) b->failed = 1;
+    if (!ok || l->op.gemm.IN != E) b->failed = 1;
     l->w_off = table; /* no tensor of its own: the embedding's */
     finish_layer(b, li, ok && shaped);
-    if (ok) layer_at(b, embed_li)->tied = 1; /* its backward adds to what this one's wrote */
+    if (ok) layer_at(b, embed_li)->op.table.tied = 1; /* its backward adds to what this one's wrote */
     return li;
 }
 
@@ -605,7 +605,7 @@ int model_build_causal_softmax(model_builder_t *b, int in, float scale)
 {
     int li = add_layer(b, LAYER_CAUSAL_SOFTMAX, in);
     layer_t *l = layer_at(b, li);
-    l->alpha = scale;
+    l->op.softmax.scale = scale;
     if (!(scale > 0.0f) || !isfinite(scale)) b->failed = 1;
     finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
@@ -615,7 +615,7 @@ int model_build_softmax(model_builder_t *b, layer_kind_t kind, int in, int axis)
 {
     int li = add_layer(b, kind, in);
     layer_t *l = layer_at(b, li);
-    l->sl_axis = axis;
+    l->op.softmax.axis = axis;
     if (kind != LAYER_SOFTMAX && kind != LAYER_LOG_SOFTMAX) b->failed = 1;
     finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
@@ -625,8 +625,8 @@ int model_build_clip(model_builder_t *b, int in, float lo, float hi)
 {
     int li = add_layer(b, LAYER_CLIP, in);
     layer_t *l = layer_at(b, li);
-    l->lo = lo;
-    l->hi = hi;
+    l->op.unary.lo = lo;
+    l->op.unary.hi = hi;
     if (isnan(lo) || isnan(hi)) b->failed = 1;
     finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
@@ -636,8 +636,8 @@ int model_build_hardsigmoid(model_builder_t *b, int in, float alpha, float beta)
 {
     int li = add_layer(b, LAYER_HARDSIGMOID, in);
     layer_t *l = layer_at(b, li);
-    l->alpha = alpha;
-    l->beta = beta;
+    l->op.unary.alpha = alpha;
+    l->op.unary.beta = beta;
     if (!isfinite(alpha) || !isfinite(beta)) b->failed = 1;
     finish_layer(b, li, infer_layer(b, li, NULL) == 0);
     return li;
@@ -681,7 +681,7 @@ int model_build_concat_axis(model_builder_t *b, int a, int x, int axis)
     int li = add_layer(b, LAYER_CONCAT, a);
     layer_t *l = layer_at(b, li);
     l->in2 = x;
-    l->sl_axis = axis;
+    l->op.concat.axis = axis;
     if (joined > MODEL_SAMPLE_MAX) {
         too_large(b, li, NULL);
         finish_layer(b, li, 0);
@@ -1283,9 +1283,9 @@ void model_init_params(model_t *m, uint64_t seed)
         float *bias = m->params + l->b_off;
         if (l->kind == LAYER_CONV || l->kind == LAYER_FC || l->kind == LAYER_LINEAR) {
             /* a last-axis linear's fan-in is that axis (gemm.IN), its outputs gemm.OUT */
-            const int lin = l->kind == LAYER_LINEAR, nout = lin ? l->gemm.OUT : l->OC;
-            size_t fan_in = l->kind == LAYER_CONV ? (size_t)(l->C / l->conv.groups) * l->conv.KH * l->conv.KW
-                            : lin                 ? (size_t)l->gemm.IN
+            const int lin = l->kind == LAYER_LINEAR, nout = lin ? l->op.gemm.OUT : l->OC;
+            size_t fan_in = l->kind == LAYER_CONV ? (size_t)(l->C / l->op.conv.groups) * l->op.conv.KH * l->op.conv.KW
+                            : lin                 ? (size_t)l->op.gemm.IN
                                                   : (size_t)l->C;
             size_t nw = (size_t)nout * fan_in;
             float bound = 1.0f / sqrtf((float)fan_in);
@@ -1300,14 +1300,14 @@ void model_init_params(model_t *m, uint64_t seed)
                 for (int k = 0; k < nout; k++) bias[k] = bound * (2.0f * rng_uniform(&r) - 1.0f);
         } else if (l->kind == LAYER_CONV_TRANSPOSE) {
             /* torch's nn.ConvTranspose2d: its fan-in is the weight's dims 1 to 3 */
-            const size_t fan_in = (size_t)(l->OC / l->conv.groups) * l->conv.KH * l->conv.KW;
+            const size_t fan_in = (size_t)(l->OC / l->op.conv.groups) * l->op.conv.KH * l->op.conv.KW;
             const float bound = 1.0f / sqrtf((float)fan_in);
             for (size_t k = 0; k < (size_t)l->C * fan_in; k++) w[k] = bound * (2.0f * rng_uniform(&r) - 1.0f);
             if (l->has_bias)
                 for (int k = 0; k < l->OC; k++) bias[k] = bound * (2.0f * rng_uniform(&r) - 1.0f);
         } else if (l->kind == LAYER_LAYERNORM) {
             /* torch's nn.LayerNorm: weight 1, bias 0 over the normalised axes */
-            const size_t D = axes_count(&l->shape, l->sl_axis);
+            const size_t D = axes_count(&l->shape, l->op.norm.axis);
             for (size_t k = 0; k < D; k++) w[k] = 1.0f, bias[k] = 0.0f;
         } else if (l->kind == LAYER_BN) {
             for (int k = 0; k < l->C; k++) {

@@ -96,7 +96,7 @@ typedef enum {
     LAYER_LEAKY_RELU, /* alpha */
     LAYER_SIGMOID,
     LAYER_TANH,
-    LAYER_CONCAT,      /* axis sl_axis (the channels: 0) of in, then of in2 (an n-way Concat: a chain) */
+    LAYER_CONCAT,      /* op.concat's axis (the channels: 0) of in, then of in2 (an n-way Concat: a chain) */
     LAYER_DROPOUT,     /* p; the identity at evaluation */
     LAYER_CLIP,        /* lo, hi (ReLU6: 0, 6) */
     LAYER_HARDSIGMOID, /* max(0, min(1, alpha * x + beta)) */
@@ -134,7 +134,7 @@ typedef enum {
     LAYER_RESHAPE,
     LAYER_TRANSPOSE,
     LAYER_SLICE,
-    /* ONNX's ReduceMean and ReduceSum over the non-batch axes red_mask (bit d: sample axis
+    /* ONNX's ReduceMean and ReduceSum over the non-batch axes op.view.red_mask (bit d: sample axis
      * d), keepdims red_keep; bc the walk over the input (ops.h's reduce_forward) */
     LAYER_REDUCE_MEAN,
     LAYER_REDUCE_SUM,
@@ -144,7 +144,7 @@ typedef enum {
     LAYER_LINEAR,
     /* The transformers' operators (after the older kinds: a kind's value never changes, the
      * CUDA backend's ABI counts on it). LAYER_SOFTMAX, LAYER_LOG_SOFTMAX: along the
-     * non-batch axis sl_axis (ONNX opset 13's Softmax and LogSoftmax). */
+     * non-batch axis op.softmax.axis (ONNX opset 13's Softmax and LogSoftmax). */
     LAYER_SOFTMAX,
     LAYER_LOG_SOFTMAX,
     /* ONNX's Erf, and the exact GELU (torch 1.13's nn.GELU export, x * 0.5 * (1 + Erf(x /
@@ -152,18 +152,18 @@ typedef enum {
     LAYER_ERF,
     LAYER_GELU,
     /* ONNX MatMul of two activations (attention's Q K^T and A V): in (..., M, K) times in2
-     * (..., K, N), the leading axes equal (no broadcasting), both batched; sl_start: K */
+     * (..., K, N), the leading axes equal (no broadcasting), both batched; op.bmm.K: K */
     LAYER_BMM,
     /* ONNX LayerNormalization (opset 17) and torch 1.13's decomposed nn.LayerNorm (ReduceMean,
      * Sub, Pow 2, ReduceMean, Add eps, Sqrt, Div, Mul weight, Add bias, matched at import):
-     * over the non-batch axes sl_axis.. to the last, eps, weight w_off and bias b_off of those
+     * over the non-batch axes op.norm.axis.. to the last, eps, weight w_off and bias b_off of those
      * axes' size (has_bias 1) */
     LAYER_LAYERNORM,
     /* Swin's relative position bias. LAYER_GATHER_PARAM: a parameter table gathered by constant
      * indices (a relative position bias: table[index]), without a batch axis like a
      * LAYER_CONST (in -1, read by a broadcasting operator): out (shape) = params[w_off +
      * map[j]], map the float-coded flat indices into the table (buffers at rm_off, exact
-     * below 2^24), the table's shape gp_table; the backward scatter-adds into the table. An
+     * below 2^24), the table's shape op.table.shape; the backward scatter-adds into the table. An
      * index outside the table (a hostile checkpoint's buffer) reads 0 and gets no gradient. */
     LAYER_GATHER_PARAM,
     /* The vision transformers' class token. LAYER_EXPAND: ONNX Expand, in broadcast to the shape
@@ -172,12 +172,12 @@ typedef enum {
      * backward sums over the repeated axes */
     LAYER_EXPAND,
     /* The language models' rows. LAYER_EMBED: an embedding table (params at w_off,
-     * of shape gp_table (V, E)) read by the float-coded token ids of its input (the model
+     * of shape op.table.shape (V, E)) read by the float-coded token ids of its input (the model
      * input (T) of a GPT): out (T, E) = table[ids]; an id outside [0, V) reads zeros (the
      * data loader refuses such ids first). Its backward scatter-adds into the table, after
      * zeroing it unless `tied` (model_build_linear_tied: a later layer reads the table as its weight
      * and its backward, which runs first, wrote the table's gradient). LAYER_CAUSAL_SOFTMAX:
-     * row i of each (T, T) matrix of its input, softmax(alpha * x[i, 0..i]), zeros after i
+     * row i of each (T, T) matrix of its input, softmax(op.softmax.scale * x[i, 0..i]), zeros after i
      * (attention's lower-triangular mask and its scale 1/sqrt(head size) in one row; the
      * masked half is never computed). */
     LAYER_EMBED,
@@ -194,51 +194,139 @@ typedef enum {
     LAYER_KIND_COUNT
 } layer_kind_t;
 
-/* What a layer is: its kind, inputs, shapes, parameters and places in the fused buffers.
- * How it runs (its fusions, gradient routing) is its entry in model_t's plan (plan.h). */
+/* Each kind's own parameters (layer_t's op): one member of the union per family of kinds,
+ * named by the kind's MODEL_OPS row (op_table.h's params), which is the only member a layer
+ * of that kind sets or reads; model_build_* write it, the kernels' calls read it. A new
+ * parameter of a kind goes into its family's struct here and nowhere else. */
+
+/* LAYER_LEAKY_RELU: alpha the negative slope; LAYER_HARDSIGMOID: alpha the slope, beta the
+ * offset; LAYER_POW: alpha the exponent; LAYER_CLIP: lo, hi the bounds (-inf, +inf where
+ * the file gives none). Every kind of model_unary_of reads these (0 where unset). */
+typedef struct {
+    float alpha, beta;
+    float lo, hi;
+} layer_unary_t;
+
+/* LAYER_DROPOUT, LAYER_STOCHASTIC_DEPTH: the probability of dropping */
+typedef struct {
+    float p;
+} layer_dropout_t;
+
+/* LAYER_BN: eps, and the running statistics' update weight in PyTorch's convention (new =
+ * (1 - momentum) * old + momentum * batch; ONNX's attribute is 1 - this):
+ * MODEL_BN_MOMENTUM for the built-in networks, the file's for imported ones.
+ * LAYER_LAYERNORM: over the non-batch axes axis.. to the last, eps. */
+typedef struct {
+    float eps, momentum;
+    int axis;
+} layer_norm_t;
+
+/* Views and broadcasts of the non-batch axes: bc the walk over the inputs (ops.h's
+ * bcast_desc_t) of LAYER_BADD to LAYER_DIV, LAYER_BPOW and LAYER_EXPAND (from the inputs'
+ * shapes; EXPAND: sa the input's strides, 0 along the axes it is repeated on, the batch too
+ * for a batch-less LAYER_CONST), the view's strides of LAYER_TRANSPOSE and LAYER_SLICE
+ * (ops.h's view_forward), the walk of LAYER_REDUCE_*. off: the view's first element in a
+ * sample. LAYER_TRANSPOSE: output axis i is input axis perm[i]. LAYER_SLICE: the axis
+ * (non-batch, 0 = the channels), 0 <= start < end <= its size for step >= 1, size > start
+ * > end >= -1 for step <= -1 (ONNX's walk down). LAYER_REDUCE_*: red_mask the reduced
+ * sample axes (bit d: axis d), red_keep keepdims (a reduced axis stays, of size 1). */
+typedef struct {
+    bcast_desc_t bc;
+    size_t off;
+    int perm[MODEL_MAX_RANK];
+    int axis, start, end, step;
+    unsigned red_mask;
+    int red_keep;
+} layer_view_t;
+
+/* LAYER_SOFTMAX, LAYER_LOG_SOFTMAX: along the non-batch axis axis. LAYER_CAUSAL_SOFTMAX:
+ * scale, the scores' factor inside the softmax (1 / sqrt(head size)). */
+typedef struct {
+    int axis;
+    float scale;
+} layer_softmax_t;
+
+/* LAYER_CONCAT: the axis joined (0 = the channels, the only one on the GPU), first the
+ * first input's size along it */
+typedef struct {
+    int axis, first;
+} layer_concat_t;
+
+/* LAYER_BMM: K, the products' inner size */
+typedef struct {
+    int K;
+} layer_bmm_t;
+
+/* LAYER_GATHER_PARAM, LAYER_EMBED: the table's shape (its params at w_off). LAYER_EMBED:
+ * tied, its table is a later layer's weight too (model_build_linear_tied's); read by the
+ * CPU and CUDA backwards alike. */
+typedef struct {
+    model_shape_t shape;
+    int tied;
+} layer_table_t;
+
+/* LAYER_CONST: frozen, a tensor of buffers (no gradient), else of params */
+typedef struct {
+    int frozen;
+} layer_const_t;
+
+/* LAYER_MUL: bcast, in2 is (C, 1, 1), read once per plane */
+typedef struct {
+    int bcast;
+} layer_mul_t;
+
+/* Which member of layer_t's op a kind's layers use (model_op_t's params) */
+typedef enum {
+    LAYER_PARAMS_NONE,
+    LAYER_PARAMS_CONV,
+    LAYER_PARAMS_POOL,
+    LAYER_PARAMS_SC,
+    LAYER_PARAMS_GEMM,
+    LAYER_PARAMS_UNARY,
+    LAYER_PARAMS_DROPOUT,
+    LAYER_PARAMS_NORM,
+    LAYER_PARAMS_VIEW,
+    LAYER_PARAMS_SOFTMAX,
+    LAYER_PARAMS_CONCAT,
+    LAYER_PARAMS_BMM,
+    LAYER_PARAMS_TABLE,
+    LAYER_PARAMS_CONST,
+    LAYER_PARAMS_MUL,
+} layer_params_t;
+
+/* What a layer is: its kind, inputs, shapes, its kind's parameters and its places in the
+ * fused buffers. How it runs (its fusions, gradient routing) is its entry in model_t's plan
+ * (plan.h). */
 typedef struct {
     layer_kind_t kind;
-    int in;              /* producing layer of the input; -1 = the model input */
-    int in2;             /* LAYER_ADD: the shortcut input; LAYER_CONCAT: the second input */
-    int C, H, W;         /* input shape of one sample: the 3-D folding of its producer's shape */
-    int OC, OH, OW;      /* output shape of one sample: the 3-D folding of shape */
-    model_shape_t shape; /* output shape of one sample, N-D (its inputs': their producers') */
-    conv2d_desc_t conv;
-    pool2d_desc_t pool;
-    shortcut_desc_t sc;
-    gemm_desc_t gemm; /* LAYER_FC: weight layout, alpha, beta ((OUT, IN), 1, 1: PyTorch's Linear) */
-    float alpha;      /* LAYER_LEAKY_RELU: the negative slope; LAYER_HARDSIGMOID: the slope; LAYER_POW: the exponent */
-    float beta;       /* LAYER_HARDSIGMOID: the offset */
-    float lo, hi;     /* LAYER_CLIP: the bounds (-inf, +inf where the file gives none) */
-    int bcast;        /* LAYER_MUL: in2 is (C, 1, 1), read once per plane */
-    float p;          /* LAYER_DROPOUT, LAYER_STOCHASTIC_DEPTH: the probability of dropping */
-    float eps;        /* LAYER_BN: epsilon (BN_EPS for the built-in networks) */
-    /* LAYER_BN: the running statistics' update weight, PyTorch's convention (new = (1 -
-     * momentum) * old + momentum * batch; ONNX's attribute is 1 - this): MODEL_BN_MOMENTUM
-     * for the built-in networks, the file's for imported ones */
-    float momentum;
-    int has_bias;
-    bcast_desc_t bc;          /* LAYER_BADD to LAYER_DIV: the broadcast (ops.h), from the inputs' shapes */
-    int frozen;               /* LAYER_CONST: a tensor of buffers (no gradient), else of params */
-    int perm[MODEL_MAX_RANK]; /* LAYER_TRANSPOSE: output axis i is input axis perm[i] (non-batch axes) */
-    unsigned red_mask;        /* LAYER_REDUCE_*: the reduced sample axes (bit d: axis d) */
-    int red_keep;             /* LAYER_REDUCE_*: keepdims (a reduced axis stays, of size 1) */
-    /* LAYER_SLICE: the axis (non-batch, 0 = the channels), 0 <= start < end <= its size
-     * for step >= 1, size > start > end >= -1 for step <= -1 (ONNX's walk down); view_off: start's offset in a sample; bc: the view's strides (ops.h's
-     * view_forward), also LAYER_TRANSPOSE's. LAYER_CONCAT: sl_axis the axis joined (0 = the
-     * channels, the only one on the GPU), sl_start the first input's size along it. */
-    int sl_axis, sl_start, sl_end, sl_step;
-    size_t view_off;
-    model_shape_t gp_table; /* LAYER_GATHER_PARAM, LAYER_EMBED: the table's shape (its params) */
-    /* LAYER_EMBED: its table is a later layer's weight too (model_build_linear_tied's); read
-     * by the CPU and CUDA backwards alike */
-    int tied;
-    size_t w_off, b_off;   /* params: conv/fc weight and bias, bn gamma and beta */
-    size_t rm_off, rv_off; /* buffers: bn running mean and variance */
+    int in;                /* producing layer of the input; -1 = the model input */
+    int in2;               /* the second input of a two-input kind; -1 = none */
+    int C, H, W;           /* input shape of one sample: the 3-D folding of its producer's shape */
+    int OC, OH, OW;        /* output shape of one sample: the 3-D folding of shape */
+    model_shape_t shape;   /* output shape of one sample, N-D (its inputs': their producers') */
+    int has_bias;          /* convolutions, FC, Linear: a bias at b_off; LAYER_LAYERNORM: 1 */
+    size_t w_off, b_off;   /* params: conv/fc weight and bias, bn gamma and beta, a table */
+    size_t rm_off, rv_off; /* buffers: bn running mean and variance; a gather's indices */
     size_t out_off;        /* activation arena: (max_batch, OC, OH, OW) */
     /* maxpool argmax arena, or bn saved mean/invstd (2*OC); a layer norm's rows' statistics
      * (2 doubles a row, after its output in the activation arena) */
     size_t aux_off;
+    union {
+        conv2d_desc_t conv;  /* LAYER_CONV, LAYER_CONV_TRANSPOSE */
+        pool2d_desc_t pool;  /* LAYER_MAXPOOL, LAYER_AVGPOOL */
+        shortcut_desc_t sc;  /* LAYER_ADD: the shortcut (identity or strided, zero-padded) */
+        gemm_desc_t gemm;    /* LAYER_FC, LAYER_LINEAR: weight layout, alpha, beta, IN, OUT */
+        layer_unary_t unary; /* the functions of one input with parameters */
+        layer_dropout_t dropout;
+        layer_norm_t norm;
+        layer_view_t view;
+        layer_softmax_t softmax;
+        layer_concat_t concat;
+        layer_bmm_t bmm;
+        layer_table_t table;
+        layer_const_t cnst;
+        layer_mul_t mul;
+    } op;
 } layer_t;
 
 /* The function of one input a layer's kind computes (scalar_fn.h's table: the CPU's
@@ -246,15 +334,15 @@ typedef struct {
  * for a kind that is none. */
 static inline unary_op_t model_unary_of(const layer_t *l, float *a, float *b)
 {
-    *a = l->alpha;
+    *a = l->op.unary.alpha;
     *b = 0.0f;
     switch (l->kind) {
     case LAYER_RELU: return UNARY_RELU;
     case LAYER_LEAKY_RELU: return UNARY_LEAKY_RELU;
     case LAYER_SIGMOID: return UNARY_SIGMOID;
     case LAYER_TANH: return UNARY_TANH;
-    case LAYER_CLIP: *a = l->lo, *b = l->hi; return UNARY_CLIP;
-    case LAYER_HARDSIGMOID: *b = l->beta; return UNARY_HARDSIGMOID;
+    case LAYER_CLIP: *a = l->op.unary.lo, *b = l->op.unary.hi; return UNARY_CLIP;
+    case LAYER_HARDSIGMOID: *b = l->op.unary.beta; return UNARY_HARDSIGMOID;
     case LAYER_HARDSWISH: return UNARY_HARDSWISH;
     case LAYER_EXP: return UNARY_EXP;
     case LAYER_NEG: return UNARY_NEG;
@@ -264,7 +352,7 @@ static inline unary_op_t model_unary_of(const layer_t *l, float *a, float *b)
     case LAYER_POW: return UNARY_POW;
     case LAYER_ERF: return UNARY_ERF;
     case LAYER_GELU: return UNARY_GELU;
-    default: return UNARY_OP_COUNT;
+    default: *a = 0.0f; return UNARY_OP_COUNT;
     }
 }
 

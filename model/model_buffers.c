@@ -20,7 +20,7 @@ const tensor_info_t *model_tensor_at(const model_t *m, size_t off, int is_buffer
 static int check_gather_map(const model_t *m, int i, const float *buffers, char *err, size_t errlen)
 {
     const layer_t *l = &m->layers[i];
-    const size_t n = model_shape_count(&l->shape), t = model_shape_count(&l->gp_table);
+    const size_t n = model_shape_count(&l->shape), t = model_shape_count(&l->op.table.shape);
     const float *map = buffers + l->rm_off;
     for (size_t j = 0; j < n; j++) {
         const float k = map[j];

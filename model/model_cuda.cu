@@ -233,7 +233,7 @@ static int model_setup(cuda_model_t *cm, const model_t *m)
     size_t ws = 0;
     for (int i = 0; i < mm->nlayers; i++) {
         if (mm->layers[i].kind != LAYER_CONV) continue;
-        if (cuda_conv2d_plan_create(cm->ctx, &mm->layers[i].conv, mm->max_batch, 0, &cm->plans[i]) != 0) return -1;
+        if (cuda_conv2d_plan_create(cm->ctx, &mm->layers[i].op.conv, mm->max_batch, 0, &cm->plans[i]) != 0) return -1;
         size_t need = cuda_conv2d_plan_workspace(cm->plans[i]);
         if (need > ws) ws = need;
     }
@@ -558,38 +558,40 @@ static int conv_bwd(cuda_model_t *cm, int i, int B)
 static int maxpool_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
-    return cuda_maxpool2d_forward(cm->ctx, &l->pool, B, layer_input(cm, l->in), out_of(cm, i), cm->argmax + l->aux_off);
+    return cuda_maxpool2d_forward(cm->ctx, &l->op.pool, B, layer_input(cm, l->in), out_of(cm, i),
+                                  cm->argmax + l->aux_off);
 }
 static int maxpool_bwd(cuda_model_t *cm, int i, int B)
 {
     const layer_t *l = layer_of(cm, i);
     float *dinp = dinput_of(cm, l->in);
-    return dinp ? cuda_maxpool2d_backward(cm->ctx, &l->pool, B, dout_of(cm, i), cm->argmax + l->aux_off, dinp) : 0;
+    return dinp ? cuda_maxpool2d_backward(cm->ctx, &l->op.pool, B, dout_of(cm, i), cm->argmax + l->aux_off, dinp) : 0;
 }
 
 static int avgpool_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
-    return cuda_avgpool2d_forward(cm->ctx, &l->pool, B, layer_input(cm, l->in), out_of(cm, i));
+    return cuda_avgpool2d_forward(cm->ctx, &l->op.pool, B, layer_input(cm, l->in), out_of(cm, i));
 }
 static int avgpool_bwd(cuda_model_t *cm, int i, int B)
 {
     const layer_t *l = layer_of(cm, i);
     float *dinp = dinput_of(cm, l->in);
-    return dinp ? cuda_avgpool2d_backward(cm->ctx, &l->pool, B, dout_of(cm, i), dinp) : 0;
+    return dinp ? cuda_avgpool2d_backward(cm->ctx, &l->op.pool, B, dout_of(cm, i), dinp) : 0;
 }
 
 static int fc_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
     const float *bias = l->has_bias ? cm->params + l->b_off : NULL;
-    return cuda_gemm_forward(cm->ctx, &l->gemm, B, layer_input(cm, l->in), cm->params + l->w_off, bias, out_of(cm, i));
+    return cuda_gemm_forward(cm->ctx, &l->op.gemm, B, layer_input(cm, l->in), cm->params + l->w_off, bias,
+                             out_of(cm, i));
 }
 static int fc_bwd(cuda_model_t *cm, int i, int B)
 {
     const layer_t *l = layer_of(cm, i);
     float *db = l->has_bias ? cm->grads + l->b_off : NULL;
-    return cuda_gemm_backward(cm->ctx, &l->gemm, B, layer_input(cm, l->in), cm->params + l->w_off, dout_of(cm, i),
+    return cuda_gemm_backward(cm->ctx, &l->op.gemm, B, layer_input(cm, l->in), cm->params + l->w_off, dout_of(cm, i),
                               dinput_of(cm, l->in), cm->grads + l->w_off, db);
 }
 
@@ -600,9 +602,11 @@ static int bn_fwd(cuda_model_t *cm, int i, int B, int train)
     if (train)
         return cuda_batchnorm_forward_train_eps(cm->ctx, B, l->C, l->H * l->W, inp, w, cm->params + l->b_off,
                                                 out_of(cm, i), cm->aux + l->aux_off, cm->aux + l->aux_off + l->C,
-                                                cm->buffers + l->rm_off, cm->buffers + l->rv_off, l->momentum, l->eps);
+                                                cm->buffers + l->rm_off, cm->buffers + l->rv_off, l->op.norm.momentum,
+                                                l->op.norm.eps);
     return cuda_batchnorm_forward_eval_eps(cm->ctx, B, l->C, l->H * l->W, inp, w, cm->params + l->b_off,
-                                           cm->buffers + l->rm_off, cm->buffers + l->rv_off, out_of(cm, i), l->eps);
+                                           cm->buffers + l->rm_off, cm->buffers + l->rv_off, out_of(cm, i),
+                                           l->op.norm.eps);
 }
 static int bn_bwd(cuda_model_t *cm, int i, int B)
 {
@@ -610,11 +614,12 @@ static int bn_bwd(cuda_model_t *cm, int i, int B)
     float *dinp = dinput_of(cm, l->in);
     return cuda_batchnorm_backward_eps(cm->ctx, B, l->C, l->H * l->W, layer_input(cm, l->in), cm->params + l->w_off,
                                        cm->aux + l->aux_off, cm->aux + l->aux_off + l->C, dout_of(cm, i),
-                                       dinp ? dinp : cm->bn_dx, cm->grads + l->w_off, cm->grads + l->b_off, l->eps);
+                                       dinp ? dinp : cm->bn_dx, cm->grads + l->w_off, cm->grads + l->b_off,
+                                       l->op.norm.eps);
 }
 static const char *bn_refuse(const layer_t *l)
 {
-    return (double)l->eps < CUDNN_BN_MIN_EPSILON ? "a batch norm with epsilon below cuDNN's minimum" : NULL;
+    return (double)l->op.norm.eps < CUDNN_BN_MIN_EPSILON ? "a batch norm with epsilon below cuDNN's minimum" : NULL;
 }
 
 static int gap_fwd(cuda_model_t *cm, int i, int B, int train)
@@ -632,33 +637,35 @@ static int gap_bwd(cuda_model_t *cm, int i, int B)
 static int add_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
-    return cuda_residual_add_forward(cm->ctx, &l->sc, B, layer_input(cm, l->in), layer_input(cm, l->in2), out_of(cm, i));
+    return cuda_residual_add_forward(cm->ctx, &l->op.sc, B, layer_input(cm, l->in), layer_input(cm, l->in2),
+                                     out_of(cm, i));
 }
 static int add_bwd(cuda_model_t *cm, int i, int B)
 {
     const layer_t *l = layer_of(cm, i);
-    return cuda_residual_add_backward(cm->ctx, &l->sc, B, dout_of(cm, i), dinput_of(cm, l->in), dinput_of(cm, l->in2));
+    return cuda_residual_add_backward(cm->ctx, &l->op.sc, B, dout_of(cm, i), dinput_of(cm, l->in),
+                                      dinput_of(cm, l->in2));
 }
 
-/* Along the output's axis sl_axis a sample is (outer, size along it, inner): the kernels'
- * (rows, n, inner) with B * outer rows (op_table.c's axis_geometry and the geometries below
- * are static there, and this library links no host model code). */
-static void axis_geometry(const layer_t *l, int B, int *rows, int *inner)
+/* Along the output's axis ax (the kind's) a sample is (outer, size along it, inner): the
+ * kernels' (rows, n, inner) with B * outer rows (op_table.c's axis_geometry and the
+ * geometries below are static there, and this library links no host model code). */
+static void axis_geometry(const layer_t *l, int ax, int B, int *rows, int *inner)
 {
     *rows = B;
     *inner = 1;
     for (int d = 0; d < l->shape.rank; d++) {
-        if (d < l->sl_axis) *rows *= l->shape.dims[d];
-        if (d > l->sl_axis) *inner *= l->shape.dims[d];
+        if (d < ax) *rows *= l->shape.dims[d];
+        if (d > ax) *inner *= l->shape.dims[d];
     }
 }
 
 /* Concat: the channel kernel's (B, C, HW) with B * outer rows, C2 the inputs' sizes */
 static void concat_geometry(const layer_t *l, int B, int *rows, int *inner, int C2[2])
 {
-    axis_geometry(l, B, rows, inner);
-    C2[0] = l->sl_start;
-    C2[1] = l->shape.dims[l->sl_axis] - l->sl_start;
+    axis_geometry(l, l->op.concat.axis, B, rows, inner);
+    C2[0] = l->op.concat.first;
+    C2[1] = l->shape.dims[l->op.concat.axis] - l->op.concat.first;
 }
 
 static int concat_fwd(cuda_model_t *cm, int i, int B, int train)
@@ -684,8 +691,9 @@ static int dropout_fwd(cuda_model_t *cm, int i, int B, int train)
     const model_t *m = &cm->meta;
     const size_t n_out = out_count(l, B);
     if (train)
-        return cuda_dropout_forward(cm->ctx, n_out, l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
-                                    layer_input(cm, l->in), out_of(cm, i));
+        return cuda_dropout_forward(cm->ctx, n_out, l->op.dropout.p,
+                                    dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i), layer_input(cm, l->in),
+                                    out_of(cm, i));
     CUDA_CHECK(cm->ctx,
                cudaMemcpyAsync(out_of(cm, i), layer_input(cm, l->in), n_out * sizeof(float), cudaMemcpyDeviceToDevice,
                                cm->ctx->stream),
@@ -698,7 +706,7 @@ static int dropout_bwd(cuda_model_t *cm, int i, int B)
     const model_t *m = &cm->meta;
     float *dinp = dinput_of(cm, l->in);
     return dinp
-               ? cuda_dropout_backward(cm->ctx, out_count(l, B), l->p,
+               ? cuda_dropout_backward(cm->ctx, out_count(l, B), l->op.dropout.p,
                                        dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i), dout_of(cm, i), dinp)
                : 0;
 }
@@ -709,7 +717,7 @@ static int sdepth_fwd(cuda_model_t *cm, int i, int B, int train)
     const model_t *m = &cm->meta;
     const size_t n_out = out_count(l, B);
     if (train)
-        return cuda_stochastic_depth_forward(cm->ctx, n_out, out_count(l, 1), l->p,
+        return cuda_stochastic_depth_forward(cm->ctx, n_out, out_count(l, 1), l->op.dropout.p,
                                              dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
                                              layer_input(cm, l->in), out_of(cm, i));
     CUDA_CHECK(cm->ctx,
@@ -723,7 +731,7 @@ static int sdepth_bwd(cuda_model_t *cm, int i, int B)
     const layer_t *l = layer_of(cm, i);
     const model_t *m = &cm->meta;
     float *dinp = dinput_of(cm, l->in);
-    return dinp ? cuda_stochastic_depth_backward(cm->ctx, out_count(l, B), out_count(l, 1), l->p,
+    return dinp ? cuda_stochastic_depth_backward(cm->ctx, out_count(l, B), out_count(l, 1), l->op.dropout.p,
                                                  dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
                                                  dout_of(cm, i), dinp)
                 : 0;
@@ -733,15 +741,15 @@ static int mul_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
     const int HW = l->H * l->W;
-    return cuda_mul_forward(cm->ctx, B, l->C, HW, l->bcast ? 1 : HW, layer_input(cm, l->in), layer_input(cm, l->in2),
-                            out_of(cm, i));
+    return cuda_mul_forward(cm->ctx, B, l->C, HW, l->op.mul.bcast ? 1 : HW, layer_input(cm, l->in),
+                            layer_input(cm, l->in2), out_of(cm, i));
 }
 static int mul_bwd(cuda_model_t *cm, int i, int B)
 {
     const layer_t *l = layer_of(cm, i);
     const int HW = l->H * l->W;
-    return cuda_mul_backward(cm->ctx, B, l->C, HW, l->bcast ? 1 : HW, layer_input(cm, l->in), layer_input(cm, l->in2),
-                             dout_of(cm, i), dinput_of(cm, l->in), dinput_of(cm, l->in2));
+    return cuda_mul_backward(cm->ctx, B, l->C, HW, l->op.mul.bcast ? 1 : HW, layer_input(cm, l->in),
+                             layer_input(cm, l->in2), dout_of(cm, i), dinput_of(cm, l->in), dinput_of(cm, l->in2));
 }
 
 /* The functions of one input (model.h's model_unary_of), all through cuda_unary_forward /
@@ -768,7 +776,7 @@ static int unary_bwd(cuda_model_t *cm, int i, int B)
 static int const_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
-    const float *src = (l->frozen ? cm->buffers : cm->params) + l->w_off;
+    const float *src = (l->op.cnst.frozen ? cm->buffers : cm->params) + l->w_off;
     CUDA_CHECK(cm->ctx,
                cudaMemcpyAsync(out_of(cm, i), src, out_count(l, 1) * sizeof(float), cudaMemcpyDeviceToDevice,
                                cm->ctx->stream),
@@ -778,7 +786,7 @@ static int const_fwd(cuda_model_t *cm, int i, int B, int train)
 static int const_bwd(cuda_model_t *cm, int i, int B)
 {
     const layer_t *l = layer_of(cm, i);
-    if (l->frozen) return 0;
+    if (l->op.cnst.frozen) return 0;
     CUDA_CHECK(cm->ctx,
                cudaMemcpyAsync(cm->grads + l->w_off, dout_of(cm, i), out_count(l, 1) * sizeof(float),
                                cudaMemcpyDeviceToDevice, cm->ctx->stream),
@@ -791,7 +799,7 @@ static int const_bwd(cuda_model_t *cm, int i, int B)
 static size_t gp_table_count(const layer_t *l)
 {
     size_t n = 1;
-    for (int d = 0; d < l->gp_table.rank; d++) n *= (size_t)l->gp_table.dims[d];
+    for (int d = 0; d < l->op.table.shape.rank; d++) n *= (size_t)l->op.table.shape.dims[d];
     return n;
 }
 static int gather_param_fwd(cuda_model_t *cm, int i, int B, int train)
@@ -810,33 +818,34 @@ static int gather_param_bwd(cuda_model_t *cm, int i, int B)
 /* The language models' rows (op_table.c's embed_fwd .. causal_bwd). The device zeroes
  * every output gradient before the backward, so the causal softmax adds; the embedding's
  * table gradient is written whole unless a tied reader wrote it first, as on the CPU. */
-static size_t embed_rows(const layer_t *l, int B) { return out_count(l, B) / (size_t)l->gp_table.dims[1]; }
+static size_t embed_rows(const layer_t *l, int B) { return out_count(l, B) / (size_t)l->op.table.shape.dims[1]; }
 static int embed_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
-    return cuda_embed_forward(cm->ctx, embed_rows(l, B), l->gp_table.dims[0], l->gp_table.dims[1],
+    return cuda_embed_forward(cm->ctx, embed_rows(l, B), l->op.table.shape.dims[0], l->op.table.shape.dims[1],
                               layer_input(cm, l->in), cm->params + l->w_off, out_of(cm, i));
 }
 static int embed_bwd(cuda_model_t *cm, int i, int B)
 {
     const layer_t *l = layer_of(cm, i);
-    return cuda_embed_backward(cm->ctx, embed_rows(l, B), l->gp_table.dims[0], l->gp_table.dims[1],
-                               layer_input(cm, l->in), dout_of(cm, i), cm->grads + l->w_off, l->tied, cm->embed_ws);
+    return cuda_embed_backward(cm->ctx, embed_rows(l, B), l->op.table.shape.dims[0], l->op.table.shape.dims[1],
+                               layer_input(cm, l->in), dout_of(cm, i), cm->grads + l->w_off, l->op.table.tied,
+                               cm->embed_ws);
 }
 static int causal_T(const layer_t *l) { return l->shape.dims[l->shape.rank - 1]; }
 static size_t causal_mats(const layer_t *l, int B) { return out_count(l, B) / ((size_t)causal_T(l) * causal_T(l)); }
 static int causal_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
-    return cuda_causal_softmax_forward(cm->ctx, causal_mats(l, B), causal_T(l), l->alpha, layer_input(cm, l->in),
-                                       out_of(cm, i));
+    return cuda_causal_softmax_forward(cm->ctx, causal_mats(l, B), causal_T(l), l->op.softmax.scale,
+                                       layer_input(cm, l->in), out_of(cm, i));
 }
 static int causal_bwd(cuda_model_t *cm, int i, int B)
 {
     const layer_t *l = layer_of(cm, i);
     float *dinp = dinput_of(cm, l->in);
-    return dinp ? cuda_causal_softmax_backward(cm->ctx, causal_mats(l, B), causal_T(l), l->alpha, out_of(cm, i),
-                                               dout_of(cm, i), dinp, 0)
+    return dinp ? cuda_causal_softmax_backward(cm->ctx, causal_mats(l, B), causal_T(l), l->op.softmax.scale,
+                                               out_of(cm, i), dout_of(cm, i), dinp, 0)
                 : 0;
 }
 
@@ -851,14 +860,14 @@ static binary_op_t binary_of(const layer_t *l)
 static int binary_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
-    return cuda_binary_forward(cm->ctx, binary_of(l), &l->bc, B, layer_input(cm, l->in), layer_input(cm, l->in2),
-                               out_of(cm, i));
+    return cuda_binary_forward(cm->ctx, binary_of(l), &l->op.view.bc, B, layer_input(cm, l->in),
+                               layer_input(cm, l->in2), out_of(cm, i));
 }
 static int binary_bwd(cuda_model_t *cm, int i, int B)
 {
     const layer_t *l = layer_of(cm, i);
-    return cuda_binary_backward(cm->ctx, binary_of(l), &l->bc, B, layer_input(cm, l->in), layer_input(cm, l->in2),
-                                dout_of(cm, i), dinput_of(cm, l->in), dinput_of(cm, l->in2));
+    return cuda_binary_backward(cm->ctx, binary_of(l), &l->op.view.bc, B, layer_input(cm, l->in),
+                                layer_input(cm, l->in2), dout_of(cm, i), dinput_of(cm, l->in), dinput_of(cm, l->in2));
 }
 
 /* a copy of the contiguous data; the gradient added back */
@@ -878,16 +887,16 @@ static int reshape_bwd(cuda_model_t *cm, int i, int B)
     return dinp ? cuda_accumulate(cm->ctx, out_count(l, B), dout_of(cm, i), dinp) : 0;
 }
 
-/* Transpose and Slice: the view (bc, view_off) copied out; the gradient added back */
+/* Transpose and Slice: the view (op.view's bc and off) copied out; the gradient added back */
 static int view_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
-    return cuda_view_forward(cm->ctx, &l->bc, l->view_off, B, layer_input(cm, l->in), out_of(cm, i));
+    return cuda_view_forward(cm->ctx, &l->op.view.bc, l->op.view.off, B, layer_input(cm, l->in), out_of(cm, i));
 }
 static int view_bwd(cuda_model_t *cm, int i, int B)
 {
     const layer_t *l = layer_of(cm, i);
-    return cuda_view_backward(cm->ctx, &l->bc, l->view_off, B, dout_of(cm, i), dinput_of(cm, l->in));
+    return cuda_view_backward(cm->ctx, &l->op.view.bc, l->op.view.off, B, dout_of(cm, i), dinput_of(cm, l->in));
 }
 
 /* ReduceMean and ReduceSum: the CPU's walk (bc) and scale, 1 / the count summed for the
@@ -900,49 +909,49 @@ static float reduce_scale(const layer_t *l)
 static int reduce_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
-    return cuda_reduce_forward(cm->ctx, &l->bc, B, reduce_scale(l), layer_input(cm, l->in), out_of(cm, i),
+    return cuda_reduce_forward(cm->ctx, &l->op.view.bc, B, reduce_scale(l), layer_input(cm, l->in), out_of(cm, i),
                                out_count(l, B));
 }
 static int reduce_bwd(cuda_model_t *cm, int i, int B)
 {
     const layer_t *l = layer_of(cm, i);
-    return cuda_reduce_backward(cm->ctx, &l->bc, B, reduce_scale(l), dout_of(cm, i), dinput_of(cm, l->in));
+    return cuda_reduce_backward(cm->ctx, &l->op.view.bc, B, reduce_scale(l), dout_of(cm, i), dinput_of(cm, l->in));
 }
 
 /* Linear: one GEMM over every sample's rows (a sample's elements / IN of them: op_table.c's
  * linear_rows), the FC kernels' */
-static int linear_rows(const layer_t *l, int B) { return B * (l->C * l->H * l->W / l->gemm.IN); }
+static int linear_rows(const layer_t *l, int B) { return B * (l->C * l->H * l->W / l->op.gemm.IN); }
 static int linear_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
     const float *bias = l->has_bias ? cm->params + l->b_off : NULL;
-    return cuda_gemm_forward(cm->ctx, &l->gemm, linear_rows(l, B), layer_input(cm, l->in), cm->params + l->w_off, bias,
-                             out_of(cm, i));
+    return cuda_gemm_forward(cm->ctx, &l->op.gemm, linear_rows(l, B), layer_input(cm, l->in), cm->params + l->w_off,
+                             bias, out_of(cm, i));
 }
 static int linear_bwd(cuda_model_t *cm, int i, int B)
 {
     const layer_t *l = layer_of(cm, i);
     float *db = l->has_bias ? cm->grads + l->b_off : NULL;
-    return cuda_gemm_backward(cm->ctx, &l->gemm, linear_rows(l, B), layer_input(cm, l->in), cm->params + l->w_off,
+    return cuda_gemm_backward(cm->ctx, &l->op.gemm, linear_rows(l, B), layer_input(cm, l->in), cm->params + l->w_off,
                               dout_of(cm, i), dinput_of(cm, l->in), cm->grads + l->w_off, db);
 }
 
-/* Softmax and LogSoftmax along axis sl_axis */
+/* Softmax and LogSoftmax along op.softmax.axis */
 static int softmax_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
     int rows, inner;
-    axis_geometry(l, B, &rows, &inner);
-    return cuda_softmax_axis_forward(cm->ctx, l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis], inner,
-                                     layer_input(cm, l->in), out_of(cm, i));
+    axis_geometry(l, l->op.softmax.axis, B, &rows, &inner);
+    return cuda_softmax_axis_forward(cm->ctx, l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->op.softmax.axis],
+                                     inner, layer_input(cm, l->in), out_of(cm, i));
 }
 static int softmax_bwd(cuda_model_t *cm, int i, int B)
 {
     const layer_t *l = layer_of(cm, i);
     int rows, inner;
-    axis_geometry(l, B, &rows, &inner);
-    return cuda_softmax_axis_backward(cm->ctx, l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis], inner,
-                                      out_of(cm, i), dout_of(cm, i), dinput_of(cm, l->in));
+    axis_geometry(l, l->op.softmax.axis, B, &rows, &inner);
+    return cuda_softmax_axis_backward(cm->ctx, l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->op.softmax.axis],
+                                      inner, out_of(cm, i), dout_of(cm, i), dinput_of(cm, l->in));
 }
 
 /* (..., M, K) x (..., K, N): G = B times the leading axes pairs (op_table.c's bmm_geometry) */
@@ -953,7 +962,7 @@ static void bmm_geometry(const layer_t *l, int B, int *G, int *M, int *K, int *N
     for (int d = 0; d < r - 2; d++) *G *= l->shape.dims[d];
     *M = l->shape.dims[r - 2];
     *N = l->shape.dims[r - 1];
-    *K = l->sl_start;
+    *K = l->op.bmm.K;
 }
 static int bmm_fwd(cuda_model_t *cm, int i, int B, int train)
 {
@@ -971,19 +980,19 @@ static int bmm_bwd(cuda_model_t *cm, int i, int B)
                              dinput_of(cm, l->in), dinput_of(cm, l->in2));
 }
 
-/* Layer norm over the axes sl_axis.. to the last: rows of D = size(sl_axis) * inner */
+/* Layer norm over the axes op.norm.axis.. to the last: rows of D = size(axis) * inner */
 static void layernorm_geometry(const layer_t *l, int B, int *rows, int *D)
 {
     int inner;
-    axis_geometry(l, B, rows, &inner);
-    *D = l->shape.dims[l->sl_axis] * inner;
+    axis_geometry(l, l->op.norm.axis, B, rows, &inner);
+    *D = l->shape.dims[l->op.norm.axis] * inner;
 }
 static int layernorm_fwd(cuda_model_t *cm, int i, int B, int train)
 {
     const layer_t *l = layer_of(cm, i);
     int rows, D;
     layernorm_geometry(l, B, &rows, &D);
-    return cuda_layernorm_forward(cm->ctx, rows, D, l->eps, layer_input(cm, l->in), cm->params + l->w_off,
+    return cuda_layernorm_forward(cm->ctx, rows, D, l->op.norm.eps, layer_input(cm, l->in), cm->params + l->w_off,
                                   cm->params + l->b_off, out_of(cm, i));
 }
 static int layernorm_bwd(cuda_model_t *cm, int i, int B)
@@ -991,7 +1000,7 @@ static int layernorm_bwd(cuda_model_t *cm, int i, int B)
     const layer_t *l = layer_of(cm, i);
     int rows, D;
     layernorm_geometry(l, B, &rows, &D);
-    return cuda_layernorm_backward(cm->ctx, rows, D, l->eps, layer_input(cm, l->in), cm->params + l->w_off,
+    return cuda_layernorm_backward(cm->ctx, rows, D, l->op.norm.eps, layer_input(cm, l->in), cm->params + l->w_off,
                                    dout_of(cm, i), dinput_of(cm, l->in), cm->grads + l->w_off, cm->grads + l->b_off,
                                    cm->ln_ws, cm->ln_ws_bytes);
 }
@@ -1005,8 +1014,8 @@ static int expand_bwd(cuda_model_t *cm, int i, int B)
 {
     const layer_t *l = layer_of(cm, i);
     float *dinp = dinput_of(cm, l->in);
-    return dinp ? cuda_binary_backward(cm->ctx, BINARY_ADD, &l->bc, B, dout_of(cm, i), dout_of(cm, i), dout_of(cm, i),
-                                       dinp, NULL)
+    return dinp ? cuda_binary_backward(cm->ctx, BINARY_ADD, &l->op.view.bc, B, dout_of(cm, i), dout_of(cm, i),
+                                       dout_of(cm, i), dinp, NULL)
                 : 0;
 }
 

@@ -63,7 +63,7 @@ static const Onnx__TensorProto *source_tensor(const Onnx__GraphProto *g, const c
 static int frozen_const(const model_t *m, const tensor_info_t *ti)
 {
     for (int i = 0; i < m->nlayers; i++)
-        if ((m->layers[i].kind == LAYER_CONST && m->layers[i].frozen && ti->is_buffer &&
+        if ((m->layers[i].kind == LAYER_CONST && m->layers[i].op.cnst.frozen && ti->is_buffer &&
              m->layers[i].w_off == ti->offset) ||
             (m->layers[i].kind == LAYER_GATHER_PARAM && ti->is_buffer && m->layers[i].rm_off == ti->offset))
             return 1;
@@ -580,7 +580,7 @@ static void gen_window(gen_t *x, Onnx__NodeProto *n, int sp, const int *ks, cons
 static void export_conv(gen_t *x, const layer_exp_t *ex)
 {
     Onnx__NodeProto *n = NULL;
-    const conv2d_desc_t *c = &ex->l->conv;
+    const conv2d_desc_t *c = &ex->l->op.conv;
     const char *w = tensor_name_at(ex->m, ex->l->w_off, 0),
                *b = ex->l->has_bias ? tensor_name_at(ex->m, ex->l->b_off, 0) : NULL;
     char *name = gen_module(x, ex->m, ex->l, ex->op, ex->li);
@@ -601,7 +601,7 @@ static void export_conv(gen_t *x, const layer_exp_t *ex)
 static void export_conv_transpose(gen_t *x, const layer_exp_t *ex)
 {
     Onnx__NodeProto *n = NULL;
-    const conv2d_desc_t *c = &ex->l->conv;
+    const conv2d_desc_t *c = &ex->l->op.conv;
     const char *w = tensor_name_at(ex->m, ex->l->w_off, 0),
                *b = ex->l->has_bias ? tensor_name_at(ex->m, ex->l->b_off, 0) : NULL;
     char *name = gen_module(x, ex->m, ex->l, ex->op, ex->li);
@@ -624,7 +624,7 @@ static void export_conv_transpose(gen_t *x, const layer_exp_t *ex)
 static void export_maxpool(gen_t *x, const layer_exp_t *ex)
 {
     Onnx__NodeProto *n = NULL;
-    const pool2d_desc_t *p = &ex->l->pool;
+    const pool2d_desc_t *p = &ex->l->op.pool;
     const int mx = ex->l->kind == LAYER_MAXPOOL;
     if (!mx && (p->dH != 1 || p->dW != 1)) {
         snprintf(ex->err, ex->errlen, "onnx: layer %d: AveragePool has no dilations in opset 13", ex->li);
@@ -651,7 +651,7 @@ static void export_const(gen_t *x, const layer_exp_t *ex)
     Onnx__NodeProto *n = NULL;
     /* its value is its tensor's name: an initializer (a parameter) or a Constant node
      * (a buffer), which the importer makes a LAYER_CONST again */
-    const char *name = tensor_name_at(ex->m, ex->l->w_off, ex->l->frozen);
+    const char *name = tensor_name_at(ex->m, ex->l->w_off, ex->l->op.cnst.frozen);
     int64_t dims[MODEL_MAX_RANK];
     for (int d = 0; d < ex->l->shape.rank; d++) dims[d] = ex->l->shape.dims[d];
     if (!name) {
@@ -660,7 +660,7 @@ static void export_const(gen_t *x, const layer_exp_t *ex)
     }
     ex->val[ex->li] = (char *)name;
     ex->flat[ex->li] = 0;
-    if (!ex->l->frozen) {
+    if (!ex->l->op.cnst.frozen) {
         gen_init(x, ex->m, name, ex->l->shape.rank, dims);
         return;
     }
@@ -685,10 +685,10 @@ static void export_gather_param(gen_t *x, const layer_exp_t *ex)
         x->failed = 1;
         return;
     }
-    for (int d = 0; d < ex->l->gp_table.rank; d++) td[d] = ex->l->gp_table.dims[d];
+    for (int d = 0; d < ex->l->op.table.shape.rank; d++) td[d] = ex->l->op.table.shape.dims[d];
     for (int d = 0; d < ex->l->shape.rank; d++) od[d] = ex->l->shape.dims[d];
     for (size_t j = 0; j < cnt; j++) idx[j] = (int64_t)ex->m->buffers[ex->l->rm_off + j];
-    gen_init(x, ex->m, t, ex->l->gp_table.rank, td);
+    gen_init(x, ex->m, t, ex->l->op.table.shape.rank, td);
     const int64_t all = -1;
     char *tf = gen_str(x, "%s_flat%d", t, ex->li);
     gen_node(x, "Reshape", gen_str(x, "Reshape_%d_table", ex->li), tf, 2, t,
@@ -716,7 +716,7 @@ static void export_transpose(gen_t *x, const layer_exp_t *ex)
 {
     Onnx__NodeProto *n = NULL;
     int perm[1 + MODEL_MAX_RANK] = {0};
-    for (int d = 0; d < ex->l->shape.rank; d++) perm[d + 1] = ex->l->perm[d] + 1;
+    for (int d = 0; d < ex->l->shape.rank; d++) perm[d + 1] = ex->l->op.view.perm[d] + 1;
     n = gen_op(x, ex, 1);
     gen_attr_ints(x, n, "perm", 1 + ex->l->shape.rank, perm);
     ex->flat[ex->li] = 0;
@@ -727,8 +727,8 @@ static void export_slice(gen_t *x, const layer_exp_t *ex)
 {
     /* a negative step's end -1 (before the first element) is written as -(size + 1):
      * ONNX reads -1 as the last element */
-    const int64_t end = ex->l->sl_end < 0 ? -(int64_t)ex->l->C * ex->l->H * ex->l->W - 1 : ex->l->sl_end;
-    const int64_t v[4] = {ex->l->sl_start, end, ex->l->sl_axis + 1, ex->l->sl_step};
+    const int64_t end = ex->l->op.view.end < 0 ? -(int64_t)ex->l->C * ex->l->H * ex->l->W - 1 : ex->l->op.view.end;
+    const int64_t v[4] = {ex->l->op.view.start, end, ex->l->op.view.axis + 1, ex->l->op.view.step};
     static const char *const what[4] = {"starts", "ends", "axes", "steps"};
     char *c[4];
     for (int i = 0; i < 4; i++)
@@ -745,12 +745,12 @@ static void export_reduce_mean(gen_t *x, const layer_exp_t *ex)
     int64_t ax[MODEL_MAX_RANK];
     int axi[MODEL_MAX_RANK], na = 0;
     for (int d = 0; d < MODEL_MAX_RANK; d++)
-        if (ex->l->red_mask >> d & 1) axi[na] = (int)(ax[na] = d + 1), na++;
+        if (ex->l->op.view.red_mask >> d & 1) axi[na] = (int)(ax[na] = d + 1), na++;
     char *c = ex->l->kind == LAYER_REDUCE_SUM ? gen_ints(x, gen_str(x, "ReduceSum_%d_axes", ex->li), na, ax) : NULL;
     if (ex->l->kind == LAYER_REDUCE_SUM && !c) return; /* out of memory (gen_alloc marked it) */
     n = gen_node(x, ex->op, gen_str(x, "%s_%d", ex->op, ex->li), ex->out, c ? 2 : 1, ex->in, c);
     if (!c) gen_attr_ints(x, n, "axes", na, axi);
-    gen_attr_int(x, n, "keepdims", ex->l->red_keep);
+    gen_attr_int(x, n, "keepdims", ex->l->op.view.red_keep);
     ex->flat[ex->li] = 0;
 }
 
@@ -762,7 +762,7 @@ static void export_binary(gen_t *x, const layer_exp_t *ex) { gen_op(x, ex, 2); }
 static void export_pow(gen_t *x, const layer_exp_t *ex)
 {
     /* the exponent: a 0-D Constant input */
-    char *e = gen_scalar(x, gen_str(x, "Pow_%d_exponent", ex->li), ex->l->alpha);
+    char *e = gen_scalar(x, gen_str(x, "Pow_%d_exponent", ex->li), ex->l->op.unary.alpha);
     if (!e) return; /* out of memory (gen_alloc marked it) */
     gen_node(x, ex->op, gen_str(x, "%s_%d", ex->op, ex->li), ex->out, 2, ex->in, e);
 }
@@ -772,7 +772,7 @@ static void export_leaky_relu(gen_t *x, const layer_exp_t *ex)
 {
     Onnx__NodeProto *n = NULL;
     n = gen_op(x, ex, 1);
-    gen_attr_float(x, n, "alpha", ex->l->alpha);
+    gen_attr_float(x, n, "alpha", ex->l->op.unary.alpha);
 }
 
 /* LAYER_CLIP */
@@ -780,7 +780,7 @@ static void export_clip(gen_t *x, const layer_exp_t *ex)
 {
     /* opset 13: the bounds are inputs, here 0-D Constants (an infinite one left out) */
     char *b[2] = {(char *)"", (char *)""};
-    const float *v[2] = {&ex->l->lo, &ex->l->hi};
+    const float *v[2] = {&ex->l->op.unary.lo, &ex->l->op.unary.hi};
     for (int i = 0; i < 2; i++) {
         if (isinf(*v[i])) continue;
         b[i] = gen_scalar(x, gen_str(x, "Clip_%d_%s", ex->li, i ? "max" : "min"), *v[i]);
@@ -798,8 +798,8 @@ static void export_hardsigmoid(gen_t *x, const layer_exp_t *ex)
 {
     Onnx__NodeProto *n = NULL;
     n = gen_op(x, ex, 1);
-    gen_attr_float(x, n, "alpha", ex->l->alpha);
-    gen_attr_float(x, n, "beta", ex->l->beta);
+    gen_attr_float(x, n, "alpha", ex->l->op.unary.alpha);
+    gen_attr_float(x, n, "beta", ex->l->op.unary.beta);
 }
 
 /* LAYER_HARDSWISH */
@@ -823,7 +823,7 @@ static void export_stochastic_depth(gen_t *x, const layer_exp_t *ex)
      * model trained again keeps its stochastic depth */
     n = gen_node(x, "StochasticDepth", gen_str(x, "StochasticDepth_%d", ex->li), ex->out, 1, ex->in);
     if (n) n->domain = (char *)"ai.pacer";
-    gen_attr_float(x, n, "p", ex->l->p);
+    gen_attr_float(x, n, "p", ex->l->op.dropout.p);
     gen_attr_str(x, n, "mode", "row");
 }
 
@@ -877,10 +877,10 @@ static void export_layernorm(gen_t *x, const layer_exp_t *ex)
     const char *w = tensor_name_at(ex->m, ex->l->w_off, 0), *bias = tensor_name_at(ex->m, ex->l->b_off, 0);
     int axes[MODEL_MAX_RANK];
     int64_t d[MODEL_MAX_RANK];
-    const int k = ex->l->shape.rank - ex->l->sl_axis;
-    for (int i = 0; i < k; i++) axes[i] = -k + i, d[i] = ex->l->shape.dims[ex->l->sl_axis + i];
+    const int k = ex->l->shape.rank - ex->l->op.norm.axis;
+    for (int i = 0; i < k; i++) axes[i] = -k + i, d[i] = ex->l->shape.dims[ex->l->op.norm.axis + i];
     char *c[2] = {gen_scalar(x, gen_str(x, "LayerNorm_%d_two", ex->li), 2.0f),
-                  gen_scalar(x, gen_str(x, "LayerNorm_%d_eps", ex->li), ex->l->eps)};
+                  gen_scalar(x, gen_str(x, "LayerNorm_%d_eps", ex->li), ex->l->op.norm.eps)};
     static const char *const what[8] = {"mean", "sub", "pow", "var", "add", "sqrt", "div", "mul"};
     char *v[8];
     for (int i = 0; i < 8; i++)
@@ -940,7 +940,7 @@ static void export_expand(gen_t *x, const layer_exp_t *ex)
 static void export_embed(gen_t *x, const layer_exp_t *ex)
 {
     const char *w = tensor_name_at(ex->m, ex->l->w_off, 0);
-    const int64_t wd[2] = {ex->l->gp_table.dims[0], ex->l->gp_table.dims[1]};
+    const int64_t wd[2] = {ex->l->op.table.shape.dims[0], ex->l->op.table.shape.dims[1]};
     gen_node(x, ex->op, gen_str(x, "%s_%d", ex->op, ex->li), ex->out, 2, w, ex->in);
     gen_init(x, ex->m, w, 2, wd);
     ex->flat[ex->li] = 0;
@@ -960,7 +960,7 @@ static void export_causal_softmax(gen_t *x, const layer_exp_t *ex)
     for (int i = 0; i < T; i++)
         for (int j = 0; j < T; j++) mask[(size_t)i * (size_t)T + (size_t)j] = j > i ? 1.0f : 0.0f;
     const int64_t md[2] = {T, T};
-    char *alpha = gen_scalar(x, gen_str(x, "CausalSoftmax_%d_scale", ex->li), ex->l->alpha),
+    char *alpha = gen_scalar(x, gen_str(x, "CausalSoftmax_%d_scale", ex->li), ex->l->op.softmax.scale),
          *ninf = gen_scalar(x, gen_str(x, "CausalSoftmax_%d_ninf", ex->li), -INFINITY),
          *m = gen_constant(x, gen_str(x, "CausalSoftmax_%d_mask01", ex->li), 2, md, mask,
                            (size_t)T * (size_t)T * sizeof *mask, ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT),
@@ -982,7 +982,7 @@ static void export_softmax(gen_t *x, const layer_exp_t *ex)
     Onnx__NodeProto *n = NULL;
     /* opset 13's: the one axis (a flat input is rank 1: its axis 1 either way) */
     n = gen_op(x, ex, 1);
-    gen_attr_int(x, n, "axis", 1 + ex->l->sl_axis);
+    gen_attr_int(x, n, "axis", 1 + ex->l->op.softmax.axis);
 }
 
 /* LAYER_CONCAT */
@@ -990,7 +990,7 @@ static void export_concat(gen_t *x, const layer_exp_t *ex)
 {
     Onnx__NodeProto *n = NULL;
     n = gen_op(x, ex, 2);
-    gen_attr_int(x, n, "axis", 1 + ex->l->sl_axis);
+    gen_attr_int(x, n, "axis", 1 + ex->l->op.concat.axis);
     ex->flat[ex->li] = 0;
 }
 
@@ -1001,9 +1001,9 @@ static void export_bn(gen_t *x, const layer_exp_t *ex)
     const char *nm[4] = {tensor_name_at(ex->m, ex->l->w_off, 0), tensor_name_at(ex->m, ex->l->b_off, 0),
                          tensor_name_at(ex->m, ex->l->rm_off, 1), tensor_name_at(ex->m, ex->l->rv_off, 1)};
     n = gen_node(x, ex->op, gen_module(x, ex->m, ex->l, ex->op, ex->li), ex->out, 5, ex->in, nm[0], nm[1], nm[2], nm[3]);
-    gen_attr_float(x, n, "epsilon", ex->l->eps);
+    gen_attr_float(x, n, "epsilon", ex->l->op.norm.eps);
     /* ONNX's momentum weighs the old running statistics: 1 - PyTorch's */
-    gen_attr_float(x, n, "momentum", 1.0f - ex->l->momentum);
+    gen_attr_float(x, n, "momentum", 1.0f - ex->l->op.norm.momentum);
     const int64_t d[1] = {ex->l->C};
     for (int i = 0; i < 4; i++) gen_init(x, ex->m, nm[i], 1, d);
 }
@@ -1022,11 +1022,11 @@ static void export_fc(gen_t *x, const layer_exp_t *ex)
                *b = ex->l->has_bias ? tensor_name_at(ex->m, ex->l->b_off, 0) : NULL;
     char *name = gen_module(x, ex->m, ex->l, ex->op, ex->li);
     n = b ? gen_node(x, ex->op, name, ex->out, 3, a, w, b) : gen_node(x, ex->op, name, ex->out, 2, a, w);
-    gen_attr_float(x, n, "alpha", ex->l->gemm.alpha);
-    gen_attr_float(x, n, "beta", ex->l->gemm.beta);
-    gen_attr_int(x, n, "transB", ex->l->gemm.layout == GEMM_W_OUT_IN);
-    const int64_t wd[2] = {ex->l->gemm.layout == GEMM_W_OUT_IN ? ex->l->OC : ex->l->C,
-                           ex->l->gemm.layout == GEMM_W_OUT_IN ? ex->l->C : ex->l->OC},
+    gen_attr_float(x, n, "alpha", ex->l->op.gemm.alpha);
+    gen_attr_float(x, n, "beta", ex->l->op.gemm.beta);
+    gen_attr_int(x, n, "transB", ex->l->op.gemm.layout == GEMM_W_OUT_IN);
+    const int64_t wd[2] = {ex->l->op.gemm.layout == GEMM_W_OUT_IN ? ex->l->OC : ex->l->C,
+                           ex->l->op.gemm.layout == GEMM_W_OUT_IN ? ex->l->C : ex->l->OC},
                   bd[1] = {ex->l->OC};
     gen_init(x, ex->m, w, 2, wd);
     if (b) gen_init(x, ex->m, b, 1, bd);
@@ -1043,7 +1043,7 @@ static void export_linear(gen_t *x, const layer_exp_t *ex)
                *b = ex->l->has_bias ? tensor_name_at(ex->m, ex->l->b_off, 0) : NULL;
     char *mm = b ? gen_str(x, "%s_mm", ex->out) : ex->out;
     /* a weight (OUT, IN) (torch's nn.Linear) is read through its Transpose, as torch writes it */
-    const int out_in = ex->l->gemm.layout == GEMM_W_OUT_IN;
+    const int out_in = ex->l->op.gemm.layout == GEMM_W_OUT_IN;
     char *wt = out_in ? gen_str(x, "%s_t%d", w ? w : "", ex->li) : (char *)w;
     if (out_in) {
         n = gen_node(x, "Transpose", gen_str(x, "Transpose_%d_weight", ex->li), wt, 1, w);
@@ -1051,8 +1051,9 @@ static void export_linear(gen_t *x, const layer_exp_t *ex)
         gen_attr_ints(x, n, "perm", 2, perm);
     }
     gen_node(x, "MatMul", gen_module(x, ex->m, ex->l, "MatMul", ex->li), mm, 2, ex->in, wt);
-    const int64_t wd[2] = {out_in ? ex->l->gemm.OUT : ex->l->gemm.IN, out_in ? ex->l->gemm.IN : ex->l->gemm.OUT},
-                  bd[1] = {ex->l->gemm.OUT};
+    const int64_t wd[2] = {out_in ? ex->l->op.gemm.OUT : ex->l->op.gemm.IN,
+                           out_in ? ex->l->op.gemm.IN : ex->l->op.gemm.OUT},
+                  bd[1] = {ex->l->op.gemm.OUT};
     gen_init(x, ex->m, w, 2, wd);
     if (b) {
         gen_node(x, "Add", gen_str(x, "Add_%d_bias", ex->li), ex->out, 2, mm, b);
@@ -1066,7 +1067,7 @@ static void export_add(gen_t *x, const layer_exp_t *ex)
 {
     Onnx__NodeProto *n = NULL;
     char *sc = ex->in2;
-    const shortcut_desc_t *s = &ex->l->sc;
+    const shortcut_desc_t *s = &ex->l->op.sc;
     if (s->stride != 1 || s->C != s->OC) {
         /* He et al.'s option A: x subsampled by the stride (a 1x1 max pool of that
          * stride picks x[:, :, ::s, ::s]) and its channels zero-padded to OC, the C

@@ -103,12 +103,12 @@ static void set_conv_shape(layer_t *l, int in_rank, int C, int H, int W)
 static int infer_conv(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
     /* the geometry's filters, stride, pads, dilation and groups on this layer's input */
-    const conv2d_desc_t *g = &l->conv;
-    l->conv.C = l->C;
-    l->conv.H = l->H;
-    l->conv.W = l->W;
-    const int bad = !conv_rank_ok(in, g->KW, g->sW, g->dW, g->pad_l, g->pad_r) || conv2d_setup(&l->conv) != 0;
-    set_conv_shape(l, in->rank, l->conv.OC, l->conv.OH, l->conv.OW);
+    const conv2d_desc_t *g = &l->op.conv;
+    l->op.conv.C = l->C;
+    l->op.conv.H = l->H;
+    l->op.conv.W = l->W;
+    const int bad = !conv_rank_ok(in, g->KW, g->sW, g->dW, g->pad_l, g->pad_r) || conv2d_setup(&l->op.conv) != 0;
+    set_conv_shape(l, in->rank, l->op.conv.OC, l->op.conv.OH, l->op.conv.OW);
     return bad ? -1 : 0;
 }
 
@@ -116,23 +116,24 @@ static int infer_conv(layer_t *l, const model_shape_t *in, const model_shape_t *
  * or ONNX's output_shape), else the size without padding. */
 static int infer_conv_transpose(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
-    const conv2d_desc_t *g = &l->conv;
-    l->conv.C = l->C;
-    l->conv.H = l->H;
-    l->conv.W = l->W;
-    const int bad = !conv_rank_ok(in, g->KW, g->sW, g->dW, g->pad_l, g->pad_r) || conv_transpose2d_setup(&l->conv) != 0;
-    set_conv_shape(l, in->rank, l->conv.OC, l->conv.OH, l->conv.OW);
+    const conv2d_desc_t *g = &l->op.conv;
+    l->op.conv.C = l->C;
+    l->op.conv.H = l->H;
+    l->op.conv.W = l->W;
+    const int bad = !conv_rank_ok(in, g->KW, g->sW, g->dW, g->pad_l, g->pad_r) ||
+                    conv_transpose2d_setup(&l->op.conv) != 0;
+    set_conv_shape(l, in->rank, l->op.conv.OC, l->op.conv.OH, l->op.conv.OW);
     return bad ? -1 : 0;
 }
 
 static int infer_pool(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
-    const pool2d_desc_t *g = &l->pool;
-    l->pool.C = l->C;
-    l->pool.H = l->H;
-    l->pool.W = l->W;
-    const int bad = !conv_rank_ok(in, g->KW, g->sW, g->dW, g->pad_l, g->pad_r) || pool2d_setup(&l->pool) != 0;
-    set_conv_shape(l, in->rank, l->C, l->pool.OH, l->pool.OW);
+    const pool2d_desc_t *g = &l->op.pool;
+    l->op.pool.C = l->C;
+    l->op.pool.H = l->H;
+    l->op.pool.W = l->W;
+    const int bad = !conv_rank_ok(in, g->KW, g->sW, g->dW, g->pad_l, g->pad_r) || pool2d_setup(&l->op.pool) != 0;
+    set_conv_shape(l, in->rank, l->C, l->op.pool.OH, l->op.pool.OW);
     return bad ? -1 : 0;
 }
 
@@ -143,18 +144,18 @@ static int infer_fc(layer_t *l, const model_shape_t *in, const model_shape_t *in
     l->H = 1;
     l->W = 1;
     l->shape.rank = 1;
-    l->shape.dims[0] = l->gemm.OUT;
-    l->gemm.IN = l->C;
-    return l->gemm.OUT < 1 ? -1 : 0;
+    l->shape.dims[0] = l->op.gemm.OUT;
+    l->op.gemm.IN = l->C;
+    return l->op.gemm.OUT < 1 ? -1 : 0;
 }
 
 /* the last axis (gemm.IN) mapped to gemm.OUT; rank 2 at least (else LAYER_FC) */
 static int infer_linear(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
     l->shape = *in;
-    if (in->rank < 2 || l->gemm.OUT < 1) return -1;
-    l->gemm.IN = in->dims[in->rank - 1];
-    l->shape.dims[in->rank - 1] = l->gemm.OUT;
+    if (in->rank < 2 || l->op.gemm.OUT < 1) return -1;
+    l->op.gemm.IN = in->dims[in->rank - 1];
+    l->shape.dims[in->rank - 1] = l->op.gemm.OUT;
     return 0;
 }
 
@@ -174,14 +175,15 @@ static int infer_add(layer_t *l, const model_shape_t *in, const model_shape_t *i
     /* two empty tensors of one shape: an empty sum, which the forward skips (no shortcut) */
     if (model_shape_equal(in, in2) && model_shape_count(in) == 0) return 0;
     const int stride = H2 / (l->H > 0 ? l->H : 1);
-    if (shortcut_init(&l->sc, C2, H2, W2, l->C, stride) != 0 || l->sc.OH != l->H || l->sc.OW != l->W) return -1;
+    if (shortcut_init(&l->op.sc, C2, H2, W2, l->C, stride) != 0 || l->op.sc.OH != l->H || l->op.sc.OW != l->W)
+        return -1;
     return model_shape_equal(in, in2) || (in->rank == 3 && in2->rank == 3) ? 0 : -1;
 }
 
-/* axis sl_axis of in, then of in2 (0: the channels; every other dimension the same) */
+/* axis op.concat.axis of in, then of in2 (0: the channels; every other dimension the same) */
 static int infer_concat(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
-    const int ax = l->sl_axis;
+    const int ax = l->op.concat.axis;
     l->shape = *in;
     if (ax < 0 || ax >= in->rank || in2->rank != in->rank) return -1;
     for (int d = 0; d < in->rank; d++)
@@ -190,7 +192,7 @@ static int infer_concat(layer_t *l, const model_shape_t *in, const model_shape_t
     const int64_t joined = (int64_t)in->dims[ax] + in2->dims[ax];
     if (joined > MODEL_SAMPLE_MAX) return -1;
     l->shape.dims[ax] = (int)joined;
-    l->sl_start = in->dims[ax];
+    l->op.concat.first = in->dims[ax];
     return 0;
 }
 
@@ -201,9 +203,9 @@ static int infer_mul(layer_t *l, const model_shape_t *in, const model_shape_t *i
     int C2, H2, W2;
     model_shape_fold(in2, &C2, &H2, &W2);
     l->shape = *in;
-    l->bcast = H2 == 1 && W2 == 1 && (l->H != 1 || l->W != 1);
+    l->op.mul.bcast = H2 == 1 && W2 == 1 && (l->H != 1 || l->W != 1);
     if (in2->rank != in->rank) return -1;
-    return C2 != l->C || (!l->bcast && (H2 != l->H || W2 != l->W)) ? -1 : 0;
+    return C2 != l->C || (!l->op.mul.bcast && (H2 != l->H || W2 != l->W)) ? -1 : 0;
 }
 
 /* its own shape, set by model_build_const (it reads no input) */
@@ -238,11 +240,11 @@ static int infer_binary(layer_t *l, const model_shape_t *in, const model_shape_t
         const int x = da >= 0 ? in->dims[da] : 1, y = db >= 0 ? in2->dims[db] : 1;
         if (x != y && x != 1 && y != 1) return -1;
         l->shape.dims[ax] = x > y ? x : y;
-        l->bc.dims[ax + 1] = l->shape.dims[ax];
+        l->op.view.bc.dims[ax + 1] = l->shape.dims[ax];
     }
-    l->bc.rank = R + 1;
-    bcast_strides(in, R, l->bc.sa);
-    bcast_strides(in2, R, l->bc.sb);
+    l->op.view.bc.rank = R + 1;
+    bcast_strides(in, R, l->op.view.bc.sa);
+    bcast_strides(in2, R, l->op.view.bc.sb);
     return 0;
 }
 
@@ -265,10 +267,10 @@ static int infer_reshape(layer_t *l, const model_shape_t *in, const model_shape_
  * st[0..rank) (st: the input's, picked per output axis by the caller). */
 static void view_desc(layer_t *l, const model_shape_t *in)
 {
-    l->bc.rank = l->shape.rank + 1;
-    l->bc.dims[0] = 0; /* the batch: given per call */
-    for (int d = 0; d < l->shape.rank; d++) l->bc.dims[d + 1] = l->shape.dims[d];
-    l->bc.sa[0] = shape_count(in);
+    l->op.view.bc.rank = l->shape.rank + 1;
+    l->op.view.bc.dims[0] = 0; /* the batch: given per call */
+    for (int d = 0; d < l->shape.rank; d++) l->op.view.bc.dims[d + 1] = l->shape.dims[d];
+    l->op.view.bc.sa[0] = shape_count(in);
 }
 
 static void contiguous_strides(const model_shape_t *s, size_t *st)
@@ -287,35 +289,36 @@ static int infer_transpose(layer_t *l, const model_shape_t *in, const model_shap
     contiguous_strides(in, st);
     l->shape.rank = in->rank;
     for (int d = 0; d < in->rank; d++) {
-        const int p = l->perm[d];
+        const int p = l->op.view.perm[d];
         if (p < 0 || p >= in->rank || (seen & (1 << p))) return -1;
         seen |= 1 << p;
         l->shape.dims[d] = in->dims[p];
     }
     view_desc(l, in);
-    for (int d = 0; d < in->rank; d++) l->bc.sa[d + 1] = st[l->perm[d]];
-    l->view_off = 0;
+    for (int d = 0; d < in->rank; d++) l->op.view.bc.sa[d + 1] = st[l->op.view.perm[d]];
+    l->op.view.off = 0;
     return 0;
 }
 
 static int infer_slice(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
-    const int ax = l->sl_axis, up = l->sl_step > 0;
+    layer_view_t *v = &l->op.view;
+    const int ax = v->axis, up = v->step > 0;
     /* start == end: an empty slice (a dimension of 0), its walk never taken */
-    if (ax < 0 || ax >= in->rank || l->sl_step == 0 ||
-        (up ? l->sl_start < 0 || l->sl_start > l->sl_end || l->sl_end > in->dims[ax]
-            : l->sl_end < -1 || l->sl_end > l->sl_start || l->sl_start >= in->dims[ax]))
+    if (ax < 0 || ax >= in->rank || v->step == 0 ||
+        (up ? v->start < 0 || v->start > v->end || v->end > in->dims[ax]
+            : v->end < -1 || v->end > v->start || v->start >= in->dims[ax]))
         return -1;
     size_t st[MODEL_MAX_RANK];
-    const int span = up ? l->sl_end - l->sl_start : l->sl_start - l->sl_end, by = up ? l->sl_step : -l->sl_step;
+    const int span = up ? v->end - v->start : v->start - v->end, by = up ? v->step : -v->step;
     contiguous_strides(in, st);
     l->shape = *in;
     l->shape.dims[ax] = (span + by - 1) / by;
     view_desc(l, in);
     /* a negative step's stride wraps (size_t arithmetic is modular): the walk adds it and
      * lands on start - step, start - 2 step, ... inside the sample */
-    for (int d = 0; d < in->rank; d++) l->bc.sa[d + 1] = st[d] * (d == ax ? (size_t)(ptrdiff_t)l->sl_step : 1);
-    l->view_off = l->sl_start == l->sl_end ? 0 : st[ax] * (size_t)l->sl_start;
+    for (int d = 0; d < in->rank; d++) v->bc.sa[d + 1] = st[d] * (d == ax ? (size_t)(ptrdiff_t)v->step : 1);
+    v->off = v->start == v->end ? 0 : st[ax] * (size_t)v->start;
     return 0;
 }
 
@@ -324,43 +327,43 @@ static int infer_slice(layer_t *l, const model_shape_t *in, const model_shape_t 
 static int infer_reduce(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
 {
     size_t st[MODEL_MAX_RANK], run = 1;
-    if (!l->red_mask || (l->red_mask >> in->rank)) return -1;
+    if (!l->op.view.red_mask || (l->op.view.red_mask >> in->rank)) return -1;
     contiguous_strides(in, st);
     l->shape.rank = 0;
     for (int d = in->rank - 1; d >= 0; d--) {
-        const int red = l->red_mask >> d & 1;
-        l->bc.sb[d + 1] = red ? 0 : run;
+        const int red = l->op.view.red_mask >> d & 1;
+        l->op.view.bc.sb[d + 1] = red ? 0 : run;
         if (!red) run *= (size_t)in->dims[d];
     }
     for (int d = 0; d < in->rank; d++)
-        if (!(l->red_mask >> d & 1) || l->red_keep)
-            l->shape.dims[l->shape.rank++] = l->red_mask >> d & 1 ? 1 : in->dims[d];
-    l->bc.rank = in->rank + 1;
-    l->bc.dims[0] = 0; /* the batch: given per call */
+        if (!(l->op.view.red_mask >> d & 1) || l->op.view.red_keep)
+            l->shape.dims[l->shape.rank++] = l->op.view.red_mask >> d & 1 ? 1 : in->dims[d];
+    l->op.view.bc.rank = in->rank + 1;
+    l->op.view.bc.dims[0] = 0; /* the batch: given per call */
     for (int d = 0; d < in->rank; d++) {
-        l->bc.dims[d + 1] = in->dims[d];
-        l->bc.sa[d + 1] = st[d];
+        l->op.view.bc.dims[d + 1] = in->dims[d];
+        l->op.view.bc.sa[d + 1] = st[d];
     }
-    l->bc.sa[0] = shape_count(in);
-    l->bc.sb[0] = run;
+    l->op.view.bc.sa[0] = shape_count(in);
+    l->op.view.bc.sb[0] = run;
     return 0;
 }
 
-static size_t ws_conv(const layer_t *l, int B) { return conv2d_workspace(&l->conv, B); }
+static size_t ws_conv(const layer_t *l, int B) { return conv2d_workspace(&l->op.conv, B); }
 
 /* convolutions and fully connected layers 2 per multiply-add, others one per input element */
 static double flops_conv(const layer_t *l)
 {
-    return 2.0 * ((double)l->OC * l->OH * l->OW) * (l->conv.C / l->conv.groups) * l->conv.KH * l->conv.KW;
+    return 2.0 * ((double)l->OC * l->OH * l->OW) * (l->op.conv.C / l->op.conv.groups) * l->op.conv.KH * l->op.conv.KW;
 }
-static size_t ws_conv_transpose(const layer_t *l, int B) { return conv_transpose2d_workspace(&l->conv, B); }
+static size_t ws_conv_transpose(const layer_t *l, int B) { return conv_transpose2d_workspace(&l->op.conv, B); }
 /* the multiply-adds of the convolution whose input gradient it is */
 static double flops_conv_transpose(const layer_t *l)
 {
-    return 2.0 * ((double)l->C * l->H * l->W) * (l->OC / l->conv.groups) * l->conv.KH * l->conv.KW;
+    return 2.0 * ((double)l->C * l->H * l->W) * (l->OC / l->op.conv.groups) * l->op.conv.KH * l->op.conv.KW;
 }
 static double flops_fc(const layer_t *l) { return 2.0 * ((double)l->OC * l->OH * l->OW) * l->C; }
-static double flops_linear(const layer_t *l) { return 2.0 * ((double)l->OC * l->OH * l->OW) * l->gemm.IN; }
+static double flops_linear(const layer_t *l) { return 2.0 * ((double)l->OC * l->OH * l->OW) * l->op.gemm.IN; }
 static double flops_pass(const layer_t *l) { return (double)l->C * l->H * l->W; }
 
 /* ---- CPU steps ---------------------------------------------------------------------------- */
@@ -369,7 +372,7 @@ static void conv_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     layer_t *l = &m->layers[i];
     const float *bias = l->has_bias ? m->params + l->b_off : NULL;
-    conv2d_forward(&l->conv, B, input_of(m, x, l->in), m->params + l->w_off, bias, m->acts + l->out_off, m->ws);
+    conv2d_forward(&l->op.conv, B, input_of(m, x, l->in), m->params + l->w_off, bias, m->acts + l->out_off, m->ws);
 }
 
 static void conv_bwd(model_t *m, int i, const float *x, int B)
@@ -387,8 +390,8 @@ static void conv_bwd(model_t *m, int i, const float *x, int B)
         m->grads_computed[t]++;
     }
     /* the input's gradient set rather than added where this backward is its first */
-    if (sets_grad(m, l->in, i)) conv2d_backward_set(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws);
-    else conv2d_backward(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws);
+    if (sets_grad(m, l->in, i)) conv2d_backward_set(&l->op.conv, B, inp, w, dout, dinp, dw, db, m->ws);
+    else conv2d_backward(&l->op.conv, B, inp, w, dout, dinp, dw, db, m->ws);
     if (t >= 0 && m->tensors[t].no_update) memset(dw, 0, m->tensors[t].count * sizeof(float));
 }
 
@@ -396,7 +399,7 @@ static void convt_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     layer_t *l = &m->layers[i];
     const float *bias = l->has_bias ? m->params + l->b_off : NULL;
-    conv_transpose2d_forward(&l->conv, B, input_of(m, x, l->in), m->params + l->w_off, bias, m->acts + l->out_off,
+    conv_transpose2d_forward(&l->op.conv, B, input_of(m, x, l->in), m->params + l->w_off, bias, m->acts + l->out_off,
                              m->ws);
 }
 
@@ -405,33 +408,33 @@ static void convt_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     const float *inp = input_of(m, x, l->in), *w = m->params + l->w_off, *dout = m->dacts + m->plan->dact_off[i];
     float *dinp = dinput_of(m, l->in), *dw = m->grads + l->w_off, *db = l->has_bias ? m->grads + l->b_off : NULL;
-    conv_transpose2d_backward(&l->conv, B, inp, w, dout, dinp, dw, db, m->ws, sets_grad(m, l->in, i));
+    conv_transpose2d_backward(&l->op.conv, B, inp, w, dout, dinp, dw, db, m->ws, sets_grad(m, l->in, i));
 }
 
 static void maxpool_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     layer_t *l = &m->layers[i];
-    maxpool2d_forward(&l->pool, B, input_of(m, x, l->in), m->acts + l->out_off, m->argmax + l->aux_off);
+    maxpool2d_forward(&l->op.pool, B, input_of(m, x, l->in), m->acts + l->out_off, m->argmax + l->aux_off);
 }
 
 static void maxpool_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     float *dinp = dinput_of(m, l->in);
-    if (dinp) maxpool2d_backward(&l->pool, B, m->dacts + m->plan->dact_off[i], m->argmax + l->aux_off, dinp);
+    if (dinp) maxpool2d_backward(&l->op.pool, B, m->dacts + m->plan->dact_off[i], m->argmax + l->aux_off, dinp);
 }
 
 static void avgpool_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     layer_t *l = &m->layers[i];
-    avgpool2d_forward(&l->pool, B, input_of(m, x, l->in), m->acts + l->out_off);
+    avgpool2d_forward(&l->op.pool, B, input_of(m, x, l->in), m->acts + l->out_off);
 }
 
 static void avgpool_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     float *dinp = dinput_of(m, l->in);
-    if (dinp) avgpool2d_backward(&l->pool, B, m->dacts + m->plan->dact_off[i], dinp);
+    if (dinp) avgpool2d_backward(&l->op.pool, B, m->dacts + m->plan->dact_off[i], dinp);
 }
 
 static void relu_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -456,8 +459,8 @@ static void fc_fwd(model_t *m, int i, const float *x, int B, int train)
     layer_t *l = &m->layers[i];
     const float *bias = l->has_bias ? m->params + l->b_off : NULL;
     if (act_bf16(m, l->in))
-        gemm_forward_a16(&l->gemm, B, act16(m, l->in), m->params + l->w_off, bias, m->acts + l->out_off);
-    else gemm_forward(&l->gemm, B, input_of(m, x, l->in), m->params + l->w_off, bias, m->acts + l->out_off);
+        gemm_forward_a16(&l->op.gemm, B, act16(m, l->in), m->params + l->w_off, bias, m->acts + l->out_off);
+    else gemm_forward(&l->op.gemm, B, input_of(m, x, l->in), m->params + l->w_off, bias, m->acts + l->out_off);
 }
 
 static void fc_bwd(model_t *m, int i, const float *x, int B)
@@ -465,26 +468,27 @@ static void fc_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     float *db = bias_grad_of(m, i);
     if (act_bf16(m, l->in))
-        gemm_backward_a16(&l->gemm, B, act16(m, l->in), m->params + l->w_off, m->dacts + m->plan->dact_off[i],
+        gemm_backward_a16(&l->op.gemm, B, act16(m, l->in), m->params + l->w_off, m->dacts + m->plan->dact_off[i],
                           dinput_needed(m, l->in), param_grad(m, i, 0), db, sets_grad(m, l->in, i));
     else
-        (sets_grad(m, l->in, i) ? gemm_backward_set : gemm_backward)(&l->gemm, B, input_of(m, x, l->in),
+        (sets_grad(m, l->in, i) ? gemm_backward_set : gemm_backward)(&l->op.gemm, B, input_of(m, x, l->in),
                                                                      m->params + l->w_off,
                                                                      m->dacts + m->plan->dact_off[i],
                                                                      dinput_needed(m, l->in), param_grad(m, i, 0), db);
 }
 
 /* one GEMM over every sample's rows (a sample's elements / IN of them) */
-static int linear_rows(const layer_t *l, int B) { return B * (l->C * l->H * l->W / l->gemm.IN); }
+static int linear_rows(const layer_t *l, int B) { return B * (l->C * l->H * l->W / l->op.gemm.IN); }
 
 static void linear_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     layer_t *l = &m->layers[i];
     const float *bias = l->has_bias ? m->params + l->b_off : NULL;
     if (act_bf16(m, l->in))
-        gemm_forward_a16(&l->gemm, linear_rows(l, B), act16(m, l->in), m->params + l->w_off, bias, m->acts + l->out_off);
+        gemm_forward_a16(&l->op.gemm, linear_rows(l, B), act16(m, l->in), m->params + l->w_off, bias,
+                         m->acts + l->out_off);
     else
-        gemm_forward(&l->gemm, linear_rows(l, B), input_of(m, x, l->in), m->params + l->w_off, bias,
+        gemm_forward(&l->op.gemm, linear_rows(l, B), input_of(m, x, l->in), m->params + l->w_off, bias,
                      m->acts + l->out_off);
 }
 
@@ -493,12 +497,12 @@ static void linear_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     float *db = bias_grad_of(m, i);
     if (act_bf16(m, l->in))
-        gemm_backward_a16(&l->gemm, linear_rows(l, B), act16(m, l->in), m->params + l->w_off,
+        gemm_backward_a16(&l->op.gemm, linear_rows(l, B), act16(m, l->in), m->params + l->w_off,
                           m->dacts + m->plan->dact_off[i], dinput_needed(m, l->in), param_grad(m, i, 0), db,
                           sets_grad(m, l->in, i));
     else
-        (sets_grad(m, l->in, i) ? gemm_backward_set : gemm_backward)(&l->gemm, linear_rows(l, B), input_of(m, x, l->in),
-                                                                     m->params + l->w_off,
+        (sets_grad(m, l->in, i) ? gemm_backward_set : gemm_backward)(&l->op.gemm, linear_rows(l, B),
+                                                                     input_of(m, x, l->in), m->params + l->w_off,
                                                                      m->dacts + m->plan->dact_off[i],
                                                                      dinput_needed(m, l->in), param_grad(m, i, 0), db);
 }
@@ -515,7 +519,7 @@ static void bn_fwd_sync(model_t *m, int i, const float *x, int B)
     const int after = lp->fused_add ? 2 : lp->fused_relu ? 1 : 0; /* the layer whose output it writes */
     batchnorm_forward_train_sync(B, l->C, l->H * l->W, inp, w, beta, res, after > 0,
                                  m->acts + m->layers[i + after].out_off, mean, invstd, m->buffers + l->rm_off,
-                                 m->buffers + l->rv_off, l->momentum, l->eps, m->bn_sync);
+                                 m->buffers + l->rv_off, l->op.norm.momentum, l->op.norm.eps, m->bn_sync);
 }
 
 static void bn_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -536,17 +540,18 @@ static void bn_fwd(model_t *m, int i, const float *x, int B, int train)
         float *rout = m->acts + m->layers[i + 2].out_off;
         if (train)
             batchnorm_add_relu_forward_train_eps(B, l->C, HW, inp, w, beta, res, rout, mean, invstd, rm, rv,
-                                                 l->momentum, l->eps);
-        else batchnorm_add_relu_forward_eval_eps(B, l->C, HW, inp, w, beta, rm, rv, res, rout, l->eps);
+                                                 l->op.norm.momentum, l->op.norm.eps);
+        else batchnorm_add_relu_forward_eval_eps(B, l->C, HW, inp, w, beta, rm, rv, res, rout, l->op.norm.eps);
     } else if (lp->fused_relu) {
         float *rout = m->acts + m->layers[i + 1].out_off;
         if (train)
-            batchnorm_relu_forward_train_eps(B, l->C, HW, inp, w, beta, rout, mean, invstd, rm, rv, l->momentum, l->eps);
-        else batchnorm_relu_forward_eval_eps(B, l->C, HW, inp, w, beta, rm, rv, rout, l->eps);
+            batchnorm_relu_forward_train_eps(B, l->C, HW, inp, w, beta, rout, mean, invstd, rm, rv, l->op.norm.momentum,
+                                             l->op.norm.eps);
+        else batchnorm_relu_forward_eval_eps(B, l->C, HW, inp, w, beta, rm, rv, rout, l->op.norm.eps);
     } else if (train)
-        batchnorm_forward_train_eps(B, l->C, HW, inp, w, beta, m->acts + l->out_off, mean, invstd, rm, rv, l->momentum,
-                                    l->eps);
-    else batchnorm_forward_eval_eps(B, l->C, HW, inp, w, beta, rm, rv, m->acts + l->out_off, l->eps);
+        batchnorm_forward_train_eps(B, l->C, HW, inp, w, beta, m->acts + l->out_off, mean, invstd, rm, rv,
+                                    l->op.norm.momentum, l->op.norm.eps);
+    else batchnorm_forward_eval_eps(B, l->C, HW, inp, w, beta, rm, rv, m->acts + l->out_off, l->op.norm.eps);
 }
 
 static void bn_bwd(model_t *m, int i, const float *x, int B)
@@ -595,7 +600,7 @@ static void add_fwd(model_t *m, int i, const float *x, int B, int train)
     layer_t *l = &m->layers[i];
     /* computed by the fused batch norm before it (its plan's fused_add) */
     if (!(l->in >= 0 && m->plan->layers[l->in].fused_add))
-        residual_add_forward(&l->sc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
+        residual_add_forward(&l->op.sc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
 }
 
 static void add_bwd(model_t *m, int i, const float *x, int B)
@@ -612,14 +617,14 @@ static void add_bwd(model_t *m, int i, const float *x, int B)
             (sets_x ? relu_backward_set : relu_backward)(out_count(l, B), m->acts + r->out_off,
                                                          m->dacts + m->plan->dact_off[i + 1], dx);
     } else
-        residual_add_backward_set(&l->sc, B, m->dacts + m->plan->dact_off[i], dinput_of(m, l->in),
+        residual_add_backward_set(&l->op.sc, B, m->dacts + m->plan->dact_off[i], dinput_of(m, l->in),
                                   sets_grad(m, l->in, i), dx, sets_x);
 }
 
 static void leaky_relu_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
-    leaky_relu_forward(out_count(l, B), l->alpha, input_of(m, x, l->in), m->acts + l->out_off);
+    leaky_relu_forward(out_count(l, B), l->op.unary.alpha, input_of(m, x, l->in), m->acts + l->out_off);
 }
 
 static void leaky_relu_bwd(model_t *m, int i, const float *x, int B)
@@ -627,7 +632,8 @@ static void leaky_relu_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     float *dinp = dinput_of(m, l->in);
     if (dinp)
-        leaky_relu_backward(out_count(l, B), l->alpha, m->acts + l->out_off, m->dacts + m->plan->dact_off[i], dinp);
+        leaky_relu_backward(out_count(l, B), l->op.unary.alpha, m->acts + l->out_off, m->dacts + m->plan->dact_off[i],
+                            dinp);
 }
 
 static void sigmoid_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -656,24 +662,25 @@ static void tanh_bwd(model_t *m, int i, const float *x, int B)
     if (dinp) tanh_backward(out_count(l, B), m->acts + l->out_off, m->dacts + m->plan->dact_off[i], dinp);
 }
 
-/* Along the output's axis sl_axis, a sample is (outer, size along it, inner): the kernels'
- * (rows, n, inner) with B * outer rows (outer 1 and inner H * W for the channels). */
-static void axis_geometry(const layer_t *l, int B, int *rows, int *inner)
+/* Along the output's axis ax (the kind's: a concatenation's, a softmax's, a layer norm's),
+ * a sample is (outer, size along it, inner): the kernels' (rows, n, inner) with B * outer
+ * rows (outer 1 and inner H * W for the channels). */
+static void axis_geometry(const layer_t *l, int ax, int B, int *rows, int *inner)
 {
     *rows = B;
     *inner = 1;
     for (int d = 0; d < l->shape.rank; d++) {
-        if (d < l->sl_axis) *rows *= l->shape.dims[d];
-        if (d > l->sl_axis) *inner *= l->shape.dims[d];
+        if (d < ax) *rows *= l->shape.dims[d];
+        if (d > ax) *inner *= l->shape.dims[d];
     }
 }
 
 /* Concat: C2 the two inputs' sizes along the axis */
 static void concat_geometry(const layer_t *l, int B, int *rows, int *inner, int C2[2])
 {
-    axis_geometry(l, B, rows, inner);
-    C2[0] = l->sl_start;
-    C2[1] = l->shape.dims[l->sl_axis] - l->sl_start;
+    axis_geometry(l, l->op.concat.axis, B, rows, inner);
+    C2[0] = l->op.concat.first;
+    C2[1] = l->shape.dims[l->op.concat.axis] - l->op.concat.first;
 }
 
 static void concat_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -700,7 +707,8 @@ static void dropout_fwd(model_t *m, int i, const float *x, int B, int train)
     const float *inp = input_of(m, x, l->in);
     float *out = m->acts + l->out_off;
     if (train)
-        dropout_forward(out_count(l, B), l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i), inp, out);
+        dropout_forward(out_count(l, B), l->op.dropout.p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
+                        inp, out);
     else memcpy(out, inp, out_count(l, B) * sizeof(float));
 }
 
@@ -710,7 +718,7 @@ static void dropout_bwd(model_t *m, int i, const float *x, int B)
     float *dinp = dinput_of(m, l->in);
     if (dinp)
         (sets_grad(m, l->in, i) ? dropout_backward_set
-                                : dropout_backward)(out_count(l, B), l->p,
+                                : dropout_backward)(out_count(l, B), l->op.dropout.p,
                                                     dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
                                                     m->dacts + m->plan->dact_off[i], dinp);
 }
@@ -723,7 +731,7 @@ static void sdepth_fwd(model_t *m, int i, const float *x, int B, int train)
     const float *inp = input_of(m, x, l->in);
     float *out = m->acts + l->out_off;
     if (train)
-        stochastic_depth_forward(out_count(l, B), out_count(l, 1), l->p,
+        stochastic_depth_forward(out_count(l, B), out_count(l, 1), l->op.dropout.p,
                                  dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i), inp, out);
     else memcpy(out, inp, out_count(l, B) * sizeof(float));
 }
@@ -734,7 +742,7 @@ static void sdepth_bwd(model_t *m, int i, const float *x, int B)
     float *dinp = dinput_of(m, l->in);
     if (dinp)
         (sets_grad(m, l->in, i) ? stochastic_depth_backward_set
-                                : stochastic_depth_backward)(out_count(l, B), out_count(l, 1), l->p,
+                                : stochastic_depth_backward)(out_count(l, B), out_count(l, 1), l->op.dropout.p,
                                                              dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)i),
                                                              m->dacts + m->plan->dact_off[i], dinp);
 }
@@ -742,26 +750,27 @@ static void sdepth_bwd(model_t *m, int i, const float *x, int B)
 static void clip_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
-    clip_forward(out_count(l, B), l->lo, l->hi, input_of(m, x, l->in), m->acts + l->out_off);
+    clip_forward(out_count(l, B), l->op.unary.lo, l->op.unary.hi, input_of(m, x, l->in), m->acts + l->out_off);
 }
 
 static void clip_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    clip_backward(out_count(l, B), l->lo, l->hi, m->acts + l->out_off, m->dacts + m->plan->dact_off[i],
-                  dinput_of(m, l->in));
+    clip_backward(out_count(l, B), l->op.unary.lo, l->op.unary.hi, m->acts + l->out_off,
+                  m->dacts + m->plan->dact_off[i], dinput_of(m, l->in));
 }
 
 static void hardsigmoid_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
-    hardsigmoid_forward(out_count(l, B), l->alpha, l->beta, input_of(m, x, l->in), m->acts + l->out_off);
+    hardsigmoid_forward(out_count(l, B), l->op.unary.alpha, l->op.unary.beta, input_of(m, x, l->in),
+                        m->acts + l->out_off);
 }
 
 static void hardsigmoid_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    hardsigmoid_backward(out_count(l, B), l->alpha, m->acts + l->out_off, m->dacts + m->plan->dact_off[i],
+    hardsigmoid_backward(out_count(l, B), l->op.unary.alpha, m->acts + l->out_off, m->dacts + m->plan->dact_off[i],
                          dinput_of(m, l->in));
 }
 
@@ -780,7 +789,7 @@ static void hardswish_bwd(model_t *m, int i, const float *x, int B)
 static void mul_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
-    mul_forward(B, l->C, l->H * l->W, l->bcast ? 1 : l->H * l->W, input_of(m, x, l->in), input_of(m, x, l->in2),
+    mul_forward(B, l->C, l->H * l->W, l->op.mul.bcast ? 1 : l->H * l->W, input_of(m, x, l->in), input_of(m, x, l->in2),
                 m->acts + l->out_off);
 }
 
@@ -788,7 +797,7 @@ static void mul_fwd(model_t *m, int i, const float *x, int B, int train)
 static void mul_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    mul_backward(B, l->C, l->H * l->W, l->bcast ? 1 : l->H * l->W, input_of(m, x, l->in), input_of(m, x, l->in2),
+    mul_backward(B, l->C, l->H * l->W, l->op.mul.bcast ? 1 : l->H * l->W, input_of(m, x, l->in), input_of(m, x, l->in2),
                  m->dacts + m->plan->dact_off[i], dinput_of(m, l->in), dinput_of(m, l->in2));
 }
 
@@ -796,14 +805,14 @@ static void mul_bwd(model_t *m, int i, const float *x, int B)
 static void unary_fwd(model_t *m, int i, const float *x, int B, unary_op_t op)
 {
     const layer_t *l = &m->layers[i];
-    unary_forward(op, l->alpha, out_count(l, B), input_of(m, x, l->in), m->acts + l->out_off);
+    unary_forward(op, l->op.unary.alpha, out_count(l, B), input_of(m, x, l->in), m->acts + l->out_off);
 }
 
 static void unary_bwd(model_t *m, int i, const float *x, int B, unary_op_t op)
 {
     const layer_t *l = &m->layers[i];
-    (sets_grad(m, l->in, i) ? unary_backward_set : unary_backward)(op, l->alpha, out_count(l, B), input_of(m, x, l->in),
-                                                                   m->acts + l->out_off,
+    (sets_grad(m, l->in, i) ? unary_backward_set : unary_backward)(op, l->op.unary.alpha, out_count(l, B),
+                                                                   input_of(m, x, l->in), m->acts + l->out_off,
                                                                    m->dacts + m->plan->dact_off[i], dinput_of(m, l->in));
 }
 
@@ -825,7 +834,8 @@ OP_STEPS(erf, unary, UNARY_ERF)
 static void gelu_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
-    if (act_bf16(m, i)) unary_forward_bf16(UNARY_GELU, l->alpha, out_count(l, B), input_of(m, x, l->in), act16(m, i));
+    if (act_bf16(m, i))
+        unary_forward_bf16(UNARY_GELU, l->op.unary.alpha, out_count(l, B), input_of(m, x, l->in), act16(m, i));
     else unary_fwd(m, i, x, B, UNARY_GELU);
 }
 
@@ -837,7 +847,7 @@ static void gelu_bwd(model_t *m, int i, const float *x, int B)
         return;
     }
     const int stored = act_bf16(m, i);
-    unary_backward_bf16(UNARY_GELU, l->alpha, out_count(l, B), input_of(m, x, l->in),
+    unary_backward_bf16(UNARY_GELU, l->op.unary.alpha, out_count(l, B), input_of(m, x, l->in),
                         stored ? NULL : m->acts + l->out_off, stored ? act16(m, i) : NULL,
                         m->dacts + m->plan->dact_off[i], dinput_of(m, l->in), sets_grad(m, l->in, i));
 }
@@ -847,19 +857,20 @@ static void gelu_bwd(model_t *m, int i, const float *x, int B)
 static void const_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
-    memcpy(m->acts + l->out_off, (l->frozen ? m->buffers : m->params) + l->w_off, out_count(l, 1) * sizeof(float));
+    memcpy(m->acts + l->out_off, (l->op.cnst.frozen ? m->buffers : m->params) + l->w_off,
+           out_count(l, 1) * sizeof(float));
 }
 
 static void const_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    float *g = l->frozen ? NULL : param_grad(m, i, 0);
+    float *g = l->op.cnst.frozen ? NULL : param_grad(m, i, 0);
     if (g) memcpy(g, m->dacts + m->plan->dact_off[i], out_count(l, 1) * sizeof(float));
 }
 
 /* A gathered parameter (Swin's relative position bias): like a constant, one sample's slot
  * at batch stride 0; its gradient, summed there by the readers, scatter-adds into the table. */
-static size_t table_count(const layer_t *l) { return model_shape_count(&l->gp_table); }
+static size_t table_count(const layer_t *l) { return model_shape_count(&l->op.table.shape); }
 
 static void gather_param_fwd(model_t *m, int i, const float *x, int B, int train)
 {
@@ -885,7 +896,7 @@ static float *dbinary_of(const model_t *m, int in)
 {
     if (in < 0 || m->layers[in].kind != LAYER_CONST) return dinput_of(m, in);
     const int t = m->plan->layer_tensor ? m->plan->layer_tensor[2 * in] : -1;
-    return m->layers[in].frozen || (t >= 0 && m->tensors[t].no_update) ? NULL : dinput_of(m, in);
+    return m->layers[in].op.cnst.frozen || (t >= 0 && m->tensors[t].no_update) ? NULL : dinput_of(m, in);
 }
 
 /* The binary rows' steps, one pair per kind (OP_STEPS): the kind's operator of ops.h, by
@@ -893,14 +904,15 @@ static float *dbinary_of(const model_t *m, int in)
 static void binary_fwd(model_t *m, int i, const float *x, int B, binary_op_t op)
 {
     const layer_t *l = &m->layers[i];
-    binary_rows_forward(op, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
+    binary_rows_forward(op, &l->op.view.bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
 }
 
 static void binary_bwd(model_t *m, int i, const float *x, int B, binary_op_t op)
 {
     const layer_t *l = &m->layers[i];
-    binary_rows_backward(op, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->dacts + m->plan->dact_off[i],
-                         dbinary_of(m, l->in), sets_grad(m, l->in, i), dbinary_of(m, l->in2), sets_grad(m, l->in2, i));
+    binary_rows_backward(op, &l->op.view.bc, B, input_of(m, x, l->in), input_of(m, x, l->in2),
+                         m->dacts + m->plan->dact_off[i], dbinary_of(m, l->in), sets_grad(m, l->in, i),
+                         dbinary_of(m, l->in2), sets_grad(m, l->in2, i));
 }
 
 OP_STEPS(badd, binary, BINARY_ADD)
@@ -913,13 +925,13 @@ OP_STEPS(div, binary, BINARY_DIV)
 static void bpow_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
-    binary_forward(BINARY_POW, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
+    binary_forward(BINARY_POW, &l->op.view.bc, B, input_of(m, x, l->in), input_of(m, x, l->in2), m->acts + l->out_off);
 }
 
 static void bpow_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
-    binary_backward(BINARY_POW, &l->bc, B, input_of(m, x, l->in), input_of(m, x, l->in2),
+    binary_backward(BINARY_POW, &l->op.view.bc, B, input_of(m, x, l->in), input_of(m, x, l->in2),
                     m->dacts + m->plan->dact_off[i], dbinary_of(m, l->in), dbinary_of(m, l->in2));
 }
 
@@ -971,7 +983,7 @@ static void reshape_bwd(model_t *m, int i, const float *x, int B)
     } else add_backward(out_count(l, B), m->dacts + m->plan->dact_off[i], dinput_of(m, l->in), NULL);
 }
 
-/* Transpose, Slice and Expand: the view (bc, view_off) copied out by rows; the gradient
+/* Transpose, Slice and Expand: the view (op.view's bc and off) copied out by rows; the gradient
  * added back, or written where this layer sets it (a Transpose only: mark_set_grads) */
 static void view_fwd(model_t *m, int i, const float *x, int B, int train)
 {
@@ -981,7 +993,7 @@ static void view_fwd(model_t *m, int i, const float *x, int B, int train)
         chain_fwd(m, i, x, B);
         return;
     }
-    view_rows_forward(&l->bc, l->view_off, B, input_of(m, x, l->in), m->acts + l->out_off);
+    view_rows_forward(&l->op.view.bc, l->op.view.off, B, input_of(m, x, l->in), m->acts + l->out_off);
 }
 
 static void view_bwd(model_t *m, int i, const float *x, int B)
@@ -992,7 +1004,7 @@ static void view_bwd(model_t *m, int i, const float *x, int B)
         chain_bwd(m, i, B);
         return;
     }
-    (sets_grad(m, l->in, i) ? view_rows_backward_set : view_rows_backward)(&l->bc, l->view_off, B,
+    (sets_grad(m, l->in, i) ? view_rows_backward_set : view_rows_backward)(&l->op.view.bc, l->op.view.off, B,
                                                                            m->dacts + m->plan->dact_off[i],
                                                                            dinput_of(m, l->in));
 }
@@ -1007,13 +1019,13 @@ static float reduce_scale(const layer_t *l, layer_kind_t k)
 static void reduce_fwd(model_t *m, int i, const float *x, int B, layer_kind_t k)
 {
     const layer_t *l = &m->layers[i];
-    reduce_forward(&l->bc, B, reduce_scale(l, k), input_of(m, x, l->in), m->acts + l->out_off, out_count(l, B));
+    reduce_forward(&l->op.view.bc, B, reduce_scale(l, k), input_of(m, x, l->in), m->acts + l->out_off, out_count(l, B));
 }
 
 static void reduce_bwd(model_t *m, int i, const float *x, int B, layer_kind_t k)
 {
     const layer_t *l = &m->layers[i];
-    reduce_backward(&l->bc, B, reduce_scale(l, k), m->dacts + m->plan->dact_off[i], dinput_of(m, l->in));
+    reduce_backward(&l->op.view.bc, B, reduce_scale(l, k), m->dacts + m->plan->dact_off[i], dinput_of(m, l->in));
 }
 
 OP_STEPS(reduce_mean, reduce, LAYER_REDUCE_MEAN)
@@ -1028,7 +1040,7 @@ static int infer_bmm(layer_t *l, const model_shape_t *in, const model_shape_t *i
     for (int d = 0; d < r - 2; d++)
         if (in->dims[d] != in2->dims[d]) return -1;
     l->shape.dims[r - 1] = in2->dims[r - 1];
-    l->sl_start = in->dims[r - 1]; /* K */
+    l->op.bmm.K = in->dims[r - 1];
     return 0;
 }
 
@@ -1040,7 +1052,7 @@ static void bmm_geometry(const layer_t *l, int B, int *G, int *M, int *K, int *N
     for (int d = 0; d < r - 2; d++) *G *= l->shape.dims[d];
     *M = l->shape.dims[r - 2];
     *N = l->shape.dims[r - 1];
-    *K = l->sl_start;
+    *K = l->op.bmm.K;
 }
 
 static void bmm_fwd(model_t *m, int i, const float *x, int B, int train)
@@ -1065,30 +1077,41 @@ static void bmm_bwd(model_t *m, int i, const float *x, int B)
 }
 
 /* 2 per multiply-add: each output element is K of them */
-static double flops_bmm(const layer_t *l) { return 2.0 * ((double)l->OC * l->OH * l->OW) * l->sl_start; }
+static double flops_bmm(const layer_t *l) { return 2.0 * ((double)l->OC * l->OH * l->OW) * l->op.bmm.K; }
 
-/* The input's shape, along (or from) an axis sl_axis it has: Softmax's, LayerNorm's */
-static int infer_axis(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+/* The input's shape, along (or from) an axis ax it has: Softmax's, LayerNorm's */
+static int infer_along(layer_t *l, int ax, const model_shape_t *in)
 {
     l->shape = *in;
-    return l->sl_axis < 0 || l->sl_axis >= in->rank ? -1 : 0;
+    return ax < 0 || ax >= in->rank ? -1 : 0;
+}
+
+static int infer_softmax(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    return infer_along(l, l->op.softmax.axis, in);
+}
+
+static int infer_layernorm(layer_t *l, const model_shape_t *in, const model_shape_t *in2)
+{
+    return infer_along(l, l->op.norm.axis, in);
 }
 
 /* a layer norm's rows' statistics, kept by the forward for the backward (model.c's
  * model_build_layernorm places them after its output) */
 static double *ln_stats(const model_t *m, const layer_t *l) { return (double *)(void *)(m->acts + l->aux_off); }
 
-/* Layer norm over the axes sl_axis.. to the last: rows of D = size(sl_axis) * inner */
+/* Layer norm over the axes op.norm.axis.. to the last: rows of D = size(axis) * inner */
 static void layernorm_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
     int rows, inner;
-    axis_geometry(l, B, &rows, &inner);
+    axis_geometry(l, l->op.norm.axis, B, &rows, &inner);
     if (act_bf16(m, i))
-        layernorm_forward_saving_bf16(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in),
-                                      m->params + l->w_off, m->params + l->b_off, act16(m, i), ln_stats(m, l));
+        layernorm_forward_saving_bf16(rows, l->shape.dims[l->op.norm.axis] * inner, l->op.norm.eps,
+                                      input_of(m, x, l->in), m->params + l->w_off, m->params + l->b_off, act16(m, i),
+                                      ln_stats(m, l));
     else
-        layernorm_forward_saving(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in),
+        layernorm_forward_saving(rows, l->shape.dims[l->op.norm.axis] * inner, l->op.norm.eps, input_of(m, x, l->in),
                                  m->params + l->w_off, m->params + l->b_off, m->acts + l->out_off, ln_stats(m, l));
 }
 
@@ -1096,20 +1119,20 @@ static void layernorm_bwd(model_t *m, int i, const float *x, int B)
 {
     const layer_t *l = &m->layers[i];
     int rows, inner;
-    axis_geometry(l, B, &rows, &inner);
-    layernorm_backward_saved(rows, l->shape.dims[l->sl_axis] * inner, l->eps, input_of(m, x, l->in),
+    axis_geometry(l, l->op.norm.axis, B, &rows, &inner);
+    layernorm_backward_saved(rows, l->shape.dims[l->op.norm.axis] * inner, l->op.norm.eps, input_of(m, x, l->in),
                              m->params + l->w_off, ln_stats(m, l), m->dacts + m->plan->dact_off[i],
                              dinput_needed(m, l->in), sets_grad(m, l->in, i), param_grad(m, i, 0), param_grad(m, i, 1));
 }
 
-/* Softmax and LogSoftmax along axis sl_axis: a sample is (outer, n, inner) */
+/* Softmax and LogSoftmax along op.softmax.axis: a sample is (outer, n, inner) */
 static void softmax_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
     int rows, inner;
-    axis_geometry(l, B, &rows, &inner);
-    softmax_axis_forward(l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis], inner, input_of(m, x, l->in),
-                         m->acts + l->out_off);
+    axis_geometry(l, l->op.softmax.axis, B, &rows, &inner);
+    softmax_axis_forward(l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->op.softmax.axis], inner,
+                         input_of(m, x, l->in), m->acts + l->out_off);
 }
 
 static void softmax_bwd(model_t *m, int i, const float *x, int B)
@@ -1117,12 +1140,12 @@ static void softmax_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     float *dinp = dinput_of(m, l->in);
     int rows, inner;
-    axis_geometry(l, B, &rows, &inner);
+    axis_geometry(l, l->op.softmax.axis, B, &rows, &inner);
     if (dinp)
         (sets_grad(m, l->in, i) ? softmax_axis_backward_set
-                                : softmax_axis_backward)(l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis],
-                                                         inner, m->acts + l->out_off, m->dacts + m->plan->dact_off[i],
-                                                         dinp);
+                                : softmax_axis_backward)(l->kind == LAYER_LOG_SOFTMAX, rows,
+                                                         l->shape.dims[l->op.softmax.axis], inner, m->acts + l->out_off,
+                                                         m->dacts + m->plan->dact_off[i], dinp);
 }
 
 /* ---- the vision transformers' rows ------------------------------------------------------------ */
@@ -1140,12 +1163,12 @@ static int infer_expand(layer_t *l, const model_shape_t *in, const model_shape_t
         const int x = in->dims[d], y = l->shape.dims[R - in->rank + d];
         if (x != y && x != 1) return -1;
     }
-    memset(l->bc.sb, 0, sizeof l->bc.sb);
-    l->bc.rank = R + 1;
-    l->bc.dims[0] = 0; /* the batch: given per call */
-    for (int d = 0; d < R; d++) l->bc.dims[d + 1] = l->shape.dims[d];
-    bcast_strides(in, R, l->bc.sa);
-    l->view_off = 0;
+    memset(l->op.view.bc.sb, 0, sizeof l->op.view.bc.sb);
+    l->op.view.bc.rank = R + 1;
+    l->op.view.bc.dims[0] = 0; /* the batch: given per call */
+    for (int d = 0; d < R; d++) l->op.view.bc.dims[d + 1] = l->shape.dims[d];
+    bcast_strides(in, R, l->op.view.bc.sa);
+    l->op.view.off = 0;
     return 0;
 }
 
@@ -1158,17 +1181,17 @@ static int infer_embed(layer_t *l, const model_shape_t *in, const model_shape_t 
 {
     l->shape = *in;
     if (in->rank >= MODEL_MAX_RANK) return -1;
-    l->shape.dims[in->rank] = l->gp_table.dims[1];
+    l->shape.dims[in->rank] = l->op.table.shape.dims[1];
     l->shape.rank = in->rank + 1;
     return 0;
 }
 
-static size_t embed_rows(const layer_t *l, int B) { return out_count(l, B) / (size_t)l->gp_table.dims[1]; }
+static size_t embed_rows(const layer_t *l, int B) { return out_count(l, B) / (size_t)l->op.table.shape.dims[1]; }
 
 static void embed_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
-    embed_forward(embed_rows(l, B), l->gp_table.dims[0], l->gp_table.dims[1], input_of(m, x, l->in),
+    embed_forward(embed_rows(l, B), l->op.table.shape.dims[0], l->op.table.shape.dims[1], input_of(m, x, l->in),
                   m->params + l->w_off, m->acts + l->out_off);
 }
 
@@ -1179,8 +1202,8 @@ static void embed_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     float *g = param_grad(m, i, 0);
     if (g)
-        embed_backward(embed_rows(l, B), l->gp_table.dims[0], l->gp_table.dims[1], input_of(m, x, l->in),
-                       m->dacts + m->plan->dact_off[i], g, l->tied);
+        embed_backward(embed_rows(l, B), l->op.table.shape.dims[0], l->op.table.shape.dims[1], input_of(m, x, l->in),
+                       m->dacts + m->plan->dact_off[i], g, l->op.table.tied);
 }
 
 /* a copy per row read, no arithmetic */
@@ -1202,7 +1225,8 @@ static size_t causal_mats(const layer_t *l, int B)
 static void causal_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
-    causal_softmax_forward(causal_mats(l, B), causal_T(l), l->alpha, input_of(m, x, l->in), m->acts + l->out_off);
+    causal_softmax_forward(causal_mats(l, B), causal_T(l), l->op.softmax.scale, input_of(m, x, l->in),
+                           m->acts + l->out_off);
 }
 
 static void causal_bwd(model_t *m, int i, const float *x, int B)
@@ -1210,7 +1234,7 @@ static void causal_bwd(model_t *m, int i, const float *x, int B)
     const layer_t *l = &m->layers[i];
     float *dinp = dinput_of(m, l->in);
     if (dinp)
-        causal_softmax_backward(causal_mats(l, B), causal_T(l), l->alpha, m->acts + l->out_off,
+        causal_softmax_backward(causal_mats(l, B), causal_T(l), l->op.softmax.scale, m->acts + l->out_off,
                                 m->dacts + m->plan->dact_off[i], dinp, sets_grad(m, l->in, i));
 }
 
@@ -1221,85 +1245,122 @@ static double flops_causal(const layer_t *l) { return 1.5 * (double)l->C * l->H 
 #define IN12 (MODEL_OP_GRAD_IN | MODEL_OP_GRAD_IN2)
 #define OWN MODEL_OP_ONNX_OWN
 #define PLAIN MODEL_OP_ONNX_PLAIN
+#define P_NONE LAYER_PARAMS_NONE
+#define P_CONV LAYER_PARAMS_CONV
+#define P_POOL LAYER_PARAMS_POOL
+#define P_SC LAYER_PARAMS_SC
+#define P_GEMM LAYER_PARAMS_GEMM
+#define P_UNARY LAYER_PARAMS_UNARY
+#define P_DROPOUT LAYER_PARAMS_DROPOUT
+#define P_NORM LAYER_PARAMS_NORM
+#define P_VIEW LAYER_PARAMS_VIEW
+#define P_SOFTMAX LAYER_PARAMS_SOFTMAX
+#define P_CONCAT LAYER_PARAMS_CONCAT
+#define P_BMM LAYER_PARAMS_BMM
+#define P_TABLE LAYER_PARAMS_TABLE
+#define P_CONST LAYER_PARAMS_CONST
+#define P_MUL LAYER_PARAMS_MUL
 
 /* clang-format off */
 const model_op_t MODEL_OPS[] = {
     /* {kind, name, ONNX import, ONNX export, inputs, gradients, infer_shape, workspace, flops, forward, backward,
-     *  converter} */
-    [LAYER_CONV]       = {LAYER_CONV, "conv", "Conv", "Conv", 1, IN1, infer_conv, ws_conv, flops_conv, conv_fwd, conv_bwd, OWN},
-    [LAYER_MAXPOOL]    = {LAYER_MAXPOOL, "maxpool", "MaxPool, GlobalMaxPool", "MaxPool", 1, IN1, infer_pool, NULL, flops_pass, maxpool_fwd, maxpool_bwd, OWN},
-    [LAYER_AVGPOOL]    = {LAYER_AVGPOOL, "avgpool", "AveragePool, GlobalAveragePool (of a sequence)", "AveragePool", 1, IN1, infer_pool, NULL, flops_pass, avgpool_fwd, avgpool_bwd, OWN},
-    [LAYER_RELU]       = {LAYER_RELU, "relu", "Relu", "Relu", 1, IN1, infer_same, NULL, flops_pass, relu_fwd, relu_bwd, OWN},
-    [LAYER_FC]         = {LAYER_FC, "fc", "Gemm, MatMul (+ Add)", "Gemm", 1, IN1, infer_fc, NULL, flops_fc, fc_fwd, fc_bwd, OWN},
-    [LAYER_BN]         = {LAYER_BN, "batchnorm", "BatchNormalization", "BatchNormalization", 1, IN1, infer_same, NULL, flops_pass, bn_fwd, bn_bwd, OWN},
-    [LAYER_GAP]        = {LAYER_GAP, "global avg pool", "GlobalAveragePool, ReduceMean (axes 2, 3)", "GlobalAveragePool", 1, IN1, infer_gap, NULL, flops_pass, gap_fwd, gap_bwd, OWN},
-    [LAYER_ADD]        = {LAYER_ADD, "residual add", "Add", "Add", 2, IN12, infer_add, NULL, flops_pass, add_fwd, add_bwd, OWN},
-    [LAYER_LEAKY_RELU] = {LAYER_LEAKY_RELU, "leaky relu", "LeakyRelu", "LeakyRelu", 1, IN1, infer_same, NULL, flops_pass, leaky_relu_fwd, leaky_relu_bwd, OWN},
-    [LAYER_SIGMOID]    = {LAYER_SIGMOID, "sigmoid", "Sigmoid", "Sigmoid", 1, IN1, infer_same, NULL, flops_pass, sigmoid_fwd, sigmoid_bwd, OWN},
-    [LAYER_TANH]       = {LAYER_TANH, "tanh", "Tanh", "Tanh", 1, IN1, infer_same, NULL, flops_pass, tanh_fwd, tanh_bwd, OWN},
-    [LAYER_CONCAT]     = {LAYER_CONCAT, "concat", "Concat, Pad (of its value; reflect, edge)", "Concat", 2, IN12, infer_concat, NULL, flops_pass, concat_fwd, concat_bwd, OWN},
+     *  converter, parameters} */
+    [LAYER_CONV]       = {LAYER_CONV, "conv", "Conv", "Conv", 1, IN1, infer_conv, ws_conv, flops_conv, conv_fwd, conv_bwd, OWN, P_CONV},
+    [LAYER_MAXPOOL]    = {LAYER_MAXPOOL, "maxpool", "MaxPool, GlobalMaxPool", "MaxPool", 1, IN1, infer_pool, NULL, flops_pass, maxpool_fwd, maxpool_bwd, OWN, P_POOL},
+    [LAYER_AVGPOOL]    = {LAYER_AVGPOOL, "avgpool", "AveragePool, GlobalAveragePool (of a sequence)", "AveragePool", 1, IN1, infer_pool, NULL, flops_pass, avgpool_fwd, avgpool_bwd, OWN, P_POOL},
+    [LAYER_RELU]       = {LAYER_RELU, "relu", "Relu", "Relu", 1, IN1, infer_same, NULL, flops_pass, relu_fwd, relu_bwd, OWN, P_NONE},
+    [LAYER_FC]         = {LAYER_FC, "fc", "Gemm, MatMul (+ Add)", "Gemm", 1, IN1, infer_fc, NULL, flops_fc, fc_fwd, fc_bwd, OWN, P_GEMM},
+    [LAYER_BN]         = {LAYER_BN, "batchnorm", "BatchNormalization", "BatchNormalization", 1, IN1, infer_same, NULL, flops_pass, bn_fwd, bn_bwd, OWN, P_NORM},
+    [LAYER_GAP]        = {LAYER_GAP, "global avg pool", "GlobalAveragePool, ReduceMean (axes 2, 3)", "GlobalAveragePool", 1, IN1, infer_gap, NULL, flops_pass, gap_fwd, gap_bwd, OWN, P_NONE},
+    [LAYER_ADD]        = {LAYER_ADD, "residual add", "Add", "Add", 2, IN12, infer_add, NULL, flops_pass, add_fwd, add_bwd, OWN, P_SC},
+    [LAYER_LEAKY_RELU] = {LAYER_LEAKY_RELU, "leaky relu", "LeakyRelu", "LeakyRelu", 1, IN1, infer_same, NULL, flops_pass, leaky_relu_fwd, leaky_relu_bwd, OWN, P_UNARY},
+    [LAYER_SIGMOID]    = {LAYER_SIGMOID, "sigmoid", "Sigmoid", "Sigmoid", 1, IN1, infer_same, NULL, flops_pass, sigmoid_fwd, sigmoid_bwd, OWN, P_NONE},
+    [LAYER_TANH]       = {LAYER_TANH, "tanh", "Tanh", "Tanh", 1, IN1, infer_same, NULL, flops_pass, tanh_fwd, tanh_bwd, OWN, P_NONE},
+    [LAYER_CONCAT]     = {LAYER_CONCAT, "concat", "Concat, Pad (of its value; reflect, edge)", "Concat", 2, IN12, infer_concat, NULL, flops_pass, concat_fwd, concat_bwd, OWN, P_CONCAT},
     /* the inference form: dropout is exported as the identity */
-    [LAYER_DROPOUT]    = {LAYER_DROPOUT, "dropout", "Dropout", "Identity", 1, IN1, infer_same, NULL, flops_pass, dropout_fwd, dropout_bwd, OWN},
+    [LAYER_DROPOUT]    = {LAYER_DROPOUT, "dropout", "Dropout", "Identity", 1, IN1, infer_same, NULL, flops_pass, dropout_fwd, dropout_bwd, OWN, P_DROPOUT},
     /* exported in opset 13's form: the bounds as constant inputs */
-    [LAYER_CLIP]       = {LAYER_CLIP, "clip", "Clip", "Clip", 1, IN1, infer_same, NULL, flops_pass, clip_fwd, clip_bwd, OWN},
-    [LAYER_HARDSIGMOID] = {LAYER_HARDSIGMOID, "hard sigmoid", "HardSigmoid", "HardSigmoid", 1, IN1, infer_same, NULL, flops_pass, hardsigmoid_fwd, hardsigmoid_bwd, OWN},
+    [LAYER_CLIP]       = {LAYER_CLIP, "clip", "Clip", "Clip", 1, IN1, infer_same, NULL, flops_pass, clip_fwd, clip_bwd, OWN, P_UNARY},
+    [LAYER_HARDSIGMOID] = {LAYER_HARDSIGMOID, "hard sigmoid", "HardSigmoid", "HardSigmoid", 1, IN1, infer_same, NULL, flops_pass, hardsigmoid_fwd, hardsigmoid_bwd, OWN, P_UNARY},
     /* opset 13 has no HardSwish: exported as x * HardSigmoid(x), what torch 1.13 writes */
-    [LAYER_HARDSWISH]  = {LAYER_HARDSWISH, "hard swish", "HardSwish", "HardSigmoid, Mul", 1, IN1, infer_same, NULL, flops_pass, hardswish_fwd, hardswish_bwd, OWN},
-    [LAYER_MUL]        = {LAYER_MUL, "mul", "Mul", "Mul", 2, IN12, infer_mul, NULL, flops_pass, mul_fwd, mul_bwd, OWN},
+    [LAYER_HARDSWISH]  = {LAYER_HARDSWISH, "hard swish", "HardSwish", "HardSigmoid, Mul", 1, IN1, infer_same, NULL, flops_pass, hardswish_fwd, hardswish_bwd, OWN, P_NONE},
+    [LAYER_MUL]        = {LAYER_MUL, "mul", "Mul", "Mul", 2, IN12, infer_mul, NULL, flops_pass, mul_fwd, mul_bwd, OWN, P_MUL},
     /* pacer's own domain: the Python client writes torchvision's StochasticDepth so */
-    [LAYER_STOCHASTIC_DEPTH] = {LAYER_STOCHASTIC_DEPTH, "stochastic depth", "ai.pacer:StochasticDepth", "ai.pacer:StochasticDepth", 1, IN1, infer_same, NULL, flops_pass, sdepth_fwd, sdepth_bwd, OWN},
+    [LAYER_STOCHASTIC_DEPTH] = {LAYER_STOCHASTIC_DEPTH, "stochastic depth", "ai.pacer:StochasticDepth", "ai.pacer:StochasticDepth", 1, IN1, infer_same, NULL, flops_pass, sdepth_fwd, sdepth_bwd, OWN, P_DROPOUT},
     /* functions of one input: scalar_fn.h's table, on the CPU and the GPU alike */
-    [LAYER_EXP]        = {LAYER_EXP, "exp", "Exp", "Exp", 1, IN1, infer_same, NULL, flops_pass, exp_fwd, exp_bwd, PLAIN},
-    [LAYER_NEG]        = {LAYER_NEG, "neg", "Neg", "Neg", 1, IN1, infer_same, NULL, flops_pass, neg_fwd, neg_bwd, PLAIN},
-    [LAYER_SQRT]       = {LAYER_SQRT, "sqrt", "Sqrt", "Sqrt", 1, IN1, infer_same, NULL, flops_pass, sqrt_fwd, sqrt_bwd, PLAIN},
-    [LAYER_RECIPROCAL] = {LAYER_RECIPROCAL, "reciprocal", "Reciprocal", "Reciprocal", 1, IN1, infer_same, NULL, flops_pass, reciprocal_fwd, reciprocal_bwd, PLAIN},
-    [LAYER_ABS]        = {LAYER_ABS, "abs", "Abs", "Abs", 1, IN1, infer_same, NULL, flops_pass, abs_fwd, abs_bwd, PLAIN},
+    [LAYER_EXP]        = {LAYER_EXP, "exp", "Exp", "Exp", 1, IN1, infer_same, NULL, flops_pass, exp_fwd, exp_bwd, PLAIN, P_NONE},
+    [LAYER_NEG]        = {LAYER_NEG, "neg", "Neg", "Neg", 1, IN1, infer_same, NULL, flops_pass, neg_fwd, neg_bwd, PLAIN, P_NONE},
+    [LAYER_SQRT]       = {LAYER_SQRT, "sqrt", "Sqrt", "Sqrt", 1, IN1, infer_same, NULL, flops_pass, sqrt_fwd, sqrt_bwd, PLAIN, P_NONE},
+    [LAYER_RECIPROCAL] = {LAYER_RECIPROCAL, "reciprocal", "Reciprocal", "Reciprocal", 1, IN1, infer_same, NULL, flops_pass, reciprocal_fwd, reciprocal_bwd, PLAIN, P_NONE},
+    [LAYER_ABS]        = {LAYER_ABS, "abs", "Abs", "Abs", 1, IN1, infer_same, NULL, flops_pass, abs_fwd, abs_bwd, PLAIN, P_NONE},
     /* the exponent a constant scalar (exported as a 0-D Constant input) */
-    [LAYER_POW]        = {LAYER_POW, "pow", "Pow (constant exponent)", "Pow", 1, IN1, infer_same, NULL, flops_pass, pow_fwd, pow_bwd, OWN},
+    [LAYER_POW]        = {LAYER_POW, "pow", "Pow (constant exponent)", "Pow", 1, IN1, infer_same, NULL, flops_pass, pow_fwd, pow_bwd, OWN, P_UNARY},
     /* an initializer (params) or a Constant (buffers) read by a binary operator */
-    [LAYER_CONST]      = {LAYER_CONST, "constant", "Constant or initializer operand", "initializer, Constant", 1, IN1, infer_const, NULL, flops_none, const_fwd, const_bwd, OWN},
+    [LAYER_CONST]      = {LAYER_CONST, "constant", "Constant or initializer operand", "initializer, Constant", 1, IN1, infer_const, NULL, flops_none, const_fwd, const_bwd, OWN, P_CONST},
     /* broadcasting: either input a constant */
-    [LAYER_BADD]       = {LAYER_BADD, "broadcast add", "Add (broadcast, constant operand)", "Add", 2, IN12, infer_binary, NULL, flops_pass, badd_fwd, badd_bwd, OWN},
-    [LAYER_SUB]        = {LAYER_SUB, "sub", "Sub", "Sub", 2, IN12, infer_binary, NULL, flops_pass, sub_fwd, sub_bwd, PLAIN},
-    [LAYER_BMUL]       = {LAYER_BMUL, "broadcast mul", "Mul (broadcast, constant operand)", "Mul", 2, IN12, infer_binary, NULL, flops_pass, bmul_fwd, bmul_bwd, OWN},
-    [LAYER_DIV]        = {LAYER_DIV, "div", "Div", "Div", 2, IN12, infer_binary, NULL, flops_pass, div_fwd, div_bwd, OWN},
+    [LAYER_BADD]       = {LAYER_BADD, "broadcast add", "Add (broadcast, constant operand)", "Add", 2, IN12, infer_binary, NULL, flops_pass, badd_fwd, badd_bwd, OWN, P_VIEW},
+    [LAYER_SUB]        = {LAYER_SUB, "sub", "Sub", "Sub", 2, IN12, infer_binary, NULL, flops_pass, sub_fwd, sub_bwd, PLAIN, P_VIEW},
+    [LAYER_BMUL]       = {LAYER_BMUL, "broadcast mul", "Mul (broadcast, constant operand)", "Mul", 2, IN12, infer_binary, NULL, flops_pass, bmul_fwd, bmul_bwd, OWN, P_VIEW},
+    [LAYER_DIV]        = {LAYER_DIV, "div", "Div", "Div", 2, IN12, infer_binary, NULL, flops_pass, div_fwd, div_bwd, OWN, P_VIEW},
     /* data movement; a reshape is a copy of the contiguous data */
-    [LAYER_RESHAPE]    = {LAYER_RESHAPE, "reshape", "Reshape, Squeeze, Unsqueeze (non-batch axes)", "Reshape", 1, IN1, infer_reshape, NULL, flops_none, reshape_fwd, reshape_bwd, OWN},
-    [LAYER_TRANSPOSE]  = {LAYER_TRANSPOSE, "transpose", "Transpose (the batch axis first)", "Transpose", 1, IN1, infer_transpose, NULL, flops_none, view_fwd, view_bwd, OWN},
-    [LAYER_SLICE]      = {LAYER_SLICE, "slice", "Slice, Split (non-batch axes, constant bounds)", "Slice", 1, IN1, infer_slice, NULL, flops_none, view_fwd, view_bwd, OWN},
+    [LAYER_RESHAPE]    = {LAYER_RESHAPE, "reshape", "Reshape, Squeeze, Unsqueeze (non-batch axes)", "Reshape", 1, IN1, infer_reshape, NULL, flops_none, reshape_fwd, reshape_bwd, OWN, P_NONE},
+    [LAYER_TRANSPOSE]  = {LAYER_TRANSPOSE, "transpose", "Transpose (the batch axis first)", "Transpose", 1, IN1, infer_transpose, NULL, flops_none, view_fwd, view_bwd, OWN, P_VIEW},
+    [LAYER_SLICE]      = {LAYER_SLICE, "slice", "Slice, Split (non-batch axes, constant bounds)", "Slice", 1, IN1, infer_slice, NULL, flops_none, view_fwd, view_bwd, OWN, P_VIEW},
     /* the mean over an image's plane stays LAYER_GAP */
-    [LAYER_REDUCE_MEAN] = {LAYER_REDUCE_MEAN, "reduce mean", "ReduceMean (non-batch axes)", "ReduceMean", 1, IN1, infer_reduce, NULL, flops_pass, reduce_mean_fwd, reduce_mean_bwd, OWN},
-    [LAYER_REDUCE_SUM] = {LAYER_REDUCE_SUM, "reduce sum", "ReduceSum (non-batch axes)", "ReduceSum", 1, IN1, infer_reduce, NULL, flops_pass, reduce_sum_fwd, reduce_sum_bwd, OWN},
-    [LAYER_LINEAR] = {LAYER_LINEAR, "linear", "MatMul (+ Add) over the last axis", "MatMul (+ Add)", 1, IN1, infer_linear, NULL, flops_linear, linear_fwd, linear_bwd, OWN},
+    [LAYER_REDUCE_MEAN] = {LAYER_REDUCE_MEAN, "reduce mean", "ReduceMean (non-batch axes)", "ReduceMean", 1, IN1, infer_reduce, NULL, flops_pass, reduce_mean_fwd, reduce_mean_bwd, OWN, P_VIEW},
+    [LAYER_REDUCE_SUM] = {LAYER_REDUCE_SUM, "reduce sum", "ReduceSum (non-batch axes)", "ReduceSum", 1, IN1, infer_reduce, NULL, flops_pass, reduce_sum_fwd, reduce_sum_bwd, OWN, P_VIEW},
+    [LAYER_LINEAR] = {LAYER_LINEAR, "linear", "MatMul (+ Add) over the last axis", "MatMul (+ Add)", 1, IN1, infer_linear, NULL, flops_linear, linear_fwd, linear_bwd, OWN, P_GEMM},
 
     /* the transformers' rows (a kind's value never changes: new kinds come last) */
-    [LAYER_SOFTMAX]    = {LAYER_SOFTMAX, "softmax", "Softmax (a non-batch axis)", "Softmax", 1, IN1, infer_axis, NULL, flops_pass, softmax_fwd, softmax_bwd, OWN},
-    [LAYER_LOG_SOFTMAX] = {LAYER_LOG_SOFTMAX, "log softmax", "LogSoftmax (a non-batch axis)", "LogSoftmax", 1, IN1, infer_axis, NULL, flops_pass, softmax_fwd, softmax_bwd, OWN},
-    [LAYER_ERF]        = {LAYER_ERF, "erf", "Erf", "Erf", 1, IN1, infer_same, NULL, flops_pass, erf_fwd, erf_bwd, OWN},
+    [LAYER_SOFTMAX]    = {LAYER_SOFTMAX, "softmax", "Softmax (a non-batch axis)", "Softmax", 1, IN1, infer_softmax, NULL, flops_pass, softmax_fwd, softmax_bwd, OWN, P_SOFTMAX},
+    [LAYER_LOG_SOFTMAX] = {LAYER_LOG_SOFTMAX, "log softmax", "LogSoftmax (a non-batch axis)", "LogSoftmax", 1, IN1, infer_softmax, NULL, flops_pass, softmax_fwd, softmax_bwd, OWN, P_SOFTMAX},
+    [LAYER_ERF]        = {LAYER_ERF, "erf", "Erf", "Erf", 1, IN1, infer_same, NULL, flops_pass, erf_fwd, erf_bwd, OWN, P_NONE},
     /* opset 13 has no Gelu: exported as torch 1.13 writes it, which the importer matches back */
-    [LAYER_GELU]       = {LAYER_GELU, "gelu", "Div, Erf, Add, Mul, Mul (nn.GELU's pattern)", "Div, Erf, Add, Mul, Mul", 1, IN1, infer_same, NULL, flops_pass, gelu_fwd, gelu_bwd, OWN},
-    [LAYER_BMM]        = {LAYER_BMM, "matmul", "MatMul (two activations)", "MatMul", 2, IN12, infer_bmm, NULL, flops_bmm, bmm_fwd, bmm_bwd, OWN},
+    [LAYER_GELU]       = {LAYER_GELU, "gelu", "Div, Erf, Add, Mul, Mul (nn.GELU's pattern)", "Div, Erf, Add, Mul, Mul", 1, IN1, infer_same, NULL, flops_pass, gelu_fwd, gelu_bwd, OWN, P_NONE},
+    [LAYER_BMM]        = {LAYER_BMM, "matmul", "MatMul (two activations)", "MatMul", 2, IN12, infer_bmm, NULL, flops_bmm, bmm_fwd, bmm_bwd, OWN, P_BMM},
     /* opset 13 has no LayerNormalization: exported as torch 1.13 writes nn.LayerNorm there */
-    [LAYER_LAYERNORM]  = {LAYER_LAYERNORM, "layernorm", "LayerNormalization, nn.LayerNorm's ReduceMean .. Add pattern", "ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add", 1, IN1, infer_axis, NULL, flops_pass, layernorm_fwd, layernorm_bwd, OWN},
+    [LAYER_LAYERNORM]  = {LAYER_LAYERNORM, "layernorm", "LayerNormalization, nn.LayerNorm's ReduceMean .. Add pattern", "ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add", 1, IN1, infer_layernorm, NULL, flops_pass, layernorm_fwd, layernorm_bwd, OWN, P_NORM},
     /* Swin's relative position bias */
-    [LAYER_GATHER_PARAM] = {LAYER_GATHER_PARAM, "gather param", "Gather (of a parameter by constant indices)", "Reshape, Gather", 1, IN1, infer_const, NULL, flops_none, gather_param_fwd, gather_param_bwd, OWN},
+    [LAYER_GATHER_PARAM] = {LAYER_GATHER_PARAM, "gather param", "Gather (of a parameter by constant indices)", "Reshape, Gather", 1, IN1, infer_const, NULL, flops_none, gather_param_fwd, gather_param_bwd, OWN, P_TABLE},
 
     /* the vision transformers' class token */
     /* exported as Expand to (the batch, the sample's shape) */
-    [LAYER_EXPAND]     = {LAYER_EXPAND, "expand", "Expand (to the batch, a constant shape)", "Expand", 1, IN1, infer_expand, NULL, flops_none, view_fwd, view_bwd, OWN},
+    [LAYER_EXPAND]     = {LAYER_EXPAND, "expand", "Expand (to the batch, a constant shape)", "Expand", 1, IN1, infer_expand, NULL, flops_none, view_fwd, view_bwd, OWN, P_VIEW},
 
     /* the language models' rows: built in (model/gpt.c), not imported or exported yet */
-    [LAYER_EMBED]      = {LAYER_EMBED, "embedding", "", "Gather", 1, 0, infer_embed, NULL, flops_embed, embed_fwd, embed_bwd, OWN},
-    [LAYER_CAUSAL_SOFTMAX] = {LAYER_CAUSAL_SOFTMAX, "causal softmax", "", "Softmax", 1, IN1, infer_causal, NULL, flops_causal, causal_fwd, causal_bwd, OWN},
+    [LAYER_EMBED]      = {LAYER_EMBED, "embedding", "", "Gather", 1, 0, infer_embed, NULL, flops_embed, embed_fwd, embed_bwd, OWN, P_TABLE},
+    [LAYER_CAUSAL_SOFTMAX] = {LAYER_CAUSAL_SOFTMAX, "causal softmax", "", "Softmax", 1, IN1, infer_causal, NULL, flops_causal, causal_fwd, causal_bwd, OWN, P_SOFTMAX},
     /* broadcasting like LAYER_BADD; the exponent a constant or an activation */
-    [LAYER_BPOW]       = {LAYER_BPOW, "broadcast pow", "Pow (tensor exponent)", "Pow", 2, IN12, infer_binary, NULL, flops_pass, bpow_fwd, bpow_bwd, OWN},
+    [LAYER_BPOW]       = {LAYER_BPOW, "broadcast pow", "Pow (tensor exponent)", "Pow", 2, IN12, infer_binary, NULL, flops_pass, bpow_fwd, bpow_bwd, OWN, P_VIEW},
     /* the input gradient of a convolution: generative image models' upsampling */
-    [LAYER_CONV_TRANSPOSE] = {LAYER_CONV_TRANSPOSE, "conv transpose", "ConvTranspose", "ConvTranspose", 1, IN1, infer_conv_transpose, ws_conv_transpose, flops_conv_transpose, convt_fwd, convt_bwd, OWN},
+    [LAYER_CONV_TRANSPOSE] = {LAYER_CONV_TRANSPOSE, "conv transpose", "ConvTranspose", "ConvTranspose", 1, IN1, infer_conv_transpose, ws_conv_transpose, flops_conv_transpose, convt_fwd, convt_bwd, OWN, P_CONV},
 };
 /* clang-format on */
 /* A kind without a row would leave a zero row here (a designated initializer skipped):
  * test_model's table walk checks every row's kind, name and functions. */
 _Static_assert(sizeof MODEL_OPS / sizeof MODEL_OPS[0] == LAYER_KIND_COUNT, "one operator row per layer kind");
+
+size_t model_op_params_bytes(layer_params_t p)
+{
+    const layer_t *l = NULL;
+    switch (p) {
+    case LAYER_PARAMS_CONV: return sizeof l->op.conv;
+    case LAYER_PARAMS_POOL: return sizeof l->op.pool;
+    case LAYER_PARAMS_SC: return sizeof l->op.sc;
+    case LAYER_PARAMS_GEMM: return sizeof l->op.gemm;
+    case LAYER_PARAMS_UNARY: return sizeof l->op.unary;
+    case LAYER_PARAMS_DROPOUT: return sizeof l->op.dropout;
+    case LAYER_PARAMS_NORM: return sizeof l->op.norm;
+    case LAYER_PARAMS_VIEW: return sizeof l->op.view;
+    case LAYER_PARAMS_SOFTMAX: return sizeof l->op.softmax;
+    case LAYER_PARAMS_CONCAT: return sizeof l->op.concat;
+    case LAYER_PARAMS_BMM: return sizeof l->op.bmm;
+    case LAYER_PARAMS_TABLE: return sizeof l->op.table;
+    case LAYER_PARAMS_CONST: return sizeof l->op.cnst;
+    case LAYER_PARAMS_MUL: return sizeof l->op.mul;
+    default: return 0;
+    }
+}
 
 const model_op_t *model_op(layer_kind_t k) { return (unsigned)k < (unsigned)LAYER_KIND_COUNT ? &MODEL_OPS[k] : NULL; }
 

@@ -7,7 +7,8 @@
  * (model/model_cuda.cu); the ONNX importer's list of supported operators is generated from
  * the onnx_import column and the exporter writes the onnx_export column.
  *
- * Adding a kind: a value before LAYER_KIND_COUNT in model.h, a row here (the
+ * Adding a kind: a value before LAYER_KIND_COUNT in model.h (with a member of layer_t's op
+ * for its parameters when no family's fits), a row here (the
  * _Static_assert in op_table.c and test_op_table's table walk refuse a missing one), a row
  * in model_cuda.cu's table (NULL entries: "not on the GPU", refused by cuda_model_create),
  * its builder in model.c (a PLAIN kind of one input: model_build_unary's already), its
@@ -60,10 +61,18 @@ typedef struct {
     model_op_forward_fn forward;
     model_op_backward_fn backward;
     model_op_onnx_t onnx_form;
+    /* The member of layer_t's op that holds this kind's parameters, the only one its
+     * builder, shape inference and kernels write or read (LAYER_PARAMS_NONE: none);
+     * test_op_table checks that a built layer of the kind has nothing outside it. */
+    layer_params_t params;
 } model_op_t;
 
 /* Indexed by layer_kind_t; LAYER_KIND_COUNT rows (op_table.c asserts it). */
 extern const model_op_t MODEL_OPS[];
+
+/* The bytes of layer_t's op that family p uses (0 for LAYER_PARAMS_NONE or a value that is
+ * none): a layer's builder leaves the rest as add_layer zeroed them. */
+size_t model_op_params_bytes(layer_params_t p);
 
 /* The row of kind k, or NULL for a value that is no kind. */
 const model_op_t *model_op(layer_kind_t k);

@@ -63,7 +63,7 @@ static int has_weight(const layer_t *l)
     case LAYER_LAYERNORM:
     case LAYER_GATHER_PARAM:
     case LAYER_EMBED: return 1;
-    case LAYER_CONST: return !l->frozen; /* else a tensor of buffers */
+    case LAYER_CONST: return !l->op.cnst.frozen; /* else a tensor of buffers */
     default: return 0;
     }
 }
@@ -213,7 +213,7 @@ int model_plan_dacts(model_t *m)
  * gemm_backward_a16 take it as stored), j its only input. */
 static int reads_as_product(const layer_t *r, int j)
 {
-    return (r->kind == LAYER_LINEAR || r->kind == LAYER_FC) && r->gemm.layout == GEMM_W_OUT_IN && r->in == j &&
+    return (r->kind == LAYER_LINEAR || r->kind == LAYER_FC) && r->op.gemm.layout == GEMM_W_OUT_IN && r->in == j &&
            r->in2 != j;
 }
 
@@ -366,7 +366,7 @@ static void fuse_layers(model_t *m)
         if (l->kind != LAYER_BN) continue;
         const layer_t *add = &m->layers[j + 1];
         if (add->kind == LAYER_ADD && add->in == j && only_reader(m, j) == j + 1 && add->in2 >= 0 &&
-            add->sc.stride == 1 && add->sc.C == add->sc.OC && relu_only_next(m, j + 1)) {
+            add->op.sc.stride == 1 && add->op.sc.C == add->op.sc.OC && relu_only_next(m, j + 1)) {
             lp->fused_add = 1;
             m->plan->layers[j + 1].fused_relu = 1;
         } else lp->fused_relu = relu_only_next(m, j);
@@ -408,11 +408,12 @@ static int split_by_slices(const model_t *m, int j)
     for (int k = j + 1; k < m->nlayers; k++) {
         const layer_t *r = &m->layers[k];
         if (r->in != j && r->in2 != j) continue;
-        if (r->kind != LAYER_SLICE || r->in2 == j || r->sl_step != 1 || (ax >= 0 && r->sl_axis != ax) || n == 64)
+        if (r->kind != LAYER_SLICE || r->in2 == j || r->op.view.step != 1 || (ax >= 0 && r->op.view.axis != ax) ||
+            n == 64)
             return 0;
-        ax = r->sl_axis;
-        start[n] = r->sl_start;
-        end[n++] = r->sl_end;
+        ax = r->op.view.axis;
+        start[n] = r->op.view.start;
+        end[n++] = r->op.view.end;
     }
     if (n < 2) return 0;
     /* a chain from 0 to the axis's size, each part taken once */
@@ -443,11 +444,11 @@ static void mark_set_grads(model_t *m)
         const layer_t *r = &m->layers[k];
         int sets;
         if (r->in == j && r->in2 == j) sets = 0; /* Add(x, x): one buffer, two sums */
-        else if (r->kind == LAYER_ADD) sets = r->in == j || r->sc.stride == 1;
+        else if (r->kind == LAYER_ADD) sets = r->in == j || r->op.sc.stride == 1;
         else if (r->kind == LAYER_BMM) sets = 1; /* either input: bmm_backward_set's flags */
         else if (broadcasting_binary(r->kind))   /* either input that is not broadcast, the batch included */
             sets = (size_t)m->layers[j].OC * m->layers[j].OH * m->layers[j].OW == (size_t)r->OC * r->OH * r->OW &&
-                   (r->in == j ? r->bc.sa[0] : r->bc.sb[0]) != 0;
+                   (r->in == j ? r->op.view.bc.sa[0] : r->op.view.bc.sb[0]) != 0;
         else sets = r->in == j && writes_whole_grad(r->kind);
         if (sets) m->plan->layers[j].grad_setter = k;
         else m->plan->layers[j].grad_split = split_by_slices(m, j);
@@ -465,7 +466,7 @@ static void mark_set_grads(model_t *m)
 static int view_through(const layer_t *w, bcast_desc_t *d, size_t *off)
 {
     const model_shape_t *s = &w->shape;
-    size_t cs[MODEL_MAX_RANK], reach[MODEL_MAX_RANK], rest = *off, at = w->view_off, run = 1;
+    size_t cs[MODEL_MAX_RANK], reach[MODEL_MAX_RANK], rest = *off, at = w->op.view.off, run = 1;
     for (int a = s->rank - 1; a >= 0; a--) {
         cs[a] = run;
         run *= (size_t)s->dims[a];
@@ -473,7 +474,7 @@ static int view_through(const layer_t *w, bcast_desc_t *d, size_t *off)
     for (int a = 0; a < s->rank; a++) {
         reach[a] = rest / cs[a];
         rest %= cs[a];
-        at += reach[a] * w->bc.sa[a + 1]; /* modular: a Slice walking down wraps its stride */
+        at += reach[a] * w->op.view.bc.sa[a + 1]; /* modular: a Slice walking down wraps its stride */
     }
     for (int ax = 1; ax < d->rank; ax++) {
         if (d->dims[ax] <= 1) {
@@ -486,9 +487,9 @@ static int view_through(const layer_t *w, bcast_desc_t *d, size_t *off)
         if (st == 0 || st % cs[a] != 0) return -1;
         reach[a] += (size_t)(d->dims[ax] - 1) * (st / cs[a]);
         if (reach[a] >= (size_t)s->dims[a]) return -1;
-        d->sa[ax] = st / cs[a] * w->bc.sa[a + 1];
+        d->sa[ax] = st / cs[a] * w->op.view.bc.sa[a + 1];
     }
-    d->sa[0] = w->bc.sa[0];
+    d->sa[0] = w->op.view.bc.sa[0];
     *off = at;
     return 0;
 }
@@ -520,8 +521,8 @@ static int chain_walk(const model_t *m, const int *c, int n, bcast_desc_t *d, si
         *off = 0;
         return count <= INT32_MAX ? 0 : -1;
     }
-    *d = m->layers[c[k]].bc;
-    *off = m->layers[c[k]].view_off;
+    *d = m->layers[c[k]].op.view.bc;
+    *off = m->layers[c[k]].op.view.off;
     while (--k >= 0)
         if (m->layers[c[k]].kind != LAYER_RESHAPE && view_through(&m->layers[c[k]], d, off) != 0) return -1;
     return 0;
@@ -629,7 +630,7 @@ static int attn_scores(const model_t *m, int j, int *c, int *mul)
         const int k = l->in2 >= 0 && m->layers[l->in2].kind == LAYER_CONST ? l->in2 : l->in;
         const int p = k == l->in ? l->in2 : l->in;
         const layer_t *K = k >= 0 ? &m->layers[k] : NULL;
-        if (!K || K->kind != LAYER_CONST || !K->frozen || model_shape_count(&K->shape) != 1 || p < 0 ||
+        if (!K || K->kind != LAYER_CONST || !K->op.cnst.frozen || model_shape_count(&K->shape) != 1 || p < 0 ||
             only_reader(m, p) != s)
             return -1;
         *c = k, *mul = s;
@@ -655,12 +656,12 @@ static void mark_attention(model_t *m)
         if (O->kind != LAYER_BMM || O->in != j || m->plan->layers[o].causal_bmm != BMM_CAUSAL_LEFT ||
             S->shape.rank != 3 || O->shape.rank != 3)
             continue;
-        const int H = S->shape.dims[0], T = S->shape.dims[1], D = S->sl_start;
+        const int H = S->shape.dims[0], T = S->shape.dims[1], D = S->op.bmm.K;
         if (S->shape.dims[2] != T || O->shape.dims[0] != H || O->shape.dims[1] != T || O->shape.dims[2] != D ||
             !attention_fits(T, D))
             continue;
         const int qr = S->in, kr = S->in2, vr = O->in2;
-        attn_desc_t a = {.H = H, .T = T, .D = D, .scale = sm->alpha, .pre_scale = 1.0f};
+        attn_desc_t a = {.H = H, .T = T, .D = D, .scale = sm->op.softmax.scale, .pre_scale = 1.0f};
         if (qr < 0 || kr < 0 || vr < 0 || only_reader(m, qr) != s || only_reader(m, kr) != s ||
             only_reader(m, vr) != o || attn_operand(&m->plan->layers[qr], H, T, D, 0, &a.q) != 0 ||
             attn_operand(&m->plan->layers[kr], H, T, D, 1, &a.k) != 0 ||

@@ -216,7 +216,7 @@ static int plan_matrices(compress_t *c, const model_t *m)
         const segment_t key = {.off = l->w_off};
         const segment_t *hit = bsearch(&key, by, (size_t)nby, sizeof *by, seg_by_offset);
         size_t count = hit ? hit->count : 0;
-        int n = l->kind == LAYER_LINEAR ? l->gemm.IN : l->OC;
+        int n = l->kind == LAYER_LINEAR ? l->op.gemm.IN : l->OC;
         if (n < 2 || count == 0 || count % (size_t)n != 0 || count < COMPRESS_MIN_ELEMS) continue;
         size_t cols = count / (size_t)n;
         if (cols < 2 || cols > 0x7fffffff) continue;

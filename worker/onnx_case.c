@@ -137,9 +137,9 @@ static int worse(int a, int b) { return a == 1 || b == 1 ? 1 : a > b ? a : b; }
 static void bn_running(const model_t *m, const layer_t *l, int stat, const float *before, float *out)
 {
     const float *mean = m->aux + l->aux_off, *invstd = mean + l->C;
-    const double tm = l->momentum;
+    const double tm = l->op.norm.momentum;
     for (int c = 0; c < l->C; c++) {
-        const double is = invstd[c], cur = stat == 1 ? mean[c] : 1.0 / (is * is) - (double)l->eps;
+        const double is = invstd[c], cur = stat == 1 ? mean[c] : 1.0 / (is * is) - (double)l->op.norm.eps;
         out[c] = (float)((1.0 - tm) * before[c] + tm * cur);
     }
 }

@@ -344,7 +344,7 @@ static void test_linear_compressed(void **state)
         fake_init(&g[k]);
         /* OC unset: a linear's rows are gemm.IN */
         g[k].layers[0] = (layer_t){.kind = LAYER_LINEAR,
-                                   .gemm = {.IN = ROWS, .OUT = COLS, .layout = GEMM_W_IN_OUT},
+                                   .op.gemm = {.IN = ROWS, .OUT = COLS, .layout = GEMM_W_IN_OUT},
                                    .w_off = 0,
                                    .b_off = ROWS * COLS,
                                    .has_bias = 1};

@@ -2041,7 +2041,7 @@ static layer_kind_t tensor_kind(const model_t *m, const tensor_info_t *t)
         const layer_t *l = &m->layers[i];
         const int has_params = l->kind == LAYER_CONV || l->kind == LAYER_FC || l->kind == LAYER_BN ||
                                l->kind == LAYER_LINEAR || l->kind == LAYER_LAYERNORM ||
-                               (l->kind == LAYER_CONST && !l->frozen) || l->kind == LAYER_GATHER_PARAM ||
+                               (l->kind == LAYER_CONST && !l->op.cnst.frozen) || l->kind == LAYER_GATHER_PARAM ||
                                l->kind == LAYER_EMBED;
         const int two = l->kind == LAYER_BN || l->kind == LAYER_LAYERNORM; /* weight and bias */
         if (!has_params) continue;
@@ -2108,7 +2108,7 @@ static void fill_inputs(lcg_t *r, const model_t *m, float *x, size_t n)
         fill(r, x, n, -1.5f, 1.5f);
         return;
     }
-    for (size_t i = 0; i < n; i++) x[i] = (float)(lcg_next(r) % (uint64_t)first->gp_table.dims[0]);
+    for (size_t i = 0; i < n; i++) x[i] = (float)(lcg_next(r) % (uint64_t)first->op.table.shape.dims[0]);
 }
 
 static void model_parity_run(model_t *m, model_t *mg, int maxB, int B2)
@@ -2739,7 +2739,8 @@ static void test_cuda_rows_complete(void **state)
     for (int k = 0; k < LAYER_KIND_COUNT; k++) {
         if (k == LAYER_CONV_TRANSPOSE) continue;
         layers[n].kind = (layer_kind_t)k;
-        layers[n++].eps = 1e-5f; /* a geometry every row takes (batch norm's epsilon) */
+        if (k == LAYER_BN) layers[n].op.norm.eps = 1e-5f; /* an epsilon cuDNN takes */
+        n++;
     }
     m->layers = layers;
     m->nlayers = n;

@@ -701,7 +701,7 @@ static void test_backward_overwrites_gradients(void **state)
     assert_int_equal(model_create_custom_shape("rows", &in, 10, B, build_binary_rows, NULL, &m, err, sizeof err), 0);
     model_init_params(m, 6);
     for (int i = 0; i < m->nlayers; i++)
-        if (m->layers[i].kind == LAYER_CONST && m->layers[i].frozen) m->buffers[m->layers[i].w_off] = 4.0f;
+        if (m->layers[i].kind == LAYER_CONST && m->layers[i].op.cnst.frozen) m->buffers[m->layers[i].w_off] = 4.0f;
     set = 0;
     for (int i = 0; i < m->nlayers; i++) set += m->plan->layers[i].grad_setter >= 0;
     assert_int_equal(set, 5);

@@ -191,7 +191,7 @@ static void test_dropout_export(void **state)
     for (int i = 0; i < m->nlayers; i++)
         if (m->layers[i].kind == LAYER_DROPOUT) drop = i;
     assert_true(drop >= 0);
-    assert_float_equal(m->layers[drop].p, 0.3f, 1e-7f);
+    assert_float_equal(m->layers[drop].op.dropout.p, 0.3f, 1e-7f);
     float x[BATCH * 3 * 20 * 18], l1[BATCH * CLASSES];
     read_floats("x.bin", x, sizeof x / sizeof x[0]);
     const int32_t y[BATCH] = {0, 1, 2, 3};

@@ -101,7 +101,7 @@ static int build_conv(model_builder_t *b, int x)
 static void ref_conv(const ref_in_t *in, double *y)
 {
     const layer_t *l = in->l;
-    ref_conv2d_forward(&l->conv, in->B, in->x, in->params + l->w_off, in->params + l->b_off, y);
+    ref_conv2d_forward(&l->op.conv, in->B, in->x, in->params + l->w_off, in->params + l->b_off, y);
 }
 
 static int build_conv_transpose(model_builder_t *b, int x)
@@ -127,14 +127,17 @@ static int build_conv_transpose(model_builder_t *b, int x)
 static void ref_conv_transpose(const ref_in_t *in, double *y)
 {
     const layer_t *l = in->l;
-    ref_conv_transpose2d_forward(&l->conv, in->B, in->x, in->params + l->w_off, in->params + l->b_off, y);
+    ref_conv_transpose2d_forward(&l->op.conv, in->B, in->x, in->params + l->w_off, in->params + l->b_off, y);
 }
 
 static const pool2d_desc_t POOL = {.KH = 3, .KW = 2, .sH = 2, .sW = 2, .pad_t = 1, .pad_l = 1, .dH = 1, .dW = 1};
 static int build_maxpool(model_builder_t *b, int x) { return model_build_pool(b, LAYER_MAXPOOL, x, &POOL); }
-static void ref_maxpool(const ref_in_t *in, double *y) { ref_maxpool2d_forward(&in->l->pool, in->B, in->x, y, NULL); }
+static void ref_maxpool(const ref_in_t *in, double *y)
+{
+    ref_maxpool2d_forward(&in->l->op.pool, in->B, in->x, y, NULL);
+}
 static int build_avgpool(model_builder_t *b, int x) { return model_build_pool(b, LAYER_AVGPOOL, x, &POOL); }
-static void ref_avgpool(const ref_in_t *in, double *y) { ref_avgpool2d_forward(&in->l->pool, in->B, in->x, y); }
+static void ref_avgpool(const ref_in_t *in, double *y) { ref_avgpool2d_forward(&in->l->op.pool, in->B, in->x, y); }
 
 static size_t in_count(const ref_in_t *in) { return (size_t)in->B * in->l->C * in->l->H * in->l->W; }
 
@@ -145,7 +148,7 @@ static void ref_act_all(const ref_in_t *in, ref_act_t k, double alpha, double *y
 static int build_relu(model_builder_t *b, int x) { return model_build_relu(b, x); }
 static void ref_relu(const ref_in_t *in, double *y) { ref_act_all(in, REF_ACT_RELU, 0.0, y); }
 static int build_leaky(model_builder_t *b, int x) { return model_build_elementwise(b, LAYER_LEAKY_RELU, x, 0.1f); }
-static void ref_leaky(const ref_in_t *in, double *y) { ref_act_all(in, REF_ACT_LEAKY, in->l->alpha, y); }
+static void ref_leaky(const ref_in_t *in, double *y) { ref_act_all(in, REF_ACT_LEAKY, in->l->op.unary.alpha, y); }
 static int build_sigmoid(model_builder_t *b, int x) { return model_build_elementwise(b, LAYER_SIGMOID, x, 0.0f); }
 static void ref_sigmoid(const ref_in_t *in, double *y) { ref_act_all(in, REF_ACT_SIGMOID, 0.0, y); }
 static int build_tanh(model_builder_t *b, int x) { return model_build_elementwise(b, LAYER_TANH, x, 0.0f); }
@@ -160,7 +163,7 @@ static int build_fc(model_builder_t *b, int x)
 static void ref_fc(const ref_in_t *in, double *y)
 {
     const layer_t *l = in->l;
-    ref_gemm_forward(&l->gemm, in->B, in->x, in->params + l->w_off, in->params + l->b_off, y);
+    ref_gemm_forward(&l->op.gemm, in->B, in->x, in->params + l->w_off, in->params + l->b_off, y);
 }
 
 static int build_bn(model_builder_t *b, int x)
@@ -171,8 +174,8 @@ static int build_bn(model_builder_t *b, int x)
 static void ref_bn(const ref_in_t *in, double *y)
 {
     const layer_t *l = in->l;
-    ref_batchnorm_forward_train(in->B, l->C, l->H * l->W, in->x, in->params + l->w_off, in->params + l->b_off, l->eps,
-                                y, NULL, NULL);
+    ref_batchnorm_forward_train(in->B, l->C, l->H * l->W, in->x, in->params + l->w_off, in->params + l->b_off,
+                                l->op.norm.eps, y, NULL, NULL);
 }
 
 static int build_gap(model_builder_t *b, int x) { return model_build_gap(b, x); }
@@ -180,7 +183,7 @@ static void ref_gap(const ref_in_t *in, double *y) { ref_gap_forward(in->B, in->
 
 /* Add(x, x): both inputs one tensor, so its gradient receives both contributions */
 static int build_add(model_builder_t *b, int x) { return model_build_add(b, x, x); }
-static void ref_add(const ref_in_t *in, double *y) { ref_shortcut_add_forward(&in->l->sc, in->B, in->x, in->x2, y); }
+static void ref_add(const ref_in_t *in, double *y) { ref_shortcut_add_forward(&in->l->op.sc, in->B, in->x, in->x2, y); }
 
 static int build_concat(model_builder_t *b, int x) { return model_build_concat(b, x, x); }
 static void ref_concat(const ref_in_t *in, double *y)
@@ -195,8 +198,8 @@ static int build_dropout(model_builder_t *b, int x) { return model_build_element
 static void ref_dropout(const ref_in_t *in, double *y)
 {
     const model_t *m = in->m;
-    ref_dropout_forward(in_count(in), in->l->p, dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)in->li), in->x,
-                        y);
+    ref_dropout_forward(in_count(in), in->l->op.dropout.p,
+                        dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)in->li), in->x, y);
 }
 
 /* p 0.5: of the B_TEST samples' draws (seed 77, this step) some drop a whole sample and
@@ -209,20 +212,21 @@ static void ref_sdepth(const ref_in_t *in, double *y)
 {
     const model_t *m = in->m;
     const layer_t *l = in->l;
-    ref_stochastic_depth_forward(in_count(in), (size_t)l->C * l->H * l->W, l->p,
+    ref_stochastic_depth_forward(in_count(in), (size_t)l->C * l->H * l->W, l->op.dropout.p,
                                  dropout_key(m->dropout_seed, m->dropout_step, (uint32_t)in->li), in->x, y);
 }
 
 static int build_clip(model_builder_t *b, int x) { return model_build_clip(b, x, -0.5f, 0.6f); }
 static void ref_clip_all(const ref_in_t *in, double *y)
 {
-    for (size_t i = 0; i < in_count(in); i++) y[i] = ref_clip(in->l->lo, in->l->hi, in->x[i]);
+    for (size_t i = 0; i < in_count(in); i++) y[i] = ref_clip(in->l->op.unary.lo, in->l->op.unary.hi, in->x[i]);
 }
 
 static int build_hardsigmoid(model_builder_t *b, int x) { return model_build_hardsigmoid(b, x, 0.7f, 0.4f); }
 static void ref_hardsigmoid_all(const ref_in_t *in, double *y)
 {
-    for (size_t i = 0; i < in_count(in); i++) y[i] = ref_hardsigmoid(in->l->alpha, in->l->beta, in->x[i]);
+    for (size_t i = 0; i < in_count(in); i++)
+        y[i] = ref_hardsigmoid(in->l->op.unary.alpha, in->l->op.unary.beta, in->x[i]);
 }
 
 static int build_hardswish(model_builder_t *b, int x) { return model_build_hardswish(b, x); }
@@ -300,7 +304,7 @@ static int build_badd(model_builder_t *b, int x)
 }
 static void ref_badd(const ref_in_t *in, double *y)
 {
-    ref_binary_forward(BINARY_ADD, &in->l->bc, in->B, in->x, const_params(in, in->l->in2), y);
+    ref_binary_forward(BINARY_ADD, &in->l->op.view.bc, in->B, in->x, const_params(in, in->l->in2), y);
 }
 /* c (W) - x (C, H, W): the constant first, aligned with the last axis */
 static int build_sub(model_builder_t *b, int x)
@@ -309,7 +313,7 @@ static int build_sub(model_builder_t *b, int x)
 }
 static void ref_sub(const ref_in_t *in, double *y)
 {
-    ref_binary_forward(BINARY_SUB, &in->l->bc, in->B, const_params(in, in->l->in), in->x, y);
+    ref_binary_forward(BINARY_SUB, &in->l->op.view.bc, in->B, const_params(in, in->l->in), in->x, y);
 }
 /* x (C, H, W) * c (H, 1): rank 2 against rank 3 */
 static int build_bmul(model_builder_t *b, int x)
@@ -318,7 +322,7 @@ static int build_bmul(model_builder_t *b, int x)
 }
 static void ref_bmul(const ref_in_t *in, double *y)
 {
-    ref_binary_forward(BINARY_MUL, &in->l->bc, in->B, in->x, const_params(in, in->l->in2), y);
+    ref_binary_forward(BINARY_MUL, &in->l->op.view.bc, in->B, in->x, const_params(in, in->l->in2), y);
 }
 /* x (C, H, W) * k (W), k frozen (a Constant node's: a buffer, no gradient, exported as a
  * Constant and imported as one again) */
@@ -332,7 +336,7 @@ static void ref_bmul_frozen(const ref_in_t *in, double *y)
     const float *k = in->m->buffers + in->m->layers[in->l->in2].w_off;
     double kd[4];
     for (int i = 0; i < 4; i++) kd[i] = k[i];
-    ref_binary_forward(BINARY_MUL, &in->l->bc, in->B, in->x, kd, y);
+    ref_binary_forward(BINARY_MUL, &in->l->op.view.bc, in->B, in->x, kd, y);
 }
 /* x (C, H, W) + table[map] (5, 4): Swin's relative position bias, a table (7, 2) gathered
  * by indices (run_case fills them: (3 j + 1) mod 14, so that elements repeat) */
@@ -348,7 +352,7 @@ static void ref_gather_param(const ref_in_t *in, double *y)
     double map[20], bias[20];
     for (int j = 0; j < 20; j++) map[j] = in->m->buffers[g->rm_off + j];
     ref_gather_param_forward(20, GP_TABLE, map, in->params + g->w_off, bias);
-    ref_binary_forward(BINARY_ADD, &in->l->bc, in->B, in->x, bias, y);
+    ref_binary_forward(BINARY_ADD, &in->l->op.view.bc, in->B, in->x, bias, y);
 }
 /* x (C, H, W) / exp(mean over the plane of x) (C, 1, 1): two activations, both batched */
 static int build_div(model_builder_t *b, int x)
@@ -362,7 +366,7 @@ static void ref_div(const ref_in_t *in, double *y)
     assert_non_null(s);
     ref_gap_forward(in->B, l->C, l->H * l->W, in->x, s);
     for (size_t i = 0; i < (size_t)in->B * l->C; i++) s[i] = exp(s[i]);
-    ref_binary_forward(BINARY_DIV, &l->bc, in->B, in->x, s, y);
+    ref_binary_forward(BINARY_DIV, &l->op.view.bc, in->B, in->x, s, y);
     free(s);
 }
 /* exp(x) (C, H, W) ^ c (C, 1, 1): Pow of a tensor exponent (a positive base: a fractional
@@ -377,7 +381,7 @@ static void ref_bpow(const ref_in_t *in, double *y)
     double *e = malloc(n * sizeof *e);
     assert_non_null(e);
     for (size_t i = 0; i < n; i++) e[i] = exp(in->x[i]);
-    ref_binary_forward(BINARY_POW, &in->l->bc, in->B, e, const_params(in, in->l->in2), y);
+    ref_binary_forward(BINARY_POW, &in->l->op.view.bc, in->B, e, const_params(in, in->l->in2), y);
     free(e);
 }
 /* exp(x) ^ x: two activations, both batched */
@@ -405,7 +409,10 @@ static int build_transpose(model_builder_t *b, int x)
     static const int perm[3] = {2, 0, 1};
     return model_build_transpose(b, x, perm);
 }
-static void ref_view(const ref_in_t *in, double *y) { ref_view_forward(&in->l->bc, in->l->view_off, in->B, in->x, y); }
+static void ref_view(const ref_in_t *in, double *y)
+{
+    ref_view_forward(&in->l->op.view.bc, in->l->op.view.off, in->B, in->x, y);
+}
 static int build_slice(model_builder_t *b, int x) { return model_build_slice(b, x, 2, 1, 4, 2); }
 /* ShuffleNetV2's channel shuffle of x (4, 5, 4) in 2 groups: (2, 2, 5, 4), the group axes
  * swapped, back to (4, 5, 4); the reference picks channel (c % 2) * 2 + c / 2 */
@@ -456,7 +463,7 @@ static int build_linear(model_builder_t *b, int x)
 static void ref_linear(const ref_in_t *in, double *y)
 {
     const layer_t *l = in->l;
-    ref_gemm_forward(&l->gemm, in->B * 15, in->x, in->params + l->w_off, in->params + l->b_off, y);
+    ref_gemm_forward(&l->op.gemm, in->B * 15, in->x, in->params + l->w_off, in->params + l->b_off, y);
 }
 
 /* Slice with step -2 of x (3, 5, 4)'s axis 1 from 4 down to the first (end -1): rows 4, 2,
@@ -475,10 +482,10 @@ static void ref_softmax_layer(const ref_in_t *in, double *y)
     const layer_t *l = in->l;
     int rows = in->B, inner = 1;
     for (int d = 0; d < l->shape.rank; d++) {
-        if (d < l->sl_axis) rows *= l->shape.dims[d];
-        if (d > l->sl_axis) inner *= l->shape.dims[d];
+        if (d < l->op.softmax.axis) rows *= l->shape.dims[d];
+        if (d > l->op.softmax.axis) inner *= l->shape.dims[d];
     }
-    ref_softmax_axis(l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->sl_axis], inner, in->x, y);
+    ref_softmax_axis(l->kind == LAYER_LOG_SOFTMAX, rows, l->shape.dims[l->op.softmax.axis], inner, in->x, y);
 }
 /* x (3, 5, 4) times its transpose (3, 4, 5): attention's scores (3, 5, 5), both inputs
  * reaching x; the reference transposes in->x itself */
@@ -507,7 +514,7 @@ static int build_layernorm(model_builder_t *b, int x)
 static void ref_layernorm(const ref_in_t *in, double *y)
 {
     const layer_t *l = in->l;
-    ref_layernorm_forward(in->B * 3, 20, l->eps, in->x, in->params + l->w_off, in->params + l->b_off, y);
+    ref_layernorm_forward(in->B * 3, 20, l->op.norm.eps, in->x, in->params + l->w_off, in->params + l->b_off, y);
 }
 static int build_softmax(model_builder_t *b, int x) { return model_build_softmax(b, LAYER_SOFTMAX, x, 1); }
 static int build_log_softmax(model_builder_t *b, int x) { return model_build_softmax(b, LAYER_LOG_SOFTMAX, x, 0); }
@@ -544,7 +551,7 @@ static int build_causal(model_builder_t *b, int x) { return model_build_causal_s
 static void ref_causal(const ref_in_t *in, double *y)
 {
     const layer_t *l = in->l;
-    ref_causal_softmax((size_t)in->B * l->C, l->W, l->alpha, in->x, y);
+    ref_causal_softmax((size_t)in->B * l->C, l->W, l->op.softmax.scale, in->x, y);
 }
 
 /* ---- the cases: one per row of the operator table --------------------------------------- */
@@ -847,6 +854,22 @@ static void copy_dout(void *ctx, int layer)
     if (layer == c->li) memcpy(c->dout, c->m->dacts + c->m->plan->dact_off[c->li], c->n * sizeof(float));
 }
 
+/* Each layer's parameters lie in its row's member of op (model_op_t's params): the
+ * union's bytes past that member are as add_layer zeroed them, so no builder, shape
+ * inference or planning pass wrote another family's fields. */
+static void check_params_owned(const model_t *m, const char *row)
+{
+    for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        const size_t own = model_op_params_bytes(MODEL_OPS[l->kind].params);
+        const unsigned char *b = (const unsigned char *)&l->op;
+        for (size_t j = own; j < sizeof l->op; j++)
+            if (b[j])
+                fail_msg("row %s: layer %d (%s) wrote byte %zu of op beyond its %zu-byte member", row, i,
+                         MODEL_OPS[l->kind].name, j, own);
+    }
+}
+
 /* One case of row k (whole: run_row checked it). */
 static void run_case(layer_kind_t k, const row_case_t *c)
 {
@@ -864,6 +887,7 @@ static void run_case(layer_kind_t k, const row_case_t *c)
     int has_k = 0;
     for (int i = 1; i <= n.li; i++) has_k |= m->layers[i].kind == k;
     assert_true(c->inner ? has_k : m->layers[n.li].kind == k);
+    check_params_owned(m, row);
     model_init_params(m, 4000 + (uint64_t)k);
     m->dropout_seed = 77;
     g_lcg = 1000 + (uint64_t)k;
@@ -878,7 +902,7 @@ static void run_case(layer_kind_t k, const row_case_t *c)
      * gathered parameter's indices, some repeated (their gradients add) */
     for (int i = 0; i < m->nlayers; i++) {
         const int cnt = m->layers[i].OC * m->layers[i].OH * m->layers[i].OW;
-        if (m->layers[i].kind == LAYER_CONST && m->layers[i].frozen)
+        if (m->layers[i].kind == LAYER_CONST && m->layers[i].op.cnst.frozen)
             for (int j = 0; j < cnt; j++) m->buffers[m->layers[i].w_off + j] = away_from_zero();
         if (m->layers[i].kind == LAYER_GATHER_PARAM)
             for (int j = 0; j < cnt; j++) m->buffers[m->layers[i].rm_off + j] = (float)((3 * j + 1) % GP_TABLE);

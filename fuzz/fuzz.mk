@@ -45,7 +45,7 @@ FUZZ_SRC_stream_id  := $(wildcard http/*.c) $(FUZZ_COORD_SRC) $(COMMON_SRC)
 FUZZ_SRC_host       := http/auth.c $(COMMON_SRC)
 FUZZ_SRC_cli_url    := cli/cliargs.c http/auth.c $(COMMON_SRC)
 FUZZ_SRC_password_file := $(COMMON_SRC)
-FUZZ_SRC_ckptfence  := common/ckptdir.c
+FUZZ_SRC_ckptfence  := common/ckptdir.c common/fs.c
 # the note a worker leaves on notice (common/notice.h), and a webhook's body and URL rules
 FUZZ_SRC_notice     := $(COMMON_SRC)
 FUZZ_SRC_webhook    := $(FUZZ_COORD_SRC) $(COMMON_SRC)

@@ -17,7 +17,7 @@
 
 #include <jansson.h>
 
-#include "netprobe.h"
+#include "../coordinator/netprobe.h" /* not worker/netprobe.h, found first on the path */
 #include "stall.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

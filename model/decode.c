@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm_bf16_act.h"
 #include "gemv.h"
 #include "matmul.h"
 #include "op_table.h"
@@ -426,8 +427,12 @@ static void run_layer(model_t *m, const decode_layer_t *d, int i, const float *x
     case STEP_NORM: run_norm(m, i, &r); break;
     case STEP_LINEAR: run_linear(m, i, &r); break;
     case STEP_RESHAPE:
-        for (size_t o = 0; o < r.outer; o++)
-            memcpy(out_of(m, i) + run_first(&r, o), out_of(m, l->in) + run_first(&r, o), r.len * sizeof(float));
+        for (size_t o = 0; o < r.outer; o++) {
+            const size_t f = run_first(&r, o);
+            if (model_layer_plan(m, i)->act_bf16) /* a fused attention's merge, read by products alone */
+                bf16_act_store(r.len, out_of(m, l->in) + f, out16_of(m, i) + f);
+            else memcpy(out_of(m, i) + f, out_of(m, l->in) + f, r.len * sizeof(float));
+        }
         break;
     case STEP_SCORES:
     case STEP_MIX: run_bmm(m, i, d, r0, r1); break;

@@ -975,7 +975,12 @@ static int alloc_buffers(model_t *m)
 
 /* Layer i's part in a fused attention as this model runs it: ATTN_NONE where its attention
  * runs as layers (model_t's attention_unfused) */
-static int attn_mode(const model_t *m, int i) { return m->attention_unfused ? ATTN_NONE : m->plan->layers[i].attn; }
+static int attn_mode(const model_t *m, int i)
+{
+    /* a plan with bf16 outputs may store the attention's in bf16, which only the fused
+     * attention writes: such a model always runs it fused */
+    return m->attention_unfused && !m->plan->act_bf16_outputs ? ATTN_NONE : m->plan->layers[i].attn;
+}
 
 /* The fused attention whose merge is layer i (ATTN_RUN), forward and backward: its
  * description with the scores' constant scale as the buffers hold it now (an imported
@@ -999,8 +1004,9 @@ static void attention_run_forward(model_t *m, int i, int B)
     const attn_desc_t a = attention_desc(m, l);
     const float *src[3];
     attention_sources(m, l, src);
-    attention_causal_forward(&a, B, src[0], src[1], src[2], m->acts + m->layers[l->attn_p].out_off,
-                             m->acts + m->layers[i].out_off);
+    float *p = m->acts + m->layers[l->attn_p].out_off, *y = m->acts + m->layers[i].out_off;
+    if (l->act_bf16) attention_causal_forward_y16(&a, B, src[0], src[1], src[2], p, (uint16_t *)(void *)y);
+    else attention_causal_forward(&a, B, src[0], src[1], src[2], p, y);
 }
 
 static void attention_run_backward(model_t *m, int i, int B)

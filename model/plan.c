@@ -227,14 +227,16 @@ static int reads_output(const model_t *m, int k, int j)
            (rp->attn == ATTN_RUN && (rp->attn_src[0] == j || rp->attn_src[1] == j || rp->attn_src[2] == j));
 }
 
-/* Layer j's output may be stored in bf16: a kind with a producer that writes bf16 (a layer
- * norm, whose backward reads its input and saved statistics, not its output; a GELU, whose
- * backward reads its output rounded, saved_bf16), read by products alone (at least one),
- * and not the model's output (the logits). */
+/* Layer j's output may be stored in bf16: a producer that writes bf16 (a layer norm, whose
+ * backward reads its input and saved statistics, not its output; a GELU, whose backward
+ * reads its output rounded, saved_bf16; a fused attention's merge, whose backward reads
+ * the weights, q, k and v, not its output), read by products alone (at least one), and
+ * not the model's output (the logits). */
 static int bf16_output(const model_t *m, int j)
 {
     const layer_kind_t kind = m->layers[j].kind;
-    if ((kind != LAYER_LAYERNORM && kind != LAYER_GELU) || j == m->nlayers - 1) return 0;
+    const int merge = m->plan->layers[j].attn == ATTN_RUN;
+    if ((kind != LAYER_LAYERNORM && kind != LAYER_GELU && !merge) || j == m->nlayers - 1) return 0;
     int readers = 0;
     for (int k = j + 1; k < m->nlayers; k++) {
         const int reads = reads_output(m, k, j);

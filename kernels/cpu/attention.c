@@ -22,6 +22,7 @@
  * backward, as autocast does), the output's gradient and the scores'; the sums stay
  * float32. */
 #include "bmm_small.h"
+#include "gemm_bf16_act.h"
 #include "matmul.h"
 #include "ops.h"
 #include "parallel.h"
@@ -39,6 +40,7 @@ typedef struct {
     int B;
     const float *q, *k, *v, *p, *dy;
     float *pw, *y, *dq, *dk, *dv;
+    uint16_t *y16; /* y stored in bf16 instead (attention_causal_forward_y16) */
 } attn_job_t;
 
 /* A pair's scores into the softmax's output (normalised there), then its output. */
@@ -60,14 +62,20 @@ static void forward_pair(const attn_job_t *j, int b, int h, float *ph)
  * diagonal are computed and left to the softmax, which writes zeros there; the weights'
  * zeros make the second product's upper terms vanish): at the matrix units' rate the
  * triangle's saving is worth less than the fp32 kernel's strided packing it would need. */
-static void forward_pair_bf16(const attn_job_t *j, int b, int h, float *ph)
+static void forward_pair_bf16(const attn_job_t *j, int b, int h, float *ph, float *yb)
 {
     const attn_desc_t *a = j->a;
     const int S = a->T, D = a->D;
     const float *qh = j->q + at(&a->q, b, h), *kh = j->k + at(&a->k, b, h), *vh = j->v + at(&a->v, b, h);
     mm_sgemm(MM_N, MM_T, S, S, D, a->pre_scale, qh, (int)a->q.rs, kh, (int)a->k.rs, 0.0f, ph, S);
     causal_softmax_forward(1, S, a->scale, ph, ph);
-    mm_sgemm(MM_N, MM_N, S, D, S, 1.0f, ph, S, vh, (int)a->v.rs, 0.0f, j->y + at(&a->y, b, h), (int)a->y.rs);
+    if (!j->y16) {
+        mm_sgemm(MM_N, MM_N, S, D, S, 1.0f, ph, S, vh, (int)a->v.rs, 0.0f, j->y + at(&a->y, b, h), (int)a->y.rs);
+        return;
+    }
+    /* the same product into yb, then its rows rounded where the merge would put them */
+    mm_sgemm(MM_N, MM_N, S, D, S, 1.0f, ph, S, vh, (int)a->v.rs, 0.0f, yb, D);
+    for (int t = 0; t < S; t++) bf16_act_store((size_t)D, yb + (size_t)t * D, j->y16 + at(&a->y, b, h) + t * a->y.rs);
 }
 
 static void forward_part(void *arg, int t, int T)
@@ -77,10 +85,11 @@ static void forward_part(void *arg, int t, int T)
     long lo, hi;
     par_range((long)j->B * a->H, t, T, &lo, &hi);
     const int bf16 = mm_precision() == MM_BF16;
+    float yb[BMM_PACK_MAX]; /* T x D within attention_fits' bound */
     for (long bh = lo; bh < hi; bh++) {
         const int b = (int)(bh / a->H), h = (int)(bh % a->H);
         float *ph = j->pw + (size_t)bh * a->T * a->T;
-        if (bf16) forward_pair_bf16(j, b, h, ph);
+        if (bf16) forward_pair_bf16(j, b, h, ph, yb);
         else forward_pair(j, b, h, ph);
     }
 }
@@ -89,6 +98,13 @@ void attention_causal_forward(const attn_desc_t *a, int B, const float *q, const
                               float *y)
 {
     attn_job_t j = {.a = a, .B = B, .q = q, .k = k, .v = v, .pw = p, .y = y};
+    par_run(forward_part, &j);
+}
+
+void attention_causal_forward_y16(const attn_desc_t *a, int B, const float *q, const float *k, const float *v, float *p,
+                                  uint16_t *y16)
+{
+    attn_job_t j = {.a = a, .B = B, .q = q, .k = k, .v = v, .pw = p, .y16 = y16};
     par_run(forward_part, &j);
 }
 

@@ -443,6 +443,11 @@ typedef struct {
 int attention_fits(int T, int D);
 void attention_causal_forward(const attn_desc_t *a, int B, const float *q, const float *k, const float *v, float *p,
                               float *y);
+/* The same at bf16 products (matmul.h's MM_BF16) with y stored in bf16, as
+ * gemm_bf16_act.h's bf16_act_store rounds it (row stride y.rs in bf16 elements): y's only
+ * readers are products, which round it so anyway. */
+void attention_causal_forward_y16(const attn_desc_t *a, int B, const float *q, const float *k, const float *v, float *p,
+                                  uint16_t *y16);
 void attention_causal_backward(const attn_desc_t *a, int B, const float *q, const float *k, const float *v,
                                const float *p, const float *dy, float *dq, float *dk, float *dv);
 

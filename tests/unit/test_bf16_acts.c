@@ -10,7 +10,7 @@
  * output rounded; GELU's bf16 output against its float32 output rounded, and its backward,
  * which reads that output rounded (plan.h's saved_bf16), the same bits from either, within
  * its bound of the float64 reference; and a bf16 GPT trained a few steps with its layer
- * norms' and GELUs' outputs in bf16 against the same model with them float32
+ * norms', GELUs' and fused attentions' outputs in bf16 against the same model with them float32
  * (PACER_BF16_ACTS=0): the same losses, gradients and weights, on every path (AVX512-BF16
  * and AMX skip by name on a CPU without them), on one thread and two, and with LoRA
  * adapters; its activation arena smaller by the half of those outputs, and by the outputs
@@ -321,7 +321,8 @@ static void check_plan(const model_t *on, const model_t *off)
     for (int i = 0; i < on->nlayers; i++) {
         const layer_t *l = &on->layers[i];
         const size_t n = (size_t)on->max_batch * l->OC * l->OH * l->OW;
-        assert_int_equal(model_layer_plan(on, i)->act_bf16, l->kind == LAYER_LAYERNORM || l->kind == LAYER_GELU);
+        assert_int_equal(model_layer_plan(on, i)->act_bf16, l->kind == LAYER_LAYERNORM || l->kind == LAYER_GELU ||
+                                                                model_layer_plan(on, i)->attn == ATTN_RUN);
         assert_int_equal(model_layer_plan(on, i)->saved_bf16, l->kind == LAYER_GELU);
         assert_int_equal(model_layer_plan(off, i)->saved_bf16, l->kind == LAYER_GELU);
         assert_int_equal(model_layer_plan(off, i)->act_shared, 0);
@@ -337,8 +338,9 @@ static void check_plan(const model_t *on, const model_t *off)
         marked++;
         half += n / 2;
     }
-    assert_int_equal(marked, 3 * G.layers + 1); /* ln_1, ln_2 and the GELU each block, ln_f */
-    assert_int_equal(in_slot, 2 * G.layers);    /* attn.c_proj and mlp.c_proj each block */
+    /* ln_1, ln_2, the GELU and the fused attention's merge each block, ln_f */
+    assert_int_equal(marked, 4 * G.layers + 1);
+    assert_int_equal(in_slot, 2 * G.layers); /* attn.c_proj and mlp.c_proj each block */
     const size_t saved = half + shared - slot;
     assert_true(on->act_floats + saved >= off->act_floats && on->act_floats + saved <= off->act_floats + (size_t)marked);
 }
@@ -414,14 +416,14 @@ static model_t *adapted(const model_t *base, int acts, float dropout)
 /* A LoRA-adapted GPT: an adapter's A is one more Linear reading the layer norm's output,
  * which stays bf16 and gives the same bits; with the adapters' dropout a Dropout reads
  * ln_1's and ln_2's outputs, which stay float32 (ln_f's, read by the head alone, and the
- * GELUs', read by the untargeted mlp.c_proj, not). */
+ * GELUs' and attention merges', read by the untargeted c_proj layers, not). */
 static void test_lora(void **state)
 {
     model_t *base = gpt(0, &G);
     model_t *on = adapted(base, 1, 0.0f), *off = adapted(base, 0, 0.0f);
     int marked = 0;
     for (int i = 0; i < on->nlayers; i++) marked += model_layer_plan(on, i)->act_bf16;
-    assert_int_equal(marked, 3 * G.layers + 1);
+    assert_int_equal(marked, 4 * G.layers + 1);
     assert_int_equal(on->plan->act_bf16_outputs, marked);
     train_both(on, off, "lora");
     model_free(on);
@@ -431,10 +433,10 @@ static void test_lora(void **state)
     for (int i = 0; i < drop->nlayers; i++) {
         marked += model_layer_plan(drop, i)->act_bf16;
         assert_true(!model_layer_plan(drop, i)->act_bf16 || drop->layers[i].kind == LAYER_LAYERNORM ||
-                    drop->layers[i].kind == LAYER_GELU);
+                    drop->layers[i].kind == LAYER_GELU || model_layer_plan(drop, i)->attn == ATTN_RUN);
     }
-    assert_int_equal(marked, 1 + G.layers);
-    assert_int_equal(drop->plan->act_bf16_outputs, 1 + G.layers);
+    assert_int_equal(marked, 1 + 2 * G.layers);
+    assert_int_equal(drop->plan->act_bf16_outputs, 1 + 2 * G.layers);
     model_free(drop);
     model_free(base);
 }

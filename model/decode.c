@@ -212,9 +212,10 @@ static int plan_layer(const model_t *m, int i, decode_layer_t *L, int *cache, ch
     const int two = MODEL_OPS[l->kind].ninputs == 2;
     if (l->in < 0 || (two && l->in2 < 0)) return refuse(m, i, "reads the ids other than by an embedding", why, len);
     if (L[l->in].pos < 0 && (!two || L[l->in2].pos < 0)) return plan_once(m, i, d, why, len);
-    /* an output stored in bf16 is read by products alone (plan.h's act_bf16) */
+    /* an output stored in bf16 is read by products alone (plan.h's act_bf16), or by the GELU
+     * a rounded Linear's feeds */
     if ((model_layer_plan(m, l->in)->act_bf16 || (two && model_layer_plan(m, l->in2)->act_bf16)) &&
-        l->kind != LAYER_LINEAR)
+        l->kind != LAYER_LINEAR && !(l->kind == LAYER_GELU && model_layer_plan(m, l->in)->rounded))
         return refuse(m, i, "reads an output stored in bf16", why, len);
     if (plan_reader(m, i, L, cache, why, len) != 0) return -1;
     /* the rows and columns decode_rows computes are window positions: an axis of another
@@ -323,9 +324,11 @@ static void run_elementwise(model_t *m, int i, const decode_layer_t *d, const ru
     float *y = out_of(m, i);
     for (size_t o = 0; o < r->outer; o++) {
         const size_t f = run_first(r, o);
-        if (d->step == STEP_UNARY && model_layer_plan(m, i)->act_bf16) /* a GELU read by products alone */
-            unary_forward_bf16((unary_op_t)d->op, l->op.unary.alpha, r->len, a + f, out16_of(m, i) + f);
-        else if (d->step == STEP_UNARY) unary_forward((unary_op_t)d->op, l->op.unary.alpha, r->len, a + f, y + f);
+        if (d->step == STEP_UNARY && model_layer_plan(m, i)->act_bf16) { /* a GELU read by products alone */
+            const int in16 = model_layer_plan(m, l->in)->act_bf16;       /* a rounded Linear's output */
+            unary_forward_bf16((unary_op_t)d->op, l->op.unary.alpha, r->len, in16 ? NULL : a + f,
+                               in16 ? out16_of(m, l->in) + f : NULL, out16_of(m, i) + f);
+        } else if (d->step == STEP_UNARY) unary_forward((unary_op_t)d->op, l->op.unary.alpha, r->len, a + f, y + f);
         else if (d->step == STEP_COPY) memcpy(y + f, a + f, r->len * sizeof *y);
         else
             for (size_t k = 0; k < r->len; k++) y[f + k] = a[f + k] + b[f + k];
@@ -369,11 +372,15 @@ static void run_linear(model_t *m, int i, const runs_t *r)
     const layer_t *l = &m->layers[i];
     const int IN = l->op.gemm.IN, OUT = l->op.gemm.OUT, rows = (int)(r->len / (size_t)OUT);
     const float *w = m->params + l->w_off, *bias = l->has_bias ? m->params + l->b_off : NULL;
-    const int a16 = model_layer_plan(m, l->in)->act_bf16;
+    const int a16 = model_layer_plan(m, l->in)->act_bf16, rounded = model_layer_plan(m, i)->rounded;
     for (size_t o = 0; o < r->outer; o++) {
         const size_t f = run_first(r, o), fin = f / (size_t)OUT * (size_t)IN;
         float *y = out_of(m, i) + f;
-        if (a16) gemm_forward_a16(&l->op.gemm, rows, out16_of(m, l->in) + fin, w, bias, y);
+        if (rounded) /* read by its GELU rounded, stored so or not (the plan's rounded) */
+            gemm_forward_rounded(&l->op.gemm, rows, a16 ? NULL : out_of(m, l->in) + fin,
+                                 a16 ? out16_of(m, l->in) + fin : NULL, w, bias, y,
+                                 model_layer_plan(m, i)->act_bf16 ? out16_of(m, i) + f : NULL);
+        else if (a16) gemm_forward_a16(&l->op.gemm, rows, out16_of(m, l->in) + fin, w, bias, y);
         else if (rows == 1 && mm_precision() == MM_FP32 && l->op.gemm.layout == GEMM_W_OUT_IN &&
                  l->op.gemm.alpha == 1.0f && l->op.gemm.beta == 1.0f)
             gemv_forward(IN, OUT, out_of(m, l->in) + fin, w, bias, y); /* a new token: the weights read faster */

@@ -484,7 +484,11 @@ static void linear_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     layer_t *l = &m->layers[i];
     const float *bias = l->has_bias ? m->params + l->b_off : NULL;
-    if (act_bf16(m, l->in))
+    if (model_layer_plan(m, i)->rounded) /* stored in bf16, or as the rounded floats */
+        gemm_forward_rounded(&l->op.gemm, linear_rows(l, B), act_bf16(m, l->in) ? NULL : input_of(m, x, l->in),
+                             act_bf16(m, l->in) ? act16(m, l->in) : NULL, m->params + l->w_off, bias,
+                             m->acts + l->out_off, act_bf16(m, i) ? act16(m, i) : NULL);
+    else if (act_bf16(m, l->in))
         gemm_forward_a16(&l->op.gemm, linear_rows(l, B), act16(m, l->in), m->params + l->w_off, bias,
                          m->acts + l->out_off);
     else
@@ -830,12 +834,15 @@ OP_STEPS(pow, unary, UNARY_POW)
 OP_STEPS(erf, unary, UNARY_ERF)
 
 /* GELU: at bf16 products its output may be stored in bf16 and its backward read it rounded
- * (plan.h's act_bf16 and saved_bf16) */
+ * (plan.h's act_bf16 and saved_bf16), and its input may be a Linear's output stored in
+ * bf16 (rounded) */
 static void gelu_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     const layer_t *l = &m->layers[i];
+    const int in16 = act_bf16(m, l->in);
     if (act_bf16(m, i))
-        unary_forward_bf16(UNARY_GELU, l->op.unary.alpha, out_count(l, B), input_of(m, x, l->in), act16(m, i));
+        unary_forward_bf16(UNARY_GELU, l->op.unary.alpha, out_count(l, B), in16 ? NULL : input_of(m, x, l->in),
+                           in16 ? act16(m, l->in) : NULL, act16(m, i));
     else unary_fwd(m, i, x, B, UNARY_GELU);
 }
 
@@ -846,9 +853,9 @@ static void gelu_bwd(model_t *m, int i, const float *x, int B)
         unary_bwd(m, i, x, B, UNARY_GELU);
         return;
     }
-    const int stored = act_bf16(m, i);
-    unary_backward_bf16(UNARY_GELU, l->op.unary.alpha, out_count(l, B), input_of(m, x, l->in),
-                        stored ? NULL : m->acts + l->out_off, stored ? act16(m, i) : NULL,
+    const int stored = act_bf16(m, i), in16 = act_bf16(m, l->in);
+    unary_backward_bf16(UNARY_GELU, l->op.unary.alpha, out_count(l, B), in16 ? NULL : input_of(m, x, l->in),
+                        in16 ? act16(m, l->in) : NULL, stored ? NULL : m->acts + l->out_off, stored ? act16(m, i) : NULL,
                         m->dacts + m->plan->dact_off[i], dinput_of(m, l->in), sets_grad(m, l->in, i));
 }
 

@@ -252,6 +252,25 @@ static int unfused(const layer_plan_t *p)
     return !p->fused_relu && !p->fused_add && p->chain == VIEW_CHAIN_NONE && p->attn == ATTN_NONE;
 }
 
+/* Layer j's output may be rounded to bf16 as it is written (the plan's rounded): a plain
+ * Linear's of at most GEMM_ROUNDED_MAX_OUT features, read by one GELU of saved_bf16 alone,
+ * and not the model's output. */
+static int rounded_output(const model_t *m, int j)
+{
+    const layer_t *l = &m->layers[j];
+    if (l->kind != LAYER_LINEAR || j == m->nlayers - 1 || l->op.gemm.OUT > GEMM_ROUNDED_MAX_OUT ||
+        !unfused(&m->plan->layers[j]))
+        return 0;
+    int reader = -1;
+    for (int k = j + 1; k < m->nlayers; k++)
+        if (reads_output(m, k, j)) {
+            if (reader >= 0) return 0;
+            reader = k;
+        }
+    return reader >= 0 && m->layers[reader].kind == LAYER_GELU && m->layers[reader].in == j &&
+           m->plan->layers[reader].saved_bf16 && unfused(&m->plan->layers[reader]);
+}
+
 /* Layer j's output may share the arena's one slot (act_shared): a float32 Linear output
  * read only by the plain residual Add right after it, once. */
 static int shared_output(const model_t *m, int j)
@@ -317,14 +336,16 @@ static void act_bf16_clear(model_t *m)
 void model_plan_act_bf16(model_t *m)
 {
     act_bf16_clear(m);
-    for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].saved_bf16 = 0;
+    for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].saved_bf16 = m->plan->layers[j].rounded = 0;
     if (mm_precision() != MM_BF16) return;
-    /* what the backward reads does not depend on where the output is stored */
+    /* what the layers compute does not depend on where the outputs are stored */
     for (int j = 0; j < m->nlayers; j++)
         m->plan->layers[j].saved_bf16 = m->layers[j].kind == LAYER_GELU && bf16_output(m, j);
+    for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].rounded = rounded_output(m, j);
     const char *env = getenv("PACER_BF16_ACTS");
     if (env && strcmp(env, "0") == 0) return;
-    for (int j = 0; j < m->nlayers; j++) m->plan->act_bf16_outputs += m->plan->layers[j].act_bf16 = bf16_output(m, j);
+    for (int j = 0; j < m->nlayers; j++)
+        m->plan->act_bf16_outputs += m->plan->layers[j].act_bf16 = bf16_output(m, j) || m->plan->layers[j].rounded;
     if (m->plan->act_bf16_outputs && relayout(m) != 0) act_bf16_clear(m);
 }
 
@@ -333,6 +354,7 @@ void model_plan_act_bf16_as(model_t *m, const model_t *src)
     for (int j = 0; j < m->nlayers; j++) {
         m->plan->layers[j].act_bf16 = src->plan->layers[j].act_bf16;
         m->plan->layers[j].saved_bf16 = src->plan->layers[j].saved_bf16;
+        m->plan->layers[j].rounded = src->plan->layers[j].rounded;
         m->plan->layers[j].act_shared = src->plan->layers[j].act_shared;
     }
     m->plan->act_bf16_outputs = src->plan->act_bf16_outputs;

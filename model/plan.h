@@ -93,9 +93,11 @@ typedef struct {
      * model_create (model_plan_act_bf16) when it builds at bf16 products
      * (kernels/cpu/matmul.h) for the outputs whose every reader is a matrix product, which
      * rounds that operand to bf16 anyway (kernels/cpu/gemm_bf16_act.h): a layer norm's,
-     * read by Linear layers (a GPT's ln_1, ln_2 and ln_f), and a GELU's, read by a Linear
+     * read by Linear layers (a GPT's ln_1, ln_2 and ln_f), a GELU's, read by a Linear
      * layer (a GPT's mlp.c_fc's GELU, read by mlp.c_proj) and by its own backward, which
-     * reads it rounded (saved_bf16). The same bits as float32 outputs; the products that
+     * reads it rounded (saved_bf16), and a fused attention's (the heads merged, read by
+     * attn.c_proj); and the outputs rounded as they are written (rounded: mlp.c_fc's,
+     * read by its GELU). The same bits as float32 outputs; the products that
      * read them stay bf16 whatever the precision later. PACER_BF16_ACTS=0 in the
      * environment keeps every output float32. Copied by model_clone
      * (model_plan_act_bf16_as). */
@@ -109,6 +111,15 @@ typedef struct {
      * |dy| 2^-8 Phi (Phi <= 1) beyond float32's: what the products' rounding of each
      * operand to bf16 costs already. Set and copied with act_bf16. */
     int saved_bf16;
+    /* 1 where this layer's output is rounded to bf16 as it is written, whether stored so
+     * (act_bf16) or as float32 (kernels/cpu/ops.h's gemm_forward_rounded): a Linear's that
+     * one GELU alone reads, a GELU of saved_bf16 (a GPT's mlp.c_fc, the GELU's input). The
+     * GELU and its backward then run on the rounded input, as autocast's bf16 GELU does
+     * on a bf16 Linear's output: each input is off by a relative 2^-8 at most, so the
+     * output by |x| 2^-8 max|GELU'| (max|GELU'| < 1.13) beyond float32's, the size of the
+     * rounding its reader, mlp.c_proj, gives the output anyway. Set and copied with
+     * act_bf16; the output of at most GEMM_ROUNDED_MAX_OUT features. */
+    int rounded;
     /* 1 where this layer's output shares one slot of the activation arena with the other
      * such outputs: a Linear's that only the residual add right after it reads, in its
      * forward (a Linear's backward reads its input, an Add's none), so the slot holds it

@@ -361,28 +361,42 @@ void unary_backward_set(unary_op_t op, float a, size_t n, const float *inp, cons
  * element gets the bits one call over the whole run gives it. */
 #define BF16_CHUNK 2048
 
-void unary_forward_bf16(unary_op_t op, float a, size_t n, const float *inp, uint16_t *out16)
+/* x[0..n) = h's bf16 values as float32 (exact) */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void widen(size_t n, const uint16_t *h, float *x)
 {
-    float y[BF16_CHUNK];
+    for (size_t i = 0; i < n; i++) x[i] = bf16_to_float(h[i]);
+}
+
+/* c elements of the input from o: inp's, or inp16's widened into x */
+static const float *input_chunk(const float *inp, const uint16_t *inp16, size_t o, size_t c, float *x)
+{
+    if (inp) return inp + o;
+    widen(c, inp16 + o, x);
+    return x;
+}
+
+void unary_forward_bf16(unary_op_t op, float a, size_t n, const float *inp, const uint16_t *inp16, uint16_t *out16)
+{
+    float x[BF16_CHUNK], y[BF16_CHUNK];
     for (size_t o = 0; o < n; o += BF16_CHUNK) {
         const size_t c = n - o < BF16_CHUNK ? n - o : BF16_CHUNK;
-        unary_forward(op, a, c, inp + o, y);
+        unary_forward(op, a, c, input_chunk(inp, inp16, o, c, x), y);
         bf16_act_store(c, y, out16 + o);
     }
 }
 
-void unary_backward_bf16(unary_op_t op, float a, size_t n, const float *inp, const float *out, const uint16_t *out16,
-                         const float *dout, float *dinp, int set)
+void unary_backward_bf16(unary_op_t op, float a, size_t n, const float *inp, const uint16_t *inp16, const float *out,
+                         const uint16_t *out16, const float *dout, float *dinp, int set)
 {
     if (!dinp) return;
-    float y[BF16_CHUNK];
+    float x[BF16_CHUNK], y[BF16_CHUNK];
     uint16_t h[BF16_CHUNK];
     for (size_t o = 0; o < n; o += BF16_CHUNK) {
         const size_t c = n - o < BF16_CHUNK ? n - o : BF16_CHUNK;
         const uint16_t *r = out16 ? out16 + o : h;
         if (!out16) bf16_act_store(c, out + o, h);
-        for (size_t i = 0; i < c; i++) y[i] = bf16_to_float(r[i]);
-        unary_bwd(op, a, c, inp + o, y, dout + o, dinp + o, set);
+        widen(c, r, y);
+        unary_bwd(op, a, c, input_chunk(inp, inp16, o, c, x), y, dout + o, dinp + o, set);
     }
 }
 

@@ -4,6 +4,10 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "bf16.h"
+#include "cpu_isa.h"
+#include "gemm_bf16_act.h"
+#include "gemm_bf16_pack.h"
 #include "matmul.h"
 #include "ops.h"
 #include "prefetch.h"
@@ -24,8 +28,10 @@ typedef struct {
     const uint16_t *inp16; /* the input stored in bf16 (gemm_forward_a16), or NULL */
     const float *bias;     /* the forward's bias added as the products are written (bf16) */
     float *out, *dinp, *dweight;
-    float cbeta; /* the forward GEMM's beta: 1 on a bias pre-filled out */
-    float dbeta; /* the input gradient's: 1 adds to dinp, 0 sets it (gemm_backward_set) */
+    float cbeta;       /* the forward GEMM's beta: 1 on a bias pre-filled out */
+    uint16_t *out16;   /* gemm_forward_rounded's output in bf16, or NULL (out as floats) */
+    const float *fill; /* gemm_forward_rounded: a bias to pre-fill with (beta's), or NULL */
+    float dbeta;       /* the input gradient's: 1 adds to dinp, 0 sets it (gemm_backward_set) */
 } gemm_job_t;
 
 static void run(gemm_job_t *j, par_fn fn, double macs)
@@ -156,6 +162,100 @@ void gemm_forward_a16(const gemm_desc_t *d, int B, const uint16_t *inp, const fl
                       float *out)
 {
     forward_any(d, B, NULL, inp, weight, bias, out);
+}
+
+/* ---- the forward rounded to bf16 ------------------------------------------------------- */
+
+/* Rows a rounded forward computes at a time into float32 scratch on the bf16 units' paths
+ * (whose sums do not depend on the rows taken together): a multiple of the tiles' 16 (AMX
+ * reads a bf16 input's tiles as stored), and few enough that the block stays in the L2
+ * cache (64 x 3072 floats: 768 KB) until it is rounded. */
+#define ROUND_ROWS 64
+/* floats of the stack block a row at a time takes where the scratch cannot be had */
+#define ROUND_STACK GEMM_ROUNDED_MAX_OUT
+
+/* n floats of s rounded as bf16_act_store rounds them, into out16 or as floats into out */
+static void store_rounded(size_t n, const float *s, uint16_t *out16, float *out)
+{
+    if (out16) {
+        bf16_act_store(n, s, out16);
+        return;
+    }
+    uint16_t h[2048];
+    for (size_t o = 0; o < n; o += 2048) {
+        const size_t c = n - o < 2048 ? n - o : 2048;
+        bf16_act_store(c, s + o, h);
+        for (size_t i = 0; i < c; i++) out[o + i] = bf16_to_float(h[i]);
+    }
+}
+
+/* rows [r, r + rows) of the product into s (rows x OUT), as forward_any computes them */
+static void rounded_block(const gemm_job_t *j, long r, int rows, float *s)
+{
+    const int IN = j->d->IN, OUT = j->d->OUT;
+    if (j->fill)
+        for (int b = 0; b < rows; b++) {
+            float *o = s + (size_t)b * OUT;
+            if (j->d->beta == 1.0f) memcpy(o, j->fill, (size_t)OUT * sizeof(float));
+            else
+                for (int c = 0; c < OUT; c++) o[c] = j->d->beta * j->fill[c];
+        }
+    gemm_job_t c = *j;
+    c.B = rows;
+    c.inp = j->inp ? j->inp + (size_t)r * IN : NULL;
+    c.inp16 = j->inp16 ? j->inp16 + (size_t)r * IN : NULL;
+    c.out = s;
+    forward_part(&c, 0, 1);
+}
+
+static void rounded_part(void *arg, int t, int T)
+{
+    const gemm_job_t *j = arg;
+    const int OUT = j->d->OUT;
+    long b0, b1;
+    par_range(j->B, t, T, &b0, &b1);
+    if (b1 == b0) return;
+    /* the portable path's OpenBLAS may sum otherwise for fewer rows: its rows in one block,
+     * so that they get gemm_forward's bits */
+    const int block = cpu_isa() == CPU_ISA_PORTABLE ? (int)(b1 - b0) : ROUND_ROWS;
+    float *s = gemm_bf16_scratch(2, (size_t)block * OUT * sizeof(float)), one[ROUND_STACK];
+    const int step = s ? block : 1;
+    if (!s) s = one; /* OUT <= GEMM_ROUNDED_MAX_OUT */
+    for (long r = b0; r < b1; r += step) {
+        const int rows = b1 - r < step ? (int)(b1 - r) : step;
+        rounded_block(j, r, rows, s);
+        store_rounded((size_t)rows * OUT, s, j->out16 ? j->out16 + (size_t)r * OUT : NULL,
+                      j->out16 ? NULL : j->out + (size_t)r * OUT);
+    }
+}
+
+void gemm_forward_rounded(const gemm_desc_t *d, int B, const float *inp, const uint16_t *inp16, const float *weight,
+                          const float *bias, float *out, uint16_t *out16)
+{
+    const int IN = d->IN, OUT = d->OUT;
+    if (B <= 0 || OUT <= 0 || OUT > GEMM_ROUNDED_MAX_OUT) return;
+    if (IN <= 0) { /* forward_any's: the bias, or zeros */
+        float row[ROUND_STACK];
+        for (int c = 0; c < OUT; c++) row[c] = bias ? (d->beta == 1.0f ? bias[c] : d->beta * bias[c]) : 0.0f;
+        for (int b = 0; b < B; b++)
+            store_rounded((size_t)OUT, row, out16 ? out16 + (size_t)b * OUT : NULL,
+                          out16 ? NULL : out + (size_t)b * OUT);
+        return;
+    }
+    const int epilogue = bias && d->beta == 1.0f;
+    gemm_job_t j = {.d = d,
+                    .B = B,
+                    .inp = inp,
+                    .inp16 = inp16,
+                    .weight = weight,
+                    .out = out,
+                    .out16 = out16,
+                    .bias = epilogue ? bias : NULL,
+                    .fill = epilogue ? NULL : bias,
+                    .cbeta = bias ? 1.0f : 0.0f};
+    if (d->layout == GEMM_W_OUT_IN) mm_keep_weight(MM_T, IN, OUT, weight, IN);
+    else mm_keep_weight(MM_N, IN, OUT, weight, OUT);
+    run(&j, rounded_part, (double)B * IN * OUT);
 }
 
 /* dbias (OUT) = the column sums of dout (B, OUT), row by row so the inner loop is

@@ -33,10 +33,10 @@ typedef struct {
     size_t cap;
 } buf_t;
 
-/* A thread's two buffers, freed when the thread ends (a pthread key's destructor: the
+/* A thread's three buffers, freed when the thread ends (a pthread key's destructor: the
  * kernels' threads come and go with par_set_threads). */
 typedef struct {
-    buf_t a, b;
+    buf_t a, b, c;
 } scratch_t;
 
 static pthread_key_t scratch_key;
@@ -47,6 +47,7 @@ static void scratch_free(void *v)
     scratch_t *s = v;
     free(s->a.p);
     free(s->b.p);
+    free(s->c.p);
     free(s);
 }
 
@@ -307,7 +308,7 @@ void gemm_bf16_blocks(int M, int N, int K, packed_t *p) { block_counts(M, N, K, 
 void *gemm_bf16_scratch(int which, size_t bytes)
 {
     scratch_t *sc = scratch();
-    return grow(sc ? (which ? &sc->b : &sc->a) : NULL, bytes);
+    return grow(sc ? (which == 2 ? &sc->c : which ? &sc->b : &sc->a) : NULL, bytes);
 }
 
 int gemm_bf16_pack_a(int ta, int M, int K, const float *A, int lda, packed_t *p)

@@ -38,8 +38,9 @@ void gemm_bf16_fill_bias(int M, int N, const float *bias, float *C, int ldc);
 int gemm_bf16_start(cpu_isa_t isa, int M, int N, int K, const float *bias, float *beta, float *C, int ldc);
 /* p's block counts for an (M, K) x (K, N) product */
 void gemm_bf16_blocks(int M, int N, int K, gemm_bf16_packed_t *p);
-/* This thread's scratch for packed A (which 0) or B (1), grown to bytes (64-byte aligned);
- * NULL when out of memory. */
+/* This thread's scratch for packed A (which 0) or B (1), or a product's float32 output
+ * rows before they are rounded (2: fc.c's gemm_forward_rounded), grown to bytes (64-byte
+ * aligned); NULL when out of memory. */
 void *gemm_bf16_scratch(int which, size_t bytes);
 /* p->a from float32 op(A) (M, K), into this thread's scratch: 0, or -1 (out of memory).
  * The bf16 units' paths only. */

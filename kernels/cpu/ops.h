@@ -238,13 +238,16 @@ void unary_backward_set(unary_op_t op, float a, size_t n, const float *inp, cons
                         float *dinp);
 /* unary_forward with its output stored in bf16 (gemm_bf16_act.h's bf16_act_store: as the
  * products on cpu_isa()'s path round an operand), for an output that only matrix products
- * and the layer's own backward read. The float32 values are unary_forward's bits. */
-void unary_forward_bf16(unary_op_t op, float a, size_t n, const float *inp, uint16_t *out16);
+ * and the layer's own backward read. The float32 values are unary_forward's bits. The
+ * input is inp, or where inp is NULL inp16, stored in bf16: the bits of unary_forward on
+ * its values as float32 (a rounded input, gemm_forward_rounded's). */
+void unary_forward_bf16(unary_op_t op, float a, size_t n, const float *inp, const uint16_t *inp16, uint16_t *out16);
 /* unary_backward (set: unary_backward_set) on the output rounded to bf16 as
  * unary_forward_bf16 stores it: read from out16 where it is stored so (out NULL), else from
- * the float32 out, rounded here the same way. The same bits either way. */
-void unary_backward_bf16(unary_op_t op, float a, size_t n, const float *inp, const float *out, const uint16_t *out16,
-                         const float *dout, float *dinp, int set);
+ * the float32 out, rounded here the same way. The same bits either way. The input as
+ * unary_forward_bf16's. */
+void unary_backward_bf16(unary_op_t op, float a, size_t n, const float *inp, const uint16_t *inp16, const float *out,
+                         const uint16_t *out16, const float *dout, float *dinp, int set);
 /* Product of a (B, C, HW) and b (B, C, HW2), HW2 either HW or 1 (b then a per-channel
  * scale broadcast over the plane: squeeze-excitation): out = a * b. The backward adds
  * dout * b to da and dout * a (summed over the plane where HW2 is 1) to db; either may be
@@ -381,6 +384,16 @@ void gemm_backward_set(const gemm_desc_t *d, int B, const float *inp, const floa
  * input's values. */
 void gemm_forward_a16(const gemm_desc_t *d, int B, const uint16_t *inp, const float *weight, const float *bias,
                       float *out);
+/* gemm_forward at bf16 products (inp, or inp16 stored in bf16 where inp is NULL, as
+ * gemm_forward_a16's) with its output rounded to bf16 as gemm_bf16_act.h's bf16_act_store
+ * rounds it: stored in out16 (bf16) where not NULL, else in out as float32 values. The same
+ * rounded values either way: the rows are computed in blocks into float32 scratch, then
+ * rounded (an output that only a layer reading it rounded takes). OUT at most
+ * GEMM_ROUNDED_MAX_OUT (a row at a time fits the stack where the scratch cannot be had);
+ * nothing is written for a wider one. */
+#define GEMM_ROUNDED_MAX_OUT 8192
+void gemm_forward_rounded(const gemm_desc_t *d, int B, const float *inp, const uint16_t *inp16, const float *weight,
+                          const float *bias, float *out, uint16_t *out16);
 void gemm_backward_a16(const gemm_desc_t *d, int B, const uint16_t *inp, const float *weight, const float *dout,
                        float *dinp, float *dweight, float *dbias, int set);
 

@@ -214,14 +214,14 @@ static void check_gelu(cpu_isa_t isa, rng_t *r)
         assert_true(y && d16 && d32 && dw && y16 && want);
         x[0] = -30.0f; /* GELU's output a denormal, or zero */
         unary_forward(UNARY_GELU, 0.0f, n, x, y);
-        unary_forward_bf16(UNARY_GELU, 0.0f, n, x, y16);
+        unary_forward_bf16(UNARY_GELU, 0.0f, n, x, NULL, y16);
         bf16_act_store(n, y, want);
         if (memcmp(y16, want, n * sizeof *want) != 0)
             fail_msg("%s: n %zu: not the rounded output", cpu_isa_name(isa), n);
         for (int set = 0; set < 2; set++) {
             for (size_t i = 0; i < n; i++) d16[i] = d32[i] = set ? 7.0f : 0.25f;
-            unary_backward_bf16(UNARY_GELU, 0.0f, n, x, NULL, y16, g, d16, set);
-            unary_backward_bf16(UNARY_GELU, 0.0f, n, x, y, NULL, g, d32, set);
+            unary_backward_bf16(UNARY_GELU, 0.0f, n, x, NULL, NULL, y16, g, d16, set);
+            unary_backward_bf16(UNARY_GELU, 0.0f, n, x, NULL, y, NULL, g, d32, set);
             if (memcmp(d16, d32, n * sizeof(float)) != 0)
                 fail_msg("%s: n %zu set %d: stored in bf16 or rounded as read, not the same bits", cpu_isa_name(isa), n,
                          set);
@@ -243,13 +243,102 @@ static void check_gelu(cpu_isa_t isa, rng_t *r)
     }
 }
 
+/* GELU on an input stored in bf16 (a rounded Linear's output, plan.h's rounded): the bits of
+ * GELU on its values as float32, forward and backward, from either the bf16 or the float32
+ * rounded input; and against float64 GELU on the input before it was rounded: a relative
+ * 2^-8 at most on each input moves the output by at most |x| 2^-8 max|GELU'| (below 1.13),
+ * beyond float32's own bound. */
+static void check_gelu_input(cpu_isa_t isa, rng_t *r)
+{
+    static const size_t NS[] = {1, 17, 2048, 2049, 6000};
+    cpu_isa_cap(isa);
+    for (size_t c = 0; c < sizeof NS / sizeof NS[0]; c++) {
+        const size_t n = NS[c];
+        float *x = random_floats(r, n, 2.5), *g = random_floats(r, n, 1.0), *xw = malloc(n * sizeof(float));
+        float *y = malloc(n * sizeof(float)), *d16 = malloc(n * sizeof(float)), *d32 = malloc(n * sizeof(float));
+        uint16_t *x16 = malloc(n * sizeof *x16), *y16 = malloc(n * sizeof *y16), *yw = malloc(n * sizeof *yw);
+        assert_true(xw && y && d16 && d32 && x16 && y16 && yw);
+        x[0] = 1e-40f; /* a denormal input: zero on the bf16 units' paths */
+        bf16_act_store(n, x, x16);
+        for (size_t i = 0; i < n; i++) xw[i] = bf16_to_float(x16[i]);
+        unary_forward_bf16(UNARY_GELU, 0.0f, n, NULL, x16, y16);
+        unary_forward_bf16(UNARY_GELU, 0.0f, n, xw, NULL, yw);
+        if (memcmp(y16, yw, n * sizeof *yw) != 0)
+            fail_msg("%s: n %zu: GELU of the bf16 input is not GELU of its values", cpu_isa_name(isa), n);
+        for (int set = 0; set < 2; set++) {
+            for (size_t i = 0; i < n; i++) d16[i] = d32[i] = set ? 7.0f : 0.25f;
+            unary_backward_bf16(UNARY_GELU, 0.0f, n, NULL, x16, NULL, y16, g, d16, set);
+            unary_backward_bf16(UNARY_GELU, 0.0f, n, xw, NULL, NULL, y16, g, d32, set);
+            if (memcmp(d16, d32, n * sizeof(float)) != 0)
+                fail_msg("%s: n %zu set %d: the backward on the bf16 input differs", cpu_isa_name(isa), n, set);
+        }
+        unary_forward(UNARY_GELU, 0.0f, n, xw, y);
+        int moved = 0;
+        for (size_t i = 0; i < n; i++) {
+            const double xi = x[i], ref = 0.5 * xi * (1.0 + erf(xi / sqrt(2.0)));
+            const double bound = 1.13 * fabs(xi) * 0x1p-8 + 1e-5 * fmax(1.0, fabs(ref));
+            if (fabs(y[i] - ref) > bound)
+                fail_msg("%s: x %.9g: GELU of it rounded %.9g, float64 %.9g, beyond %.3g", cpu_isa_name(isa), x[i],
+                         y[i], ref, bound);
+            moved += xw[i] != x[i];
+        }
+        assert_true(moved > 0); /* the rounding is there */
+        free(x), free(g), free(xw), free(y), free(d16), free(d32), free(x16), free(y16), free(yw);
+    }
+}
+
+/* gemm_forward_rounded: the rows computed in blocks, each output the bits of gemm_forward at
+ * bf16 products (gemm_forward_a16 on a bf16 input) rounded as bf16_act_store rounds it,
+ * stored in bf16 or as floats; across the blocks' edges (64 rows), with and without a
+ * bias, of either layout. */
+static void check_rounded_linear(cpu_isa_t isa, rng_t *r)
+{
+    static const int BS[] = {1, 63, 64, 65, 130}, OUTS[] = {16, 100};
+    cpu_isa_cap(isa);
+    mm_set_precision(MM_BF16);
+    for (size_t bi = 0; bi < sizeof BS / sizeof BS[0]; bi++)
+        for (size_t oi = 0; oi < sizeof OUTS / sizeof OUTS[0]; oi++)
+            for (int v = 0; v < 8; v++) {
+                const int B = BS[bi], OUT = OUTS[oi], IN = v & 1 ? 64 : 70, bias = v >> 1 & 1, in16 = v >> 2 & 1;
+                const gemm_desc_t d = {.IN = IN,
+                                       .OUT = OUT,
+                                       .layout = in16 ? GEMM_W_OUT_IN : (gemm_layout_t)(v & 1),
+                                       .alpha = 1.0f,
+                                       .beta = 1.0f};
+                const size_t no = (size_t)B * OUT;
+                float *x = random_floats(r, (size_t)B * IN, 1.0), *w = random_floats(r, (size_t)IN * OUT, 0.2);
+                float *b = random_floats(r, OUT, 1.0), *ref = malloc(no * sizeof(float));
+                float *got = malloc(no * sizeof(float));
+                uint16_t *x16 = malloc((size_t)B * IN * sizeof *x16), *want = malloc(no * sizeof *want);
+                uint16_t *got16 = malloc(no * sizeof *got16);
+                assert_true(ref && got && x16 && want && got16);
+                bf16_act_store((size_t)B * IN, x, x16);
+                if (in16) gemm_forward_a16(&d, B, x16, w, bias ? b : NULL, ref);
+                else gemm_forward(&d, B, x, w, bias ? b : NULL, ref);
+                bf16_act_store(no, ref, want);
+                gemm_forward_rounded(&d, B, in16 ? NULL : x, in16 ? x16 : NULL, w, bias ? b : NULL, NULL, got16);
+                gemm_forward_rounded(&d, B, in16 ? NULL : x, in16 ? x16 : NULL, w, bias ? b : NULL, got, NULL);
+                mm_weights_changed();
+                for (size_t i = 0; i < no; i++)
+                    if (got16[i] != want[i] || got[i] != bf16_to_float(want[i]))
+                        fail_msg("%s: B %d OUT %d IN %d bias %d in16 %d: output %zu not the product rounded",
+                                 cpu_isa_name(isa), B, OUT, IN, bias, in16, i);
+                free(x), free(w), free(b), free(ref), free(got), free(x16), free(want), free(got16);
+            }
+    mm_set_precision(MM_FP32);
+}
+
 static void test_gelu(void **state)
 {
     const cpu_isa_t was = cpu_isa();
     rng_t r;
     rng_seed(&r, 9);
     for (int isa = CPU_ISA_PORTABLE; isa < CPU_ISA_N; isa++)
-        if (have((cpu_isa_t)isa)) check_gelu((cpu_isa_t)isa, &r);
+        if (have((cpu_isa_t)isa)) {
+            check_gelu((cpu_isa_t)isa, &r);
+            check_gelu_input((cpu_isa_t)isa, &r);
+            check_rounded_linear((cpu_isa_t)isa, &r);
+        }
     cpu_isa_cap(was);
 }
 
@@ -322,7 +411,12 @@ static void check_plan(const model_t *on, const model_t *off)
         const layer_t *l = &on->layers[i];
         const size_t n = (size_t)on->max_batch * l->OC * l->OH * l->OW;
         assert_int_equal(model_layer_plan(on, i)->act_bf16, l->kind == LAYER_LAYERNORM || l->kind == LAYER_GELU ||
-                                                                model_layer_plan(on, i)->attn == ATTN_RUN);
+                                                                model_layer_plan(on, i)->attn == ATTN_RUN ||
+                                                                model_layer_plan(on, i)->rounded);
+        /* mlp.c_fc: read by its GELU alone, rounded whether stored in bf16 or not */
+        assert_int_equal(model_layer_plan(on, i)->rounded,
+                         l->kind == LAYER_LINEAR && on->layers[i + 1].kind == LAYER_GELU);
+        assert_int_equal(model_layer_plan(off, i)->rounded, model_layer_plan(on, i)->rounded);
         assert_int_equal(model_layer_plan(on, i)->saved_bf16, l->kind == LAYER_GELU);
         assert_int_equal(model_layer_plan(off, i)->saved_bf16, l->kind == LAYER_GELU);
         assert_int_equal(model_layer_plan(off, i)->act_shared, 0);
@@ -338,8 +432,8 @@ static void check_plan(const model_t *on, const model_t *off)
         marked++;
         half += n / 2;
     }
-    /* ln_1, ln_2, the GELU and the fused attention's merge each block, ln_f */
-    assert_int_equal(marked, 4 * G.layers + 1);
+    /* ln_1, ln_2, mlp.c_fc, the GELU and the fused attention's merge each block, ln_f */
+    assert_int_equal(marked, 5 * G.layers + 1);
     assert_int_equal(in_slot, 2 * G.layers); /* attn.c_proj and mlp.c_proj each block */
     const size_t saved = half + shared - slot;
     assert_true(on->act_floats + saved >= off->act_floats && on->act_floats + saved <= off->act_floats + (size_t)marked);

@@ -212,10 +212,12 @@ static int plan_layer(const model_t *m, int i, decode_layer_t *L, int *cache, ch
     const int two = MODEL_OPS[l->kind].ninputs == 2;
     if (l->in < 0 || (two && l->in2 < 0)) return refuse(m, i, "reads the ids other than by an embedding", why, len);
     if (L[l->in].pos < 0 && (!two || L[l->in2].pos < 0)) return plan_once(m, i, d, why, len);
-    /* an output stored in bf16 is read by products alone (plan.h's act_bf16), or by the GELU
-     * a rounded Linear's feeds */
+    /* an output stored in bf16 is read by products alone (plan.h's act_bf16), by the GELU a
+     * rounded Linear's feeds, or by the views a fused attention's q, k and v chains begin
+     * with (whose walks widen it) */
     if ((model_layer_plan(m, l->in)->act_bf16 || (two && model_layer_plan(m, l->in2)->act_bf16)) &&
-        l->kind != LAYER_LINEAR && !(l->kind == LAYER_GELU && model_layer_plan(m, l->in)->rounded))
+        l->kind != LAYER_LINEAR && !(l->kind == LAYER_GELU && model_layer_plan(m, l->in)->rounded) &&
+        l->kind != LAYER_SLICE && l->kind != LAYER_TRANSPOSE)
         return refuse(m, i, "reads an output stored in bf16", why, len);
     if (plan_reader(m, i, L, cache, why, len) != 0) return -1;
     /* the rows and columns decode_rows computes are window positions: an axis of another
@@ -343,7 +345,9 @@ static void run_walk(model_t *m, int i, const decode_layer_t *d, const runs_t *r
         size_t ia, ib;
         const bcast_desc_t w = sub_walk(&l->op.view.bc, &l->shape, d->pos, o, r->r0, &ia, &ib);
         float *y = out_of(m, i) + run_first(r, o);
-        if (d->step == STEP_VIEW) view_rows_forward(&w, l->op.view.off + ia, r->r1 - r->r0, out_of(m, l->in), y);
+        if (d->step == STEP_VIEW && model_layer_plan(m, l->in)->act_bf16) /* q, k or v stored in bf16 */
+            view_rows_forward16(&w, l->op.view.off + ia, r->r1 - r->r0, out16_of(m, l->in), y);
+        else if (d->step == STEP_VIEW) view_rows_forward(&w, l->op.view.off + ia, r->r1 - r->r0, out_of(m, l->in), y);
         else
             binary_rows_forward((binary_op_t)d->op, &w, r->r1 - r->r0, out_of(m, l->in) + ia, out_of(m, l->in2) + ib, y);
     }
@@ -376,7 +380,9 @@ static void run_linear(model_t *m, int i, const runs_t *r)
     for (size_t o = 0; o < r->outer; o++) {
         const size_t f = run_first(r, o), fin = f / (size_t)OUT * (size_t)IN;
         float *y = out_of(m, i) + f;
-        if (rounded) /* read by its GELU rounded, stored so or not (the plan's rounded) */
+        /* read by its GELU rounded, stored so or not (the plan's rounded); or stored in bf16
+         * for a fused attention's products */
+        if (rounded || model_layer_plan(m, i)->act_bf16)
             gemm_forward_rounded(&l->op.gemm, rows, a16 ? NULL : out_of(m, l->in) + fin,
                                  a16 ? out16_of(m, l->in) + fin : NULL, w, bias, y,
                                  model_layer_plan(m, i)->act_bf16 ? out16_of(m, i) + f : NULL);

@@ -992,10 +992,21 @@ static attn_desc_t attention_desc(const model_t *m, const layer_plan_t *l)
     return a;
 }
 
-/* its q, k and v: the outputs of attn_src */
-static void attention_sources(const model_t *m, const layer_plan_t *l, const float *src[3])
+/* its q, k and v: the outputs of attn_src, and those stored in bf16 (plan.h's act_bf16) in
+ * s16; its output stored so there too where it is */
+static void attention_sources(const model_t *m, int i, const float *src[3], attn_bf16_t *s16)
 {
-    for (int k = 0; k < 3; k++) src[k] = m->acts + m->layers[l->attn_src[k]].out_off;
+    const layer_plan_t *l = model_layer_plan(m, i);
+    const uint16_t *h[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; k++) {
+        const int j = l->attn_src[k];
+        src[k] = m->acts + m->layers[j].out_off;
+        if (model_layer_plan(m, j)->act_bf16) h[k] = (const uint16_t *)(const void *)src[k];
+    }
+    *s16 = (attn_bf16_t){.q = h[0],
+                         .k = h[1],
+                         .v = h[2],
+                         .y = l->act_bf16 ? (uint16_t *)(void *)(m->acts + m->layers[i].out_off) : NULL};
 }
 
 static void attention_run_forward(model_t *m, int i, int B)
@@ -1003,9 +1014,10 @@ static void attention_run_forward(model_t *m, int i, int B)
     const layer_plan_t *l = model_layer_plan(m, i);
     const attn_desc_t a = attention_desc(m, l);
     const float *src[3];
-    attention_sources(m, l, src);
+    attn_bf16_t s16;
+    attention_sources(m, i, src, &s16);
     float *p = m->acts + m->layers[l->attn_p].out_off, *y = m->acts + m->layers[i].out_off;
-    if (l->act_bf16) attention_causal_forward_y16(&a, B, src[0], src[1], src[2], p, (uint16_t *)(void *)y);
+    if (s16.q || s16.k || s16.v || s16.y) attention_causal_forward_bf16(&a, B, src[0], src[1], src[2], &s16, p, y);
     else attention_causal_forward(&a, B, src[0], src[1], src[2], p, y);
 }
 
@@ -1014,11 +1026,12 @@ static void attention_run_backward(model_t *m, int i, int B)
     const layer_plan_t *l = model_layer_plan(m, i);
     const attn_desc_t a = attention_desc(m, l);
     const float *src[3];
-    attention_sources(m, l, src);
+    attn_bf16_t s16;
+    attention_sources(m, i, src, &s16);
     float *dsrc[3];
     for (int k = 0; k < 3; k++) dsrc[k] = m->dacts + m->plan->dact_off[l->attn_src[k]];
-    attention_causal_backward(&a, B, src[0], src[1], src[2], m->acts + m->layers[l->attn_p].out_off,
-                              m->dacts + m->plan->dact_off[i], dsrc[0], dsrc[1], dsrc[2]);
+    attention_causal_backward_bf16(&a, B, src[0], src[1], src[2], &s16, m->acts + m->layers[l->attn_p].out_off,
+                                   m->dacts + m->plan->dact_off[i], dsrc[0], dsrc[1], dsrc[2]);
 }
 
 static int run_builtin(model_builder_t *b, void *ctx, char *err, size_t errlen);

@@ -484,7 +484,9 @@ static void linear_fwd(model_t *m, int i, const float *x, int B, int train)
 {
     layer_t *l = &m->layers[i];
     const float *bias = l->has_bias ? m->params + l->b_off : NULL;
-    if (model_layer_plan(m, i)->rounded) /* stored in bf16, or as the rounded floats */
+    /* rounded: stored in bf16, or as the rounded floats; else stored in bf16 for products
+     * (a fused attention's q, k, v) */
+    if (model_layer_plan(m, i)->rounded || act_bf16(m, i))
         gemm_forward_rounded(&l->op.gemm, linear_rows(l, B), act_bf16(m, l->in) ? NULL : input_of(m, x, l->in),
                              act_bf16(m, l->in) ? act16(m, l->in) : NULL, m->params + l->w_off, bias,
                              m->acts + l->out_off, act_bf16(m, i) ? act16(m, i) : NULL);

@@ -252,6 +252,32 @@ static int unfused(const layer_plan_t *p)
     return !p->fused_relu && !p->fused_add && p->chain == VIEW_CHAIN_NONE && p->attn == ATTN_NONE;
 }
 
+/* Layer k runs: not a link of a view chain or fused attention that another layer runs */
+static int runs(const model_t *m, int k)
+{
+    return m->plan->layers[k].chain != VIEW_CHAIN_SKIP && m->plan->layers[k].attn != ATTN_SKIP;
+}
+
+/* Layer j's output may be stored in bf16 as a fused attention's q, k or v: a plain Linear's
+ * of at most GEMM_ROUNDED_MAX_OUT features (written by gemm_forward_rounded) that only
+ * fused attentions read (their view chains' links, which never run, aside), and not the
+ * model's output. The attention's products round it to bf16 anyway: the same bits. */
+static int attention_input(const model_t *m, int j)
+{
+    const layer_t *l = &m->layers[j];
+    if (l->kind != LAYER_LINEAR || j == m->nlayers - 1 || l->op.gemm.OUT > GEMM_ROUNDED_MAX_OUT ||
+        !unfused(&m->plan->layers[j]))
+        return 0;
+    int readers = 0;
+    for (int k = j + 1; k < m->nlayers; k++) {
+        if (!runs(m, k) || !reads_output(m, k, j)) continue;
+        const layer_plan_t *rp = &m->plan->layers[k];
+        if (rp->attn != ATTN_RUN || (rp->attn_src[0] != j && rp->attn_src[1] != j && rp->attn_src[2] != j)) return 0;
+        readers++;
+    }
+    return readers > 0;
+}
+
 /* Layer j's output may be rounded to bf16 as it is written (the plan's rounded): a plain
  * Linear's of at most GEMM_ROUNDED_MAX_OUT features, read by one GELU of saved_bf16 alone,
  * and not the model's output. */
@@ -345,7 +371,8 @@ void model_plan_act_bf16(model_t *m)
     const char *env = getenv("PACER_BF16_ACTS");
     if (env && strcmp(env, "0") == 0) return;
     for (int j = 0; j < m->nlayers; j++)
-        m->plan->act_bf16_outputs += m->plan->layers[j].act_bf16 = bf16_output(m, j) || m->plan->layers[j].rounded;
+        m->plan->act_bf16_outputs += m->plan->layers[j].act_bf16 = bf16_output(m, j) || m->plan->layers[j].rounded ||
+                                                                   attention_input(m, j);
     if (m->plan->act_bf16_outputs && relayout(m) != 0) act_bf16_clear(m);
 }
 

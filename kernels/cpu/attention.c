@@ -40,8 +40,22 @@ typedef struct {
     int B;
     const float *q, *k, *v, *p, *dy;
     float *pw, *y, *dq, *dk, *dv;
-    uint16_t *y16; /* y stored in bf16 instead (attention_causal_forward_y16) */
+    uint16_t *y16;                   /* y stored in bf16 instead (attention_causal_forward_y16) */
+    const uint16_t *q16, *k16, *v16; /* q, k, v stored in bf16 instead, where not NULL */
 } attn_job_t;
+
+/* A pair's operand at bf16 products: where it lies, float32 (f) or stored in bf16 (h) */
+typedef struct {
+    const float *f;
+    const uint16_t *h;
+    int ld;
+} attn_in_t;
+
+static attn_in_t pair_input(const float *x, const uint16_t *x16, const attn_operand_t *o, int b, int h)
+{
+    if (x16) return (attn_in_t){.h = x16 + at(o, b, h), .ld = (int)o->rs};
+    return (attn_in_t){.f = x + at(o, b, h), .ld = (int)o->rs};
+}
 
 /* A pair's scores into the softmax's output (normalised there), then its output. */
 static void forward_pair(const attn_job_t *j, int b, int h, float *ph)
@@ -66,15 +80,17 @@ static void forward_pair_bf16(const attn_job_t *j, int b, int h, float *ph, floa
 {
     const attn_desc_t *a = j->a;
     const int S = a->T, D = a->D;
-    const float *qh = j->q + at(&a->q, b, h), *kh = j->k + at(&a->k, b, h), *vh = j->v + at(&a->v, b, h);
-    mm_sgemm(MM_N, MM_T, S, S, D, a->pre_scale, qh, (int)a->q.rs, kh, (int)a->k.rs, 0.0f, ph, S);
+    const attn_in_t q = pair_input(j->q, j->q16, &a->q, b, h), k = pair_input(j->k, j->k16, &a->k, b, h);
+    const attn_in_t v = pair_input(j->v, j->v16, &a->v, b, h);
+    mm_sgemm_mixed(MM_N, MM_T, S, S, D, a->pre_scale, q.f, q.h, q.ld, k.f, k.h, k.ld, 0.0f, ph, S);
     causal_softmax_forward(1, S, a->scale, ph, ph);
     if (!j->y16) {
-        mm_sgemm(MM_N, MM_N, S, D, S, 1.0f, ph, S, vh, (int)a->v.rs, 0.0f, j->y + at(&a->y, b, h), (int)a->y.rs);
+        mm_sgemm_mixed(MM_N, MM_N, S, D, S, 1.0f, ph, NULL, S, v.f, v.h, v.ld, 0.0f, j->y + at(&a->y, b, h),
+                       (int)a->y.rs);
         return;
     }
     /* the same product into yb, then its rows rounded where the merge would put them */
-    mm_sgemm(MM_N, MM_N, S, D, S, 1.0f, ph, S, vh, (int)a->v.rs, 0.0f, yb, D);
+    mm_sgemm_mixed(MM_N, MM_N, S, D, S, 1.0f, ph, NULL, S, v.f, v.h, v.ld, 0.0f, yb, D);
     for (int t = 0; t < S; t++) bf16_act_store((size_t)D, yb + (size_t)t * D, j->y16 + at(&a->y, b, h) + t * a->y.rs);
 }
 
@@ -101,10 +117,20 @@ void attention_causal_forward(const attn_desc_t *a, int B, const float *q, const
     par_run(forward_part, &j);
 }
 
-void attention_causal_forward_y16(const attn_desc_t *a, int B, const float *q, const float *k, const float *v, float *p,
-                                  uint16_t *y16)
+void attention_causal_forward_bf16(const attn_desc_t *a, int B, const float *q, const float *k, const float *v,
+                                   const attn_bf16_t *s16, float *p, float *y)
 {
-    attn_job_t j = {.a = a, .B = B, .q = q, .k = k, .v = v, .pw = p, .y16 = y16};
+    attn_job_t j = {.a = a,
+                    .B = B,
+                    .q = q,
+                    .k = k,
+                    .v = v,
+                    .pw = p,
+                    .y = y,
+                    .q16 = s16->q,
+                    .k16 = s16->k,
+                    .v16 = s16->v,
+                    .y16 = s16->y};
     par_run(forward_part, &j);
 }
 
@@ -134,14 +160,16 @@ static void backward_pair_bf16(const attn_job_t *j, int b, int h, const float *p
     const int S = a->T, D = a->D;
     const size_t qo = at(&a->q, b, h), ko = at(&a->k, b, h), vo = at(&a->v, b, h);
     const float *dyh = j->dy + at(&a->y, b, h);
+    const attn_in_t q = pair_input(j->q, j->q16, &a->q, b, h), k = pair_input(j->k, j->k16, &a->k, b, h);
+    const attn_in_t v = pair_input(j->v, j->v16, &a->v, b, h);
     const int qs = (int)a->q.rs, ks = (int)a->k.rs, vs = (int)a->v.rs, ys = (int)a->y.rs;
-    mm_sgemm(MM_N, MM_T, S, S, D, 1.0f, dyh, ys, j->v + vo, vs, 0.0f, ds, S);
+    mm_sgemm_mixed(MM_N, MM_T, S, S, D, 1.0f, dyh, NULL, ys, v.f, v.h, v.ld, 0.0f, ds, S);
     mm_sgemm(MM_T, MM_N, S, D, S, 1.0f, ph, S, dyh, ys, 0.0f, j->dv + vo, vs);
     causal_softmax_backward(1, S, a->scale, ph, ds, ds, 1);
     if (a->pre_scale != 1.0f) /* the Mul's backward: the products' operand is dS' c */
         for (size_t e = 0; e < (size_t)S * S; e++) ds[e] *= a->pre_scale;
-    mm_sgemm(MM_N, MM_N, S, D, S, 1.0f, ds, S, j->k + ko, ks, 0.0f, j->dq + qo, qs);
-    mm_sgemm(MM_T, MM_N, S, D, S, 1.0f, ds, S, j->q + qo, qs, 0.0f, j->dk + ko, ks);
+    mm_sgemm_mixed(MM_N, MM_N, S, D, S, 1.0f, ds, NULL, S, k.f, k.h, k.ld, 0.0f, j->dq + qo, qs);
+    mm_sgemm_mixed(MM_T, MM_N, S, D, S, 1.0f, ds, NULL, S, q.f, q.h, q.ld, 0.0f, j->dk + ko, ks);
 }
 
 static void backward_part(void *arg, int t, int T)
@@ -164,5 +192,25 @@ void attention_causal_backward(const attn_desc_t *a, int B, const float *q, cons
                                const float *p, const float *dy, float *dq, float *dk, float *dv)
 {
     attn_job_t j = {.a = a, .B = B, .q = q, .k = k, .v = v, .p = p, .dy = dy, .dq = dq, .dk = dk, .dv = dv};
+    par_run(backward_part, &j);
+}
+
+void attention_causal_backward_bf16(const attn_desc_t *a, int B, const float *q, const float *k, const float *v,
+                                    const attn_bf16_t *s16, const float *p, const float *dy, float *dq, float *dk,
+                                    float *dv)
+{
+    attn_job_t j = {.a = a,
+                    .B = B,
+                    .q = q,
+                    .k = k,
+                    .v = v,
+                    .p = p,
+                    .dy = dy,
+                    .dq = dq,
+                    .dk = dk,
+                    .dv = dv,
+                    .q16 = s16->q,
+                    .k16 = s16->k,
+                    .v16 = s16->v};
     par_run(backward_part, &j);
 }

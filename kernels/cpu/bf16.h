@@ -50,5 +50,8 @@ static inline float bf16_round(float f)
 /* rows x cols of src (row stride ld) rounded to bf16 into the dense dst (row stride cols);
  * dst may be src itself when ld == cols (rounding in place). Vectorised (bf16.c). */
 void bf16_round_rows(int rows, int cols, const float *src, size_t ld, float *dst);
+/* rows x cols of bf16 src (row stride ld) as float32 into the dense dst (row stride cols):
+ * exact. Vectorised (bf16.c). */
+void bf16_widen_rows(int rows, int cols, const uint16_t *src, size_t ld, float *dst);
 
 #endif

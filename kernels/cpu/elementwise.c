@@ -361,17 +361,11 @@ void unary_backward_set(unary_op_t op, float a, size_t n, const float *inp, cons
  * element gets the bits one call over the whole run gives it. */
 #define BF16_CHUNK 2048
 
-/* x[0..n) = h's bf16 values as float32 (exact) */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void widen(size_t n, const uint16_t *h, float *x)
-{
-    for (size_t i = 0; i < n; i++) x[i] = bf16_to_float(h[i]);
-}
-
 /* c elements of the input from o: inp's, or inp16's widened into x */
 static const float *input_chunk(const float *inp, const uint16_t *inp16, size_t o, size_t c, float *x)
 {
     if (inp) return inp + o;
-    widen(c, inp16 + o, x);
+    bf16_widen_rows(1, (int)c, inp16 + o, c, x);
     return x;
 }
 
@@ -395,7 +389,7 @@ void unary_backward_bf16(unary_op_t op, float a, size_t n, const float *inp, con
         const size_t c = n - o < BF16_CHUNK ? n - o : BF16_CHUNK;
         const uint16_t *r = out16 ? out16 + o : h;
         if (!out16) bf16_act_store(c, out + o, h);
-        widen(c, r, y);
+        bf16_widen_rows(1, (int)c, r, c, y);
         unary_bwd(op, a, c, input_chunk(inp, inp16, o, c, x), y, dout + o, dinp + o, set);
     }
 }

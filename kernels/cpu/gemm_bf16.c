@@ -237,6 +237,29 @@ AVX512BF16 static void pack_b_cols(int K, int N, const float *B, int ldb, const 
         }
 }
 
+/* 32 bf16 of a row from x (cols of them valid, the rest zero): 16 pairs as stored */
+AVX512BF16 static inline __m512i pairs_of_row16(const uint16_t *x, int cols)
+{
+    const __mmask32 m = cols >= 32 ? 0xffffffffu : (__mmask32)((1u << (cols > 0 ? cols : 0)) - 1);
+    return _mm512_maskz_loadu_epi16(m, cols > 0 ? x : NULL);
+}
+
+/* pack_b_cols on a bf16 B^T stored (N, K): the same blocks from the values as stored */
+AVX512BF16 void gemm_bf16_pack_b16_cols(int K, int N, const uint16_t *B, int ldb, const packed_t *p)
+{
+    for (int nb = 0; nb < p->nbn; nb++)
+        for (int kb = 0; kb < p->kbn; kb++) {
+            __m512i r[16];
+            for (int j = 0; j < 16; j++) {
+                int n = nb * BLK + j;
+                r[j] = n < N ? pairs_of_row16(B + (size_t)n * ldb + kb * KB, K - kb * KB) : _mm512_setzero_si512();
+            }
+            tr16x16_epi32(r);
+            uint16_t *t = p->b + ((size_t)nb * p->kbn + kb) * BLK_ELEMS;
+            for (int q = 0; q < 16; q++) _mm512_storeu_si512(t + q * KB, r[q]);
+        }
+}
+
 /* ---- kept operands: a weight packed once for every product until it changes ------------ */
 
 typedef struct {

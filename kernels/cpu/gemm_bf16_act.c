@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bf16.h"
+#include "gemm_bf16.h"
 #include "gemm_bf16_pack.h"
 
 #define KB GEMM_BF16_KB
@@ -18,27 +19,22 @@
 
 /* ---- storing ------------------------------------------------------------------------------ */
 
-/* vcvtne2ps2bf16's rounding of one float: a denormal (exponent 0) to the zero of its sign */
-static inline uint16_t bf16_daz(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7f800000u) == 0) return (uint16_t)((u >> 16) & 0x8000u);
-    return (uint16_t)(bf16_round_bits(u) >> 16);
-}
-
 __attribute__((target_clones("avx512f", "avx2", "default"))) static void store_rne(size_t n, const float *src,
                                                                                    uint16_t *dst)
 {
     for (size_t i = 0; i < n; i++) dst[i] = bf16_from_float(src[i]);
 }
 
+/* vcvtneps2bf16 sixteen at a time, the tail's under a mask: each element's own rounding */
 AVX512BF16 static void store_units(size_t n, const float *src, uint16_t *dst)
 {
     size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128((__m128i *)(void *)(dst + i), (__m128i)_mm256_cvtneps_pbh(_mm256_loadu_ps(src + i)));
-    for (; i < n; i++) dst[i] = bf16_daz(src[i]);
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i *)(void *)(dst + i), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + i)));
+    if (i < n) {
+        const __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
+        _mm256_mask_storeu_epi16(dst + i, k, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(k, src + i)));
+    }
 }
 
 void bf16_act_store_on(cpu_isa_t isa, size_t n, const float *src, uint16_t *dst)
@@ -111,111 +107,134 @@ AVX512BF16 static void pack_b16_rows(int K, int N, const uint16_t *B, int ldb, c
 
 /* ---- the products -------------------------------------------------------------------------- */
 
-static inline float elem(int trans, const float *X, int ld, int r, int c)
+/* An operand as stored: float32 f, or bf16 h where h is not NULL; t its transposition
+ * (op(X) = X^T), ld its row stride. */
+typedef struct {
+    const float *f;
+    const uint16_t *h;
+    int t, ld;
+} opnd_t;
+
+/* element (r, c) of op(X) as the products take it: the bf16 value, or the float32 one
+ * rounded */
+static inline float value(const opnd_t *x, int r, int c)
 {
-    return trans ? X[(size_t)c * ld + r] : X[(size_t)r * ld + c];
+    const size_t at = x->t ? (size_t)c * x->ld + r : (size_t)r * x->ld + c;
+    return x->h ? bf16_to_float(x->h[at]) : bf16_round(x->f[at]);
 }
 
-/* gemm_bf16.c's direct (no scratch: out of memory), one operand bf16: X16 is A (which 0)
- * or B (1), row-major */
-static void direct16(int which, int t, int M, int N, int K, float alpha, const float *X, int ldx, const uint16_t *X16,
-                     int ld16, float beta, float *C, int ldc)
+/* gemm_bf16.c's direct (no scratch: out of memory) */
+static void direct_mixed(const opnd_t *a, const opnd_t *b, int M, int N, int K, float alpha, float beta, float *C,
+                         int ldc)
 {
     for (int m = 0; m < M; m++)
         for (int n = 0; n < N; n++) {
             float s = 0.0f;
-            for (int k = 0; k < K; k++) {
-                const float a = which ? bf16_round(elem(t, X, ldx, m, k)) : bf16_to_float(X16[(size_t)m * ld16 + k]);
-                const float b = which ? bf16_to_float(X16[(size_t)k * ld16 + n]) : bf16_round(elem(t, X, ldx, k, n));
-                s += a * b;
-            }
+            for (int k = 0; k < K; k++) s += value(a, m, k) * value(b, k, n);
             float *c = C + (size_t)m * ldc + n;
             *c = beta == 0.0f ? alpha * s : alpha * s + beta * *c;
         }
 }
 
-/* rows x cols of bf16 X (row stride ld) as float32 into the dense x */
-static void widen_rows(int rows, int cols, const uint16_t *X, int ld, float *x)
+/* rows x cols of an operand as stored, dense, into x: widened (exact) or rounded */
+static void dense(const opnd_t *o, int rows, int cols, float *x)
 {
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++) x[(size_t)r * cols + c] = bf16_to_float(X[(size_t)r * ld + c]);
+    if (o->h) bf16_widen_rows(rows, cols, o->h, (size_t)o->ld, x);
+    else bf16_round_rows(rows, cols, o->f, (size_t)o->ld, x);
 }
 
-/* gemm_bf16.c's portable: OpenBLAS on the dense float32 operands, the bf16 one widened
- * (exact), the other rounded */
-static void portable16(int which, int t, int M, int N, int K, float alpha, const float *X, int ldx, const uint16_t *X16,
-                       int ld16, float beta, float *C, int ldc)
+/* gemm_bf16.c's portable: OpenBLAS on the dense float32 operands, a bf16 one widened
+ * (exact), a float32 one rounded */
+static void portable_mixed(const opnd_t *a, const opnd_t *b, int M, int N, int K, float alpha, float beta, float *C,
+                           int ldc)
 {
-    /* the float32 operand as stored: B is K x N, or N x K transposed; A M x K, or K x M */
-    const int xr = which ? (t ? K : M) : (t ? N : K), xc = which ? (t ? M : K) : (t ? K : N);
-    const int wr = which ? K : M, wc = which ? N : K; /* the bf16 one */
-    const size_t xn = (size_t)xr * xc, wn = (size_t)wr * wc;
-    float *a = gemm_bf16_scratch(0, (which ? xn : wn) * sizeof(float));
-    float *b = a ? gemm_bf16_scratch(1, (which ? wn : xn) * sizeof(float)) : NULL;
-    if (!a || !b) {
-        direct16(which, t, M, N, K, alpha, X, ldx, X16, ld16, beta, C, ldc);
+    const int ar = a->t ? K : M, ac = a->t ? M : K, br = b->t ? N : K, bc = b->t ? K : N;
+    float *da = gemm_bf16_scratch(0, (size_t)ar * ac * sizeof(float));
+    float *db = da ? gemm_bf16_scratch(1, (size_t)br * bc * sizeof(float)) : NULL;
+    if (!da || !db) {
+        direct_mixed(a, b, M, N, K, alpha, beta, C, ldc);
         return;
     }
-    bf16_round_rows(xr, xc, X, (size_t)ldx, which ? a : b);
-    widen_rows(wr, wc, X16, ld16, which ? b : a);
-    const CBLAS_TRANSPOSE tr = t ? CblasTrans : CblasNoTrans;
-    cblas_sgemm(CblasRowMajor, which ? tr : CblasNoTrans, which ? CblasNoTrans : tr, M, N, K, alpha, a, which ? xc : K,
-                b, which ? N : xc, beta, C, ldc);
+    dense(a, ar, ac, da);
+    dense(b, br, bc, db);
+    cblas_sgemm(CblasRowMajor, a->t ? CblasTrans : CblasNoTrans, b->t ? CblasTrans : CblasNoTrans, M, N, K, alpha, da,
+                ac, db, bc, beta, C, ldc);
 }
 
-/* One product with operand `which` (0: A, 1: B) bf16 and row-major, the other float32
- * op(X) (trans t); run_on's steps. */
-static void run16(cpu_isa_t isa, int which, int t, int M, int N, int K, float alpha, const float *X, int ldx,
-                  const uint16_t *X16, int ld16, const float *bias, float beta, float *C, int ldc)
+/* p->b from B: packed (a float32 B kept for every product where it is), 0; -1 without
+ * scratch */
+static int pack_b_any(const opnd_t *b, int K, int N, gemm_bf16_packed_t *p)
+{
+    if (!b->h) return gemm_bf16_pack_b(b->t, K, N, b->f, b->ld, p);
+    p->b = gemm_bf16_scratch(1, (size_t)p->nbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
+    if (!p->b) return -1;
+    if (b->t) gemm_bf16_pack_b16_cols(K, N, b->h, b->ld, p);
+    else pack_b16_rows(K, N, b->h, b->ld, p);
+    return 0;
+}
+
+/* p->a from A (a bf16 A as stored, row-major): 0, or -1 without scratch */
+static int pack_a_any(const opnd_t *a, int M, int K, gemm_bf16_packed_t *p)
+{
+    if (!a->h) return gemm_bf16_pack_a(a->t, M, K, a->f, a->ld, p);
+    p->a = gemm_bf16_scratch(0, (size_t)p->mbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
+    if (p->a) pack_a16_rows(M, K, a->h, a->ld, p);
+    return p->a ? 0 : -1;
+}
+
+/* One product of the operands as stored (a bf16 A row-major: a->t 0); run_on's steps. */
+static void run_mixed(cpu_isa_t isa, const opnd_t *a, const opnd_t *b, int M, int N, int K, float alpha,
+                      const float *bias, float beta, float *C, int ldc)
 {
     if (M <= 0 || N <= 0) return;
     if (isa > cpu_isa_available()) isa = cpu_isa_available();
     if (gemm_bf16_start(isa, M, N, K, bias, &beta, C, ldc)) return;
     if (isa == CPU_ISA_PORTABLE) {
-        portable16(which, t, M, N, K, alpha, X, ldx, X16, ld16, beta, C, ldc);
-        return;
-    }
-    gemm_bf16_packed_t p;
-    gemm_bf16_blocks(M, N, K, &p);
-    int rc;
-    if (which) {
-        rc = gemm_bf16_pack_a(t, M, K, X, ldx, &p);
-        p.b = rc == 0 ? gemm_bf16_scratch(1, (size_t)p.nbn * p.kbn * BLK_ELEMS * sizeof(uint16_t)) : NULL;
-        if (p.b) pack_b16_rows(K, N, X16, ld16, &p);
-        rc = p.b ? 0 : -1;
-    } else if (isa == CPU_ISA_AMX && M % BLK == 0 && K % KB == 0 && N <= AMX_ROWS_MAX_N) {
-        if (gemm_bf16_pack_b(t, K, N, X, ldx, &p) == 0) {
-            const gemm_bf16_epilogue_t e = {.alpha = alpha, .beta = bias ? 0.0f : beta, .bias = bias};
-            const gemm_bf16_a_tiles_t a = {.a = X16,
-                                           .block = (size_t)BLK * ld16,
-                                           .kstep = KB,
-                                           .stride = (size_t)ld16 * sizeof(uint16_t)};
-            gemm_bf16_run_amx(&a, &p, M, N, &e, C, ldc);
-            return;
-        }
-        rc = -1;
-    } else {
-        p.a = gemm_bf16_scratch(0, (size_t)p.mbn * p.kbn * BLK_ELEMS * sizeof(uint16_t));
-        if (p.a) pack_a16_rows(M, K, X16, ld16, &p);
-        rc = p.a ? gemm_bf16_pack_b(t, K, N, X, ldx, &p) : -1;
-    }
-    if (rc != 0) {
-        if (bias) gemm_bf16_fill_bias(M, N, bias, C, ldc), beta = 1.0f;
-        direct16(which, t, M, N, K, alpha, X, ldx, X16, ld16, beta, C, ldc);
+        portable_mixed(a, b, M, N, K, alpha, beta, C, ldc);
         return;
     }
     const gemm_bf16_epilogue_t e = {.alpha = alpha, .beta = bias ? 0.0f : beta, .bias = bias};
-    gemm_bf16_run_packed(isa, &p, M, N, &e, C, ldc);
+    gemm_bf16_packed_t p;
+    gemm_bf16_blocks(M, N, K, &p);
+    if (a->h && isa == CPU_ISA_AMX && M % BLK == 0 && K % KB == 0 && N <= AMX_ROWS_MAX_N) {
+        if (pack_b_any(b, K, N, &p) == 0) {
+            const gemm_bf16_a_tiles_t at = {.a = a->h,
+                                            .block = (size_t)BLK * a->ld,
+                                            .kstep = KB,
+                                            .stride = (size_t)a->ld * sizeof(uint16_t)};
+            gemm_bf16_run_amx(&at, &p, M, N, &e, C, ldc);
+            return;
+        }
+    } else if (pack_a_any(a, M, K, &p) == 0 && pack_b_any(b, K, N, &p) == 0) {
+        gemm_bf16_run_packed(isa, &p, M, N, &e, C, ldc);
+        return;
+    }
+    if (bias) gemm_bf16_fill_bias(M, N, bias, C, ldc), beta = 1.0f;
+    direct_mixed(a, b, M, N, K, alpha, beta, C, ldc);
 }
 
 void gemm_bf16_a16_on(cpu_isa_t isa, int tb, int M, int N, int K, float alpha, const uint16_t *A, int lda,
                       const float *B, int ldb, const float *bias, float beta, float *C, int ldc)
 {
-    run16(isa, 0, tb, M, N, K, alpha, B, ldb, A, lda, bias, beta, C, ldc);
+    const opnd_t a = {.h = A, .ld = lda}, b = {.f = B, .t = tb, .ld = ldb};
+    run_mixed(isa, &a, &b, M, N, K, alpha, bias, beta, C, ldc);
 }
 
 void gemm_bf16_b16_on(cpu_isa_t isa, int ta, int M, int N, int K, float alpha, const float *A, int lda,
                       const uint16_t *B, int ldb, float beta, float *C, int ldc)
 {
-    run16(isa, 1, ta, M, N, K, alpha, A, lda, B, ldb, NULL, beta, C, ldc);
+    const opnd_t a = {.f = A, .t = ta, .ld = lda}, b = {.h = B, .ld = ldb};
+    run_mixed(isa, &a, &b, M, N, K, alpha, NULL, beta, C, ldc);
+}
+
+void gemm_bf16_mixed_on(cpu_isa_t isa, int ta, int tb, int M, int N, int K, float alpha, const float *A,
+                        const uint16_t *A16, int lda, const float *B, const uint16_t *B16, int ldb, float beta,
+                        float *C, int ldc)
+{
+    if (!A16 && !B16) { /* float32 both: gemm_bf16_on itself */
+        gemm_bf16_on(isa, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    const opnd_t a = {.f = A, .h = A16, .t = A16 ? 0 : ta, .ld = lda}, b = {.f = B, .h = B16, .t = tb, .ld = ldb};
+    run_mixed(isa, &a, &b, M, N, K, alpha, NULL, beta, C, ldc);
 }

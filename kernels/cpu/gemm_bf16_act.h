@@ -33,5 +33,13 @@ void gemm_bf16_a16_on(cpu_isa_t isa, int tb, int M, int N, int K, float alpha, c
  * gemm_bf16_on on B's values as float32. */
 void gemm_bf16_b16_on(cpu_isa_t isa, int ta, int M, int N, int K, float alpha, const float *A, int lda,
                       const uint16_t *B, int ldb, float beta, float *C, int ldc);
+/* C (M, N) = alpha * op(A) op(B) + beta * C with either operand, or both, stored in bf16:
+ * A16 (M, K) row-major where not NULL (ta then 0), else op(A) float32 as gemm_bf16_on's;
+ * B16 where not NULL, (K, N) row-major, or (N, K) for tb 1 (B^T stored), else op(B)
+ * float32. The bits of gemm_bf16_on on the bf16 operands' values as float32 (a fused
+ * attention's q, k and v stored in bf16). */
+void gemm_bf16_mixed_on(cpu_isa_t isa, int ta, int tb, int M, int N, int K, float alpha, const float *A,
+                        const uint16_t *A16, int lda, const float *B, const uint16_t *B16, int ldb, float beta,
+                        float *C, int ldc);
 
 #endif

@@ -48,6 +48,9 @@ int gemm_bf16_pack_a(int ta, int M, int K, const float *A, int lda, gemm_bf16_pa
 /* p->b from float32 op(B) (K, N): the kept packing (gemm_bf16_keep_b) or this thread's
  * scratch; 0, or -1 (out of memory). The bf16 units' paths only. */
 int gemm_bf16_pack_b(int tb, int K, int N, const float *B, int ldb, gemm_bf16_packed_t *p);
+/* p->b (allocated by the caller) from a bf16 B^T stored (N, K), row stride ldb: the blocks
+ * gemm_bf16_pack_b(1, ...) makes of the same values. The bf16 units' paths only. */
+void gemm_bf16_pack_b16_cols(int K, int N, const uint16_t *B, int ldb, const gemm_bf16_packed_t *p);
 /* Where the AMX loop finds A's tiles (16 rows of 32 k): row block mb's k block kb at
  * a + mb * block + kb * kstep, its rows stride bytes apart. Packed (p->a): block kbn *
  * GEMM_BF16_BLK_ELEMS, kstep GEMM_BF16_BLK_ELEMS, stride 64. A row-major bf16 A as stored

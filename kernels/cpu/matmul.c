@@ -62,6 +62,12 @@ void mm_sgemm_b16(mm_trans_t ta, int M, int N, int K, float alpha, const float *
     gemm_bf16_b16_on(cpu_isa(), ta, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+void mm_sgemm_mixed(mm_trans_t ta, mm_trans_t tb, int M, int N, int K, float alpha, const float *A, const uint16_t *A16,
+                    int lda, const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc)
+{
+    gemm_bf16_mixed_on(cpu_isa(), ta, tb, M, N, K, alpha, A, A16, lda, B, B16, ldb, beta, C, ldc);
+}
+
 void mm_keep_weight(mm_trans_t tb, int K, int N, const float *B, int ldb)
 {
     if (precision == MM_BF16) gemm_bf16_keep_b(tb, K, N, B, ldb);

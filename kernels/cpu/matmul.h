@@ -53,6 +53,10 @@ void mm_sgemm_a16(mm_trans_t tb, int M, int N, int K, float alpha, const uint16_
                   const float *bias, float beta, float *C, int ldc);
 void mm_sgemm_b16(mm_trans_t ta, int M, int N, int K, float alpha, const float *A, int lda, const uint16_t *B, int ldb,
                   float beta, float *C, int ldc);
+/* mm_sgemm at bf16 products with either operand, or both, stored in bf16 (A16, B16 where
+ * not NULL: gemm_bf16_act.h's gemm_bf16_mixed_on), on cpu_isa()'s path */
+void mm_sgemm_mixed(mm_trans_t ta, mm_trans_t tb, int M, int N, int K, float alpha, const float *A, const uint16_t *A16,
+                    int lda, const float *B, const uint16_t *B16, int ldb, float beta, float *C, int ldc);
 
 /* At bf16, packs a weight op(B) once for the products that read it until
  * mm_weights_changed (gemm_bf16_keep_b); nothing at fp32. From one thread, outside a

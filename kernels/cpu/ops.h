@@ -212,6 +212,9 @@ void view_backward(const bcast_desc_t *d, size_t off, int B, const float *dout, 
  * dinp instead of adding, for a view that reads every input exactly once (a Transpose)
  * whose input gradient has no other contribution (model.c's grad_setter). */
 void view_rows_forward(const bcast_desc_t *d, size_t off, int B, const float *inp, float *out);
+/* view_rows_forward of an input stored in bf16 (gemm_bf16_act.h), its values as float32:
+ * generation's head split of a fused attention's q, k and v (plan.h's act_bf16) */
+void view_rows_forward16(const bcast_desc_t *d, size_t off, int B, const uint16_t *inp, float *out);
 void view_rows_backward(const bcast_desc_t *d, size_t off, int B, const float *dout, float *dinp /* += */);
 void view_rows_backward_set(const bcast_desc_t *d, size_t off, int B, const float *dout, float *dinp /* = */);
 /* A sum over axes (ReduceSum, ReduceMean), times scale: the walk d is over the input (sa
@@ -456,11 +459,21 @@ typedef struct {
 int attention_fits(int T, int D);
 void attention_causal_forward(const attn_desc_t *a, int B, const float *q, const float *k, const float *v, float *p,
                               float *y);
-/* The same at bf16 products (matmul.h's MM_BF16) with y stored in bf16, as
- * gemm_bf16_act.h's bf16_act_store rounds it (row stride y.rs in bf16 elements): y's only
- * readers are products, which round it so anyway. */
-void attention_causal_forward_y16(const attn_desc_t *a, int B, const float *q, const float *k, const float *v, float *p,
-                                  uint16_t *y16);
+/* The same at bf16 products (matmul.h's MM_BF16) with activations stored in bf16 (laid out
+ * as their float32 twins, strides in elements): q, k or v read from s16's where that is not
+ * NULL (their float32 pointers then unread), y written to s16's y where not NULL, as
+ * gemm_bf16_act.h's bf16_act_store rounds it. The products round their operands to bf16
+ * anyway (q, k, v as stored are those values; y's only readers are products), so the
+ * same bits. */
+typedef struct {
+    const uint16_t *q, *k, *v;
+    uint16_t *y;
+} attn_bf16_t;
+void attention_causal_forward_bf16(const attn_desc_t *a, int B, const float *q, const float *k, const float *v,
+                                   const attn_bf16_t *s16, float *p, float *y);
+void attention_causal_backward_bf16(const attn_desc_t *a, int B, const float *q, const float *k, const float *v,
+                                    const attn_bf16_t *s16, const float *p, const float *dy, float *dq, float *dk,
+                                    float *dv);
 void attention_causal_backward(const attn_desc_t *a, int B, const float *q, const float *k, const float *v,
                                const float *p, const float *dy, float *dq, float *dk, float *dv);
 

@@ -8,6 +8,8 @@
  * NCHW <-> NHWC permutes and its layer scale are then loops over runs of 16 to 200k floats
  * instead of one carry test per float (the copy runs at memory speed). */
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 /* The binary rows' selects and divisions are followed by arithmetic gcc would otherwise
  * keep scalar (elementwise.c's reason; nothing here reads the exception flags). Before the
@@ -171,6 +173,25 @@ void view_rows_forward(const bcast_desc_t *d, size_t off, int B, const float *in
             for (long j = 0; j < len; j++) y[j] = x[j];
         else
             for (long j = 0; j < len; j++) y[j] = x[j * st];
+        if (!rows_next(&r, idx, &ia, &ib)) return;
+    }
+}
+
+void view_rows_forward16(const bcast_desc_t *d, size_t off, int B, const uint16_t *inp, float *out)
+{
+    rows_t r;
+    if (B <= 0) return;
+    rows_setup(d, B, 0, &r);
+    const long len = r.n[r.rank - 1];
+    const ptrdiff_t st = r.s[r.rank - 1];
+    long idx[BCAST_MAX_AXES] = {0};
+    ptrdiff_t ia = (ptrdiff_t)off, ib = 0;
+    for (float *y = out;; y += len) {
+        const uint16_t *x = inp + ia;
+        for (long j = 0; j < len; j++) {
+            const uint32_t u = (uint32_t)x[j * st] << 16; /* bf16 widened: exact */
+            memcpy(y + j, &u, sizeof u);
+        }
         if (!rows_next(&r, idx, &ia, &ib)) return;
     }
 }

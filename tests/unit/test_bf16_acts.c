@@ -10,7 +10,8 @@
  * output rounded; GELU's bf16 output against its float32 output rounded, and its backward,
  * which reads that output rounded (plan.h's saved_bf16), the same bits from either, within
  * its bound of the float64 reference; and a bf16 GPT trained a few steps with its layer
- * norms', GELUs' and fused attentions' outputs in bf16 against the same model with them float32
+ * norms', GELUs', q/k/v projections' and fused attentions' outputs in bf16 (and mlp.c_fc's
+ * rounded) against the same model with them float32
  * (PACER_BF16_ACTS=0): the same losses, gradients and weights, on every path (AVX512-BF16
  * and AMX skip by name on a CPU without them), on one thread and two, and with LoRA
  * adapters; its activation arena smaller by the half of those outputs, and by the outputs
@@ -145,6 +146,31 @@ static void check_product(cpu_isa_t isa, int which, int t, int M, int N, int K, 
     free(X16f), free(X), free(bias), free(A16), free(want), free(got);
 }
 
+/* gemm_bf16_mixed_on: A (M, K) bf16 or float32 (transposed where float32 and ta), B bf16 or
+ * float32, (K, N) or transposed (stored (N, K)), both bf16 included (a fused attention's q k^T
+ * of q and k stored in bf16): the bits of gemm_bf16_on on the values as float32 */
+static void check_mixed(cpu_isa_t isa, int a16, int b16, int ta, int tb, int M, int N, int K, rng_t *r)
+{
+    const int pad = 3, ldc = N + pad;
+    const int ar = ta ? K : M, ac = (ta ? M : K) + pad, br = tb ? N : K, bc = (tb ? K : N) + pad;
+    float *A = random_floats(r, (size_t)ar * ac, 1.0), *B = random_floats(r, (size_t)br * bc, 1.0);
+    uint16_t *A16 = malloc((size_t)ar * ac * sizeof *A16), *B16 = malloc((size_t)br * bc * sizeof *B16);
+    float *want = malloc((size_t)M * ldc * sizeof(float)), *got = malloc((size_t)M * ldc * sizeof(float));
+    assert_true(A16 && B16 && want && got);
+    A[0] = from_bits(0x807fffffu); /* a denormal: zero on the units, kept on the portable path */
+    bf16_act_store_on(isa, (size_t)ar * ac, A, A16);
+    bf16_act_store_on(isa, (size_t)br * bc, B, B16);
+    for (size_t i = 0; i < (size_t)M * ldc; i++) want[i] = got[i] = (float)(i % 5) - 2.0f;
+    const float alpha = tb ? 0.5f : 1.0f, beta = M % 2 ? 0.75f : 0.0f;
+    gemm_bf16_on(isa, ta, tb, M, N, K, alpha, A, ac, B, bc, beta, want, ldc);
+    gemm_bf16_mixed_on(isa, ta, tb, M, N, K, alpha, a16 ? NULL : A, a16 ? A16 : NULL, ac, b16 ? NULL : B,
+                       b16 ? B16 : NULL, bc, beta, got, ldc);
+    if (memcmp(want, got, (size_t)M * ldc * sizeof(float)) != 0)
+        fail_msg("%s: A %s%s, B %s%s, M %d N %d K %d: not the float32 operands' bits", cpu_isa_name(isa),
+                 a16 ? "bf16" : "float32", ta ? "^T" : "", b16 ? "bf16" : "float32", tb ? "^T" : "", M, N, K);
+    free(A), free(B), free(A16), free(B16), free(want), free(got);
+}
+
 static void check_products(cpu_isa_t isa)
 {
     /* block edges; whole tiles of A (M 16 k, K 32 k: AMX reads A as stored up to N 1024),
@@ -158,6 +184,10 @@ static void check_products(cpu_isa_t isa)
             check_product(isa, 0, t, SH[s][0], SH[s][1], SH[s][2], 0, &r);
             check_product(isa, 0, t, SH[s][0], SH[s][1], SH[s][2], 1, &r);
             check_product(isa, 1, t, SH[s][0], SH[s][1], SH[s][2], 0, &r);
+            for (int v = 1; v < 4; v++) { /* A16, B16, both; B transposed or not */
+                check_mixed(isa, v & 1, v >> 1, 0, t, SH[s][0], SH[s][1], SH[s][2], &r);
+                if (!(v & 1)) check_mixed(isa, 0, 1, 1, t, SH[s][0], SH[s][1], SH[s][2], &r);
+            }
         }
 }
 
@@ -410,9 +440,10 @@ static void check_plan(const model_t *on, const model_t *off)
     for (int i = 0; i < on->nlayers; i++) {
         const layer_t *l = &on->layers[i];
         const size_t n = (size_t)on->max_batch * l->OC * l->OH * l->OW;
-        assert_int_equal(model_layer_plan(on, i)->act_bf16, l->kind == LAYER_LAYERNORM || l->kind == LAYER_GELU ||
-                                                                model_layer_plan(on, i)->attn == ATTN_RUN ||
-                                                                model_layer_plan(on, i)->rounded);
+        assert_int_equal(model_layer_plan(on, i)->act_bf16,
+                         l->kind == LAYER_LAYERNORM || l->kind == LAYER_GELU ||
+                             model_layer_plan(on, i)->attn == ATTN_RUN || model_layer_plan(on, i)->rounded ||
+                             (l->kind == LAYER_LINEAR && l->shape.dims[l->shape.rank - 1] == 3 * G.embd));
         /* mlp.c_fc: read by its GELU alone, rounded whether stored in bf16 or not */
         assert_int_equal(model_layer_plan(on, i)->rounded,
                          l->kind == LAYER_LINEAR && on->layers[i + 1].kind == LAYER_GELU);
@@ -432,8 +463,9 @@ static void check_plan(const model_t *on, const model_t *off)
         marked++;
         half += n / 2;
     }
-    /* ln_1, ln_2, mlp.c_fc, the GELU and the fused attention's merge each block, ln_f */
-    assert_int_equal(marked, 5 * G.layers + 1);
+    /* ln_1, attn.c_attn (q, k and v), the fused attention's merge, ln_2, mlp.c_fc and the
+     * GELU each block, ln_f */
+    assert_int_equal(marked, 6 * G.layers + 1);
     assert_int_equal(in_slot, 2 * G.layers); /* attn.c_proj and mlp.c_proj each block */
     const size_t saved = half + shared - slot;
     assert_true(on->act_floats + saved >= off->act_floats && on->act_floats + saved <= off->act_floats + (size_t)marked);

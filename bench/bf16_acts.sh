@@ -1,7 +1,8 @@
 # bench/bf16_acts.sh - bf16 activations (model/plan.h's act_bf16: a layer norm's output that
-# only Linear layers read, and a GELU's that only a Linear layer and its own backward read,
-# stored in bf16; with them act_shared: the Linear outputs only the residual add after them
-# reads, in one slot) on against off, in one build: the built-in GPT
+# only Linear layers read, a GELU's that only a Linear layer and its own backward read, a
+# fused attention's output and its q, k and v, and mlp.c_fc's output, rounded for its GELU
+# either way (rounded), stored in bf16; with them act_shared: the Linear outputs only the
+# residual add after them reads, in one slot) on against off, in one build: the built-in GPT
 # at precision bf16 on one thread, pacer-worker with PACER_BF16_ACTS=0 (every activation
 # float32, the products rounding them as before) and without it, taking turns (the order
 # flipping every round, so drift in the machine's load favours neither), RUNS rounds (5),

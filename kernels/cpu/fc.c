@@ -113,6 +113,13 @@ void fc_backward(int B, int IN, int OUT, const float *inp, const float *weight, 
     gemm_backward(fc_desc(&d, IN, OUT), B, inp, weight, dout, dinp, dweight, dbias);
 }
 
+/* At bf16 the forward's weight is packed once, here, for every thread's product */
+static void keep_weight(const gemm_desc_t *d, const float *weight)
+{
+    if (d->layout == GEMM_W_OUT_IN) mm_keep_weight(MM_T, d->IN, d->OUT, weight, d->IN);
+    else mm_keep_weight(MM_N, d->IN, d->OUT, weight, d->OUT);
+}
+
 /* gemm_forward on inp, or on inp16 (bf16) where not NULL */
 static void forward_any(const gemm_desc_t *d, int B, const float *inp, const uint16_t *inp16, const float *weight,
                         const float *bias, float *out)
@@ -147,9 +154,7 @@ static void forward_any(const gemm_desc_t *d, int B, const float *inp, const uin
                     .out = out,
                     .bias = epilogue ? bias : NULL,
                     .cbeta = bias ? 1.0f : 0.0f};
-    /* at bf16 the weight is packed once, here, for every thread's product */
-    if (d->layout == GEMM_W_OUT_IN) mm_keep_weight(MM_T, IN, OUT, weight, IN);
-    else mm_keep_weight(MM_N, IN, OUT, weight, OUT);
+    keep_weight(d, weight);
     run(&j, forward_part, (double)B * IN * OUT);
 }
 
@@ -253,8 +258,7 @@ void gemm_forward_rounded(const gemm_desc_t *d, int B, const float *inp, const u
                     .bias = epilogue ? bias : NULL,
                     .fill = epilogue ? NULL : bias,
                     .cbeta = bias ? 1.0f : 0.0f};
-    if (d->layout == GEMM_W_OUT_IN) mm_keep_weight(MM_T, IN, OUT, weight, IN);
-    else mm_keep_weight(MM_N, IN, OUT, weight, OUT);
+    keep_weight(d, weight);
     run(&j, rounded_part, (double)B * IN * OUT);
 }
 

@@ -28,9 +28,10 @@
  * own overhead (the C and MPI runtimes, OpenBLAS's buffers) is not counted: the worker's
  * check measures it instead (RLIMIT_AS less what the process already maps).
  *
- * The job's precision is not a term: at bf16 the activations and their gradients stay
- * float32 (kernels/cpu/matmul.h rounds the products' operands, not what is stored), so a
- * bf16 rank allocates what an fp32 one does. The bf16 products' scratch (gemm_bf16.h: a
+ * The job's precision is not a term: the figures are float32's, an upper bound at bf16,
+ * where the activations only products (or a GELU) read are stored in bf16 in half their
+ * floats (model/plan.h's act_bf16: 1,473 against 1,547 MB at GPT-2 124M's width, bench/
+ * bf16_speed.sh) and their gradients stay float32. The bf16 products' scratch (gemm_bf16.h: a
  * calling thread's packed operands and one packed weight, the size of the largest
  * product's) is left out with OpenBLAS's buffers (test_sim's test_memest_bf16_is_fp32s;
  * test_model's test_bf16_allocates_as_fp32: the sizes a model allocates at either).

@@ -148,7 +148,8 @@ static int panels(const rows_t *r, rows_t *p)
 }
 #endif
 
-void view_rows_forward(const bcast_desc_t *d, size_t off, int B, const float *inp, float *out)
+/* view_rows_forward of inp, or of inp16's bf16 values widened (exact) where inp is NULL */
+static void rows_forward(const bcast_desc_t *d, size_t off, int B, const float *inp, const uint16_t *inp16, float *out)
 {
     rows_t r;
     if (B <= 0) return;
@@ -159,7 +160,7 @@ void view_rows_forward(const bcast_desc_t *d, size_t off, int B, const float *in
     ptrdiff_t ia = (ptrdiff_t)off, ib = 0;
 #ifdef VIEW_X86
     rows_t p;
-    if (panels(&r, &p)) {
+    if (inp && panels(&r, &p)) {
         const long R = r.n[r.rank - 2];
         for (float *y = out;; y += R * len) {
             panel_forward(inp + ia, st, R, len, y);
@@ -168,32 +169,27 @@ void view_rows_forward(const bcast_desc_t *d, size_t off, int B, const float *in
     }
 #endif
     for (float *y = out;; y += len) {
-        const float *x = inp + ia;
-        if (st == 1)
-            for (long j = 0; j < len; j++) y[j] = x[j];
+        if (!inp)
+            for (long j = 0; j < len; j++) {
+                const uint32_t u = (uint32_t)inp16[ia + j * st] << 16;
+                memcpy(y + j, &u, sizeof u);
+            }
+        else if (st == 1)
+            for (long j = 0; j < len; j++) y[j] = inp[ia + j];
         else
-            for (long j = 0; j < len; j++) y[j] = x[j * st];
+            for (long j = 0; j < len; j++) y[j] = inp[ia + j * st];
         if (!rows_next(&r, idx, &ia, &ib)) return;
     }
 }
 
+void view_rows_forward(const bcast_desc_t *d, size_t off, int B, const float *inp, float *out)
+{
+    rows_forward(d, off, B, inp, NULL, out);
+}
+
 void view_rows_forward16(const bcast_desc_t *d, size_t off, int B, const uint16_t *inp, float *out)
 {
-    rows_t r;
-    if (B <= 0) return;
-    rows_setup(d, B, 0, &r);
-    const long len = r.n[r.rank - 1];
-    const ptrdiff_t st = r.s[r.rank - 1];
-    long idx[BCAST_MAX_AXES] = {0};
-    ptrdiff_t ia = (ptrdiff_t)off, ib = 0;
-    for (float *y = out;; y += len) {
-        const uint16_t *x = inp + ia;
-        for (long j = 0; j < len; j++) {
-            const uint32_t u = (uint32_t)x[j * st] << 16; /* bf16 widened: exact */
-            memcpy(y + j, &u, sizeof u);
-        }
-        if (!rows_next(&r, idx, &ia, &ib)) return;
-    }
+    rows_forward(d, off, B, NULL, inp, out);
 }
 
 /* set: dinp = dout + 0.0f instead of += (what += gives into zeros, bit for bit: +0 for -0);

@@ -1017,8 +1017,7 @@ static void attention_run_forward(model_t *m, int i, int B)
     attn_bf16_t s16;
     attention_sources(m, i, src, &s16);
     float *p = m->acts + m->layers[l->attn_p].out_off, *y = m->acts + m->layers[i].out_off;
-    if (s16.q || s16.k || s16.v || s16.y) attention_causal_forward_bf16(&a, B, src[0], src[1], src[2], &s16, p, y);
-    else attention_causal_forward(&a, B, src[0], src[1], src[2], p, y);
+    attention_causal_forward_bf16(&a, B, src[0], src[1], src[2], &s16, p, y);
 }
 
 static void attention_run_backward(model_t *m, int i, int B)

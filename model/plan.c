@@ -258,16 +258,22 @@ static int runs(const model_t *m, int k)
     return m->plan->layers[k].chain != VIEW_CHAIN_SKIP && m->plan->layers[k].attn != ATTN_SKIP;
 }
 
+/* Layer j is a plain Linear, not the model's output, of at most GEMM_ROUNDED_MAX_OUT
+ * features: one gemm_forward_rounded may write its output */
+static int roundable_linear(const model_t *m, int j)
+{
+    const layer_t *l = &m->layers[j];
+    return l->kind == LAYER_LINEAR && j < m->nlayers - 1 && l->op.gemm.OUT <= GEMM_ROUNDED_MAX_OUT &&
+           unfused(&m->plan->layers[j]);
+}
+
 /* Layer j's output may be stored in bf16 as a fused attention's q, k or v: a plain Linear's
  * of at most GEMM_ROUNDED_MAX_OUT features (written by gemm_forward_rounded) that only
  * fused attentions read (their view chains' links, which never run, aside), and not the
  * model's output. The attention's products round it to bf16 anyway: the same bits. */
 static int attention_input(const model_t *m, int j)
 {
-    const layer_t *l = &m->layers[j];
-    if (l->kind != LAYER_LINEAR || j == m->nlayers - 1 || l->op.gemm.OUT > GEMM_ROUNDED_MAX_OUT ||
-        !unfused(&m->plan->layers[j]))
-        return 0;
+    if (!roundable_linear(m, j)) return 0;
     int readers = 0;
     for (int k = j + 1; k < m->nlayers; k++) {
         if (!runs(m, k) || !reads_output(m, k, j)) continue;
@@ -283,10 +289,7 @@ static int attention_input(const model_t *m, int j)
  * and not the model's output. */
 static int rounded_output(const model_t *m, int j)
 {
-    const layer_t *l = &m->layers[j];
-    if (l->kind != LAYER_LINEAR || j == m->nlayers - 1 || l->op.gemm.OUT > GEMM_ROUNDED_MAX_OUT ||
-        !unfused(&m->plan->layers[j]))
-        return 0;
+    if (!roundable_linear(m, j)) return 0;
     int reader = -1;
     for (int k = j + 1; k < m->nlayers; k++)
         if (reads_output(m, k, j)) {

@@ -40,7 +40,7 @@ typedef struct {
     int B;
     const float *q, *k, *v, *p, *dy;
     float *pw, *y, *dq, *dk, *dv;
-    uint16_t *y16;                   /* y stored in bf16 instead (attention_causal_forward_y16) */
+    uint16_t *y16;                   /* y stored in bf16 instead (attention_causal_forward_bf16) */
     const uint16_t *q16, *k16, *v16; /* q, k, v stored in bf16 instead, where not NULL */
 } attn_job_t;
 

@@ -120,6 +120,19 @@ static void keep_weight(const gemm_desc_t *d, const float *weight)
     else mm_keep_weight(MM_N, d->IN, d->OUT, weight, d->OUT);
 }
 
+/* rows x OUT of out set to beta * bias (beta 1: a plain copy, no rounding); out is cold
+ * (written last by the step before): its lines asked for ahead */
+static void fill_bias(int rows, int OUT, float beta, const float *bias, float *out)
+{
+    for (int b = 0; b < rows; b++) {
+        float *o = out + (size_t)b * OUT;
+        for (int j = 0; j < OUT; j += 16) prefetch_ahead(o, (size_t)j, 1);
+        if (beta == 1.0f) memcpy(o, bias, (size_t)OUT * sizeof(float));
+        else
+            for (int j = 0; j < OUT; j++) o[j] = beta * bias[j];
+    }
+}
+
 /* gemm_forward on inp, or on inp16 (bf16) where not NULL */
 static void forward_any(const gemm_desc_t *d, int B, const float *inp, const uint16_t *inp16, const float *weight,
                         const float *bias, float *out)
@@ -131,16 +144,7 @@ static void forward_any(const gemm_desc_t *d, int B, const float *inp, const uin
      * (beta = 1: a plain copy, no rounding). At bf16 the products add a bias of beta 1 as
      * they write out (the same bits), which saves that pass over out. */
     const int epilogue = bias && beta == 1.0f && IN > 0 && (inp16 || mm_precision() == MM_BF16);
-    if (bias && !epilogue) {
-        for (int b = 0; b < B; b++) {
-            float *o = out + (size_t)b * OUT;
-            /* out is cold (written last by the step before): ask ahead for its lines */
-            for (int j = 0; j < OUT; j += 16) prefetch_ahead(o, (size_t)j, 1);
-            if (beta == 1.0f) memcpy(o, bias, (size_t)OUT * sizeof(float));
-            else
-                for (int j = 0; j < OUT; j++) o[j] = beta * bias[j];
-        }
-    }
+    if (bias && !epilogue) fill_bias(B, OUT, beta, bias, out);
     if (IN <= 0) {
         /* no GEMM with an empty inner dimension: OpenBLAS rejects lda = 0 */
         if (!bias) memset(out, 0, (size_t)B * OUT * sizeof(float));
@@ -198,13 +202,7 @@ static void store_rounded(size_t n, const float *s, uint16_t *out16, float *out)
 static void rounded_block(const gemm_job_t *j, long r, int rows, float *s)
 {
     const int IN = j->d->IN, OUT = j->d->OUT;
-    if (j->fill)
-        for (int b = 0; b < rows; b++) {
-            float *o = s + (size_t)b * OUT;
-            if (j->d->beta == 1.0f) memcpy(o, j->fill, (size_t)OUT * sizeof(float));
-            else
-                for (int c = 0; c < OUT; c++) o[c] = j->d->beta * j->fill[c];
-        }
+    if (j->fill) fill_bias(rows, OUT, j->d->beta, j->fill, s);
     gemm_job_t c = *j;
     c.B = rows;
     c.inp = j->inp ? j->inp + (size_t)r * IN : NULL;
@@ -241,7 +239,8 @@ void gemm_forward_rounded(const gemm_desc_t *d, int B, const float *inp, const u
     if (B <= 0 || OUT <= 0 || OUT > GEMM_ROUNDED_MAX_OUT) return;
     if (IN <= 0) { /* forward_any's: the bias, or zeros */
         float row[ROUND_STACK];
-        for (int c = 0; c < OUT; c++) row[c] = bias ? (d->beta == 1.0f ? bias[c] : d->beta * bias[c]) : 0.0f;
+        if (bias) fill_bias(1, OUT, d->beta, bias, row);
+        else memset(row, 0, (size_t)OUT * sizeof(float));
         for (int b = 0; b < B; b++)
             store_rounded((size_t)OUT, row, out16 ? out16 + (size_t)b * OUT : NULL,
                           out16 ? NULL : out + (size_t)b * OUT);

@@ -221,22 +221,6 @@ AVX512BF16 static void pack_a_cols(int M, int K, const float *A, int lda, const 
         }
 }
 
-/* B stored transposed (N rows of K): 32 k of a row are 16 pairs; 16 rows transposed. */
-AVX512BF16 static void pack_b_cols(int K, int N, const float *B, int ldb, const packed_t *p)
-{
-    for (int nb = 0; nb < p->nbn; nb++)
-        for (int kb = 0; kb < p->kbn; kb++) {
-            __m512i r[16];
-            for (int j = 0; j < 16; j++) {
-                int n = nb * BLK + j;
-                r[j] = n < N ? pairs_of_row(B + (size_t)n * ldb + kb * KB, K - kb * KB) : _mm512_setzero_si512();
-            }
-            tr16x16_epi32(r);
-            uint16_t *t = p->b + ((size_t)nb * p->kbn + kb) * BLK_ELEMS;
-            for (int q = 0; q < 16; q++) _mm512_storeu_si512(t + q * KB, r[q]);
-        }
-}
-
 /* 32 bf16 of a row from x (cols of them valid, the rest zero): 16 pairs as stored */
 AVX512BF16 static inline __m512i pairs_of_row16(const uint16_t *x, int cols)
 {
@@ -244,20 +228,32 @@ AVX512BF16 static inline __m512i pairs_of_row16(const uint16_t *x, int cols)
     return _mm512_maskz_loadu_epi16(m, cols > 0 ? x : NULL);
 }
 
-/* pack_b_cols on a bf16 B^T stored (N, K): the same blocks from the values as stored */
-AVX512BF16 void gemm_bf16_pack_b16_cols(int K, int N, const uint16_t *B, int ldb, const packed_t *p)
+/* B stored transposed (N rows of K), float32 B or bf16 B16 (where B is NULL): 32 k of a
+ * row are 16 pairs (converted, or as stored: the same blocks from the same values); 16
+ * rows transposed. */
+AVX512BF16 static void pack_cols(int K, int N, const float *B, const uint16_t *B16, int ldb, const packed_t *p)
 {
     for (int nb = 0; nb < p->nbn; nb++)
         for (int kb = 0; kb < p->kbn; kb++) {
             __m512i r[16];
             for (int j = 0; j < 16; j++) {
-                int n = nb * BLK + j;
-                r[j] = n < N ? pairs_of_row16(B + (size_t)n * ldb + kb * KB, K - kb * KB) : _mm512_setzero_si512();
+                const int n = nb * BLK + j, cols = K - kb * KB;
+                const size_t at = (size_t)n * ldb + kb * KB;
+                r[j] = n >= N ? _mm512_setzero_si512()
+                       : B    ? pairs_of_row(B + at, cols)
+                              : pairs_of_row16(B16 + at, cols);
             }
             tr16x16_epi32(r);
             uint16_t *t = p->b + ((size_t)nb * p->kbn + kb) * BLK_ELEMS;
             for (int q = 0; q < 16; q++) _mm512_storeu_si512(t + q * KB, r[q]);
         }
+}
+
+static void pack_b_cols(int K, int N, const float *B, int ldb, const packed_t *p) { pack_cols(K, N, B, NULL, ldb, p); }
+
+void gemm_bf16_pack_b16_cols(int K, int N, const uint16_t *B, int ldb, const packed_t *p)
+{
+    pack_cols(K, N, NULL, B, ldb, p);
 }
 
 /* ---- kept operands: a weight packed once for every product until it changes ------------ */

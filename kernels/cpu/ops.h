@@ -464,7 +464,7 @@ void attention_causal_forward(const attn_desc_t *a, int B, const float *q, const
  * NULL (their float32 pointers then unread), y written to s16's y where not NULL, as
  * gemm_bf16_act.h's bf16_act_store rounds it. The products round their operands to bf16
  * anyway (q, k, v as stored are those values; y's only readers are products), so the
- * same bits. */
+ * same bits. With every pointer of s16 NULL, at either precision: the functions above. */
 typedef struct {
     const uint16_t *q, *k, *v;
     uint16_t *y;

@@ -8,8 +8,6 @@
  * NCHW <-> NHWC permutes and its layer scale are then loops over runs of 16 to 200k floats
  * instead of one carry test per float (the copy runs at memory speed). */
 #include <stddef.h>
-#include <stdint.h>
-#include <string.h>
 
 /* The binary rows' selects and divisions are followed by arithmetic gcc would otherwise
  * keep scalar (elementwise.c's reason; nothing here reads the exception flags). Before the
@@ -18,6 +16,7 @@
 #pragma GCC optimize("no-trapping-math")
 #endif
 
+#include "bf16.h"
 #include "ops.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -170,10 +169,7 @@ static void rows_forward(const bcast_desc_t *d, size_t off, int B, const float *
 #endif
     for (float *y = out;; y += len) {
         if (!inp)
-            for (long j = 0; j < len; j++) {
-                const uint32_t u = (uint32_t)inp16[ia + j * st] << 16;
-                memcpy(y + j, &u, sizeof u);
-            }
+            for (long j = 0; j < len; j++) y[j] = bf16_to_float(inp16[ia + j * st]);
         else if (st == 1)
             for (long j = 0; j < len; j++) y[j] = inp[ia + j];
         else

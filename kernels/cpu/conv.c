@@ -19,7 +19,7 @@
  * K/groups, one GEMM per group on its block (with groups == 1 exactly the calls of a plain
  * convolution, so the built-in networks' results do not move). Depthwise convolutions
  * (groups > 1, one input channel per group) skip the lowering: conv_depthwise.c's
- * channels-inner kernel with one filter per channel, a row kernel (bottom of the file)
+ * channels-inner kernel with one filter per channel, its row kernel
  * with more, because im2col + GEMM with one channel per group is a K = KH*KW GEMM per
  * channel, all overhead. 1x1 convolutions on small planes take the lowering with whole
  * images per GEMM ("pointwise" below). And where the CPU has AVX2 and FMA, one-group convolutions (any
@@ -1095,130 +1095,6 @@ static void wide_backward(void *arg, int t, int T)
     }
 }
 
-/* ---- depthwise: a direct kernel -------------------------------------------------------
- * One filter per channel (M = 1, every torchvision depthwise layer): conv_depthwise.c's
- * channels-inner kernel. Otherwise (M > 1) the row kernel below.
- * groups == C > 1: output channel oc reads input channel oc / M only (M = OC / C filters
- * per channel), through its KH*KW taps. Each tap is one pass over the output plane: for
- * every output row whose input row exists, out_row[lo..hi) += w * in_row (stride sW), the
- * column range computed once per tap (valid_range), so no bounds test runs per element.
- * The backward runs the same passes: the weight gradient of a tap is the dot product of
- * dout's rows with the input rows under them (double, explicit lanes), the input gradient
- * the same axpy with the roles of the rows exchanged. */
-
-/* y[j] += a * x[j*s] */
-__attribute__((target_clones("avx2", "default"))) static void axpy_gather(int n, int s, float a,
-                                                                          const float *restrict x, float *restrict y)
-{
-    if (s == 1)
-        for (int j = 0; j < n; j++) y[j] += a * x[j];
-    else if (s == 2)
-        for (int j = 0; j < n; j++) y[j] += a * x[2 * j];
-    else
-        for (int j = 0; j < n; j++) y[j] += a * x[j * s];
-}
-
-/* y[j*s] += a * x[j] */
-__attribute__((target_clones("avx2", "default"))) static void axpy_scatter(int n, int s, float a,
-                                                                           const float *restrict x, float *restrict y)
-{
-    if (s == 1)
-        for (int j = 0; j < n; j++) y[j] += a * x[j];
-    else
-        for (int j = 0; j < n; j++) y[j * s] += a * x[j];
-}
-
-/* sum of g[j] * x[j*s] in double, four explicit lanes (vectorised without reassociation) */
-__attribute__((target_clones("avx2", "default"))) static double dot_gather(int n, int s, const float *restrict g,
-                                                                           const float *restrict x)
-{
-    double acc[4] = {0};
-    int j = 0;
-    if (s == 1)
-        for (; j + 4 <= n; j += 4)
-            for (int k = 0; k < 4; k++) acc[k] += (double)g[j + k] * (double)x[j + k];
-    double r = 0.0;
-    for (; j < n; j++) r += (double)g[j] * (double)x[(size_t)j * s];
-    return r + ((acc[0] + acc[1]) + (acc[2] + acc[3]));
-}
-
-/* The rows a tap touches: output columns [*lo, *hi), first input column *iw0; returns
- * whether the range is empty. */
-static int tap_columns(const conv2d_desc_t *d, int kw, int *lo, int *hi, int *iw0)
-{
-    valid_range(kw * d->dW, d->pad_l, d->sW, d->W, d->OW, lo, hi);
-    *iw0 = *lo * d->sW - d->pad_l + kw * d->dW;
-    return *hi <= *lo;
-}
-
-static void dw_forward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *bias,
-                       float *out)
-{
-    const int C = d->C, OC = d->OC, M = OC / C, H = d->H, W = d->W, OH = d->OH, OW = d->OW;
-    const size_t P = (size_t)OH * OW;
-    for (int b = 0; b < B; b++)
-        for (int oc = 0; oc < OC; oc++) {
-            const float *x = inp + ((size_t)b * C + oc / M) * H * W; /* (H, W) */
-            float *y = out + ((size_t)b * OC + oc) * P;              /* (OH, OW) */
-            const float *w = weight + (size_t)oc * d->KH * d->KW;    /* (KH, KW) */
-            const float bv = bias ? bias[oc] : 0.0f;
-            for (size_t i = 0; i < P; i++) y[i] = bv;
-            for (int kh = 0; kh < d->KH; kh++)
-                for (int kw = 0; kw < d->KW; kw++) {
-                    int lo, hi, iw0;
-                    if (tap_columns(d, kw, &lo, &hi, &iw0)) continue;
-                    const float wv = w[kh * d->KW + kw];
-                    for (int oh = 0; oh < OH; oh++) {
-                        const int ih = oh * d->sH - d->pad_t + kh * d->dH;
-                        if (ih < 0 || ih >= H) continue;
-                        axpy_gather(hi - lo, d->sW, wv, x + (size_t)ih * W + iw0, y + (size_t)oh * OW + lo);
-                    }
-                }
-        }
-}
-
-static void dw_backward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
-                        float *dinp, float *dweight)
-{
-    const int C = d->C, OC = d->OC, M = OC / C, H = d->H, W = d->W, OH = d->OH, OW = d->OW;
-    const size_t P = (size_t)OH * OW;
-    for (int oc = 0; oc < OC; oc++)
-        for (int kh = 0; kh < d->KH; kh++)
-            for (int kw = 0; kw < d->KW; kw++) {
-                int lo, hi, iw0;
-                double s = 0.0;
-                if (!tap_columns(d, kw, &lo, &hi, &iw0))
-                    for (int b = 0; b < B; b++) {
-                        const float *x = inp + ((size_t)b * C + oc / M) * H * W;
-                        const float *g = dout + ((size_t)b * OC + oc) * P;
-                        for (int oh = 0; oh < OH; oh++) {
-                            const int ih = oh * d->sH - d->pad_t + kh * d->dH;
-                            if (ih < 0 || ih >= H) continue;
-                            s += dot_gather(hi - lo, d->sW, g + (size_t)oh * OW + lo, x + (size_t)ih * W + iw0);
-                        }
-                    }
-                dweight[((size_t)oc * d->KH + kh) * d->KW + kw] = (float)s;
-            }
-    if (!dinp) return;
-    for (int b = 0; b < B; b++)
-        for (int oc = 0; oc < OC; oc++) {
-            float *dx = dinp + ((size_t)b * C + oc / M) * H * W;
-            const float *g = dout + ((size_t)b * OC + oc) * P;
-            const float *w = weight + (size_t)oc * d->KH * d->KW;
-            for (int kh = 0; kh < d->KH; kh++)
-                for (int kw = 0; kw < d->KW; kw++) {
-                    int lo, hi, iw0;
-                    if (tap_columns(d, kw, &lo, &hi, &iw0)) continue;
-                    const float wv = w[kh * d->KW + kw];
-                    for (int oh = 0; oh < OH; oh++) {
-                        const int ih = oh * d->sH - d->pad_t + kh * d->dH;
-                        if (ih < 0 || ih >= H) continue;
-                        axpy_scatter(hi - lo, d->sW, wv, g + (size_t)oh * OW + lo, dx + (size_t)ih * W + iw0);
-                    }
-                }
-        }
-}
-
 /* The general path (strided convolutions): im2col_chunk + GEMM, thread t's chunks. */
 typedef struct {
     int nbmax;        /* images per chunk */
@@ -1370,7 +1246,7 @@ void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float
     if (B <= 0) return;
     if (use_depthwise(d)) {
         if (dwc_fits(d)) dwc_forward(d, B, inp, weight, bias, out, ws);
-        else dw_forward(d, B, inp, weight, bias, out);
+        else dw_rows_forward(d, B, inp, weight, bias, out);
         return;
     }
     conv_job_t j = {.d = d, .B = B, .inp = inp, .weight = weight, .bias = bias, .out = out, .ws = ws};
@@ -1401,7 +1277,7 @@ static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const 
     if (use_depthwise(d)) {
         if (dbias) bias_grad(d, B, dout, 0, OC, dbias);
         if (dwc_fits(d)) dwc_backward(d, B, inp, weight, dout, dinp, dweight, ws);
-        else dw_backward(d, B, inp, weight, dout, dinp, dweight);
+        else dw_rows_backward(d, B, inp, weight, dout, dinp, dweight);
         return;
     }
     conv_job_t j = {.d = d,

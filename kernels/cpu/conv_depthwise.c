@@ -1,7 +1,9 @@
-/* kernels/cpu/conv_depthwise.c - depthwise convolutions (groups == C, one filter per
- * channel) with the channels innermost, the layout MobileNet's and EfficientNet's
+/* kernels/cpu/conv_depthwise.c - depthwise convolutions (groups == C): with one filter
+ * per channel by the channels-inner kernel below; with more, by the row kernel at the end.
+ *
+ * The channels-inner kernel keeps the channels innermost, the layout MobileNet's and EfficientNet's
  * depthwise layers need: their planes are small (16x16 down to 1x1 at 32x32 inputs) and
- * their channels many (32 to 1152), so a loop over a plane's row (conv.c's dw_forward)
+ * their channels many (32 to 1152), so a loop over a plane's row (the row kernel's dw_rows_forward)
  * runs 1 to 16 iterations per call and spends the step in loop and call overhead
  * (mobilenet_v2: 34 of 98 ms a step, layer_profile, batch 32).
  *
@@ -10,7 +12,7 @@
  * y[c] += w[tap][c] * x[ih][iw][c] over C, the weights transposed to (KH*KW, C) once per
  * call. The output is transposed back to (C, OH, OW). Numerics: each output starts at the
  * bias and adds its taps in (kh, kw) order, and each input gradient element adds its taps in
- * (kh, kw) order onto what dinp held, as conv.c's row kernel did, so forward and input
+ * (kh, kw) order onto what dinp held, as the row kernel does, so forward and input
  * gradient are its bits; the weight gradient of a tap and channel is a float sum over one
  * image's pixels (8x8 at most in ConvNeXt's later stages, and at most OH*OW terms
  * anywhere), those partial sums added in double over the images and rounded once: the
@@ -157,4 +159,125 @@ void dwc_backward(const conv2d_desc_t *d, int B, const float *inp, const float *
     /* dweight (C, KH*KW) = dwt (KH*KW, C)^T, rounded once */
     for (int c = 0; c < C; c++)
         for (size_t k = 0; k < taps; k++) dweight[(size_t)c * taps + k] = (float)s.dwt[k * C + c];
+}
+
+/* ---- the row kernel: depthwise layers with more than one filter per channel ------------
+ * groups == C > 1: output channel oc reads input channel oc / M only (M = OC / C filters
+ * per channel), through its KH*KW taps. Each tap is one pass over the output plane: for
+ * every output row whose input row exists, out_row[lo..hi) += w * in_row (stride sW), the
+ * column range computed once per tap (tap_span), so no bounds test runs per element.
+ * The backward runs the same passes: the weight gradient of a tap is the dot product of
+ * dout's rows with the input rows under them (double, explicit lanes), the input gradient
+ * the same axpy with the roles of the rows exchanged. */
+
+/* y[j] += a * x[j*s] */
+__attribute__((target_clones("avx2", "default"))) static void axpy_gather(int n, int s, float a,
+                                                                          const float *restrict x, float *restrict y)
+{
+    if (s == 1)
+        for (int j = 0; j < n; j++) y[j] += a * x[j];
+    else if (s == 2)
+        for (int j = 0; j < n; j++) y[j] += a * x[2 * j];
+    else
+        for (int j = 0; j < n; j++) y[j] += a * x[j * s];
+}
+
+/* y[j*s] += a * x[j] */
+__attribute__((target_clones("avx2", "default"))) static void axpy_scatter(int n, int s, float a,
+                                                                           const float *restrict x, float *restrict y)
+{
+    if (s == 1)
+        for (int j = 0; j < n; j++) y[j] += a * x[j];
+    else
+        for (int j = 0; j < n; j++) y[j * s] += a * x[j];
+}
+
+/* sum of g[j] * x[j*s] in double, four explicit lanes (vectorised without reassociation) */
+__attribute__((target_clones("avx2", "default"))) static double dot_gather(int n, int s, const float *restrict g,
+                                                                           const float *restrict x)
+{
+    double acc[4] = {0};
+    int j = 0;
+    if (s == 1)
+        for (; j + 4 <= n; j += 4)
+            for (int k = 0; k < 4; k++) acc[k] += (double)g[j + k] * (double)x[j + k];
+    double r = 0.0;
+    for (; j < n; j++) r += (double)g[j] * (double)x[(size_t)j * s];
+    return r + ((acc[0] + acc[1]) + (acc[2] + acc[3]));
+}
+
+/* The rows a tap touches: output columns [*lo, *hi), first input column *iw0; returns
+ * whether the range is empty. */
+static int tap_columns(const conv2d_desc_t *d, int kw, int *lo, int *hi, int *iw0)
+{
+    tap_span(kw, d->sW, d->pad_l, d->dW, d->W, d->OW, lo, hi);
+    *iw0 = *lo * d->sW - d->pad_l + kw * d->dW;
+    return *hi <= *lo;
+}
+
+void dw_rows_forward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *bias, float *out)
+{
+    const int C = d->C, OC = d->OC, M = OC / C, H = d->H, W = d->W, OH = d->OH, OW = d->OW;
+    const size_t P = (size_t)OH * OW;
+    for (int b = 0; b < B; b++)
+        for (int oc = 0; oc < OC; oc++) {
+            const float *x = inp + ((size_t)b * C + oc / M) * H * W; /* (H, W) */
+            float *y = out + ((size_t)b * OC + oc) * P;              /* (OH, OW) */
+            const float *w = weight + (size_t)oc * d->KH * d->KW;    /* (KH, KW) */
+            const float bv = bias ? bias[oc] : 0.0f;
+            for (size_t i = 0; i < P; i++) y[i] = bv;
+            for (int kh = 0; kh < d->KH; kh++)
+                for (int kw = 0; kw < d->KW; kw++) {
+                    int lo, hi, iw0;
+                    if (tap_columns(d, kw, &lo, &hi, &iw0)) continue;
+                    const float wv = w[kh * d->KW + kw];
+                    for (int oh = 0; oh < OH; oh++) {
+                        const int ih = oh * d->sH - d->pad_t + kh * d->dH;
+                        if (ih < 0 || ih >= H) continue;
+                        axpy_gather(hi - lo, d->sW, wv, x + (size_t)ih * W + iw0, y + (size_t)oh * OW + lo);
+                    }
+                }
+        }
+}
+
+void dw_rows_backward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
+                      float *dinp, float *dweight)
+{
+    const int C = d->C, OC = d->OC, M = OC / C, H = d->H, W = d->W, OH = d->OH, OW = d->OW;
+    const size_t P = (size_t)OH * OW;
+    for (int oc = 0; oc < OC; oc++)
+        for (int kh = 0; kh < d->KH; kh++)
+            for (int kw = 0; kw < d->KW; kw++) {
+                int lo, hi, iw0;
+                double s = 0.0;
+                if (!tap_columns(d, kw, &lo, &hi, &iw0))
+                    for (int b = 0; b < B; b++) {
+                        const float *x = inp + ((size_t)b * C + oc / M) * H * W;
+                        const float *g = dout + ((size_t)b * OC + oc) * P;
+                        for (int oh = 0; oh < OH; oh++) {
+                            const int ih = oh * d->sH - d->pad_t + kh * d->dH;
+                            if (ih < 0 || ih >= H) continue;
+                            s += dot_gather(hi - lo, d->sW, g + (size_t)oh * OW + lo, x + (size_t)ih * W + iw0);
+                        }
+                    }
+                dweight[((size_t)oc * d->KH + kh) * d->KW + kw] = (float)s;
+            }
+    if (!dinp) return;
+    for (int b = 0; b < B; b++)
+        for (int oc = 0; oc < OC; oc++) {
+            float *dx = dinp + ((size_t)b * C + oc / M) * H * W;
+            const float *g = dout + ((size_t)b * OC + oc) * P;
+            const float *w = weight + (size_t)oc * d->KH * d->KW;
+            for (int kh = 0; kh < d->KH; kh++)
+                for (int kw = 0; kw < d->KW; kw++) {
+                    int lo, hi, iw0;
+                    if (tap_columns(d, kw, &lo, &hi, &iw0)) continue;
+                    const float wv = w[kh * d->KW + kw];
+                    for (int oh = 0; oh < OH; oh++) {
+                        const int ih = oh * d->sH - d->pad_t + kh * d->dH;
+                        if (ih < 0 || ih >= H) continue;
+                        axpy_scatter(hi - lo, d->sW, wv, g + (size_t)oh * OW + lo, dx + (size_t)ih * W + iw0);
+                    }
+                }
+        }
 }

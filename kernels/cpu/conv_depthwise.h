@@ -1,5 +1,6 @@
-/* kernels/cpu/conv_depthwise.h - the channels-inner depthwise kernel (conv_depthwise.c),
- * which conv.c calls for depthwise convolutions with one filter per channel. */
+/* kernels/cpu/conv_depthwise.h - the depthwise kernels (conv_depthwise.c), which conv.c
+ * calls for depthwise convolutions: the channels-inner one with one filter per channel,
+ * the row kernel with more. */
 #ifndef PACER_CONV_DEPTHWISE_H
 #define PACER_CONV_DEPTHWISE_H
 
@@ -20,5 +21,12 @@ void dwc_forward(const conv2d_desc_t *d, int B, const float *inp, /* (B, C, H, W
 void dwc_backward(const conv2d_desc_t *d, int B, const float *inp, const float *weight,
                   const float *dout, /* (B, C, OH, OW) */
                   float *dinp, float *dweight, float *ws);
+
+/* The row kernel: groups == C > 1, any number of filters per channel, one thread. */
+void dw_rows_forward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *bias,
+                     float *out);
+/* dinp += the input gradient (when not NULL); dweight = the weight gradient */
+void dw_rows_backward(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
+                      float *dinp, float *dweight);
 
 #endif

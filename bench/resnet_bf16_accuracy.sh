@@ -43,7 +43,7 @@ diffs() {
                 '($a[0].test_accuracy - $b[0].test_accuracy) * 100'
     done
 }
-kern=$(for s in $SEEDS; do [ -s "$KEEP/bf16.$s.json" ] && jq -r '.kernels.gemm // "-"' "$KEEP/bf16.$s.json"; done | sort -u | tr '\n' ' ')
+kern=$(for s in $SEEDS; do [ -s "$KEEP/bf16.$s.json" ] && jq -r '"gemm \(.kernels.gemm // "-"), conv \(.kernels.conv // "-")"' "$KEEP/bf16.$s.json"; done | sort -u | tr '\n' ' ')
 md ""
 md "### ResNet-20 / CIFAR-10 at bf16 against fp32 (\`SEEDS=\"$SEEDS\" EPOCHS=$EPOCHS sh bench/resnet_bf16_accuracy.sh\`)"
 md ""
@@ -52,5 +52,5 @@ md ""
 md "| precision | test accuracy | by seed |"
 md "|---|---|---|"
 md "| fp32 | $(acc fp32 | meansd 2) | $(acc fp32 | awk '{ printf "%s%.2f", (NR > 1 ? ", " : ""), $1 }') |"
-md "| bf16 (kernels.gemm: ${kern% }) | $(acc bf16 | meansd 2) | $(acc bf16 | awk '{ printf "%s%.2f", (NR > 1 ? ", " : ""), $1 }') |"
+md "| bf16 (kernels: ${kern% }) | $(acc bf16 | meansd 2) | $(acc bf16 | awk '{ printf "%s%.2f", (NR > 1 ? ", " : ""), $1 }') |"
 md "| bf16 - fp32 (paired) | $(diffs | meansd 2) | $(diffs | awk '{ printf "%s%+.2f", (NR > 1 ? ", " : ""), $1 }') |"

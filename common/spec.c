@@ -361,7 +361,7 @@ static const field_t FIELDS[] = {
      .allowed_doc = "fp32 or bf16; bf16 on CPU ranks (device cpu or auto)",
      .doc = "The matrix products' arithmetic. bf16 = mixed precision as PyTorch's autocast and Megatron: the "
             "operands of every matrix product (Linear, Gemm, MatMul, attention's two products, the tied head, "
-            "convolutions through their GEMM) rounded to bfloat16, their sums in float32; weights, gradients, "
+            "convolutions) rounded to bfloat16, their sums in float32; weights, gradients, "
             "optimizer state, softmax, normalisation, the loss and every reduction float32. Runs on the CPU's "
             "AMX tiles or AVX512-BF16 where it has them, else a portable path (summary `kernels`; "
             "PACER_CPU_ISA caps the choice). A checkpoint resumes at either precision."},

@@ -905,16 +905,19 @@
       $('#f-onnx').title = m.sha256 ? 'sha256 ' + m.sha256 : '';
     }
 
-    // The spec's precision and the kernels the summary says the products ran on
-    // (kernels.gemm: one name, or where ranks differed, each distinct one; null where no
-    // rank reported one, a GPU's). Until there is a summary, the spec's word only.
+    // The spec's precision and the kernels the summary says the products and the
+    // convolutions ran on (kernels.gemm and kernels.conv: one name, or where ranks differed,
+    // each distinct one; null where no rank reported one, a GPU's). Until there is a
+    // summary, the spec's word only.
     function precisionFact(j) {
       const p = (j.spec && j.spec.precision) || 'fp32';
       const k = j.summary && j.summary.kernels;
       if (!k || typeof k !== 'object') return p + ' · kernels when the job ends';
       const g = k.gemm;
       if (g === null || g === undefined) return p + ' · gemm not reported (no CPU rank)';
-      return p + ' · gemm ' + (Array.isArray(g) ? g.join(', ') + ' (ranks differ)' : g);
+      const c = k.conv;
+      const conv = c === null || c === undefined ? '' : ' · conv ' + (Array.isArray(c) ? c.join(', ') + ' (ranks differ)' : c);
+      return p + ' · gemm ' + (Array.isArray(g) ? g.join(', ') + ' (ranks differ)' : g) + conv;
     }
 
     // A language model's words (lm.js) and its perplexity, the exp of the newest validation loss.

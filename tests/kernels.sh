@@ -16,7 +16,7 @@ NUMERIC="test_ops test_model test_onnx_import test_op_table test_compress test_c
  adamw_torch ps_adamw onnx_builtin onnx_case onnx_conformance onnx_families onnx_torchvision
  onnx_attention onnx_vit onnx_swin onnx_zoo onnx_zoo_families onnx_train
  mpi_ssgd_equivalence sync_one_process sync_batchnorm train_synthetic test_gpt gpt_torch gpt_onnx_torch onnx_batch_axis
- mpi_shard generate_torch python_client_lm onnx_eval_form test_gemm_bf16 bf16_train"
+ mpi_shard generate_torch python_client_lm onnx_eval_form test_gemm_bf16 test_conv_amx bf16_train"
 
 flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null)
 has() { for f in "$@"; do case " $flags " in *" $f "*) ;; *) return 1 ;; esac; done; }

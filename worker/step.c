@@ -22,7 +22,6 @@
 #include "compress.h"
 #include "dcache.h"
 #include "init_weights.h"
-#include "conv_direct.h"
 #include "passert.h"
 #include "planner.h"
 #include "sim.h"
@@ -478,8 +477,8 @@ static json_t *device_json(const worker_t *w)
             json_object_set_new(d, "blas_reason",
                                 json_pack("{s:s, s:s}", "openblas_took", blas_core_replaced(), "chosen_by",
                                           "cpu flags"));
-        /* and which convolution kernels: the direct ones follow OpenBLAS's ISA */
-        json_object_set_new(d, "conv", json_string(direct_isa_name()));
+        /* and which convolution kernels: at fp32 the direct ones follow OpenBLAS's ISA */
+        json_object_set_new(d, "conv", json_string(conv2d_kernel()));
         /* and the matrix products' (kernels/cpu/matmul.h): at bf16, which unit, and why
          * not the next one up (a CPU without bf16 units runs the portable path) */
         json_object_set_new(d, "gemm", json_string(mm_kernel()));

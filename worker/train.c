@@ -1013,10 +1013,10 @@ static json_t *job_device_json(const job_spec_t *s, json_t *per_rank)
     return out;
 }
 
-/* {"gemm": the products' kernels}: the one every worker rank ran (matmul.h's mm_kernel),
- * or, where ranks ran different ones (a CPU without bf16 units beside one with), the
- * distinct ones in rank order; null where no worker rank reported one (GPU ranks). */
-static json_t *job_kernels_json(json_t *per_rank)
+/* One field of the worker ranks' device objects: the one name every worker rank ran, or,
+ * where ranks ran different ones (a CPU without bf16 units beside one with), the distinct
+ * ones in rank order; null where no worker rank reported one (GPU ranks). */
+static json_t *ranks_kernel(json_t *per_rank, const char *field)
 {
     json_t *seen = json_array();
     size_t i;
@@ -1024,7 +1024,7 @@ static json_t *job_kernels_json(json_t *per_rank)
     json_array_foreach(per_rank, i, r)
     {
         const char *role = json_string_value(json_object_get(r, "role"));
-        const char *g = json_string_value(json_object_get(json_object_get(r, "device"), "gemm"));
+        const char *g = json_string_value(json_object_get(json_object_get(r, "device"), field));
         if (!seen || !role || strcmp(role, "worker") != 0 || !g) continue;
         size_t j;
         json_t *v;
@@ -1032,11 +1032,18 @@ static json_t *job_kernels_json(json_t *per_rank)
         json_array_foreach(seen, j, v) dup |= strcmp(json_string_value(v), g) == 0;
         if (!dup) json_array_append_new(seen, json_string(g));
     }
-    json_t *gemm = !seen || json_array_size(seen) == 0 ? json_null()
-                   : json_array_size(seen) == 1        ? json_incref(json_array_get(seen, 0))
-                                                       : json_incref(seen);
+    json_t *k = !seen || json_array_size(seen) == 0 ? json_null()
+                : json_array_size(seen) == 1        ? json_incref(json_array_get(seen, 0))
+                                                    : json_incref(seen);
     json_decref(seen);
-    return json_pack("{s:o}", "gemm", gemm);
+    return k;
+}
+
+/* {"gemm": the products' kernels (matmul.h's mm_kernel), "conv": the convolutions'
+ * (conv2d_kernel)} */
+static json_t *job_kernels_json(json_t *per_rank)
+{
+    return json_pack("{s:o, s:o}", "gemm", ranks_kernel(per_rank, "gemm"), "conv", ranks_kernel(per_rank, "conv"));
 }
 
 long worker_train_samples(json_t *per_rank)

@@ -25,7 +25,9 @@
  * images per GEMM ("pointwise" below). And where the CPU has AVX2 and FMA, one-group convolutions (any
  * stride for the channel-vector tiles, stride 1 for the grid tiles) read their taps
  * straight from padded planes with conv_direct.c's kernels instead of im2col + SGEMM
- * ("direct" below says where and why).
+ * ("direct" below says where and why). At bf16 those kernels give way: on the AMX path
+ * the stride-1 layers run on conv_amx.c's tiles ("AMX" below), the rest take im2col and
+ * the bf16 GEMM (matmul.h).
  *
  * Measured on a 2-core AMD EPYC (Zen 4, OpenBLAS 0.3.21, one thread):
  *  - a 256 KiB col beat 1, 2 and 4 MiB for every LeNet, cifar10_quick and ResNet-20
@@ -38,9 +40,11 @@
 #include <cblas.h>
 #include <string.h>
 
+#include "conv_amx.h"
 #include "conv_depthwise.h"
 #include "conv_direct.h"
 #include "conv_winograd.h"
+#include "cpu_isa.h"
 #include "matmul.h"
 #include "ops.h"
 #include "parallel.h"
@@ -137,6 +141,8 @@ static int use_wide(const conv2d_desc_t *d);
 static size_t wide_workspace(const conv2d_desc_t *d, int B, int T);
 static int direct_fits(const conv2d_desc_t *d);
 static size_t direct_workspace(const conv2d_desc_t *d);
+static int amx_fits(const conv2d_desc_t *d);
+static size_t amx_workspace(const conv2d_desc_t *d);
 
 /* ---- threads (parallel.h) -------------------------------------------------------------
  * A batch's chunks are split into T contiguous ranges, one per thread. Thread t works in
@@ -161,8 +167,9 @@ static size_t chunk_workspace(const conv2d_desc_t *d, int B, int T)
         size_t K = (size_t)d->C * d->KH * d->KW;
         w = K * ld + (nb > 1 ? (size_t)d->OC * ld : 0);
     }
-    const size_t dw = direct_fits(d) ? direct_workspace(d) : 0;
-    return w > dw ? w : dw;
+    const size_t dw = direct_fits(d) ? direct_workspace(d) : 0, amx = amx_fits(d) ? amx_workspace(d) : 0;
+    w = w > dw ? w : dw;
+    return w > amx ? w : amx;
 }
 
 static size_t slice_floats(const conv2d_desc_t *d, int B, int T)
@@ -1095,6 +1102,152 @@ static void wide_backward(void *arg, int t, int T)
     }
 }
 
+/* ---- AMX (conv_amx.h) ------------------------------------------------------------------
+ * At bf16 on the AMX path, a one-group convolution of stride and dilation 1 whose pads stay
+ * within the kernel's reach (so that its input gradient is a convolution of dout) runs on
+ * the tiles straight from its padded planes: im2col + the GEMM copied each input value
+ * KH*KW times as float32 and again as bf16 while packing, most of a ResNet-20 step's
+ * convolution time (layer_profile; docs/PERFORMANCE.md). Each image is one thread's.
+ * Not for 1x1 kernels, which im2col copies only once and whose GEMM takes many images at
+ * a time (mobilenet_v2's 1x1 layers ran 1.5-10x slower on the tiles, an image at a time,
+ * the weights streamed once per image: layer_profile, batch 32), nor for output planes
+ * under AMX_MIN_PIXELS values, whose grid would be mostly the 64-position blocks'
+ * padding (ResNet-20's 8x8 planes, half padding, still ran 1.8x faster). */
+#ifndef AMX_MIN_PIXELS
+#define AMX_MIN_PIXELS 64
+#endif
+
+static int amx_fits(const conv2d_desc_t *d)
+{
+    return d->groups == 1 && d->sH == 1 && d->sW == 1 && d->dH == 1 && d->dW == 1 && within_reach(d) &&
+           d->KH * d->KW > 1 && d->OH * d->OW >= AMX_MIN_PIXELS;
+}
+
+static int use_amx(const conv2d_desc_t *d)
+{
+    return amx_fits(d) && mm_precision() == MM_BF16 && (cpu_isa() == CPU_ISA_AMX || conv_amx_twin_forced());
+}
+
+int conv2d_amx(const conv2d_desc_t *d) { return use_amx(d); }
+
+static conv_amx_unit_t amx_unit(void) { return cpu_isa() == CPU_ISA_AMX ? CONV_AMX_TILES : CONV_AMX_TWIN; }
+
+/* forward: the input's planes padded as the descriptor says */
+static void amx_fwd_geom(const conv2d_desc_t *d, conv_amx_geom_t *g)
+{
+    *g = (conv_amx_geom_t){.C = d->C,
+                           .M = d->OC,
+                           .KH = d->KH,
+                           .KW = d->KW,
+                           .SH = d->H,
+                           .SW = d->W,
+                           .PH = d->H + d->pad_t + d->pad_b,
+                           .PW = d->W + d->pad_l + d->pad_r,
+                           .top = d->pad_t,
+                           .left = d->pad_l,
+                           .rows = d->OH,
+                           .cols = d->OW};
+    conv_amx_plan(g);
+}
+
+/* input gradient: dout's planes padded to the flipped kernel's full reach */
+static void amx_bwd_geom(const conv2d_desc_t *d, conv_amx_geom_t *g)
+{
+    const int eh = d->KH - 1, ew = d->KW - 1;
+    *g = (conv_amx_geom_t){.C = d->OC,
+                           .M = d->C,
+                           .KH = d->KH,
+                           .KW = d->KW,
+                           .SH = d->OH,
+                           .SW = d->OW,
+                           .PH = d->OH + 2 * eh - d->pad_t - d->pad_b,
+                           .PW = d->OW + 2 * ew - d->pad_l - d->pad_r,
+                           .top = eh - d->pad_t,
+                           .left = ew - d->pad_l,
+                           .rows = d->H,
+                           .cols = d->W};
+    conv_amx_plan(g);
+}
+
+static size_t floats_of(size_t bytes) { return round16((bytes + 3) / 4); }
+
+/* A convolution pass's floats: packed weights, one source, one output grid. */
+static size_t amx_pass_floats(const conv_amx_geom_t *g)
+{
+    return floats_of(conv_amx_weight_bytes(g)) + floats_of(conv_amx_source_bytes(g)) + conv_amx_grid_floats(g);
+}
+
+static size_t amx_workspace(const conv2d_desc_t *d)
+{
+    conv_amx_geom_t f, b;
+    amx_fwd_geom(d, &f);
+    amx_bwd_geom(d, &b);
+    const size_t bwd = floats_of(conv_amx_wgrad_bytes(&f)) + amx_pass_floats(&b), fwd = amx_pass_floats(&f);
+    return fwd > bwd ? fwd : bwd;
+}
+
+/* One image of a pass laid out from ws on: out = the pass's valid part (+ bias), or += it. */
+static void amx_image(const conv_amx_geom_t *g, float *ws, const float *src, const float *bias, int accumulate,
+                      float *out)
+{
+    uint16_t *wp = (uint16_t *)ws;
+    uint32_t *xs = (uint32_t *)(ws + floats_of(conv_amx_weight_bytes(g)));
+    float *y = (float *)xs + floats_of(conv_amx_source_bytes(g));
+    conv_amx_source(g, src, xs);
+    conv_amx_grid(amx_unit(), g, wp, xs, y);
+    grid_to_planes(g->M, g->rows, g->cols, g->PW, y, g->ldy, bias, accumulate, out);
+}
+
+const char *conv2d_kernel(void)
+{
+    if (mm_precision() == MM_BF16) return cpu_isa() == CPU_ISA_AMX ? "direct-amx-bf16" : "im2col-gemm";
+    return direct_isa_name();
+}
+
+static void amx_forward(void *arg, int t, int T)
+{
+    conv_job_t *j = arg;
+    if (t == 0) j->ran = T;
+    const conv2d_desc_t *d = j->d;
+    conv_amx_geom_t g;
+    amx_fwd_geom(d, &g);
+    long b0, b1;
+    my_chunks(j->B, 1, t, T, &b0, &b1);
+    if (b0 == b1) return;
+    float *ws = job_ws(j, t);
+    conv_amx_pack(&g, j->weight, 0, (uint16_t *)ws);
+    const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)d->OC * d->OH * d->OW;
+    for (long b = b0; b < b1; b++) amx_image(&g, ws, j->inp + b * in_img, j->bias, 0, j->out + b * out_img);
+}
+
+/* Per image: its weight gradient into the thread's float32 sums, then its input gradient
+ * (written under j->set, else added); the thread's sums to its dweight at the end. */
+static void amx_backward(void *arg, int t, int T)
+{
+    conv_job_t *j = arg;
+    if (t == 0) j->ran = T;
+    const conv2d_desc_t *d = j->d;
+    float *dweight = job_dw(j, t);
+    long b0, b1;
+    my_chunks(j->B, 1, t, T, &b0, &b1);
+    if (b0 == b1) {
+        memset(dweight, 0, dw_floats(d) * sizeof(float));
+        return;
+    }
+    conv_amx_geom_t f, g;
+    amx_fwd_geom(d, &f);
+    amx_bwd_geom(d, &g);
+    float *wg = job_ws(j, t), *ws = wg + floats_of(conv_amx_wgrad_bytes(&f));
+    if (j->dinp) conv_amx_pack(&g, j->weight, 1, (uint16_t *)ws);
+    const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)d->OC * d->OH * d->OW;
+    for (long b = b0; b < b1; b++) {
+        const float *dy = j->dout + b * out_img;
+        conv_amx_wgrad(amx_unit(), &f, j->inp + b * in_img, dy, b == b0, wg);
+        if (j->dinp) amx_image(&g, ws, dy, NULL, !j->set, j->dinp + b * in_img);
+    }
+    conv_amx_wgrad_store(&f, wg, dweight);
+}
+
 /* The general path (strided convolutions): im2col_chunk + GEMM, thread t's chunks. */
 typedef struct {
     int nbmax;        /* images per chunk */
@@ -1251,10 +1404,11 @@ void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float
     }
     conv_job_t j = {.d = d, .B = B, .inp = inp, .weight = weight, .bias = bias, .out = out, .ws = ws};
     if (conv2d_winograd(d)) job_run(&j, wino_filters);
-    job_run(&j, use_direct(d) ? direct_forward
-                : use_pw1(d)  ? pw1_forward
-                : use_wide(d) ? wide_forward
-                              : lowered_forward);
+    job_run(&j, use_amx(d)      ? amx_forward
+                : use_direct(d) ? direct_forward
+                : use_pw1(d)    ? pw1_forward
+                : use_wide(d)   ? wide_forward
+                                : lowered_forward);
 }
 
 static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
@@ -1269,8 +1423,8 @@ static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const 
         return;
     }
 
-    /* set: only the direct input gradient writes; the other paths add, into zeros */
-    if (set && dinp && !(use_direct(d) && direct_dinp_fits(d))) {
+    /* set: only the direct and the AMX input gradients write; the other paths add, into zeros */
+    if (set && dinp && !use_amx(d) && !(use_direct(d) && direct_dinp_fits(d))) {
         zero_floats((size_t)B * d->C * d->H * d->W, dinp);
         set = 0;
     }
@@ -1290,10 +1444,11 @@ static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const 
                     .dbias = dbias,
                     .ws = ws,
                     .set = set,
-                    .pass = use_direct(d) ? direct_backward
-                            : use_pw1(d)  ? pw1_backward
-                            : use_wide(d) ? wide_backward
-                                          : lowered_backward};
+                    .pass = use_amx(d)      ? amx_backward
+                            : use_direct(d) ? direct_backward
+                            : use_pw1(d)    ? pw1_backward
+                            : use_wide(d)   ? wide_backward
+                                            : lowered_backward};
     if (dinp && conv2d_winograd(d)) job_run(&j, wino_filters);
     job_run(&j, backward_part);
     add_partials(&j);

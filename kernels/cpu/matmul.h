@@ -7,8 +7,9 @@
  * autocast defines it: everything that is not a matrix product stays float32). Like the
  * kernels' threads (parallel.h), the precision is the process's: a worker sets it once,
  * before its first step, from its job's `precision`. At MM_BF16 the products that have
- * float32 kernels of their own take the GEMM instead: convolutions leave the direct and
- * Winograd kernels for im2col and the GEMM, small products leave bmm.c's own kernel, and
+ * float32 kernels of their own take the bf16 units instead: convolutions leave the direct
+ * and Winograd kernels for conv_amx.h's tiles on the AMX path (one group, stride 1) or
+ * else im2col and the GEMM, small products leave bmm.c's own kernel, and
  * a causal attention runs as its layers (model.c); a depthwise convolution, which
  * multiplies no two matrices, stays float32. */
 #ifndef PACER_MATMUL_H

@@ -4,7 +4,7 @@
 //   node tests/browser/precision.mjs BASE_URL SCREENSHOT.png JOB_ID WANT [JOB_ID WANT ...]
 //
 // Each job's page says WANT in its Precision fact: the spec's precision and the kernels
-// its summary's kernels.gemm names (bf16_page.sh builds WANT from the summary). Exit 0 =
+// its summary's kernels.gemm and kernels.conv name (bf16_page.sh builds WANT from the summary). Exit 0 =
 // pass, 1 = fail.
 import { withPage } from './chromium.mjs';
 

@@ -283,7 +283,7 @@ static void check_layer(const char *what, const float *got, int ldg, const doubl
 
 /* A fully connected layer's forward and both gradients (split over 3 threads: each packs
  * its own rows, the weight packed once for all of them), a batched product and a
- * convolution (which at bf16 leaves its direct kernels for im2col and the GEMM), on each
+ * convolution (at bf16 on conv_amx.h's tiles on the AMX path, else im2col and the GEMM), on each
  * path the CPU has. */
 static void test_layers(void **state)
 {

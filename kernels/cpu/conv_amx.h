@@ -1,0 +1,91 @@
+/* kernels/cpu/conv_amx.h - bf16 convolutions on AMX tiles, straight from padded planes.
+ *
+ * Owned by conv.c, which runs them at bf16 on the AMX path for one-group convolutions of
+ * stride and dilation 1 whose pads stay within the kernel's reach. im2col would copy
+ * each input value KH*KW times, as float32 and again as bf16 while packing; here nothing
+ * is lowered. On the grid of the padded planes (PW positions a row, garbage in the
+ * columns past the output's; conv.c's wide lowering) the product
+ *   y (M, grid) = sum over taps t of W_t (M, C) x source (C, grid shifted by t's offset)
+ * reads its tiles in place:
+ *  - forward and input gradient: the source padded, rounded to bf16 and stored as pairs
+ *    of channels (one 32-bit pair a position, conv_amx_source), so that a B tile (16
+ *    channel pairs x 16 positions) is one strided tile load at the tap's offset; the A
+ *    tiles are the weights of a tap, packed once a pass (conv_amx_pack; the input
+ *    gradient takes the flipped, transposed filters: a convolution of dout);
+ *  - weight gradient: dW_t^T (C, M) = the source's padded planes (C, positions shifted
+ *    by t) x dout on the grid (positions, M): A tiles straight from the source rounded
+ *    to bf16 in its padded planes (any offset: a row of A is a run of positions), B
+ *    tiles from dout stored as pairs of positions (one 32-bit pair per output channel);
+ *    the sums stay in float32 tiles image after image (conv_amx_wgrad), then go to the
+ *    (M, C, KH, KW) gradient once (conv_amx_wgrad_store).
+ * Channels are padded with zeros to 16 (and C to 32 past 16), so any count runs.
+ *
+ * Every output is a sum of products of bf16-rounded operands in float32, as gemm_bf16.h
+ * defines the bf16 products: within gamma(n) of the exact sum of the rounded products
+ * relative to their magnitudes, n the terms summed (C*KH*KW for the forward, M*KH*KW for
+ * the input gradient, the positions of every image for the weight gradient) plus the
+ * denormal term of gemm_bf16.h. The tiles' own order of the sums inside a tdpbf16ps is
+ * the unit's.
+ *
+ * The same loops also run on a portable twin of the tile unit (CONV_AMX_TWIN: plain
+ * float32 arithmetic on the same packed tiles), so that the layouts and the loops are
+ * checked on every CPU, and the tiles against it where the CPU has AMX
+ * (tests/unit/test_conv_amx.c). */
+#ifndef PACER_CONV_AMX_H
+#define PACER_CONV_AMX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    int C, M;       /* source channels, output channels */
+    int KH, KW;     /* taps (stride and dilation 1) */
+    int SH, SW;     /* the source planes */
+    int PH, PW;     /* the padded planes */
+    int top, left;  /* where a source plane starts in its padded plane */
+    int rows, cols; /* the output planes: grid rows, valid columns of each */
+    /* derived by conv_amx_plan */
+    int Cp, Mp, kc; /* C and M rounded up to 16 (Cp to 32 past 16); channels a K chunk */
+    size_t N;       /* grid positions computed: rows * PW rounded up to 64 */
+    size_t pld;     /* 32-bit pairs from one pair-plane to the next: the padded plane and
+                     * the last tap's reach past N, all readable */
+    size_t ldy;     /* floats a row of the output grid */
+    size_t Nk;      /* weight gradient: positions summed, rows * PW rounded up to 32 */
+    size_t L;       /* weight gradient: bf16 values from one rounded plane to the next */
+} conv_amx_geom_t;
+
+typedef enum { CONV_AMX_TILES = 0, CONV_AMX_TWIN = 1 } conv_amx_unit_t;
+
+/* Fills g's derived fields from the others. */
+void conv_amx_plan(conv_amx_geom_t *g);
+
+/* Bytes of the packed weights, of one source (conv_amx_source), of one output grid
+ * (floats: conv_amx_grid_floats), and of the weight gradient's scratch for one image and
+ * its sums (conv_amx_wgrad_bytes: dout's pairs, the source's rounded planes, then the
+ * float32 sums). */
+size_t conv_amx_weight_bytes(const conv_amx_geom_t *g);
+size_t conv_amx_source_bytes(const conv_amx_geom_t *g);
+size_t conv_amx_grid_floats(const conv_amx_geom_t *g);
+size_t conv_amx_wgrad_bytes(const conv_amx_geom_t *g);
+
+/* wp = the weights as A tiles. w is (M, C, KH, KW), or with flipped the forward's weight
+ * (C, M, KH, KW) of which g is the input gradient: W_t[m][c] = w[c][m][KH*KW - 1 - t]. */
+void conv_amx_pack(const conv_amx_geom_t *g, const float *w, int flipped, uint16_t *wp);
+/* xs = the C planes of src (SH x SW each) padded, rounded to bf16, as channel pairs. */
+void conv_amx_source(const conv_amx_geom_t *g, const float *src, uint32_t *xs);
+/* y (Mp rows ldy apart, N positions each) = the convolution on the grid. */
+void conv_amx_grid(conv_amx_unit_t u, const conv_amx_geom_t *g, const uint16_t *wp, const uint32_t *xs, float *y);
+
+/* One image's weight gradient into the sums at ws's end (first: they start at zero):
+ * dout is the image's (M, rows, cols) output gradient, src its (C, SH, SW) input. */
+void conv_amx_wgrad(conv_amx_unit_t u, const conv_amx_geom_t *g, const float *src, const float *dout, int first,
+                    void *ws);
+/* dw (M, C, KH, KW) = the sums. */
+void conv_amx_wgrad_store(const conv_amx_geom_t *g, const void *ws, float *dw);
+
+/* For tests: 1 runs conv.c's bf16 convolutions through these loops on the twin where the
+ * CPU has no AMX path (0: only on the tiles, the default). Not while one runs. */
+void conv_amx_force_twin(int on);
+int conv_amx_twin_forced(void);
+
+#endif

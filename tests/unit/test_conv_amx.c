@@ -1,0 +1,294 @@
+/* tests/unit/test_conv_amx.c - bf16 convolutions on the AMX tiles' loops (kernels/cpu/
+ * conv_amx.h): forward, input gradient (added and written) and weight gradient through
+ * conv.c, against float64 sums of the bf16-rounded operands, on the portable twin of the
+ * tile unit (every CPU), on the tiles (where the CPU has AMX) and on the im2col + GEMM
+ * path the other bf16 paths take.
+ *
+ * The bound (gemm_bf16.h): a product of two bf16 values is exact in float32, so only the
+ * sums round; a float32 sum of n terms in any order is within gamma(n) = n u / (1 - n u),
+ * u = 2^-24, of the exact sum relative to the sum of the terms' magnitudes (Higham, eq.
+ * 3.5), and the matrix units count a value below 2^-126 as zero: at most n 2^-126 (mag +
+ * 1) more. n: the taps' products (C*KH*KW, or OC*KH*KW for the input gradient) or, for
+ * the weight gradient, every image's positions, plus the threads' partial sums, plus the
+ * bias or the value added to. No tolerance here comes from a measurement. The data are
+ * not bf16 values: a path that skipped the rounding would be off by about 2^-9 of the
+ * magnitudes, far past the bound (each case checks that it could tell). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bf16.h"
+#include "conv_amx.h"
+#include "cpu_isa.h"
+#include "matmul.h"
+#include "ops.h"
+#include "parallel.h"
+
+static uint64_t lcg_state = 7;
+static float uniform(void)
+{
+    lcg_state = lcg_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)(2.0 * ((double)(lcg_state >> 11) / 9007199254740992.0) - 1.0);
+}
+
+static float *random_floats(size_t n)
+{
+    float *x = malloc(n * sizeof(float));
+    assert_non_null(x);
+    for (size_t i = 0; i < n; i++) x[i] = uniform();
+    return x;
+}
+
+static double bound(double n, double mag)
+{
+    const double u = ldexp(1.0, -24);
+    return n * u / (1.0 - n * u) * mag + n * ldexp(1.0, -126) * (mag + 1.0);
+}
+
+typedef struct {
+    const char *name;
+    int C, OC, H, W, KH, KW, pt, pb, pl, pr, B, threads;
+} conv_case_t;
+
+/* Block edges: 16 channels (one K chunk of 16), 32 and 64 (chunks of 32), counts that are
+ * not multiples of 16 (zero padding, the 1 x 4 tiles beside the 2 x 2 ones), odd widths
+ * (garbage columns on the grid), the first layer's 3 channels, 1x3 and 5x5 kernels, no
+ * pads and pads on one side only; two and three threads over an odd batch. Each output
+ * plane has the 64 values conv.c's dispatch asks of the tiles (conv2d_amx). */
+static const conv_case_t CASES[] = {
+    {"16 -> 16, 3x3 same, 9x8", 16, 16, 9, 8, 3, 3, 1, 1, 1, 1, 3, 1},
+    {"32 -> 48, 3x3 same, 8x9", 32, 48, 8, 9, 3, 3, 1, 1, 1, 1, 3, 2},
+    {"3 -> 16, 3x3 same, 8x8", 3, 16, 8, 8, 3, 3, 1, 1, 1, 1, 2, 1},
+    {"40 -> 20, 5x5 same, 9x9", 40, 20, 9, 9, 5, 5, 2, 2, 2, 2, 3, 3},
+    {"24 -> 16, 1x3 same, 8x8", 24, 16, 8, 8, 1, 3, 0, 0, 1, 1, 2, 1},
+    {"16 -> 32, 3x3 valid, 10x10", 16, 32, 10, 10, 3, 3, 0, 0, 0, 0, 3, 2},
+    {"64 -> 64, 3x3 pads top and right, 9x9", 64, 64, 9, 9, 3, 3, 1, 0, 0, 1, 2, 2},
+};
+#define NCASES (sizeof CASES / sizeof CASES[0])
+
+typedef struct {
+    conv2d_desc_t d;
+    float *x, *w, *bias, *dy, *d0;
+} conv_data_t;
+
+static void make_data(const conv_case_t *k, conv_data_t *s)
+{
+    memset(&s->d, 0, sizeof s->d);
+    s->d.C = k->C, s->d.H = k->H, s->d.W = k->W, s->d.OC = k->OC, s->d.KH = k->KH, s->d.KW = k->KW;
+    s->d.sH = s->d.sW = s->d.dH = s->d.dW = s->d.groups = 1;
+    s->d.pad_t = k->pt, s->d.pad_b = k->pb, s->d.pad_l = k->pl, s->d.pad_r = k->pr;
+    assert_int_equal(conv2d_setup(&s->d), 0);
+    const size_t in = (size_t)k->B * k->C * k->H * k->W, out = (size_t)k->B * k->OC * s->d.OH * s->d.OW;
+    s->x = random_floats(in);
+    s->w = random_floats((size_t)k->OC * k->C * k->KH * k->KW);
+    s->bias = random_floats((size_t)k->OC);
+    s->dy = random_floats(out);
+    s->d0 = random_floats(in);
+}
+
+static void free_data(conv_data_t *s) { free(s->x), free(s->w), free(s->bias), free(s->dy), free(s->d0); }
+
+/* x's value at (b, c, h, w), zero outside the plane, rounded */
+static double x_at(const float *x, int C, int H, int W, int b, int c, int h, int w)
+{
+    if (h < 0 || h >= H || w < 0 || w >= W) return 0.0;
+    return bf16_round(x[(((size_t)b * C + c) * H + h) * W + w]);
+}
+
+/* worst error over the bound of got against want (both n long); *shows: some element's
+ * unrounded sum lies outside 4x the bound */
+static double worst_of(const float *got, const double *want, const double *mag, const double *plain, size_t n,
+                       double terms, int *shows)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        const double b = bound(terms, mag[i]);
+        if (!isfinite(got[i])) return INFINITY;
+        const double r = fabs(got[i] - want[i]) / b;
+        if (r > worst) worst = r;
+        if (fabs(plain[i] - want[i]) > 4.0 * b) *shows = 1;
+    }
+    return worst;
+}
+
+/* The three references: forward (with the bias), input gradient (with d0 added), weight
+ * gradient; each as the rounded operands' sum, its magnitude and the unrounded sum. */
+typedef struct {
+    double *y, *ym, *yp, *dx, *dxm, *dxp, *dw, *dwm, *dwp;
+} refs_t;
+
+static void reference(const conv_case_t *k, const conv_data_t *s, refs_t *r)
+{
+    const conv2d_desc_t *d = &s->d;
+    const int OH = d->OH, OW = d->OW, KK = k->KH * k->KW;
+    const size_t ny = (size_t)k->B * k->OC * OH * OW, nx = (size_t)k->B * k->C * k->H * k->W,
+                 nw = (size_t)k->OC * k->C * KK;
+    double **all[] = {&r->y, &r->ym, &r->yp, &r->dx, &r->dxm, &r->dxp, &r->dw, &r->dwm, &r->dwp};
+    const size_t sizes[] = {ny, ny, ny, nx, nx, nx, nw, nw, nw};
+    for (int i = 0; i < 9; i++) {
+        *all[i] = calloc(sizes[i], sizeof(double));
+        assert_non_null(*all[i]);
+    }
+    for (size_t i = 0; i < nx; i++) r->dx[i] = r->dxp[i] = s->d0[i], r->dxm[i] = fabs(s->d0[i]);
+    for (int b = 0; b < k->B; b++)
+        for (int m = 0; m < k->OC; m++)
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++) {
+                    const size_t yi = (((size_t)b * k->OC + m) * OH + oh) * OW + ow;
+                    r->y[yi] = r->yp[yi] = s->bias[m], r->ym[yi] = fabs(s->bias[m]);
+                    const double g = bf16_round(s->dy[yi]), gp = s->dy[yi];
+                    for (int c = 0; c < k->C; c++)
+                        for (int t = 0; t < KK; t++) {
+                            const int h = oh - k->pt + t / k->KW, w = ow - k->pl + t % k->KW;
+                            if (h < 0 || h >= k->H || w < 0 || w >= k->W) continue;
+                            const size_t xi = (((size_t)b * k->C + c) * k->H + h) * k->W + w,
+                                         wi = ((size_t)m * k->C + c) * KK + t;
+                            const double xv = x_at(s->x, k->C, k->H, k->W, b, c, h, w), wv = bf16_round(s->w[wi]);
+                            r->y[yi] += wv * xv, r->ym[yi] += fabs(wv * xv), r->yp[yi] += (double)s->w[wi] * s->x[xi];
+                            r->dx[xi] += wv * g, r->dxm[xi] += fabs(wv * g), r->dxp[xi] += (double)s->w[wi] * gp;
+                            r->dw[wi] += g * xv, r->dwm[wi] += fabs(g * xv), r->dwp[wi] += gp * s->x[xi];
+                        }
+                }
+}
+
+static void free_refs(refs_t *r)
+{
+    free(r->y), free(r->ym), free(r->yp), free(r->dx), free(r->dxm), free(r->dxp), free(r->dw), free(r->dwm),
+        free(r->dwp);
+}
+
+/* One case on the path the process now takes: forward, backward adding into d0, backward
+ * writing; returns the worst error over its bound. */
+static double run_case(const conv_case_t *k, const char *path, int amx)
+{
+    conv_data_t s;
+    make_data(k, &s);
+    if (conv2d_amx(&s.d) != amx) fail_msg("%s, %s: conv2d_amx %d, want %d", path, k->name, conv2d_amx(&s.d), amx);
+    refs_t r;
+    reference(k, &s, &r);
+    assert_int_equal(par_set_threads(k->threads), 0);
+    const conv2d_desc_t *d = &s.d;
+    const size_t ny = (size_t)k->B * k->OC * d->OH * d->OW, nx = (size_t)k->B * k->C * k->H * k->W,
+                 nw = (size_t)k->OC * k->C * k->KH * k->KW;
+    /* the scratch starts as NaNs: a pass must write every value it reads */
+    const size_t nws = conv2d_workspace(d, k->B) + 1;
+    float *ws = malloc(nws * sizeof(float)), *y = malloc(ny * sizeof(float));
+    float *dx = malloc(nx * sizeof(float)), *dw = malloc(nw * sizeof(float)), db[64];
+    assert_true(ws && y && dx && dw);
+    memset(ws, 0xff, nws * sizeof(float));
+    int shows_y = 0, shows_dx = 0, shows_dw = 0;
+    conv2d_forward(d, k->B, s.x, s.w, s.bias, y, ws);
+    double worst = worst_of(y, r.y, r.ym, r.yp, ny, k->C * k->KH * k->KW + 2.0, &shows_y), w;
+    memcpy(dx, s.d0, nx * sizeof(float));
+    memset(ws, 0xff, nws * sizeof(float));
+    conv2d_backward(d, k->B, s.x, s.w, s.dy, dx, dw, db, ws);
+    if ((w = worst_of(dx, r.dx, r.dxm, r.dxp, nx, k->OC * k->KH * k->KW + 2.0, &shows_dx)) > worst) worst = w;
+    const double wterms = (double)k->B * d->OH * d->OW + k->threads + 2.0;
+    if ((w = worst_of(dw, r.dw, r.dwm, r.dwp, nw, wterms, &shows_dw)) > worst) worst = w;
+    /* written: dx = the gradient alone, whatever it held */
+    for (size_t i = 0; i < nx; i++) dx[i] = NAN, r.dx[i] -= s.d0[i], r.dxm[i] -= fabs(s.d0[i]), r.dxp[i] -= s.d0[i];
+    memset(ws, 0xff, nws * sizeof(float));
+    conv2d_backward_set(d, k->B, s.x, s.w, s.dy, dx, dw, db, ws);
+    if ((w = worst_of(dx, r.dx, r.dxm, r.dxp, nx, k->OC * k->KH * k->KW + 2.0, &shows_dx)) > worst) worst = w;
+    if (worst <= 1.0 && !(shows_y && shows_dx && shows_dw))
+        fail_msg("%s, %s: the data cannot tell a rounded sum from an unrounded one", path, k->name);
+    free(ws), free(y), free(dx), free(dw);
+    free_refs(&r);
+    free_data(&s);
+    par_set_threads(1);
+    return worst;
+}
+
+/* amx: whether the cases must take the tiles' loops */
+static void run_cases(const char *path, int amx)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < NCASES; i++) {
+        const double w = run_case(&CASES[i], path, amx);
+        if (!(w <= 1.0)) fail_msg("%s, %s: error %.3g x the bound", path, CASES[i].name, w);
+        if (w > worst) worst = w;
+    }
+    printf("%s: largest error %.3f of the bound\n", path, worst);
+}
+
+/* The tiles' loops on the twin: every CPU runs it. */
+static void test_twin(void **state)
+{
+    mm_set_precision(MM_BF16);
+    cpu_isa_cap(CPU_ISA_PORTABLE);
+    conv_amx_force_twin(1);
+    run_cases("twin", 1);
+}
+
+static void test_tiles(void **state)
+{
+    if (cpu_isa_available() < CPU_ISA_AMX) {
+        printf("skip: amx path: %s\n", cpu_isa_why());
+        skip();
+    }
+    mm_set_precision(MM_BF16);
+    cpu_isa_cap(CPU_ISA_AMX);
+    run_cases("amx tiles", 1);
+}
+
+/* The other bf16 paths' im2col + GEMM on the same cases (the bound is the same). */
+static void test_gemm_paths(void **state)
+{
+    mm_set_precision(MM_BF16);
+    for (int isa = 0; isa <= (int)cpu_isa_available() && isa < (int)CPU_ISA_AMX; isa++) {
+        cpu_isa_cap((cpu_isa_t)isa);
+        run_cases(cpu_isa_name((cpu_isa_t)isa), 0);
+    }
+}
+
+/* Which layers take the tiles: only bf16 ones of one group, stride 1, more than one tap
+ * and planes of 64 outputs or more. */
+static void test_dispatch(void **state)
+{
+    conv2d_desc_t d;
+    conv_amx_force_twin(1);
+    mm_set_precision(MM_FP32);
+    assert_int_equal(conv2d_init(&d, 16, 8, 8, 16, 3, 3, 1, 1), 0);
+    assert_int_equal(conv2d_amx(&d), 0); /* fp32 */
+    mm_set_precision(MM_BF16);
+    assert_int_equal(conv2d_amx(&d), 1);
+    assert_int_equal(conv2d_init(&d, 16, 7, 7, 16, 3, 3, 1, 1), 0);
+    assert_int_equal(conv2d_amx(&d), 0); /* 49 outputs */
+    assert_int_equal(conv2d_init(&d, 16, 8, 8, 16, 1, 1, 1, 0), 0);
+    assert_int_equal(conv2d_amx(&d), 0); /* 1x1 */
+    assert_int_equal(conv2d_init(&d, 16, 16, 16, 16, 3, 3, 2, 1), 0);
+    assert_int_equal(conv2d_amx(&d), 0); /* stride 2 */
+    assert_int_equal(conv2d_init(&d, 16, 8, 8, 16, 3, 3, 1, 3), 0);
+    assert_int_equal(conv2d_amx(&d), 0); /* pads past the kernel's reach */
+}
+
+static cpu_isa_t start_isa; /* the path the process started on (PACER_CPU_ISA may cap it) */
+
+/* After each test, passed or failed: the process's defaults again. */
+static int reset(void **state)
+{
+    conv_amx_force_twin(0);
+    mm_set_precision(MM_FP32);
+    cpu_isa_cap(start_isa);
+    par_set_threads(1);
+    return 0;
+}
+
+int main(void)
+{
+    start_isa = cpu_isa();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_dispatch, reset),
+        cmocka_unit_test_teardown(test_twin, reset),
+        cmocka_unit_test_teardown(test_tiles, reset),
+        cmocka_unit_test_teardown(test_gemm_paths, reset),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

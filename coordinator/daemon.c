@@ -101,7 +101,7 @@ static int absolute(const char *in, char *out, size_t len)
  * the jobs whose ranks fill its slots (run_holds). */
 static json_t *cluster_hosts_json(coordinator_t *c)
 {
-    json_t *arr = hosts_json(c);
+    json_t *arr = hosts_json(c->hosts);
     for (int i = 0; arr && i < c->hosts->n; i++) {
         json_t *jobs = json_array();
         for (int k = 0; jobs && k < c->runs->n; k++)
@@ -625,7 +625,7 @@ static int host_memory_of(coordinator_t *c, const char *text, char *err, size_t 
     if (!c->hosts->mem_of) return errmsg(err, errlen, "out of memory");
     if (hostmem_parse(text, c->hosts->mem_of, LAUNCH_MAX_HOSTS, &c->hosts->nmem_of, err, errlen) != 0) return -1;
     for (int k = 0; k < c->hosts->nmem_of; k++)
-        if (!hosts_find(c, c->hosts->mem_of[k].name))
+        if (!hosts_find(c->hosts, c->hosts->mem_of[k].name))
             return errmsg(err, errlen, "--host-memory-mb-of: %.200s is not one of the %s launcher's %d host%s",
                           c->hosts->mem_of[k].name, launcher_name(c->launcher), c->hosts->n,
                           c->hosts->n == 1 ? "" : "s");

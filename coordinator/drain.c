@@ -123,7 +123,7 @@ static void drain_take(coordinator_t *c, host_t *h, const char *text, double now
     snprintf(h->drain_reason, sizeof h->drain_reason, "%s", reason ? reason : "");
     json_decref(o);
     if (changed) {
-        hosts_recount(c);
+        hosts_recount(c->hosts);
         clog_printf("host %s: draining (%s), deadline in %.0f s", h->name,
                     h->drain_reason[0] ? h->drain_reason : "no reason given", deadline > now ? deadline - now : 0.0);
         if (c->hosts->changed) c->hosts->changed(c, now);
@@ -144,7 +144,7 @@ static void drain_take_rm(coordinator_t *c, host_t *h, double now)
     h->drain_deadline = deadline;
     snprintf(h->drain_reason, sizeof h->drain_reason, "%s", reason);
     if (was) return;
-    hosts_recount(c);
+    hosts_recount(c->hosts);
     clog_printf("host %s: draining (%s), deadline in %.0f s", h->name, reason, deadline > now ? deadline - now : 0.0);
     if (c->hosts->changed) c->hosts->changed(c, now);
 }
@@ -205,7 +205,7 @@ void drain_hosts_tick(coordinator_t *c, double now)
         } else if (h->drained) {
             h->drained = 0;
             h->drain_reason[0] = 0;
-            hosts_recount(c);
+            hosts_recount(c->hosts);
             clog_printf("host %s: drain ended; usable again", h->name);
             if (c->hosts->changed) c->hosts->changed(c, now);
         }
@@ -219,30 +219,30 @@ void drain_hosts_tick(coordinator_t *c, double now)
     }
 }
 
-const char *drain_host_of(coordinator_t *c, const coord_run_t *r)
+const char *drain_host_of(const hosts_state_t *hs, const coord_run_t *r)
 {
     for (int i = 0; i < r->nhosts; i++) {
-        const host_t *h = hosts_find(c, r->hosts[i]);
+        const host_t *h = hosts_find(hs, r->hosts[i]);
         if (h && h->drained) return h->name;
     }
     return NULL;
 }
 
-int drain_wait_slots(const coordinator_t *c, const coord_run_t *r, int slots_used)
+int drain_wait_slots(const hosts_state_t *hs, const coord_run_t *r, int slots_used)
 {
     if (r->simulated) return 0;
     /* an oversubscribed job needs the slots it had, not one per rank */
-    int need = r->min_world < c->hosts->slots_total ? r->min_world : c->hosts->slots_total;
+    int need = r->min_world < hs->slots_total ? r->min_world : hs->slots_total;
     int others = slots_used - (r->phase != PH_DONE ? r->world : 0);
-    return c->hosts->slots_usable - others < need ? need : 0;
+    return hs->slots_usable - others < need ? need : 0;
 }
 
-void drain_hosts_text(const coordinator_t *c, char *out, size_t len)
+void drain_hosts_text(const hosts_state_t *hs, char *out, size_t len)
 {
     size_t n = 0;
     if (len) out[0] = 0;
-    for (int i = 0; i < c->hosts->n && n < len; i++) {
-        const host_t *h = &c->hosts->list[i];
+    for (int i = 0; i < hs->n && n < len; i++) {
+        const host_t *h = &hs->list[i];
         if (!h->drained) continue;
         int k = snprintf(out + n, len - n, "%s%s%s%s%s", n ? ", " : "", h->name, h->drain_reason[0] ? " (" : "",
                          h->drain_reason, h->drain_reason[0] ? ")" : "");
@@ -251,17 +251,17 @@ void drain_hosts_text(const coordinator_t *c, char *out, size_t len)
     }
 }
 
-void drain_queue_reason(const coordinator_t *c, const coord_run_t *r, int need, char *out, size_t len)
+void drain_queue_reason(const hosts_state_t *hs, const coord_run_t *r, int need, char *out, size_t len)
 {
     json_t *last = json_array_get(r->interruptions, json_array_size(r->interruptions) - 1);
     json_t *ck = json_object_get(last, "checkpoint_step");
     char from[48] = "its last checkpoint";
     if (json_is_integer(ck))
         snprintf(from, sizeof from, "its checkpoint of step %lld", (long long)json_integer_value(ck));
-    const host_t *h = hosts_find((coordinator_t *)c, r->drain_host);
+    const host_t *h = hosts_find(hs, r->drain_host);
     snprintf(out, len, "host %.200s drains%s%.200s%s: waits queued for %d free slot%s (%d usable), to resume from %s",
              r->drain_host, h && h->drain_reason[0] ? " (" : "", h ? h->drain_reason : "",
-             h && h->drain_reason[0] ? ")" : "", need, need == 1 ? "" : "s", c->hosts->slots_usable, from);
+             h && h->drain_reason[0] ? ")" : "", need, need == 1 ? "" : "s", hs->slots_usable, from);
 }
 
 /* ---- the API's side (the HTTP threads, with a pooled connection) ----------------------- */

@@ -13,6 +13,8 @@
 
 #include "run.h"
 
+struct hosts_state; /* hosts.h */
+
 #define RUN_INTERRUPTIONS_KEPT 20
 
 /* r's attempt stopped on notice: reads and removes the worker's note beside the
@@ -47,18 +49,18 @@ void drain_adopt_interruptions(coord_run_t *r, const char *text, const char *tot
  * table (a change is logged and published). */
 void drain_hosts_tick(coordinator_t *c, double now);
 /* The first of r's hosts that drains, or NULL. */
-const char *drain_host_of(coordinator_t *c, const coord_run_t *r);
+const char *drain_host_of(const struct hosts_state *hs, const coord_run_t *r);
 
 /* After a drain's stop: the free usable slots r needs to run at once (a rigid job's world,
  * an elastic one's minimum, at most all the cluster's slots), when fewer are free than that
  * (it then waits QUEUED: jobstore_requeue_drained), else 0 (it relaunches on them).
  * slots_used: the slots every unfinished run holds (run_slots_used; passed in, as run.c
  * calls drain.c and not the other way round). */
-int drain_wait_slots(const coordinator_t *c, const coord_run_t *r, int slots_used);
+int drain_wait_slots(const struct hosts_state *hs, const coord_run_t *r, int slots_used);
 /* The QUEUED reason of r, requeued by its host's drain, waiting for need slots. */
-void drain_queue_reason(const coordinator_t *c, const coord_run_t *r, int need, char *out, size_t len);
+void drain_queue_reason(const struct hosts_state *hs, const coord_run_t *r, int need, char *out, size_t len);
 /* The draining hosts with their reasons, "a (maintenance), b" ("" none). */
-void drain_hosts_text(const coordinator_t *c, char *out, size_t len);
+void drain_hosts_text(const struct hosts_state *hs, char *out, size_t len);
 
 /* The coordinator's drain state (c->drain). Drains and their ends through the API: the
  * caller bumps asked once KEY_DRAIN holds the change and waits on cond (under c->lock) until

@@ -28,20 +28,20 @@ const char *host_state_name(host_state_t s)
 /* A drained host (drain.h) takes no new ranks, whatever its state. */
 static int usable(const host_t *h) { return (h->state == HOST_UP || h->state == HOST_SLOW) && !h->drained; }
 
-void hosts_recount(coordinator_t *c)
+void hosts_recount(hosts_state_t *hs)
 {
-    c->hosts->slots_total = c->hosts->slots_usable = c->hosts->slots_max = 0;
-    for (int i = 0; i < c->hosts->n; i++) {
-        c->hosts->slots_total += c->hosts->list[i].slots;
-        if (c->hosts->list[i].slots > c->hosts->slots_max) c->hosts->slots_max = c->hosts->list[i].slots;
-        if (usable(&c->hosts->list[i])) c->hosts->slots_usable += c->hosts->list[i].slots;
+    hs->slots_total = hs->slots_usable = hs->slots_max = 0;
+    for (int i = 0; i < hs->n; i++) {
+        hs->slots_total += hs->list[i].slots;
+        if (hs->list[i].slots > hs->slots_max) hs->slots_max = hs->list[i].slots;
+        if (usable(&hs->list[i])) hs->slots_usable += hs->list[i].slots;
     }
 }
 
-host_t *hosts_find(coordinator_t *c, const char *name)
+host_t *hosts_find(const hosts_state_t *hs, const char *name)
 {
-    for (int i = 0; i < c->hosts->n; i++)
-        if (strcmp(c->hosts->list[i].name, name) == 0) return &c->hosts->list[i];
+    for (int i = 0; i < hs->n; i++)
+        if (strcmp(hs->list[i].name, name) == 0) return &hs->list[i];
     return NULL;
 }
 
@@ -66,7 +66,7 @@ int hosts_sync(coordinator_t *c, double now, char *added, size_t addlen, char *r
     if (added && addlen) added[0] = 0;
     if (removed && remlen) removed[0] = 0;
     for (int i = 0; i < n; i++) {
-        host_t *old = hosts_find(c, lh[i].name);
+        host_t *old = hosts_find(c->hosts, lh[i].name);
         if (old) {
             next[i] = *old;
             old->probing = 0; /* the probes (if any) moved with it */
@@ -92,7 +92,7 @@ int hosts_sync(coordinator_t *c, double now, char *added, size_t addlen, char *r
     free(c->hosts->list);
     c->hosts->list = next;
     c->hosts->n = n;
-    hosts_recount(c);
+    hosts_recount(c->hosts);
     /* New hosts are up until shown otherwise; a probe shows it soon. */
     for (int i = 0; i < n; i++)
         if (fresh[i]) hosts_probe(c, c->hosts->list[i].name, now);
@@ -129,7 +129,7 @@ void hosts_set_state(coordinator_t *c, host_t *h, host_state_t st, const char *r
     snprintf(h->reason, sizeof h->reason, "%s", reason ? reason : "");
     if (changed) h->since = now;
     if (st == HOST_DOWN && h->next_probe < now) h->next_probe = now + c->cfg.host_probe_s;
-    hosts_recount(c);
+    hosts_recount(c->hosts);
     clog_printf("host %s: %s%s%s", h->name, host_state_name(st), h->reason[0] ? ": " : "", h->reason);
     host_event(c, h, now);
     /* At once, not at the next second: the caller may act on the new state (a resize
@@ -140,15 +140,15 @@ void hosts_set_state(coordinator_t *c, host_t *h, host_state_t st, const char *r
 
 void hosts_probe(coordinator_t *c, const char *name, double now)
 {
-    host_t *h = hosts_find(c, name);
+    host_t *h = hosts_find(c->hosts, name);
     if (!h || h->probing) return;
     launcher_probe_start(c->launcher, h->name, now, &h->probe);
     h->probing = 1;
 }
 
-int hosts_probing(coordinator_t *c, const char *name)
+int hosts_probing(const hosts_state_t *hs, const char *name)
 {
-    host_t *h = hosts_find(c, name);
+    host_t *h = hosts_find(hs, name);
     return h && h->probing;
 }
 
@@ -213,14 +213,14 @@ void hosts_tick(coordinator_t *c, double now)
     }
 }
 
-int hosts_usable(coordinator_t *c, const char **names, int max, int *slots)
+int hosts_usable(const hosts_state_t *hs, const char **names, int max, int *slots)
 {
     int n = 0, s = 0;
-    for (int i = 0; i < c->hosts->n; i++) {
-        if (!usable(&c->hosts->list[i])) continue;
-        if (n < max) names[n] = c->hosts->list[i].name;
+    for (int i = 0; i < hs->n; i++) {
+        if (!usable(&hs->list[i])) continue;
+        if (n < max) names[n] = hs->list[i].name;
         n++;
-        s += c->hosts->list[i].slots;
+        s += hs->list[i].slots;
     }
     if (slots) *slots = s;
     return n < max ? n : max;
@@ -244,11 +244,11 @@ static json_t *bench_json(const host_bench_t *b)
     return o;
 }
 
-json_t *hosts_json(coordinator_t *c)
+json_t *hosts_json(const hosts_state_t *hs)
 {
     json_t *arr = json_array();
-    for (int i = 0; arr && i < c->hosts->n; i++) {
-        const host_t *h = &c->hosts->list[i];
+    for (int i = 0; arr && i < hs->n; i++) {
+        const host_t *h = &hs->list[i];
         json_t *b = json_null();
         if (h->bench.time > 0 || h->bench.running) b = bench_json(&h->bench);
         json_t *o = json_pack("{s:s, s:i, s:s, s:s, s:f, s:f, s:o, s:b}", "name", h->name, "slots", h->slots, "state",

@@ -110,29 +110,29 @@ typedef struct hosts_state {
  * when out of memory (the table is unchanged). */
 int hosts_sync(struct coordinator *c, double now, char *added, size_t addlen, char *removed, size_t remlen);
 void hosts_free(struct coordinator *c);
-host_t *hosts_find(struct coordinator *c, const char *name);
+host_t *hosts_find(const hosts_state_t *hs, const char *name);
 
 /* One tick: answers of running probes, and new probes of down hosts that are due. */
 void hosts_tick(struct coordinator *c, double now);
 /* Starts a probe of name now, unless one runs. */
 void hosts_probe(struct coordinator *c, const char *name, double now);
 /* Whether a probe of name still runs. */
-int hosts_probing(struct coordinator *c, const char *name);
+int hosts_probing(const hosts_state_t *hs, const char *name);
 /* Changes a host's state (logged, an event, and c->hosts->changed: daemon.c publishes
  * pacer:coordinator at once). Any change clears net_failing: the network probe sets it
  * after its own. */
 void hosts_set_state(struct coordinator *c, host_t *h, host_state_t st, const char *reason, double now);
 
-/* c->hosts->slots_total, slots_usable and slots_max again (after a host's drain changed). */
-void hosts_recount(struct coordinator *c);
+/* hs->slots_total, slots_usable and slots_max again (after a host's drain changed). */
+void hosts_recount(hosts_state_t *hs);
 
 /* The usable hosts (up or slow, not drained), in the launcher's order: their names into names (at
  * most max) and their slots summed into *slots. Returns the count. */
-int hosts_usable(struct coordinator *c, const char **names, int max, int *slots);
+int hosts_usable(const hosts_state_t *hs, const char **names, int max, int *slots);
 
 /* [{name, slots, state, reason, since, checked, benchmark: {...} or null}] (new ref); the
  * jobs on each host are the caller's to add (the runs are above this file). */
-json_t *hosts_json(struct coordinator *c);
+json_t *hosts_json(const hosts_state_t *hs);
 
 /* ---- policy (pure) ------------------------------------------------------------------- */
 

@@ -162,7 +162,7 @@ static int round_start(coordinator_t *c, const job_spec_t *s, const char *const 
     const char *argv[] = {c->worker, "--spec", specp, "--benchmark", steps, NULL};
     for (int i = 0; i < n; i++) {
         preflight_host_t *ph = &pf->hosts[i];
-        host_t *h = hosts_find(c, names[i]);
+        host_t *h = hosts_find(c->hosts, names[i]);
         snprintf(ph->host, sizeof ph->host, "%s", names[i]);
         char hdir[BPATH], log[BPATH], ecp[BPATH], hp[BPATH], why[512] = "";
         bench_path(c, i, NULL, hdir, sizeof hdir);
@@ -260,7 +260,7 @@ static void round_finish(coordinator_t *c, double now)
      * every host being shut out of every later job. */
     int passed = 0;
     for (int k = 0; k < pf->n; k++) {
-        const host_t *h = hosts_find(c, pf->hosts[k].host);
+        const host_t *h = hosts_find(c->hosts, pf->hosts[k].host);
         passed += h && !h->bench.error[0];
     }
     if (!passed)
@@ -268,7 +268,7 @@ static void round_finish(coordinator_t *c, double now)
                     "worker, not a host, is the likely cause)",
                     model);
     for (int k = 0; k < pf->n; k++) {
-        host_t *h = hosts_find(c, pf->hosts[k].host);
+        host_t *h = hosts_find(c->hosts, pf->hosts[k].host);
         if (!h) continue; /* removed by a reload meanwhile */
         int i = (int)(h - c->hosts->list);
         char why[256];
@@ -328,7 +328,7 @@ static void host_done(coordinator_t *c, int i, const launch_status_t *st, int ti
     bench_path(c, i, "log", log, sizeof log);
     launcher_reap(c->launcher, &ph->h);
     ph->running = 0;
-    host_t *h = hosts_find(c, ph->host);
+    host_t *h = hosts_find(c->hosts, ph->host);
     if (!h) return;
     host_bench_t *b = &h->bench;
     b->running = 0;
@@ -403,7 +403,7 @@ void preflight_tick(coordinator_t *c, double now)
         } else {
             for (char *save = NULL, *t = strtok_r(names_text, " ", &save); t && code == COORD_OK;
                  t = strtok_r(NULL, " ", &save)) {
-                host_t *h = hosts_find(c, t);
+                host_t *h = hosts_find(c->hosts, t);
                 int dup = 0;
                 for (int k = 0; k < n; k++) dup |= h && names[k] == h->name;
                 if (!h) {

@@ -519,7 +519,7 @@ void run_kill(coordinator_t *c, coord_run_t *r, kill_reason_t why, double now)
     /* A drain gives the ranks until its deadline to reach their step boundary, however
      * long a step takes (a step longer than --kill-grace would lose everything since the
      * last checkpoint), and no longer than that, whatever --kill-grace says. */
-    const host_t *dh = why == KILL_DRAIN ? hosts_find(c, r->drain_host) : NULL;
+    const host_t *dh = why == KILL_DRAIN ? hosts_find(c->hosts, r->drain_host) : NULL;
     if (dh && dh->drain_deadline > 0) r->kill_deadline = dh->drain_deadline > now + 1 ? dh->drain_deadline : now + 1;
     /* A grow's notice (grow_check) and a preemption's wait for the ranks' step boundary
      * as long as a step may take, not --kill-grace alone: SIGKILLed, they would lose the

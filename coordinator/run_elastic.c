@@ -113,15 +113,15 @@ static int benched(const coord_run_t *r, const char *host)
  * slots in *slots. */
 int run_usable(coordinator_t *c, const coord_run_t *r, const char **names, int *slots, int *kept_all)
 {
-    int n = hosts_usable(c, names, c->hosts->n, slots), k = 0, s = 0;
+    int n = hosts_usable(c->hosts, names, c->hosts->n, slots), k = 0, s = 0;
     for (int i = 0; i < n; i++) {
         if (benched(r, names[i])) continue;
-        const host_t *h = hosts_find(c, names[i]);
+        const host_t *h = hosts_find(c->hosts, names[i]);
         s += h ? h->slots : 0;
         names[k++] = names[i];
     }
     if (kept_all) *kept_all = k == 0 && n > 0;
-    if (k == 0) return hosts_usable(c, names, c->hosts->n, slots);
+    if (k == 0) return hosts_usable(c->hosts, names, c->hosts->n, slots);
     *slots = s;
     return k;
 }
@@ -153,7 +153,7 @@ void begin_probing(coordinator_t *c, coord_run_t *r, sv_outcome_t oc, int code, 
     char buf[512];
     snprintf(buf, sizeof buf, "%s", lost ? lost : "");
     for (char *save = NULL, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
-        host_t *h = hosts_find(c, t);
+        host_t *h = hosts_find(c->hosts, t);
         if (h) hosts_set_state(c, h, HOST_DOWN, "Slurm: the node failed under a job (NODE_FAIL)", now);
     }
     for (int i = 0; i < r->nhosts; i++) hosts_probe(c, r->hosts[i], now);
@@ -206,7 +206,7 @@ static int probe_network(coordinator_t *c, coord_run_t *r, double now)
         r->np_state = 2;
         if (!netprobe_applies(c) || r->nhosts < 1) return 0;
         for (int i = 0; i < r->nhosts; i++) {
-            host_t *h = hosts_find(c, r->hosts[i]);
+            host_t *h = hosts_find(c->hosts, r->hosts[i]);
             if (!h || h->state == HOST_DOWN || h->state == HOST_FAILING) return 0; /* explained */
         }
         char err[256];
@@ -223,7 +223,7 @@ static int probe_network(coordinator_t *c, coord_run_t *r, double now)
     int bad = 0;
     for (int i = 0; i < r->np.n; i++) {
         const netprobe_host_t *p = &r->np.hosts[i];
-        host_t *h = hosts_find(c, p->host);
+        host_t *h = hosts_find(c->hosts, p->host);
         if (!h || !p->failing) continue;
         bad++;
         if (h->state != HOST_DOWN) {
@@ -241,14 +241,14 @@ static int probe_network(coordinator_t *c, coord_run_t *r, double now)
 void after_probing(coordinator_t *c, coord_run_t *r, double now)
 {
     int waiting = 0;
-    for (int i = 0; i < r->nhosts; i++) waiting |= hosts_probing(c, r->hosts[i]);
+    for (int i = 0; i < r->nhosts; i++) waiting |= hosts_probing(c->hosts, r->hosts[i]);
     if (waiting && now < r->probe_deadline) return;
     if (probe_network(c, r, now)) return;
     char lost[1024] = "", why[256] = "";
     size_t used = 0;
     int n = 0;
     for (int i = 0; i < r->nhosts; i++) {
-        host_t *h = hosts_find(c, r->hosts[i]);
+        host_t *h = hosts_find(c->hosts, r->hosts[i]);
         if (h && h->state != HOST_DOWN && h->state != HOST_FAILING) continue;
         int k = snprintf(lost + used, sizeof lost - used, "%s%s", used ? ", " : "", r->hosts[i]);
         if (k > 0 && (size_t)k < sizeof lost - used) used += (size_t)k;
@@ -286,13 +286,13 @@ int placed_only(coordinator_t *c, const coord_run_t *r, const char **names, int 
 {
     int k = 0, slots = 0, all = 0;
     for (int i = 0; i < r->nplace; i++) {
-        const host_t *h = hosts_find(c, r->place[i]);
+        const host_t *h = hosts_find(c->hosts, r->place[i]);
         all += h ? h->slots : 1;
     }
     for (int i = 0; i < n; i++)
         for (int j = 0; j < r->nplace; j++)
             if (strcmp(names[i], r->place[j]) == 0) {
-                const host_t *h = hosts_find(c, names[i]);
+                const host_t *h = hosts_find(c->hosts, names[i]);
                 slots += h ? h->slots : 1;
                 names[k++] = names[i];
                 break;

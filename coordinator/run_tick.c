@@ -99,7 +99,7 @@ static void drained_over(coordinator_t *c, coord_run_t *r, double now)
     if (r->sigkilled) /* killed at the drain's deadline, before its step boundary */
         json_object_set_new(json_array_get(r->interruptions, json_array_size(r->interruptions) - 1), "deadline_passed",
                             json_true());
-    int need = drain_wait_slots(c, r, run_slots_used(c));
+    int need = drain_wait_slots(c->hosts, r, run_slots_used(c));
     if (need <= 0 || !c->conn->rc) {
         relaunch_soon(c, r, SV_EXITED, NOTICE_EXIT_STATUS, reason, now);
         return;
@@ -107,7 +107,7 @@ static void drained_over(coordinator_t *c, coord_run_t *r, double now)
     requeue_detach(c, r);
     run_persist(c, r); /* its interruption, before the queue owns the job again */
     char why[sizeof r->reason];
-    drain_queue_reason(c, r, need, why, sizeof why);
+    drain_queue_reason(c->hosts, r, need, why, sizeof why);
     int rc = tickconn_check(c, jobstore_requeue_drained(c->conn->rc, r->id, r->drain_host, need, why, now), "requeue");
     requeue_settle(c, r, rc, why, now);
 }
@@ -401,8 +401,8 @@ void run_step(coordinator_t *c, coord_run_t *r, double now)
             run_kill(c, r, KILL_STALE, now);
         } else if (r->stall_seen > 0 && now - r->stall_seen >= STALL_CONFIRM_S) {
             run_kill(c, r, KILL_STALL, now);
-        } else if (drain_host_of(c, r)) {
-            snprintf(r->drain_host, sizeof r->drain_host, "%s", drain_host_of(c, r));
+        } else if (drain_host_of(c->hosts, r)) {
+            snprintf(r->drain_host, sizeof r->drain_host, "%s", drain_host_of(c->hosts, r));
             run_kill(c, r, KILL_DRAIN, now);
         } else if (r->spec->algorithm.dynamic_batch && c->worker_caps.redis && c->conn->rc && !r->simulated &&
                    now - r->last_plan >= PLAN_PERIOD_S) {

@@ -716,7 +716,7 @@ static int hold_for_drain(const coordinator_t *c, const sched_queued_t *qv, poli
 {
     int held = 0;
     char hosts[400];
-    drain_hosts_text(c, hosts, sizeof hosts);
+    drain_hosts_text(c->hosts, hosts, sizeof hosts);
     for (int i = 0; i < n; i++) {
         if (qv[i].simulated || qv[i].drain_need <= c->hosts->slots_usable) continue;
         if (dec[i].start) { dec[i] = (policy_decision_t){.position = ++held, .estimated_start = -1}; }

@@ -27,7 +27,7 @@ void conv_amx_plan(conv_amx_geom_t *g)
     g->Mp = (int)round_up((size_t)g->M, 16);
     const size_t cells = (size_t)g->rows * g->PW, plane = (size_t)g->PH * g->PW;
     const size_t reach = (size_t)(g->KH - 1) * g->PW + (size_t)(g->KW - 1);
-    g->N = round_up(cells, 64);
+    g->N = round_up(cells, 32);
     g->pld = spread(round_up(reach + g->N > plane ? reach + g->N : plane, 16), 4);
     g->ldy = spread(g->N, 4);
     g->Nk = round_up(cells, 32);

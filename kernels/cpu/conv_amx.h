@@ -46,7 +46,7 @@ typedef struct {
     int rows, cols; /* the output planes: grid rows, valid columns of each */
     /* derived by conv_amx_plan */
     int Cp, Mp, kc; /* C and M rounded up to 16 (Cp to 32 past 16); channels a K chunk */
-    size_t N;       /* grid positions computed: rows * PW rounded up to 64 */
+    size_t N;       /* grid positions computed: rows * PW rounded up to 32 */
     size_t pld;     /* 32-bit pairs from one pair-plane to the next: the padded plane and
                      * the last tap's reach past N, all readable */
     size_t ldy;     /* floats a row of the output grid */

@@ -5,8 +5,9 @@
  * B) and CA_STORE; the tile numbers are constants, as the AMX instructions take them. */
 
 /* y = the convolution on the grid: 2 x 2 tiles (two blocks of 16 output channels by two of
- * 16 positions) or, with one block of channels left, 1 x 4, through every tap and chunk of
- * channels. Tiles 4 and 5 hold A, 6 and 7 B, 0-3 the sums. */
+ * 16 positions) or, with one block of channels left, 1 x 4 (1 x 2 for the last 32
+ * positions), through every tap and chunk of channels. Tiles 4 and 5 hold A, 6 and 7 B,
+ * 0-3 the sums. */
 CA_TARGET static void CA_FN(grid_loops)(CA_PARAM const tilecfg_t *cfg, const conv_amx_geom_t *g, const uint16_t *wp,
                                         const uint32_t *xs, float *y)
 {
@@ -17,6 +18,7 @@ CA_TARGET static void CA_FN(grid_loops)(CA_PARAM const tilecfg_t *cfg, const con
     for (int mb = 0; mb < mbn; mb += 2) {
         const int two = mb + 1 < mbn;
         for (size_t g0 = 0; g0 < g->N; g0 += two ? 32 : 64) {
+            const int four = !two && g0 + 64 <= g->N;
             CA_ZERO(0);
             CA_ZERO(1);
             CA_ZERO(2);
@@ -35,19 +37,21 @@ CA_TARGET static void CA_FN(grid_loops)(CA_PARAM const tilecfg_t *cfg, const con
                         CA_LOAD(5, a + mstep, as);
                         CA_DP(2, 5, 6);
                         CA_DP(3, 5, 7);
-                        continue;
+                    } else if (four) {
+                        CA_LOAD(6, b + 32, bs);
+                        CA_LOAD(7, b + 48, bs);
+                        CA_DP(2, 4, 6);
+                        CA_DP(3, 4, 7);
                     }
-                    CA_LOAD(6, b + 32, bs);
-                    CA_LOAD(7, b + 48, bs);
-                    CA_DP(2, 4, 6);
-                    CA_DP(3, 4, 7);
                 }
             }
             float *c = y + (size_t)mb * 16 * g->ldy + g0;
             CA_STORE(0, c, ys);
             CA_STORE(1, c + 16, ys);
-            CA_STORE(2, two ? c + 16 * g->ldy : c + 32, ys);
-            CA_STORE(3, two ? c + 16 * g->ldy + 16 : c + 48, ys);
+            if (two || four) {
+                CA_STORE(2, two ? c + 16 * g->ldy : c + 32, ys);
+                CA_STORE(3, two ? c + 16 * g->ldy + 16 : c + 48, ys);
+            }
         }
     }
     CA_RELEASE();

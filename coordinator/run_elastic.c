@@ -23,12 +23,12 @@
 #include "tickconn.h"
 
 /* Names of the cluster's hosts that are not usable, with their state ("pw3 down"). */
-void unusable_hosts(coordinator_t *c, char *out, size_t len)
+void unusable_hosts(const hosts_state_t *hs, char *out, size_t len)
 {
     size_t used = 0;
     out[0] = 0;
-    for (int i = 0; i < c->hosts->n && used < len; i++) {
-        const host_t *h = &c->hosts->list[i];
+    for (int i = 0; i < hs->n && used < len; i++) {
+        const host_t *h = &hs->list[i];
         if (h->state != HOST_DOWN && h->state != HOST_FAILING) continue;
         int k = snprintf(out + used, len - used, "%s%s %s", used ? ", " : "", h->name, host_state_name(h->state));
         if (k < 0) break;
@@ -111,17 +111,17 @@ static int benched(const coord_run_t *r, const char *host)
  * leaves out for going silent, unless that leaves none (then every usable one: its own
  * rule never keeps a job from running; *kept_all says so). Returns the count, their
  * slots in *slots. */
-int run_usable(coordinator_t *c, const coord_run_t *r, const char **names, int *slots, int *kept_all)
+int run_usable(const hosts_state_t *hs, const coord_run_t *r, const char **names, int *slots, int *kept_all)
 {
-    int n = hosts_usable(c->hosts, names, c->hosts->n, slots), k = 0, s = 0;
+    int n = hosts_usable(hs, names, hs->n, slots), k = 0, s = 0;
     for (int i = 0; i < n; i++) {
         if (benched(r, names[i])) continue;
-        const host_t *h = hosts_find(c->hosts, names[i]);
+        const host_t *h = hosts_find(hs, names[i]);
         s += h ? h->slots : 0;
         names[k++] = names[i];
     }
     if (kept_all) *kept_all = k == 0 && n > 0;
-    if (k == 0) return hosts_usable(c->hosts, names, c->hosts->n, slots);
+    if (k == 0) return hosts_usable(hs, names, hs->n, slots);
     *slots = s;
     return k;
 }
@@ -259,7 +259,7 @@ void after_probing(coordinator_t *c, coord_run_t *r, double now)
          * without spending a restart on another attempt there. */
         const char **names = calloc((size_t)c->hosts->n + 1, sizeof *names);
         int slots = 0, kept_all = 1;
-        if (names) run_usable(c, r, names, &slots, &kept_all);
+        if (names) run_usable(c->hosts, r, names, &slots, &kept_all);
         free(names);
         for (int i = 0; !kept_all && i < r->nhosts; i++) {
             if (!benched(r, r->hosts[i])) continue;
@@ -282,17 +282,18 @@ void after_probing(coordinator_t *c, coord_run_t *r, double now)
  * narrowed to those of its placement, with their slots into *usable_slots and all its
  * placed hosts' slots into *all_slots (the cluster its world is fitted to). Returns the
  * new count; 0 when none of them is usable (then nothing is changed). */
-int placed_only(coordinator_t *c, const coord_run_t *r, const char **names, int n, int *usable_slots, int *all_slots)
+int placed_only(const hosts_state_t *hs, const coord_run_t *r, const char **names, int n, int *usable_slots,
+                int *all_slots)
 {
     int k = 0, slots = 0, all = 0;
     for (int i = 0; i < r->nplace; i++) {
-        const host_t *h = hosts_find(c->hosts, r->place[i]);
+        const host_t *h = hosts_find(hs, r->place[i]);
         all += h ? h->slots : 1;
     }
     for (int i = 0; i < n; i++)
         for (int j = 0; j < r->nplace; j++)
             if (strcmp(names[i], r->place[j]) == 0) {
-                const host_t *h = hosts_find(c->hosts, names[i]);
+                const host_t *h = hosts_find(hs, names[i]);
                 slots += h ? h->slots : 1;
                 names[k++] = names[i];
                 break;
@@ -317,9 +318,9 @@ void grow_check(coordinator_t *c, coord_run_t *r, double now)
     if (r->nbenched || r->nplace > 0) {
         const char **names = calloc((size_t)c->hosts->n + 1, sizeof *names);
         if (!names) return;
-        int n = run_usable(c, r, names, &slots, NULL);
+        int n = run_usable(c->hosts, r, names, &slots, NULL);
         /* a placed job grows back only onto its own hosts (launch uses no other) */
-        if (r->nplace > 0 && !(placed = placed_only(c, r, names, n, &slots, &total))) slots = 0;
+        if (r->nplace > 0 && !(placed = placed_only(c->hosts, r, names, n, &slots, &total))) slots = 0;
         free(names);
     }
     /* Over the slots other jobs leave it (a job shrunk for another grows back once that

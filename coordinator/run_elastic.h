@@ -9,11 +9,14 @@
 
 #include "run.h"
 
+struct hosts_state; /* hosts.h */
+
 /* The hosts r may use now (their slots in *slots), and narrowed to a placed job's. */
-int run_usable(coordinator_t *c, const coord_run_t *r, const char **names, int *slots, int *kept_all);
-int placed_only(coordinator_t *c, const coord_run_t *r, const char **names, int n, int *usable_slots, int *all_slots);
+int run_usable(const struct hosts_state *hs, const coord_run_t *r, const char **names, int *slots, int *kept_all);
+int placed_only(const struct hosts_state *hs, const coord_run_t *r, const char **names, int n, int *usable_slots,
+                int *all_slots);
 /* The cluster's unusable hosts as text ("pw3 down"). */
-void unusable_hosts(coordinator_t *c, char *out, size_t len);
+void unusable_hosts(const struct hosts_state *hs, char *out, size_t len);
 /* A change of r's world from -> to: recorded (record, event, log); the node and staleness
  * hashes of ranks [to, from) dropped. */
 void record_resize(coordinator_t *c, coord_run_t *r, int from, int to, const char *reason, double now);

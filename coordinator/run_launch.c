@@ -186,7 +186,7 @@ static int launch_place(coordinator_t *c, coord_run_t *r, launch_t *L, double no
         return LAUNCH_FAIL;
     }
     int usable_slots = 0, kept_all = 0;
-    L->nn = run_usable(c, r, L->names, &usable_slots, &kept_all);
+    L->nn = run_usable(c->hosts, r, L->names, &usable_slots, &kept_all);
     if (kept_all) clog_printf("job %s: no usable host but those it left out for going silent: using them again", r->id);
     if (L->nn == 0) {
         /* Nowhere to run: wait for a host to come back (the probes run meanwhile). */
@@ -195,7 +195,7 @@ static int launch_place(coordinator_t *c, coord_run_t *r, launch_t *L, double no
         r->hplan = 0; /* it holds nothing while it waits: the policy's change is over */
         if (r->state != JOB_RESTARTING || !strstr(r->reason, "waiting for a host")) {
             char down[512];
-            unusable_hosts(c, down, sizeof down);
+            unusable_hosts(c->hosts, down, sizeof down);
             char why[sizeof r->reason];
             snprintf(why, sizeof why, "waiting for a host: none is usable (%s)", down);
             clog_printf("job %s: %s", r->id, why);
@@ -204,7 +204,7 @@ static int launch_place(coordinator_t *c, coord_run_t *r, launch_t *L, double no
         return LAUNCH_WAIT;
     }
     int all_slots = c->hosts->slots_total;
-    int placed_n = r->nplace > 0 ? placed_only(c, r, L->names, L->nn, &usable_slots, &all_slots) : 0;
+    int placed_n = r->nplace > 0 ? placed_only(c->hosts, r, L->names, L->nn, &usable_slots, &all_slots) : 0;
     if (placed_n > 0) L->nn = placed_n;
     else if (r->nplace > 0) clog_printf("job %s: none of the hosts it was placed on is usable: any usable host", r->id);
     L->world = hosts_elastic_world(r->full_world, r->min_world, all_slots, usable_slots);
@@ -232,7 +232,7 @@ static int launch_world(coordinator_t *c, coord_run_t *r, launch_t *L, double no
     int from = r->first_launch ? r->full_world : r->world;
     if (world != from || r->hplan) {
         char reason[sizeof r->resize_reason + 600], down[512];
-        unusable_hosts(c, down, sizeof down);
+        unusable_hosts(c->hosts, down, sizeof down);
         if (r->resize_reason[0]) snprintf(reason, sizeof reason, "%s", r->resize_reason);
         else snprintf(reason, sizeof reason, "%s", world < from ? "fewer slots are usable" : "more slots are usable");
         if (down[0] && world < r->full_world)

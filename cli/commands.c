@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "calls.h"
 #include "format.h"
 #include "fs.h"
 
@@ -16,7 +17,6 @@
 #define LOG_PAGE (1L << 20)
 #define FOLLOW_POLL_MS 500
 
-static const char *cmd_name(const cli_ctx_t *cx) { return cx->args->command ? cx->args->command->name : "pacer"; }
 
 static double now_s(void)
 {
@@ -31,64 +31,10 @@ static void nap_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-int cli_api_error(const cli_ctx_t *cx, const client_resp_t *r)
-{
-    char msg[1200];
-    fmt_problem(r->status, r->body, r->len, msg, sizeof msg);
-    fprintf(stderr, "pacer %s: %s\n", cmd_name(cx), msg);
-    if (cx->args->json && r->body) {
-        json_t *p = json_loadb(r->body, r->len, 0, NULL);
-        if (json_is_object(p)) fmt_json(stdout, p);
-        json_decref(p);
-    }
-    return CLI_EXIT_API;
-}
-
-int cli_unreachable(const cli_ctx_t *cx, const char *err)
-{
-    fprintf(stderr, "pacer %s: %s%s\n", cmd_name(cx), err,
-            strncmp(err, "cannot reach", 12) == 0 ? " (is pacer-coordinator running there? --url or PACER_URL sets "
-                                                    "the address)"
-                                                  : "");
-    return CLI_EXIT_UNREACHABLE;
-}
-
-/* The answer's body as JSON, or NULL (reported as an error of the API). */
-static json_t *body_json(const cli_ctx_t *cx, const client_resp_t *r)
-{
-    json_error_t e;
-    json_t *j = r->body ? json_loadb(r->body, r->len, 0, &e) : NULL;
-    if (!j)
-        fprintf(stderr, "pacer %s: the coordinator at %s answered HTTP %ld with something that is not JSON\n",
-                cmd_name(cx), client_url(cx->client), r->status);
-    return j;
-}
-
-/* One call whose 2xx answer is JSON: CLI_EXIT_OK and *out, or the failure's status. */
-static int call_json(cli_ctx_t *cx, const char *method, const char *path, const char *body, size_t len,
-                     client_resp_t *r, json_t **out)
-{
-    char err[1024];
-    *out = NULL;
-    if (client_call(cx->client, method, path, body, len, r, err, sizeof err) != 0) return cli_unreachable(cx, err);
-    int rc = CLI_EXIT_OK;
-    if (r->status < 200 || r->status >= 300) rc = cli_api_error(cx, r);
-    else if (!(*out = body_json(cx, r))) rc = CLI_EXIT_API;
-    return rc;
-}
-
-int cli_get_json(cli_ctx_t *cx, const char *path, json_t **out)
-{
-    client_resp_t r;
-    int rc = call_json(cx, "GET", path, NULL, 0, &r, out);
-    client_resp_free(&r);
-    return rc;
-}
-
 static int job_path(const cli_ctx_t *cx, const char *id, const char *suffix, char *out, size_t len)
 {
     if (client_job_path(out, len, id, suffix) != 0) {
-        fprintf(stderr, "pacer %s: job id too long\n", cmd_name(cx));
+        fprintf(stderr, "pacer %s: job id too long\n", cli_cmd_name(cx));
         return CLI_EXIT_USAGE;
     }
     return CLI_EXIT_OK;
@@ -132,14 +78,14 @@ static int created(cli_ctx_t *cx, json_t *job)
     {
         char line[1024];
         fmt_clean(json_string_value(wv) ? json_string_value(wv) : "", 900, line, sizeof line);
-        fprintf(stderr, "pacer %s: warning: %s\n", cmd_name(cx), line);
+        fprintf(stderr, "pacer %s: warning: %s\n", cli_cmd_name(cx), line);
     }
     if (cx->args->json) fmt_json(stdout, job);
     else printf("%s\n", copy);
     fflush(stdout);
     json_decref(job);
     if (!copy[0]) {
-        fprintf(stderr, "pacer %s: the answer names no job id\n", cmd_name(cx));
+        fprintf(stderr, "pacer %s: the answer names no job id\n", cli_cmd_name(cx));
         return CLI_EXIT_API;
     }
     return cx->args->watch ? cli_watch(cx, copy) : CLI_EXIT_OK;
@@ -156,7 +102,7 @@ int cmd_submit(cli_ctx_t *cx)
     }
     client_resp_t r;
     json_t *job = NULL;
-    int rc = call_json(cx, "POST", "/api/v1/jobs", spec, len, &r, &job);
+    int rc = cli_call_json(cx, "POST", "/api/v1/jobs", spec, len, &r, &job);
     free(spec);
     client_resp_free(&r);
     return rc == CLI_EXIT_OK ? created(cx, job) : rc;
@@ -169,7 +115,7 @@ int cmd_retry(cli_ctx_t *cx)
     if (rc) return rc;
     client_resp_t r;
     json_t *job = NULL;
-    rc = call_json(cx, "POST", path, NULL, 0, &r, &job);
+    rc = cli_call_json(cx, "POST", path, NULL, 0, &r, &job);
     client_resp_free(&r);
     return rc == CLI_EXIT_OK ? created(cx, job) : rc;
 }
@@ -220,7 +166,7 @@ int cmd_cancel(cli_ctx_t *cx)
     if (rc) return rc;
     client_resp_t r;
     json_t *job = NULL;
-    rc = call_json(cx, "DELETE", path, NULL, 0, &r, &job);
+    rc = cli_call_json(cx, "DELETE", path, NULL, 0, &r, &job);
     long status = r.status;
     client_resp_free(&r);
     if (rc) return rc;
@@ -365,7 +311,7 @@ int cmd_upload(cli_ctx_t *cx)
     }
     client_resp_t r;
     json_t *out = NULL;
-    int rc = call_json(cx, "PUT", path, data ? data : "", len, &r, &out);
+    int rc = cli_call_json(cx, "PUT", path, data ? data : "", len, &r, &out);
     long status = r.status;
     client_resp_free(&r);
     free(data);
@@ -442,7 +388,7 @@ int cmd_user(cli_ctx_t *cx)
         char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
         json_decref(body);
         if (!text) return CLI_EXIT_USAGE;
-        rc = call_json(cx, "PUT", path, text, strlen(text), &r, &out);
+        rc = cli_call_json(cx, "PUT", path, text, strlen(text), &r, &out);
         free(text);
         client_resp_free(&r);
         if (rc) return rc;
@@ -454,7 +400,7 @@ int cmd_user(cli_ctx_t *cx)
         char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
         json_decref(body);
         if (!text) return CLI_EXIT_USAGE;
-        rc = call_json(cx, "POST", "/api/v1/users", text, strlen(text), &r, &out);
+        rc = cli_call_json(cx, "POST", "/api/v1/users", text, strlen(text), &r, &out);
         free(text);
         client_resp_free(&r);
         if (rc) return rc;
@@ -501,7 +447,7 @@ int cmd_host(cli_ctx_t *cx)
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!text) return CLI_EXIT_USAGE;
-    int rc = call_json(cx, "POST", path, text, strlen(text), &r, &out);
+    int rc = cli_call_json(cx, "POST", path, text, strlen(text), &r, &out);
     free(text);
     client_resp_free(&r);
     if (rc) return rc;
@@ -521,7 +467,7 @@ int cmd_token(cli_ctx_t *cx)
     }
     client_resp_t r;
     json_t *out = NULL;
-    int rc = call_json(cx, "POST", "/api/v1/token", "", 0, &r, &out);
+    int rc = cli_call_json(cx, "POST", "/api/v1/token", "", 0, &r, &out);
     client_resp_free(&r);
     if (rc) return rc;
     print_token(cx, out, "your new token (the old one no longer works)");
@@ -570,7 +516,7 @@ static void cluster_json_notes(const char *cmd, json_t *ans)
 
 int cmd_cluster_json(cli_ctx_t *cx)
 {
-    const char *cmd = cmd_name(cx), *path = cx->args->output;
+    const char *cmd = cli_cmd_name(cx), *path = cx->args->output;
     json_t *ans = NULL;
     int rc = cli_get_json(cx, "/api/v1/cluster/classes", &ans);
     if (rc) return rc;
@@ -606,7 +552,7 @@ static int download_job_file(cli_ctx_t *cx, const char *suffix, const char *ext,
                              int (*on_error)(cli_ctx_t *, const client_resp_t *))
 {
     const char *id = cx->args->arg;
-    const char *cmd = cmd_name(cx);
+    const char *cmd = cli_cmd_name(cx);
     char path[512], out[4096], part[4200];
     int rc = job_path(cx, id, suffix, path, sizeof path);
     if (rc) return rc;
@@ -675,7 +621,7 @@ static int export_error(cli_ctx_t *cx, const client_resp_t *r)
                                                                                      : "model.onnx";
     fmt_no_model(job, f, msg, sizeof msg);
     json_decref(job);
-    fprintf(stderr, "pacer %s: %s\n", cmd_name(cx), msg);
+    fprintf(stderr, "pacer %s: %s\n", cli_cmd_name(cx), msg);
     if (cx->args->json) {
         json_t *doc = json_loadb(r->body, r->len, 0, NULL);
         if (json_is_object(doc)) fmt_json(stdout, doc);
@@ -691,7 +637,7 @@ int cmd_export(cli_ctx_t *cx)
     const cli_args_t *a = cx->args;
     if (!a->format || strcmp(a->format, "onnx") == 0) {
         if (a->names || a->dtype) {
-            fprintf(stderr, "pacer %s: --names and --dtype go with --format safetensors\n", cmd_name(cx));
+            fprintf(stderr, "pacer %s: --names and --dtype go with --format safetensors\n", cli_cmd_name(cx));
             return CLI_EXIT_USAGE;
         }
         return download_job_file(cx, "/model.onnx", ".onnx", export_error);

@@ -1,17 +1,9 @@
-/* cli/commands.h - the commands of `pacer` (one function each, in commands.c and watch.c)
- * and the few things they share: how an API error or a lost coordinator is reported. */
+/* cli/commands.h - the commands of `pacer`, one function each (commands.c, watch.c,
+ * experiment.c, generate.c, tokenize.c); how they call the API is calls.h's. */
 #ifndef PACER_CLI_COMMANDS_H
 #define PACER_CLI_COMMANDS_H
 
-#include <jansson.h>
-
-#include "client.h"
-#include "cliargs.h"
-
-typedef struct {
-    client_t *client;
-    const cli_args_t *args;
-} cli_ctx_t;
+#include "calls.h"
 
 int cmd_submit(cli_ctx_t *cx);
 int cmd_ls(cli_ctx_t *cx);
@@ -43,15 +35,5 @@ int cmd_tokenize(const cli_args_t *a);
 /* Follows job id until it ends (watch.c); the exit status of its final state, or of the
  * error that stopped it. */
 int cli_watch(cli_ctx_t *cx, const char *id);
-
-/* Prints "pacer CMD: <the problem detail>" on stderr (and with --json the problem
- * document on stdout); returns CLI_EXIT_API. */
-int cli_api_error(const cli_ctx_t *cx, const client_resp_t *r);
-/* Prints "pacer CMD: <err>" (err names the URL); returns CLI_EXIT_UNREACHABLE. */
-int cli_unreachable(const cli_ctx_t *cx, const char *err);
-
-/* GET path and parse the JSON answer: CLI_EXIT_OK with *out, or the exit status of the
- * failure (reported). */
-int cli_get_json(cli_ctx_t *cx, const char *path, json_t **out);
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "calls.h"
 #include "commands.h"
 #include "format.h"
 
@@ -32,17 +33,8 @@ static double wall_now(void)
 /* One call whose 2xx answer is JSON: CLI_EXIT_OK with *out, or the failure's status. */
 static int exp_call(cli_ctx_t *cx, const char *method, const char *path, const char *body, size_t len, json_t **out)
 {
-    char err[1024];
     client_resp_t r;
-    *out = NULL;
-    if (client_call(cx->client, method, path, body, len, &r, err, sizeof err) != 0) return cli_unreachable(cx, err);
-    int rc = CLI_EXIT_OK;
-    if (r.status < 200 || r.status >= 300) rc = cli_api_error(cx, &r);
-    else if (!r.body || !(*out = json_loadb(r.body, r.len, 0, NULL))) {
-        fprintf(stderr, "pacer experiment: the coordinator answered HTTP %ld with something that is not JSON\n",
-                r.status);
-        rc = CLI_EXIT_API;
-    }
+    int rc = cli_call_json(cx, method, path, body, len, &r, out);
     client_resp_free(&r);
     return rc;
 }

@@ -3,6 +3,7 @@
  * generate); the CLI only builds the request from the options given and prints the
  * answer: the text on stdout, the counts on stderr, so that `pacer generate ... > out.txt`
  * keeps the model's text alone. */
+#include "calls.h"
 #include "commands.h"
 
 #include <errno.h>

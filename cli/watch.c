@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "calls.h"
 #include "commands.h"
 #include "format.h"
 #include "progress.h"

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bf16.h"
+#include "gemm_bf16_act.h"
 #include "gemm_bf16_pack.h"
 
 typedef struct {
@@ -120,19 +121,13 @@ void conv_amx_source(const conv_amx_geom_t *g, const float *src, uint32_t *xs)
     }
 }
 
-/* o[i] = a[i] rounded to bf16 */
-__attribute__((target_clones("avx512f", "avx2", "default"))) static void round_row(int n, const float *restrict a,
-                                                                                   uint16_t *restrict o)
-{
-    for (int i = 0; i < n; i++) o[i] = (uint16_t)(bf16_round_bits(float_bits(a[i])) >> 16);
-}
-
 /* The weight gradient's operands: the source's planes padded and rounded (Cp planes of L
  * values, zeros past the plane and past C), and dout rounded on the grid (M rows of Nk,
  * zeros in the garbage columns and past the grid) packed as gemm_bf16_pack.h packs a B
  * stored transposed: blocks of 16 position pairs x 16 output channels x 2, block (mb, kb)
  * at (mb * Nk/32 + kb) * 512, zeros past M. The tiles' path packs with gemm_bf16's
- * AVX-512 packer, the twin with the loop below: the same bytes. */
+ * AVX-512 packer, the twin with the loop below: the same bytes. Both round as an
+ * activation stored in bf16 is (gemm_bf16_act.h: on cpu_isa()'s path). */
 static void wgrad_source(const conv_amx_geom_t *g, const float *src, uint16_t *x16)
 {
     const size_t SP = (size_t)g->SH * g->SW;
@@ -146,7 +141,7 @@ static void wgrad_source(const conv_amx_geom_t *g, const float *src, uint16_t *x
         for (int sh = 0; sh < g->SH; sh++) {
             uint16_t *row = o + (size_t)(sh + g->top) * g->PW;
             memset(row, 0, (size_t)g->left * 2);
-            round_row(g->SW, src + (size_t)c * SP + (size_t)sh * g->SW, row + g->left);
+            bf16_act_store((size_t)g->SW, src + (size_t)c * SP + (size_t)sh * g->SW, row + g->left);
             memset(row + g->left + g->SW, 0, (size_t)(g->PW - g->left - g->SW) * 2);
         }
         const size_t done = (size_t)(g->top + g->SH) * g->PW;
@@ -160,7 +155,7 @@ static void wgrad_dout(conv_amx_unit_t u, const conv_amx_geom_t *g, const float 
     for (int m = 0; m < g->M; m++) {
         uint16_t *row = dg + (size_t)m * g->Nk;
         for (int h = 0; h < g->rows; h++) {
-            round_row(g->cols, dout + (size_t)m * P + (size_t)h * g->cols, row + (size_t)h * g->PW);
+            bf16_act_store((size_t)g->cols, dout + (size_t)m * P + (size_t)h * g->cols, row + (size_t)h * g->PW);
             memset(row + (size_t)h * g->PW + g->cols, 0, (size_t)(g->PW - g->cols) * 2);
         }
         memset(row + (size_t)g->rows * g->PW, 0, (g->Nk - (size_t)g->rows * g->PW) * 2);

@@ -1111,8 +1111,9 @@ static void wide_backward(void *arg, int t, int T)
  * Not for 1x1 kernels, which im2col copies only once and whose GEMM takes many images at
  * a time (mobilenet_v2's 1x1 layers ran 1.5-10x slower on the tiles, an image at a time,
  * the weights streamed once per image: layer_profile, batch 32), nor for output planes
- * under AMX_MIN_PIXELS values, whose grid would be mostly the 64-position blocks'
- * padding (ResNet-20's 8x8 planes, half padding, still ran 1.8x faster). */
+ * under AMX_MIN_PIXELS values, whose grid would be mostly the 32-position blocks'
+ * padding (ResNet-20's 8x8 planes, 64 outputs on a grid of 96, ran 2x faster: forward
+ * 13.8 -> 6.8 ms a step for the five, layer_profile --precision bf16 resnet20). */
 #ifndef AMX_MIN_PIXELS
 #define AMX_MIN_PIXELS 64
 #endif

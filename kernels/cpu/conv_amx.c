@@ -8,11 +8,7 @@
 #include "gemm_bf16_act.h"
 #include "gemm_bf16_pack.h"
 
-typedef struct {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tilecfg_t;
+typedef gemm_bf16_tilecfg_t tilecfg_t;
 
 static size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 

@@ -475,11 +475,7 @@ AVX512BF16 static void avx512_bf16(const packed_t *p, int M, int N, const epilog
 
 /* ---- AMX: 2 x 2 tiles of 16 x 16 outputs, two A and two B tiles a k block ---------------- */
 
-typedef struct {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} tilecfg_t;
+typedef gemm_bf16_tilecfg_t tilecfg_t;
 
 /* One block of up to 2 x 2 tiles at row block mb and column block nb: two_m and two_n say
  * whether the second row and column blocks exist (a product of 16 rows runs 1 x 2). A's

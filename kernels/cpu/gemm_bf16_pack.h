@@ -1,7 +1,9 @@
 /* kernels/cpu/gemm_bf16_pack.h - gemm_bf16.c's packed operands and the kernels that run on
  * them, for the products whose operands are stored in bf16 already (gemm_bf16_act.c):
  * they pack those themselves and take the rest from here, so that a product of the same
- * bf16 values gets the same packed blocks, hence the same bits. Internal to kernels/cpu. */
+ * bf16 values gets the same packed blocks, hence the same bits; and the AMX tile
+ * configuration, which conv_amx.c's tiles (dout packed here as a B) take too. Internal to
+ * kernels/cpu. */
 #ifndef PACER_GEMM_BF16_PACK_H
 #define PACER_GEMM_BF16_PACK_H
 
@@ -17,6 +19,14 @@
 /* A as blocks of 16 rows x 32 k (one AMX tile, rows of 64 bytes), B as blocks of 16 k pairs
  * x 16 columns x 2 (a B row of 64 bytes holds k = 2p and 2p + 1 of 16 columns); both zero
  * padded to whole blocks, block (i, kb) at (i * kbn + kb) * GEMM_BF16_BLK_ELEMS. */
+/* The AMX tile configuration _tile_loadconfig takes (palette 1): each tile's rows and
+ * bytes a row. */
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} gemm_bf16_tilecfg_t;
+
 typedef struct {
     int mbn, nbn, kbn; /* row blocks of A, column blocks of B, k blocks */
     uint16_t *a, *b;

@@ -25,9 +25,10 @@
  * images per GEMM ("pointwise" below). And where the CPU has AVX2 and FMA, one-group convolutions (any
  * stride for the channel-vector tiles, stride 1 for the grid tiles) read their taps
  * straight from padded planes with conv_direct.c's kernels instead of im2col + SGEMM
- * ("direct" below says where and why). At bf16 those kernels give way: on the AMX path
- * the stride-1 layers run on conv_amx.c's tiles ("AMX" below), the rest take im2col and
- * the bf16 GEMM (matmul.h).
+ * ("direct" below says where and why). At bf16 those kernels give way: on the AMX and
+ * AVX512-BF16 paths the stride-1 layers run on conv_amx.c's padded planes, on the tiles
+ * or on vdpbf16ps (conv_amx_vectors.c; "AMX" below), the rest take im2col and the bf16
+ * GEMM (matmul.h).
  *
  * Measured on a 2-core AMD EPYC (Zen 4, OpenBLAS 0.3.21, one thread):
  *  - a 256 KiB col beat 1, 2 and 4 MiB for every LeNet, cifar10_quick and ResNet-20
@@ -1103,7 +1104,10 @@ static void wide_backward(void *arg, int t, int T)
 }
 
 /* ---- AMX (conv_amx.h) ------------------------------------------------------------------
- * At bf16 on the AMX path, a one-group convolution of stride and dilation 1 whose pads stay
+ * At bf16 on the AMX path (the tiles) or the AVX512-BF16 path (the same operands on
+ * vdpbf16ps: ResNet-20's bf16 step 228 -> 155 ms on a Zen 5, whose im2col + GEMM had made
+ * it slower than fp32's 162 ms; layer_profile --precision bf16 resnet20), a one-group
+ * convolution of stride and dilation 1 whose pads stay
  * within the kernel's reach (so that its input gradient is a convolution of dout) runs on
  * the tiles straight from its padded planes: im2col + the GEMM copied each input value
  * KH*KW times as float32 and again as bf16 while packing, most of a ResNet-20 step's
@@ -1126,12 +1130,16 @@ static int amx_fits(const conv2d_desc_t *d)
 
 static int use_amx(const conv2d_desc_t *d)
 {
-    return amx_fits(d) && mm_precision() == MM_BF16 && (cpu_isa() == CPU_ISA_AMX || conv_amx_twin_forced());
+    return amx_fits(d) && mm_precision() == MM_BF16 && (cpu_isa() >= CPU_ISA_AVX512_BF16 || conv_amx_twin_forced());
 }
 
 int conv2d_amx(const conv2d_desc_t *d) { return use_amx(d); }
 
-static conv_amx_unit_t amx_unit(void) { return cpu_isa() == CPU_ISA_AMX ? CONV_AMX_TILES : CONV_AMX_TWIN; }
+static conv_amx_unit_t amx_unit(void)
+{
+    if (conv_amx_twin_forced()) return CONV_AMX_TWIN;
+    return cpu_isa() == CPU_ISA_AMX ? CONV_AMX_TILES : CONV_AMX_VECTORS;
+}
 
 /* forward: the input's planes padded as the descriptor says */
 static void amx_fwd_geom(const conv2d_desc_t *d, conv_amx_geom_t *g)
@@ -1201,7 +1209,10 @@ static void amx_image(const conv_amx_geom_t *g, float *ws, const float *src, con
 
 const char *conv2d_kernel(void)
 {
-    if (mm_precision() == MM_BF16) return cpu_isa() == CPU_ISA_AMX ? "direct-amx-bf16" : "im2col-gemm";
+    if (mm_precision() == MM_BF16)
+        return cpu_isa() == CPU_ISA_AMX           ? "direct-amx-bf16"
+               : cpu_isa() == CPU_ISA_AVX512_BF16 ? "direct-avx512-bf16"
+                                                  : "im2col-gemm";
     return direct_isa_name();
 }
 

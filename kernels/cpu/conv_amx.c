@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "bf16.h"
+#include "cpu_isa.h"
+#include "conv_amx_vectors.h"
 #include "gemm_bf16_act.h"
 #include "gemm_bf16_pack.h"
 
@@ -124,9 +126,18 @@ void conv_amx_source(const conv_amx_geom_t *g, const float *src, uint32_t *xs)
  * at (mb * Nk/32 + kb) * 512, zeros past M. The tiles' path packs with gemm_bf16's
  * AVX-512 packer, the twin with the loop below: the same bytes. Both round as an
  * activation stored in bf16 is (gemm_bf16_act.h: on cpu_isa()'s path). */
+/* Zeros in rows rows of o (ld apart): n values from each row's start. A loop, not memset:
+ * the pads are a value or two a row. */
+static void zero_cols(int rows, size_t n, uint16_t *o, size_t ld)
+{
+    for (int r = 0; r < rows; r++)
+        for (size_t i = 0; i < n; i++) o[(size_t)r * ld + i] = 0;
+}
+
 static void wgrad_source(const conv_amx_geom_t *g, const float *src, uint16_t *x16)
 {
-    const size_t SP = (size_t)g->SH * g->SW;
+    const size_t SP = (size_t)g->SH * g->SW, right = (size_t)(g->PW - g->left - g->SW);
+    const cpu_isa_t isa = cpu_isa();
     for (int c = 0; c < g->Cp; c++) {
         uint16_t *o = x16 + (size_t)c * g->L;
         if (c >= g->C) {
@@ -134,12 +145,11 @@ static void wgrad_source(const conv_amx_geom_t *g, const float *src, uint16_t *x
             continue;
         }
         memset(o, 0, (size_t)g->top * g->PW * 2);
-        for (int sh = 0; sh < g->SH; sh++) {
-            uint16_t *row = o + (size_t)(sh + g->top) * g->PW;
-            memset(row, 0, (size_t)g->left * 2);
-            bf16_act_store((size_t)g->SW, src + (size_t)c * SP + (size_t)sh * g->SW, row + g->left);
-            memset(row + g->left + g->SW, 0, (size_t)(g->PW - g->left - g->SW) * 2);
-        }
+        uint16_t *rows = o + (size_t)g->top * g->PW;
+        zero_cols(g->SH, (size_t)g->left, rows, (size_t)g->PW);
+        bf16_act_store_rows(isa, (size_t)g->SH, (size_t)g->SW, src + (size_t)c * SP, (size_t)g->SW, rows + g->left,
+                            (size_t)g->PW);
+        zero_cols(g->SH, right, rows + g->left + g->SW, (size_t)g->PW);
         const size_t done = (size_t)(g->top + g->SH) * g->PW;
         memset(o + done, 0, (g->L - done) * 2);
     }
@@ -148,16 +158,16 @@ static void wgrad_source(const conv_amx_geom_t *g, const float *src, uint16_t *x
 static void wgrad_dout(conv_amx_unit_t u, const conv_amx_geom_t *g, const float *dout, uint16_t *dg, uint16_t *dvb)
 {
     const size_t P = (size_t)g->rows * g->cols;
+    const cpu_isa_t isa = cpu_isa();
     for (int m = 0; m < g->M; m++) {
         uint16_t *row = dg + (size_t)m * g->Nk;
-        for (int h = 0; h < g->rows; h++) {
-            bf16_act_store((size_t)g->cols, dout + (size_t)m * P + (size_t)h * g->cols, row + (size_t)h * g->PW);
-            memset(row + (size_t)h * g->PW + g->cols, 0, (size_t)(g->PW - g->cols) * 2);
-        }
+        bf16_act_store_rows(isa, (size_t)g->rows, (size_t)g->cols, dout + (size_t)m * P, (size_t)g->cols, row,
+                            (size_t)g->PW);
+        zero_cols(g->rows, (size_t)(g->PW - g->cols), row + g->cols, (size_t)g->PW);
         memset(row + (size_t)g->rows * g->PW, 0, (g->Nk - (size_t)g->rows * g->PW) * 2);
     }
     const int kbn = (int)(g->Nk / 32), mbn = g->Mp / 16;
-    if (u == CONV_AMX_TILES) {
+    if (u != CONV_AMX_TWIN) {
         const gemm_bf16_packed_t p = {.nbn = mbn, .kbn = kbn, .b = dvb};
         gemm_bf16_pack_b16_cols((int)g->Nk, g->M, dg, (int)g->Nk, &p);
         return;
@@ -281,6 +291,10 @@ static void twin_dp(twin_t *s, int c, int a, int b)
 
 void conv_amx_grid(conv_amx_unit_t u, const conv_amx_geom_t *g, const uint16_t *wp, const uint32_t *xs, float *y)
 {
+    if (u == CONV_AMX_VECTORS) {
+        conv_amx_vectors_grid(g, wp, xs, y);
+        return;
+    }
     const tilecfg_t cfg = grid_config(g);
     if (u == CONV_AMX_TILES) {
         grid_loops_tiles(&cfg, g, wp, xs, y);
@@ -298,6 +312,10 @@ void conv_amx_wgrad(conv_amx_unit_t u, const conv_amx_geom_t *g, const float *sr
     float *acc = (float *)((uint8_t *)ws + wgrad_sums_at(g));
     wgrad_source(g, src, x16);
     wgrad_dout(u, g, dout, dg, dvb);
+    if (u == CONV_AMX_VECTORS) {
+        conv_amx_vectors_wgrad(g, dvb, x16, acc, first);
+        return;
+    }
     const tilecfg_t cfg = wgrad_config();
     if (u == CONV_AMX_TILES) {
         wgrad_loops_tiles(&cfg, g, dvb, x16, acc, first);

@@ -30,7 +30,8 @@
  * The same loops also run on a portable twin of the tile unit (CONV_AMX_TWIN: plain
  * float32 arithmetic on the same packed tiles), so that the layouts and the loops are
  * checked on every CPU, and the tiles against it where the CPU has AMX
- * (tests/unit/test_conv_amx.c). */
+ * (tests/unit/test_conv_amx.c). A CPU with AVX512-BF16 and no AMX runs the same operands
+ * through vdpbf16ps (CONV_AMX_VECTORS, conv_amx_vectors.h). */
 #ifndef PACER_CONV_AMX_H
 #define PACER_CONV_AMX_H
 
@@ -54,7 +55,9 @@ typedef struct {
     size_t L;       /* weight gradient: bf16 values from one rounded plane to the next */
 } conv_amx_geom_t;
 
-typedef enum { CONV_AMX_TILES = 0, CONV_AMX_TWIN = 1 } conv_amx_unit_t;
+/* Where the loops run: AMX tiles, their portable twin, or AVX512-BF16 vectors
+ * (conv_amx_vectors.h: the same operands, other loops) */
+typedef enum { CONV_AMX_TILES = 0, CONV_AMX_TWIN = 1, CONV_AMX_VECTORS = 2 } conv_amx_unit_t;
 
 /* Fills g's derived fields from the others. */
 void conv_amx_plan(conv_amx_geom_t *g);
@@ -83,8 +86,9 @@ void conv_amx_wgrad(conv_amx_unit_t u, const conv_amx_geom_t *g, const float *sr
 /* dw (M, C, KH, KW) = the sums. */
 void conv_amx_wgrad_store(const conv_amx_geom_t *g, const void *ws, float *dw);
 
-/* For tests: 1 runs conv.c's bf16 convolutions through these loops on the twin where the
- * CPU has no AMX path (0: only on the tiles, the default). Not while one runs. */
+/* For tests: 1 runs conv.c's bf16 convolutions through these loops on the twin, whatever
+ * the CPU has, even on the portable path (0: on the tiles or the vectors where the CPU has
+ * them, the default). Not while one runs. */
 void conv_amx_force_twin(int on);
 int conv_amx_twin_forced(void);
 

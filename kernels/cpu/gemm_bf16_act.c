@@ -46,6 +46,15 @@ void bf16_act_store_on(cpu_isa_t isa, size_t n, const float *src, uint16_t *dst)
 
 void bf16_act_store(size_t n, const float *src, uint16_t *dst) { bf16_act_store_on(cpu_isa(), n, src, dst); }
 
+void bf16_act_store_rows(cpu_isa_t isa, size_t rows, size_t n, const float *src, size_t lds, uint16_t *dst, size_t ldd)
+{
+    if (isa > cpu_isa_available()) isa = cpu_isa_available();
+    for (size_t r = 0; r < rows; r++) {
+        if (isa == CPU_ISA_PORTABLE) store_rne(n, src + r * lds, dst + r * ldd);
+        else store_units(n, src + r * lds, dst + r * ldd);
+    }
+}
+
 /* ---- packing a bf16 operand ---------------------------------------------------------------- */
 
 /* gemm_bf16.c's pack_a_rows on A's values: each block row 32 k of a row, zeros past K and

@@ -21,6 +21,9 @@
  * bf16_act_store on cpu_isa()'s path. */
 void bf16_act_store_on(cpu_isa_t isa, size_t n, const float *src, uint16_t *dst);
 void bf16_act_store(size_t n, const float *src, uint16_t *dst);
+/* bf16_act_store_on over rows: row r's n values from src + r * lds to dst + r * ldd (one
+ * dispatch for all: a convolution rounds its planes a row at a time into padded rows). */
+void bf16_act_store_rows(cpu_isa_t isa, size_t rows, size_t n, const float *src, size_t lds, uint16_t *dst, size_t ldd);
 
 /* C (M, N) = alpha * A op(B) + bias (bias one float per column, C not read), or with bias
  * NULL alpha * A op(B) + beta * C: A (M, K) row-major bf16 (row stride lda), op(B) float32

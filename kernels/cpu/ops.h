@@ -72,12 +72,14 @@ void conv2d_backward(const conv2d_desc_t *d, int B, const float *inp, /* (B, C, 
                      float *ws);
 /* What a CPU rank's summary says of its convolutions (per_rank[].device.conv, kernels.conv)
  * at the process's precision: at fp32 direct_isa_name()'s "direct-avx512", "direct-avx2"
- * or "im2col-gemm"; at bf16 "direct-amx-bf16" where the one-group, stride-1 layers run on
- * the AMX tiles (conv_amx.h), else "im2col-gemm" (the bf16 products of matmul.h). */
+ * or "im2col-gemm"; at bf16 "direct-amx-bf16" or "direct-avx512-bf16" where the one-group,
+ * stride-1 layers run on conv_amx.h's loops on the AMX tiles or on AVX512-BF16's vectors,
+ * else "im2col-gemm" (the bf16 products of matmul.h). */
 const char *conv2d_kernel(void);
-/* 1 where the convolution runs on conv_amx.h's tiles (at bf16 on the AMX path, or on their
- * twin under conv_amx_force_twin): one group, stride and dilation 1, pads within the
- * kernel's reach, a kernel of more than one tap and an output plane of 64 values or more. */
+/* 1 where the convolution runs on conv_amx.h's padded planes (at bf16 on the AMX or
+ * AVX512-BF16 path, or on the twin under conv_amx_force_twin): one group, stride and
+ * dilation 1, pads within the kernel's reach, a kernel of more than one tap and an output
+ * plane of 64 values or more. */
 int conv2d_amx(const conv2d_desc_t *d);
 /* 1 where this CPU runs the convolution's forward and input gradient by Winograd's
  * F(4x4, 3x3) (conv.c: 3x3, stride 1, pad 1, >= 16 channels in and out, AVX2): their

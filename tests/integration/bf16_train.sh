@@ -152,9 +152,13 @@ $WORKER --spec "$TMP/r-bf16.json" --metrics "$TMP/rb.m" --summary "$TMP/rb.sum" 
     { tail "$TMP/rb.log"; fail "bf16 ResNet-20 failed"; }
 PACER_CPU_ISA=portable $WORKER --spec "$TMP/r-bf16.json" --metrics "$TMP/rp.m" --summary "$TMP/rp.sum" >"$TMP/rp.log" 2>&1 ||
     { tail "$TMP/rp.log"; fail "bf16 ResNet-20 on the portable path failed"; }
-# the convolutions: on the AMX tiles where the products are (conv_amx.h), else im2col + the GEMM
-wconv=im2col-gemm
-[ "$(json "$TMP/rb.sum" .kernels.gemm)" = amx-bf16 ] && wconv=direct-amx-bf16
+# the convolutions: on the padded planes (conv_amx.h) on the AMX tiles or AVX512-BF16's
+# vectors where the products are, else im2col + the GEMM
+case $(json "$TMP/rb.sum" .kernels.gemm) in
+    amx-bf16) wconv=direct-amx-bf16 ;;
+    avx512-bf16) wconv=direct-avx512-bf16 ;;
+    *) wconv=im2col-gemm ;;
+esac
 [ "$(json "$TMP/rb.sum" .kernels.conv)" = "$wconv" ] || fail "bf16 ResNet-20's kernels.conv $(json "$TMP/rb.sum" .kernels.conv), want $wconv"
 [ "$(json "$TMP/rp.sum" .kernels.conv)" = im2col-gemm ] || fail "the portable run's kernels.conv $(json "$TMP/rp.sum" .kernels.conv)"
 first_step resnet20 "$(bound 20 "$(awk 'BEGIN { print sqrt(64 * 10 / 192) }')")" rf rb rp

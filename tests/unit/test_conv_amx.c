@@ -1,8 +1,9 @@
 /* tests/unit/test_conv_amx.c - bf16 convolutions on the AMX tiles' loops (kernels/cpu/
  * conv_amx.h): forward, input gradient (added and written) and weight gradient through
  * conv.c, against float64 sums of the bf16-rounded operands, on the portable twin of the
- * tile unit (every CPU), on the tiles (where the CPU has AMX) and on the im2col + GEMM
- * path the other bf16 paths take.
+ * tile unit (every CPU), on the tiles (where the CPU has AMX), on AVX512-BF16's vectors
+ * (where it has those: conv_amx_vectors.h) and on the im2col + GEMM path the portable path
+ * takes, and every path takes for strided and 1x1 convolutions.
  *
  * The bound (gemm_bf16.h): a product of two bf16 values is exact in float32, so only the
  * sums round; a float32 sum of n terms in any order is within gamma(n) = n u / (1 - n u),
@@ -55,6 +56,7 @@ static double bound(double n, double mag)
 typedef struct {
     const char *name;
     int C, OC, H, W, KH, KW, pt, pb, pl, pr, B, threads;
+    int stride; /* 0: 1 */
 } conv_case_t;
 
 /* Block edges: 16 channels (one K chunk of 16), 32 and 64 (chunks of 32), counts that are
@@ -63,15 +65,22 @@ typedef struct {
  * pads and pads on one side only; two and three threads over an odd batch. Each output
  * plane has the 64 values conv.c's dispatch asks of the tiles (conv2d_amx). */
 static const conv_case_t CASES[] = {
-    {"16 -> 16, 3x3 same, 9x8", 16, 16, 9, 8, 3, 3, 1, 1, 1, 1, 3, 1},
-    {"32 -> 48, 3x3 same, 8x9", 32, 48, 8, 9, 3, 3, 1, 1, 1, 1, 3, 2},
-    {"3 -> 16, 3x3 same, 8x8", 3, 16, 8, 8, 3, 3, 1, 1, 1, 1, 2, 1},
-    {"40 -> 20, 5x5 same, 9x9", 40, 20, 9, 9, 5, 5, 2, 2, 2, 2, 3, 3},
-    {"24 -> 16, 1x3 same, 8x8", 24, 16, 8, 8, 1, 3, 0, 0, 1, 1, 2, 1},
-    {"16 -> 32, 3x3 valid, 10x10", 16, 32, 10, 10, 3, 3, 0, 0, 0, 0, 3, 2},
-    {"64 -> 64, 3x3 pads top and right, 9x9", 64, 64, 9, 9, 3, 3, 1, 0, 0, 1, 2, 2},
+    {"16 -> 16, 3x3 same, 9x8", 16, 16, 9, 8, 3, 3, 1, 1, 1, 1, 3, 1, 0},
+    {"32 -> 48, 3x3 same, 8x9", 32, 48, 8, 9, 3, 3, 1, 1, 1, 1, 3, 2, 0},
+    {"3 -> 16, 3x3 same, 8x8", 3, 16, 8, 8, 3, 3, 1, 1, 1, 1, 2, 1, 0},
+    {"40 -> 20, 5x5 same, 9x9", 40, 20, 9, 9, 5, 5, 2, 2, 2, 2, 3, 3, 0},
+    {"24 -> 16, 1x3 same, 8x8", 24, 16, 8, 8, 1, 3, 0, 0, 1, 1, 2, 1, 0},
+    {"16 -> 32, 3x3 valid, 10x10", 16, 32, 10, 10, 3, 3, 0, 0, 0, 0, 3, 2, 0},
+    {"64 -> 64, 3x3 pads top and right, 9x9", 64, 64, 9, 9, 3, 3, 1, 0, 0, 1, 2, 2, 0},
 };
 #define NCASES (sizeof CASES / sizeof CASES[0])
+
+/* Layers every path lowers to im2col + the GEMM: strided, 1x1. */
+static const conv_case_t LOWERED[] = {
+    {"16 -> 32, 3x3 stride 2, 16x16", 16, 32, 16, 16, 3, 3, 1, 1, 1, 1, 3, 2, 2},
+    {"24 -> 40, 1x1, 9x9", 24, 40, 9, 9, 1, 1, 0, 0, 0, 0, 2, 1, 1},
+};
+#define NLOWERED (sizeof LOWERED / sizeof LOWERED[0])
 
 typedef struct {
     conv2d_desc_t d;
@@ -82,7 +91,8 @@ static void make_data(const conv_case_t *k, conv_data_t *s)
 {
     memset(&s->d, 0, sizeof s->d);
     s->d.C = k->C, s->d.H = k->H, s->d.W = k->W, s->d.OC = k->OC, s->d.KH = k->KH, s->d.KW = k->KW;
-    s->d.sH = s->d.sW = s->d.dH = s->d.dW = s->d.groups = 1;
+    s->d.dH = s->d.dW = s->d.groups = 1;
+    s->d.sH = s->d.sW = k->stride ? k->stride : 1;
     s->d.pad_t = k->pt, s->d.pad_b = k->pb, s->d.pad_l = k->pl, s->d.pad_r = k->pr;
     assert_int_equal(conv2d_setup(&s->d), 0);
     const size_t in = (size_t)k->B * k->C * k->H * k->W, out = (size_t)k->B * k->OC * s->d.OH * s->d.OW;
@@ -127,7 +137,7 @@ typedef struct {
 static void reference(const conv_case_t *k, const conv_data_t *s, refs_t *r)
 {
     const conv2d_desc_t *d = &s->d;
-    const int OH = d->OH, OW = d->OW, KK = k->KH * k->KW;
+    const int OH = d->OH, OW = d->OW, KK = k->KH * k->KW, st = d->sH;
     const size_t ny = (size_t)k->B * k->OC * OH * OW, nx = (size_t)k->B * k->C * k->H * k->W,
                  nw = (size_t)k->OC * k->C * KK;
     double **all[] = {&r->y, &r->ym, &r->yp, &r->dx, &r->dxm, &r->dxp, &r->dw, &r->dwm, &r->dwp};
@@ -146,7 +156,7 @@ static void reference(const conv_case_t *k, const conv_data_t *s, refs_t *r)
                     const double g = bf16_round(s->dy[yi]), gp = s->dy[yi];
                     for (int c = 0; c < k->C; c++)
                         for (int t = 0; t < KK; t++) {
-                            const int h = oh - k->pt + t / k->KW, w = ow - k->pl + t % k->KW;
+                            const int h = oh * st - k->pt + t / k->KW, w = ow * st - k->pl + t % k->KW;
                             if (h < 0 || h >= k->H || w < 0 || w >= k->W) continue;
                             const size_t xi = (((size_t)b * k->C + c) * k->H + h) * k->W + w,
                                          wi = ((size_t)m * k->C + c) * KK + t;
@@ -206,17 +216,19 @@ static double run_case(const conv_case_t *k, const char *path, int amx)
     return worst;
 }
 
-/* amx: whether the cases must take the tiles' loops */
-static void run_cases(const char *path, int amx)
+/* amx: whether the cases must take the padded planes' loops */
+static void run_set(const conv_case_t *cases, size_t n, const char *path, int amx)
 {
     double worst = 0.0;
-    for (size_t i = 0; i < NCASES; i++) {
-        const double w = run_case(&CASES[i], path, amx);
-        if (!(w <= 1.0)) fail_msg("%s, %s: error %.3g x the bound", path, CASES[i].name, w);
+    for (size_t i = 0; i < n; i++) {
+        const double w = run_case(&cases[i], path, amx);
+        if (!(w <= 1.0)) fail_msg("%s, %s: error %.3g x the bound", path, cases[i].name, w);
         if (w > worst) worst = w;
     }
     printf("%s: largest error %.3f of the bound\n", path, worst);
 }
+
+static void run_cases(const char *path, int amx) { run_set(CASES, NCASES, path, amx); }
 
 /* The tiles' loops on the twin: every CPU runs it. */
 static void test_twin(void **state)
@@ -238,13 +250,28 @@ static void test_tiles(void **state)
     run_cases("amx tiles", 1);
 }
 
-/* The other bf16 paths' im2col + GEMM on the same cases (the bound is the same). */
+/* The same loops on AVX512-BF16's vdpbf16ps, from the same packed operands. */
+static void test_vectors(void **state)
+{
+    if (cpu_isa_available() < CPU_ISA_AVX512_BF16) {
+        printf("skip: avx512_bf16 path: %s\n", cpu_isa_why());
+        skip();
+    }
+    mm_set_precision(MM_BF16);
+    cpu_isa_cap(CPU_ISA_AVX512_BF16);
+    run_cases("avx512_bf16 vectors", 1);
+}
+
+/* im2col + GEMM: the portable path's on the same cases (the bound is the same), and every
+ * path's on the layers none of them runs on the planes. */
 static void test_gemm_paths(void **state)
 {
     mm_set_precision(MM_BF16);
-    for (int isa = 0; isa <= (int)cpu_isa_available() && isa < (int)CPU_ISA_AMX; isa++) {
+    cpu_isa_cap(CPU_ISA_PORTABLE);
+    run_cases("portable", 0);
+    for (int isa = 0; isa <= (int)cpu_isa_available(); isa++) {
         cpu_isa_cap((cpu_isa_t)isa);
-        run_cases(cpu_isa_name((cpu_isa_t)isa), 0);
+        run_set(LOWERED, NLOWERED, cpu_isa_name((cpu_isa_t)isa), 0);
     }
 }
 
@@ -267,6 +294,12 @@ static void test_dispatch(void **state)
     assert_int_equal(conv2d_amx(&d), 0); /* stride 2 */
     assert_int_equal(conv2d_init(&d, 16, 8, 8, 16, 3, 3, 1, 3), 0);
     assert_int_equal(conv2d_amx(&d), 0); /* pads past the kernel's reach */
+    conv_amx_force_twin(0);
+    assert_int_equal(conv2d_init(&d, 16, 8, 8, 16, 3, 3, 1, 1), 0);
+    cpu_isa_cap(CPU_ISA_PORTABLE);
+    assert_int_equal(conv2d_amx(&d), 0); /* the portable path lowers */
+    cpu_isa_cap(CPU_ISA_AVX512_BF16);
+    assert_int_equal(conv2d_amx(&d), cpu_isa() == CPU_ISA_AVX512_BF16);
 }
 
 static cpu_isa_t start_isa; /* the path the process started on (PACER_CPU_ISA may cap it) */
@@ -285,9 +318,8 @@ int main(void)
 {
     start_isa = cpu_isa();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_teardown(test_dispatch, reset),
-        cmocka_unit_test_teardown(test_twin, reset),
-        cmocka_unit_test_teardown(test_tiles, reset),
+        cmocka_unit_test_teardown(test_dispatch, reset),   cmocka_unit_test_teardown(test_twin, reset),
+        cmocka_unit_test_teardown(test_tiles, reset),      cmocka_unit_test_teardown(test_vectors, reset),
         cmocka_unit_test_teardown(test_gemm_paths, reset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

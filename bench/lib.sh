@@ -15,14 +15,16 @@ md() { printf '%s\n' "$*" | tee -a "$OUT"; }
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 # torch_isa SUMMARY - the ONEDNN_MAX_CPU_ISA that gives PyTorch the vector width of the
-# kernels a pacer run's summary reports (AVX2 for direct-avx2 or OpenBLAS's Haswell/Zen
-# kernels, ALL otherwise). PyTorch's convolutions are oneDNN's, which takes the widest ISA
+# kernels a pacer run's summary reports (ALL where pacer's products ran in bf16: its
+# AVX512-BF16 or AMX kernels, whatever OpenBLAS was told; AVX2 for direct-avx2 or
+# OpenBLAS's Haswell/Zen kernels; ALL otherwise). Capped at AVX2, torch 1.13 has no bf16
+# convolution and autocast fails ("could not create a primitive descriptor iterator"). PyTorch's convolutions are oneDNN's, which takes the widest ISA
 # the CPU has whatever OpenBLAS is told: on an AVX-512 CPU, a pacer run forced onto AVX2
 # kernels (OPENBLAS_CORETYPE=Haswell) was otherwise set against PyTorch on AVX-512
 # (ResNet-20: 277 samples/s with oneDNN's own choice, 177-190 capped at AVX2).
 torch_isa() {
-    case $(jq -r '.per_rank[0].device | "\(.conv // "") \(.blas)"' "$1") in
-        *avx512* | *SkylakeX* | *Cooperlake* | *SapphireRapids*) echo ALL ;;
+    case $(jq -r '.per_rank[0].device | "\(.conv // "") \(.gemm // "") \(.blas)"' "$1") in
+        *bf16* | *avx512* | *SkylakeX* | *Cooperlake* | *SapphireRapids*) echo ALL ;;
         *avx2* | *Haswell* | *Zen*) echo AVX2 ;;
         *) echo ALL ;;
     esac

@@ -100,7 +100,9 @@ VEC INLINE void wgrad_8(const conv_amx_geom_t *g, const uint16_t *x, size_t oa, 
         s0[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(sums[0] + r * 16);
         s1[r] = first || single ? _mm512_setzero_ps() : _mm512_loadu_ps(sums[1] + r * 16);
     }
-    const size_t pairs = g->Nk / 2, L = g->L;
+    /* dout is zero past the grid's cells (conv_amx.c's packing), so the sums stop there,
+     * not at Nk's rounding to 32 (ResNet-20's 8x8 planes: 40 pairs, not 48) */
+    const size_t pairs = ((size_t)g->rows * g->PW + 1) / 2, L = g->L;
     for (size_t p = 0; p < pairs; p++) {
         const __m512bh v0 = (__m512bh)_mm512_loadu_si512(da + p * 32);
         const __m512bh v1 = one_block ? v0 : (__m512bh)_mm512_loadu_si512(db + p * 32);

@@ -92,6 +92,13 @@ pair_row(int n, const float *restrict a, const float *restrict b, uint32_t *rest
         o[i] = (bf16_round_bits(float_bits(a[i])) >> 16) | (bf16_round_bits(float_bits(b[i])) & 0xffff0000u);
 }
 
+/* n zero pairs at o: a loop, not memset (GCC would make it one call a row, for a value
+ * or two) */
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) static void zero_pairs(int n, uint32_t *o)
+{
+    for (int i = 0; i < n; i++) o[i] = 0;
+}
+
 void conv_amx_source(const conv_amx_geom_t *g, const float *src, uint32_t *xs)
 {
     const size_t SP = (size_t)g->SH * g->SW, plane = (size_t)g->PH * g->PW;
@@ -111,9 +118,9 @@ void conv_amx_source(const conv_amx_geom_t *g, const float *src, uint32_t *xs)
                 memset(row, 0, (size_t)g->PW * 4);
                 continue;
             }
-            memset(row, 0, (size_t)g->left * 4);
+            zero_pairs(g->left, row);
             pair_row(g->SW, a + (size_t)sh * g->SW, b ? b + (size_t)sh * g->SW : NULL, row + g->left);
-            memset(row + g->left + g->SW, 0, (size_t)right * 4);
+            zero_pairs(right, row + g->left + g->SW);
         }
         memset(o + plane, 0, (g->pld - plane) * 4);
     }
@@ -126,9 +133,10 @@ void conv_amx_source(const conv_amx_geom_t *g, const float *src, uint32_t *xs)
  * at (mb * Nk/32 + kb) * 512, zeros past M. The tiles' path packs with gemm_bf16's
  * AVX-512 packer, the twin with the loop below: the same bytes. Both round as an
  * activation stored in bf16 is (gemm_bf16_act.h: on cpu_isa()'s path). */
-/* Zeros in rows rows of o (ld apart): n values from each row's start. A loop, not memset:
- * the pads are a value or two a row. */
-static void zero_cols(int rows, size_t n, uint16_t *o, size_t ld)
+/* Zeros in rows rows of o (ld apart): n values from each row's start. A loop, not memset
+ * (GCC would make it one call a row): the pads are a value or two a row. */
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) static void zero_cols(int rows, size_t n, uint16_t *o,
+                                                                                    size_t ld)
 {
     for (int r = 0; r < rows; r++)
         for (size_t i = 0; i < n; i++) o[(size_t)r * ld + i] = 0;

@@ -54,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv_crop.h"
 #include "conv_direct.h"
 #include "gelu_simd.h"
 #include "gemv.h"
@@ -1575,6 +1576,53 @@ static void test_conv_general(void **state)
     assert_int_equal(conv2d_init(&a, 3, 32, 31, 8, 3, 3, 2, 1), 0);
     assert_int_equal(conv2d_setup(&b), 0);
     assert_memory_equal(&a, &b, sizeof a);
+}
+
+/* Taps that never read the input (conv_crop.h): each case runs as the convolution over
+ * the others, and must give what the full kernel gives (the naive forward and backward,
+ * finite differences, a weight gradient of zero at the dropped taps). */
+static void test_conv_cropped(void **state)
+{
+    (void)state;
+#define G(C_, H_, W_, OC_, KH_, KW_, SH, SW, PT, PL, PB, PR, DH, DW, GR)                                          \
+    {                                                                                                             \
+        .C = C_, .H = H_, .W = W_, .OC = OC_, .KH = KH_, .KW = KW_, .sH = SH, .sW = SW, .pad_t = PT, .pad_l = PL, \
+        .pad_b = PB, .pad_r = PR, .dH = DH, .dW = DW, .groups = GR                                                \
+    }
+    static const struct {
+        const char *name;
+        int B;
+        conv2d_desc_t d;
+        int kh, kw; /* the kept taps */
+    } cases[] = {
+        /* ResNet-18's last stage on a 32x32 image: the centre tap alone */
+        {"3x3 p1 on 1x1 planes C=24 OC=20", 3, G(24, 1, 1, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 1},
+        /* its stride-2 entry: 2x2 planes to 1x1, the lower right 2x2 taps */
+        {"3x3 s2 p1 on 2x2 planes", 2, G(16, 2, 2, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1), 2, 2},
+        /* one row of taps on a one-row plane, every column */
+        {"3x3 p1 on a 1x7 row", 2, G(3, 1, 7, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 3},
+        {"dilated 3x3 d2 p2 on 2x2", 2, G(4, 2, 2, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1), 1, 1},
+        {"groups 2 3x3 p1 on 1x1", 2, G(4, 1, 1, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2), 1, 1},
+        /* the bottom row of taps only: bottom pads past the plane */
+        {"3x3 t0 b2 on 2x5", 2, G(3, 2, 5, 2, 3, 3, 1, 1, 0, 1, 2, 1, 1, 1, 1), 2, 3},
+        {"5x5 p2 on 1x1, 40 channels", 5, G(40, 1, 1, 33, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1), 1, 1},
+    };
+#undef G
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        conv2d_desc_t d = cases[i].d;
+        assert_int_equal(conv2d_setup(&d), 0);
+        conv_crop_t c;
+        if (!conv_crop_plan(&d, &c) || c.d.KH != cases[i].kh || c.d.KW != cases[i].kw)
+            fail_msg("%s: not cropped to %dx%d taps", cases[i].name, cases[i].kh, cases[i].kw);
+        run_conv_desc(cases[i].name, &d, cases[i].B, 1, 0, 1000, 1300 + i);
+    }
+    /* every tap reads the input somewhere: nothing to crop */
+    conv2d_desc_t d;
+    conv_crop_t c;
+    assert_int_equal(conv2d_init(&d, 2, 2, 2, 2, 3, 3, 1, 1), 0);
+    assert_int_equal(conv_crop_plan(&d, &c), 0);
+    assert_int_equal(conv2d_init(&d, 2, 8, 8, 2, 3, 3, 2, 1), 0);
+    assert_int_equal(conv_crop_plan(&d, &c), 0);
 }
 
 /* ---- general pooling geometry (ONNX MaxPool / AveragePool) ------------------------ */
@@ -3474,6 +3522,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_init),
+        cmocka_unit_test(test_conv_cropped),
         cmocka_unit_test(test_conv_geometries),
         cmocka_unit_test(test_conv_chunked),
         cmocka_unit_test(test_pool_sizes),

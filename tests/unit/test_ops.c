@@ -1501,6 +1501,8 @@ static void test_conv_general(void **state)
         {"cv dilated d(2,1) p(2,1) 9x7", 2, G(16, 9, 7, 33, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1, 1), 0, 0, 8},
         {"cv asym 2x2 SAME_UPPER", 2, G(17, 7, 9, 32, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1), 1, 0, 8},
         {"cv 1x1 B=3", 3, G(16, 5, 6, 48, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
+        /* 2x2 planes: the direct kernel, not Winograd (one tile for four outputs) */
+        {"cv 3x3 p1 2x2 C=16 OC=32 B=3", 3, G(16, 2, 2, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
         /* strided: the channel-vector forward and weight gradient, the input gradient by
          * GEMM and col2im; 10x10 leaves the last padded row unread, the last case mixes
          * strides, dilation and uneven pads */
@@ -1623,6 +1625,12 @@ static void test_conv_cropped(void **state)
     assert_int_equal(conv_crop_plan(&d, &c), 0);
     assert_int_equal(conv2d_init(&d, 2, 8, 8, 2, 3, 3, 2, 1), 0);
     assert_int_equal(conv_crop_plan(&d, &c), 0);
+    /* Winograd where its 36 products a tile are fewer than 9 an output: 3x3 planes (one
+     * tile, nine outputs), not 2x2 ones (four) */
+    assert_int_equal(conv2d_init(&d, 16, 2, 2, 32, 3, 3, 1, 1), 0);
+    assert_int_equal(conv2d_winograd(&d), 0);
+    assert_int_equal(conv2d_init(&d, 16, 3, 3, 32, 3, 3, 1, 1), 0);
+    assert_int_equal(conv2d_winograd(&d), direct_isa() != DIRECT_NO_ISA);
 }
 
 /* ---- general pooling geometry (ONNX MaxPool / AveragePool) ------------------------ */

@@ -99,6 +99,15 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void zero_p
     for (int i = 0; i < n; i++) o[i] = 0;
 }
 
+/* Zeros in rows rows of o (ld apart): n values from each row's start. A loop, not memset
+ * (GCC would make it one call a row): the pads are a value or two a row. */
+__attribute__((optimize("no-tree-loop-distribute-patterns"))) static void zero_cols(int rows, size_t n, uint16_t *o,
+                                                                                    size_t ld)
+{
+    for (int r = 0; r < rows; r++)
+        for (size_t i = 0; i < n; i++) o[(size_t)r * ld + i] = 0;
+}
+
 void conv_amx_source(const conv_amx_geom_t *g, const float *src, uint32_t *xs)
 {
     const size_t SP = (size_t)g->SH * g->SW, plane = (size_t)g->PH * g->PW;
@@ -130,18 +139,9 @@ void conv_amx_source(const conv_amx_geom_t *g, const float *src, uint32_t *xs)
  * values, zeros past the plane and past C), and dout rounded on the grid (M rows of Nk,
  * zeros in the garbage columns and past the grid) packed as gemm_bf16_pack.h packs a B
  * stored transposed: blocks of 16 position pairs x 16 output channels x 2, block (mb, kb)
- * at (mb * Nk/32 + kb) * 512, zeros past M. The tiles' path packs with gemm_bf16's
- * AVX-512 packer, the twin with the loop below: the same bytes. Both round as an
+ * at (mb * Nk/32 + kb) * 512, zeros past M. The tiles' and the vectors' paths pack with
+ * gemm_bf16's AVX-512 packer, the twin with the loop below: the same bytes. All round as an
  * activation stored in bf16 is (gemm_bf16_act.h: on cpu_isa()'s path). */
-/* Zeros in rows rows of o (ld apart): n values from each row's start. A loop, not memset
- * (GCC would make it one call a row): the pads are a value or two a row. */
-__attribute__((optimize("no-tree-loop-distribute-patterns"))) static void zero_cols(int rows, size_t n, uint16_t *o,
-                                                                                    size_t ld)
-{
-    for (int r = 0; r < rows; r++)
-        for (size_t i = 0; i < n; i++) o[(size_t)r * ld + i] = 0;
-}
-
 static void wgrad_source(const conv_amx_geom_t *g, const float *src, uint16_t *x16)
 {
     const size_t SP = (size_t)g->SH * g->SW, right = (size_t)(g->PW - g->left - g->SW);

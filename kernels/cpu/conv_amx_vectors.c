@@ -69,7 +69,7 @@ VEC static void grid_8x16(const conv_amx_geom_t *g, const uint16_t *a, const uin
 /* Block by block of 32 positions, every output channel: the source's pairs under a block
  * (every tap's reach) are read from the L1 or L2 cache by each of the blocks of 8 output
  * channels after the first. The grid's cells end at rows * PW, and the values past them
- * are never read (conv_amx.h): a last block of 16 or fewer takes 16 columns, not the 32 of
+ * are never read (conv.c reads rows x cols of the grid): a last block of 16 or fewer takes 16 columns, not the 32 of
  * N's rounding (ResNet-20's 8x8 planes: 80 cells of a grid of 96). */
 VEC void conv_amx_vectors_grid(const conv_amx_geom_t *g, const uint16_t *wp, const uint32_t *xs, float *y)
 {
@@ -87,7 +87,7 @@ VEC void conv_amx_vectors_grid(const conv_amx_geom_t *g, const uint16_t *wp, con
 /* ---- the weight gradient --------------------------------------------------------------- */
 
 /* 8 channels' rounded planes x (L apart) at two taps' offsets oa and ob against two
- * blocks of 16 output channels' packed dout da and db, over every pair of positions:
+ * blocks of 16 output channels' packed dout da and db, over the grid's pairs of positions:
  * sums[0] (+)= x at oa against da, sums[1] (+)= x at ob against db, each 8 rows of 16
  * floats 16 apart. same_tap (oa == ob): one broadcast serves both; one_block (da == db):
  * one load serves both; single: only sums[0]. The flags are constants at each call. */

@@ -124,10 +124,25 @@ static int images_per_chunk(size_t budget, size_t per_image, int B, int T)
 static int use_pointwise(const conv2d_desc_t *d);
 static int pointwise_images(const conv2d_desc_t *d, int B);
 
-static int chunk_images(const conv2d_desc_t *d, int B, int T)
+/* A chunk's budget of col: base or, at bf16, the weights' size where that is larger (small
+ * planes, many channels): the bf16 GEMM converts and packs the weights again for every
+ * chunk, and on 2x2 planes of 256 channels a chunk of one image (2,304 x 8 floats of col
+ * against 256 x 2,304 weights) spent most of its time packing them (torchvision's
+ * ResNet-18 at 32x32: those three layers 12.4 -> 3.6 ms forward, 27.9 -> 7.5 backward a
+ * step, layer_profile --precision bf16 --batch 32). At fp32 they take the direct kernel,
+ * and OpenBLAS's GEMM elsewhere gained nothing from such chunks (a first try ran the whole
+ * ResNet-18 2-4% slower). The workspace is sized for the larger chunks at either precision
+ * (sizing), so that it does not depend on the precision. */
+static size_t col_budget(const conv2d_desc_t *d, size_t base, int sizing)
+{
+    const size_t weights = (size_t)d->OC * (d->C / d->groups) * d->KH * d->KW;
+    return (sizing || mm_precision() == MM_BF16) && weights > base ? weights : base;
+}
+
+static int chunk_images(const conv2d_desc_t *d, int B, int T, int sizing)
 {
     if (use_pointwise(d)) return pointwise_images(d, B);
-    return images_per_chunk(CONV_COL_BUDGET, (size_t)d->C * d->KH * d->KW * d->OH * d->OW, B, T);
+    return images_per_chunk(col_budget(d, CONV_COL_BUDGET, sizing), (size_t)d->C * d->KH * d->KW * d->OH * d->OW, B, T);
 }
 
 /* Row stride for an n-column matrix in the workspace: whole cache lines, and never a
@@ -164,7 +179,7 @@ static size_t chunk_workspace(const conv2d_desc_t *d, int B, int T)
     if (use_wide(d)) {
         w = wide_workspace(d, B, T);
     } else {
-        size_t nb = (size_t)chunk_images(d, B, T);
+        size_t nb = (size_t)chunk_images(d, B, T, 1);
         size_t ld = padded_ld(nb * d->OH * d->OW);
         size_t K = (size_t)d->C * d->KH * d->KW;
         w = K * ld + (nb > 1 ? (size_t)d->OC * ld : 0);
@@ -344,13 +359,13 @@ typedef struct {
     size_t ld;    /* row stride of col and tmp */
 } wide_t;
 
-static void wide_geometry(const conv2d_desc_t *d, int B, int T, wide_t *g)
+static void wide_geometry(const conv2d_desc_t *d, int B, int T, int sizing, wide_t *g)
 {
     g->PH = d->H + d->pad_t + d->pad_b;
     g->PW = d->W + d->pad_l + d->pad_r;
     g->Pw = (size_t)d->OH * g->PW;
     g->plane = (size_t)g->PH * g->PW;
-    g->nb = images_per_chunk(WIDE_COL_BUDGET, (size_t)d->C * d->KH * d->KW * g->Pw, B, T);
+    g->nb = images_per_chunk(col_budget(d, WIDE_COL_BUDGET, sizing), (size_t)d->C * d->KH * d->KW * g->Pw, B, T);
     g->ld = padded_ld((size_t)g->nb * g->Pw);
 }
 
@@ -359,7 +374,7 @@ static void wide_geometry(const conv2d_desc_t *d, int B, int T, wide_t *g)
 static size_t wide_workspace(const conv2d_desc_t *d, int B, int T)
 {
     wide_t g;
-    wide_geometry(d, B, T, &g);
+    wide_geometry(d, B, T, 1, &g);
     size_t K = (size_t)d->C * d->KH * d->KW;
     size_t pad = has_pad(d) ? (size_t)g.nb * d->C * g.plane : 0;
     return (K + (size_t)d->OC) * g.ld + pad;
@@ -879,7 +894,7 @@ static void direct_backward(void *arg, int t, int T)
     const int K = d->C * d->KH * d->KW;
     /* without direct_dx, stride 1: one image's column gradient on the grid (wide path) */
     wide_t wg;
-    wide_geometry(d, 1, 1, &wg);
+    wide_geometry(d, 1, 1, 0, &wg);
     float *gcol = rest, *gdy = gcol + (size_t)K * wg.ld, *gxp = gdy + (size_t)d->OC * wg.ld;
     const size_t ldc = padded_ld((size_t)nw * P); /* without direct_dx, other strides: a group's columns */
     if (j->dinp && direct_dx) direct_dinp_begin(d, kind, j->weight, rest, &dd);
@@ -967,7 +982,7 @@ static void wide_forward(void *arg, int t, int T)
     const float *inp = j->inp, *weight = j->weight, *bias = j->bias;
     float *out = j->out;
     wide_t g;
-    wide_geometry(d, B, j->T, &g);
+    wide_geometry(d, B, j->T, 0, &g);
     const int OC = d->OC, K = d->C * d->KH * d->KW, OW = d->OW, OH = d->OH;
     const size_t in_img = (size_t)d->C * d->H * d->W, P = (size_t)OH * OW;
     float *col = job_ws(j, t), *tmp = col + (size_t)K * g.ld, *xp = tmp + (size_t)OC * g.ld;
@@ -997,7 +1012,7 @@ static void wide_backward(void *arg, int t, int T)
     const float *inp = j->inp, *weight = j->weight, *dout = j->dout;
     float *dinp = j->dinp, *dweight = job_dw(j, t);
     wide_t g;
-    wide_geometry(d, B, j->T, &g);
+    wide_geometry(d, B, j->T, 0, &g);
     const int OC = d->OC, K = d->C * d->KH * d->KW, OW = d->OW, OH = d->OH;
     const size_t in_img = (size_t)d->C * d->H * d->W, P = (size_t)OH * OW;
     float *col = job_ws(j, t), *tmp = col + (size_t)K * g.ld, *xp = tmp + (size_t)OC * g.ld;
@@ -1195,7 +1210,7 @@ static void lowered_plan(conv_job_t *j, int t, int T, lowered_t *p)
 {
     if (t == 0) j->ran = T;
     const conv2d_desc_t *d = j->d;
-    p->nbmax = chunk_images(d, j->B, j->T);
+    p->nbmax = chunk_images(d, j->B, j->T, 0);
     p->col = job_ws(j, t);
     p->tmp = p->col + (size_t)d->C * d->KH * d->KW * padded_ld((size_t)p->nbmax * d->OH * d->OW);
     my_chunks(j->B, p->nbmax, t, T, &p->c0, &p->c1);

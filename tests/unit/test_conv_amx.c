@@ -75,10 +75,12 @@ static const conv_case_t CASES[] = {
 };
 #define NCASES (sizeof CASES / sizeof CASES[0])
 
-/* Layers every path lowers to im2col + the GEMM: strided, 1x1. */
+/* Layers every path lowers to im2col + the GEMM: strided, 1x1, planes under 64 outputs. */
 static const conv_case_t LOWERED[] = {
     {"16 -> 32, 3x3 stride 2, 16x16", 16, 32, 16, 16, 3, 3, 1, 1, 1, 1, 3, 2, 2},
     {"24 -> 40, 1x1, 9x9", 24, 40, 9, 9, 1, 1, 0, 0, 0, 0, 2, 1, 1},
+    /* weights past the chunks' col budget: chunks of several images (conv.c's col_budget) */
+    {"128 -> 64, 3x3 same, 2x2", 128, 64, 2, 2, 3, 3, 1, 1, 1, 1, 5, 2, 1},
 };
 #define NLOWERED (sizeof LOWERED / sizeof LOWERED[0])
 
@@ -191,6 +193,7 @@ static double run_case(const conv_case_t *k, const char *path, int amx)
     const size_t nws = conv2d_workspace(d, k->B) + 1;
     float *ws = malloc(nws * sizeof(float)), *y = malloc(ny * sizeof(float));
     float *dx = malloc(nx * sizeof(float)), *dw = malloc(nw * sizeof(float)), db[64];
+    assert_true(k->OC <= 64); /* db */
     assert_true(ws && y && dx && dw);
     memset(ws, 0xff, nws * sizeof(float));
     int shows_y = 0, shows_dx = 0, shows_dw = 0;

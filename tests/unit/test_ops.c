@@ -1442,67 +1442,69 @@ typedef struct {
     size_t fd;
 } conv_gcase_t;
 
+/* A descriptor's fields but OH/OW, in the order of the cases' columns */
+#define CONV_G(C_, H_, W_, OC_, KH_, KW_, SH, SW, PT, PL, PB, PR, DH, DW, GR)                                     \
+    {                                                                                                             \
+        .C = C_, .H = H_, .W = W_, .OC = OC_, .KH = KH_, .KW = KW_, .sH = SH, .sW = SW, .pad_t = PT, .pad_l = PL, \
+        .pad_b = PB, .pad_r = PR, .dH = DH, .dW = DW, .groups = GR                                                \
+    }
+
 /* Grouped, depthwise, dilated, asymmetrically padded and rectangular-stride convolutions,
  * each through both lowerings where the geometry allows (stride 1 in both dimensions: the
  * padded-width grid; otherwise im2col) and the direct depthwise kernel (groups == C). */
 static void test_conv_general(void **state)
 {
     (void)state;
-#define G(C_, H_, W_, OC_, KH_, KW_, SH, SW, PT, PL, PB, PR, DH, DW, GR)                                          \
-    {                                                                                                             \
-        .C = C_, .H = H_, .W = W_, .OC = OC_, .KH = KH_, .KW = KW_, .sH = SH, .sW = SW, .pad_t = PT, .pad_l = PL, \
-        .pad_b = PB, .pad_r = PR, .dH = DH, .dW = DW, .groups = GR                                                \
-    }
     static const conv_gcase_t cases[] = {
         /* name                                B  C  H   W OC KH KW sH sW pt pl pb pr dH dW g   bias chunks fd */
-        {"groups 2 3x3 s1 p1", 2, G(4, 7, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2), 1, 0, 1000},
-        {"groups 3 3x3 s2 p1", 2, G(6, 9, 8, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3), 0, 0, 1000},
-        {"groups 2 1x1 (OC/g=3)", 2, G(4, 5, 5, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2), 1, 0, 1000},
-        {"depthwise 3x3 s1 p1", 2, G(3, 8, 7, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3), 1, 0, 1000},
-        {"depthwise x2 3x3 s2 p1", 2, G(3, 9, 9, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3), 1, 0, 1000},
-        {"depthwise s(1,2) asym d(2,1)", 2, G(4, 9, 10, 4, 3, 3, 1, 2, 0, 1, 2, 1, 2, 1, 4), 0, 0, 1000},
-        {"depthwise 5x5 s3 p2", 2, G(2, 11, 13, 2, 5, 5, 3, 3, 2, 2, 2, 2, 1, 1, 2), 1, 0, 1000},
-        {"dilated 3x3 d2 p2 s1", 2, G(2, 9, 8, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1), 1, 0, 1000},
-        {"dilated 3x3 d(2,3) s2 p(1,2)", 2, G(2, 11, 12, 3, 3, 3, 2, 2, 1, 2, 1, 2, 2, 3, 1), 1, 0, 1000},
-        {"asym 2x2 s1 SAME_UPPER", 2, G(3, 6, 5, 4, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1), 1, 0, 1000},
-        {"asym 3x3 s2 SAME_UPPER", 2, G(2, 8, 8, 3, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 1), 1, 0, 1000},
-        {"asym 4x4 s1 t2 l1 b1 r2", 2, G(2, 7, 6, 3, 4, 4, 1, 1, 2, 1, 1, 2, 1, 1, 1), 0, 0, 1000},
-        {"rect stride s(1,2) 3x3 p1", 2, G(2, 7, 9, 3, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 1), 1, 0, 1000},
-        {"rect stride s(2,3) 3x2 p(1,0)", 2, G(3, 9, 11, 2, 3, 2, 2, 3, 1, 0, 1, 0, 1, 1, 1), 1, 0, 1000},
-        {"groups 2 d2 asym s(2,1)", 2, G(4, 9, 8, 8, 3, 3, 2, 1, 1, 2, 2, 1, 2, 2, 2), 1, 0, 1000},
+        {"groups 2 3x3 s1 p1", 2, CONV_G(4, 7, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2), 1, 0, 1000},
+        {"groups 3 3x3 s2 p1", 2, CONV_G(6, 9, 8, 3, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3), 0, 0, 1000},
+        {"groups 2 1x1 (OC/g=3)", 2, CONV_G(4, 5, 5, 6, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 2), 1, 0, 1000},
+        {"depthwise 3x3 s1 p1", 2, CONV_G(3, 8, 7, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3), 1, 0, 1000},
+        {"depthwise x2 3x3 s2 p1", 2, CONV_G(3, 9, 9, 6, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 3), 1, 0, 1000},
+        {"depthwise s(1,2) asym d(2,1)", 2, CONV_G(4, 9, 10, 4, 3, 3, 1, 2, 0, 1, 2, 1, 2, 1, 4), 0, 0, 1000},
+        {"depthwise 5x5 s3 p2", 2, CONV_G(2, 11, 13, 2, 5, 5, 3, 3, 2, 2, 2, 2, 1, 1, 2), 1, 0, 1000},
+        {"dilated 3x3 d2 p2 s1", 2, CONV_G(2, 9, 8, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1), 1, 0, 1000},
+        {"dilated 3x3 d(2,3) s2 p(1,2)", 2, CONV_G(2, 11, 12, 3, 3, 3, 2, 2, 1, 2, 1, 2, 2, 3, 1), 1, 0, 1000},
+        {"asym 2x2 s1 SAME_UPPER", 2, CONV_G(3, 6, 5, 4, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1), 1, 0, 1000},
+        {"asym 3x3 s2 SAME_UPPER", 2, CONV_G(2, 8, 8, 3, 3, 3, 2, 2, 0, 0, 1, 1, 1, 1, 1), 1, 0, 1000},
+        {"asym 4x4 s1 t2 l1 b1 r2", 2, CONV_G(2, 7, 6, 3, 4, 4, 1, 1, 2, 1, 1, 2, 1, 1, 1), 0, 0, 1000},
+        {"rect stride s(1,2) 3x3 p1", 2, CONV_G(2, 7, 9, 3, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 1), 1, 0, 1000},
+        {"rect stride s(2,3) 3x2 p(1,0)", 2, CONV_G(3, 9, 11, 2, 3, 2, 2, 3, 1, 0, 1, 0, 1, 1, 1), 1, 0, 1000},
+        {"groups 2 d2 asym s(2,1)", 2, CONV_G(4, 9, 8, 8, 3, 3, 2, 1, 1, 2, 2, 1, 2, 2, 2), 1, 0, 1000},
         /* many images: the wide path in chunks with groups, the depthwise kernel on a batch */
-        {"groups 2 3x3 s1 p1 B=40 chunked", 40, G(4, 16, 16, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2), 1, 1, 8},
-        {"groups 2 3x3 s2 B=40 chunked", 40, G(4, 16, 16, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2), 1, 1, 8},
-        {"depthwise 3x3 s1 p1 B=30", 30, G(4, 12, 12, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4), 1, 0, 8},
+        {"groups 2 3x3 s1 p1 B=40 chunked", 40, CONV_G(4, 16, 16, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2), 1, 1, 8},
+        {"groups 2 3x3 s2 B=40 chunked", 40, CONV_G(4, 16, 16, 4, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 2), 1, 1, 8},
+        {"depthwise 3x3 s1 p1 B=30", 30, CONV_G(4, 12, 12, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4), 1, 0, 8},
         /* MobileNet's and EfficientNet's small planes: the channels-inner depthwise kernel
          * (conv_depthwise.c) on 2x2 and on 1x1 behind a 5x5 kernel (only the centre tap
          * reaches), the pointwise GEMM over a whole batch on 4x4 and 1x1 planes */
-        {"depthwise 3x3 p1 2x2 C=40 B=5", 5, G(40, 2, 2, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40), 1, 0, 8},
-        {"depthwise 5x5 p2 1x1 C=24 B=3", 3, G(24, 1, 1, 24, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 24), 0, 0, 8},
-        {"depthwise 3x3 s2 p1 5x4 C=20 B=3", 3, G(20, 5, 4, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 20), 1, 0, 8},
-        {"pointwise 1x1 4x4 C=24 OC=40 B=5", 5, G(24, 4, 4, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
-        {"pointwise 1x1 1x1 C=48 OC=20 B=33", 33, G(48, 1, 1, 20, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1), 0, 0, 8},
+        {"depthwise 3x3 p1 2x2 C=40 B=5", 5, CONV_G(40, 2, 2, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40), 1, 0, 8},
+        {"depthwise 5x5 p2 1x1 C=24 B=3", 3, CONV_G(24, 1, 1, 24, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 24), 0, 0, 8},
+        {"depthwise 3x3 s2 p1 5x4 C=20 B=3", 3, CONV_G(20, 5, 4, 20, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 20), 1, 0, 8},
+        {"pointwise 1x1 4x4 C=24 OC=40 B=5", 5, CONV_G(24, 4, 4, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
+        {"pointwise 1x1 1x1 C=48 OC=20 B=33", 33, CONV_G(48, 1, 1, 20, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1), 0, 0, 8},
         /* planes of >= 256 outputs: conv.c's direct kernel where the CPU has AVX2 and FMA
          * (forward, and the input gradient as the flipped convolution), with row blocks
          * of A short of 4 (OC 5, C 3), grids not a multiple of 24 columns, dilation,
          * uneven and one-sided pads; the last case's pads are wider than the kernel
          * reaches, so its input gradient stays on the wide path */
-        {"direct 3x3 p1 17x19 OC=5", 2, G(3, 17, 19, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
-        {"direct dilated d(2,3) p(2,3)", 2, G(2, 18, 20, 3, 3, 3, 1, 1, 2, 3, 2, 3, 2, 3, 1), 1, 0, 8},
-        {"direct asym 4x4 t2 l1 b1 r2", 2, G(2, 17, 16, 3, 4, 4, 1, 1, 2, 1, 1, 2, 1, 1, 1), 0, 0, 8},
-        {"direct 2x2 SAME_UPPER", 2, G(3, 16, 18, 4, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1), 1, 0, 8},
-        {"direct 5x5 valid", 2, G(2, 22, 22, 3, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
-        {"direct 1x1", 3, G(3, 16, 16, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
-        {"3x3 p3 (pads past the reach)", 2, G(2, 16, 16, 3, 3, 3, 1, 1, 3, 3, 3, 3, 1, 1, 1), 1, 0, 8},
+        {"direct 3x3 p1 17x19 OC=5", 2, CONV_G(3, 17, 19, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
+        {"direct dilated d(2,3) p(2,3)", 2, CONV_G(2, 18, 20, 3, 3, 3, 1, 1, 2, 3, 2, 3, 2, 3, 1), 1, 0, 8},
+        {"direct asym 4x4 t2 l1 b1 r2", 2, CONV_G(2, 17, 16, 3, 4, 4, 1, 1, 2, 1, 1, 2, 1, 1, 1), 0, 0, 8},
+        {"direct 2x2 SAME_UPPER", 2, CONV_G(3, 16, 18, 4, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1), 1, 0, 8},
+        {"direct 5x5 valid", 2, CONV_G(2, 22, 22, 3, 5, 5, 1, 1, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
+        {"direct 1x1", 3, CONV_G(3, 16, 16, 5, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
+        {"3x3 p3 (pads past the reach)", 2, CONV_G(2, 16, 16, 3, 3, 3, 1, 1, 3, 3, 3, 3, 1, 1, 1), 1, 0, 8},
         /* >= 32 output and >= 16 input channels: the channel-vector kernel, with blocks
          * of 16 channels short (40 = 16 + 16 + 8, C = 20 in the input gradient), position
          * tiles of 6 short (63, 64 positions), dilation and uneven pads */
-        {"cv 3x3 p1 8x8 C=20 OC=40", 2, G(20, 8, 8, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
-        {"cv dilated d(2,1) p(2,1) 9x7", 2, G(16, 9, 7, 33, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1, 1), 0, 0, 8},
-        {"cv asym 2x2 SAME_UPPER", 2, G(17, 7, 9, 32, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1), 1, 0, 8},
-        {"cv 1x1 B=3", 3, G(16, 5, 6, 48, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
+        {"cv 3x3 p1 8x8 C=20 OC=40", 2, CONV_G(20, 8, 8, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
+        {"cv dilated d(2,1) p(2,1) 9x7", 2, CONV_G(16, 9, 7, 33, 3, 3, 1, 1, 2, 1, 2, 1, 2, 1, 1), 0, 0, 8},
+        {"cv asym 2x2 SAME_UPPER", 2, CONV_G(17, 7, 9, 32, 2, 2, 1, 1, 0, 0, 1, 1, 1, 1, 1), 1, 0, 8},
+        {"cv 1x1 B=3", 3, CONV_G(16, 5, 6, 48, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
         /* 2x2 planes: the direct kernel, not Winograd (one tile for four outputs) */
-        {"cv 3x3 p1 2x2 C=16 OC=32 B=3", 3, G(16, 2, 2, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
+        {"cv 3x3 p1 2x2 C=16 OC=32 B=3", 3, CONV_G(16, 2, 2, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
         /* strided: the channel-vector forward and weight gradient, the input gradient by
          * GEMM and col2im; 10x10 leaves the last padded row unread, the last case mixes
          * strides, dilation and uneven pads */
@@ -1510,25 +1512,25 @@ static void test_conv_general(void **state)
          * the input gradient (conv2d_winograd), with planes not a multiple of the 4x4
          * tiles (18x15), 20 output channels (not a multiple of 8), and batches not a
          * multiple of the images a call takes (2 of 5, 6 of 7) */
-        {"wino 3x3 p1 18x15 C=16 OC=20 B=5", 5, G(16, 18, 15, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
-        {"wino 3x3 p1 8x8 C=16 OC=32 B=7", 7, G(16, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 0, 0, 8},
-        {"cv 3x3 s2 p1 16x16 C=16 OC=32", 2, G(16, 16, 16, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
-        {"cv 3x3 s2 p1 10x10 C=16 OC=40", 2, G(16, 10, 10, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1), 0, 0, 8},
-        {"cv 1x1 s2 C=16 OC=32", 3, G(16, 8, 8, 32, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
-        {"cv 3x2 s(2,3) d(2,1) asym", 2, G(16, 11, 13, 32, 3, 2, 2, 3, 2, 0, 1, 1, 2, 1, 1), 1, 0, 8},
+        {"wino 3x3 p1 18x15 C=16 OC=20 B=5", 5, CONV_G(16, 18, 15, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
+        {"wino 3x3 p1 8x8 C=16 OC=32 B=7", 7, CONV_G(16, 8, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 0, 0, 8},
+        {"cv 3x3 s2 p1 16x16 C=16 OC=32", 2, CONV_G(16, 16, 16, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
+        {"cv 3x3 s2 p1 10x10 C=16 OC=40", 2, CONV_G(16, 10, 10, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1), 0, 0, 8},
+        {"cv 1x1 s2 C=16 OC=32", 3, CONV_G(16, 8, 8, 32, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1), 1, 0, 8},
+        {"cv 3x2 s(2,3) d(2,1) asym", 2, CONV_G(16, 11, 13, 32, 3, 2, 2, 3, 2, 0, 1, 1, 2, 1, 1), 1, 0, 8},
         /* 3x3 outputs: the weight gradient and the input gradient's GEMM take 29 images a
          * call (conv.c, wgrad_images), so 61 images are calls of 29, 29 and 3 (on two
          * threads 29 + 1 and 29 + 2) */
-        {"cv 3x3 s2 p1 6x6 C=16 OC=32 B=61", 61, G(16, 6, 6, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
+        {"cv 3x3 s2 p1 6x6 C=16 OC=32 B=61", 61, CONV_G(16, 6, 6, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1), 1, 0, 8},
         /* sequences (C, L): ONNX's 1-D Conv runs as an image (C, L, 1) with a kernel (K, 1)
          * (op_table.c), through the same lowerings: im2col with stride, uneven pads,
          * dilation and groups, the depthwise kernel, the direct kernel on a long sequence
          * (>= 256 outputs in a column one wide) and the channel-vector kernel */
-        {"1-D k3 s2 p(1,2)", 2, G(3, 10, 1, 4, 3, 1, 2, 1, 1, 0, 2, 0, 1, 1, 1), 1, 0, 1000},
-        {"1-D k3 d2 p2 groups 2", 2, G(4, 12, 1, 6, 3, 1, 1, 1, 2, 0, 2, 0, 2, 1, 2), 0, 0, 1000},
-        {"1-D depthwise k3 p1", 3, G(8, 20, 1, 8, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1, 8), 1, 0, 8},
-        {"1-D direct k5 p2 L=300", 2, G(3, 300, 1, 5, 5, 1, 1, 1, 2, 0, 2, 0, 1, 1, 1), 1, 0, 8},
-        {"1-D cv k3 p1 L=40 C=16 OC=32", 2, G(16, 40, 1, 32, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1, 1), 1, 0, 8},
+        {"1-D k3 s2 p(1,2)", 2, CONV_G(3, 10, 1, 4, 3, 1, 2, 1, 1, 0, 2, 0, 1, 1, 1), 1, 0, 1000},
+        {"1-D k3 d2 p2 groups 2", 2, CONV_G(4, 12, 1, 6, 3, 1, 1, 1, 2, 0, 2, 0, 2, 1, 2), 0, 0, 1000},
+        {"1-D depthwise k3 p1", 3, CONV_G(8, 20, 1, 8, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1, 8), 1, 0, 8},
+        {"1-D direct k5 p2 L=300", 2, CONV_G(3, 300, 1, 5, 5, 1, 1, 1, 2, 0, 2, 0, 1, 1, 1), 1, 0, 8},
+        {"1-D cv k3 p1 L=40 C=16 OC=32", 2, CONV_G(16, 40, 1, 32, 3, 1, 1, 1, 1, 0, 1, 0, 1, 1, 1), 1, 0, 8},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         conv2d_desc_t d = cases[i].d;
@@ -1543,16 +1545,15 @@ static void test_conv_general(void **state)
 
     /* conv2d_setup refuses what has no meaning */
     static const conv2d_desc_t bad[] = {
-        G(4, 8, 8, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0),  /* no groups */
-        G(4, 8, 8, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3),  /* 3 does not divide C = 4 */
-        G(6, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3),  /* 3 does not divide OC = 4 */
-        G(2, 8, 8, 2, 3, 3, 1, 1, -1, 1, 1, 1, 1, 1, 1), /* negative pad */
-        G(2, 8, 8, 2, 3, 3, 1, 1, 1, 1, 1, 1, 0, 1, 1),  /* dilation 0 */
-        G(2, 8, 8, 2, 3, 3, 1, 0, 1, 1, 1, 1, 1, 1, 1),  /* stride 0 */
-        G(2, 4, 8, 2, 3, 3, 1, 1, 0, 0, 0, 0, 2, 1, 1),  /* dilated extent 5 > H = 4 */
-        G(2, 8, 8, 0, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 1),  /* no output channels */
+        CONV_G(4, 8, 8, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 0),  /* no groups */
+        CONV_G(4, 8, 8, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3),  /* 3 does not divide C = 4 */
+        CONV_G(6, 8, 8, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3),  /* 3 does not divide OC = 4 */
+        CONV_G(2, 8, 8, 2, 3, 3, 1, 1, -1, 1, 1, 1, 1, 1, 1), /* negative pad */
+        CONV_G(2, 8, 8, 2, 3, 3, 1, 1, 1, 1, 1, 1, 0, 1, 1),  /* dilation 0 */
+        CONV_G(2, 8, 8, 2, 3, 3, 1, 0, 1, 1, 1, 1, 1, 1, 1),  /* stride 0 */
+        CONV_G(2, 4, 8, 2, 3, 3, 1, 1, 0, 0, 0, 0, 2, 1, 1),  /* dilated extent 5 > H = 4 */
+        CONV_G(2, 8, 8, 0, 3, 3, 1, 1, 0, 0, 0, 0, 1, 1, 1),  /* no output channels */
     };
-#undef G
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         conv2d_desc_t d = bad[i];
         if (conv2d_setup(&d) != -1) fail_msg("conv2d_setup accepted bad geometry %zu", i);
@@ -1586,11 +1587,6 @@ static void test_conv_general(void **state)
 static void test_conv_cropped(void **state)
 {
     (void)state;
-#define G(C_, H_, W_, OC_, KH_, KW_, SH, SW, PT, PL, PB, PR, DH, DW, GR)                                          \
-    {                                                                                                             \
-        .C = C_, .H = H_, .W = W_, .OC = OC_, .KH = KH_, .KW = KW_, .sH = SH, .sW = SW, .pad_t = PT, .pad_l = PL, \
-        .pad_b = PB, .pad_r = PR, .dH = DH, .dW = DW, .groups = GR                                                \
-    }
     static const struct {
         const char *name;
         int B;
@@ -1598,18 +1594,17 @@ static void test_conv_cropped(void **state)
         int kh, kw; /* the kept taps */
     } cases[] = {
         /* ResNet-18's last stage on a 32x32 image: the centre tap alone */
-        {"3x3 p1 on 1x1 planes C=24 OC=20", 3, G(24, 1, 1, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 1},
+        {"3x3 p1 on 1x1 planes C=24 OC=20", 3, CONV_G(24, 1, 1, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 1},
         /* its stride-2 entry: 2x2 planes to 1x1, the lower right 2x2 taps */
-        {"3x3 s2 p1 on 2x2 planes", 2, G(16, 2, 2, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1), 2, 2},
+        {"3x3 s2 p1 on 2x2 planes", 2, CONV_G(16, 2, 2, 8, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1), 2, 2},
         /* one row of taps on a one-row plane, every column */
-        {"3x3 p1 on a 1x7 row", 2, G(3, 1, 7, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 3},
-        {"dilated 3x3 d2 p2 on 2x2", 2, G(4, 2, 2, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1), 1, 1},
-        {"groups 2 3x3 p1 on 1x1", 2, G(4, 1, 1, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2), 1, 1},
+        {"3x3 p1 on a 1x7 row", 2, CONV_G(3, 1, 7, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1), 1, 3},
+        {"dilated 3x3 d2 p2 on 2x2", 2, CONV_G(4, 2, 2, 3, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1), 1, 1},
+        {"groups 2 3x3 p1 on 1x1", 2, CONV_G(4, 1, 1, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2), 1, 1},
         /* the bottom row of taps only: bottom pads past the plane */
-        {"3x3 t0 b2 on 2x5", 2, G(3, 2, 5, 2, 3, 3, 1, 1, 0, 1, 2, 1, 1, 1, 1), 2, 3},
-        {"5x5 p2 on 1x1, 40 channels", 5, G(40, 1, 1, 33, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1), 1, 1},
+        {"3x3 t0 b2 on 2x5", 2, CONV_G(3, 2, 5, 2, 3, 3, 1, 1, 0, 1, 2, 1, 1, 1, 1), 2, 3},
+        {"5x5 p2 on 1x1, 40 channels", 5, CONV_G(40, 1, 1, 33, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 1), 1, 1},
     };
-#undef G
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         conv2d_desc_t d = cases[i].d;
         assert_int_equal(conv2d_setup(&d), 0);

@@ -79,7 +79,7 @@ const char *conv2d_kernel(void);
 /* 1 where the convolution runs on conv_amx.h's padded planes (at bf16 on the AMX or
  * AVX512-BF16 path, or on the twin under conv_amx_force_twin): one group, stride and
  * dilation 1, pads within the kernel's reach, a kernel of more than one tap and an output
- * plane of 64 values or more. */
+ * plane of 64 values or more; on AVX512-BF16, more than 8 input channels. */
 int conv2d_amx(const conv2d_desc_t *d);
 /* 1 where this CPU runs the convolution's forward and input gradient by Winograd's
  * F(4x4, 3x3) (conv.c: 3x3, stride 1, pad 1, >= 16 channels in and out, AVX2): their

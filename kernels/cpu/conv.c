@@ -130,9 +130,10 @@ static int pointwise_images(const conv2d_desc_t *d, int B);
  * against 256 x 2,304 weights) spent most of its time packing them (torchvision's
  * ResNet-18 at 32x32: those three layers 12.4 -> 3.6 ms forward, 27.9 -> 7.5 backward a
  * step, layer_profile --precision bf16 --batch 32). At fp32 they take the direct kernel,
- * and OpenBLAS's GEMM elsewhere gained nothing from such chunks (a first try ran the whole
- * ResNet-18 2-4% slower). The workspace is sized for the larger chunks at either precision
- * (sizing), so that it does not depend on the precision. */
+ * and OpenBLAS's GEMM elsewhere gained nothing from such chunks: with them at fp32 too,
+ * that ResNet-18's step was a median 2.5% longer over 8 alternating rounds (ratios 0.91
+ * to 1.08). The workspace is sized for the larger chunks at either precision (sizing), so
+ * that it does not depend on the precision. */
 static size_t col_budget(const conv2d_desc_t *d, size_t base, int sizing)
 {
     const size_t weights = (size_t)d->OC * (d->C / d->groups) * d->KH * d->KW;
@@ -588,11 +589,12 @@ static int wino_fits(const conv2d_desc_t *d)
            d->OC >= WINO_MIN_CHANNELS && 4 * tiles < (long)d->OH * d->OW;
 }
 
+static int use_wino(const conv2d_desc_t *d) { return wino_fits(d) && use_direct(d); }
+
 int conv2d_winograd(const conv2d_desc_t *d)
 {
     conv_crop_t c;
-    d = runs_as(d, &c);
-    return wino_fits(d) && use_direct(d);
+    return use_wino(runs_as(d, &c));
 }
 
 /* The geometry of the forward (C -> OC) or of the input gradient (OC -> C). */
@@ -1042,11 +1044,11 @@ static void wide_backward(void *arg, int t, int T)
  * At bf16 on the AMX path (the tiles) or the AVX512-BF16 path (the same operands on
  * vdpbf16ps: ResNet-20's bf16 step 228 -> 155 ms on a Zen 5, whose im2col + GEMM had made
  * it slower than fp32's 162 ms; layer_profile --precision bf16 resnet20), a one-group
- * convolution of stride and dilation 1 whose pads stay
- * within the kernel's reach (so that its input gradient is a convolution of dout) runs on
- * the tiles straight from its padded planes: im2col + the GEMM copied each input value
- * KH*KW times as float32 and again as bf16 while packing, most of a ResNet-20 step's
- * convolution time (layer_profile; docs/PERFORMANCE.md). Each image is one thread's.
+ * convolution of stride and dilation 1 whose pads stay within the kernel's reach (so that
+ * its input gradient is a convolution of dout) runs straight from its padded planes:
+ * im2col + the GEMM copied each input value KH*KW times as float32 and again as bf16
+ * while packing, most of a ResNet-20 step's convolution time (layer_profile;
+ * docs/PERFORMANCE.md). Each image is one thread's.
  * Not for 1x1 kernels, which im2col copies only once and whose GEMM takes many images at
  * a time (mobilenet_v2's 1x1 layers ran 1.5-10x slower on the tiles, an image at a time,
  * the weights streamed once per image: layer_profile, batch 32), nor for output planes
@@ -1368,7 +1370,7 @@ void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float
         return;
     }
     conv_job_t j = {.d = d, .B = B, .inp = inp, .weight = weight, .bias = bias, .out = out, .ws = ws};
-    if (conv2d_winograd(d)) job_run(&j, wino_filters);
+    if (use_wino(d)) job_run(&j, wino_filters);
     job_run(&j, use_amx(d)      ? amx_forward
                 : use_direct(d) ? direct_forward
                 : use_pw1(d)    ? pw1_forward
@@ -1422,7 +1424,7 @@ static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const 
                             : use_pw1(d)    ? pw1_backward
                             : use_wide(d)   ? wide_backward
                                             : lowered_backward};
-    if (dinp && conv2d_winograd(d)) job_run(&j, wino_filters);
+    if (dinp && use_wino(d)) job_run(&j, wino_filters);
     job_run(&j, backward_part);
     add_partials(&j);
 }

@@ -247,28 +247,22 @@ static void test_twin(void **state)
     run_cases("twin", 1);
 }
 
-static void test_tiles(void **state)
+/* The cases on path isa, skipped by its name where the CPU lacks it */
+static void run_on_path(cpu_isa_t isa, const char *path, int amx)
 {
-    if (cpu_isa_available() < CPU_ISA_AMX) {
-        printf("skip: amx path: %s\n", cpu_isa_why());
+    if (cpu_isa_available() < isa) {
+        printf("skip: %s path: %s\n", cpu_isa_name(isa), cpu_isa_why());
         skip();
     }
     mm_set_precision(MM_BF16);
-    cpu_isa_cap(CPU_ISA_AMX);
-    run_cases("amx tiles", 1);
+    cpu_isa_cap(isa);
+    run_cases(path, amx);
 }
 
+static void test_tiles(void **state) { run_on_path(CPU_ISA_AMX, "amx tiles", 1); }
+
 /* The same loops on AVX512-BF16's vdpbf16ps, from the same packed operands. */
-static void test_vectors(void **state)
-{
-    if (cpu_isa_available() < CPU_ISA_AVX512_BF16) {
-        printf("skip: avx512_bf16 path: %s\n", cpu_isa_why());
-        skip();
-    }
-    mm_set_precision(MM_BF16);
-    cpu_isa_cap(CPU_ISA_AVX512_BF16);
-    run_cases("avx512_bf16 vectors", AMX_BUT_FEW);
-}
+static void test_vectors(void **state) { run_on_path(CPU_ISA_AVX512_BF16, "avx512_bf16 vectors", AMX_BUT_FEW); }
 
 /* im2col + GEMM: the portable path's on the same cases (the bound is the same), and every
  * path's on the layers none of them runs on the planes. */
@@ -283,8 +277,8 @@ static void test_gemm_paths(void **state)
     }
 }
 
-/* Which layers take the tiles: only bf16 ones of one group, stride 1, more than one tap
- * and planes of 64 outputs or more. */
+/* Which layers take the padded planes: only bf16 ones of one group, stride 1, more than
+ * one tap and planes of 64 outputs or more; on the vectors, more than 8 input channels. */
 static void test_dispatch(void **state)
 {
     conv2d_desc_t d;

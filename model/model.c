@@ -1144,7 +1144,7 @@ static int create_with(const char *name, const model_shape_t *in, int classes, i
         return -1;
     }
     if (model_plan_no_decay(m) != 0 || model_plan_tensors(m) != 0) goto oom;
-    model_plan_act_bf16(m);
+    model_plan_arena(m);
     if (alloc_buffers(m) != 0) goto oom;
     *out = m;
     return 0;

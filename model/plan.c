@@ -315,43 +315,68 @@ static int shared_output(const model_t *m, int j)
     return 1;
 }
 
+/* Layer k's output is written by a training step: the layer runs (it is no link of a view
+ * chain or fused attention that another layer runs), or it holds a fused attention's
+ * weights (attn_p). The forward of an unfused attention (model_t's attention_unfused) and
+ * the CUDA library write the others too; generation (decode.c) writes every output. */
+static int written(const model_t *m, int k)
+{
+    if (runs(m, k)) return 1;
+    for (int i = k + 1; i < m->nlayers; i++)
+        if (m->plan->layers[i].attn == ATTN_RUN && m->plan->layers[i].attn_p == k) return 1;
+    return 0;
+}
+
 /* Each layer's place in the activation arena as the builder laid it (model.c's
- * reserve_layer: in list order, a layer norm's statistics right after its output), again
- * with the outputs of act_bf16 in half the floats and those of act_shared in one slot at
- * the arena's start. -1 (nothing moved) where the layout is not that one. */
-static int relayout(model_t *m)
+ * reserve_layer: in list order, a layer norm's statistics right after its output), again:
+ * the outputs a training step writes first, in list order, then those it never writes, so
+ * that a step's pages are not interleaved with unwritten ones. The arena's huge pages
+ * (model.c's alloc_arena) are resident whole once one byte of them is written: at GPT-2's
+ * width the unwritten heads' copies, scores and products between the written outputs had
+ * made about 44 MB of untouched floats resident. With share (bf16 outputs planned), the
+ * outputs of act_bf16 in half the floats and those of act_shared in one slot at the
+ * arena's start. -1 (nothing moved) where the layout is not the builder's or out of
+ * memory. */
+static int relayout(model_t *m, int share)
 {
     const size_t mb = (size_t)m->max_batch;
+    size_t *stats = malloc((size_t)(m->nlayers ? m->nlayers : 1) * sizeof *stats);
+    if (!stats) return -1;
     for (int i = 0; i < m->nlayers; i++) {
         const layer_t *l = &m->layers[i];
         const size_t end = i + 1 < m->nlayers ? m->layers[i + 1].out_off : m->act_floats;
         const size_t n = mb * l->OC * l->OH * l->OW;
-        if (l->out_off + n > end || (l->kind == LAYER_LAYERNORM && (l->aux_off < l->out_off + n || l->aux_off > end)))
+        if (l->out_off + n > end || (l->kind == LAYER_LAYERNORM && (l->aux_off < l->out_off + n || l->aux_off > end))) {
+            free(stats);
             return -1;
+        }
+        stats[i] = l->kind == LAYER_LAYERNORM ? end - l->aux_off : 0;
     }
     size_t at = 0;
     for (int i = 0; i < m->nlayers; i++) {
         const layer_t *l = &m->layers[i];
         const size_t n = mb * l->OC * l->OH * l->OW;
-        if ((m->plan->layers[i].act_shared = shared_output(m, i)) && n > at) at = n;
+        if ((m->plan->layers[i].act_shared = share && shared_output(m, i)) && n > at) at = n;
     }
     const size_t slot = at;
-    for (int i = 0; i < m->nlayers; i++) {
-        layer_t *l = &m->layers[i];
-        const size_t end = i + 1 < m->nlayers ? m->layers[i + 1].out_off : m->act_floats; /* not moved yet */
-        const size_t n = mb * l->OC * l->OH * l->OW, stats = l->kind == LAYER_LAYERNORM ? end - l->aux_off : 0;
-        if (m->plan->layers[i].act_shared) {
-            l->out_off = 0;
-            continue;
+    for (int pass = 1; pass >= 0; pass--)
+        for (int i = 0; i < m->nlayers; i++) {
+            layer_t *l = &m->layers[i];
+            if (written(m, i) != pass) continue;
+            const size_t n = mb * l->OC * l->OH * l->OW;
+            if (m->plan->layers[i].act_shared) {
+                l->out_off = 0;
+                continue;
+            }
+            l->out_off = at;
+            at += m->plan->layers[i].act_bf16 ? (n + 1) / 2 : n;
+            if (l->kind != LAYER_LAYERNORM) continue;
+            at = (at + 1) & ~(size_t)1; /* doubles */
+            l->aux_off = at;
+            at += stats[i];
         }
-        l->out_off = at;
-        at += m->plan->layers[i].act_bf16 ? (n + 1) / 2 : n;
-        if (l->kind != LAYER_LAYERNORM) continue;
-        at = (at + 1) & ~(size_t)1; /* doubles */
-        l->aux_off = at;
-        at += stats;
-    }
     m->act_floats = at > slot ? at : slot;
+    free(stats);
     return 0;
 }
 
@@ -362,21 +387,25 @@ static void act_bf16_clear(model_t *m)
     m->plan->act_bf16_outputs = 0;
 }
 
-void model_plan_act_bf16(model_t *m)
+void model_plan_arena(model_t *m)
 {
     act_bf16_clear(m);
     for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].saved_bf16 = m->plan->layers[j].rounded = 0;
-    if (mm_precision() != MM_BF16) return;
+    if (mm_precision() != MM_BF16) {
+        (void)relayout(m, 0); /* the builder's layout stays where it fails */
+        return;
+    }
     /* what the layers compute does not depend on where the outputs are stored */
     for (int j = 0; j < m->nlayers; j++)
         m->plan->layers[j].saved_bf16 = m->layers[j].kind == LAYER_GELU && bf16_output(m, j);
     for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].rounded = rounded_output(m, j);
     const char *env = getenv("PACER_BF16_ACTS");
-    if (env && strcmp(env, "0") == 0) return;
-    for (int j = 0; j < m->nlayers; j++)
-        m->plan->act_bf16_outputs += m->plan->layers[j].act_bf16 = bf16_output(m, j) || m->plan->layers[j].rounded ||
-                                                                   attention_input(m, j);
-    if (m->plan->act_bf16_outputs && relayout(m) != 0) act_bf16_clear(m);
+    if (!env || strcmp(env, "0") != 0)
+        for (int j = 0; j < m->nlayers; j++)
+            m->plan->act_bf16_outputs += m->plan->layers[j].act_bf16 = bf16_output(m, j) ||
+                                                                       m->plan->layers[j].rounded ||
+                                                                       attention_input(m, j);
+    if (relayout(m, m->plan->act_bf16_outputs > 0) != 0) act_bf16_clear(m);
 }
 
 void model_plan_act_bf16_as(model_t *m, const model_t *src)

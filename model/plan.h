@@ -90,7 +90,7 @@ typedef struct {
     attn_desc_t attn_desc;
     /* 1 where this layer's output is stored in bf16, in half its floats of the activation
      * arena (layer_t's out_off; out_off, aux_off and act_floats planned so). Set by
-     * model_create (model_plan_act_bf16) when it builds at bf16 products
+     * model_create (model_plan_arena) when it builds at bf16 products
      * (kernels/cpu/matmul.h) for the outputs whose every reader is a matrix product, which
      * rounds that operand to bf16 anyway (kernels/cpu/gemm_bf16_act.h): a layer norm's,
      * read by Linear layers (a GPT's ln_1, ln_2 and ln_f), a GELU's, read by a Linear
@@ -180,11 +180,14 @@ int model_plan_no_decay(model_t *m);
 int model_plan_tensors(model_t *m);
 /* The plan's grad_needed from the tensors' no_update (which may change between backwards). */
 void model_plan_grads(model_t *m);
-/* The plan's act_bf16 marks and act_bf16_outputs (none unless the products are bf16 and
- * some output qualifies) and, where it marks any, the activation arena planned anew with
- * those outputs in half the floats (layer_t's out_off, aux_off; act_floats). After
- * model_plan_fusions, before the arena is allocated. */
-void model_plan_act_bf16(model_t *m);
+/* The activation arena's plan: the act_bf16 marks and act_bf16_outputs (none unless the
+ * products are bf16 and some output qualifies), then every output's place (layer_t's
+ * out_off, aux_off; act_floats): those a training step writes first, those it never writes
+ * (the heads' copies and products a fused attention runs for its layers) after them, and,
+ * where it marks any, those of act_bf16 in half the floats and those of act_shared in one
+ * slot. Every output keeps a place of its own but act_shared's. After model_plan_fusions,
+ * before the arena is allocated. */
+void model_plan_arena(model_t *m);
 /* A copy's marks (model_clone): src's, whose arena plan its layers were copied with. */
 void model_plan_act_bf16_as(model_t *m, const model_t *src);
 /* The activation gradients' offsets in their arena (the plan's dact_off, dact_floats); 0, or

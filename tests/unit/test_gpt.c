@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "gpt.h"
+#include "matmul.h"
 #include "model.h"
 #include "parallel.h"
 #include "plan.h"
@@ -699,6 +700,81 @@ static void test_gpt_attention_mul(void **state)
     model_free(m);
 }
 
+/* Layer i's output is one a training step never writes: a link of a view chain or fused
+ * attention that another layer runs, but for the attention's weights (attn_p). */
+static int unwritten(const model_t *m, int i)
+{
+    const layer_plan_t *p = model_layer_plan(m, i);
+    if (p->chain != VIEW_CHAIN_SKIP && p->attn != ATTN_SKIP) return 0;
+    for (int k = i + 1; k < m->nlayers; k++)
+        if (model_layer_plan(m, k)->attn == ATTN_RUN && model_layer_plan(m, k)->attn_p == i) return 0;
+    return 1;
+}
+
+/* g's arena at products of precision p: every output its own place (but those of one
+ * shared slot, act_shared), the outputs a step never writes after all the others (so
+ * that the step's huge pages hold none of them), and, after a step, those untouched. */
+static void arena_case(const model_gpt_t *g, mm_precision_t p, int seed)
+{
+    enum { B = 2 };
+    mm_set_precision(p);
+    model_t *m = tiny(g, B);
+    size_t written_end = 0, first_unwritten = m->act_floats;
+    int n_unwritten = 0;
+    for (int i = 0; i < m->nlayers; i++) {
+        const layer_t *l = &m->layers[i];
+        const layer_plan_t *lp = model_layer_plan(m, i);
+        const size_t n = (size_t)B * l->OC * l->OH * l->OW, end = l->out_off + (lp->act_bf16 ? (n + 1) / 2 : n);
+        assert_true(end <= m->act_floats);
+        if (lp->act_shared) continue;
+        for (int j = 0; j < i; j++) {
+            const layer_t *o = &m->layers[j];
+            const size_t nj = (size_t)B * o->OC * o->OH * o->OW;
+            const size_t ej = o->out_off + (model_layer_plan(m, j)->act_bf16 ? (nj + 1) / 2 : nj);
+            if (!model_layer_plan(m, j)->act_shared && n && nj && l->out_off < ej && o->out_off < end)
+                fail_msg("layers %d and %d share arena floats", j, i);
+        }
+        if (unwritten(m, i)) {
+            n_unwritten++;
+            if (l->out_off < first_unwritten) first_unwritten = l->out_off;
+        } else {
+            const size_t stats = l->kind == LAYER_LAYERNORM ? l->aux_off + 1 : 0;
+            written_end = end > written_end ? end : written_end;
+            written_end = stats > written_end ? stats : written_end;
+        }
+    }
+    assert_true(n_unwritten > 0);
+    if (written_end > first_unwritten)
+        fail_msg("a written output ends at float %zu, after the first unwritten one's start %zu", written_end,
+                 first_unwritten);
+    rng_t r;
+    rng_seed(&r, (uint64_t)seed);
+    float x[B * 64];
+    int32_t y[B * 64];
+    assert_true(g->block <= 64);
+    random_tokens(&r, B * g->block, g->vocab, x, y);
+    (void)model_forward(m, x, y, B, 1);
+    model_backward(m, x, y, B, 1.0f);
+    for (size_t k = first_unwritten; k < m->act_floats; k++)
+        if (m->acts[k] != 0.0f) fail_msg("float %zu of the unwritten outputs was written", k);
+    mm_set_precision(MM_FP32);
+    model_free(m);
+}
+
+/* At float32 and at bf16 products (bf16 outputs planned), with the attention fused and, at
+ * attention dropout (no fusion: the softmax has another reader), the view chains alone. */
+static void test_gpt_arena(void **state)
+{
+    (void)state;
+    model_gpt_t g = {.layers = 2, .heads = 4, .embd = 128, .block = 64, .vocab = 29, .bias = 1, .tie = 1};
+    arena_case(&TINY, MM_FP32, 31);
+    arena_case(&g, MM_FP32, 32);
+    arena_case(&g, MM_BF16, 33);
+    g.dropout = 0.1f;
+    arena_case(&g, MM_FP32, 34);
+    arena_case(&g, MM_BF16, 35);
+}
+
 /* The tiny shape (one tile of the products), nanoGPT's CPU shape's heads (32 wide, block 64:
  * the causal skips over several tiles), an odd block and head size (the products' masked
  * columns), and attention dropout (no fusion: the softmax has another reader). */
@@ -724,6 +800,7 @@ int main(void)
         cmocka_unit_test(test_gpt_causal),          cmocka_unit_test(test_gpt_refusals),
         cmocka_unit_test(test_gpt_dact_plan),       cmocka_unit_test(test_gpt_view_chains),
         cmocka_unit_test(test_gpt_attention_fused), cmocka_unit_test(test_gpt_attention_mul),
+        cmocka_unit_test(test_gpt_arena),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -589,7 +589,38 @@ static int wino_fits(const conv2d_desc_t *d)
            d->OC >= WINO_MIN_CHANNELS && 4 * tiles < (long)d->OH * d->OW;
 }
 
-static int use_wino(const conv2d_desc_t *d) { return wino_fits(d) && use_direct(d); }
+/* At bf16 products on a CPU without the tiles, Winograd layers take F(4x4, 3x3) too, on
+ * operands rounded to bf16 as they are loaded (wino_geom_t's bf16): mixed precision's
+ * products of bf16 operands, the transforms and sums in float32.
+ * - Portable path: all of fp32's Winograd layers. The other way there is im2col and the
+ *   portable bf16 GEMM: ResNet-20's bf16 step took 382 ms against fp32's 133
+ *   (layer_profile --precision bf16 --batch 128 resnet20, PACER_CPU_ISA=portable, Zen 5).
+ * - AVX512-BF16: the vectors (conv_amx_vectors.c) do 2x vfmadd's flops, Winograd a
+ *   quarter of the products. Winograd won where the vectors' 32-position blocks are a
+ *   third padding, planes of at most WINO_BF16_MAX_PIXELS outputs, and its filters'
+ *   transform (36 matrices of C x K, once a pass) is small, C x K at most
+ *   WINO_BF16_MAX_CK: ResNet-20's 64x8x8 layers at batch 128, 33.1 -> 21.0 ms a step;
+ *   torchvision resnet18's on 32x32 images at batch 32, 7.0 -> 5.3 ms. It lost on 16x16
+ *   planes of 32 channels (28.6 against 29.4 ms at batch 128), on 4x4 ones of 128 (7.4
+ *   against 7.7 at batch 32) and by 2-3x on 7x7 planes of 256 and 4x4 ones of 512
+ *   channels (batch 16), where the batch's products are few for that transform.
+ * - The tiles keep every layer. */
+#ifndef WINO_BF16_MAX_PIXELS
+#define WINO_BF16_MAX_PIXELS 64
+#endif
+#ifndef WINO_BF16_MAX_CK
+#define WINO_BF16_MAX_CK (64 * 64)
+#endif
+
+static int wino_bf16(const conv2d_desc_t *d)
+{
+    if (mm_precision() != MM_BF16 || !wino_fits(d) || direct_isa() == DIRECT_NO_ISA || conv_amx_twin_forced()) return 0;
+    if (cpu_isa() == CPU_ISA_PORTABLE) return 1;
+    return cpu_isa() == CPU_ISA_AVX512_BF16 && d->OH * d->OW <= WINO_BF16_MAX_PIXELS &&
+           (long)d->C * d->OC <= WINO_BF16_MAX_CK;
+}
+
+static int use_wino(const conv2d_desc_t *d) { return wino_fits(d) && (use_direct(d) || wino_bf16(d)); }
 
 int conv2d_winograd(const conv2d_desc_t *d)
 {
@@ -601,6 +632,7 @@ int conv2d_winograd(const conv2d_desc_t *d)
 static void wino_plan(const conv2d_desc_t *d, int backward, wino_geom_t *g)
 {
     wino_geom(backward ? d->OC : d->C, backward ? d->C : d->OC, d->H, d->W, wino_images(d->H, d->W), g);
+    g->bf16 = mm_precision() == MM_BF16; /* use_wino: wino_bf16's layers */
 }
 
 /* A thread's floats: the forward's U and scratch; the backward's dU and weight-gradient
@@ -1073,7 +1105,7 @@ static int amx_fits(const conv2d_desc_t *d)
 
 static int use_amx(const conv2d_desc_t *d)
 {
-    if (!amx_fits(d) || mm_precision() != MM_BF16) return 0;
+    if (!amx_fits(d) || mm_precision() != MM_BF16 || wino_bf16(d)) return 0;
     return conv_amx_twin_forced() || cpu_isa() == CPU_ISA_AMX ||
            (cpu_isa() == CPU_ISA_AVX512_BF16 && d->C > VECTORS_MIN_C);
 }
@@ -1161,6 +1193,8 @@ const char *conv2d_kernel(void)
     if (mm_precision() == MM_BF16)
         return cpu_isa() == CPU_ISA_AMX           ? "direct-amx-bf16"
                : cpu_isa() == CPU_ISA_AVX512_BF16 ? "direct-avx512-bf16"
+               : direct_isa() == DIRECT_AVX512    ? "winograd-avx512-bf16" /* wino_bf16's layers */
+               : direct_isa() == DIRECT_AVX2      ? "winograd-avx2-bf16"
                                                   : "im2col-gemm";
     return direct_isa_name();
 }
@@ -1371,11 +1405,11 @@ void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float
     }
     conv_job_t j = {.d = d, .B = B, .inp = inp, .weight = weight, .bias = bias, .out = out, .ws = ws};
     if (use_wino(d)) job_run(&j, wino_filters);
-    job_run(&j, use_amx(d)      ? amx_forward
-                : use_direct(d) ? direct_forward
-                : use_pw1(d)    ? pw1_forward
-                : use_wide(d)   ? wide_forward
-                                : lowered_forward);
+    job_run(&j, use_amx(d)                     ? amx_forward
+                : use_direct(d) || use_wino(d) ? direct_forward
+                : use_pw1(d)                   ? pw1_forward
+                : use_wide(d)                  ? wide_forward
+                                               : lowered_forward);
 }
 
 static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
@@ -1398,8 +1432,8 @@ static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const 
         return;
     }
 
-    /* set: only the direct and the AMX input gradients write; the other paths add, into zeros */
-    if (set && dinp && !use_amx(d) && !(use_direct(d) && direct_dinp_fits(d))) {
+    /* set: only the direct, Winograd and AMX input gradients write; the others add, into zeros */
+    if (set && dinp && !use_amx(d) && !use_wino(d) && !(use_direct(d) && direct_dinp_fits(d))) {
         zero_floats((size_t)B * d->C * d->H * d->W, dinp);
         set = 0;
     }
@@ -1419,11 +1453,11 @@ static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const 
                     .dbias = dbias,
                     .ws = ws,
                     .set = set,
-                    .pass = use_amx(d)      ? amx_backward
-                            : use_direct(d) ? direct_backward
-                            : use_pw1(d)    ? pw1_backward
-                            : use_wide(d)   ? wide_backward
-                                            : lowered_backward};
+                    .pass = use_amx(d)                     ? amx_backward
+                            : use_direct(d) || use_wino(d) ? direct_backward
+                            : use_pw1(d)                   ? pw1_backward
+                            : use_wide(d)                  ? wide_backward
+                                                           : lowered_backward};
     if (dinp && use_wino(d)) job_run(&j, wino_filters);
     job_run(&j, backward_part);
     add_partials(&j);

@@ -14,6 +14,7 @@
 
 #include <string.h>
 
+#include "bf16.h"
 #include "conv_direct.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -32,6 +33,7 @@ void wino_geom(int C, int K, int H, int W, int nb, wino_geom_t *g)
     g->TH = (H + 3) / 4, g->TW = (W + 3) / 4;
     g->Cp = round16i(C), g->Kp = round16i(K);
     g->PH = 4 * g->TH + 2, g->PW = 4 * g->TW + 2;
+    g->bf16 = 0;
 }
 
 int wino_images(int H, int W)
@@ -91,8 +93,9 @@ __attribute__((target_clones("avx2", "default"))) static void filters16(const wi
         for (int j = 0; j < 3; j++)
             for (int q = 0; q < 16; q++) {
                 const int k = kb + (q < nk ? q : 0);
-                f[i][j][q] = flip ? w[((size_t)c * g->K + k) * 9 + (2 - i) * 3 + (2 - j)]
-                                  : w[((size_t)k * g->C + c) * 9 + i * 3 + j];
+                const float v = flip ? w[((size_t)c * g->K + k) * 9 + (2 - i) * 3 + (2 - j)]
+                                     : w[((size_t)k * g->C + c) * 9 + i * 3 + j];
+                f[i][j][q] = g->bf16 ? bf16_round(v) : v;
             }
     for (int a = 0; a < 6; a++)
         for (int j = 0; j < 3; j++)
@@ -125,7 +128,7 @@ void wino_begin(const wino_geom_t *g, float *scratch) { memset(scratch, 0, xt_fl
  * dst + b*img + ((h + off)*PW + w + off)*cp; nothing else of dst is written (the pads
  * and the channels past C stay the zeros of wino_begin / wino_wgrad_begin). */
 static void channel_last_scalar(int n, int C, int H, int W, const float *x, int cp, int PW, size_t img, int off,
-                                float *dst)
+                                int rnd, float *dst)
 {
     const size_t plane = (size_t)H * W, row = (size_t)PW * cp;
     for (int b = 0; b < n; b++)
@@ -133,21 +136,36 @@ static void channel_last_scalar(int n, int C, int H, int W, const float *x, int 
             float *d = dst + (size_t)b * img + (size_t)(h + off) * row + (size_t)off * cp;
             for (int c = 0; c < C; c++) {
                 const float *src = x + ((size_t)b * C + c) * plane + (size_t)h * W;
-                for (int w = 0; w < W; w++) d[(size_t)w * cp + c] = src[w];
+                for (int w = 0; w < W; w++) d[(size_t)w * cp + c] = rnd ? bf16_round(src[w]) : src[w];
             }
         }
 }
 
 #ifdef WINO_X86
+/* bf16_round_bits of 8 floats */
+__attribute__((target("avx2"))) static inline __m256 round8(__m256 v)
+{
+    const __m256i u = _mm256_castps_si256(v), one = _mm256_set1_epi32(1);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+    const __m256i even = _mm256_and_si256(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)),
+                                          _mm256_set1_epi32((int)0xffff0000u));
+    const __m256i nan = _mm256_and_si256(_mm256_or_si256(u, _mm256_set1_epi32(0x00400000)),
+                                         _mm256_set1_epi32((int)0xffff0000u));
+    const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                              _mm256_set1_epi32(0x7f800000));
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(even, nan, is_nan));
+}
+
 /* The same by 8x8 blocks (8 channels of 8 pixels of a row, turned by unpacks, shuffles
  * and lane permutes): the scalar loop's scattered stores were 12-16% of a ResNet-20 step
- * (perf, AVX2, a Sapphire Rapids-class VM). Copies only: the same values. Planes whose
- * channels or width are not multiples of 8 go the scalar way. */
+ * (perf, AVX2, a Sapphire Rapids-class VM). Copies only (or each value rounded to bf16,
+ * rnd): the scalar loop's values. Planes whose channels or width are not multiples of 8
+ * go the scalar way. */
 __attribute__((target("avx2"))) static void channel_last(int n, int C, int H, int W, const float *x, int cp, int PW,
-                                                         size_t img, int off, float *dst)
+                                                         size_t img, int off, int rnd, float *dst)
 {
     if (C % 8 || W % 8) {
-        channel_last_scalar(n, C, H, W, x, cp, PW, img, off, dst);
+        channel_last_scalar(n, C, H, W, x, cp, PW, img, off, rnd, dst);
         return;
     }
     const size_t plane = (size_t)H * W, row = (size_t)PW * cp;
@@ -159,6 +177,8 @@ __attribute__((target("avx2"))) static void channel_last(int n, int C, int H, in
                 for (int w = 0; w < W; w += 8) {
                     __m256 r[8], t[8];
                     for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + (size_t)i * plane + w);
+                    if (rnd)
+                        for (int i = 0; i < 8; i++) r[i] = round8(r[i]);
                     for (int i = 0; i < 8; i += 2) {
                         t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
                         t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
@@ -183,10 +203,11 @@ __attribute__((target("avx2"))) static void channel_last(int n, int C, int H, in
 #define channel_last channel_last_scalar
 #endif
 
-/* x (n, C, H, W) into the padded input planes xt: one pixel of pad on top and left. */
+/* x (n, C, H, W) into the padded input planes xt: one pixel of pad on top and left;
+ * rounded to bf16 where g says. */
 static void to_channel_last(const wino_geom_t *g, int n, const float *x, float *xt)
 {
-    channel_last(n, g->C, g->H, g->W, x, g->Cp, g->PW, (size_t)g->PH * g->PW * g->Cp, 1, xt);
+    channel_last(n, g->C, g->H, g->W, x, g->Cp, g->PW, (size_t)g->PH * g->PW * g->Cp, 1, g->bf16, xt);
 }
 
 /* The weight gradient's scratch: the padded input and V as a forward call's, then dM

@@ -13,7 +13,8 @@
  * rounded up to 16 (zeros in between), each stored as Kp/16 blocks of (Cp, 16). Every
  * output is the same sum in the same order whatever the ISA, the threads or the number of
  * images a call takes, so runs are reproducible; its rounding is not the direct
- * convolution's (test_ops: within WINO_TOL of the double reference).
+ * convolution's (test_ops: within WINO_TOL of the double reference; at bf16 operands, of
+ * the double reference on the rounded operands, test_conv_amx).
  */
 #ifndef PACER_CONV_WINOGRAD_H
 #define PACER_CONV_WINOGRAD_H
@@ -29,6 +30,11 @@ typedef struct {
     int Cp, Kp; /* C and K rounded up to 16 */
     int PH, PW; /* the channel-last padded input: 4*TH + 2 rows of 4*TW + 2 pixels */
     int nb;     /* images a call takes at most */
+    /* 1: every operand (the filters, the input and dout) rounded to bf16 as it is loaded
+     * (bf16.h's bf16_round: to nearest even, denormals kept), the rest float32 as at 0:
+     * mixed precision's products of bf16 operands, the transforms and sums in float32
+     * (wino_geom sets 0) */
+    int bf16;
 } wino_geom_t;
 
 /* The geometry of a C -> K convolution of H x W planes, nb images a call. */

@@ -23,7 +23,7 @@ gb=$(json "$STATE/jobs/$B/summary.json" .kernels.gemm)
 gf=$(json "$STATE/jobs/$F/summary.json" .kernels.gemm)
 cb=$(json "$STATE/jobs/$B/summary.json" .kernels.conv)
 cf=$(json "$STATE/jobs/$F/summary.json" .kernels.conv)
-case $cb in direct-amx-bf16 | direct-avx512-bf16 | im2col-gemm) ;; *) fail "the bf16 job's summary says kernels.conv $cb" ;; esac
+case $cb in direct-amx-bf16 | direct-avx512-bf16 | winograd-avx512-bf16 | winograd-avx2-bf16 | im2col-gemm) ;; *) fail "the bf16 job's summary says kernels.conv $cb" ;; esac
 case $cf in direct-avx512 | direct-avx2 | im2col-gemm) ;; *) fail "the fp32 job's summary says kernels.conv $cf" ;; esac
 case $gb in amx-bf16 | avx512-bf16 | portable-bf16) ;; *) fail "the bf16 job's summary says kernels.gemm $gb" ;; esac
 [ "$gf" = openblas-fp32 ] || fail "the fp32 job's summary says kernels.gemm $gf"

@@ -1006,7 +1006,14 @@ static void attention_sources(const model_t *m, int i, const float *src[3], attn
     *s16 = (attn_bf16_t){.q = h[0],
                          .k = h[1],
                          .v = h[2],
-                         .y = l->act_bf16 ? (uint16_t *)(void *)(m->acts + m->layers[i].out_off) : NULL};
+                         .y = l->act_bf16 ? (uint16_t *)(void *)(m->acts + m->layers[i].out_off) : NULL,
+                         .p = l->weights_bf16 ? (uint16_t *)(void *)(m->acts + m->layers[i].aux_off) : NULL};
+}
+
+/* its weights in float32: the softmax's output, or NULL where they are kept in bf16 */
+static float *attention_weights(const model_t *m, const layer_plan_t *l)
+{
+    return l->weights_bf16 ? NULL : m->acts + m->layers[l->attn_p].out_off;
 }
 
 static void attention_run_forward(model_t *m, int i, int B)
@@ -1016,8 +1023,8 @@ static void attention_run_forward(model_t *m, int i, int B)
     const float *src[3];
     attn_bf16_t s16;
     attention_sources(m, i, src, &s16);
-    float *p = m->acts + m->layers[l->attn_p].out_off, *y = m->acts + m->layers[i].out_off;
-    attention_causal_forward_bf16(&a, B, src[0], src[1], src[2], &s16, p, y);
+    attention_causal_forward_bf16(&a, B, src[0], src[1], src[2], &s16, attention_weights(m, l),
+                                  m->acts + m->layers[i].out_off);
 }
 
 static void attention_run_backward(model_t *m, int i, int B)
@@ -1029,7 +1036,7 @@ static void attention_run_backward(model_t *m, int i, int B)
     attention_sources(m, i, src, &s16);
     float *dsrc[3];
     for (int k = 0; k < 3; k++) dsrc[k] = m->dacts + m->plan->dact_off[l->attn_src[k]];
-    attention_causal_backward_bf16(&a, B, src[0], src[1], src[2], &s16, m->acts + m->layers[l->attn_p].out_off,
+    attention_causal_backward_bf16(&a, B, src[0], src[1], src[2], &s16, attention_weights(m, l),
                                    m->dacts + m->plan->dact_off[i], dsrc[0], dsrc[1], dsrc[2]);
 }
 

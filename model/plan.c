@@ -323,8 +323,16 @@ static int written(const model_t *m, int k)
 {
     if (runs(m, k)) return 1;
     for (int i = k + 1; i < m->nlayers; i++)
-        if (m->plan->layers[i].attn == ATTN_RUN && m->plan->layers[i].attn_p == k) return 1;
+        if (m->plan->layers[i].attn == ATTN_RUN && m->plan->layers[i].attn_p == k)
+            return !m->plan->layers[i].weights_bf16;
     return 0;
+}
+
+size_t model_plan_weights_floats(const model_t *m, int i)
+{
+    const attn_desc_t *a = &m->plan->layers[i].attn_desc;
+    if (!m->plan->layers[i].weights_bf16) return 0;
+    return ((size_t)m->max_batch * a->H * a->T * (a->T + 1) / 2 + 1) / 2;
 }
 
 /* Each layer's place in the activation arena as the builder laid it (model.c's
@@ -370,6 +378,10 @@ static int relayout(model_t *m, int share)
             }
             l->out_off = at;
             at += m->plan->layers[i].act_bf16 ? (n + 1) / 2 : n;
+            if (m->plan->layers[i].weights_bf16) {
+                l->aux_off = at;
+                at += model_plan_weights_floats(m, i);
+            }
             if (l->kind != LAYER_LAYERNORM) continue;
             at = (at + 1) & ~(size_t)1; /* doubles */
             l->aux_off = at;
@@ -380,10 +392,11 @@ static int relayout(model_t *m, int share)
     return 0;
 }
 
-/* every layer's act_bf16 and act_shared 0 (saved_bf16, the numbers, stays) */
+/* every layer's act_bf16, act_shared and weights_bf16 0 (saved_bf16, the numbers, stays) */
 static void act_bf16_clear(model_t *m)
 {
-    for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].act_bf16 = m->plan->layers[j].act_shared = 0;
+    for (int j = 0; j < m->nlayers; j++)
+        m->plan->layers[j].act_bf16 = m->plan->layers[j].act_shared = m->plan->layers[j].weights_bf16 = 0;
     m->plan->act_bf16_outputs = 0;
 }
 
@@ -405,6 +418,8 @@ void model_plan_arena(model_t *m)
             m->plan->act_bf16_outputs += m->plan->layers[j].act_bf16 = bf16_output(m, j) ||
                                                                        m->plan->layers[j].rounded ||
                                                                        attention_input(m, j);
+    for (int j = 0; j < m->nlayers; j++)
+        m->plan->layers[j].weights_bf16 = m->plan->act_bf16_outputs > 0 && m->plan->layers[j].attn == ATTN_RUN;
     if (relayout(m, m->plan->act_bf16_outputs > 0) != 0) act_bf16_clear(m);
 }
 
@@ -415,6 +430,7 @@ void model_plan_act_bf16_as(model_t *m, const model_t *src)
         m->plan->layers[j].saved_bf16 = src->plan->layers[j].saved_bf16;
         m->plan->layers[j].rounded = src->plan->layers[j].rounded;
         m->plan->layers[j].act_shared = src->plan->layers[j].act_shared;
+        m->plan->layers[j].weights_bf16 = src->plan->layers[j].weights_bf16;
     }
     m->plan->act_bf16_outputs = src->plan->act_bf16_outputs;
 }

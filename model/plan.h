@@ -127,6 +127,12 @@ typedef struct {
      * Planned with act_bf16, in the same new layout (none under PACER_BF16_ACTS=0 or at
      * float32 products; the CUDA backend refuses those models), the same bits. */
     int act_shared;
+    /* 1 on a fused attention's merge (ATTN_RUN) that keeps the weights in bf16 in its aux
+     * region of the arena (layer_t's aux_off; ops.h's attn_bf16_t p: the lower triangles'
+     * rows, B x H x T (T + 1) / 2 values) instead of in the softmax's output (attn_p), which
+     * a step then never writes. Its backward reads the weights rounded to bf16 either way
+     * (attention.c): the same bits. Planned with act_bf16 (none under PACER_BF16_ACTS=0). */
+    int weights_bf16;
 } layer_plan_t;
 
 /* A model's execution plan (model_t's plan): one entry per layer, in the layers' order.
@@ -188,6 +194,9 @@ void model_plan_grads(model_t *m);
  * slot. Every output keeps a place of its own but act_shared's. After model_plan_fusions,
  * before the arena is allocated. */
 void model_plan_arena(model_t *m);
+/* The floats of the arena layer i's weights in bf16 take (its weights_bf16: half the
+ * triangles' values, after its output at aux_off); 0 where it keeps none. */
+size_t model_plan_weights_floats(const model_t *m, int i);
 /* A copy's marks (model_clone): src's, whose arena plan its layers were copied with. */
 void model_plan_act_bf16_as(model_t *m, const model_t *src);
 /* The activation gradients' offsets in their arena (the plan's dact_off, dact_floats); 0, or

@@ -18,9 +18,15 @@
  *
  * At bf16 products (matmul.h) each pair's products go through mm_sgemm, the bf16 GEMM of
  * the matrix units where the CPU has them (gemm_bf16.h), which rounds the operands to bf16
- * as it packs them: q, k and v, the weights P (the softmax keeps its float32 ones for its
- * backward, as autocast does), the output's gradient and the scores'; the sums stay
- * float32. */
+ * as it packs them: q, k and v, the weights P, the output's gradient and the scores'; the
+ * sums stay float32. The backward reads P rounded to bf16 (bf16.h's bf16_round), whether
+ * kept so (attn_bf16_t's p: the lower triangles' rows, half the floats of a triangle) or
+ * float32: the same bits either way. Its product dV = P^T dY rounds P anyway; the
+ * softmax's backward dS = P (dP - sum_c P dP) then has P off by a relative 2^-8 at most,
+ * so dS_ic by 2^-8 P_ic (|dP_ic - r_i| + sum_c P_ic |dP_ic|) beyond float32's: row by row
+ * (sum_c P_ic = 1) the size of the rounding dS gets as the operand of dQ's and dK's
+ * products. */
+#include "bf16.h"
 #include "bmm_small.h"
 #include "gemm_bf16_act.h"
 #include "matmul.h"
@@ -42,7 +48,32 @@ typedef struct {
     float *pw, *y, *dq, *dk, *dv;
     uint16_t *y16;                   /* y stored in bf16 instead (attention_causal_forward_bf16) */
     const uint16_t *q16, *k16, *v16; /* q, k, v stored in bf16 instead, where not NULL */
+    uint16_t *p16;                   /* the weights kept in bf16 triangles instead of pw / p */
 } attn_job_t;
+
+/* A pair's triangle of weights in p16: T (T + 1) / 2 values, row i's i + 1 after row i - 1's */
+static size_t tri_at(const attn_desc_t *a, long bh) { return (size_t)bh * a->T * (a->T + 1) / 2; }
+
+/* P's (S x S, zeros above the diagonal) lower triangle rounded into tri */
+static void tri_store(int S, const float *P, uint16_t *tri)
+{
+    for (int i = 0; i < S; i++, tri += i)
+        for (int c = 0; c <= i; c++) tri[c] = bf16_from_float(P[(size_t)i * S + c]);
+}
+
+/* The weights the backward reads (S x S into pf): tri widened, or P rounded; zeros above */
+static void weights_rounded(int S, const uint16_t *tri, const float *P, float *pf)
+{
+    for (int i = 0; i < S; i++) {
+        float *row = pf + (size_t)i * S;
+        if (tri) {
+            for (int c = 0; c <= i; c++) row[c] = bf16_to_float(tri[c]);
+            tri += i + 1;
+        } else
+            for (int c = 0; c <= i; c++) row[c] = bf16_round(P[(size_t)i * S + c]);
+        for (int c = i + 1; c < S; c++) row[c] = 0.0f;
+    }
+}
 
 /* A pair's operand at bf16 products: where it lies, float32 (f) or stored in bf16 (h) */
 typedef struct {
@@ -101,12 +132,13 @@ static void forward_part(void *arg, int t, int T)
     long lo, hi;
     par_range((long)j->B * a->H, t, T, &lo, &hi);
     const int bf16 = mm_precision() == MM_BF16;
-    float yb[BMM_PACK_MAX]; /* T x D within attention_fits' bound */
+    float yb[BMM_PACK_MAX], pb[BMM_PACK_MAX]; /* T x D and T x T within attention_fits' bound */
     for (long bh = lo; bh < hi; bh++) {
         const int b = (int)(bh / a->H), h = (int)(bh % a->H);
-        float *ph = j->pw + (size_t)bh * a->T * a->T;
+        float *ph = j->p16 ? pb : j->pw + (size_t)bh * a->T * a->T;
         if (bf16) forward_pair_bf16(j, b, h, ph, yb);
         else forward_pair(j, b, h, ph);
+        if (j->p16) tri_store(a->T, ph, j->p16 + tri_at(a, bh));
     }
 }
 
@@ -130,7 +162,8 @@ void attention_causal_forward_bf16(const attn_desc_t *a, int B, const float *q, 
                     .q16 = s16->q,
                     .k16 = s16->k,
                     .v16 = s16->v,
-                    .y16 = s16->y};
+                    .y16 = s16->y,
+                    .p16 = s16->p};
     par_run(forward_part, &j);
 }
 
@@ -151,9 +184,10 @@ static void backward_pair(const attn_job_t *j, int b, int h, const float *ph, fl
     bmm_strided(S, D, S, ds, 1, (size_t)S, j->q + qo, a->q.rs, 1, j->dk + ko, a->k.rs, 1, BMM_TRI_K_GE_ROW);
 }
 
-/* The same at bf16 products, through mm_sgemm as the forward's. The weights' gradient
- * above the diagonal is computed and multiplied by the weights' zeros there; the scores'
- * gradient the softmax writes there is zero, so the products' upper terms vanish. */
+/* The same at bf16 products, through mm_sgemm as the forward's, from the weights rounded
+ * (ph: weights_rounded's). The weights' gradient above the diagonal is computed and
+ * multiplied by the weights' zeros there; the scores' gradient the softmax writes there is
+ * zero, so the products' upper terms vanish. */
 static void backward_pair_bf16(const attn_job_t *j, int b, int h, const float *ph, float *ds)
 {
     const attn_desc_t *a = j->a;
@@ -176,15 +210,19 @@ static void backward_part(void *arg, int t, int T)
 {
     const attn_job_t *j = arg;
     const attn_desc_t *a = j->a;
-    float ds[BMM_PACK_MAX];
+    float ds[BMM_PACK_MAX], pf[BMM_PACK_MAX];
     const int bf16 = mm_precision() == MM_BF16;
     long lo, hi;
     par_range((long)j->B * a->H, t, T, &lo, &hi);
     for (long bh = lo; bh < hi; bh++) {
         const int b = (int)(bh / a->H), h = (int)(bh % a->H);
-        const float *ph = j->p + (size_t)bh * a->T * a->T;
-        if (bf16) backward_pair_bf16(j, b, h, ph, ds);
-        else backward_pair(j, b, h, ph, ds);
+        const float *ph = j->p16 ? NULL : j->p + (size_t)bh * a->T * a->T;
+        if (!bf16) {
+            backward_pair(j, b, h, ph, ds);
+            continue;
+        }
+        weights_rounded(a->T, j->p16 ? j->p16 + tri_at(a, bh) : NULL, ph, pf);
+        backward_pair_bf16(j, b, h, pf, ds);
     }
 }
 
@@ -211,6 +249,7 @@ void attention_causal_backward_bf16(const attn_desc_t *a, int B, const float *q,
                     .dv = dv,
                     .q16 = s16->q,
                     .k16 = s16->k,
-                    .v16 = s16->v};
+                    .v16 = s16->v,
+                    .p16 = s16->p};
     par_run(backward_part, &j);
 }

@@ -475,10 +475,15 @@ void attention_causal_forward(const attn_desc_t *a, int B, const float *q, const
  * NULL (their float32 pointers then unread), y written to s16's y where not NULL, as
  * gemm_bf16_act.h's bf16_act_store rounds it. The products round their operands to bf16
  * anyway (q, k, v as stored are those values; y's only readers are products), so the
- * same bits. With every pointer of s16 NULL, at either precision: the functions above. */
+ * same bits. The weights kept in s16's p where not NULL (p then unread and unwritten): per
+ * (sample, head), in (b, h) order, the lower triangle's rows rounded to bf16 (bf16.h's
+ * bf16_round), row i's i + 1 values, T (T + 1) / 2 a pair. The backward at bf16 products
+ * reads the weights rounded whether kept so or in p (attention.c): the same bits. With
+ * every pointer of s16 NULL, at either precision: the functions above. */
 typedef struct {
     const uint16_t *q, *k, *v;
     uint16_t *y;
+    uint16_t *p;
 } attn_bf16_t;
 void attention_causal_forward_bf16(const attn_desc_t *a, int B, const float *q, const float *k, const float *v,
                                    const attn_bf16_t *s16, float *p, float *y);

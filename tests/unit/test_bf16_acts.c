@@ -430,12 +430,14 @@ static void train_both(model_t *a, model_t *b, const char *what)
  * by mlp.c_proj and their own backward) and the arena they save: half of each, give or
  * take the statistics' alignment; and the outputs in the shared slot (the Linear layers
  * attn.c_proj and mlp.c_proj, each read by the residual add after it alone), all but the
- * largest one's floats. The GELUs' backwards read their outputs rounded either way. */
+ * largest one's floats; the fused attentions' weights in bf16 triangles beside (the
+ * softmax's output then unwritten: test_gpt's arena test). The GELUs' backwards read their
+ * outputs rounded either way, the attentions' backwards their weights. */
 static void check_plan(const model_t *on, const model_t *off)
 {
     assert_true(on->plan->act_bf16_outputs > 0);
     assert_int_equal(off->plan->act_bf16_outputs, 0);
-    size_t half = 0, shared = 0, slot = 0;
+    size_t half = 0, shared = 0, slot = 0, tri = 0;
     int marked = 0, in_slot = 0;
     for (int i = 0; i < on->nlayers; i++) {
         const layer_t *l = &on->layers[i];
@@ -459,6 +461,15 @@ static void check_plan(const model_t *on, const model_t *off)
             shared += n;
             slot = n > slot ? n : slot;
         }
+        /* a fused attention's merge keeps the weights in bf16 triangles after its output */
+        assert_int_equal(model_layer_plan(on, i)->weights_bf16, model_layer_plan(on, i)->attn == ATTN_RUN);
+        assert_int_equal(model_layer_plan(off, i)->weights_bf16, 0);
+        if (model_layer_plan(on, i)->weights_bf16) {
+            const attn_desc_t *a = &model_layer_plan(on, i)->attn_desc;
+            tri += model_plan_weights_floats(on, i);
+            assert_int_equal(model_plan_weights_floats(on, i), ((size_t)B * a->H * a->T * (a->T + 1) / 2 + 1) / 2);
+            assert_true(l->aux_off >= l->out_off + (n + 1) / 2 && l->aux_off <= on->act_floats);
+        }
         if (!model_layer_plan(on, i)->act_bf16) continue;
         marked++;
         half += n / 2;
@@ -467,8 +478,10 @@ static void check_plan(const model_t *on, const model_t *off)
      * GELU each block, ln_f */
     assert_int_equal(marked, 6 * G.layers + 1);
     assert_int_equal(in_slot, 2 * G.layers); /* attn.c_proj and mlp.c_proj each block */
+    assert_int_equal(tri > 0, 1);
     const size_t saved = half + shared - slot;
-    assert_true(on->act_floats + saved >= off->act_floats && on->act_floats + saved <= off->act_floats + (size_t)marked);
+    assert_true(on->act_floats + saved >= off->act_floats + tri &&
+                on->act_floats + saved <= off->act_floats + tri + (size_t)marked);
 }
 
 static void check_path(cpu_isa_t isa)

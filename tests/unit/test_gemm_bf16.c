@@ -344,7 +344,8 @@ static void test_layers(void **state)
 
 /* ---- the fused attention at bf16 (attention.c) ------------------------------------------- */
 
-/* One head (B 1, H 1) of T positions and width D at bf16: Y = round(P) round(V) and
+/* One head (B 1, H 1) of T positions and width D at bf16, its weights P float32 or kept in
+ * bf16 triangles (the same bits: P's rows rounded): Y = round(P) round(V) and
  * dV = round(P)^T round(dY) against double sums over the kernel's own P (its float32
  * softmax output) within gamma(T + 2) of the terms; P against the causal softmax, in
  * double, of the exact scores round(Q) round(K)^T: to first order a score off by e moves
@@ -393,6 +394,21 @@ static void test_attention(void **state)
     check_layer("attention dV", dv, D, want, mag, NULL, T, D, T);
     for (int i = 0; i < T * D; i++)
         if (!isfinite(dq[i]) || !isfinite(dk[i])) fail_msg("attention dQ or dK not finite at %d", i);
+    /* the weights kept in bf16 triangles (attn_bf16_t's p): P's rows rounded, the same
+     * output, and the same gradients (the backward reads P rounded either way) */
+    uint16_t tri[T * (T + 1) / 2];
+    float y2[T * D], dq2[T * D], dk2[T * D], dv2[T * D];
+    const attn_bf16_t s16 = {.p = tri};
+    mm_set_precision(MM_BF16);
+    attention_causal_forward_bf16(&a, 1, q, k, v, &s16, NULL, y2);
+    attention_causal_backward_bf16(&a, 1, q, k, v, &s16, NULL, dy, dq2, dk2, dv2);
+    mm_set_precision(MM_FP32);
+    for (int i = 0, t = 0; i < T; i++)
+        for (int c = 0; c <= i; c++, t++)
+            if (tri[t] != bf16_from_float(p[i * T + c])) fail_msg("attention P [%d, %d] kept as %#x", i, c, tri[t]);
+    if (memcmp(y, y2, sizeof y) || memcmp(dq, dq2, sizeof dq) || memcmp(dk, dk2, sizeof dk) ||
+        memcmp(dv, dv2, sizeof dv))
+        fail_msg("attention with its weights in bf16: not the same bits");
     free(q), free(k), free(v), free(dy);
 }
 

@@ -701,13 +701,15 @@ static void test_gpt_attention_mul(void **state)
 }
 
 /* Layer i's output is one a training step never writes: a link of a view chain or fused
- * attention that another layer runs, but for the attention's weights (attn_p). */
+ * attention that another layer runs, but for the attention's weights (attn_p) where the
+ * attention keeps them there and not in bf16 (weights_bf16). */
 static int unwritten(const model_t *m, int i)
 {
     const layer_plan_t *p = model_layer_plan(m, i);
     if (p->chain != VIEW_CHAIN_SKIP && p->attn != ATTN_SKIP) return 0;
     for (int k = i + 1; k < m->nlayers; k++)
-        if (model_layer_plan(m, k)->attn == ATTN_RUN && model_layer_plan(m, k)->attn_p == i) return 0;
+        if (model_layer_plan(m, k)->attn == ATTN_RUN && model_layer_plan(m, k)->attn_p == i)
+            return model_layer_plan(m, k)->weights_bf16;
     return 1;
 }
 
@@ -738,7 +740,8 @@ static void arena_case(const model_gpt_t *g, mm_precision_t p, int seed)
             n_unwritten++;
             if (l->out_off < first_unwritten) first_unwritten = l->out_off;
         } else {
-            const size_t stats = l->kind == LAYER_LAYERNORM ? l->aux_off + 1 : 0;
+            /* a layer norm's statistics, or an attention's weights in bf16, after its output */
+            const size_t stats = l->kind == LAYER_LAYERNORM || lp->weights_bf16 ? l->aux_off + 1 : 0;
             written_end = end > written_end ? end : written_end;
             written_end = stats > written_end ? stats : written_end;
         }

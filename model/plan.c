@@ -367,7 +367,7 @@ static int relayout(model_t *m, int share)
         if ((m->plan->layers[i].act_shared = share && shared_output(m, i)) && n > at) at = n;
     }
     const size_t slot = at;
-    for (int pass = 1; pass >= 0; pass--)
+    for (int pass = 1; pass >= 0; pass--) {
         for (int i = 0; i < m->nlayers; i++) {
             layer_t *l = &m->layers[i];
             if (written(m, i) != pass) continue;
@@ -387,6 +387,8 @@ static int relayout(model_t *m, int share)
             l->aux_off = at;
             at += stats[i];
         }
+        if (pass) m->plan->act_written_floats = at > slot ? at : slot;
+    }
     m->act_floats = at > slot ? at : slot;
     free(stats);
     return 0;
@@ -403,6 +405,7 @@ static void act_bf16_clear(model_t *m)
 void model_plan_arena(model_t *m)
 {
     act_bf16_clear(m);
+    m->plan->act_written_floats = m->act_floats; /* the builder's layout, until relayout */
     for (int j = 0; j < m->nlayers; j++) m->plan->layers[j].saved_bf16 = m->plan->layers[j].rounded = 0;
     if (mm_precision() != MM_BF16) {
         (void)relayout(m, 0); /* the builder's layout stays where it fails */

@@ -165,6 +165,11 @@ struct model_plan {
     /* The layers whose act_bf16 is 1; 0: every output float32, the arena as the builder
      * laid it (the CUDA backend refuses a model with any: its arena is float32). */
     int act_bf16_outputs;
+    /* The arena's first floats, where the outputs a training step writes lie (with their
+     * statistics, weights and the shared slot: model_plan_arena); the rest only generation,
+     * an unfused attention or the CUDA library writes. act_floats where the arena keeps the
+     * builder's layout. */
+    size_t act_written_floats;
 };
 
 /* Layer i's entry of m's plan. */

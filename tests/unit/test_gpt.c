@@ -747,6 +747,8 @@ static void arena_case(const model_gpt_t *g, mm_precision_t p, int seed)
         }
     }
     assert_true(n_unwritten > 0);
+    /* the plan's count of the floats a step writes: all the written, none of the others */
+    assert_true(written_end <= m->plan->act_written_floats && m->plan->act_written_floats <= first_unwritten);
     if (written_end > first_unwritten)
         fail_msg("a written output ends at float %zu, after the first unwritten one's start %zu", written_end,
                  first_unwritten);

@@ -163,7 +163,6 @@ static size_t first_fit(const dact_slot_t *slots, const int *placed, int nplaced
 int model_plan_dacts(model_t *m)
 {
     const int n = m->nlayers;
-    int fused = 0;
     dact_slot_t *slots = calloc((size_t)(n ? n : 1), sizeof *slots);
     int *placed = calloc((size_t)(n ? n : 1), sizeof *placed);
     const dact_slot_t **live = calloc((size_t)(n ? n : 1), sizeof *live);
@@ -175,7 +174,6 @@ int model_plan_dacts(model_t *m)
     }
     for (int j = 0; j < n; j++) {
         const layer_t *l = &m->layers[j];
-        fused |= m->plan->layers[j].fused_relu || m->plan->layers[j].fused_add;
         int hi = j;
         /* a chain's end sets the gradient of its source; a fused attention its q, k and v's,
          * at its merge's backward, before the chains that read them would */
@@ -189,9 +187,14 @@ int model_plan_dacts(model_t *m)
         slots[j] = (dact_slot_t){0, (size_t)m->max_batch * l->OC * l->OH * l->OW, j, hi};
         m->plan->dact_first[j] = hi;
     }
-    /* fused kernels read gradients beyond their inputs': one slot each, as the forward's */
-    if (fused)
-        for (int j = 0; j < n; j++) slots[j].lo = 0, slots[j].hi = n - 1;
+    /* fused kernels read a later layer's gradient in their own backward, below its life's
+     * end: a batch norm or residual add of fused_relu its ReLU's, a batch norm of fused_add
+     * the ReLU's after its add (op_table.c's bn_bwd and add_bwd) */
+    for (int k = 0; k < n; k++) {
+        const layer_plan_t *kp = &m->plan->layers[k];
+        const int read = kp->fused_add ? k + 2 : kp->fused_relu ? k + 1 : -1;
+        if (read >= 0 && read < n && slots[read].lo > k) slots[read].lo = k;
+    }
     /* place in the order the backward brings gradients to life: the last reader first */
     m->plan->dact_floats = 0;
     for (int step = n - 1, np = 0; step >= 0; step--)

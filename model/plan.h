@@ -142,8 +142,9 @@ struct model_plan {
     /* The activation gradients' own arena (model_t's dacts), planned by liveness: layer i's
      * output gradient is live from the backward of its last reader (which runs first) down
      * to its own backward, and gradients never live at once share memory (dact_off[i],
-     * first fit over the backward order). Models with fused kernels (fused_relu,
-     * fused_add), whose backward reads other layers' gradients, keep one slot each. A
+     * first fit over the backward order); a fused kernel that reads a later layer's
+     * gradient (fused_relu: its ReLU's; fused_add: the ReLU's after its add) keeps that one
+     * live down to its own backward. A
      * backward zeroes a gradient its readers add into when its life begins (dact_first[i],
      * the step of its last reader), not all at the start. The CUDA library keeps its own. */
     size_t dact_floats; /* floats in dacts (<= act_floats) */

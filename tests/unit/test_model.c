@@ -593,6 +593,81 @@ static void check_overwrites(model_t *m, int B)
     free(logits);
 }
 
+/* Layer j's gradient's life in backward steps, [*lo, dact_first[j]]: from its last reader's
+ * backward down to its own, or to a fused kernel's that reads it there (a batch norm or
+ * residual add of fused_relu reads its ReLU's, a batch norm of fused_add the ReLU's after
+ * its add) */
+static int dact_lo(const model_t *m, int j)
+{
+    int lo = j;
+    for (int k = 0; k < j; k++) {
+        const layer_plan_t *kp = model_layer_plan(m, k);
+        if ((kp->fused_relu && !kp->fused_add && k + 1 == j) || (kp->fused_add && k + 2 == j)) lo = k < lo ? k : lo;
+    }
+    return lo;
+}
+
+/* The activation gradients' arena of models with fused kernels, planned by liveness: smaller
+ * than one slot per layer, no two gradients sharing a float while both live, and the
+ * gradients of one private slot per layer (the forward's offsets) bit for bit, its floats
+ * NaN until written. */
+static void test_dact_plan_fused(void **state)
+{
+    (void)state;
+    enum { B = 2 };
+    static const char *const names[] = {"resnet20", "cifar10_quick"};
+    for (size_t t = 0; t < sizeof names / sizeof names[0]; t++) {
+        model_t *m = make(names[t], B);
+        const int n = m->nlayers;
+        int fused = 0, shared = 0;
+        for (int i = 0; i < n; i++) fused += m->plan->layers[i].fused_relu || m->plan->layers[i].fused_add;
+        assert_true(fused > 0 || t > 0);
+        printf("  %s: gradient arena %zu floats, one slot per layer %zu\n", names[t], m->plan->dact_floats,
+               m->act_floats);
+        for (int i = 0; i < n; i++) {
+            const size_t ni = (size_t)B * m->layers[i].OC * m->layers[i].OH * m->layers[i].OW;
+            for (int j = i + 1; j < n; j++) {
+                const size_t nj = (size_t)B * m->layers[j].OC * m->layers[j].OH * m->layers[j].OW;
+                if (!ni || !nj || m->plan->dact_off[i] + ni <= m->plan->dact_off[j] ||
+                    m->plan->dact_off[j] + nj <= m->plan->dact_off[i])
+                    continue;
+                shared++;
+                if (!(m->plan->dact_first[i] < dact_lo(m, j) || m->plan->dact_first[j] < dact_lo(m, i)))
+                    fail_msg("%s: layers %d and %d share gradient memory while both live", names[t], i, j);
+            }
+        }
+        assert_true(shared > 0);
+        assert_true(m->plan->dact_floats < m->act_floats);
+        size_t nx = B;
+        for (int d = 0; d < m->in_shape.rank; d++) nx *= (size_t)m->in_shape.dims[d];
+        float *x = malloc(nx * sizeof(float)), *g1 = malloc(m->nparams * sizeof(float));
+        float *own = malloc(m->act_floats * sizeof(float));
+        size_t *offs = malloc((size_t)n * sizeof *offs);
+        assert_true(x && g1 && own && offs);
+        int32_t y[B] = {3, 7};
+        rng_t r;
+        rng_seed(&r, 11);
+        for (size_t i = 0; i < nx; i++) x[i] = rng_normal(&r);
+        for (size_t i = 0; i < m->plan->dact_floats; i++) m->dacts[i] = NAN;
+        model_forward(m, x, y, B, 1);
+        model_backward(m, x, y, B, 1.0f);
+        memcpy(g1, m->grads, m->nparams * sizeof(float));
+        float *planned = m->dacts;
+        memcpy(offs, m->plan->dact_off, (size_t)n * sizeof *offs);
+        for (int i = 0; i < n; i++) m->plan->dact_off[i] = m->layers[i].out_off;
+        for (size_t k = 0; k < m->act_floats; k++) own[k] = NAN;
+        m->dacts = own;
+        model_forward(m, x, y, B, 1);
+        model_backward(m, x, y, B, 1.0f);
+        if (memcmp(g1, m->grads, m->nparams * sizeof(float)) != 0)
+            fail_msg("%s: the planned gradient arena gives other gradients than one slot per layer", names[t]);
+        m->dacts = planned;
+        memcpy(m->plan->dact_off, offs, (size_t)n * sizeof *offs);
+        free(x), free(g1), free(own), free(offs);
+        model_free(m);
+    }
+}
+
 /* One attention block as the ViT importer lays it out: a fused q, k, v projection sliced
  * three ways, each reshaped to (T, heads, D) and transposed to (heads, T, D) (k to (heads,
  * D, T)), Q K^T, softmax, times V, transposed and reshaped back, a projection and a
@@ -846,6 +921,7 @@ int main(void)
         cmocka_unit_test(test_param_counts),
         cmocka_unit_test(test_builtin_head_takes_classes),
         cmocka_unit_test(test_backward_overwrites_gradients),
+        cmocka_unit_test(test_dact_plan_fused),
         cmocka_unit_test(test_fd_mlp),
         cmocka_unit_test(test_fd_lenet5),
         cmocka_unit_test(test_fd_cifar10_quick),

@@ -439,6 +439,7 @@ void model_plan_act_bf16_as(model_t *m, const model_t *src)
         m->plan->layers[j].weights_bf16 = src->plan->layers[j].weights_bf16;
     }
     m->plan->act_bf16_outputs = src->plan->act_bf16_outputs;
+    m->plan->act_written_floats = src->plan->act_written_floats;
 }
 
 /* The one layer that reads layer j's output (as in or in2), or -1 when none or several do. */

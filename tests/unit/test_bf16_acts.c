@@ -500,6 +500,7 @@ static void check_path(cpu_isa_t isa)
     char err[256];
     assert_int_equal(model_clone(on, &c, err, sizeof err), 0);
     assert_int_equal(c->plan->act_bf16_outputs, on->plan->act_bf16_outputs);
+    assert_int_equal(c->plan->act_written_floats, on->plan->act_written_floats);
     for (int i = 0; i < on->nlayers; i++) {
         assert_int_equal(model_layer_plan(c, i)->act_bf16, model_layer_plan(on, i)->act_bf16);
         assert_int_equal(model_layer_plan(c, i)->saved_bf16, model_layer_plan(on, i)->saved_bf16);

@@ -216,6 +216,7 @@ typedef struct {
     float *out, *dinp, *dweight, *dbias, *ws;
     par_fn pass; /* a backward's images (backward_part) */
     int set;     /* direct_backward: dinp = its input gradient, not += (conv2d_backward_set) */
+    int wino;    /* direct_forward and _backward: by Winograd (use_wino) */
 } conv_job_t;
 
 /* Thread t's chunk workspace and where its weight gradient goes. */
@@ -620,12 +621,38 @@ static int wino_bf16(const conv2d_desc_t *d)
            (long)d->C * d->OC <= WINO_BF16_MAX_CK;
 }
 
-static int use_wino(const conv2d_desc_t *d) { return wino_fits(d) && (use_direct(d) || wino_bf16(d)); }
+/* ... and, for WINO_BIG_CK channel pairs or more, batches of WINO_BIG_TILES tiles or more:
+ * a pass transforms its 36 C x K filter matrices once, and a small batch's products do not
+ * pay that back. torchvision's ResNet-18's three 512-channel layers a step (layer_profile,
+ * fp32, a Zen 5): at 112x112 images, batch 16 (4x4 planes, 16 tiles), 122.1 ms by
+ * Winograd against 73.3 direct; at 224x224, batch 8 (7x7 planes, 32 tiles), 140.8
+ * against 105.1; the CIFAR ResNet-18 at batch 64 (4x4 planes, 64 tiles), 216 against
+ * 251. Its 256-channel layers on 14x14 planes at batch 8 keep it: 68.5 against 81.7. */
+#ifndef WINO_BIG_CK
+#define WINO_BIG_CK (512 * 512)
+#endif
+#ifndef WINO_BIG_TILES
+#define WINO_BIG_TILES 64
+#endif
 
-int conv2d_winograd(const conv2d_desc_t *d)
+static int wino_pays(const conv2d_desc_t *d, int B)
+{
+    const long tiles = (long)((d->OH + 3) / 4) * ((d->OW + 3) / 4);
+    return (long)d->C * d->OC < WINO_BIG_CK || (long)B * tiles >= WINO_BIG_TILES;
+}
+
+/* wino_bf16's layers on AVX512-BF16 leave the vectors whatever the batch (use_amx) */
+_Static_assert(WINO_BF16_MAX_CK < WINO_BIG_CK, "every wino_bf16 layer on the vectors pays at any batch");
+
+static int use_wino(const conv2d_desc_t *d, int B)
+{
+    return wino_fits(d) && wino_pays(d, B) && (use_direct(d) || wino_bf16(d));
+}
+
+int conv2d_winograd(const conv2d_desc_t *d, int B)
 {
     conv_crop_t c;
-    return use_wino(runs_as(d, &c));
+    return use_wino(runs_as(d, &c), B);
 }
 
 /* The geometry of the forward (C -> OC) or of the input gradient (OC -> C). */
@@ -827,7 +854,7 @@ static void direct_forward(void *arg, int t, int T)
     direct_plan_t p;
     conv_job_t *j = direct_job(arg, t, T, &p);
     const conv2d_desc_t *d = j->d;
-    if (wino_fits(d)) {
+    if (j->wino) {
         wino_forward(j, t, T);
         return;
     }
@@ -906,7 +933,7 @@ static void direct_backward(void *arg, int t, int T)
     direct_plan_t f;
     conv_job_t *j = direct_job(arg, t, T, &f);
     const conv2d_desc_t *d = j->d;
-    if (wino_fits(d)) {
+    if (j->wino) {
         wino_backward(j, t, T);
         return;
     }
@@ -1403,13 +1430,14 @@ void conv2d_forward(const conv2d_desc_t *d, int B, const float *inp, const float
         else dw_rows_forward(d, B, inp, weight, bias, out);
         return;
     }
-    conv_job_t j = {.d = d, .B = B, .inp = inp, .weight = weight, .bias = bias, .out = out, .ws = ws};
-    if (use_wino(d)) job_run(&j, wino_filters);
-    job_run(&j, use_amx(d)                     ? amx_forward
-                : use_direct(d) || use_wino(d) ? direct_forward
-                : use_pw1(d)                   ? pw1_forward
-                : use_wide(d)                  ? wide_forward
-                                               : lowered_forward);
+    conv_job_t j = {
+        .d = d, .B = B, .inp = inp, .weight = weight, .bias = bias, .out = out, .ws = ws, .wino = use_wino(d, B)};
+    if (j.wino) job_run(&j, wino_filters);
+    job_run(&j, use_amx(d)                ? amx_forward
+                : use_direct(d) || j.wino ? direct_forward
+                : use_pw1(d)              ? pw1_forward
+                : use_wide(d)             ? wide_forward
+                                          : lowered_forward);
 }
 
 static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const float *weight, const float *dout,
@@ -1433,7 +1461,8 @@ static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const 
     }
 
     /* set: only the direct, Winograd and AMX input gradients write; the others add, into zeros */
-    if (set && dinp && !use_amx(d) && !use_wino(d) && !(use_direct(d) && direct_dinp_fits(d))) {
+    const int wino = use_wino(d, B);
+    if (set && dinp && !use_amx(d) && !wino && !(use_direct(d) && direct_dinp_fits(d))) {
         zero_floats((size_t)B * d->C * d->H * d->W, dinp);
         set = 0;
     }
@@ -1453,12 +1482,13 @@ static void backward_run(const conv2d_desc_t *d, int B, const float *inp, const 
                     .dbias = dbias,
                     .ws = ws,
                     .set = set,
-                    .pass = use_amx(d)                     ? amx_backward
-                            : use_direct(d) || use_wino(d) ? direct_backward
-                            : use_pw1(d)                   ? pw1_backward
-                            : use_wide(d)                  ? wide_backward
-                                                           : lowered_backward};
-    if (dinp && use_wino(d)) job_run(&j, wino_filters);
+                    .wino = wino,
+                    .pass = use_amx(d)              ? amx_backward
+                            : use_direct(d) || wino ? direct_backward
+                            : use_pw1(d)            ? pw1_backward
+                            : use_wide(d)           ? wide_backward
+                                                    : lowered_backward};
+    if (dinp && wino) job_run(&j, wino_filters);
     job_run(&j, backward_part);
     add_partials(&j);
 }

@@ -81,10 +81,11 @@ const char *conv2d_kernel(void);
  * dilation 1, pads within the kernel's reach, a kernel of more than one tap and an output
  * plane of 64 values or more; on AVX512-BF16, more than 8 input channels. */
 int conv2d_amx(const conv2d_desc_t *d);
-/* 1 where this CPU runs the convolution's forward and input gradient by Winograd's
- * F(4x4, 3x3) (conv.c: 3x3, stride 1, pad 1, >= 16 channels in and out, AVX2): their
- * rounding then differs from a direct sum's by up to a few 1e-5 of the outputs' scale. */
-int conv2d_winograd(const conv2d_desc_t *d);
+/* 1 where this CPU runs the convolution's forward and input gradient at batch B by
+ * Winograd's F(4x4, 3x3) (conv.c: 3x3, stride 1, pad 1, >= 16 channels in and out, AVX2;
+ * 512 x 512 channels or more only at batches of 64 tiles or more): their rounding then
+ * differs from a direct sum's by up to a few 1e-5 of the outputs' scale. */
+int conv2d_winograd(const conv2d_desc_t *d, int B);
 /* The same with dinp = instead of +=: bit for bit what conv2d_backward gives into a zeroed
  * dinp. Where the direct input gradient runs (conv.c) it writes dinp without reading it;
  * elsewhere dinp is zeroed first. For an input gradient with no other contribution

@@ -295,7 +295,7 @@ static void wino_rounds(const conv_case_t *k, const conv_data_t *s, const float 
     for (size_t i = 0; i < ny; i++) dy[i] = bf16_round(s->dy[i]);
     const mm_precision_t was = mm_precision();
     mm_set_precision(MM_FP32);
-    assert_int_equal(conv2d_winograd(d), 1);
+    assert_int_equal(conv2d_winograd(d, k->B), 1);
     conv2d_forward(d, k->B, x, w, s->bias, y32, ws);
     memcpy(dx32, s->d0, nx * sizeof(float));
     conv2d_backward(d, k->B, x, w, dy, dx32, dw32, db, ws);
@@ -322,7 +322,7 @@ static double run_case(const conv_case_t *k, const char *path, int amx)
     if (conv2d_amx(&s.d) != amx) fail_msg("%s, %s: conv2d_amx %d, want %d", path, k->name, conv2d_amx(&s.d), amx);
     refs_t r;
     reference(k, &s, &r);
-    const int wino = conv2d_winograd(&s.d);
+    const int wino = conv2d_winograd(&s.d, k->B);
     if (wino) wino_magnitudes(k, &s, &r);
     const double extra = wino ? 40.0 : 2.0; /* the bound's rounding steps beyond the sums' */
     assert_int_equal(par_set_threads(k->threads), 0);
@@ -437,7 +437,7 @@ static void test_winograd(void **state)
         for (size_t k = 0; k < NWINO; k++) {
             conv_data_t s;
             make_data(&WINO[k], &s);
-            if (!conv2d_winograd(&s.d)) fail_msg("%s: %s does not take Winograd", what, WINO[k].name);
+            if (!conv2d_winograd(&s.d, WINO[k].B)) fail_msg("%s: %s does not take Winograd", what, WINO[k].name);
             free_data(&s);
         }
         run_set(WINO, NWINO, what, 0);
@@ -465,36 +465,36 @@ static void test_dispatch(void **state)
     assert_int_equal(conv2d_init(&d, 16, 8, 8, 16, 3, 3, 1, 3), 0);
     assert_int_equal(conv2d_amx(&d), 0); /* pads past the kernel's reach */
     assert_int_equal(conv2d_init(&d, 16, 8, 8, 16, 3, 3, 1, 1), 0);
-    assert_int_equal(conv2d_winograd(&d), 0); /* the twin keeps the tiles' layers */
+    assert_int_equal(conv2d_winograd(&d, 1), 0); /* the twin keeps the tiles' layers */
     conv_amx_force_twin(0);
     const int wino = direct_isa() != DIRECT_NO_ISA;
     cpu_isa_cap(CPU_ISA_PORTABLE);
-    assert_int_equal(conv2d_amx(&d), 0);         /* the portable path lowers ... */
-    assert_int_equal(conv2d_winograd(&d), wino); /* ... or takes Winograd */
+    assert_int_equal(conv2d_amx(&d), 0);            /* the portable path lowers ... */
+    assert_int_equal(conv2d_winograd(&d, 1), wino); /* ... or takes Winograd */
     assert_int_equal(conv2d_init(&d, 16, 16, 16, 16, 3, 3, 1, 1), 0);
-    assert_int_equal(conv2d_winograd(&d), wino);
+    assert_int_equal(conv2d_winograd(&d, 1), wino);
     cpu_isa_cap(CPU_ISA_AVX512_BF16);
     const int vectors = cpu_isa() == CPU_ISA_AVX512_BF16;
     assert_int_equal(conv2d_amx(&d), vectors); /* 256 outputs: the vectors */
-    assert_int_equal(conv2d_winograd(&d), !vectors && wino);
+    assert_int_equal(conv2d_winograd(&d, 1), !vectors && wino);
     assert_int_equal(conv2d_init(&d, 64, 8, 8, 64, 3, 3, 1, 1), 0);
     assert_int_equal(conv2d_amx(&d), 0); /* 64 outputs, 64 x 64 channels: Winograd */
-    assert_int_equal(conv2d_winograd(&d), wino);
+    assert_int_equal(conv2d_winograd(&d, 1), wino);
     assert_int_equal(conv2d_init(&d, 128, 4, 4, 128, 3, 3, 1, 1), 0);
-    assert_int_equal(conv2d_winograd(&d), !vectors && wino); /* 128 x 128 channels: not on vectors */
+    assert_int_equal(conv2d_winograd(&d, 1), !vectors && wino); /* 128 x 128 channels: not on vectors */
     assert_int_equal(conv2d_init(&d, 8, 16, 16, 16, 3, 3, 1, 1), 0);
     assert_int_equal(conv2d_amx(&d), 0); /* 8 channels in: im2col on vectors */
     assert_int_equal(conv2d_init(&d, 9, 16, 16, 16, 3, 3, 1, 1), 0);
     assert_int_equal(conv2d_amx(&d), vectors);
     mm_set_precision(MM_FP32);
     assert_int_equal(conv2d_init(&d, 16, 16, 16, 16, 3, 3, 1, 1), 0);
-    assert_int_equal(conv2d_winograd(&d), wino); /* fp32's own rule */
+    assert_int_equal(conv2d_winograd(&d, 1), wino); /* fp32's own rule */
     if (cpu_isa_available() == CPU_ISA_AMX) {
         mm_set_precision(MM_BF16);
         cpu_isa_cap(CPU_ISA_AMX);
         assert_int_equal(conv2d_init(&d, 64, 8, 8, 64, 3, 3, 1, 1), 0);
         assert_int_equal(conv2d_amx(&d), 1); /* the tiles keep every layer */
-        assert_int_equal(conv2d_winograd(&d), 0);
+        assert_int_equal(conv2d_winograd(&d, 1), 0);
     }
 }
 

@@ -470,8 +470,8 @@ static void conv_parity(const char *tag, const conv2d_desc_t *dp, int B, int bia
     check_rc(cuda_conv2d_forward(g_ctx, plan, B, d_x, d_w, bias ? d_b : NULL, d_out, dws, wsb), "conv fwd");
     check_rc(cuda_conv2d_backward(g_ctx, plan, B, d_x, d_w, d_g, d_dx, d_dw, bias ? d_db : NULL, dws, wsb), "conv bwd");
     snprintf(name, sizeof name, "conv%s.out", tag);
-    const double tol_fwd = conv2d_winograd(&d) ? TOL_CONV_WINO : TOL_CONV_FWD;
-    const double tol_grad = conv2d_winograd(&d) ? TOL_CONV_WINO_GRAD : TOL_CONV_GRAD;
+    const double tol_fwd = conv2d_winograd(&d, B) ? TOL_CONV_WINO : TOL_CONV_FWD;
+    const double tol_grad = conv2d_winograd(&d, B) ? TOL_CONV_WINO_GRAD : TOL_CONV_GRAD;
     compare_dev(name, d_out, out, nout, tol_fwd);
     snprintf(name, sizeof name, "conv%s.dinp (+=)", tag);
     compare_dev_acc(name, d_dx, dx, nin, PREFILL, tol_grad);

@@ -324,7 +324,7 @@ static void run_conv_desc(const char *name, const conv2d_desc_t *dp, int B, int 
     conv2d_forward(&d, B, x, w, bp, y, ws);
     ref_conv2d_forward(&d, B, xd, wd, bdp, yd);
     snprintf(what, sizeof what, "conv %s forward", cc->name);
-    double e_fwd = check_close(what, y, yd, ny, conv2d_winograd(&d) ? WINO_TOL : FWD_TOL, &g_max_fwd);
+    double e_fwd = check_close(what, y, yd, ny, conv2d_winograd(&d, B) ? WINO_TOL : FWD_TOL, &g_max_fwd);
 
     /* backward into zeroed dinp; parameter gradients pre-filled with NaN must be written */
     memset(dx, 0, nx * sizeof(float));
@@ -333,7 +333,7 @@ static void run_conv_desc(const char *name, const conv2d_desc_t *dp, int B, int 
     ffill(ws, nws, NAN);
     conv2d_backward(&d, B, x, w, g, dx, dw, cc->bias ? db : NULL, ws);
     ref_conv2d_backward(&d, B, xd, wd, Rd, dxd, dwd, dbd);
-    const double btol = conv2d_winograd(&d) ? WINO_GRAD_TOL : BWD_TOL;
+    const double btol = conv2d_winograd(&d, B) ? WINO_GRAD_TOL : BWD_TOL;
     snprintf(what, sizeof what, "conv %s dinp vs naive", cc->name);
     double e_bwd = check_close(what, dx, dxd, nx, btol, &g_max_bwd);
     snprintf(what, sizeof what, "conv %s dweight vs naive", cc->name);
@@ -1536,7 +1536,7 @@ static void test_conv_general(void **state)
         conv2d_desc_t d = cases[i].d;
         assert_int_equal(conv2d_setup(&d), 0);
         /* the cases named for Winograd take it wherever the direct kernels run */
-        if (!strncmp(cases[i].name, "wino", 4)) assert_int_equal(conv2d_winograd(&d), direct_isa() != DIRECT_NO_ISA);
+        if (!strncmp(cases[i].name, "wino", 4)) assert_int_equal(conv2d_winograd(&d, 1), direct_isa() != DIRECT_NO_ISA);
         /* the output size of ONNX's Conv (floor) */
         assert_int_equal(d.OH, (d.H + d.pad_t + d.pad_b - d.dH * (d.KH - 1) - 1) / d.sH + 1);
         assert_int_equal(d.OW, (d.W + d.pad_l + d.pad_r - d.dW * (d.KW - 1) - 1) / d.sW + 1);
@@ -1623,9 +1623,15 @@ static void test_conv_cropped(void **state)
     /* Winograd where its 36 products a tile are fewer than 9 an output: 3x3 planes (one
      * tile, nine outputs), not 2x2 ones (four) */
     assert_int_equal(conv2d_init(&d, 16, 2, 2, 32, 3, 3, 1, 1), 0);
-    assert_int_equal(conv2d_winograd(&d), 0);
+    assert_int_equal(conv2d_winograd(&d, 1), 0);
     assert_int_equal(conv2d_init(&d, 16, 3, 3, 32, 3, 3, 1, 1), 0);
-    assert_int_equal(conv2d_winograd(&d), direct_isa() != DIRECT_NO_ISA);
+    assert_int_equal(conv2d_winograd(&d, 1), direct_isa() != DIRECT_NO_ISA);
+    /* 512 x 512 channels only at batches of 64 tiles or more: 4x4 planes, one tile each */
+    assert_int_equal(conv2d_init(&d, 512, 4, 4, 512, 3, 3, 1, 1), 0);
+    assert_int_equal(conv2d_winograd(&d, 63), 0);
+    assert_int_equal(conv2d_winograd(&d, 64), direct_isa() != DIRECT_NO_ISA);
+    assert_int_equal(conv2d_init(&d, 256, 4, 4, 512, 3, 3, 1, 1), 0);
+    assert_int_equal(conv2d_winograd(&d, 1), direct_isa() != DIRECT_NO_ISA);
 }
 
 /* ---- general pooling geometry (ONNX MaxPool / AveragePool) ------------------------ */
@@ -1937,7 +1943,7 @@ static void test_threads_same_results(void **state)
     const double worst = worst_diff(dw[0], dw[1], nw);
     print_message("threads 2 vs 1: conv dweight worst |a-b|/max(1,|a|) %.1e\n", worst);
     /* a Winograd weight gradient's two partials are sums in the 6x6 domain: 5.3e-5 seen */
-    assert_true(worst < (conv2d_winograd(&d) ? WINO_GRAD_TOL : 1e-5));
+    assert_true(worst < (conv2d_winograd(&d, B) ? WINO_GRAD_TOL : 1e-5));
     free(x);
     free(w);
     free(g);

@@ -592,20 +592,14 @@ static int wino_fits(const conv2d_desc_t *d)
 
 /* At bf16 products on a CPU without the tiles, Winograd layers take F(4x4, 3x3) too, on
  * operands rounded to bf16 as they are loaded (wino_geom_t's bf16): mixed precision's
- * products of bf16 operands, the transforms and sums in float32.
- * - Portable path: all of fp32's Winograd layers. The other way there is im2col and the
- *   portable bf16 GEMM: ResNet-20's bf16 step took 382 ms against fp32's 133
- *   (layer_profile --precision bf16 --batch 128 resnet20, PACER_CPU_ISA=portable, Zen 5).
- * - AVX512-BF16: the vectors (conv_amx_vectors.c) do 2x vfmadd's flops, Winograd a
- *   quarter of the products. Winograd won where the vectors' 32-position blocks are a
- *   third padding, planes of at most WINO_BF16_MAX_PIXELS outputs, and its filters'
- *   transform (36 matrices of C x K, once a pass) is small, C x K at most
- *   WINO_BF16_MAX_CK: ResNet-20's 64x8x8 layers at batch 128, 33.1 -> 21.0 ms a step;
- *   torchvision resnet18's on 32x32 images at batch 32, 7.0 -> 5.3 ms. It lost on 16x16
- *   planes of 32 channels (28.6 against 29.4 ms at batch 128), on 4x4 ones of 128 (7.4
- *   against 7.7 at batch 32) and by 2-3x on 7x7 planes of 256 and 4x4 ones of 512
- *   channels (batch 16), where the batch's products are few for that transform.
- * - The tiles keep every layer. */
+ * products of bf16 operands, the transforms and sums in float32. The portable path: all
+ * of fp32's (its other way, im2col and the portable bf16 GEMM, ran ResNet-20's bf16 step
+ * at 382 ms against fp32's 133 on a Zen 5). AVX512-BF16: where vdpbf16ps' 32-position
+ * blocks are a third padding (planes of at most WINO_BF16_MAX_PIXELS outputs) and the
+ * filters' transform is small (C x K at most WINO_BF16_MAX_CK): ResNet-20's 64x8x8
+ * layers 33.1 -> 21.0 ms a step at batch 128; it lost on 16x16 planes of 32 channels
+ * (28.6 against 29.4 ms) and on 4x4 ones of 128 (7.4 against 7.7). The tiles keep every
+ * layer. docs/PERFORMANCE.md has the rest. */
 #ifndef WINO_BF16_MAX_PIXELS
 #define WINO_BF16_MAX_PIXELS 64
 #endif
@@ -622,12 +616,9 @@ static int wino_bf16(const conv2d_desc_t *d)
 }
 
 /* ... and, for WINO_BIG_CK channel pairs or more, batches of WINO_BIG_TILES tiles or more:
- * a pass transforms its 36 C x K filter matrices once, and a small batch's products do not
- * pay that back. torchvision's ResNet-18's three 512-channel layers a step (layer_profile,
- * fp32, a Zen 5): at 112x112 images, batch 16 (4x4 planes, 16 tiles), 122.1 ms by
- * Winograd against 73.3 direct; at 224x224, batch 8 (7x7 planes, 32 tiles), 140.8
- * against 105.1; the CIFAR ResNet-18 at batch 64 (4x4 planes, 64 tiles), 216 against
- * 251. Its 256-channel layers on 14x14 planes at batch 8 keep it: 68.5 against 81.7. */
+ * a small batch's products do not pay back the 36 C x K filters' transform. torchvision's
+ * ResNet-18's 512-channel layers, fp32: 122 ms by Winograd against 73 direct at 112x112,
+ * batch 16 (16 tiles); the CIFAR ResNet-18's at batch 64 (64 tiles), 216 against 251. */
 #ifndef WINO_BIG_CK
 #define WINO_BIG_CK (512 * 512)
 #endif

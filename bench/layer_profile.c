@@ -275,8 +275,8 @@ int main(int argc, char **argv)
     printf("conv backward, timed alone: weight gradient (with its lowering) %.2f ms/step, input gradient "
            "(the difference) %.2f ms/step\n",
            1e3 * wg / steps, 1e3 * (all - wg) / steps);
-    /* the floats a step writes (plan.h's act_written_floats) at this batch, of the arena */
-    const double mib = (double)sizeof(float) / (1 << 20) * B / m->max_batch;
+    /* the floats a step writes (plan.h's act_written_floats), of the arena sized for B */
+    const double mib = (double)sizeof(float) / (1 << 20);
     printf("activations a step writes: %.1f MiB at batch %d (of an arena of %.1f MiB); their gradients' arena "
            "%.1f MiB\n",
            mib * (double)m->plan->act_written_floats, B, mib * (double)m->act_floats,

@@ -211,13 +211,27 @@ static void rounded_block(const gemm_job_t *j, long r, int rows, float *s)
     forward_part(&c, 0, 1);
 }
 
+/* Rows [b0, b1) of the product rounded as it is written, on the bf16 units' paths, where
+ * the bias (if any) is added by the product: 0, or -1 (the caller rounds a float32 block) */
+static int rounded_by_product(const gemm_job_t *j, long b0, long b1)
+{
+    const int IN = j->d->IN, OUT = j->d->OUT, rows = (int)(b1 - b0);
+    if (j->fill) return -1;
+    const mm_trans_t tw = j->d->layout == GEMM_W_OUT_IN ? MM_T : MM_N;
+    const int ldw = j->d->layout == GEMM_W_OUT_IN ? IN : OUT;
+    return gemm_bf16_rounded_on(cpu_isa(), tw == MM_T, rows, OUT, IN, j->d->alpha,
+                                j->inp ? j->inp + (size_t)b0 * IN : NULL, j->inp16 ? j->inp16 + (size_t)b0 * IN : NULL,
+                                IN, j->weight, ldw, j->bias, j->out16 ? NULL : j->out + (size_t)b0 * OUT,
+                                j->out16 ? j->out16 + (size_t)b0 * OUT : NULL, OUT);
+}
+
 static void rounded_part(void *arg, int t, int T)
 {
     const gemm_job_t *j = arg;
     const int OUT = j->d->OUT;
     long b0, b1;
     par_range(j->B, t, T, &b0, &b1);
-    if (b1 == b0) return;
+    if (b1 == b0 || rounded_by_product(j, b0, b1) == 0) return;
     /* the portable path's OpenBLAS may sum otherwise for fewer rows: its rows in one block,
      * so that they get gemm_forward's bits */
     const int block = cpu_isa() == CPU_ISA_PORTABLE ? (int)(b1 - b0) : ROUND_ROWS;

@@ -15,6 +15,7 @@
 
 #include "bf16.h"
 #include "gemm_bf16_pack.h"
+#include "parallel.h"
 
 #define KB GEMM_BF16_KB
 #define BLK GEMM_BF16_BLK
@@ -77,6 +78,8 @@ static void *grow(buf_t *b, size_t bytes)
     b->cap = cap;
     return p;
 }
+
+static inline int min_int(int a, int b) { return a < b ? a : b; }
 
 static inline float elem(int trans, const float *X, int ld, int r, int c)
 {
@@ -192,18 +195,45 @@ AVX512BF16 static inline __m512i pairs_of_two_rows(const float *X, size_t ld, in
     return _mm512_permutexvar_epi16(inter, (__m512i)_mm512_cvtne2ps_pbh(r1, r0));
 }
 
+/* The packing functions below write column blocks nb0 .. nb1 - 1 of B, block nb at
+ * p->b's block nb - nb0 (its k blocks one after another). */
+static inline uint16_t *b_block(const packed_t *p, int nb0, int nb, int kb)
+{
+    return p->b + ((size_t)(nb - nb0) * p->kbn + kb) * BLK_ELEMS;
+}
+
 /* The common case of B as stored (k rows of N): rows 2q and 2q + 1 converted together and
  * interleaved into pairs, each pair of rows read once, left to right, for every column
  * block. */
-AVX512BF16 static void pack_b_rows(int K, int N, const float *B, int ldb, const packed_t *p)
+AVX512BF16 static void pack_b_rows(int K, int N, const float *B, int ldb, const packed_t *p, int nb0, int nb1)
 {
     for (int kb = 0; kb < p->kbn; kb++)
         for (int q = 0; q < KB / 2; q++)
-            for (int nb = 0; nb < p->nbn; nb++) {
-                uint16_t *t = p->b + ((size_t)nb * p->kbn + kb) * BLK_ELEMS;
-                _mm512_storeu_si512(t + q * KB,
+            for (int nb = nb0; nb < nb1; nb++)
+                _mm512_storeu_si512(b_block(p, nb0, nb, kb) + q * KB,
                                     pairs_of_two_rows(B, (size_t)ldb, kb * KB + 2 * q, K, nb * BLK, N - nb * BLK));
+}
+
+/* pack_b_rows on a bf16 B's values: rows 2q and 2q + 1 of a k block interleaved into
+ * pairs, 16 columns a block, zeros past K and past N */
+AVX512BF16 static void pack_b16_rows(int K, int N, const uint16_t *B, int ldb, const packed_t *p, int nb0, int nb1)
+{
+    const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                           21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    for (int kb = 0; kb < p->kbn; kb++)
+        for (int q = 0; q < KB / 2; q++) {
+            const int k = kb * KB + 2 * q;
+            for (int nb = nb0; nb < nb1; nb++) {
+                const int cols = N - nb * BLK;
+                const __mmask16 mask = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
+                const __m256i r0 = _mm256_maskz_loadu_epi16(k < K ? mask : 0,
+                                                            k < K ? B + (size_t)k * ldb + nb * BLK : B);
+                const __m256i r1 = _mm256_maskz_loadu_epi16(k + 1 < K ? mask : 0,
+                                                            k + 1 < K ? B + (size_t)(k + 1) * ldb + nb * BLK : B);
+                const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(r0), r1, 1);
+                _mm512_storeu_si512(b_block(p, nb0, nb, kb) + q * KB, _mm512_permutexvar_epi16(inter, both));
             }
+        }
 }
 
 /* A stored transposed (K rows of M): a block's 16 k pairs of 16 rows, transposed; the 32
@@ -231,9 +261,10 @@ AVX512BF16 static inline __m512i pairs_of_row16(const uint16_t *x, int cols)
 /* B stored transposed (N rows of K), float32 B or bf16 B16 (where B is NULL): 32 k of a
  * row are 16 pairs (converted, or as stored: the same blocks from the same values); 16
  * rows transposed. */
-AVX512BF16 static void pack_cols(int K, int N, const float *B, const uint16_t *B16, int ldb, const packed_t *p)
+AVX512BF16 static void pack_cols(int K, int N, const float *B, const uint16_t *B16, int ldb, const packed_t *p, int nb0,
+                                 int nb1)
 {
-    for (int nb = 0; nb < p->nbn; nb++)
+    for (int nb = nb0; nb < nb1; nb++)
         for (int kb = 0; kb < p->kbn; kb++) {
             __m512i r[16];
             for (int j = 0; j < 16; j++) {
@@ -244,16 +275,22 @@ AVX512BF16 static void pack_cols(int K, int N, const float *B, const uint16_t *B
                               : pairs_of_row16(B16 + at, cols);
             }
             tr16x16_epi32(r);
-            uint16_t *t = p->b + ((size_t)nb * p->kbn + kb) * BLK_ELEMS;
+            uint16_t *t = b_block(p, nb0, nb, kb);
             for (int q = 0; q < 16; q++) _mm512_storeu_si512(t + q * KB, r[q]);
         }
 }
 
-static void pack_b_cols(int K, int N, const float *B, int ldb, const packed_t *p) { pack_cols(K, N, B, NULL, ldb, p); }
-
 void gemm_bf16_pack_b16_cols(int K, int N, const uint16_t *B, int ldb, const packed_t *p)
 {
-    pack_cols(K, N, NULL, B, ldb, p);
+    pack_cols(K, N, NULL, B, ldb, p, 0, p->nbn);
+}
+
+/* Column blocks nb0 .. nb1 - 1 of op(B) (p->K x p->N) stored as b */
+static void pack_b_blocks(const gemm_bf16_opnd_t *b, const packed_t *p, int nb0, int nb1)
+{
+    if (b->t) pack_cols(p->K, p->N, b->h ? NULL : b->f, b->h, b->ld, p, nb0, nb1);
+    else if (b->h) pack_b16_rows(p->K, p->N, b->h, b->ld, p, nb0, nb1);
+    else pack_b_rows(p->K, p->N, b->f, b->ld, p, nb0, nb1);
 }
 
 /* ---- kept operands: a weight packed once for every product until it changes ------------ */
@@ -270,7 +307,8 @@ typedef struct {
 static kept_t kept[KEPT_MAX];
 static int nkept;
 /* 1 (training): the last operand kept only, its buffer reused for the next, since a step
- * reads each weight once per layout and keeping them all would add 4 bytes a weight;
+ * reads each weight once per layout and keeping them all would add 4 bytes a weight
+ * (and on one thread none: each product packs its chunks as it goes, gemm_bf16_keep_b);
  * KEPT_MAX (generation, whose weights are read for every token) all of them */
 static int keep_slots = 1;
 
@@ -290,14 +328,29 @@ static kept_t *kept_find(const float *B, int tb, int K, int N, int ldb)
 
 static void block_counts(int M, int N, int K, packed_t *p)
 {
-    p->kbn = (K + KB - 1) / KB;
-    p->mbn = (M + BLK - 1) / BLK;
-    p->nbn = (N + BLK - 1) / BLK;
+    *p = (packed_t){.kbn = (K + KB - 1) / KB, .mbn = (M + BLK - 1) / BLK, .nbn = (N + BLK - 1) / BLK, .K = K, .N = N};
+}
+
+/* Column blocks in chunks whose packed B (32 x K bytes a block) takes at most B_CHUNK_BYTES,
+ * an even count from 2 to NB_CHUNK: that B stays in the L2 cache, beside the rows of A
+ * passing, for every row of A; each 8 rows of A (16 x K bytes) serve the whole chunk from
+ * the L1 or L2; and C is written 8 rows x the chunk's columns at a time rather than 32
+ * columns down all of M. The AMX loop takes NB_CHUNK blocks. */
+#define B_CHUNK_BYTES (512 << 10)
+
+static int chunk_blocks(cpu_isa_t isa, int kbn)
+{
+    if (isa == CPU_ISA_AMX) return NB_CHUNK;
+    /* a column block's packed B: kbn blocks of BLK_ELEMS bf16 */
+    const size_t per_block = (size_t)kbn * BLK_ELEMS * sizeof(uint16_t), pairs = B_CHUNK_BYTES / (2 * per_block);
+    return pairs >= NB_CHUNK / 2 ? NB_CHUNK : pairs > 0 ? 2 * (int)pairs : 2;
 }
 
 int gemm_bf16_keep_b(int tb, int K, int N, const float *B, int ldb)
 {
     if (cpu_isa() == CPU_ISA_PORTABLE || K <= 0 || N <= 0) return 0; /* the portable path packs nothing */
+    /* one thread, one product per weight and layout: its chunks are packed as it runs */
+    if (keep_slots == 1 && par_threads() == 1) return 0;
     kept_t *k = kept_find(B, tb, K, N, ldb);
     if (k && k->valid) return 0;
     if (!k) {
@@ -311,8 +364,8 @@ int gemm_bf16_keep_b(int tb, int K, int N, const float *B, int ldb)
     block_counts(1, N, K, &p);
     p.b = grow(&k->packed, (size_t)p.nbn * p.kbn * BLK_ELEMS * sizeof(uint16_t));
     if (!p.b) return -1;
-    if (tb) pack_b_cols(K, N, B, ldb, &p);
-    else pack_b_rows(K, N, B, ldb, &p);
+    const gemm_bf16_opnd_t b = {.f = B, .t = tb, .ld = ldb};
+    pack_b_blocks(&b, &p, 0, p.nbn);
     k->valid = 1;
     return 0;
 }
@@ -330,6 +383,12 @@ void *gemm_bf16_scratch(int which, size_t bytes)
     return grow(sc ? (which == 2 ? &sc->c : which ? &sc->b : &sc->a) : NULL, bytes);
 }
 
+size_t gemm_bf16_scratch_held(int which)
+{
+    scratch_t *sc = scratch();
+    return !sc ? 0 : which == 2 ? sc->c.cap : which ? sc->b.cap : sc->a.cap;
+}
+
 int gemm_bf16_pack_a(int ta, int M, int K, const float *A, int lda, packed_t *p)
 {
     p->a = gemm_bf16_scratch(0, (size_t)p->mbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
@@ -339,27 +398,46 @@ int gemm_bf16_pack_a(int ta, int M, int K, const float *A, int lda, packed_t *p)
     return 0;
 }
 
-int gemm_bf16_pack_b(int tb, int K, int N, const float *B, int ldb, packed_t *p)
+int gemm_bf16_pack_b(cpu_isa_t isa, const gemm_bf16_opnd_t *b, int K, int N, packed_t *p)
 {
-    const kept_t *k = kept_find(B, tb, K, N, ldb);
+    p->bsrc = NULL;
+    p->nb0 = 0;
+    const kept_t *k = b->h ? NULL : kept_find(b->f, b->t, K, N, b->ld);
     if (k && k->valid) {
         p->b = k->packed.p;
         return 0;
     }
-    p->b = gemm_bf16_scratch(1, (size_t)p->nbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
+    const int chunk = min_int(chunk_blocks(isa, p->kbn), p->nbn);
+    p->b = gemm_bf16_scratch(1, (size_t)chunk * p->kbn * BLK_ELEMS * sizeof(uint16_t));
     if (!p->b) return -1;
-    if (tb) pack_b_cols(K, N, B, ldb, p);
-    else pack_b_rows(K, N, B, ldb, p);
+    p->bsrc = b;
     return 0;
 }
 
-static int pack(int ta, int tb, int M, int N, int K, const float *A, int lda, const float *B, int ldb, packed_t *p)
+/* q (a copy of the product's p) ready for column blocks nc .. : with B packed as the
+ * products go, that chunk's blocks packed into the scratch */
+static void chunk_at(packed_t *q, int nc, int chunk)
 {
-    block_counts(M, N, K, p);
-    return gemm_bf16_pack_a(ta, M, K, A, lda, p) != 0 ? -1 : gemm_bf16_pack_b(tb, K, N, B, ldb, p);
+    if (!q->bsrc) return;
+    pack_b_blocks(q->bsrc, q, nc, min_int(q->nbn, nc + chunk));
+    q->nb0 = nc;
 }
 
 typedef gemm_bf16_epilogue_t epilogue_t;
+
+/* The results v (lanes m) of C's row r from column n on, stored as e says: as they are, or
+ * rounded to bf16 (into c16, or widened back into C) */
+AVX512BF16 static inline void put(const epilogue_t *e, __m512 v, __mmask16 m, float *C, int ldc, size_t r, int n)
+{
+    if (!e->round) {
+        _mm512_mask_storeu_ps(C + r * ldc + n, m, v);
+        return;
+    }
+    const __m256i h = (__m256i)_mm512_cvtneps_pbh(v);
+    if (e->c16) _mm256_mask_storeu_epi16(e->c16 + r * ldc + n, m, h);
+    else
+        _mm512_mask_storeu_ps(C + r * ldc + n, m, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+}
 
 /* C's rows x cols block at (m0, n0) from the sums acc (row stride ld), by e */
 AVX512BF16 static void write_back(const float *acc, int ld, int m0, int n0, int rows, int cols, const epilogue_t *e,
@@ -367,20 +445,18 @@ AVX512BF16 static void write_back(const float *acc, int ld, int m0, int n0, int 
 {
     const __m512 a = _mm512_set1_ps(e->alpha), b = _mm512_set1_ps(e->beta);
     for (int r = 0; r < rows; r++) {
-        float *c = C + (size_t)(m0 + r) * ldc + n0;
         const float *s = acc + (size_t)r * ld;
         for (int j = 0; j < cols; j += 16) {
             __mmask16 m = cols - j >= 16 ? 0xffff : (__mmask16)((1u << (cols - j)) - 1);
             __m512 v = _mm512_mul_ps(a, _mm512_maskz_loadu_ps(m, s + j));
             /* two roundings, as the scalar alpha * s + beta * c: no fused multiply-add */
             if (e->bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, e->bias + n0 + j));
-            else if (e->beta != 0.0f) v = _mm512_add_ps(v, _mm512_mul_ps(b, _mm512_maskz_loadu_ps(m, c + j)));
-            _mm512_mask_storeu_ps(c + j, m, v);
+            else if (e->beta != 0.0f)
+                v = _mm512_add_ps(v, _mm512_mul_ps(b, _mm512_maskz_loadu_ps(m, C + (size_t)(m0 + r) * ldc + n0 + j)));
+            put(e, v, m, C, ldc, (size_t)(m0 + r), n0 + j);
         }
     }
 }
-
-static inline int min_int(int a, int b) { return a < b ? a : b; }
 
 /* ---- AVX512-BF16: 8 rows x 32 columns, 16 accumulators, two B rows a step -------------- */
 
@@ -401,17 +477,17 @@ AVX512BF16 static inline void store_8x32(const __m512 s0[8], const __m512 s1[8],
 #pragma GCC unroll 8
     for (int r = 0; r < 8; r++) {
         if (r >= rows) break;
-        float *c = C + (size_t)(m0 + r) * ldc + n0;
         __m512 v0 = _mm512_mul_ps(a, s0[r]), v1 = _mm512_mul_ps(a, s1[r]);
         if (e->bias) {
             v0 = _mm512_add_ps(v0, bias0);
             v1 = _mm512_add_ps(v1, bias1);
         } else if (e->beta != 0.0f) {
+            const float *c = C + (size_t)(m0 + r) * ldc + n0;
             v0 = _mm512_add_ps(v0, _mm512_mul_ps(b, _mm512_maskz_loadu_ps(k0, c)));
             v1 = _mm512_add_ps(v1, _mm512_mul_ps(b, _mm512_maskz_loadu_ps(k1, c + 16)));
         }
-        _mm512_mask_storeu_ps(c, k0, v0);
-        _mm512_mask_storeu_ps(c + 16, k1, v1);
+        put(e, v0, k0, C, ldc, (size_t)(m0 + r), n0);
+        put(e, v1, k1, C, ldc, (size_t)(m0 + r), n0 + 16);
     }
 }
 
@@ -424,17 +500,20 @@ AVX512BF16 static void avx512_bf16_8x32(const packed_t *p, int mb, int h, int nb
                                         const epilogue_t *e, float *C, int ldc)
 {
     const int m0 = mb * BLK + h * 8, n0 = nb * BLK, two = cols > BLK;
-    for (int r = 0; r < rows; r++) {
-        __builtin_prefetch(C + (size_t)(m0 + r) * ldc + n0, 1, 3);
-        __builtin_prefetch(C + (size_t)(m0 + r) * ldc + n0 + cols - 1, 1, 3);
-    }
+    for (int r = 0; r < rows; r++)
+        if (e->c16) {
+            __builtin_prefetch(e->c16 + (size_t)(m0 + r) * ldc + n0, 1, 3);
+        } else {
+            __builtin_prefetch(C + (size_t)(m0 + r) * ldc + n0, 1, 3);
+            __builtin_prefetch(C + (size_t)(m0 + r) * ldc + n0 + cols - 1, 1, 3);
+        }
     __m512 s0[8], s1[8];
 #pragma GCC unroll 8
     for (int r = 0; r < 8; r++) s0[r] = s1[r] = _mm512_setzero_ps();
     const __m512i zero = _mm512_setzero_si512();
     for (int kb = 0; kb < p->kbn; kb++) {
         const uint16_t *a = p->a + ((size_t)mb * p->kbn + kb) * BLK_ELEMS + h * 8 * KB;
-        const uint16_t *b0 = p->b + ((size_t)nb * p->kbn + kb) * BLK_ELEMS;
+        const uint16_t *b0 = p->b + ((size_t)(nb - p->nb0) * p->kbn + kb) * BLK_ELEMS;
         const uint16_t *b1 = two ? b0 + (size_t)p->kbn * BLK_ELEMS : NULL;
         for (int q = 0; q < KB / 2; q++) {
             __m512bh v0 = (__m512bh)_mm512_loadu_si512(b0 + q * KB);
@@ -452,25 +531,20 @@ AVX512BF16 static void avx512_bf16_8x32(const packed_t *p, int mb, int h, int nb
     store_8x32(s0, s1, m0, n0, rows, cols, e, C, ldc);
 }
 
-/* Column blocks in chunks whose packed B (32 x K bytes a block) takes at most B_CHUNK_BYTES,
- * an even count from 2 to NB_CHUNK: that B stays in the L2 cache, beside the rows of A
- * passing, for every row of A; each 8 rows of A (16 x K bytes) serve the whole chunk from
- * the L1 or L2; and C is written 8 rows x the chunk's columns at a time rather than 32
- * columns down all of M. */
-#define B_CHUNK_BYTES (512 << 10)
-
+/* Column blocks a chunk at a time (chunk_blocks) */
 AVX512BF16 static void avx512_bf16(const packed_t *p, int M, int N, const epilogue_t *e, float *C, int ldc)
 {
-    /* a column block's packed B: kbn blocks of BLK_ELEMS bf16 */
-    const size_t per_block = (size_t)p->kbn * BLK_ELEMS * sizeof(uint16_t), pairs = B_CHUNK_BYTES / (2 * per_block);
-    const int chunk = pairs >= NB_CHUNK / 2 ? NB_CHUNK : pairs > 0 ? 2 * (int)pairs : 2;
-    for (int nc = 0; nc < p->nbn; nc += chunk)
+    const int chunk = chunk_blocks(CPU_ISA_AVX512_BF16, p->kbn);
+    packed_t q = *p;
+    for (int nc = 0; nc < p->nbn; nc += chunk) {
+        chunk_at(&q, nc, chunk);
         for (int mb = 0; mb < p->mbn; mb++)
             for (int h = 0; h < 2 && mb * BLK + h * 8 < M; h++)
                 for (int nb = nc; nb < min_int(p->nbn, nc + chunk); nb += 2) {
                     const int m0 = mb * BLK + h * 8, n0 = nb * BLK;
-                    avx512_bf16_8x32(p, mb, h, nb, min_int(8, M - m0), min_int(2 * BLK, N - n0), e, C, ldc);
+                    avx512_bf16_8x32(&q, mb, h, nb, min_int(8, M - m0), min_int(2 * BLK, N - n0), e, C, ldc);
                 }
+    }
 }
 
 /* ---- AMX: 2 x 2 tiles of 16 x 16 outputs, two A and two B tiles a k block ---------------- */
@@ -488,7 +562,7 @@ AMX static inline void amx_block(const gemm_bf16_a_tiles_t *a, const packed_t *p
     _tile_zero(2);
     _tile_zero(3);
     const uint16_t *a0 = a->a + (size_t)mb * a->block, *a1 = a0 + a->block;
-    const uint16_t *b0 = p->b + (size_t)nb * p->kbn * BLK_ELEMS, *b1 = b0 + (size_t)p->kbn * BLK_ELEMS;
+    const uint16_t *b0 = p->b + (size_t)(nb - p->nb0) * p->kbn * BLK_ELEMS, *b1 = b0 + (size_t)p->kbn * BLK_ELEMS;
     const size_t as = a->stride;
     if (two_m && two_n)
         for (int kb = 0; kb < p->kbn; kb++) {
@@ -533,20 +607,24 @@ AMX void gemm_bf16_run_amx(const gemm_bf16_a_tiles_t *a, const packed_t *p, int 
     }
     _tile_loadconfig(&cfg);
     float acc[2 * BLK * 2 * BLK] __attribute__((aligned(64)));
-    const int ld = 2 * BLK, direct = e->alpha == 1.0f && e->beta == 0.0f && !e->bias;
-    for (int nc = 0; nc < p->nbn; nc += NB_CHUNK)
+    const int ld = 2 * BLK, direct = e->alpha == 1.0f && e->beta == 0.0f && !e->bias && !e->round;
+    const int chunk = chunk_blocks(CPU_ISA_AMX, p->kbn);
+    packed_t q = *p;
+    for (int nc = 0; nc < p->nbn; nc += chunk) {
+        chunk_at(&q, nc, chunk);
         for (int mb = 0; mb < p->mbn; mb += 2)
-            for (int nb = nc; nb < min_int(p->nbn, nc + NB_CHUNK); nb += 2) {
+            for (int nb = nc; nb < min_int(p->nbn, nc + chunk); nb += 2) {
                 const int rows = min_int(2 * BLK, M - mb * BLK), cols = min_int(2 * BLK, N - nb * BLK);
                 float *c = C + (size_t)mb * BLK * ldc + (size_t)nb * BLK;
                 /* C = 1 * sums: the tiles stored where they go (write_back's 1 * s is s) */
                 if (direct && rows == 2 * BLK && cols == 2 * BLK) {
-                    amx_block(a, p, mb, nb, 1, 1, c, ldc);
+                    amx_block(a, &q, mb, nb, 1, 1, c, ldc);
                     continue;
                 }
-                amx_block(a, p, mb, nb, mb + 1 < p->mbn, nb + 1 < p->nbn, acc, ld);
+                amx_block(a, &q, mb, nb, mb + 1 < p->mbn, nb + 1 < p->nbn, acc, ld);
                 write_back(acc, ld, mb * BLK, nb * BLK, rows, cols, e, C, ldc);
             }
+    }
     _tile_release();
 }
 
@@ -582,7 +660,9 @@ static void run_on(cpu_isa_t isa, int ta, int tb, int M, int N, int K, const flo
         return;
     }
     packed_t p;
-    if (pack(ta, tb, M, N, K, A, lda, B, ldb, &p) != 0) {
+    const gemm_bf16_opnd_t b = {.f = B, .t = tb, .ld = ldb};
+    block_counts(M, N, K, &p);
+    if (gemm_bf16_pack_a(ta, M, K, A, lda, &p) != 0 || gemm_bf16_pack_b(isa, &b, K, N, &p) != 0) {
         if (e->bias) gemm_bf16_fill_bias(M, N, e->bias, C, ldc), beta = 1.0f;
         direct(ta, tb, M, N, K, e->alpha, A, lda, B, ldb, beta, C, ldc);
         return;

@@ -45,7 +45,9 @@ void gemm_bf16_bias_on(cpu_isa_t isa, int transA, int transB, int M, int N, int 
  * step rather than once per product and thread. From one thread, outside the products
  * (the products only read what is kept); the caller must call gemm_bf16_forget before B
  * changes. Returns 0, or -1 when it cannot keep it (out of memory, too many kept): the
- * products then pack it themselves. The buffers stay for the next step's packing. */
+ * products then pack it themselves. The buffers stay for the next step's packing. With
+ * one kept operand (gemm_bf16_keep_all(0)) and the kernels on one thread it keeps none:
+ * the one product that reads it packs a chunk at a time, as it goes, in less memory. */
 int gemm_bf16_keep_b(int transB, int K, int N, const float *B, int ldb);
 /* Every kept operand is stale (the weights are about to change, or have). */
 void gemm_bf16_forget(void);

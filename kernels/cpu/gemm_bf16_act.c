@@ -74,29 +74,6 @@ AVX512BF16 static void pack_a16_rows(int M, int K, const uint16_t *A, int lda, c
         }
 }
 
-/* gemm_bf16.c's pack_b_rows on B's values: rows 2q and 2q + 1 of a k block interleaved into
- * pairs, 16 columns a block, zeros past K and past N */
-AVX512BF16 static void pack_b16_rows(int K, int N, const uint16_t *B, int ldb, const gemm_bf16_packed_t *p)
-{
-    const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
-                                           21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-    for (int kb = 0; kb < p->kbn; kb++)
-        for (int q = 0; q < KB / 2; q++) {
-            const int k = kb * KB + 2 * q;
-            for (int nb = 0; nb < p->nbn; nb++) {
-                const int cols = N - nb * BLK;
-                const __mmask16 mask = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);
-                const __m256i r0 = _mm256_maskz_loadu_epi16(k < K ? mask : 0,
-                                                            k < K ? B + (size_t)k * ldb + nb * BLK : B);
-                const __m256i r1 = _mm256_maskz_loadu_epi16(k + 1 < K ? mask : 0,
-                                                            k + 1 < K ? B + (size_t)(k + 1) * ldb + nb * BLK : B);
-                const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(r0), r1, 1);
-                uint16_t *t = p->b + ((size_t)nb * p->kbn + kb) * BLK_ELEMS;
-                _mm512_storeu_si512(t + q * KB, _mm512_permutexvar_epi16(inter, both));
-            }
-        }
-}
-
 /* ---- AMX on A as stored ------------------------------------------------------------------ */
 
 /* gemm_bf16.c's AMX loop (gemm_bf16_run_amx) with A's tiles loaded straight from the
@@ -116,13 +93,7 @@ AVX512BF16 static void pack_b16_rows(int K, int N, const uint16_t *B, int ldb, c
 
 /* ---- the products -------------------------------------------------------------------------- */
 
-/* An operand as stored: float32 f, or bf16 h where h is not NULL; t its transposition
- * (op(X) = X^T), ld its row stride. */
-typedef struct {
-    const float *f;
-    const uint16_t *h;
-    int t, ld;
-} opnd_t;
+typedef gemm_bf16_opnd_t opnd_t;
 
 /* element (r, c) of op(X) as the products take it: the bf16 value, or the float32 one
  * rounded */
@@ -170,18 +141,6 @@ static void portable_mixed(const opnd_t *a, const opnd_t *b, int M, int N, int K
                 ac, db, bc, beta, C, ldc);
 }
 
-/* p->b from B: packed (a float32 B kept for every product where it is), 0; -1 without
- * scratch */
-static int pack_b_any(const opnd_t *b, int K, int N, gemm_bf16_packed_t *p)
-{
-    if (!b->h) return gemm_bf16_pack_b(b->t, K, N, b->f, b->ld, p);
-    p->b = gemm_bf16_scratch(1, (size_t)p->nbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
-    if (!p->b) return -1;
-    if (b->t) gemm_bf16_pack_b16_cols(K, N, b->h, b->ld, p);
-    else pack_b16_rows(K, N, b->h, b->ld, p);
-    return 0;
-}
-
 /* p->a from A (a bf16 A as stored, row-major): 0, or -1 without scratch */
 static int pack_a_any(const opnd_t *a, int M, int K, gemm_bf16_packed_t *p)
 {
@@ -189,6 +148,27 @@ static int pack_a_any(const opnd_t *a, int M, int K, gemm_bf16_packed_t *p)
     p->a = gemm_bf16_scratch(0, (size_t)p->mbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
     if (p->a) pack_a16_rows(M, K, a->h, a->ld, p);
     return p->a ? 0 : -1;
+}
+
+/* The product on the bf16 units' path isa from the packed operands, by e: 0, or -1
+ * without scratch */
+static int run_units(cpu_isa_t isa, const opnd_t *a, const opnd_t *b, int M, int N, int K,
+                     const gemm_bf16_epilogue_t *e, float *C, int ldc)
+{
+    gemm_bf16_packed_t p;
+    gemm_bf16_blocks(M, N, K, &p);
+    if (a->h && isa == CPU_ISA_AMX && M % BLK == 0 && K % KB == 0 && N <= AMX_ROWS_MAX_N) {
+        if (gemm_bf16_pack_b(isa, b, K, N, &p) != 0) return -1;
+        const gemm_bf16_a_tiles_t at = {.a = a->h,
+                                        .block = (size_t)BLK * a->ld,
+                                        .kstep = KB,
+                                        .stride = (size_t)a->ld * sizeof(uint16_t)};
+        gemm_bf16_run_amx(&at, &p, M, N, e, C, ldc);
+        return 0;
+    }
+    if (pack_a_any(a, M, K, &p) != 0 || gemm_bf16_pack_b(isa, b, K, N, &p) != 0) return -1;
+    gemm_bf16_run_packed(isa, &p, M, N, e, C, ldc);
+    return 0;
 }
 
 /* One product of the operands as stored (a bf16 A row-major: a->t 0); run_on's steps. */
@@ -203,23 +183,19 @@ static void run_mixed(cpu_isa_t isa, const opnd_t *a, const opnd_t *b, int M, in
         return;
     }
     const gemm_bf16_epilogue_t e = {.alpha = alpha, .beta = bias ? 0.0f : beta, .bias = bias};
-    gemm_bf16_packed_t p;
-    gemm_bf16_blocks(M, N, K, &p);
-    if (a->h && isa == CPU_ISA_AMX && M % BLK == 0 && K % KB == 0 && N <= AMX_ROWS_MAX_N) {
-        if (pack_b_any(b, K, N, &p) == 0) {
-            const gemm_bf16_a_tiles_t at = {.a = a->h,
-                                            .block = (size_t)BLK * a->ld,
-                                            .kstep = KB,
-                                            .stride = (size_t)a->ld * sizeof(uint16_t)};
-            gemm_bf16_run_amx(&at, &p, M, N, &e, C, ldc);
-            return;
-        }
-    } else if (pack_a_any(a, M, K, &p) == 0 && pack_b_any(b, K, N, &p) == 0) {
-        gemm_bf16_run_packed(isa, &p, M, N, &e, C, ldc);
-        return;
-    }
+    if (run_units(isa, a, b, M, N, K, &e, C, ldc) == 0) return;
     if (bias) gemm_bf16_fill_bias(M, N, bias, C, ldc), beta = 1.0f;
     direct_mixed(a, b, M, N, K, alpha, beta, C, ldc);
+}
+
+int gemm_bf16_rounded_on(cpu_isa_t isa, int tb, int M, int N, int K, float alpha, const float *A, const uint16_t *A16,
+                         int lda, const float *B, int ldb, const float *bias, float *C, uint16_t *C16, int ldc)
+{
+    if (isa > cpu_isa_available()) isa = cpu_isa_available();
+    if (isa == CPU_ISA_PORTABLE || M <= 0 || N <= 0 || K <= 0) return -1;
+    const opnd_t a = {.f = A, .h = A16, .ld = lda}, b = {.f = B, .t = tb, .ld = ldb};
+    const gemm_bf16_epilogue_t e = {.alpha = alpha, .bias = bias, .c16 = C16, .round = 1};
+    return run_units(isa, &a, &b, M, N, K, &e, C, ldc);
 }
 
 void gemm_bf16_a16_on(cpu_isa_t isa, int tb, int M, int N, int K, float alpha, const uint16_t *A, int lda,

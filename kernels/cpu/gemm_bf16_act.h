@@ -31,6 +31,14 @@ void bf16_act_store_rows(cpu_isa_t isa, size_t rows, size_t n, const float *src,
  * A's values as float32. */
 void gemm_bf16_a16_on(cpu_isa_t isa, int tb, int M, int N, int K, float alpha, const uint16_t *A, int lda,
                       const float *B, int ldb, const float *bias, float beta, float *C, int ldc);
+/* C (M, N) = alpha * A op(B) + bias (bias NULL: none), A (M, K) row-major, bf16 A16 where
+ * not NULL, else float32 A; each result rounded as bf16_act_store_on(isa, ...) rounds it,
+ * into C16 (row stride ldc) where not NULL, else into C as floats: the bits of
+ * gemm_bf16_a16_on or gemm_bf16_bias_on, then bf16_act_store_on. 0, or -1 (nothing
+ * written) on the portable path, with K <= 0 or without scratch: the caller rounds a
+ * float32 product itself. */
+int gemm_bf16_rounded_on(cpu_isa_t isa, int tb, int M, int N, int K, float alpha, const float *A, const uint16_t *A16,
+                         int lda, const float *B, int ldb, const float *bias, float *C, uint16_t *C16, int ldc);
 /* C (M, N) = alpha * op(A) B + beta * C: op(A) float32 as gemm_bf16_on's (ta, lda), B (K,
  * N) row-major bf16 (row stride ldb): a weight gradient dY^T X of a bf16 X. The bits of
  * gemm_bf16_on on B's values as float32. */

@@ -1,7 +1,8 @@
 /* kernels/cpu/gemm_bf16_pack.h - gemm_bf16.c's packed operands and the kernels that run on
  * them, for the products whose operands are stored in bf16 already (gemm_bf16_act.c):
- * they pack those themselves and take the rest from here, so that a product of the same
- * bf16 values gets the same packed blocks, hence the same bits; and the AMX tile
+ * they pack a bf16 A themselves and take B's packing (float32 or bf16) and the rest from
+ * here, so that a product of the same bf16 values gets the same packed blocks, hence the
+ * same bits; and the AMX tile
  * configuration, which conv_amx.c's tiles (dout packed here as a B) take too. Internal to
  * kernels/cpu. */
 #ifndef PACER_GEMM_BF16_PACK_H
@@ -27,16 +28,37 @@ typedef struct {
     uint8_t rows[16];
 } gemm_bf16_tilecfg_t;
 
+/* An operand as stored: float32 f, or bf16 h where h is not NULL; t its transposition
+ * (op(X) = X^T), ld its row stride. */
+typedef struct {
+    const float *f;
+    const uint16_t *h;
+    int t, ld;
+} gemm_bf16_opnd_t;
+
+/* With bsrc NULL, b holds all of B's column blocks. Otherwise B is packed from bsrc (op(B)
+ * K x N) a chunk of column blocks at a time, just before the products read it, into b,
+ * which holds gemm_bf16_chunk_blocks of them from block nb0 on: the thread's scratch for
+ * B is one chunk, not the whole operand (a 768 x 3072 weight's 4.5 MiB), and each block is
+ * still packed once a product. */
 typedef struct {
     int mbn, nbn, kbn; /* row blocks of A, column blocks of B, k blocks */
     uint16_t *a, *b;
+    const gemm_bf16_opnd_t *bsrc;
+    int K, N, nb0;
 } gemm_bf16_packed_t;
 
 /* What is added to alpha * sums: beta * C (beta 0: C not read), or, with bias, the bias
- * of each column (C not read): the bits of beta = 1 on C pre-filled with the bias. */
+ * of each column (C not read): the bits of beta = 1 on C pre-filled with the bias. With
+ * round, each result is rounded to bf16 as bf16_act_store rounds it on the bf16 units'
+ * paths (vcvtneps2bf16) and written to c16 (row stride ldc) where not NULL, else to C as
+ * the float32 of that bf16: a rounded activation written by its product, with no float32
+ * block of it in between. */
 typedef struct {
     float alpha, beta;
     const float *bias;
+    uint16_t *c16;
+    int round;
 } gemm_bf16_epilogue_t;
 
 /* C's M rows (N columns) set to the bias: beta = 1 on them adds it, on the paths without
@@ -52,12 +74,16 @@ void gemm_bf16_blocks(int M, int N, int K, gemm_bf16_packed_t *p);
  * rows before they are rounded (2: fc.c's gemm_forward_rounded), grown to bytes (64-byte
  * aligned); NULL when out of memory. */
 void *gemm_bf16_scratch(int which, size_t bytes);
+/* The bytes this thread's scratch `which` holds now (0 where it has none) */
+size_t gemm_bf16_scratch_held(int which);
 /* p->a from float32 op(A) (M, K), into this thread's scratch: 0, or -1 (out of memory).
  * The bf16 units' paths only. */
 int gemm_bf16_pack_a(int ta, int M, int K, const float *A, int lda, gemm_bf16_packed_t *p);
-/* p->b from float32 op(B) (K, N): the kept packing (gemm_bf16_keep_b) or this thread's
- * scratch; 0, or -1 (out of memory). The bf16 units' paths only. */
-int gemm_bf16_pack_b(int tb, int K, int N, const float *B, int ldb, gemm_bf16_packed_t *p);
+/* p->b from op(B) (K, N) stored as b (float32 or bf16): the kept packing of a float32 B
+ * (gemm_bf16_keep_b), or this thread's scratch for one chunk, packed as the products on
+ * path isa reach it (p->bsrc = b, which must outlive the product); 0, or -1 (out of
+ * memory). The bf16 units' paths only. */
+int gemm_bf16_pack_b(cpu_isa_t isa, const gemm_bf16_opnd_t *b, int K, int N, gemm_bf16_packed_t *p);
 /* p->b (allocated by the caller) from a bf16 B^T stored (N, K), row stride ldb: the blocks
  * gemm_bf16_pack_b(1, ...) makes of the same values. The bf16 units' paths only. */
 void gemm_bf16_pack_b16_cols(int K, int N, const uint16_t *B, int ldb, const gemm_bf16_packed_t *p);

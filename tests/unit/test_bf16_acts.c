@@ -317,13 +317,14 @@ static void check_gelu_input(cpu_isa_t isa, rng_t *r)
     }
 }
 
-/* gemm_forward_rounded: the rows computed in blocks, each output the bits of gemm_forward at
- * bf16 products (gemm_forward_a16 on a bf16 input) rounded as bf16_act_store rounds it,
- * stored in bf16 or as floats; across the blocks' edges (64 rows), with and without a
- * bias, of either layout. */
+/* gemm_forward_rounded: each output the bits of gemm_forward at bf16 products
+ * (gemm_forward_a16 on a bf16 input) rounded as bf16_act_store rounds it, stored in bf16 or
+ * as floats; the product rounds as it writes on the bf16 units' paths, the portable path
+ * rounds float32 rows in blocks: across 64 rows' edges and B's column chunks (OUT 300: two
+ * of 256 columns), with and without a bias, of either layout. */
 static void check_rounded_linear(cpu_isa_t isa, rng_t *r)
 {
-    static const int BS[] = {1, 63, 64, 65, 130}, OUTS[] = {16, 100};
+    static const int BS[] = {1, 63, 64, 65, 130}, OUTS[] = {16, 100, 300};
     cpu_isa_cap(isa);
     mm_set_precision(MM_BF16);
     for (size_t bi = 0; bi < sizeof BS / sizeof BS[0]; bi++)

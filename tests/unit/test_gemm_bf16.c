@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #include "bf16.h"
 #include "cpu_isa.h"
 #include "gemm_bf16.h"
+#include "gemm_bf16_pack.h"
 #include "matmul.h"
 #include "ops.h"
 #include "parallel.h"
@@ -412,6 +414,66 @@ static void test_attention(void **state)
     free(q), free(k), free(v), free(dy);
 }
 
+/* On one thread a product packs its B a chunk of column blocks at a time as it runs, into
+ * scratch of one chunk; a kept B (gemm_bf16_keep_b: several threads, or generation) is
+ * packed whole, once. The same blocks either way, so the same bits; and the scratch stays
+ * well under the whole packed B (K 4100 takes chunks of 2 of the 19 column blocks on the
+ * AVX512-BF16 path, 16 on AMX's). */
+typedef struct {
+    shape_t sh;
+    int tb;
+    const float *A, *B;
+    float *C;
+    size_t held; /* the thread's scratch for B after the product */
+} chunked_job_t;
+
+static void *chunked_product(void *arg)
+{
+    chunked_job_t *j = arg;
+    const int ldb = j->tb ? j->sh.K : j->sh.N;
+    gemm_bf16(0, j->tb, j->sh.M, j->sh.N, j->sh.K, 1.0f, j->A, j->sh.K, j->B, ldb, 0.0f, j->C, j->sh.N);
+    j->held = gemm_bf16_scratch_held(1);
+    return NULL;
+}
+
+static void test_chunks_and_kept(void **state)
+{
+    static const shape_t S[] = {{20, 300, 4100}, {9, 300, 40}, {33, 17, 1000}};
+    const int threads = par_threads();
+    par_set_threads(1);
+    for (int isa = CPU_ISA_AVX512_BF16; isa <= (int)cpu_isa_available(); isa++)
+        for (size_t i = 0; i < sizeof S / sizeof S[0]; i++)
+            for (int tb = 0; tb < 2; tb++) {
+                const shape_t sh = S[i];
+                const int ldb = tb ? sh.K : sh.N;
+                float *A = random_floats((size_t)sh.M * sh.K, 1.0), *B = random_floats((size_t)sh.K * sh.N, 1.0);
+                float *kept = malloc((size_t)sh.M * sh.N * sizeof(float));
+                float *chunked = malloc((size_t)sh.M * sh.N * sizeof(float));
+                assert_true(kept && chunked);
+                cpu_isa_t was = cpu_isa_cap((cpu_isa_t)isa);
+                gemm_bf16_keep_all(1);
+                assert_int_equal(gemm_bf16_keep_b(tb, sh.K, sh.N, B, ldb), 0);
+                gemm_bf16(0, tb, sh.M, sh.N, sh.K, 1.0f, A, sh.K, B, ldb, 0.0f, kept, sh.N);
+                gemm_bf16_keep_all(0); /* forgets; one thread keeps nothing */
+                assert_int_equal(gemm_bf16_keep_b(tb, sh.K, sh.N, B, ldb), 0);
+                /* on a thread of its own: scratch of its own, which nothing else grew */
+                chunked_job_t job = {.sh = sh, .tb = tb, .A = A, .B = B, .C = chunked};
+                pthread_t th;
+                assert_int_equal(pthread_create(&th, NULL, chunked_product, &job), 0);
+                pthread_join(th, NULL);
+                cpu_isa_cap(was);
+                if (memcmp(kept, chunked, (size_t)sh.M * sh.N * sizeof(float)) != 0)
+                    fail_msg("%s: M %d N %d K %d transB %d: B packed by chunks differs from B kept",
+                             cpu_isa_name((cpu_isa_t)isa), sh.M, sh.N, sh.K, tb);
+                const size_t whole = (size_t)((sh.N + 15) / 16) * ((sh.K + 31) / 32) * 512 * 2;
+                if (sh.K == 4100 && !(job.held > 0 && job.held < whole / 4))
+                    fail_msg("%s: B's scratch %zu bytes, the whole packed B %zu", cpu_isa_name((cpu_isa_t)isa),
+                             job.held, whole);
+                free(A), free(B), free(kept), free(chunked);
+            }
+    par_set_threads(threads);
+}
+
 /* PACER_CPU_ISA's spellings, and the cap: a cap at or below what the CPU has is what runs. */
 static void test_cap(void **state)
 {
@@ -435,10 +497,17 @@ static void test_cap(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rounding),      cmocka_unit_test(test_portable),    cmocka_unit_test(test_avx512_bf16),
-        cmocka_unit_test(test_amx),           cmocka_unit_test(test_paths_agree), cmocka_unit_test(test_nan_propagates),
-        cmocka_unit_test(test_cap),           cmocka_unit_test(test_layers),      cmocka_unit_test(test_attention),
+        cmocka_unit_test(test_rounding),
+        cmocka_unit_test(test_portable),
+        cmocka_unit_test(test_avx512_bf16),
+        cmocka_unit_test(test_amx),
+        cmocka_unit_test(test_paths_agree),
+        cmocka_unit_test(test_nan_propagates),
+        cmocka_unit_test(test_cap),
+        cmocka_unit_test(test_layers),
+        cmocka_unit_test(test_attention),
         cmocka_unit_test(test_bias_epilogue),
+        cmocka_unit_test(test_chunks_and_kept),
     };
     printf("bf16 products: this CPU's best path %s (%s)\n", cpu_isa_name(cpu_isa_available()), cpu_isa_why());
     return cmocka_run_group_tests(tests, NULL, NULL);

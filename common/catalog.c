@@ -202,11 +202,12 @@ static int model_check(const catalog_model_t *m, char *err, size_t errlen)
         return errmsg(err, errlen, "model %s: only a built-in network's head takes the data set's classes (head_in %d)",
                       n, m->head_in);
     if (m->layers < 1) return errmsg(err, errlen, "model %s: layers must be >= 1 (is %d)", n, m->layers);
-    if (m->params < 1 || m->buffers < 0 || m->fixed < 0 || m->acts_per_sample < 1 || m->argmax_per_sample < 0)
+    if (m->params < 1 || m->buffers < 0 || m->fixed < 0 || m->acts_per_sample < 1 || m->dacts_per_sample < 1 ||
+        m->argmax_per_sample < 0)
         return errmsg(err, errlen,
                       "model %s: sizes must be known (parameters %ld, buffers %ld, fixed %ld, activations per "
-                      "sample %ld, argmax per sample %ld)",
-                      n, m->params, m->buffers, m->fixed, m->acts_per_sample, m->argmax_per_sample);
+                      "sample %ld, their gradients per sample %ld, argmax per sample %ld)",
+                      n, m->params, m->buffers, m->fixed, m->acts_per_sample, m->dacts_per_sample, m->argmax_per_sample);
     if (!(m->flops_per_sample > 0) || m->flops_per_sample > 1e18)
         return errmsg(err, errlen, "model %s: FLOPs per sample must be known (is %g)", n, m->flops_per_sample);
     if (m->dataset[0] && !builtin_dataset(m->dataset) && !added_has(&added_datasets, m->dataset))
@@ -456,6 +457,9 @@ int catalog_model_for_classes(const catalog_model_t *m, int classes, catalog_mod
     out->classes = classes;
     out->params += d * ((long)m->head_in + 1);
     out->acts_per_sample += d;
+    /* the logits' gradient, placed first (the loss's), grows by d a sample, its end aligned to
+     * 16 floats (model/plan.c); fewer classes leave the arena as it was, at most */
+    if (d > 0) out->dacts_per_sample += (d + 15) / 16 * 16;
     out->flops_per_sample += (double)d * (2.0 * m->head_in + 5.0);
     return 0;
 }

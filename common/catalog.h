@@ -94,7 +94,11 @@ typedef struct {
     /* Floats that do not grow with the batch: batch-norm saved statistics + the largest
      * convolution workspace (its column budget caps it). */
     long fixed;
-    long acts_per_sample;   /* one activation arena, per sample of the batch */
+    long acts_per_sample; /* one activation arena, per sample of the batch */
+    /* the activation gradients' arena, per sample: planned by liveness (model/plan.c's
+     * model_plan_dacts), most models' a fraction of acts_per_sample; where a model's
+     * figures predate it (an uploaded model's index entry), acts_per_sample */
+    long dacts_per_sample;
     long argmax_per_sample; /* int32, maxpool argmax, per sample */
     /* The forward pass of one sample (a multiply-add is 2): the cost model of sim/cost.c
      * (training is 3x). */

@@ -40,16 +40,21 @@ void memest_model(const catalog_model_t *m, double *model_bytes, double *bytes_p
     *model_bytes = 4.0 * (3.0 * (double)m->params + 4 /* MODEL_GRAD_EXTRA */ + (double)m->buffers + (double)m->fixed);
     /* both arenas, argmax, probabilities; the sample's x (floats) and y; the worker's
      * eval_idx (int) and undisturbed_s (double) per batch slot */
-    *bytes_per_sample = 4.0 * (2.0 * (double)m->acts_per_sample + (double)m->argmax_per_sample + m->classes + input +
-                               1 + 1) +
+    *bytes_per_sample = 4.0 * ((double)m->acts_per_sample + (double)m->dacts_per_sample + (double)m->argmax_per_sample +
+                               m->classes + input + 1 + 1) +
                         8.0;
 }
 
 /* The built-in GPT's figures from its fields (model/gpt.h's layer list, counted here: this
- * room cannot build it). Per block: 12 E^2 + 13 E weights and biases, 4 E of layer norms;
- * activations of about 26 T E (norms, projections, their views, the MLP's 4 E twice) and
- * 2 H T^2 (the scores and their softmax); the logits T V, the loss's probabilities (the
- * classes) T V. The text set's files are mapped, not loaded: no data bytes. */
+ * room cannot build it). Per block: 12 E^2 weights, 9 E of biases (with bias), 4 E of
+ * layer norms. Activations a sample: per block 29 T E (norms, projections, the heads'
+ * views, the MLP's 4 E twice), 2 H T^2 (the scores and their softmax) and 8 T (the norms'
+ * statistics); 4 T E + 4 T outside the blocks and the logits T V; with dropout, its masks'
+ * outputs, 2 T E + H T^2 a block and T E. The loss's probabilities are the classes, T V.
+ * The gradients' arena (planned by liveness) holds at once the most of: a block's MLP
+ * (11 T E), its attention (2 H T^2 + 4 T E) or the logits' (T V + T E), each counted with
+ * a T E to spare for the slots' alignment. test_model's test_gpt_estimate checks them
+ * against the built model. The text set's files are mapped, not loaded: no data bytes. */
 static double gpt_vocab(const job_spec_t *s)
 {
     /* A tokenizer's vocabulary is only known once its files are read: a BPE's is counted as
@@ -60,7 +65,7 @@ static double gpt_vocab(const job_spec_t *s)
                                                       : 256;
 }
 
-static void gpt_figures(const job_spec_t *s, catalog_model_t *m)
+void memest_gpt_figures(const job_spec_t *s, catalog_model_t *m)
 {
     const double L = s->gpt.layers, H = s->gpt.heads, E = s->gpt.embd;
     const double T = s->gpt.block_size ? s->gpt.block_size : s->dataset.block_size ? s->dataset.block_size : 64;
@@ -70,8 +75,13 @@ static void gpt_figures(const job_spec_t *s, catalog_model_t *m)
     m->C = (int)T;
     m->H = m->W = 1;
     m->classes = (int)(T * V);
-    m->params = (long)(V * E * (s->gpt.tie_embeddings ? 1 : 2) + T * E + L * (12 * E * E + 17 * E) + 2 * E);
-    m->acts_per_sample = (long)(L * (26 * T * E + 2 * H * T * T) + 3 * T * E + T * V);
+    const double TE = T * E, HTT = H * T * T;
+    m->params = (long)(V * E * (s->gpt.tie_embeddings ? 1 : 2) + T * E + L * (12 * E * E + (s->gpt.bias ? 13 : 4) * E) +
+                       2 * E);
+    m->acts_per_sample = (long)(L * (29 * TE + 2 * HTT + 8 * T) + 4 * TE + 4 * T + T * V +
+                                (s->gpt.dropout > 0 ? L * (2 * TE + HTT) + TE : 0));
+    const double mlp = 12 * TE, attention = 2 * HTT + 5 * TE, logits = T * V + 2 * TE;
+    m->dacts_per_sample = (long)(mlp > attention && mlp > logits ? mlp : attention > logits ? attention : logits);
     m->flops_per_sample = 2.0 * (double)m->params * T + L * 4.0 * T * T * E;
 }
 
@@ -103,7 +113,7 @@ int memest_rank(const job_spec_t *s, int nworkers, memest_t *out, char *err, siz
     memset(out, 0, sizeof *out);
     catalog_model_t m;
     catalog_dataset_t d = {0};
-    if (spec_model_is_gpt(s)) gpt_figures(s, &m);
+    if (spec_model_is_gpt(s)) memest_gpt_figures(s, &m);
     else if (catalog_model_get(s->model, &m) != 0) {
         snprintf(err, errlen, "model: %s is not in the catalog: no memory estimate", s->model);
         return -1;

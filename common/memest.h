@@ -8,7 +8,9 @@
  *            grow with the batch), and algorithm.compression's buffers (an upper bound:
  *            common/compress_mem.h);
  *   batch    for the largest batch it may be planned (planner_bounds): both activation
- *            arenas (output and its gradient), maxpool argmax, softmax probabilities, the
+ *            arenas (the outputs, and their gradients planned by liveness: the catalog's
+ *            dacts_per_sample, exact for a model built here), maxpool argmax, softmax
+ *            probabilities, the
  *            batch's inputs and labels and the worker's per-batch tables;
  *   data     the training and test sets after train_subset/test_subset (pixels as
  *            stored, one byte each, and int32 labels), and the epoch permutation; text
@@ -30,10 +32,10 @@
  *
  * The job's precision is not a term: the figures are float32's, an upper bound at bf16,
  * where the activations only products (or a GELU) read are stored in bf16 in half their
- * floats (model/plan.h's act_bf16: 1,473 against 1,547 MB at GPT-2 124M's width, bench/
- * bf16_speed.sh) and their gradients stay float32. The bf16 products' scratch (gemm_bf16.h: a
- * calling thread's packed operands and one packed weight, the size of the largest
- * product's) is left out with OpenBLAS's buffers (test_sim's test_memest_bf16_is_fp32s;
+ * floats (model/plan.h's act_bf16: a peak RSS of 1,414 against 1,503 MiB at GPT-2 124M's
+ * width) and their gradients stay float32. The bf16 products' scratch (gemm_bf16.h: a
+ * calling thread's packed A and one chunk of packed B; with several threads, one packed
+ * weight) is left out with OpenBLAS's buffers (test_sim's test_memest_bf16_is_fp32s;
  * test_model's test_bf16_allocates_as_fp32: the sizes a model allocates at either).
  */
 #ifndef PACER_MEMEST_H
@@ -43,6 +45,11 @@
 
 #include "catalog.h"
 #include "spec.h"
+
+/* The built-in GPT's figures (the catalog's fields) from the spec's model.gpt and data set:
+ * counted from its layer list, since this room cannot build it; about, and above, what
+ * model_describe gives for the model the worker builds. */
+void memest_gpt_figures(const job_spec_t *s, catalog_model_t *m);
 
 /* A model's part of a rank's memory: what does not depend on the batch (parameters,
  * gradients, optimizer state, fixed buffers) and what each sample of the batch adds

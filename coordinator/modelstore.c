@@ -137,7 +137,9 @@ static int get_long(const json_t *j, const char *key, long lo, long hi, long *ou
 /* The catalog entry of an index entry or of `pacer-worker --check-onnx`'s line: name (when
  * name_given is NULL, the entry's "name"), "sha256" (64 hex digits), "input" [C, H, W],
  * "classes", "layers", "parameters", "buffers", "fixed", "activations_per_sample",
- * "argmax_per_sample", "flops_per_sample"; "title" optional. Source uploaded. Every value
+ * "argmax_per_sample", "flops_per_sample"; "title" optional, and
+ * "activation_gradients_per_sample" (an index written before it was a field lacks it: the
+ * activations' figure then, an upper bound). Source uploaded. Every value
  * is checked for its type and range here, and catalog_model_add checks the figures again.
  * 0, or -1 with err naming the field. */
 static int modelstore_entry_parse(const json_t *j, const char *name_given, catalog_model_t *out, char *err,
@@ -172,6 +174,10 @@ static int modelstore_entry_parse(const json_t *j, const char *name_given, catal
         get_long(j, "fixed", 0, BIG, &out->fixed, err, errlen) ||
         get_long(j, "activations_per_sample", 1, BIG, &out->acts_per_sample, err, errlen) ||
         get_long(j, "argmax_per_sample", 0, BIG, &out->argmax_per_sample, err, errlen))
+        return -1;
+    out->dacts_per_sample = out->acts_per_sample;
+    if (json_object_get(j, "activation_gradients_per_sample") &&
+        get_long(j, "activation_gradients_per_sample", 1, BIG, &out->dacts_per_sample, err, errlen))
         return -1;
     out->classes = (int)classes;
     out->layers = (int)layers;
@@ -218,11 +224,12 @@ int modelstore_index_parse(const char *text, size_t len, catalog_model_t *out, i
 
 static json_t *entry_json(const catalog_model_t *m)
 {
-    return json_pack("{s:s, s:s, s:s, s:[i,i,i], s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:f}", "name", m->name, "title",
-                     m->title, "sha256", m->sha256, "input", m->C, m->H, m->W, "classes", m->classes, "layers",
+    return json_pack("{s:s, s:s, s:s, s:[i,i,i], s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "name", m->name,
+                     "title", m->title, "sha256", m->sha256, "input", m->C, m->H, m->W, "classes", m->classes, "layers",
                      m->layers, "parameters", (json_int_t)m->params, "buffers", (json_int_t)m->buffers, "fixed",
                      (json_int_t)m->fixed, "activations_per_sample", (json_int_t)m->acts_per_sample,
-                     "argmax_per_sample", (json_int_t)m->argmax_per_sample, "flops_per_sample", m->flops_per_sample);
+                     "activation_gradients_per_sample", (json_int_t)m->dacts_per_sample, "argmax_per_sample",
+                     (json_int_t)m->argmax_per_sample, "flops_per_sample", m->flops_per_sample);
 }
 
 /* The index from the catalog's uploaded entries, rewritten whole. Called under store_lock. */

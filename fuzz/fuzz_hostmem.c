@@ -71,7 +71,7 @@ static void add_model(void)
     m.source = CATALOG_ONNX;
     m.head_in = 0;
     m.params = 64000000;
-    m.acts_per_sample = 1000;
+    m.acts_per_sample = m.dacts_per_sample = 1000;
     if (catalog_model_add(&m, err, sizeof err) != 0) abort();
     done = 1;
 }

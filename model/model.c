@@ -1294,6 +1294,7 @@ void model_describe(const model_t *m, catalog_model_t *out)
     }
     out->fixed = (long)(m->aux_floats + ws);
     out->acts_per_sample = (long)(m->act_floats / (size_t)m->max_batch);
+    out->dacts_per_sample = (long)(m->plan->dact_floats / (size_t)m->max_batch); /* exact: plan.c */
     out->argmax_per_sample = (long)argmax;
     out->flops_per_sample = model_forward_flops(m);
 }

@@ -159,7 +159,10 @@ static size_t first_fit(const dact_slot_t *slots, const int *placed, int nplaced
 }
 
 /* The plan's dact_off, dact_first and dact_floats: each layer's output gradient lives from
- * the backward of its last reader (the loss's for the last layer) down to its own. */
+ * the backward of its last reader (the loss's for the last layer) down to its own. Laid
+ * out per sample (each slot the layer's output floats of one sample, offsets multiples of
+ * 16) and scaled by max_batch: the arena is max_batch times a layout that does not depend
+ * on the batch, so model_describe's per-sample figure is exact at every batch. */
 int model_plan_dacts(model_t *m)
 {
     const int n = m->nlayers;
@@ -184,7 +187,7 @@ int model_plan_dacts(model_t *m)
                 (rp->attn == ATTN_RUN && (rp->attn_src[0] == j || rp->attn_src[1] == j || rp->attn_src[2] == j)))
                 hi = k;
         }
-        slots[j] = (dact_slot_t){0, (size_t)m->max_batch * l->OC * l->OH * l->OW, j, hi};
+        slots[j] = (dact_slot_t){0, (size_t)l->OC * l->OH * l->OW, j, hi};
         m->plan->dact_first[j] = hi;
     }
     /* fused kernels read a later layer's gradient in their own backward, below its life's
@@ -196,15 +199,16 @@ int model_plan_dacts(model_t *m)
         if (read >= 0 && read < n && slots[read].lo > k) slots[read].lo = k;
     }
     /* place in the order the backward brings gradients to life: the last reader first */
-    m->plan->dact_floats = 0;
+    size_t per_sample = 0;
     for (int step = n - 1, np = 0; step >= 0; step--)
         for (int j = n - 1; j >= 0; j--) {
             if (slots[j].hi != step) continue;
             slots[j].off = first_fit(slots, placed, np, &slots[j], live);
             placed[np++] = j;
-            m->plan->dact_off[j] = slots[j].off;
-            if (slots[j].off + slots[j].n > m->plan->dact_floats) m->plan->dact_floats = slots[j].off + slots[j].n;
+            m->plan->dact_off[j] = slots[j].off * (size_t)m->max_batch;
+            if (slots[j].off + slots[j].n > per_sample) per_sample = slots[j].off + slots[j].n;
         }
+    m->plan->dact_floats = per_sample * (size_t)m->max_batch;
     free(slots), free(placed), free(live);
     return 0;
 }

@@ -93,9 +93,9 @@ static int emit_row(const catalog_model_t *row)
     catalog_model_t d;
     model_describe(m, &d);
     printf("#define CATALOG_FIGURES_%s .head_in = %d, .layers = %d, .params = %ld, .buffers = %ld, .fixed = %ld, "
-           ".acts_per_sample = %ld, .argmax_per_sample = %ld, .flops_per_sample = %.17g\n",
+           ".acts_per_sample = %ld, .dacts_per_sample = %ld, .argmax_per_sample = %ld, .flops_per_sample = %.17g\n",
            row->name, head->C * head->H * head->W, d.layers, d.params, d.buffers, d.fixed, d.acts_per_sample,
-           d.argmax_per_sample, d.flops_per_sample);
+           d.dacts_per_sample, d.argmax_per_sample, d.flops_per_sample);
     const int rc = emit_names(row->name, m);
     model_free(m);
     return rc;

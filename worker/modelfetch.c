@@ -169,10 +169,11 @@ int modelfetch_check(const char *path)
     model_describe(model, &m);
     json_t *names = names_json(model);
     model_free(model);
-    json_t *j = json_pack("{s:[i,i,i], s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:f, s:s}", "input", m.C, m.H, m.W, "classes",
-                          m.classes, "layers", m.layers, "parameters", (json_int_t)m.params, "buffers",
+    json_t *j = json_pack("{s:[i,i,i], s:i, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:f, s:s}", "input", m.C, m.H, m.W,
+                          "classes", m.classes, "layers", m.layers, "parameters", (json_int_t)m.params, "buffers",
                           (json_int_t)m.buffers, "fixed", (json_int_t)m.fixed, "activations_per_sample",
-                          (json_int_t)m.acts_per_sample, "argmax_per_sample", (json_int_t)m.argmax_per_sample,
+                          (json_int_t)m.acts_per_sample, "activation_gradients_per_sample",
+                          (json_int_t)m.dacts_per_sample, "argmax_per_sample", (json_int_t)m.argmax_per_sample,
                           "flops_per_sample", m.flops_per_sample, "sha256", hex);
     if (j && (!names || json_object_update(j, names) != 0)) {
         json_decref(j);

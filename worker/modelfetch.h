@@ -33,7 +33,8 @@ int modelfetch_bytes(const char *name, const char *sha256, const uint8_t **data,
 
 /* pacer-worker --check-onnx FILE: imports the file and prints one JSON line on stdout,
  * {"input": [C, H, W], "classes", "layers", "parameters", "buffers", "fixed",
- * "activations_per_sample", "argmax_per_sample", "flops_per_sample", "sha256"} (the
+ * "activations_per_sample", "activation_gradients_per_sample", "argmax_per_sample",
+ * "flops_per_sample", "sha256"} (the
  * catalog's figures: everything an entry needs) and "parameter_names", "product_weights"
  * (common/param_names.h: the names freeze and lora.targets are checked against at
  * submission, within its bounds, else null), or the importer's message on stderr.

@@ -1780,7 +1780,7 @@ static void add_state_model(const char *name, long params)
     m.source = CATALOG_ONNX;
     m.head_in = 0;
     m.params = params;
-    m.acts_per_sample = 1000;
+    m.acts_per_sample = m.dacts_per_sample = 1000;
     if (catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
 }
 
@@ -2035,7 +2035,7 @@ static void test_daemon_memory_admission(void **state)
     m.source = CATALOG_ONNX;
     m.head_in = 0; /* an imported model has its own width */
     m.params = 11000000;
-    m.acts_per_sample = 2000000;
+    m.acts_per_sample = m.dacts_per_sample = 2000000;
     if (catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
     static const char BIG[] = "{\"name\": \"b\", \"model\": \"big-import\", \"dataset\": {\"name\": \"cifar10\"}}";
     rc = coord_submit(fx->daemon, BIG, id, sizeof id, err, sizeof err);

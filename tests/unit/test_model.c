@@ -203,7 +203,9 @@ static void test_fd_resnet20(void **state)
 /* The catalog keeps each built-in model's figures (common/catalog.c: the coordinator may
  * not see model/), generated at build time from model_describe at one batch and 10 classes
  * (tools/catalog_rows.c): they must be what model_create allocates at every batch, and
- * catalog_model_for_classes's arithmetic what it allocates for other class counts, or
+ * catalog_model_for_classes's arithmetic what it allocates for other class counts (the
+ * gradients' arena, planned by liveness, at most that: the logits' gradient grows by the
+ * classes, the rest may fit around it), or
  * admission (422 at submission), the worker's check before it allocates, the API's figures
  * and the simulator's FLOPs would drift. model_describe is how an imported model's figures
  * are made, so it is checked against the allocation too. */
@@ -245,20 +247,23 @@ static void test_catalog_matches_models(void **state)
             if (strcmp(d.name, e.name) != 0 || d.C != e.C || d.H != e.H || d.W != e.W || d.classes != e.classes ||
                 d.layers != e.layers || d.params != e.params || d.buffers != e.buffers || d.fixed != e.fixed ||
                 d.acts_per_sample != e.acts_per_sample || d.argmax_per_sample != e.argmax_per_sample ||
-                d.flops_per_sample != e.flops_per_sample)
+                d.flops_per_sample != e.flops_per_sample || d.dacts_per_sample > e.dacts_per_sample ||
+                (classes == 0 && d.dacts_per_sample != e.dacts_per_sample))
                 fail_msg(
                     "catalog row of %s at batch %d, %d classes: shape %dx%dx%d/%dx%dx%d classes %d/%d layers %d/%d params "
-                    "%ld/%ld buffers %ld/%ld fixed %ld/%ld acts %ld/%ld argmax %ld/%ld flops %.0f/%.0f "
+                    "%ld/%ld buffers %ld/%ld fixed %ld/%ld acts %ld/%ld dacts %ld/%ld argmax %ld/%ld flops %.0f/%.0f "
                     "(common/catalog.c's generated row against model_describe)",
                     e.name, B, e.classes, e.C, e.H, e.W, d.C, d.H, d.W, e.classes, d.classes, e.layers, d.layers,
                     e.params, d.params, e.buffers, d.buffers, e.fixed, d.fixed, e.acts_per_sample, d.acts_per_sample,
-                    e.argmax_per_sample, d.argmax_per_sample, e.flops_per_sample, d.flops_per_sample);
+                    e.dacts_per_sample, d.dacts_per_sample, e.argmax_per_sample, d.argmax_per_sample,
+                    e.flops_per_sample, d.flops_per_sample);
             /* ... and model_describe against the allocation: the same sizes, and never
              * less than what does not grow with the batch */
             if ((size_t)d.params != m->nparams || (size_t)d.buffers != m->nbuffers ||
                 aux + m->ws_floats > (size_t)d.fixed || aux != m->aux_floats ||
                 (size_t)d.acts_per_sample * B != m->act_floats || (size_t)d.argmax_per_sample * B != argmax ||
-                argmax != m->argmax_ints || d.classes != m->num_classes || d.layers != m->nlayers)
+                (size_t)d.dacts_per_sample * B != m->plan->dact_floats || argmax != m->argmax_ints ||
+                d.classes != m->num_classes || d.layers != m->nlayers)
                 fail_msg("model_describe of %s at batch %d: params %ld/%zu buffers %ld/%zu fixed %ld < %zu acts "
                          "%ld/%zu argmax %ld/%zu",
                          e.name, B, d.params, m->nparams, d.buffers, m->nbuffers, d.fixed, aux + m->ws_floats,
@@ -274,6 +279,50 @@ static void test_catalog_matches_models(void **state)
     }
     assert_int_equal(builtins, 4);
     assert_int_equal(catalog_model_get("vgg", &row), -1);
+}
+
+/* The memory estimate's figures for the built-in GPT (common/memest.c, counted from the
+ * spec's fields) against model_describe of the model the worker builds, over shapes that
+ * move each term (dropout's masks, no biases, an untied head, a vocabulary larger than the
+ * blocks): the activations and their gradients' arena (planned by liveness) bounded from
+ * above, and not by more than twice; the parameters exact. And the arena is exactly
+ * max_batch times describe's figure (plan.c lays it out per sample). */
+static void test_gpt_estimate(void **state)
+{
+    (void)state;
+    static const model_gpt_t G[] = {
+        {.layers = 4, .heads = 4, .embd = 128, .block = 64, .vocab = 256, .bias = 1, .tie = 1},
+        {.layers = 2, .heads = 2, .embd = 64, .block = 16, .vocab = 50, .bias = 1, .tie = 0},
+        {.layers = 1, .heads = 8, .embd = 64, .block = 128, .vocab = 256, .bias = 1, .tie = 1},
+        {.layers = 3, .heads = 2, .embd = 256, .block = 32, .vocab = 1000, .bias = 0, .tie = 1},
+        {.layers = 2, .heads = 6, .embd = 192, .block = 256, .vocab = 300, .bias = 1, .tie = 1},
+        {.layers = 2, .heads = 1, .embd = 32, .block = 8, .vocab = 5000, .bias = 1, .tie = 0},
+        {.layers = 4, .heads = 4, .embd = 128, .block = 64, .vocab = 256, .dropout = 0.1f, .bias = 1, .tie = 1},
+        {.layers = 2, .heads = 6, .embd = 192, .block = 256, .vocab = 300, .dropout = 0.2f, .bias = 1, .tie = 1},
+        {.layers = 3, .heads = 2, .embd = 40, .block = 24, .vocab = 77, .bias = 1, .tie = 1},
+    };
+    for (size_t i = 0; i < sizeof G / sizeof G[0]; i++) {
+        const model_gpt_t *g = &G[i];
+        model_t *m = NULL;
+        char err[256];
+        if (model_create_gpt("gpt", g, 3, &m, err, sizeof err) != 0) fail_msg("%s", err);
+        catalog_model_t d, e;
+        model_describe(m, &d);
+        assert_true((size_t)d.dacts_per_sample * 3 == m->plan->dact_floats);
+        model_free(m);
+        static job_spec_t s;
+        memset(&s, 0, sizeof s);
+        s.gpt.layers = g->layers, s.gpt.heads = g->heads, s.gpt.embd = g->embd, s.gpt.block_size = g->block;
+        s.gpt.vocab_size = g->vocab, s.gpt.bias = g->bias, s.gpt.tie_embeddings = g->tie, s.gpt.dropout = g->dropout;
+        memest_gpt_figures(&s, &e);
+        printf("gpt %d x %d heads x %d, block %d, vocab %d: activations %ld (built %ld), their gradients %ld (%ld)\n",
+               g->layers, g->heads, g->embd, g->block, g->vocab, e.acts_per_sample, d.acts_per_sample,
+               e.dacts_per_sample, d.dacts_per_sample);
+        if (!(e.acts_per_sample >= d.acts_per_sample && e.acts_per_sample <= 2 * d.acts_per_sample &&
+              e.dacts_per_sample >= d.dacts_per_sample && e.dacts_per_sample <= 2 * d.dacts_per_sample))
+            fail_msg("gpt %zu: the estimate's figures are not within [1, 2] x the built model's", i);
+        if (e.params != d.params) fail_msg("gpt %zu: parameters %ld, built %ld", i, e.params, d.params);
+    }
 }
 
 /* A model allocates the same at either precision but for the outputs it stores in bf16
@@ -928,6 +977,7 @@ int main(void)
         cmocka_unit_test(test_fd_resnet20),
         cmocka_unit_test(test_catalog_matches_models),
         cmocka_unit_test(test_bf16_allocates_as_fp32),
+        cmocka_unit_test(test_gpt_estimate),
         cmocka_unit_test(test_catalog_entry_without_builder),
         cmocka_unit_test(test_model_clone),
         cmocka_unit_test(test_plan_apart),

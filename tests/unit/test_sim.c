@@ -126,8 +126,9 @@ static void test_imported_figures(void **state)
     catalog_model_t d;
     model_describe(m, &d);
     assert_true(d.params == e.params && d.buffers == e.buffers && d.fixed == e.fixed &&
-                d.acts_per_sample == e.acts_per_sample && d.argmax_per_sample == e.argmax_per_sample &&
-                d.flops_per_sample == e.flops_per_sample && d.layers == e.layers && d.classes == e.classes);
+                d.acts_per_sample == e.acts_per_sample && d.dacts_per_sample == e.dacts_per_sample &&
+                d.argmax_per_sample == e.argmax_per_sample && d.flops_per_sample == e.flops_per_sample &&
+                d.layers == e.layers && d.classes == e.classes);
     /* ... which is the table's: each row's FLOPs per sample (and the loss's 5 per class),
      * each row's workspace within fixed */
     double flops = 5.0 * m->num_classes;
@@ -146,8 +147,11 @@ static void test_imported_figures(void **state)
     double model_bytes, per_sample;
     memest_model(&e, &model_bytes, &per_sample);
     assert_true(model_bytes == 4.0 * (3.0 * (double)e.params + 4 + (double)e.buffers + (double)e.fixed));
-    assert_true(per_sample ==
-                4.0 * (2.0 * (double)e.acts_per_sample + (double)e.argmax_per_sample + e.classes + 3 * 8 * 8 + 2) + 8.0);
+    assert_true(per_sample == 4.0 * ((double)e.acts_per_sample + (double)e.dacts_per_sample +
+                                     (double)e.argmax_per_sample + e.classes + 3 * 8 * 8 + 2) +
+                                  8.0);
+    /* the gradients' arena is planned by liveness: smaller than the outputs' */
+    assert_true(e.dacts_per_sample > 0 && e.dacts_per_sample < e.acts_per_sample);
     memest_t est;
     if (memest_rank(&s, 1, &est, err, sizeof err) != 0) fail_msg("%s", err);
     /* AdamW's second moment on top; nothing compressed, one thread */

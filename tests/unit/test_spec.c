@@ -21,6 +21,7 @@
 
 #include "catalog.h"
 #include "memest.h"
+#include "modelstore.h"
 #include "planner.h"
 #include "spec.h"
 #include "suggest.h"
@@ -1470,7 +1471,7 @@ static int fake_onnx_loader(const char *path, const char *name, const char *sha2
     snprintf(m.name, sizeof m.name, "%s", name);
     m.source = CATALOG_ONNX;
     m.C = 1, m.H = 28, m.W = 28, m.classes = strstr(path, "seven") ? 7 : 10, m.layers = 5;
-    m.params = 1000, m.acts_per_sample = 100, m.flops_per_sample = 1e5;
+    m.params = 1000, m.acts_per_sample = 100, m.dacts_per_sample = 60, m.flops_per_sample = 1e5;
     return catalog_model_add(&m, err, errlen);
 }
 
@@ -1650,9 +1651,45 @@ static catalog_model_t imported(const char *name, int classes)
     m.source = CATALOG_ONNX;
     m.C = 3, m.H = 32, m.W = 32, m.classes = classes, m.layers = 300;
     m.params = 11000000, m.buffers = 9600, m.fixed = 200000, m.acts_per_sample = 2000000;
+    m.dacts_per_sample = 2000000;
     m.argmax_per_sample = 16384, m.flops_per_sample = 1.1e9;
     snprintf(m.dataset, sizeof m.dataset, "cifar10");
     return m;
+}
+
+/* An uploaded model's index entry (coordinator/modelstore.c): its activation gradients'
+ * figure read where the entry has it, refused by name when it is not a size, and, in an
+ * index written before the field was, the activations' own (an upper bound: the estimate
+ * then admits no job it would have refused before). */
+static void test_index_gradients_figure(void **state)
+{
+    (void)state;
+    static const char ENTRY[] =
+        "{\"models\": [{\"name\": \"cnn\", \"sha256\": "
+        "\"d0cedd8ac2e8e0a5e6834487867f41bddce4aea28efa6caaee67e5751efd1fad\", \"input\": [1, 28, 28], "
+        "\"classes\": 10, \"layers\": 10, \"parameters\": 7482, \"buffers\": 48, \"fixed\": 31152, "
+        "\"activations_per_sample\": 25994, \"argmax_per_sample\": 1968, \"flops_per_sample\": 985666.0%s}]}";
+    static const struct {
+        const char *field;
+        long want; /* -1: refused */
+    } CASES[] = {{"", 25994},
+                 {", \"activation_gradients_per_sample\": 4112", 4112},
+                 {", \"activation_gradients_per_sample\": 0", -1},
+                 {", \"activation_gradients_per_sample\": \"4112\"", -1}};
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char text[1024], err[256] = "";
+        snprintf(text, sizeof text, ENTRY, CASES[i].field);
+        catalog_model_t m[2];
+        const int n = modelstore_index_parse(text, strlen(text), m, 2, err, sizeof err);
+        if (CASES[i].want < 0) {
+            assert_int_equal(n, -1);
+            if (!strstr(err, "activation_gradients_per_sample: must be an integer from 1"))
+                fail_msg("case %zu: %s", i, err);
+            continue;
+        }
+        if (n != 1) fail_msg("case %zu: %s", i, err);
+        assert_int_equal(m[0].dacts_per_sample, CASES[i].want);
+    }
 }
 
 static void test_catalog_added_model(void **state)
@@ -1747,6 +1784,7 @@ static void test_catalog_add_refusals(void **state)
         {"params", "model x: sizes must be known (parameters 0,"},
         {"acts", "model x: sizes must be known (parameters 11000000, buffers 9600, fixed 200000, activations per "
                  "sample -1,"},
+        {"dacts", "activations per sample 2000000, their gradients per sample 0,"},
         {"flops", "model x: FLOPs per sample must be known (is nan)"},
         {"dataset", "model x: data set imagenet is not in the catalog"},
         {"duplicate", "model x: already in the catalog"},
@@ -1764,6 +1802,7 @@ static void test_catalog_add_refusals(void **state)
         if (!strcmp(w, "layers")) m.layers = 0;
         if (!strcmp(w, "params")) m.params = 0;
         if (!strcmp(w, "acts")) m.acts_per_sample = -1;
+        if (!strcmp(w, "dacts")) m.dacts_per_sample = 0;
         if (!strcmp(w, "flops")) m.flops_per_sample = NAN;
         if (!strcmp(w, "dataset")) snprintf(m.dataset, sizeof m.dataset, "imagenet");
         if (!strcmp(w, "duplicate") && catalog_model_add(&m, err, sizeof err) != 0) fail_msg("%s", err);
@@ -1793,7 +1832,8 @@ static void test_catalog_add_refusals(void **state)
     assert_non_null(strstr(err, "data set my-cifar: already in the catalog"));
     /* a built-in's head takes the data set's 100 classes (issue 42): the estimate sizes
      * it so, 90 more classes of 64 weights and a bias (3 copies: parameters, gradients,
-     * momentum), and per sample 90 more logits, their gradients and probabilities */
+     * momentum), and per sample 90 more logits and probabilities, and 96 more floats of
+     * their gradients (the slot's end aligned to 16: model/plan.c) */
     job_spec_t s;
     memest_t e100, e10;
     if (spec_parse("{\"model\":\"resnet20\",\"dataset\":{\"name\":\"my-cifar\"},\"batch_size\":16}", &s, err,
@@ -1805,7 +1845,7 @@ static void test_catalog_add_refusals(void **state)
         fail_msg("%s", err);
     if (memest_rank(&s, 1, &e10, err, sizeof err) != 0) fail_msg("%s", err);
     assert_true(e100.model_bytes - e10.model_bytes == 4.0 * 3 * 90 * 65);
-    assert_true(e100.batch_bytes - e10.batch_bytes == 16 * 4.0 * 3 * 90);
+    assert_true(e100.batch_bytes - e10.batch_bytes == 16 * 4.0 * (90 + 96 + 90));
     assert_int_equal(catalog_dataset_remove("my-cifar"), 0);
     assert_int_equal(catalog_dataset_remove("cifar10"), -1);
 }
@@ -2215,7 +2255,7 @@ static void test_model_uploaded(void **state)
     snprintf(m.name, sizeof m.name, "up-net");
     m.source = CATALOG_UPLOADED;
     m.C = 1, m.H = 28, m.W = 28, m.classes = 10, m.layers = 5;
-    m.params = 1000, m.acts_per_sample = 100, m.flops_per_sample = 1e5;
+    m.params = 1000, m.acts_per_sample = 100, m.dacts_per_sample = 60, m.flops_per_sample = 1e5;
     /* an uploaded entry must carry its hash */
     assert_int_equal(catalog_model_add(&m, err, sizeof err), -1);
     snprintf(m.sha256, sizeof m.sha256, "%s", SHA);
@@ -2285,6 +2325,7 @@ int main(void)
         cmocka_unit_test(test_doc_examples_parse),
         cmocka_unit_test(test_range_errors_every_numeric_field),
         cmocka_unit_test(test_catalog_added_model),
+        cmocka_unit_test(test_index_gradients_figure),
         cmocka_unit_test(test_catalog_add_refusals),
         cmocka_unit_test(test_max_workers),
         cmocka_unit_test(test_min_workers),

@@ -457,9 +457,9 @@ int catalog_model_for_classes(const catalog_model_t *m, int classes, catalog_mod
     out->classes = classes;
     out->params += d * ((long)m->head_in + 1);
     out->acts_per_sample += d;
-    /* the logits' gradient, placed first (the loss's), grows by d a sample, its end aligned to
-     * 16 floats (model/plan.c); fewer classes leave the arena as it was, at most */
-    if (d > 0) out->dacts_per_sample += (d + 15) / 16 * 16;
+    /* the logits' gradient, placed first (the loss's), takes the classes a sample with its
+     * end aligned to 16 floats (model/plan.c): the arena moves by that slot's change */
+    out->dacts_per_sample += (classes + 15L) / 16 * 16 - (classes - d + 15) / 16 * 16; /* m may be out */
     out->flops_per_sample += (double)d * (2.0 * m->head_in + 5.0);
     return 0;
 }

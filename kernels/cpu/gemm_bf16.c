@@ -123,6 +123,20 @@ static void portable(int ta, int tb, int M, int N, int K, float alpha, const flo
 
 typedef gemm_bf16_packed_t packed_t;
 
+/* B's packings by rows ask for the rows PACK_ROWS_AHEAD on: such a B is mostly an
+ * activation (a weight gradient's), cold (written a pass ago), and the hardware
+ * prefetchers left the packing waiting on memory (prefetch.h; A's packings gained nothing
+ * from it) */
+#define PACK_ROWS_AHEAD 8
+
+/* Rows r0 .. r0 + n - 1 (those below R) of a row-major operand, bytes [from, to) of each,
+ * asked for a line at a time */
+static inline void prefetch_rows(const void *base, size_t row_bytes, int r0, int n, int R, size_t from, size_t to)
+{
+    for (int r = r0; r < r0 + n && r < R; r++)
+        for (size_t b = from; b < to; b += 64) __builtin_prefetch((const char *)base + (size_t)r * row_bytes + b, 0, 3);
+}
+
 /* The common case of A (a row-major activation): 32 k of a row are two vector loads and
  * one conversion (vcvtne2ps2bf16 rounds to nearest even, as bf16_from_float, but takes a
  * denormal as zero, as the units do anyway). */
@@ -207,11 +221,14 @@ static inline uint16_t *b_block(const packed_t *p, int nb0, int nb, int kb)
  * block. */
 AVX512BF16 static void pack_b_rows(int K, int N, const float *B, int ldb, const packed_t *p, int nb0, int nb1)
 {
+    const size_t from = (size_t)nb0 * BLK * sizeof(float), to = (size_t)min_int(N, nb1 * BLK) * sizeof(float);
     for (int kb = 0; kb < p->kbn; kb++)
-        for (int q = 0; q < KB / 2; q++)
+        for (int q = 0; q < KB / 2; q++) {
+            prefetch_rows(B, (size_t)ldb * sizeof(float), kb * KB + 2 * q + PACK_ROWS_AHEAD, 2, K, from, to);
             for (int nb = nb0; nb < nb1; nb++)
                 _mm512_storeu_si512(b_block(p, nb0, nb, kb) + q * KB,
                                     pairs_of_two_rows(B, (size_t)ldb, kb * KB + 2 * q, K, nb * BLK, N - nb * BLK));
+        }
 }
 
 /* pack_b_rows on a bf16 B's values: rows 2q and 2q + 1 of a k block interleaved into
@@ -220,9 +237,11 @@ AVX512BF16 static void pack_b16_rows(int K, int N, const uint16_t *B, int ldb, c
 {
     const __m512i inter = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
                                            21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const size_t from = (size_t)nb0 * BLK * sizeof(uint16_t), to = (size_t)min_int(N, nb1 * BLK) * sizeof(uint16_t);
     for (int kb = 0; kb < p->kbn; kb++)
         for (int q = 0; q < KB / 2; q++) {
             const int k = kb * KB + 2 * q;
+            prefetch_rows(B, (size_t)ldb * sizeof(uint16_t), k + PACK_ROWS_AHEAD, 2, K, from, to);
             for (int nb = nb0; nb < nb1; nb++) {
                 const int cols = N - nb * BLK;
                 const __mmask16 mask = cols >= 16 ? 0xffff : (__mmask16)((1u << cols) - 1);

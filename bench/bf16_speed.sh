@@ -72,6 +72,6 @@ blas=$(jq -r '.per_rank[0].device.blas' "$TMP/nanop32.1.json")
 md "  (pacer fp32 on OpenBLAS's $blas kernels)"
 shape gpt2 12 12 768 64 4 "$STEPS2" 256
 m32=$(med gpt2p32 peak_rss_mb) m16=$(med gpt2p16 peak_rss_mb)
-md "  peak RSS at GPT-2's width: fp32 $(printf '%.0f' "$m32") MB, bf16 $(printf '%.0f' "$m16") MB (bf16 stores in bf16 the outputs only products or their GELU read: the layer norms', q, k and v, the attention's, mlp.c_fc's and the GELUs', and the attention's weights as triangles; the others float32; one packed weight kept at a time)"
+md "  peak RSS at GPT-2's width: fp32 $(printf '%.0f' "$m32") MB, bf16 $(printf '%.0f' "$m16") MB (bf16 stores in bf16 the outputs only products or their GELU read: the layer norms', q, k and v, the attention's, mlp.c_fc's and the GELUs', and the attention's weights as triangles; the others float32; on one thread no packed weight kept: B is packed a chunk at a time)"
 md "bf16 products at a GPT's shapes (GFLOP/s, one thread):"
 "$BUILD/bench/gemm_bf16" --reps 20 2>/dev/null | tee -a "$OUT"

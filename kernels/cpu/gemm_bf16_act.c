@@ -10,6 +10,7 @@
 #include "bf16.h"
 #include "gemm_bf16.h"
 #include "gemm_bf16_pack.h"
+#include "prefetch.h"
 
 #define KB GEMM_BF16_KB
 #define BLK GEMM_BF16_BLK
@@ -25,12 +26,16 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) static void store_r
     for (size_t i = 0; i < n; i++) dst[i] = bf16_from_float(src[i]);
 }
 
-/* vcvtneps2bf16 sixteen at a time, the tail's under a mask: each element's own rounding */
+/* vcvtneps2bf16 sixteen at a time, the tail's under a mask: each element's own rounding.
+ * src is mostly an activation written a layer ago and cold: asked for ahead (prefetch.h),
+ * a convolution's input rounded a row at a time (bf16_act_store_rows) stalled on it. */
 AVX512BF16 static void store_units(size_t n, const float *src, uint16_t *dst)
 {
     size_t i = 0;
-    for (; i + 16 <= n; i += 16)
+    for (; i + 16 <= n; i += 16) {
+        prefetch_ahead(src, i, 0);
         _mm256_storeu_si256((__m256i *)(void *)(dst + i), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + i)));
+    }
     if (i < n) {
         const __mmask16 k = (__mmask16)((1u << (n - i)) - 1);
         _mm256_mask_storeu_epi16(dst + i, k, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(k, src + i)));

@@ -158,6 +158,23 @@ AVX512BF16 static void pack_a_rows(int M, int K, const float *A, int lda, const 
         }
 }
 
+/* pack_a_rows on a bf16 A's values: each block row 32 k of a row, zeros past K and
+ * past M */
+AVX512BF16 static void pack_a16_rows(int M, int K, const uint16_t *A, int lda, const packed_t *p)
+{
+    for (int mb = 0; mb < p->mbn; mb++)
+        for (int r = 0; r < BLK; r++) {
+            const int m = mb * BLK + r;
+            const uint16_t *x = A + (size_t)m * lda;
+            for (int kb = 0; kb < p->kbn; kb++) {
+                uint16_t *t = p->a + ((size_t)mb * p->kbn + kb) * BLK_ELEMS + r * KB;
+                const int left = m < M ? K - kb * KB : 0;
+                const __mmask32 mask = left >= 32 ? 0xffffffffu : (__mmask32)((1u << (left > 0 ? left : 0)) - 1);
+                _mm512_storeu_si512(t, _mm512_maskz_loadu_epi16(mask, left > 0 ? x + kb * KB : A));
+            }
+        }
+}
+
 /* 16 x 16 32-bit elements transposed in registers: r[i] element j <-> r[j] element i. */
 AVX512BF16 static void tr16x16_epi32(__m512i r[16])
 {
@@ -394,8 +411,6 @@ void gemm_bf16_forget(void)
     for (int i = 0; i < nkept; i++) kept[i].valid = 0;
 }
 
-void gemm_bf16_blocks(int M, int N, int K, packed_t *p) { block_counts(M, N, K, p); }
-
 void *gemm_bf16_scratch(int which, size_t bytes)
 {
     scratch_t *sc = scratch();
@@ -408,7 +423,8 @@ size_t gemm_bf16_scratch_held(int which)
     return !sc ? 0 : which == 2 ? sc->c.cap : which ? sc->b.cap : sc->a.cap;
 }
 
-int gemm_bf16_pack_a(int ta, int M, int K, const float *A, int lda, packed_t *p)
+/* p->a from float32 op(A) (M, K), into this thread's scratch: 0, or -1 (out of memory) */
+static int pack_a(int ta, int M, int K, const float *A, int lda, packed_t *p)
 {
     p->a = gemm_bf16_scratch(0, (size_t)p->mbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
     if (!p->a) return -1;
@@ -417,7 +433,11 @@ int gemm_bf16_pack_a(int ta, int M, int K, const float *A, int lda, packed_t *p)
     return 0;
 }
 
-int gemm_bf16_pack_b(cpu_isa_t isa, const gemm_bf16_opnd_t *b, int K, int N, packed_t *p)
+/* p->b from op(B) (K, N) stored as b (float32 or bf16): the kept packing of a float32 B
+ * (gemm_bf16_keep_b), or this thread's scratch for one chunk, packed as the products on
+ * path isa reach it (p->bsrc = b, which must outlive the product); 0, or -1 (out of
+ * memory). */
+static int pack_b(cpu_isa_t isa, const gemm_bf16_opnd_t *b, int K, int N, packed_t *p)
 {
     p->bsrc = NULL;
     p->nb0 = 0;
@@ -570,10 +590,19 @@ AVX512BF16 static void avx512_bf16(const packed_t *p, int M, int N, const epilog
 
 typedef gemm_bf16_tilecfg_t tilecfg_t;
 
+/* Where the AMX loop finds A's tiles (16 rows of 32 k): row block mb's k block kb at
+ * a + mb * block + kb * kstep, its rows stride bytes apart. Packed (p->a): block kbn *
+ * BLK_ELEMS, kstep BLK_ELEMS, stride 64. A row-major bf16 A as stored (M a multiple of 16,
+ * K of 32: no tile reads past it): block 16 * lda, kstep 32, stride 2 * lda. */
+typedef struct {
+    const uint16_t *a;
+    size_t block, kstep, stride;
+} a_tiles_t;
+
 /* One block of up to 2 x 2 tiles at row block mb and column block nb: two_m and two_n say
  * whether the second row and column blocks exist (a product of 16 rows runs 1 x 2). A's
  * tiles from a, wherever they lie: the same tiles give the same bits. */
-AMX static inline void amx_block(const gemm_bf16_a_tiles_t *a, const packed_t *p, int mb, int nb, int two_m, int two_n,
+AMX static inline void amx_block(const a_tiles_t *a, const packed_t *p, int mb, int nb, int two_m, int two_n,
                                  float *acc, int ld)
 {
     _tile_zero(0);
@@ -616,8 +645,10 @@ AMX static inline void amx_block(const gemm_bf16_a_tiles_t *a, const packed_t *p
     _tile_stored(3, acc + BLK * ld + BLK, ld * 4);
 }
 
-AMX void gemm_bf16_run_amx(const gemm_bf16_a_tiles_t *a, const packed_t *p, int M, int N, const epilogue_t *e, float *C,
-                           int ldc)
+/* C (M, N) on the AMX path (which the CPU must have) from A's tiles at a and p's packed B:
+ * for each output tile the same tdpbf16ps of the same tiles in the same k order and the
+ * same write-back wherever A's tiles lie, hence the same bits. */
+AMX static void run_amx(const a_tiles_t *a, const packed_t *p, int M, int N, const epilogue_t *e, float *C, int ldc)
 {
     tilecfg_t cfg = {.palette = 1};
     for (int t = 0; t < 8; t++) {
@@ -645,6 +676,107 @@ AMX void gemm_bf16_run_amx(const gemm_bf16_a_tiles_t *a, const packed_t *p, int 
             }
     }
     _tile_release();
+}
+
+/* ---- AMX on A as stored ------------------------------------------------------------------ */
+
+/* The AMX loop (run_amx) with A's tiles loaded straight from the
+ * row-major bf16 A (16 rows of 32 k, its row stride apart): no pass packing it. Each
+ * output tile takes the same tdpbf16ps of the same tiles in the same k order as on packed
+ * A (its tiles are the packed blocks' bytes), and the same write-back, so the same bits.
+ * For M a multiple of 16 and K of 32 (whole tiles: nothing past A is read) and N up to
+ * AMX_ROWS_MAX_N; A is packed otherwise. */
+
+/* The widest product that loads A's tiles as stored: each A tile is loaded once per pair
+ * of column blocks, and from rows a row stride apart (16 cache lines a tile) that costs
+ * more than from a packed block, which a packing pass over A buys once. One thread, AMX,
+ * thread CPU time, the weight kept, one run on a loaded 2-vCPU VM: A as stored 0.83-0.97x
+ * the float32 pack's time at N = 384 to 768 (K = 128, 3072), 1.09-1.15x at N = 2304 and
+ * 3072 (K = 768), where the bf16 pack took 0.99-1.01x. */
+#define AMX_ROWS_MAX_N 1024
+
+/* ---- the products on the units: one, or a large one in pieces ---------------------------- */
+
+/* The packed A a product holds at most, in bytes: a larger one (a GPT-2 head's gradients,
+ * 50257 x 256 tokens: 25.7 MB of scratch, held for the process) runs in pieces. By rows
+ * where B is small enough to pack again for each piece: each row's sums are the same
+ * blocks' in the same order, the same bits. Otherwise by k: each piece's sums in
+ * registers, added into C in k order (C = alpha S1 + beta C, then C = alpha Si + C):
+ * a sum of K products and at most K / 32 partial sums, within gamma(K + K / 32 + 2). */
+#define UNITS_A_MAX (4 << 20)
+
+static void run_packed(cpu_isa_t isa, const packed_t *p, int M, int N, const epilogue_t *e, float *C, int ldc);
+
+/* p->a from A (float32, or bf16 as stored, row-major): 0, or -1 without scratch */
+static int pack_a_any(const gemm_bf16_opnd_t *a, int M, int K, packed_t *p)
+{
+    if (!a->h) return pack_a(a->t, M, K, a->f, a->ld, p);
+    p->a = gemm_bf16_scratch(0, (size_t)p->mbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
+    if (p->a) pack_a16_rows(M, K, a->h, a->ld, p);
+    return p->a ? 0 : -1;
+}
+
+/* One product on the bf16 units' path isa, by e: 0, or -1 without scratch (then nothing is
+ * written) */
+static int units_once(cpu_isa_t isa, const gemm_bf16_opnd_t *a, const gemm_bf16_opnd_t *b, int M, int N, int K,
+                      const epilogue_t *e, float *C, int ldc)
+{
+    packed_t p;
+    block_counts(M, N, K, &p);
+    if (a->h && isa == CPU_ISA_AMX && M % BLK == 0 && K % KB == 0 && N <= AMX_ROWS_MAX_N) {
+        if (pack_b(isa, b, K, N, &p) != 0) return -1;
+        const a_tiles_t at = {.a = a->h,
+                              .block = (size_t)BLK * a->ld,
+                              .kstep = KB,
+                              .stride = (size_t)a->ld * sizeof(uint16_t)};
+        run_amx(&at, &p, M, N, e, C, ldc);
+        return 0;
+    }
+    if (pack_a_any(a, M, K, &p) != 0 || pack_b(isa, b, K, N, &p) != 0) return -1;
+    run_packed(isa, &p, M, N, e, C, ldc);
+    return 0;
+}
+
+/* op(X) from row r and column c on */
+static gemm_bf16_opnd_t opnd_at(const gemm_bf16_opnd_t *x, int r, int c)
+{
+    const size_t at = x->t ? (size_t)c * x->ld + r : (size_t)r * x->ld + c;
+    gemm_bf16_opnd_t o = *x;
+    if (o.h) o.h += at;
+    else o.f += at;
+    return o;
+}
+
+/* The pieces run one after another, each needing the scratch of the first (the same or
+ * less), so only the first can fail, before anything is written. */
+int gemm_bf16_units(cpu_isa_t isa, const gemm_bf16_opnd_t *a, const gemm_bf16_opnd_t *b, int M, int N, int K,
+                    const epilogue_t *e, float *C, int ldc)
+{
+    const size_t block_bytes = BLK_ELEMS * sizeof(uint16_t), kbn = ((size_t)K + KB - 1) / KB;
+    const size_t a_bytes = ((size_t)M + BLK - 1) / BLK * kbn * block_bytes;
+    const size_t b_bytes = ((size_t)N + BLK - 1) / BLK * kbn * block_bytes;
+    const int as_stored = a->h && isa == CPU_ISA_AMX && M % BLK == 0 && K % KB == 0 && N <= AMX_ROWS_MAX_N;
+    if (a_bytes <= UNITS_A_MAX || as_stored) return units_once(isa, a, b, M, N, K, e, C, ldc);
+    if (b_bytes <= UNITS_A_MAX || e->round) { /* by rows: the same bits */
+        const size_t fit = UNITS_A_MAX / (kbn * block_bytes) * BLK;
+        const int rows = fit < BLK ? BLK : (int)fit;
+        for (int m = 0; m < M; m += rows) {
+            const gemm_bf16_opnd_t ap = opnd_at(a, m, 0);
+            epilogue_t ep = *e;
+            if (ep.c16) ep.c16 += (size_t)m * ldc;
+            float *c = C ? C + (size_t)m * ldc : NULL; /* C is NULL where the results go to c16 */
+            if (units_once(isa, &ap, b, min_int(rows, M - m), N, K, &ep, c, ldc) != 0) return -1;
+        }
+        return 0;
+    }
+    const size_t fit = UNITS_A_MAX / (((size_t)M + BLK - 1) / BLK * block_bytes) * KB; /* by k */
+    const int ks = fit < KB ? KB : (int)fit;
+    for (int k = 0; k < K; k += ks) {
+        const gemm_bf16_opnd_t ap = opnd_at(a, 0, k), bp = opnd_at(b, k, 0);
+        const epilogue_t first = *e, then = {.alpha = e->alpha, .beta = 1.0f};
+        if (units_once(isa, &ap, &bp, M, N, min_int(ks, K - k), k ? &then : &first, C, ldc) != 0) return -1;
+    }
+    return 0;
 }
 
 /* ---- dispatch ---------------------------------------------------------------------------- */
@@ -678,26 +810,23 @@ static void run_on(cpu_isa_t isa, int ta, int tb, int M, int N, int K, const flo
         portable(ta, tb, M, N, K, e->alpha, A, lda, B, ldb, beta, C, ldc);
         return;
     }
-    packed_t p;
-    const gemm_bf16_opnd_t b = {.f = B, .t = tb, .ld = ldb};
-    block_counts(M, N, K, &p);
-    if (gemm_bf16_pack_a(ta, M, K, A, lda, &p) != 0 || gemm_bf16_pack_b(isa, &b, K, N, &p) != 0) {
+    const gemm_bf16_opnd_t a = {.f = A, .t = ta, .ld = lda}, b = {.f = B, .t = tb, .ld = ldb};
+    if (gemm_bf16_units(isa, &a, &b, M, N, K, e, C, ldc) != 0) {
         if (e->bias) gemm_bf16_fill_bias(M, N, e->bias, C, ldc), beta = 1.0f;
         direct(ta, tb, M, N, K, e->alpha, A, lda, B, ldb, beta, C, ldc);
-        return;
     }
-    gemm_bf16_run_packed(isa, &p, M, N, e, C, ldc);
 }
 
-void gemm_bf16_run_packed(cpu_isa_t isa, const packed_t *p, int M, int N, const epilogue_t *e, float *C, int ldc)
+/* C (M, N) from the packed operands on path isa (AVX512-BF16 or AMX, which the CPU has) */
+static void run_packed(cpu_isa_t isa, const packed_t *p, int M, int N, const epilogue_t *e, float *C, int ldc)
 {
     if (isa != CPU_ISA_AMX) {
         avx512_bf16(p, M, N, e, C, ldc);
         return;
     }
     /* the packed blocks: row block mb's k block kb at (mb * kbn + kb) * BLK_ELEMS */
-    const gemm_bf16_a_tiles_t a = {.a = p->a, .block = (size_t)p->kbn * BLK_ELEMS, .kstep = BLK_ELEMS, .stride = 64};
-    gemm_bf16_run_amx(&a, p, M, N, e, C, ldc);
+    const a_tiles_t a = {.a = p->a, .block = (size_t)p->kbn * BLK_ELEMS, .kstep = BLK_ELEMS, .stride = 64};
+    run_amx(&a, p, M, N, e, C, ldc);
 }
 
 void gemm_bf16_on(cpu_isa_t isa, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,

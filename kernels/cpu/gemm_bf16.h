@@ -13,6 +13,10 @@
  *                vdpbf16ps adds them;
  *   amx          tdpbf16ps over blocks of 32 k, each block's 16 pairs into the running
  *                sum in the tile unit's own order.
+ * On the two units a product whose packed A would pass 4 MiB runs in pieces: by rows
+ * (the same sums), or, where B is as large, by k: each piece's sum as above, then alpha
+ * times it added into C piece after piece (C = alpha S1 + beta C, then C = alpha Si + C),
+ * K / 32 more roundings at most: the bound below with K + K / 32 for K.
  * On the two bf16 units an operand below float32's smallest normal (2^-126) counts as
  * zero and a sum there flushes to zero; the portable path keeps such values. Whatever the
  * order, each output's error against the exact sum of the rounded operands' products is
@@ -20,8 +24,9 @@
  * same plus one), gamma(n) = n u / (1 - n u), u = 2^-24 (Higham, Accuracy and Stability,
  * 3.1): tests/unit/test_gemm_bf16.c checks each path against that bound.
  *
- * Scratch (the packed operands) is each calling thread's own, grown on its first product
- * of a new size and kept: a training step's products allocate nothing after the first. */
+ * Scratch (the packed operands: A whole or a piece of it, B a chunk of columns) is each
+ * calling thread's own, grown on its first product of a new size and kept: a training
+ * step's products allocate nothing after the first. */
 #ifndef PACER_GEMM_BF16_H
 #define PACER_GEMM_BF16_H
 

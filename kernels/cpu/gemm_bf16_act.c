@@ -62,40 +62,6 @@ void bf16_act_store_rows(cpu_isa_t isa, size_t rows, size_t n, const float *src,
 
 /* ---- packing a bf16 operand ---------------------------------------------------------------- */
 
-/* gemm_bf16.c's pack_a_rows on A's values: each block row 32 k of a row, zeros past K and
- * past M */
-AVX512BF16 static void pack_a16_rows(int M, int K, const uint16_t *A, int lda, const gemm_bf16_packed_t *p)
-{
-    for (int mb = 0; mb < p->mbn; mb++)
-        for (int r = 0; r < BLK; r++) {
-            const int m = mb * BLK + r;
-            const uint16_t *x = A + (size_t)m * lda;
-            for (int kb = 0; kb < p->kbn; kb++) {
-                uint16_t *t = p->a + ((size_t)mb * p->kbn + kb) * BLK_ELEMS + r * KB;
-                const int left = m < M ? K - kb * KB : 0;
-                const __mmask32 mask = left >= 32 ? 0xffffffffu : (__mmask32)((1u << (left > 0 ? left : 0)) - 1);
-                _mm512_storeu_si512(t, _mm512_maskz_loadu_epi16(mask, left > 0 ? x + kb * KB : A));
-            }
-        }
-}
-
-/* ---- AMX on A as stored ------------------------------------------------------------------ */
-
-/* gemm_bf16.c's AMX loop (gemm_bf16_run_amx) with A's tiles loaded straight from the
- * row-major bf16 A (16 rows of 32 k, its row stride apart): no pass packing it. Each
- * output tile takes the same tdpbf16ps of the same tiles in the same k order as on packed
- * A (its tiles are the packed blocks' bytes), and the same write-back, so the same bits.
- * For M a multiple of 16 and K of 32 (whole tiles: nothing past A is read) and N up to
- * AMX_ROWS_MAX_N; gemm_bf16_a16_on packs A otherwise. */
-
-/* The widest product that loads A's tiles as stored: each A tile is loaded once per pair
- * of column blocks, and from rows a row stride apart (16 cache lines a tile) that costs
- * more than from a packed block, which a packing pass over A buys once. One thread, AMX,
- * thread CPU time, the weight kept, one run on a loaded 2-vCPU VM: A as stored 0.83-0.97x
- * the float32 pack's time at N = 384 to 768 (K = 128, 3072), 1.09-1.15x at N = 2304 and
- * 3072 (K = 768), where the bf16 pack took 0.99-1.01x. */
-#define AMX_ROWS_MAX_N 1024
-
 /* ---- the products -------------------------------------------------------------------------- */
 
 typedef gemm_bf16_opnd_t opnd_t;
@@ -146,36 +112,6 @@ static void portable_mixed(const opnd_t *a, const opnd_t *b, int M, int N, int K
                 ac, db, bc, beta, C, ldc);
 }
 
-/* p->a from A (a bf16 A as stored, row-major): 0, or -1 without scratch */
-static int pack_a_any(const opnd_t *a, int M, int K, gemm_bf16_packed_t *p)
-{
-    if (!a->h) return gemm_bf16_pack_a(a->t, M, K, a->f, a->ld, p);
-    p->a = gemm_bf16_scratch(0, (size_t)p->mbn * p->kbn * BLK_ELEMS * sizeof(uint16_t));
-    if (p->a) pack_a16_rows(M, K, a->h, a->ld, p);
-    return p->a ? 0 : -1;
-}
-
-/* The product on the bf16 units' path isa from the packed operands, by e: 0, or -1
- * without scratch */
-static int run_units(cpu_isa_t isa, const opnd_t *a, const opnd_t *b, int M, int N, int K,
-                     const gemm_bf16_epilogue_t *e, float *C, int ldc)
-{
-    gemm_bf16_packed_t p;
-    gemm_bf16_blocks(M, N, K, &p);
-    if (a->h && isa == CPU_ISA_AMX && M % BLK == 0 && K % KB == 0 && N <= AMX_ROWS_MAX_N) {
-        if (gemm_bf16_pack_b(isa, b, K, N, &p) != 0) return -1;
-        const gemm_bf16_a_tiles_t at = {.a = a->h,
-                                        .block = (size_t)BLK * a->ld,
-                                        .kstep = KB,
-                                        .stride = (size_t)a->ld * sizeof(uint16_t)};
-        gemm_bf16_run_amx(&at, &p, M, N, e, C, ldc);
-        return 0;
-    }
-    if (pack_a_any(a, M, K, &p) != 0 || gemm_bf16_pack_b(isa, b, K, N, &p) != 0) return -1;
-    gemm_bf16_run_packed(isa, &p, M, N, e, C, ldc);
-    return 0;
-}
-
 /* One product of the operands as stored (a bf16 A row-major: a->t 0); run_on's steps. */
 static void run_mixed(cpu_isa_t isa, const opnd_t *a, const opnd_t *b, int M, int N, int K, float alpha,
                       const float *bias, float beta, float *C, int ldc)
@@ -188,7 +124,7 @@ static void run_mixed(cpu_isa_t isa, const opnd_t *a, const opnd_t *b, int M, in
         return;
     }
     const gemm_bf16_epilogue_t e = {.alpha = alpha, .beta = bias ? 0.0f : beta, .bias = bias};
-    if (run_units(isa, a, b, M, N, K, &e, C, ldc) == 0) return;
+    if (gemm_bf16_units(isa, a, b, M, N, K, &e, C, ldc) == 0) return;
     if (bias) gemm_bf16_fill_bias(M, N, bias, C, ldc), beta = 1.0f;
     direct_mixed(a, b, M, N, K, alpha, beta, C, ldc);
 }
@@ -200,7 +136,7 @@ int gemm_bf16_rounded_on(cpu_isa_t isa, int tb, int M, int N, int K, float alpha
     if (isa == CPU_ISA_PORTABLE || M <= 0 || N <= 0 || K <= 0) return -1;
     const opnd_t a = {.f = A, .h = A16, .ld = lda}, b = {.f = B, .t = tb, .ld = ldb};
     const gemm_bf16_epilogue_t e = {.alpha = alpha, .bias = bias, .c16 = C16, .round = 1};
-    return run_units(isa, &a, &b, M, N, K, &e, C, ldc);
+    return gemm_bf16_units(isa, &a, &b, M, N, K, &e, C, ldc);
 }
 
 void gemm_bf16_a16_on(cpu_isa_t isa, int tb, int M, int N, int K, float alpha, const uint16_t *A, int lda,

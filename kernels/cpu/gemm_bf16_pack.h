@@ -1,10 +1,8 @@
-/* kernels/cpu/gemm_bf16_pack.h - gemm_bf16.c's packed operands and the kernels that run on
- * them, for the products whose operands are stored in bf16 already (gemm_bf16_act.c):
- * they pack a bf16 A themselves and take B's packing (float32 or bf16) and the rest from
- * here, so that a product of the same bf16 values gets the same packed blocks, hence the
- * same bits; and the AMX tile
- * configuration, which conv_amx.c's tiles (dout packed here as a B) take too. Internal to
- * kernels/cpu. */
+/* kernels/cpu/gemm_bf16_pack.h - gemm_bf16.c's products on the bf16 units for operands
+ * stored either way (float32 or bf16), which the products whose operands are stored in
+ * bf16 already (gemm_bf16_act.c) run: the same values get the same packed blocks, hence
+ * the same bits; the packed layout, which conv_amx.c's tiles take (dout packed here as a
+ * B), and the AMX tile configuration. Internal to kernels/cpu. */
 #ifndef PACER_GEMM_BF16_PACK_H
 #define PACER_GEMM_BF16_PACK_H
 
@@ -68,42 +66,21 @@ void gemm_bf16_fill_bias(int M, int N, const float *bias, float *C, int ldc);
  * 0) or the portable path, C set to the bias and *beta 1; with no products, C = *beta *
  * C (0 where *beta is 0), as a BLAS, and 1 returned: nothing left to do. 0 else. */
 int gemm_bf16_start(cpu_isa_t isa, int M, int N, int K, const float *bias, float *beta, float *C, int ldc);
-/* p's block counts for an (M, K) x (K, N) product */
-void gemm_bf16_blocks(int M, int N, int K, gemm_bf16_packed_t *p);
 /* This thread's scratch for packed A (which 0) or B (1), or a product's float32 output
  * rows before they are rounded (2: fc.c's gemm_forward_rounded), grown to bytes (64-byte
  * aligned); NULL when out of memory. */
 void *gemm_bf16_scratch(int which, size_t bytes);
 /* The bytes this thread's scratch `which` holds now (0 where it has none) */
 size_t gemm_bf16_scratch_held(int which);
-/* p->a from float32 op(A) (M, K), into this thread's scratch: 0, or -1 (out of memory).
- * The bf16 units' paths only. */
-int gemm_bf16_pack_a(int ta, int M, int K, const float *A, int lda, gemm_bf16_packed_t *p);
-/* p->b from op(B) (K, N) stored as b (float32 or bf16): the kept packing of a float32 B
- * (gemm_bf16_keep_b), or this thread's scratch for one chunk, packed as the products on
- * path isa reach it (p->bsrc = b, which must outlive the product); 0, or -1 (out of
- * memory). The bf16 units' paths only. */
-int gemm_bf16_pack_b(cpu_isa_t isa, const gemm_bf16_opnd_t *b, int K, int N, gemm_bf16_packed_t *p);
 /* p->b (allocated by the caller) from a bf16 B^T stored (N, K), row stride ldb: the blocks
- * gemm_bf16_pack_b(1, ...) makes of the same values. The bf16 units' paths only. */
+ * a product packs of the same values as its B (transposed). The bf16 units' paths only. */
 void gemm_bf16_pack_b16_cols(int K, int N, const uint16_t *B, int ldb, const gemm_bf16_packed_t *p);
-/* Where the AMX loop finds A's tiles (16 rows of 32 k): row block mb's k block kb at
- * a + mb * block + kb * kstep, its rows stride bytes apart. Packed (p->a): block kbn *
- * GEMM_BF16_BLK_ELEMS, kstep GEMM_BF16_BLK_ELEMS, stride 64. A row-major bf16 A as stored
- * (M a multiple of 16, K of 32: no tile reads past it): block 16 * lda, kstep 32, stride
- * 2 * lda. */
-typedef struct {
-    const uint16_t *a;
-    size_t block, kstep, stride;
-} gemm_bf16_a_tiles_t;
-
-/* C (M, N) on the AMX path (which the CPU must have) from A's tiles at a and p's packed B:
- * for each output tile the same tdpbf16ps of the same tiles in the same k order and the
- * same write-back wherever A's tiles lie, hence the same bits. */
-void gemm_bf16_run_amx(const gemm_bf16_a_tiles_t *a, const gemm_bf16_packed_t *p, int M, int N,
-                       const gemm_bf16_epilogue_t *e, float *C, int ldc);
-/* C (M, N) from the packed operands on path isa (AVX512-BF16 or AMX, which the CPU has). */
-void gemm_bf16_run_packed(cpu_isa_t isa, const gemm_bf16_packed_t *p, int M, int N, const gemm_bf16_epilogue_t *e,
-                          float *C, int ldc);
+/* C (M, N) = alpha * op(A) op(B) by e on the bf16 units' path isa (AVX512-BF16 or AMX,
+ * which the CPU must have), the operands as stored (float32 or bf16; a bf16 A row-major):
+ * packed (A whole, B a chunk of columns at a time), or A's tiles as stored (AMX); a
+ * product whose packed A would pass 4 MiB in pieces (gemm_bf16.c's UNITS_A_MAX). 0, or -1
+ * without scratch, nothing written. */
+int gemm_bf16_units(cpu_isa_t isa, const gemm_bf16_opnd_t *a, const gemm_bf16_opnd_t *b, int M, int N, int K,
+                    const gemm_bf16_epilogue_t *e, float *C, int ldc);
 
 #endif

@@ -474,6 +474,52 @@ static void test_chunks_and_kept(void **state)
     par_set_threads(threads);
 }
 
+/* A product whose packed A would pass 4 MiB runs in pieces (gemm_bf16.c's UNITS_A_MAX).
+ * By rows (8208 x 256 x 40, A as stored and transposed: two pieces, 8192 rows and 16):
+ * each row the bits of the same row computed alone (a 16-row product, one piece). By k
+ * (16 x 140000 x 40, B too large to pack again: two pieces), with alpha, beta and a bias:
+ * within the bound of K products and K / 32 partial sums, gamma(K + K / 32 + 2), of the
+ * double reference. On each unit path the CPU has. */
+static void test_large_products(void **state)
+{
+    for (int isa = CPU_ISA_AVX512_BF16; isa <= (int)cpu_isa_available(); isa++)
+        for (int ta = 0; ta < 2; ta++) {
+            const int M = 8208, N = 40, K = 256, lda = ta ? M : K;
+            float *A = random_floats((size_t)M * K, 1.0), *B = random_floats((size_t)K * N, 1.0);
+            float *C = malloc((size_t)M * N * sizeof(float)), *c16 = malloc((size_t)16 * N * sizeof(float));
+            assert_true(C && c16);
+            gemm_bf16_on((cpu_isa_t)isa, ta, 0, M, N, K, 1.0f, A, lda, B, N, 0.0f, C, N);
+            static const int AT[] = {0, 4096, 8192};
+            for (size_t i = 0; i < 3; i++) {
+                const float *a = ta ? A + AT[i] : A + (size_t)AT[i] * K;
+                gemm_bf16_on((cpu_isa_t)isa, ta, 0, 16, N, K, 1.0f, a, lda, B, N, 0.0f, c16, N);
+                if (memcmp(c16, C + (size_t)AT[i] * N, (size_t)16 * N * sizeof(float)) != 0)
+                    fail_msg("%s: transA %d: rows %d.. of a product by pieces differ from the rows alone",
+                             cpu_isa_name((cpu_isa_t)isa), ta, AT[i]);
+            }
+            free(A), free(B), free(C), free(c16);
+        }
+    for (int isa = CPU_ISA_AVX512_BF16; isa <= (int)cpu_isa_available(); isa++)
+        for (int bias = 0; bias < 2; bias++) {
+            const int M = 16, N = 40, K = 140000;
+            float *A = random_floats((size_t)M * K, 1.0), *B = random_floats((size_t)K * N, 1.0);
+            float *b = random_floats(N, 3.0), *C = random_floats((size_t)M * N, 1.0);
+            double *ref = malloc((size_t)M * N * sizeof(double)), *mag = malloc((size_t)M * N * sizeof(double));
+            assert_true(ref && mag);
+            const float alpha = 0.75f, beta = bias ? 1.0f : 0.5f;
+            if (bias)
+                for (int m = 0; m < M; m++) memcpy(C + (size_t)m * N, b, (size_t)N * sizeof(float));
+            ref_gemm_bf16(0, 0, M, N, K, alpha, A, K, B, N, beta, C, N, ref, mag);
+            if (bias) gemm_bf16_bias_on((cpu_isa_t)isa, 0, 0, M, N, K, alpha, A, K, B, N, b, C, N);
+            else gemm_bf16_on((cpu_isa_t)isa, 0, 0, M, N, K, alpha, A, K, B, N, beta, C, N);
+            for (int i = 0; i < M * N; i++)
+                if (!(fabs((double)C[i] - ref[i]) <= bound(K + K / 32, mag[i])))
+                    fail_msg("%s: bias %d: output %d %.9g, reference %.9g: beyond the bound",
+                             cpu_isa_name((cpu_isa_t)isa), bias, i, C[i], ref[i]);
+            free(A), free(B), free(b), free(C), free(ref), free(mag);
+        }
+}
+
 /* PACER_CPU_ISA's spellings, and the cap: a cap at or below what the CPU has is what runs. */
 static void test_cap(void **state)
 {
@@ -508,6 +554,7 @@ int main(void)
         cmocka_unit_test(test_attention),
         cmocka_unit_test(test_bias_epilogue),
         cmocka_unit_test(test_chunks_and_kept),
+        cmocka_unit_test(test_large_products),
     };
     printf("bf16 products: this CPU's best path %s (%s)\n", cpu_isa_name(cpu_isa_available()), cpu_isa_why());
     return cmocka_run_group_tests(tests, NULL, NULL);

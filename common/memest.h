@@ -34,8 +34,8 @@
  * where the activations only products (or a GELU) read are stored in bf16 in half their
  * floats (model/plan.h's act_bf16: a peak RSS of 1,414 against 1,503 MiB at GPT-2 124M's
  * width) and their gradients stay float32. The bf16 products' scratch (gemm_bf16.h: a
- * calling thread's packed A and one chunk of packed B; with several threads, one packed
- * weight) is left out with OpenBLAS's buffers (test_sim's test_memest_bf16_is_fp32s;
+ * calling thread's packed A, at most 4 MiB, and one chunk of packed B; with several
+ * threads, one packed weight) is left out with OpenBLAS's buffers (test_sim's test_memest_bf16_is_fp32s;
  * test_model's test_bf16_allocates_as_fp32: the sizes a model allocates at either).
  */
 #ifndef PACER_MEMEST_H

@@ -40,6 +40,11 @@ static void run(gemm_job_t *j, par_fn fn, double macs)
     else par_run(fn, j);
 }
 
+/* The forward's weight operand: W^T of the (OUT, IN) layout, W of (IN, OUT), and its row
+ * stride */
+static mm_trans_t weight_trans(const gemm_desc_t *d) { return d->layout == GEMM_W_OUT_IN ? MM_T : MM_N; }
+static int weight_ld(const gemm_desc_t *d) { return d->layout == GEMM_W_OUT_IN ? d->IN : d->OUT; }
+
 static void forward_part(void *arg, int t, int T)
 {
     const gemm_job_t *j = arg;
@@ -49,8 +54,8 @@ static void forward_part(void *arg, int t, int T)
     if (b1 == b0) return;
     float *o = j->out + (size_t)b0 * OUT;
     /* out (B, OUT) = alpha * inp (B, IN) x W^T (IN, OUT), or x W (IN, OUT) */
-    const mm_trans_t tw = j->d->layout == GEMM_W_OUT_IN ? MM_T : MM_N;
-    const int ldw = j->d->layout == GEMM_W_OUT_IN ? IN : OUT;
+    const mm_trans_t tw = weight_trans(j->d);
+    const int ldw = weight_ld(j->d);
     if (j->inp16) {
         mm_sgemm_a16(tw, (int)(b1 - b0), OUT, IN, j->d->alpha, j->inp16 + (size_t)b0 * IN, IN, j->weight, ldw, j->bias,
                      j->cbeta, o, OUT);
@@ -113,11 +118,11 @@ void fc_backward(int B, int IN, int OUT, const float *inp, const float *weight, 
     gemm_backward(fc_desc(&d, IN, OUT), B, inp, weight, dout, dinp, dweight, dbias);
 }
 
-/* At bf16 the forward's weight is packed once, here, for every thread's product */
+/* At bf16 the forward's weight is packed once, here, for every thread's product (on one
+ * thread the product packs it as it goes: gemm_bf16_keep_b) */
 static void keep_weight(const gemm_desc_t *d, const float *weight)
 {
-    if (d->layout == GEMM_W_OUT_IN) mm_keep_weight(MM_T, d->IN, d->OUT, weight, d->IN);
-    else mm_keep_weight(MM_N, d->IN, d->OUT, weight, d->OUT);
+    mm_keep_weight(weight_trans(d), d->IN, d->OUT, weight, weight_ld(d));
 }
 
 /* rows x OUT of out set to beta * bias (beta 1: a plain copy, no rounding); out is cold
@@ -175,10 +180,11 @@ void gemm_forward_a16(const gemm_desc_t *d, int B, const uint16_t *inp, const fl
 
 /* ---- the forward rounded to bf16 ------------------------------------------------------- */
 
-/* Rows a rounded forward computes at a time into float32 scratch on the bf16 units' paths
- * (whose sums do not depend on the rows taken together): a multiple of the tiles' 16 (AMX
- * reads a bf16 input's tiles as stored), and few enough that the block stays in the L2
- * cache (64 x 3072 floats: 768 KB) until it is rounded. */
+/* Rows a rounded forward computes at a time into float32 scratch where the product cannot
+ * round as it writes (rounded_by_product: a bias pre-filled at beta != 1, or no scratch)
+ * on the bf16 units' paths (whose sums do not depend on the rows taken together): a
+ * multiple of the tiles' 16 (AMX reads a bf16 input's tiles as stored), and few enough
+ * that the block stays in the L2 cache (64 x 3072 floats: 768 KB) until it is rounded. */
 #define ROUND_ROWS 64
 /* floats of the stack block a row at a time takes where the scratch cannot be had */
 #define ROUND_STACK GEMM_ROUNDED_MAX_OUT
@@ -217,11 +223,9 @@ static int rounded_by_product(const gemm_job_t *j, long b0, long b1)
 {
     const int IN = j->d->IN, OUT = j->d->OUT, rows = (int)(b1 - b0);
     if (j->fill) return -1;
-    const mm_trans_t tw = j->d->layout == GEMM_W_OUT_IN ? MM_T : MM_N;
-    const int ldw = j->d->layout == GEMM_W_OUT_IN ? IN : OUT;
-    return gemm_bf16_rounded_on(cpu_isa(), tw == MM_T, rows, OUT, IN, j->d->alpha,
+    return gemm_bf16_rounded_on(cpu_isa(), weight_trans(j->d) == MM_T, rows, OUT, IN, j->d->alpha,
                                 j->inp ? j->inp + (size_t)b0 * IN : NULL, j->inp16 ? j->inp16 + (size_t)b0 * IN : NULL,
-                                IN, j->weight, ldw, j->bias, j->out16 ? NULL : j->out + (size_t)b0 * OUT,
+                                IN, j->weight, weight_ld(j->d), j->bias, j->out16 ? NULL : j->out + (size_t)b0 * OUT,
                                 j->out16 ? j->out16 + (size_t)b0 * OUT : NULL, OUT);
 }
 

@@ -1194,14 +1194,15 @@ static size_t amx_workspace(const conv2d_desc_t *d)
     return fwd > bwd ? fwd : bwd;
 }
 
-/* One image of a pass laid out from ws on: out = the pass's valid part (+ bias), or += it. */
+/* One image of a pass laid out from ws on: out = the pass's valid part (+ bias), or += it;
+ * pads: the thread's first image (conv_amx_source) */
 static void amx_image(const conv_amx_geom_t *g, float *ws, const float *src, const float *bias, int accumulate,
-                      float *out)
+                      int pads, float *out)
 {
     uint16_t *wp = (uint16_t *)ws;
     uint32_t *xs = (uint32_t *)(ws + floats_of(conv_amx_weight_bytes(g)));
     float *y = (float *)xs + floats_of(conv_amx_source_bytes(g));
-    conv_amx_source(g, src, xs);
+    conv_amx_source(g, src, pads, xs);
     conv_amx_grid(amx_unit(), g, wp, xs, y);
     grid_to_planes(g->M, g->rows, g->cols, g->PW, y, g->ldy, bias, accumulate, out);
 }
@@ -1230,7 +1231,7 @@ static void amx_forward(void *arg, int t, int T)
     float *ws = job_ws(j, t);
     conv_amx_pack(&g, j->weight, 0, (uint16_t *)ws);
     const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)d->OC * d->OH * d->OW;
-    for (long b = b0; b < b1; b++) amx_image(&g, ws, j->inp + b * in_img, j->bias, 0, j->out + b * out_img);
+    for (long b = b0; b < b1; b++) amx_image(&g, ws, j->inp + b * in_img, j->bias, 0, b == b0, j->out + b * out_img);
 }
 
 /* Per image: its weight gradient into the thread's float32 sums, then its input gradient
@@ -1256,7 +1257,7 @@ static void amx_backward(void *arg, int t, int T)
     for (long b = b0; b < b1; b++) {
         const float *dy = j->dout + b * out_img;
         conv_amx_wgrad(amx_unit(), &f, j->inp + b * in_img, dy, b == b0, wg);
-        if (j->dinp) amx_image(&g, ws, dy, NULL, !j->set, j->dinp + b * in_img);
+        if (j->dinp) amx_image(&g, ws, dy, NULL, !j->set, b == b0, j->dinp + b * in_img);
     }
     conv_amx_wgrad_store(&f, wg, dweight);
 }

@@ -108,30 +108,30 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void zero_c
         for (size_t i = 0; i < n; i++) o[(size_t)r * ld + i] = 0;
 }
 
-void conv_amx_source(const conv_amx_geom_t *g, const float *src, uint32_t *xs)
+void conv_amx_source(const conv_amx_geom_t *g, const float *src, int pads, uint32_t *xs)
 {
-    const size_t SP = (size_t)g->SH * g->SW, plane = (size_t)g->PH * g->PW;
+    const size_t SP = (size_t)g->SH * g->SW;
     const int right = g->PW - g->left - g->SW;
     for (int cp = 0; cp < g->Cp / 2; cp++) {
         uint32_t *o = xs + (size_t)cp * g->pld;
         const int c0 = 2 * cp, c1 = 2 * cp + 1;
         if (c0 >= g->C) {
-            memset(o, 0, g->pld * 4);
+            if (pads) memset(o, 0, g->pld * 4);
             continue;
         }
         const float *a = src + (size_t)c0 * SP, *b = c1 < g->C ? src + (size_t)c1 * SP : NULL;
-        for (int h = 0; h < g->PH; h++) {
-            uint32_t *row = o + (size_t)h * g->PW;
-            const int sh = h - g->top;
-            if (sh < 0 || sh >= g->SH) {
-                memset(row, 0, (size_t)g->PW * 4);
-                continue;
-            }
-            zero_pairs(g->left, row);
-            pair_row(g->SW, a + (size_t)sh * g->SW, b ? b + (size_t)sh * g->SW : NULL, row + g->left);
-            zero_pairs(right, row + g->left + g->SW);
+        if (pads) {
+            memset(o, 0, (size_t)g->top * g->PW * 4);
+            memset(o + (size_t)(g->top + g->SH) * g->PW, 0, (g->pld - (size_t)(g->top + g->SH) * g->PW) * 4);
         }
-        memset(o + plane, 0, (g->pld - plane) * 4);
+        for (int sh = 0; sh < g->SH; sh++) {
+            uint32_t *row = o + (size_t)(g->top + sh) * g->PW;
+            if (pads) {
+                zero_pairs(g->left, row);
+                zero_pairs(right, row + g->left + g->SW);
+            }
+            pair_row(g->SW, a + (size_t)sh * g->SW, b ? b + (size_t)sh * g->SW : NULL, row + g->left);
+        }
     }
 }
 
@@ -142,28 +142,30 @@ void conv_amx_source(const conv_amx_geom_t *g, const float *src, uint32_t *xs)
  * at (mb * Nk/32 + kb) * 512, zeros past M. The tiles' and the vectors' paths pack with
  * gemm_bf16's AVX-512 packer, the twin with the loop below: the same bytes. All round as an
  * activation stored in bf16 is (gemm_bf16_act.h: on cpu_isa()'s path). */
-static void wgrad_source(const conv_amx_geom_t *g, const float *src, uint16_t *x16)
+static void wgrad_source(const conv_amx_geom_t *g, const float *src, int pads, uint16_t *x16)
 {
     const size_t SP = (size_t)g->SH * g->SW, right = (size_t)(g->PW - g->left - g->SW);
     const cpu_isa_t isa = cpu_isa();
     for (int c = 0; c < g->Cp; c++) {
         uint16_t *o = x16 + (size_t)c * g->L;
         if (c >= g->C) {
-            memset(o, 0, g->L * 2);
+            if (pads) memset(o, 0, g->L * 2);
             continue;
         }
-        memset(o, 0, (size_t)g->top * g->PW * 2);
         uint16_t *rows = o + (size_t)g->top * g->PW;
-        zero_cols(g->SH, (size_t)g->left, rows, (size_t)g->PW);
         bf16_act_store_rows(isa, (size_t)g->SH, (size_t)g->SW, src + (size_t)c * SP, (size_t)g->SW, rows + g->left,
                             (size_t)g->PW);
+        if (!pads) continue;
+        memset(o, 0, (size_t)g->top * g->PW * 2);
+        zero_cols(g->SH, (size_t)g->left, rows, (size_t)g->PW);
         zero_cols(g->SH, right, rows + g->left + g->SW, (size_t)g->PW);
         const size_t done = (size_t)(g->top + g->SH) * g->PW;
         memset(o + done, 0, (g->L - done) * 2);
     }
 }
 
-static void wgrad_dout(conv_amx_unit_t u, const conv_amx_geom_t *g, const float *dout, uint16_t *dg, uint16_t *dvb)
+static void wgrad_dout(conv_amx_unit_t u, const conv_amx_geom_t *g, const float *dout, int pads, uint16_t *dg,
+                       uint16_t *dvb)
 {
     const size_t P = (size_t)g->rows * g->cols;
     const cpu_isa_t isa = cpu_isa();
@@ -171,6 +173,7 @@ static void wgrad_dout(conv_amx_unit_t u, const conv_amx_geom_t *g, const float 
         uint16_t *row = dg + (size_t)m * g->Nk;
         bf16_act_store_rows(isa, (size_t)g->rows, (size_t)g->cols, dout + (size_t)m * P, (size_t)g->cols, row,
                             (size_t)g->PW);
+        if (!pads) continue;
         zero_cols(g->rows, (size_t)(g->PW - g->cols), row + g->cols, (size_t)g->PW);
         memset(row + (size_t)g->rows * g->PW, 0, (g->Nk - (size_t)g->rows * g->PW) * 2);
     }
@@ -318,8 +321,8 @@ void conv_amx_wgrad(conv_amx_unit_t u, const conv_amx_geom_t *g, const float *sr
     uint16_t *dvb = ws, *x16 = (uint16_t *)((uint8_t *)ws + wgrad_planes_at(g));
     uint16_t *dg = (uint16_t *)((uint8_t *)ws + wgrad_dout_at(g));
     float *acc = (float *)((uint8_t *)ws + wgrad_sums_at(g));
-    wgrad_source(g, src, x16);
-    wgrad_dout(u, g, dout, dg, dvb);
+    wgrad_source(g, src, first, x16);
+    wgrad_dout(u, g, dout, first, dg, dvb);
     if (u == CONV_AMX_VECTORS) {
         conv_amx_vectors_wgrad(g, dvb, x16, acc, first);
         return;

@@ -74,13 +74,20 @@ size_t conv_amx_wgrad_bytes(const conv_amx_geom_t *g);
 /* wp = the weights as A tiles. w is (M, C, KH, KW), or with flipped the forward's weight
  * (C, M, KH, KW) of which g is the input gradient: W_t[m][c] = w[c][m][KH*KW - 1 - t]. */
 void conv_amx_pack(const conv_amx_geom_t *g, const float *w, int flipped, uint16_t *wp);
-/* xs = the C planes of src (SH x SW each) padded, rounded to bf16, as channel pairs. */
-void conv_amx_source(const conv_amx_geom_t *g, const float *src, uint32_t *xs);
+/* xs = the C planes of src (SH x SW each) padded, rounded to bf16, as channel pairs. The
+ * zeros (the padding, the channels past C, the reach past the plane) are written only with
+ * pads: without, xs must hold them from an earlier call of the same geometry, nothing
+ * having written there since (conv.c: a thread's first image writes them, its next ones
+ * only their values; a value or two a row of pad, one call a row, were 2% of ResNet-20's
+ * step). */
+void conv_amx_source(const conv_amx_geom_t *g, const float *src, int pads, uint32_t *xs);
 /* y (Mp rows ldy apart, N positions each) = the convolution on the grid. */
 void conv_amx_grid(conv_amx_unit_t u, const conv_amx_geom_t *g, const uint16_t *wp, const uint32_t *xs, float *y);
 
-/* One image's weight gradient into the sums at ws's end (first: they start at zero):
- * dout is the image's (M, rows, cols) output gradient, src its (C, SH, SW) input. */
+/* One image's weight gradient into the sums at ws's end (first: they start at zero, and
+ * the scratch's zeros are written, as conv_amx_source's pads; without first, ws holds them
+ * from the call before): dout is the image's (M, rows, cols) output gradient, src its
+ * (C, SH, SW) input. */
 void conv_amx_wgrad(conv_amx_unit_t u, const conv_amx_geom_t *g, const float *src, const float *dout, int first,
                     void *ws);
 /* dw (M, C, KH, KW) = the sums. */

@@ -323,11 +323,14 @@ static int shared_output(const model_t *m, int j)
 }
 
 /* Layer k's output is written by a training step: the layer runs (it is no link of a view
- * chain or fused attention that another layer runs), or it holds a fused attention's
- * weights (attn_p). The forward of an unfused attention (model_t's attention_unfused) and
- * the CUDA library write the others too; generation (decode.c) writes every output. */
+ * chain or fused attention that another layer runs) and is no batch norm or add whose
+ * output a fused kernel skips (fused_relu, fused_add: the ReLU's output is written
+ * instead), or it holds a fused attention's weights (attn_p). The forward of an unfused
+ * attention (model_t's attention_unfused) and the CUDA library write the others too;
+ * generation (decode.c) writes every output. */
 static int written(const model_t *m, int k)
 {
+    if (m->plan->layers[k].fused_relu || m->plan->layers[k].fused_add) return 0;
     if (runs(m, k)) return 1;
     for (int i = k + 1; i < m->nlayers; i++)
         if (m->plan->layers[i].attn == ATTN_RUN && m->plan->layers[i].attn_p == k)

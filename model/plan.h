@@ -195,7 +195,8 @@ void model_plan_grads(model_t *m);
 /* The activation arena's plan: the act_bf16 marks and act_bf16_outputs (none unless the
  * products are bf16 and some output qualifies), then every output's place (layer_t's
  * out_off, aux_off; act_floats): those a training step writes first, those it never writes
- * (the heads' copies and products a fused attention runs for its layers) after them, and,
+ * (the heads' copies and products a fused attention runs for its layers, the outputs of
+ * the batch norms and adds a fused kernel skips) after them, and,
  * where it marks any, those of act_bf16 in half the floats and those of act_shared in one
  * slot. Every output keeps a place of its own but act_shared's. After model_plan_fusions,
  * before the arena is allocated. */

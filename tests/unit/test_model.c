@@ -492,6 +492,45 @@ static void test_model_clone(void **state)
  * layers: a clone plans its copy of the list anew into a plan of its own (the same marks:
  * fused batch norms, set gradients; a GPT's view chains, causal products and fused
  * attention), and a change to one plan leaves the other model's as it was. */
+/* The outputs a fused batch norm skips (its own, and a fused add's: the ReLU's output is
+ * written instead) lie after every output a training step writes (the plan's
+ * act_written_floats), and a step leaves them untouched, at either precision: the step's
+ * pages hold none of them, and layer_profile's "activations a step writes" counts none. */
+static void test_fused_outputs_apart(void **state)
+{
+    (void)state;
+    enum { B = 2 };
+    for (int k = 0; k < 2; k++) {
+        mm_set_precision(k ? MM_BF16 : MM_FP32);
+        model_t *m = make("resnet20", B);
+        const size_t mark = m->plan->act_written_floats;
+        int skipped = 0;
+        for (int i = 0; i < m->nlayers; i++) {
+            const layer_t *l = &m->layers[i];
+            const layer_plan_t *p = model_layer_plan(m, i);
+            const size_t n = (size_t)B * l->OC * l->OH * l->OW;
+            if (p->fused_relu || p->fused_add) {
+                skipped++;
+                if (l->out_off < mark) fail_msg("layer %d's skipped output at %zu, before %zu", i, l->out_off, mark);
+            } else if (l->out_off + n > mark)
+                fail_msg("layer %d's written output ends at %zu, after %zu", i, l->out_off + n, mark);
+        }
+        assert_true(skipped >= 19 && mark < m->act_floats); /* 19 batch norms, 9 adds */
+        float x[B * 3 * 32 * 32];
+        int32_t y[B] = {3, 7};
+        rng_t r;
+        rng_seed(&r, 11);
+        for (size_t i = 0; i < sizeof x / sizeof x[0]; i++) x[i] = rng_normal(&r);
+        (void)model_forward(m, x, y, B, 1);
+        model_backward(m, x, y, B, 1.0f);
+        (void)model_forward(m, x, y, B, 0);
+        for (size_t f = mark; f < m->act_floats; f++)
+            if (m->acts[f] != 0.0f) fail_msg("float %zu of the skipped outputs was written", f);
+        model_free(m);
+    }
+    mm_set_precision(MM_FP32);
+}
+
 static void test_plan_apart(void **state)
 {
     (void)state;
@@ -981,6 +1020,7 @@ int main(void)
         cmocka_unit_test(test_catalog_entry_without_builder),
         cmocka_unit_test(test_model_clone),
         cmocka_unit_test(test_plan_apart),
+        cmocka_unit_test(test_fused_outputs_apart),
         cmocka_unit_test(test_no_decay_groups),
         cmocka_unit_test(test_nd_shapes),
     };

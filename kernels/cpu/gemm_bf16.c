@@ -707,6 +707,12 @@ AMX static void run_amx(const a_tiles_t *a, const packed_t *p, int M, int N, con
 
 static void run_packed(cpu_isa_t isa, const packed_t *p, int M, int N, const epilogue_t *e, float *C, int ldc);
 
+/* The AMX loop reads a bf16 A's tiles as stored (whole tiles, a narrow enough product) */
+static int a_as_stored(cpu_isa_t isa, const gemm_bf16_opnd_t *a, int M, int N, int K)
+{
+    return a->h && isa == CPU_ISA_AMX && M % BLK == 0 && K % KB == 0 && N <= AMX_ROWS_MAX_N;
+}
+
 /* p->a from A (float32, or bf16 as stored, row-major): 0, or -1 without scratch */
 static int pack_a_any(const gemm_bf16_opnd_t *a, int M, int K, packed_t *p)
 {
@@ -723,7 +729,7 @@ static int units_once(cpu_isa_t isa, const gemm_bf16_opnd_t *a, const gemm_bf16_
 {
     packed_t p;
     block_counts(M, N, K, &p);
-    if (a->h && isa == CPU_ISA_AMX && M % BLK == 0 && K % KB == 0 && N <= AMX_ROWS_MAX_N) {
+    if (a_as_stored(isa, a, M, N, K)) {
         if (pack_b(isa, b, K, N, &p) != 0) return -1;
         const a_tiles_t at = {.a = a->h,
                               .block = (size_t)BLK * a->ld,
@@ -755,8 +761,7 @@ int gemm_bf16_units(cpu_isa_t isa, const gemm_bf16_opnd_t *a, const gemm_bf16_op
     const size_t block_bytes = BLK_ELEMS * sizeof(uint16_t), kbn = ((size_t)K + KB - 1) / KB;
     const size_t a_bytes = ((size_t)M + BLK - 1) / BLK * kbn * block_bytes;
     const size_t b_bytes = ((size_t)N + BLK - 1) / BLK * kbn * block_bytes;
-    const int as_stored = a->h && isa == CPU_ISA_AMX && M % BLK == 0 && K % KB == 0 && N <= AMX_ROWS_MAX_N;
-    if (a_bytes <= UNITS_A_MAX || as_stored) return units_once(isa, a, b, M, N, K, e, C, ldc);
+    if (a_bytes <= UNITS_A_MAX || a_as_stored(isa, a, M, N, K)) return units_once(isa, a, b, M, N, K, e, C, ldc);
     if (b_bytes <= UNITS_A_MAX || e->round) { /* by rows: the same bits */
         const size_t fit = UNITS_A_MAX / (kbn * block_bytes) * BLK;
         const int rows = fit < BLK ? BLK : (int)fit;

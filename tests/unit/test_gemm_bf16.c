@@ -436,8 +436,17 @@ static void *chunked_product(void *arg)
     return NULL;
 }
 
+/* Skips, by name, where the CPU has no bf16 unit (the portable path has no packing) */
+static void need_units(void)
+{
+    if (cpu_isa_available() >= CPU_ISA_AVX512_BF16) return;
+    printf("skip: the bf16 units' paths: %s\n", cpu_isa_why());
+    skip();
+}
+
 static void test_chunks_and_kept(void **state)
 {
+    need_units();
     static const shape_t S[] = {{20, 300, 4100}, {9, 300, 40}, {33, 17, 1000}};
     const int threads = par_threads();
     par_set_threads(1);
@@ -482,6 +491,7 @@ static void test_chunks_and_kept(void **state)
  * double reference. On each unit path the CPU has. */
 static void test_large_products(void **state)
 {
+    need_units();
     for (int isa = CPU_ISA_AVX512_BF16; isa <= (int)cpu_isa_available(); isa++)
         for (int ta = 0; ta < 2; ta++) {
             const int M = 8208, N = 40, K = 256, lda = ta ? M : K;

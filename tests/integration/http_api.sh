@@ -66,22 +66,10 @@ is_job_state() { [ "$(job_state "$1")" = "$2" ]; }
 # ---- refusing to start: a non-loopback address without a token --------------------------
 expect_error 2 "without a token" env -u PACER_TOKEN "$COORD" --state-dir "$TMP/refused" --listen 0.0.0.0:0
 
-# The worker as itself, but a benchmark round waits while $TMP/hold exists (at most 60 s):
-# the second round below must find the first still running, which a round of 8 LeNet-5
-# steps did not always give the test's next request on a loaded machine (it came 202).
-cat >"$TMP/worker" <<'WEOF'
-#!/bin/sh
-case " $* " in *" --benchmark "*)
-    n=0
-    while [ -e "$HOLD" ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done ;;
-esac
-exec "$REAL_WORKER" "$@"
-WEOF
-chmod +x "$TMP/worker"
-case $WORKER in /*) REAL_WORKER=$WORKER ;; *) REAL_WORKER=$PWD/$WORKER ;; esac
-HOLD=$TMP/hold
-export REAL_WORKER HOLD
-start_coord --listen 127.0.0.1:0 --public-reads --worker "$TMP/worker"
+# A benchmark round waits while $HOLD exists: the second round below must find the first
+# still running.
+held_benchmark_worker
+start_coord --listen 127.0.0.1:0 --public-reads --worker "$HELD_WORKER"
 BASE=$(base_url)
 [ -n "$BASE" ] || { cat "$TMP/coord.log"; fail "no 'REST API ... on http://' line in the log"; }
 echo "ok: serving on $BASE"

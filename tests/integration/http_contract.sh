@@ -46,7 +46,9 @@ TOKEN=contract-$$
 export PACER_TOKEN=$TOKEN
 AUTH="Authorization: Bearer $TOKEN"
 JSON="Content-Type: application/json"
-start_coord
+# A benchmark round waits while $HOLD exists: the 409 below must find the first running.
+held_benchmark_worker
+start_coord --worker "$HELD_WORKER"
 BASE=$(grep -o 'REST API and dashboard on http://[0-9.:]*' "$TMP/coord.log" | tail -1 | sed 's/.* on //')
 [ -n "$BASE" ] || fail "the coordinator did not say where it serves"
 PORT=$(/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -250,9 +252,11 @@ via 409 DELETE "/api/v1/jobs/$long"
 echo "ok: a running job's reads, retry (201, 409) and cancel (200 or 202 queued, 202 running, 409) conform"
 
 # ---- the cluster's operations -----------------------------------------------------------------------
+: >"$HOLD"
 via 202 POST "/api/v1/cluster/benchmark?model=lenet5"
 via 409 POST /api/v1/cluster/benchmark
 via 400 POST "/api/v1/cluster/benchmark?hosts=nowhere"
+rm -f "$HOLD"
 via 200 POST /api/v1/cluster/reload
 echo "ok: benchmark (202, 409 busy, 400) and reload conform"
 host=$(curl -s -H "$AUTH" "$BASE/api/v1/cluster" | jq -r '.coordinator.hosts[0].name')

@@ -140,8 +140,44 @@ VEC static void wgrad_one(const conv_amx_geom_t *g, const uint16_t *x, size_t o,
     wgrad_8(g, x, o, o, d, d, sums, first, 1, 1, 1);
 }
 
+/* One block of output channels at two taps of a row two columns apart (offsets o and
+ * o + 2): x's pair at 2p + o + 2 is its pair at 2(p + 1) + o, so each broadcast serves
+ * both taps, the first against dout's pair p and the second against pair p - 1 (zero
+ * before the first; one more broadcast after the last pair). Half wgrad_two_taps's
+ * broadcasts: on a block of 16 output channels the loads, not the products, had bound
+ * that loop (388 GFLOP/s against 503 with two blocks; conv_amx_wgrad, a Zen 5). */
+VEC static void wgrad_shifted(const conv_amx_geom_t *g, const uint16_t *x, size_t o, const uint16_t *d,
+                              float *const sums[2], int first)
+{
+    __m512 s0[8], s1[8];
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; r++) {
+        s0[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(sums[0] + r * 16);
+        s1[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(sums[1] + r * 16);
+    }
+    const size_t pairs = ((size_t)g->rows * g->PW + 1) / 2, L = g->L;
+    __m512bh prev = (__m512bh)_mm512_setzero_si512();
+    for (size_t p = 0; p < pairs; p++) {
+        const __m512bh v = (__m512bh)_mm512_loadu_si512(d + p * 32);
+#pragma GCC unroll 8
+        for (int r = 0; r < 8; r++) {
+            const __m512bh a = pair_at(x + (size_t)r * L + 2 * p + o);
+            s0[r] = _mm512_dpbf16_ps(s0[r], a, v);
+            s1[r] = _mm512_dpbf16_ps(s1[r], a, prev);
+        }
+        prev = v;
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; r++) {
+        s1[r] = _mm512_dpbf16_ps(s1[r], pair_at(x + (size_t)r * L + 2 * pairs + o), prev);
+        _mm512_storeu_ps(sums[0] + r * 16, s0[r]);
+        _mm512_storeu_ps(sums[1] + r * 16, s1[r]);
+    }
+}
+
 /* Each 8 channels: the output channels' blocks two at a time at every tap, then an odd
- * last block two taps at a time, then its odd last tap alone. */
+ * last block at the taps two columns apart in a row together (wgrad_shifted), the other
+ * taps two at a time, an odd last one alone. */
 VEC void conv_amx_vectors_wgrad(const conv_amx_geom_t *g, const uint16_t *dv, const uint16_t *x16, float *acc, int first)
 {
     const int KK = g->KH * g->KW, mbn = g->Mp / 16;
@@ -158,14 +194,25 @@ VEC void conv_amx_vectors_wgrad(const conv_amx_geom_t *g, const uint16_t *dv, co
                                  first);
             }
         if (mb == mbn) continue;
-        int t = 0;
-        for (; t + 1 < KK; t += 2) {
-            float *const sums[2] = {SUMS(mb, t), SUMS(mb, t + 1)};
-            wgrad_two_taps(g, x, tap_offset(g, t), tap_offset(g, t + 1), dv + (size_t)mb * blk, sums, first);
+        const uint16_t *d = dv + (size_t)mb * blk;
+        int held = -1; /* a tap without a partner two columns on, waiting for another */
+        for (int t = 0; t < KK; t++) {
+            const int kw = t % g->KW;
+            if (kw % 4 >= 2) continue; /* kw - 2's partner */
+            if (kw + 2 < g->KW) {      /* kw with kw + 2: 0 and 2, 1 and 3, 4 and 6, ... */
+                float *const sums[2] = {SUMS(mb, t), SUMS(mb, t + 2)};
+                wgrad_shifted(g, x, tap_offset(g, t), d, sums, first);
+            } else if (held < 0) {
+                held = t;
+            } else {
+                float *const sums[2] = {SUMS(mb, held), SUMS(mb, t)};
+                wgrad_two_taps(g, x, tap_offset(g, held), tap_offset(g, t), d, sums, first);
+                held = -1;
+            }
         }
-        if (t < KK) {
-            float *const sums[2] = {SUMS(mb, t), NULL};
-            wgrad_one(g, x, tap_offset(g, t), dv + (size_t)mb * blk, sums, first);
+        if (held >= 0) {
+            float *const sums[2] = {SUMS(mb, held), NULL};
+            wgrad_one(g, x, tap_offset(g, held), d, sums, first);
         }
 #undef SUMS
     }

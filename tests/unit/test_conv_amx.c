@@ -77,13 +77,16 @@ typedef struct {
 /* Block edges: 16 channels (one K chunk of 16), 32 and 64 (chunks of 32), counts that are
  * not multiples of 16 (zero padding, the 1 x 4 tiles beside the 2 x 2 ones), odd widths
  * (garbage columns on the grid), the first layer's 3 channels, 1x3 and 5x5 kernels, no
- * pads and pads on one side only; two and three threads over an odd batch. Each output
+ * pads and pads on one side only; a last block of 16 output channels at 3 and 5 columns
+ * of taps (the weight gradient's taps two columns apart together on vectors); two and
+ * three threads over an odd batch. Each output
  * plane has the 64 values conv.c's dispatch asks of the tiles (conv2d_amx). */
 static const conv_case_t CASES[] = {
     {"16 -> 16, 3x3 same, 9x8", 16, 16, 9, 8, 3, 3, 1, 1, 1, 1, 3, 1, 0},
     {"32 -> 48, 3x3 same, 8x9", 32, 48, 8, 9, 3, 3, 1, 1, 1, 1, 3, 2, 0},
     {"3 -> 16, 3x3 same, 8x8", 3, 16, 8, 8, 3, 3, 1, 1, 1, 1, 2, 1, 0},
     {"40 -> 20, 5x5 same, 9x9", 40, 20, 9, 9, 5, 5, 2, 2, 2, 2, 3, 3, 0},
+    {"20 -> 16, 5x5 same, 8x9", 20, 16, 8, 9, 5, 5, 2, 2, 2, 2, 2, 1, 0},
     {"24 -> 16, 1x3 same, 8x8", 24, 16, 8, 8, 1, 3, 0, 0, 1, 1, 2, 1, 0},
     {"16 -> 32, 3x3 valid, 10x10", 16, 32, 10, 10, 3, 3, 0, 0, 0, 0, 3, 2, 0},
     {"64 -> 64, 3x3 pads top and right, 9x9", 64, 64, 9, 9, 3, 3, 1, 0, 0, 1, 2, 2, 0},

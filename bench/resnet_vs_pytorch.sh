@@ -28,8 +28,9 @@ for i in $(seq "$RUNS"); do
     ONEDNN_MAX_CPU_ISA=$(torch_isa "$TMP/p$i.json") /usr/bin/python3 bench/torch_lenet.py 1 resnet20 "$SUBSET" 128 \
         > "$TMP/t$i.json" || exit 1
     $WORKER --spec "$TMP/spec2.json" --summary "$TMP/q$i.json" >/dev/null 2>&1 || exit 1
-    # the same step on CPU time (a random fixed batch, no data loading): what the other
-    # processes of a loaded machine do not move, beside PyTorch's samples_per_cpu_s
+    # the same step on CPU time (a random fixed batch, no data loading, after two warm-up
+    # steps): what the other processes of a loaded machine do not move, beside PyTorch's
+    # steady_step_cpu_s (its steps after the first two)
     $BUILD/bench/layer_profile --batch 128 --steps 5 > "$TMP/l$i.txt" || exit 1
     # where the environment forces OpenBLAS's kernels, also its own choice, against
     # PyTorch with oneDNN's own (as lenet_vs_pytorch.sh)
@@ -45,7 +46,7 @@ t_sps=$(med t .samples_per_s)
 q_sps=$(med q .train_samples_per_s)
 blas=$(jq -r '.per_rank[0].device | "\(.blas) (convolutions: \(.conv // "im2col-gemm"))"' "$TMP/p1.json")
 p_cpu=$(for i in $(seq "$RUNS"); do sed -n 's/.*step_ms=\([0-9.]*\).*/\1/p' "$TMP/l$i.txt" | awk '{ print 128000 / $1 }'; done | median)
-t_cpu=$(med t .samples_per_cpu_s)
+t_cpu=$(med t '128 / .steady_step_cpu_s')
 # FLOPs per training sample, GEMM work only (2 per multiply-add; batch norm, ReLU, the adds
 # and pooling are not counted). Multiply-adds forward, per convolution OH*OW*OC*C*9:
 # conv1 3->16 at 32x32; 6 convs 16->16 at 32x32; 16->32 stride 2 to 16x16, then 5 of
@@ -72,7 +73,7 @@ md "### ResNet-20 training speed, CIFAR-10 ($SUBSET images), batch 128 (\`RUNS=$
 md ""
 md "Load average before the runs: $load0, after: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cores)."
 md ""
-md "| | threads | OpenBLAS kernels | samples/s (median of $RUNS, alternating) | samples per CPU second |"
+md "| | threads | OpenBLAS kernels | samples/s (median of $RUNS, alternating) | samples per CPU second (steps after the first two) |"
 md "|---|---|---|---|---|"
 md "| pacer | 1 | $blas${OPENBLAS_CORETYPE:+ (OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE in the environment)} | $(printf %.1f "$p_sps") | $(printf %.1f "$p_cpu") (build/bench/layer_profile) |"
 md "| PyTorch $(jq -r .torch "$TMP/t1.json") | 1 | oneDNN convolutions, ONEDNN_MAX_CPU_ISA=$(jq -r .onednn_isa "$TMP/t1.json") | $(printf %.1f "$t_sps") | $(printf %.1f "$t_cpu") |"
@@ -81,7 +82,7 @@ if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
     o_sps=$(med o .train_samples_per_s)
     u_sps=$(med u .samples_per_s)
     md "| pacer | 1 | $(jq -r '.per_rank[0].device | "\(.blas) (convolutions: \(.conv // "im2col-gemm"))"' "$TMP/o1.json") (OpenBLAS's own choice) | $(printf %.1f "$o_sps") | – |"
-    md "| PyTorch $(jq -r .torch "$TMP/u1.json") | 1 | oneDNN convolutions, ONEDNN_MAX_CPU_ISA=$(jq -r .onednn_isa "$TMP/u1.json") | $(printf %.1f "$u_sps") | $(printf %.1f "$(med u .samples_per_cpu_s)") |"
+    md "| PyTorch $(jq -r .torch "$TMP/u1.json") | 1 | oneDNN convolutions, ONEDNN_MAX_CPU_ISA=$(jq -r .onednn_isa "$TMP/u1.json") | $(printf %.1f "$u_sps") | $(printf %.1f "$(med u '128 / .steady_step_cpu_s')") |"
 fi
 md ""
 md "pacer / PyTorch, one thread: **$(ratio "$p_sps" "$t_sps")x** on wall time, **$(ratio "$p_cpu" "$t_cpu")x** on CPU time, on $blas kernels against PyTorch on the same vector width${OPENBLAS_CORETYPE:+, $(ratio "$o_sps" "$u_sps")x with both on their own choice} (target >= 1.5x); pacer \`threads: 2\` / 1: **$(ratio "$q_sps" "$p_sps")x** (target >= 1.7x)."

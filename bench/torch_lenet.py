@@ -3,8 +3,10 @@ with the same shapes, data order size, batch and optimizer as pacer's lenet5 spe
 CPU thread. Prints one JSON line: samples_per_s (training samples / time in the training
 loop, data loading and evaluation excluded, as pacer's summary counts it),
 samples_per_cpu_s (the same over the process's CPU time in the loop: what a loaded
-machine's other processes do not move; compare with build/bench/layer_profile's step_ms),
-peak_rss_mb, test_accuracy.
+machine's other processes do not move), steady_step_cpu_s (the mean CPU time of a step
+after the first two, null with fewer than three: what build/bench/layer_profile's step_ms
+measures, after its two warm-up steps; the first steps allocate and set up oneDNN's
+primitives, ResNet-20's first at autocast 1.3x a later one), peak_rss_mb, test_accuracy.
 
 Usage: torch_lenet.py [EPOCHS [MODULE [TRAIN_SUBSET [BATCH]]]] - MODULE: another network, a
 class of tests/tools/onnx_export.py (bench/onnx_import.sh trains VggBN, the module whose
@@ -109,6 +111,7 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
     n = xtr.shape[0]
     samples, loop, cpu = 0, 0.0, 0.0
+    marks = []  # the process's CPU time after each step
     for epoch in range(epochs):
         perm = torch.randperm(n)
         c0 = time.process_time()
@@ -123,6 +126,7 @@ def main():
             loss.backward()
             opt.step()
             samples += batch
+            marks.append(time.process_time())
         loop += time.perf_counter() - t0
         cpu += time.process_time() - c0
     correct = 0
@@ -134,6 +138,7 @@ def main():
     print(json.dumps({
         "samples_per_s": samples / loop,
         "samples_per_cpu_s": samples / cpu,
+        "steady_step_cpu_s": (marks[-1] - marks[1]) / (len(marks) - 2) if len(marks) > 2 else None,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         "test_accuracy": correct / xte.shape[0],
         "torch": torch.__version__,

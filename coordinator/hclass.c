@@ -15,13 +15,15 @@
 static const char *const bucket_names[HCLASS_BUCKET_LAST + 1] = {"x1",    "x1/2",  "x1/4", "x1/8",
                                                                  "x1/16", "x1/32", "x1/64"};
 
-/* A profile reply field as a string of at most len - 1 bytes into out; 0 when it is not one. */
+/* A profile reply field as a string of at most len - 1 bytes into out, cut at a NUL inside
+ * (as a key naming it would be, dynbatch_parse_node's rule); 0 when it is not one or reads
+ * empty (a field starting with a NUL: a host named "" would take another's profile). */
 static int field_copy(const redisReply *r, char *out, size_t len)
 {
     if (!r || r->type != REDIS_REPLY_STRING || r->len == 0 || (size_t)r->len >= len) return 0;
     memcpy(out, r->str, (size_t)r->len);
     out[r->len] = 0;
-    return 1;
+    return out[0] != 0;
 }
 
 int hclass_parse_profile(const redisReply *r, hclass_profile_t *out)

@@ -42,8 +42,8 @@ int hclass_refresh(redisContext *rc, hclass_cache_t *cache, double now);
 void hclass_free(hclass_cache_t *cache);
 
 /* One profile from the reply to HMGET key host model samples_per_s [device]: 1 when its host and
- * model are non-empty strings that fit and its speed a finite number > 0, else 0 (a
- * profile that is skipped). */
+ * model are non-empty strings that fit (each cut at a NUL inside it) and its speed a finite
+ * number > 0, else 0 (a profile that is skipped). */
 int hclass_parse_profile(const redisReply *r, hclass_profile_t *out);
 
 /* Groups the usable hosts (usable[i] != 0) into classes by measured speed, deterministic

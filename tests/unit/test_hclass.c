@@ -42,6 +42,32 @@ static void group(const hclass_profile_t *p, int np, const int *usable, grouping
     g->nc = hclass_group(p, np, hosts, slots, usable, 5, g->cls, g->classes, g->names);
 }
 
+/* A profile read from Redis (HMGET's reply): its fields are strings the reply's lengths
+ * bound, with NULs possibly inside; one that reads as an empty host or model is skipped
+ * (fuzz_redis found a host of "\0|u" taken as ""), one with a NUL later is cut there. */
+static void test_parse_profile(void **state)
+{
+    (void)state;
+    redisReply f[3] = {{.type = REDIS_REPLY_STRING, .str = "\0|u", .len = 3},
+                       {.type = REDIS_REPLY_STRING, .str = "lenet5", .len = 6},
+                       {.type = REDIS_REPLY_STRING, .str = "1500.5", .len = 6}};
+    redisReply *el[3] = {&f[0], &f[1], &f[2]};
+    const redisReply r = {.type = REDIS_REPLY_ARRAY, .elements = 3, .element = el};
+    hclass_profile_t p;
+    assert_int_equal(hclass_parse_profile(&r, &p), 0); /* host "" */
+    f[0].str = "h\0|u";
+    assert_int_equal(hclass_parse_profile(&r, &p), 1);
+    assert_string_equal(p.host, "h");
+    assert_string_equal(p.model, "lenet5");
+    assert_true(p.samples_per_s == 1500.5);
+    f[1].str = "\0enet5";
+    assert_int_equal(hclass_parse_profile(&r, &p), 0); /* model "" */
+    assert_true(p.samples_per_s == 0);
+    f[1].str = "lenet5";
+    f[2].str = "1e999x";
+    assert_int_equal(hclass_parse_profile(&r, &p), 0); /* not a finite number */
+}
+
 static void test_buckets(void **state)
 {
     (void)state;
@@ -189,8 +215,9 @@ static void test_job_work(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_buckets),    cmocka_unit_test(test_not_usable),   cmocka_unit_test(test_change),
-        cmocka_unit_test(test_pick_hosts), cmocka_unit_test(test_cluster_json), cmocka_unit_test(test_job_work),
+        cmocka_unit_test(test_parse_profile), cmocka_unit_test(test_buckets),    cmocka_unit_test(test_not_usable),
+        cmocka_unit_test(test_change),        cmocka_unit_test(test_pick_hosts), cmocka_unit_test(test_cluster_json),
+        cmocka_unit_test(test_job_work),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -26,3 +26,9 @@ int errmsg(char *err, size_t errlen, const char *fmt, ...)
     va_end(ap);
     return -1;
 }
+
+void errmsg_one_line(char *err, size_t errlen)
+{
+    for (size_t i = 0; err && i < errlen && err[i]; i++)
+        if ((unsigned char)err[i] < 0x20 || err[i] == 0x7f) err[i] = '?';
+}

@@ -17,5 +17,9 @@ int errmsg_code(char *err, size_t errlen, int code, const char *fmt, ...) __attr
 /* The same over a va_list, for a module's wrapper that adds to the message (spec.c makes
  * it one line). */
 int errmsg_v(char *err, size_t errlen, int code, const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
+/* Control characters in the message (a key or value from a document may hold "\n")
+ * become '?', so that it stays one line in a log or an HTTP error body. Safe on a NULL or
+ * empty buffer. */
+void errmsg_one_line(char *err, size_t errlen);
 
 #endif

@@ -232,7 +232,7 @@ static int pbt_parse(const json_t *o, search_t *s, char *err, size_t errlen)
     return 0;
 }
 
-int search_parse(const json_t *o, int epochs, search_t *out, char *err, size_t errlen)
+static int parse_search(const json_t *o, int epochs, search_t *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!json_is_object(o)) return errmsg(err, errlen, "search: must be an object");
@@ -346,6 +346,15 @@ json_t *search_trial_params(const search_t *s)
         }
     }
     return all;
+}
+
+/* Its messages name the document's keys and values, which may hold control characters
+ * ("log_\niform" as a distribution: fuzz_sched's finding): one line each. */
+int search_parse(const json_t *o, int epochs, search_t *out, char *err, size_t errlen)
+{
+    const int rc = parse_search(o, epochs, out, err, errlen);
+    if (rc != 0) errmsg_one_line(err, errlen);
+    return rc;
 }
 
 int search_rungs(const search_t *s, int *rungs, int max)

@@ -21,8 +21,7 @@ int spec_fail(errbuf_t *e, const char *fmt, ...)
     va_start(ap, fmt);
     errmsg_v(e->buf, e->len, -1, fmt, ap);
     va_end(ap);
-    for (char *p = e->buf; p && e->len > 0 && *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    errmsg_one_line(e->buf, e->len);
     return -1;
 }
 

@@ -241,6 +241,9 @@ static void test_refusals(void **state)
               "b - a a finite number");
     parse_bad("{\"method\":\"random\",\"trials\":2,\"space\":{\"optimizer.lr\":{\"normal\":[0,1]}}}",
               "unknown distribution normal");
+    /* a key holding a newline is named on one line (fuzz_sched's finding) */
+    parse_bad("{\"method\":\"random\",\"trials\":2,\"space\":{\"optimizer.lr\":{\"log_\\niform\":[0,1]}}}",
+              "unknown distribution log_?iform (log_uniform");
     parse_bad("{\"method\":\"random\",\"trials\":2,\"space\":{\"batch_size\":{\"choice\":[]}}}",
               "choice needs a list of 1 to 64 values");
     parse_bad("{\"method\":\"random\",\"trials\":2,\"space\":{\"batch_size\":{\"choice\":[{}]}}}",

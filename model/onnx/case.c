@@ -484,7 +484,7 @@ static int case_import(const uint8_t *data, size_t len, const onnx_tensor_t *in0
         return snprintf(err, errlen, "onnx: %zu bytes: empty, or over the limit of %zu", len, ONNX_MAX_BYTES), -1;
     if (nbound < 0 || nbound > ONNX_CASE_MAX_TENSORS)
         return snprintf(err, errlen, "onnx: %d bound inputs (at most %d)", nbound, ONNX_CASE_MAX_TENSORS), -1;
-    if (wire_check(data, len, onnx_import_memory_bound(), err, errlen) == WIRE_BOUND) return -1;
+    if (wire_refused(wire_check(data, len, onnx_import_memory_bound(), err, errlen))) return -1;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
     if (!mp) return snprintf(err, errlen, "onnx: not an ONNX model, or truncated (the protobuf does not decode)"), -1;
     Onnx__GraphProto *g = mp->graph;
@@ -595,7 +595,7 @@ int onnx_case_training(const uint8_t *data, size_t len, int output, int *stat)
     char err[512];
     *stat = 0;
     if (len == 0 || len > ONNX_MAX_BYTES ||
-        wire_check(data, len, onnx_import_memory_bound(), err, sizeof err) == WIRE_BOUND)
+        wire_refused(wire_check(data, len, onnx_import_memory_bound(), err, sizeof err)))
         return 0;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
     if (!mp) return 0;

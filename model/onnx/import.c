@@ -451,7 +451,7 @@ int onnx_import_buffer(const uint8_t *data, size_t len, const char *name, int ma
     if (len == 0) return snprintf(err, errlen, "onnx: empty input"), -1;
     if (len > ONNX_MAX_BYTES)
         return snprintf(err, errlen, "onnx: %zu bytes exceed the limit of %zu", len, ONNX_MAX_BYTES), -1;
-    if (wire_check(data, len, onnx_import_memory_bound(), err, errlen) == WIRE_BOUND) return -1;
+    if (wire_refused(wire_check(data, len, onnx_import_memory_bound(), err, errlen))) return -1;
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
     if (!mp) return snprintf(err, errlen, "onnx: not an ONNX model, or truncated (the protobuf does not decode)"), -1;
     int rc = import_model(mp, name, max_batch, 0, out, err, errlen);

@@ -25,6 +25,9 @@
  * and refuses what would go beyond ONNX_MAX_DEPTH, ONNX_MAX_REPEATED or the bytes the
  * decoding may take. A malformed file is left to protobuf-c, which refuses it too. */
 
+/* The largest field number the wire format allows, 2^29 - 1 */
+#define WIRE_FIELD_MAX 536870911u
+
 typedef struct {
     size_t bytes, limit; /* what the decoding would allocate (estimated from above), its bound */
     char *err;
@@ -90,6 +93,16 @@ static int wire_message(wire_t *w, const ProtobufCMessageDescriptor *d, const ui
         if (wire_varint(&p, end, &tag) != 0) return WIRE_MALFORMED;
         const unsigned wt = (unsigned)(tag & 7);
         const uint64_t num = tag >> 3;
+        /* protobuf-c refuses a tag byte of 0 but decodes 0 spelt long (80 80 00) as field 0,
+         * an unknown field it writes back as 00, which it then refuses: an export that does
+         * not import (fuzz_onnx's finding) */
+        if (num == 0 || num > WIRE_FIELD_MAX) {
+            snprintf(w->err, w->errlen,
+                     "onnx: not an ONNX model: %s holds a field numbered %llu (the protobuf wire format numbers "
+                     "fields from 1 to %u)",
+                     d->short_name, (unsigned long long)num, (unsigned)WIRE_FIELD_MAX);
+            return WIRE_INVALID;
+        }
         const ProtobufCFieldDescriptor *f = num <= UINT32_MAX
                                                 ? protobuf_c_message_descriptor_get_field(d, (unsigned)num)
                                                 : NULL;

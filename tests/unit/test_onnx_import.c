@@ -468,6 +468,11 @@ static void test_refuses_what_is_not_onnx(void **state)
     /* a protobuf message without a graph */
     const uint8_t ir_only[] = {0x08, 0x07}; /* ir_version = 7 */
     expect_refusal(ir_only, sizeof ir_only, "no graph", NULL);
+    /* a field numbered 0, its tag spelt in three bytes: protobuf-c decodes it (and writes
+     * it back as one byte it then refuses); the wire format forbids it (fuzz_onnx) */
+    const uint8_t field0[] = {0x08, 0x07, 0x80, 0x80, 0x00, 0x01};
+    expect_refusal(field0, sizeof field0, "ModelProto holds a field numbered 0", NULL);
+    assert_false(onnx_is_model(field0, sizeof field0));
     char err[256];
     model_t *m = NULL;
     assert_int_equal(onnx_import_file("/nonexistent/model.onnx", "x", 8, &m, err, sizeof err), -1);

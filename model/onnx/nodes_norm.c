@@ -201,8 +201,11 @@ int do_softmax(imp_t *im, model_builder_t *b, const Onnx__NodeProto *n)
     seen_shape(b, x, &s);
     const int li = as_seen(b, x, &s);
     const int64_t given = imp_attr_int(n, "axis", im->opset >= 13 ? -1 : 1);
-    /* ONNX's: the batch axis 0; of a lead value, the graph's axis a >= 1 is the sample's a */
-    const int64_t ax = (given < 0 ? given + s.rank + 1 - x->lead : given) + x->lead;
+    /* ONNX's: the batch axis 0; of a lead value, the graph's axis a >= 1 is the sample's a.
+     * An axis beyond any rank is refused before the sum (2^63 - 1 overflowed it: fuzz_onnx). */
+    const int64_t ax = given < -(int64_t)s.rank - 1 || given > s.rank
+                           ? -1
+                           : (given < 0 ? given + s.rank + 1 - x->lead : given) + x->lead;
     if (ax < 1 + x->lead || ax > s.rank)
         return imp_fail(im, "node '%s' (%s): axis %lld: only a non-batch axis (1 to %d) is supported", imp_node_name(n),
                         n->op_type, (long long)given, s.rank);

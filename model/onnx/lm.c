@@ -88,13 +88,14 @@ static int do_causal_where(imp_t *im, model_builder_t *b, const Onnx__NodeProto 
         !is_mask_value(im, n->input[upper ? 1 : 2]))
         return 1;
     for (int k = 0; k < nr; k++) {
+        /* a later node, not checked yet: it may lack an operator (fuzz_onnx) */
+        const char *op = r[k]->op_type ? r[k]->op_type : "a node without an operator";
         const int64_t ax = imp_attr_int(r[k], "axis", -1);
-        if (nr > 4 || strcmp(r[k]->op_type, "Softmax") != 0 || im->opset < 13 || (ax != -1 && ax != s.rank))
+        if (nr > 4 || strcmp(op, "Softmax") != 0 || im->opset < 13 || (ax != -1 && ax != s.rank))
             return imp_fail(im,
                             "node '%s' (Where): a causal mask read by %s; only by Softmax over the last axis (opset "
                             "13 on) is it attention's",
-                            imp_node_name(n),
-                            strcmp(r[k]->op_type, "Softmax") == 0 ? "Softmax of another axis" : r[k]->op_type);
+                            imp_node_name(n), strcmp(op, "Softmax") == 0 ? "Softmax of another axis" : op);
     }
     if (define_layer(im, n, x->layer)) return -1;
     im->vals[im->nvals - 1].causal = 1;

@@ -591,20 +591,30 @@ static void test_refuses_shape_overflow(void **state)
     rmdir(dir);
 }
 
-/* An attribute's axis at the edge of int64 (fuzz_onnx's finding, kept in its corpus): a
- * Softmax of axis 2^63 - 1 on a lead value (a Reshape to the batch times 2, Swin's
- * windows), whose normalisation added the lead axis to it: signed overflow under UBSan
- * (build-san), now refused by name before the sum. */
-static void test_refuses_axis_overflow(void **state)
+/* fuzz_onnx's findings, kept in its corpus (fuzz/corpus/onnx), each refused by name:
+ * - a Softmax of axis 2^63 - 1 on a lead value (a Reshape to the batch times 2, Swin's
+ *   windows), whose normalisation added the lead axis to it: signed overflow under UBSan
+ *   (build-san), now refused before the sum;
+ * - a causal mask's Where read by a later node without an operator: the reader's check
+ *   passed its NULL operator to strcmp (pacer-worker --check-onnx crashed). */
+static void test_refuses_fuzz_findings(void **state)
 {
     (void)state;
-    char err[512] = "";
-    uint8_t *data;
-    size_t len;
-    if (onnx_read_file("fuzz/corpus/onnx/softmax-axis-lead.onnx", &data, &len, err, sizeof err) != 0)
-        fail_msg("%s", err);
-    expect_refusal(data, len, "node 'sm' (Softmax): axis 9223372036854775807: only a non-batch axis (1 to 2)", NULL);
-    free(data);
+    static const struct {
+        const char *file, *want;
+    } CASES[] = {
+        {"softmax-axis-lead.onnx", "node 'sm' (Softmax): axis 9223372036854775807: only a non-batch axis (1 to 2)"},
+        {"where-reader-no-op.onnx", "(Where): a causal mask read by a node without an operator"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        char p[128], err[512] = "";
+        snprintf(p, sizeof p, "fuzz/corpus/onnx/%s", CASES[i].file);
+        uint8_t *data;
+        size_t len;
+        if (onnx_read_file(p, &data, &len, err, sizeof err) != 0) fail_msg("%s", err);
+        expect_refusal(data, len, CASES[i].want, NULL);
+        free(data);
+    }
 }
 
 /* The memory bound is exact and counts the batch: the tiny network at batch 2 imports under
@@ -711,7 +721,7 @@ int main(void)
         cmocka_unit_test(test_refuses_other_channel_pads),
         cmocka_unit_test(test_refuses_hostile_bounds),
         cmocka_unit_test(test_refuses_shape_overflow),
-        cmocka_unit_test(test_refuses_axis_overflow),
+        cmocka_unit_test(test_refuses_fuzz_findings),
         cmocka_unit_test(test_memory_bound_is_exact),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

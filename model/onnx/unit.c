@@ -191,8 +191,8 @@ static int refuse(unit_t *u, const Onnx__NodeProto *n, const char *why)
 }
 
 /* Axis a counted one further when it counts from the front (a negative one counts from
- * the end, which the leading 1 leaves where it was). */
-/* a (an axis from the file) one further; the largest stays, for the node's own refusal */
+ * the end, which the leading 1 leaves where it was); the largest int64 stays as it is, for
+ * the node's own refusal. */
 static int64_t shifted(int64_t a) { return a >= 0 && a < INT64_MAX ? a + 1 : a; }
 
 /* n's attribute axis (default dflt) one further. */

@@ -26,7 +26,7 @@
  * stride for the channel-vector tiles, stride 1 for the grid tiles) read their taps
  * straight from padded planes with conv_direct.c's kernels instead of im2col + SGEMM
  * ("direct" below says where and why). At bf16 those kernels give way: on the AMX and
- * AVX512-BF16 paths the stride-1 layers run on conv_amx.c's padded planes, on the tiles
+ * AVX512-BF16 paths the layers of stride 1 and 2 run on conv_amx.c's padded planes, on the tiles
  * or on vdpbf16ps (conv_amx_vectors.c; "AMX" below), the rest take im2col and the bf16
  * GEMM (matmul.h).
  *
@@ -1094,11 +1094,13 @@ static void wide_backward(void *arg, int t, int T)
  * At bf16 on the AMX path (the tiles) or the AVX512-BF16 path (the same operands on
  * vdpbf16ps: ResNet-20's bf16 step 228 -> 155 ms on a Zen 5, whose im2col + GEMM had made
  * it slower than fp32's 162 ms; layer_profile --precision bf16 resnet20), a one-group
- * convolution of stride and dilation 1 whose pads stay within the kernel's reach (so that
- * its input gradient is a convolution of dout) runs straight from its padded planes:
- * im2col + the GEMM copied each input value KH*KW times as float32 and again as bf16
- * while packing, most of a ResNet-20 step's convolution time (layer_profile;
- * docs/PERFORMANCE.md). Each image is one thread's.
+ * convolution of dilation 1 and stride 1, or 2 with each side of the kernel at least 2,
+ * whose pads stay within the kernel's reach (so that its input gradient is a convolution of
+ * dout, by phases at stride 2) runs straight from its padded planes: im2col + the GEMM
+ * copied each input value KH*KW times as float32 and again as bf16 while packing, most of
+ * a ResNet-20 step's convolution time (layer_profile; docs/PERFORMANCE.md); its two
+ * stride-2 layers, on the planes' phases, 14.3 -> 9.1 ms a step on the Zen 5 (forward and
+ * backward, layer_profile --precision bf16 resnet20). Each image is one thread's.
  * Not for 1x1 kernels, which im2col copies only once and whose GEMM takes many images at
  * a time (mobilenet_v2's 1x1 layers ran 1.5-10x slower on the tiles, an image at a time,
  * the weights streamed once per image: layer_profile, batch 32), nor for output planes
@@ -1111,8 +1113,9 @@ static void wide_backward(void *arg, int t, int T)
 
 static int amx_fits(const conv2d_desc_t *d)
 {
-    return d->groups == 1 && d->sH == 1 && d->sW == 1 && d->dH == 1 && d->dW == 1 && within_reach(d) &&
-           d->KH * d->KW > 1 && d->OH * d->OW >= AMX_MIN_PIXELS;
+    const int s = d->sH;
+    return d->groups == 1 && (s == 1 || s == 2) && d->sW == s && d->KH >= s && d->KW >= s && d->dH == 1 && d->dW == 1 &&
+           within_reach(d) && d->KH * d->KW > 1 && d->OH * d->OW >= AMX_MIN_PIXELS;
 }
 
 /* On vectors, not for inputs of VECTORS_MIN_C channels or fewer: padded to 16, a first
@@ -1140,40 +1143,23 @@ static conv_amx_unit_t amx_unit(void)
     return cpu_isa() == CPU_ISA_AMX ? CONV_AMX_TILES : CONV_AMX_VECTORS;
 }
 
-/* forward: the input's planes padded as the descriptor says */
+/* forward: the input's planes padded as the descriptor says (at stride 2 as their phases) */
 static void amx_fwd_geom(const conv2d_desc_t *d, conv_amx_geom_t *g)
 {
+    const int s = d->sH, PH = d->H + d->pad_t + d->pad_b, PW = d->W + d->pad_l + d->pad_r;
     *g = (conv_amx_geom_t){.C = d->C,
                            .M = d->OC,
                            .KH = d->KH,
                            .KW = d->KW,
+                           .stride = s,
                            .SH = d->H,
                            .SW = d->W,
-                           .PH = d->H + d->pad_t + d->pad_b,
-                           .PW = d->W + d->pad_l + d->pad_r,
+                           .PH = (PH + s - 1) / s,
+                           .PW = (PW + s - 1) / s,
                            .top = d->pad_t,
                            .left = d->pad_l,
                            .rows = d->OH,
                            .cols = d->OW};
-    conv_amx_plan(g);
-}
-
-/* input gradient: dout's planes padded to the flipped kernel's full reach */
-static void amx_bwd_geom(const conv2d_desc_t *d, conv_amx_geom_t *g)
-{
-    const int eh = d->KH - 1, ew = d->KW - 1;
-    *g = (conv_amx_geom_t){.C = d->OC,
-                           .M = d->C,
-                           .KH = d->KH,
-                           .KW = d->KW,
-                           .SH = d->OH,
-                           .SW = d->OW,
-                           .PH = d->OH + 2 * eh - d->pad_t - d->pad_b,
-                           .PW = d->OW + 2 * ew - d->pad_l - d->pad_r,
-                           .top = eh - d->pad_t,
-                           .left = ew - d->pad_l,
-                           .rows = d->H,
-                           .cols = d->W};
     conv_amx_plan(g);
 }
 
@@ -1187,24 +1173,25 @@ static size_t amx_pass_floats(const conv_amx_geom_t *g)
 
 static size_t amx_workspace(const conv2d_desc_t *d)
 {
-    conv_amx_geom_t f, b;
+    conv_amx_geom_t f;
+    conv_amx_dinp_t b;
     amx_fwd_geom(d, &f);
-    amx_bwd_geom(d, &b);
-    const size_t bwd = floats_of(conv_amx_wgrad_bytes(&f)) + amx_pass_floats(&b), fwd = amx_pass_floats(&f);
+    conv_amx_dinp_plan(&f, &b);
+    const size_t bwd = floats_of(conv_amx_wgrad_bytes(&f)) + floats_of(conv_amx_dinp_bytes(&b)),
+                 fwd = amx_pass_floats(&f);
     return fwd > bwd ? fwd : bwd;
 }
 
-/* One image of a pass laid out from ws on: out = the pass's valid part (+ bias), or += it;
- * pads: the thread's first image (conv_amx_source) */
-static void amx_image(const conv_amx_geom_t *g, float *ws, const float *src, const float *bias, int accumulate,
-                      int pads, float *out)
+/* One image's forward laid out from ws on: out = the grid's valid part + bias; pads: the
+ * thread's first image (conv_amx_source) */
+static void amx_image(const conv_amx_geom_t *g, float *ws, const float *src, const float *bias, int pads, float *out)
 {
     uint16_t *wp = (uint16_t *)ws;
     uint32_t *xs = (uint32_t *)(ws + floats_of(conv_amx_weight_bytes(g)));
     float *y = (float *)xs + floats_of(conv_amx_source_bytes(g));
     conv_amx_source(g, src, pads, xs);
     conv_amx_grid(amx_unit(), g, wp, xs, y);
-    grid_to_planes(g->M, g->rows, g->cols, g->PW, y, g->ldy, bias, accumulate, out);
+    grid_to_planes(g->M, g->rows, g->cols, g->PW, y, g->ldy, bias, 0, out);
 }
 
 const char *conv2d_kernel(void)
@@ -1229,9 +1216,9 @@ static void amx_forward(void *arg, int t, int T)
     my_chunks(j->B, 1, t, T, &b0, &b1);
     if (b0 == b1) return;
     float *ws = job_ws(j, t);
-    conv_amx_pack(&g, j->weight, 0, (uint16_t *)ws);
+    conv_amx_pack(&g, j->weight, (uint16_t *)ws);
     const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)d->OC * d->OH * d->OW;
-    for (long b = b0; b < b1; b++) amx_image(&g, ws, j->inp + b * in_img, j->bias, 0, b == b0, j->out + b * out_img);
+    for (long b = b0; b < b1; b++) amx_image(&g, ws, j->inp + b * in_img, j->bias, b == b0, j->out + b * out_img);
 }
 
 /* Per image: its weight gradient into the thread's float32 sums, then its input gradient
@@ -1248,16 +1235,17 @@ static void amx_backward(void *arg, int t, int T)
         memset(dweight, 0, dw_floats(d) * sizeof(float));
         return;
     }
-    conv_amx_geom_t f, g;
+    conv_amx_geom_t f;
+    conv_amx_dinp_t g;
     amx_fwd_geom(d, &f);
-    amx_bwd_geom(d, &g);
+    conv_amx_dinp_plan(&f, &g);
     float *wg = job_ws(j, t), *ws = wg + floats_of(conv_amx_wgrad_bytes(&f));
-    if (j->dinp) conv_amx_pack(&g, j->weight, 1, (uint16_t *)ws);
+    if (j->dinp) conv_amx_dinp_pack(&g, j->weight, ws);
     const size_t in_img = (size_t)d->C * d->H * d->W, out_img = (size_t)d->OC * d->OH * d->OW;
     for (long b = b0; b < b1; b++) {
         const float *dy = j->dout + b * out_img;
         conv_amx_wgrad(amx_unit(), &f, j->inp + b * in_img, dy, b == b0, wg);
-        if (j->dinp) amx_image(&g, ws, dy, NULL, !j->set, b == b0, j->dinp + b * in_img);
+        if (j->dinp) conv_amx_dinp_image(amx_unit(), &g, ws, dy, !j->set, b == b0, j->dinp + b * in_img);
     }
     conv_amx_wgrad_store(&f, wg, dweight);
 }

@@ -24,8 +24,12 @@ void conv_amx_plan(conv_amx_geom_t *g)
     if (g->Cp > 16) g->Cp = (int)round_up((size_t)g->C, 32);
     g->kc = g->Cp % 32 == 0 ? 32 : 16;
     g->Mp = (int)round_up((size_t)g->M, 16);
-    const size_t cells = (size_t)g->rows * g->PW, plane = (size_t)g->PH * g->PW;
-    const size_t reach = (size_t)(g->KH - 1) * g->PW + (size_t)(g->KW - 1);
+    if (g->stride != 2) g->stride = 1;
+    g->phase = g->stride == 2 ? (size_t)g->PH * g->PW : 0;
+    const size_t cells = (size_t)g->rows * g->PW, plane = g->stride == 2 ? 4 * g->phase : (size_t)g->PH * g->PW;
+    size_t reach = 0; /* the farthest tap (at stride 2 not always the last) */
+    for (int t = 0; t < g->KH * g->KW; t++)
+        if (conv_amx_tap(g, t) > reach) reach = conv_amx_tap(g, t);
     g->N = round_up(cells, 32);
     g->pld = spread(round_up(reach + g->N > plane ? reach + g->N : plane, 16), 4);
     g->ldy = spread(g->N, 4);
@@ -54,11 +58,28 @@ size_t conv_amx_wgrad_bytes(const conv_amx_geom_t *g)
     return wgrad_sums_at(g) + (size_t)g->Cp * g->Mp * g->KH * g->KW * 4;
 }
 
-void conv_amx_pack(const conv_amx_geom_t *g, const float *w, int flipped, uint16_t *wp)
+/* Which of a kernel's taps each of g's taps is: itself (flip 0), or at an input
+ * gradient's phase (a, b) of stride s the flipped taps ky = a + s i, kx = b + s j, g's tap
+ * (KH - 1 - i, KW - 1 - j) (flip 1; KW the kernel's) */
+typedef struct {
+    int flip, s, a, b, KW;
+} tap_map_t;
+
+static int kernel_tap(const tap_map_t *map, const conv_amx_geom_t *g, int t)
+{
+    if (!map->flip) return t;
+    const int i = g->KH - 1 - t / g->KW, j = g->KW - 1 - t % g->KW;
+    return (map->a + map->s * i) * map->KW + map->b + map->s * j;
+}
+
+/* wp = A tiles of g's taps: W_t[m][c] = w[m][c][tap] (w with kk taps a filter), or with
+ * a flipped map w[c][m][tap] (w the forward's weight of an input gradient). */
+static void pack_taps(const conv_amx_geom_t *g, const float *w, const tap_map_t *map, int kk, uint16_t *wp)
 {
     const int KK = g->KH * g->KW, nch = g->Cp / g->kc;
     for (int mb = 0; mb < g->Mp / 16; mb++)
-        for (int t = 0; t < KK; t++)
+        for (int t = 0; t < KK; t++) {
+            const int kt = kernel_tap(map, g, t);
             for (int ch = 0; ch < nch; ch++) {
                 uint16_t *tile = wp + (((size_t)mb * KK + t) * nch + ch) * 16 * g->kc;
                 for (int r = 0; r < 16; r++)
@@ -66,11 +87,17 @@ void conv_amx_pack(const conv_amx_geom_t *g, const float *w, int flipped, uint16
                         const int m = mb * 16 + r, c = ch * g->kc + k;
                         float v = 0.0f;
                         if (m < g->M && c < g->C)
-                            v = flipped ? w[((size_t)c * g->M + m) * KK + (KK - 1 - t)]
-                                        : w[((size_t)m * g->C + c) * KK + t];
+                            v = map->flip ? w[((size_t)c * g->M + m) * kk + kt] : w[((size_t)m * g->C + c) * kk + kt];
                         tile[r * g->kc + k] = bf16_from_float(v);
                     }
             }
+        }
+}
+
+void conv_amx_pack(const conv_amx_geom_t *g, const float *w, uint16_t *wp)
+{
+    const tap_map_t same = {0};
+    pack_taps(g, w, &same, g->KH * g->KW, wp);
 }
 
 static uint32_t float_bits(float f)
@@ -108,8 +135,67 @@ __attribute__((optimize("no-tree-loop-distribute-patterns"))) static void zero_c
         for (size_t i = 0; i < n; i++) o[(size_t)r * ld + i] = 0;
 }
 
+/* Stride 2's phases: d0[k] = v[2k] and d1[k] = v[2k + 1], the n values of a row split
+ * between its even and odd columns (d0 gets a last odd one) */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+split_pairs(int n, const uint32_t *restrict v, uint32_t *restrict d0, uint32_t *restrict d1)
+{
+    for (int k = 0; k < n / 2; k++) d0[k] = v[2 * k], d1[k] = v[2 * k + 1];
+    if (n & 1) d0[n / 2] = v[n - 1];
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+split_values(int n, const uint16_t *restrict v, uint16_t *restrict d0, uint16_t *restrict d1)
+{
+    for (int k = 0; k < n / 2; k++) d0[k] = v[2 * k], d1[k] = v[2 * k + 1];
+    if (n & 1) d0[n / 2] = v[n - 1];
+}
+
+/* Where source row sh's values from column sw (even) go: the even-column phase row of
+ * its padded row at its padded column, at0, and the odd-column one, at1; d0 (its even
+ * values) go to whichever holds its first column */
+static void phase_at(const conv_amx_geom_t *g, int sh, int sw, size_t *d0, size_t *d1)
+{
+    const int py = g->top + sh, px = g->left + sw;
+    const size_t row = (size_t)(py & 1) * 2 * g->phase + (size_t)(py >> 1) * g->PW;
+    const size_t even = row + (size_t)((px + 1) >> 1), odd = row + g->phase + (size_t)(px >> 1);
+    *d0 = px & 1 ? odd : even;
+    *d1 = px & 1 ? even : odd;
+}
+
+/* A source row is rounded a chunk of values at a time, then split (stride 2); even, so
+ * that each chunk starts on the row's even values */
+#define ROW_CHUNK 256
+
+/* conv_amx_source at stride 2: the pads (everything but the values) zeroed whole */
+static void source_phases(const conv_amx_geom_t *g, const float *src, int pads, uint32_t *xs)
+{
+    const size_t SP = (size_t)g->SH * g->SW;
+    uint32_t tmp[ROW_CHUNK];
+    for (int cp = 0; cp < g->Cp / 2; cp++) {
+        uint32_t *o = xs + (size_t)cp * g->pld;
+        if (pads) memset(o, 0, g->pld * 4);
+        const int c0 = 2 * cp, c1 = 2 * cp + 1;
+        if (c0 >= g->C) continue;
+        const float *a = src + (size_t)c0 * SP, *b = c1 < g->C ? src + (size_t)c1 * SP : NULL;
+        for (int sh = 0; sh < g->SH; sh++)
+            for (int w0 = 0; w0 < g->SW; w0 += ROW_CHUNK) {
+                const int n = g->SW - w0 < ROW_CHUNK ? g->SW - w0 : ROW_CHUNK;
+                const size_t at = (size_t)sh * g->SW + (size_t)w0;
+                size_t d0, d1;
+                phase_at(g, sh, w0, &d0, &d1);
+                pair_row(n, a + at, b ? b + at : NULL, tmp);
+                split_pairs(n, tmp, o + d0, o + d1);
+            }
+    }
+}
+
 void conv_amx_source(const conv_amx_geom_t *g, const float *src, int pads, uint32_t *xs)
 {
+    if (g->stride == 2) {
+        source_phases(g, src, pads, xs);
+        return;
+    }
     const size_t SP = (size_t)g->SH * g->SW;
     const int right = g->PW - g->left - g->SW;
     for (int cp = 0; cp < g->Cp / 2; cp++) {
@@ -142,8 +228,33 @@ void conv_amx_source(const conv_amx_geom_t *g, const float *src, int pads, uint3
  * at (mb * Nk/32 + kb) * 512, zeros past M. The tiles' and the vectors' paths pack with
  * gemm_bf16's AVX-512 packer, the twin with the loop below: the same bytes. All round as an
  * activation stored in bf16 is (gemm_bf16_act.h: on cpu_isa()'s path). */
+static void wgrad_phases(const conv_amx_geom_t *g, const float *src, int pads, uint16_t *x16)
+{
+    const size_t SP = (size_t)g->SH * g->SW;
+    const cpu_isa_t isa = cpu_isa();
+    uint16_t tmp[ROW_CHUNK];
+    for (int c = 0; c < g->Cp; c++) {
+        uint16_t *o = x16 + (size_t)c * g->L;
+        if (pads) memset(o, 0, g->L * 2);
+        if (c >= g->C) continue;
+        for (int sh = 0; sh < g->SH; sh++)
+            for (int w0 = 0; w0 < g->SW; w0 += ROW_CHUNK) {
+                const int n = g->SW - w0 < ROW_CHUNK ? g->SW - w0 : ROW_CHUNK;
+                size_t d0, d1;
+                phase_at(g, sh, w0, &d0, &d1);
+                bf16_act_store_rows(isa, 1, (size_t)n, src + (size_t)c * SP + (size_t)sh * g->SW + (size_t)w0,
+                                    (size_t)n, tmp, (size_t)n);
+                split_values(n, tmp, o + d0, o + d1);
+            }
+    }
+}
+
 static void wgrad_source(const conv_amx_geom_t *g, const float *src, int pads, uint16_t *x16)
 {
+    if (g->stride == 2) {
+        wgrad_phases(g, src, pads, x16);
+        return;
+    }
     const size_t SP = (size_t)g->SH * g->SW, right = (size_t)(g->PW - g->left - g->SW);
     const cpu_isa_t isa = cpu_isa();
     for (int c = 0; c < g->Cp; c++) {
@@ -345,6 +456,173 @@ void conv_amx_wgrad_store(const conv_amx_geom_t *g, const void *ws, float *dw)
             for (int t = 0; t < KK; t++)
                 dw[((size_t)m * g->C + c) * KK + t] =
                     acc[(((size_t)(c / 16) * mbn + m / 16) * KK + t) * 256 + (c % 16) * 16 + m % 16];
+}
+
+/* ---- the input gradient, a phase at a time ----------------------------------------- */
+
+/* One side of phase a at stride s: the kernel's taps k = a + s i (n of them), and the
+ * input positions x = s u + a - pad inside [0, in) (count of them, from u = u0) */
+typedef struct {
+    int n, u0, count;
+} phase_side_t;
+
+static phase_side_t phase_side(int a, int s, int K, int pad, int in)
+{
+    phase_side_t x = {.n = (K - a + s - 1) / s, .u0 = pad > a ? (pad - a + s - 1) / s : 0};
+    const int last = in - 1 + pad - a; /* s u of the phase's last position */
+    x.count = last < 0 ? 0 : last / s - x.u0 + 1;
+    if (x.count < 0) x.count = 0;
+    return x;
+}
+
+/* Grid cell (r, c) of phase (a, b) is input position (s (u0 + r) + a - pad, ...), whose
+ * gradient sums dout[u - i][v - j] w[a + s i][b + s j]: on dout padded by top rows and left
+ * columns, flipped tap (n - 1 - i) reads u0 + r - (n - 1) + (n - 1 - i) + top, so the
+ * phase's grid starts at row u0 - (n - 1) + top, and padding above (left) is the largest
+ * (n - 1) - u0, none below zero. */
+void conv_amx_dinp_plan(const conv_amx_geom_t *f, conv_amx_dinp_t *p)
+{
+    memset(p, 0, sizeof *p);
+    const int s = f->stride == 2 ? 2 : 1;
+    p->s = s, p->H = f->SH, p->W = f->SW, p->KH = f->KH, p->KW = f->KW;
+    phase_side_t ys[2], xs[2];
+    int top = 0, left = 0;
+    for (int a = 0; a < s; a++) {
+        ys[a] = phase_side(a, s, f->KH, f->top, f->SH);
+        xs[a] = phase_side(a, s, f->KW, f->left, f->SW);
+        if (ys[a].n - 1 - ys[a].u0 > top) top = ys[a].n - 1 - ys[a].u0;
+        if (xs[a].n - 1 - xs[a].u0 > left) left = xs[a].n - 1 - xs[a].u0;
+    }
+    int DH = top + f->rows, DW = left + f->cols; /* dout, then every phase's reads */
+    for (int a = 0; a < s; a++) {
+        if (ys[a].count && top + ys[a].u0 + ys[a].count > DH) DH = top + ys[a].u0 + ys[a].count;
+        if (xs[a].count && left + xs[a].u0 + xs[a].count > DW) DW = left + xs[a].u0 + xs[a].count;
+    }
+    size_t pld = 0, wat = 0;
+    for (int a = 0; a < s; a++)
+        for (int b = 0; b < s; b++) {
+            const int i = a * s + b;
+            conv_amx_geom_t *g = &p->ph[i];
+            *g = (conv_amx_geom_t){.C = f->M,
+                                   .M = f->C,
+                                   .KH = ys[a].n,
+                                   .KW = xs[b].n,
+                                   .stride = 1,
+                                   .SH = f->rows,
+                                   .SW = f->cols,
+                                   .PH = DH,
+                                   .PW = DW,
+                                   .top = top,
+                                   .left = left,
+                                   .rows = ys[a].count,
+                                   .cols = xs[b].count};
+            conv_amx_plan(g);
+            p->at[i] = (size_t)(ys[a].u0 - (ys[a].n - 1) + top) * DW + (size_t)(xs[b].u0 - (xs[b].n - 1) + left);
+            p->row0[i] = s * ys[a].u0 + a - f->top;
+            p->col0[i] = s * xs[b].u0 + b - f->left;
+            p->wat[i] = wat;
+            wat += round_up(conv_amx_weight_bytes(g) / 2, 32);
+            if (p->at[i] + g->pld > pld) pld = p->at[i] + g->pld;
+        }
+    pld = spread(round_up(pld, 16), 4);
+    for (int i = 0; i < s * s; i++) p->ph[i].pld = pld;
+    p->src = p->ph[0];
+}
+
+static size_t dinp_source_at(const conv_amx_dinp_t *p)
+{
+    const int last = p->s * p->s - 1;
+    return round_up((p->wat[last] * 2 + conv_amx_weight_bytes(&p->ph[last])), 64);
+}
+
+static size_t dinp_grid_at(const conv_amx_dinp_t *p)
+{
+    return dinp_source_at(p) + round_up(conv_amx_source_bytes(&p->src), 64);
+}
+
+/* Floats of the largest phase's grid, rounded to 64 bytes */
+static size_t dinp_grid_floats(const conv_amx_dinp_t *p)
+{
+    size_t grid = 0;
+    for (int i = 0; i < p->s * p->s; i++)
+        if (conv_amx_grid_floats(&p->ph[i]) > grid) grid = conv_amx_grid_floats(&p->ph[i]);
+    return round_up(grid, 16);
+}
+
+/* The source, then one grid (stride 1) or two (stride 2: a row's two phases) */
+size_t conv_amx_dinp_bytes(const conv_amx_dinp_t *p)
+{
+    return dinp_grid_at(p) + dinp_grid_floats(p) * 4 * (size_t)(p->s == 2 ? 2 : 1);
+}
+
+void conv_amx_dinp_pack(const conv_amx_dinp_t *p, const float *w, void *ws)
+{
+    const int s = p->s;
+    for (int i = 0; i < s * s; i++) {
+        const tap_map_t map = {.flip = 1, .s = s, .a = i / s, .b = i % s, .KW = p->KW};
+        pack_taps(&p->ph[i], w, &map, p->KH * p->KW, (uint16_t *)ws + p->wat[i]);
+    }
+}
+
+/* dx's positions of stride 1's one phase = its grid's cells, or += them */
+static void scatter_1(const conv_amx_geom_t *g, const float *restrict y, int H, int W, int accumulate,
+                      float *restrict dx)
+{
+    for (int m = 0; m < g->M; m++)
+        for (int r = 0; r < g->rows; r++) {
+            const float *in = y + (size_t)m * g->ldy + (size_t)r * g->PW;
+            float *o = dx + ((size_t)m * H + (size_t)r) * W;
+            if (accumulate)
+                for (int c = 0; c < g->cols; c++) o[c] += in[c];
+            else
+                for (int c = 0; c < g->cols; c++) o[c] = in[c];
+        }
+}
+
+/* Stride 2: the rows of two phases of the same rows (even columns from ye, odd ones from
+ * yo; their first cells are dx's columns 0 and 1) interleaved into dx's rows, every other
+ * one from row0, or added to them: whole rows written at once (each phase alone had
+ * written every other value, 2% of ResNet-20's step) */
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void
+interleave_2(const conv_amx_geom_t *ge, const conv_amx_geom_t *go, const float *restrict ye, const float *restrict yo,
+             int row0, int H, int W, int accumulate, float *restrict dx)
+{
+    const int n = go->cols, tail = ge->cols > n; /* W = 2n or 2n + 1 */
+    for (int m = 0; m < ge->M; m++)
+        for (int r = 0; r < ge->rows; r++) {
+            const float *e = ye + (size_t)m * ge->ldy + (size_t)r * ge->PW;
+            const float *od = yo + (size_t)m * go->ldy + (size_t)r * go->PW;
+            float *o = dx + ((size_t)m * H + (size_t)(row0 + 2 * r)) * W;
+            if (accumulate) {
+                for (int c = 0; c < n; c++) o[2 * c] += e[c], o[2 * c + 1] += od[c];
+                if (tail) o[2 * n] += e[n];
+            } else {
+                for (int c = 0; c < n; c++) o[2 * c] = e[c], o[2 * c + 1] = od[c];
+                if (tail) o[2 * n] = e[n];
+            }
+        }
+}
+
+void conv_amx_dinp_image(conv_amx_unit_t u, const conv_amx_dinp_t *p, void *ws, const float *dout, int accumulate,
+                         int pads, float *dx)
+{
+    const uint16_t *wp = ws;
+    uint32_t *xs = (uint32_t *)((uint8_t *)ws + dinp_source_at(p));
+    float *y = (float *)((uint8_t *)ws + dinp_grid_at(p)), *y1 = y + dinp_grid_floats(p);
+    conv_amx_source(&p->src, dout, pads, xs);
+    if (p->s == 1) {
+        conv_amx_grid(u, &p->ph[0], wp, xs, y);
+        scatter_1(&p->ph[0], y, p->H, p->W, accumulate, dx);
+        return;
+    }
+    for (int a = 0; a < 2; a++) {
+        const int i = 2 * a, even = p->col0[i] == 0 ? i : i + 1; /* the phase of dx's even columns */
+        const conv_amx_geom_t *ge = &p->ph[even], *go = &p->ph[even ^ 1];
+        if (!ge->rows || !ge->cols) continue; /* an input too small to have these rows */
+        conv_amx_grid(u, ge, wp + p->wat[even], xs + p->at[even], y);
+        if (go->cols) conv_amx_grid(u, go, wp + p->wat[even ^ 1], xs + p->at[even ^ 1], y1);
+        interleave_2(ge, go, y, y1, p->row0[i], p->H, p->W, accumulate, dx);
+    }
 }
 
 static int twin_forced;

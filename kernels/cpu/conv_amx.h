@@ -1,7 +1,7 @@
 /* kernels/cpu/conv_amx.h - bf16 convolutions on AMX tiles, straight from padded planes.
  *
  * Owned by conv.c, which runs them at bf16 on the AMX path for one-group convolutions of
- * stride and dilation 1 whose pads stay within the kernel's reach. im2col would copy
+ * stride 1 or 2 and dilation 1 whose pads stay within the kernel's reach. im2col would copy
  * each input value KH*KW times, as float32 and again as bf16 while packing; here nothing
  * is lowered. On the grid of the padded planes (PW positions a row, garbage in the
  * columns past the output's; conv.c's wide lowering) the product
@@ -19,6 +19,11 @@
  *    the sums stay in float32 tiles image after image (conv_amx_wgrad), then go to the
  *    (M, C, KH, KW) gradient once (conv_amx_wgrad_store).
  * Channels are padded with zeros to 16 (and C to 32 past 16), so any count runs.
+ * At stride 2 the padded planes are stored as their four phases (even and odd rows by even
+ * and odd columns, each ceil(padded / 2) a side, one after another): tap (ky, kx) reads
+ * phase (ky % 2, kx % 2) at (ky / 2, kx / 2), so the grid is the output's, a shift of each
+ * phase's plane a tap as at stride 1, and no product is wasted (conv_amx_tap). The input
+ * gradient is then s * s convolutions of dout of stride 1 (conv_amx_dinp_t).
  *
  * Every output is a sum of products of bf16-rounded operands in float32, as gemm_bf16.h
  * defines the bf16 products: within gamma(n) of the exact sum of the rounded products
@@ -40,13 +45,16 @@
 
 typedef struct {
     int C, M;       /* source channels, output channels */
-    int KH, KW;     /* taps (stride and dilation 1) */
+    int KH, KW;     /* taps (dilation 1) */
+    int stride;     /* 1 or 2, both directions */
     int SH, SW;     /* the source planes */
-    int PH, PW;     /* the padded planes */
-    int top, left;  /* where a source plane starts in its padded plane */
+    int PH, PW;     /* the grid's planes: the padded planes at stride 1, each of their
+                     * phases at stride 2 (ceil(padded / 2) a side) */
+    int top, left;  /* where a source plane starts in its padded plane (the whole one) */
     int rows, cols; /* the output planes: grid rows, valid columns of each */
     /* derived by conv_amx_plan */
     int Cp, Mp, kc; /* C and M rounded up to 16 (Cp to 32 past 16); channels a K chunk */
+    size_t phase;   /* stride 2: positions from one phase's plane to the next */
     size_t N;       /* grid positions computed: rows * PW rounded up to 32 */
     size_t pld;     /* 32-bit pairs from one pair-plane to the next: the padded plane and
                      * the last tap's reach past N, all readable */
@@ -62,6 +70,15 @@ typedef enum { CONV_AMX_TILES = 0, CONV_AMX_TWIN = 1, CONV_AMX_VECTORS = 2 } con
 /* Fills g's derived fields from the others. */
 void conv_amx_plan(conv_amx_geom_t *g);
 
+/* Where tap t (ky * KW + kx) reads, from a grid position: ky rows and kx columns on at
+ * stride 1; on phase (ky % 2, kx % 2)'s plane, ky / 2 rows and kx / 2 columns on, at 2 */
+static inline size_t conv_amx_tap(const conv_amx_geom_t *g, int t)
+{
+    const int ky = t / g->KW, kx = t % g->KW;
+    if (g->stride != 2) return (size_t)ky * g->PW + (size_t)kx;
+    return (size_t)((ky & 1) * 2 + (kx & 1)) * g->phase + (size_t)(ky >> 1) * g->PW + (size_t)(kx >> 1);
+}
+
 /* Bytes of the packed weights, of one source (conv_amx_source), of one output grid
  * (floats: conv_amx_grid_floats), and of the weight gradient's scratch for one image and
  * its sums (conv_amx_wgrad_bytes: dout's pairs, the source's rounded planes, then the
@@ -71,10 +88,10 @@ size_t conv_amx_source_bytes(const conv_amx_geom_t *g);
 size_t conv_amx_grid_floats(const conv_amx_geom_t *g);
 size_t conv_amx_wgrad_bytes(const conv_amx_geom_t *g);
 
-/* wp = the weights as A tiles. w is (M, C, KH, KW), or with flipped the forward's weight
- * (C, M, KH, KW) of which g is the input gradient: W_t[m][c] = w[c][m][KH*KW - 1 - t]. */
-void conv_amx_pack(const conv_amx_geom_t *g, const float *w, int flipped, uint16_t *wp);
-/* xs = the C planes of src (SH x SW each) padded, rounded to bf16, as channel pairs. The
+/* wp = the weights w (M, C, KH, KW) as A tiles. */
+void conv_amx_pack(const conv_amx_geom_t *g, const float *w, uint16_t *wp);
+/* xs = the C planes of src (SH x SW each) padded, rounded to bf16, as channel pairs (at
+ * stride 2, each padded plane as its four phases). The
  * zeros (the padding, the channels past C, the reach past the plane) are written only with
  * pads: without, xs must hold them from an earlier call of the same geometry, nothing
  * having written there since (conv.c: a thread's first image writes them, its next ones
@@ -92,6 +109,33 @@ void conv_amx_wgrad(conv_amx_unit_t u, const conv_amx_geom_t *g, const float *sr
                     void *ws);
 /* dw (M, C, KH, KW) = the sums. */
 void conv_amx_wgrad_store(const conv_amx_geom_t *g, const void *ws, float *dw);
+
+/* The input gradient of a convolution of stride s (1 or 2, each side of its kernel at
+ * least s): dx at rows alpha mod s and columns beta mod s (a phase, in the padded input's
+ * coordinates) is the stride-1 convolution of dout, padded, by the taps ky = alpha mod s,
+ * kx = beta mod s of the kernel, flipped and transposed. The s * s phases share one padded
+ * dout and each has its own packed weights and grid, scattered to its positions; at
+ * stride 1 the one phase is the whole flipped kernel. The phases' taps together are the
+ * kernel's: nothing is multiplied by a zero the stride put there. */
+typedef struct {
+    int s, H, W, KH, KW;   /* the stride; the input planes dx holds; the kernel */
+    conv_amx_geom_t src;   /* dout padded, the source of every phase */
+    conv_amx_geom_t ph[4]; /* each phase's convolution on it (its pld the source's) */
+    size_t at[4];          /* where phase i's grid starts on the source, in positions */
+    size_t wat[4];         /* phase i's packed weights, in bf16 values from the first */
+    int row0[4], col0[4];  /* the input row and column of phase i's first grid cell */
+} conv_amx_dinp_t;
+
+/* p = the input gradient's plan of the convolution whose forward geometry is f. */
+void conv_amx_dinp_plan(const conv_amx_geom_t *f, conv_amx_dinp_t *p);
+/* Bytes of its scratch: every phase's packed weights, the source and one grid. */
+size_t conv_amx_dinp_bytes(const conv_amx_dinp_t *p);
+/* The phases' weights into ws, from the forward's w (M, C, KH, KW): once a pass. */
+void conv_amx_dinp_pack(const conv_amx_dinp_t *p, const float *w, void *ws);
+/* dx (C planes of H x W) = one image's input gradient from its dout, or += it with
+ * accumulate; pads as conv_amx_source's. */
+void conv_amx_dinp_image(conv_amx_unit_t u, const conv_amx_dinp_t *p, void *ws, const float *dout, int accumulate,
+                         int pads, float *dx);
 
 /* For tests: 1 runs conv.c's bf16 convolutions through these loops on the twin, whatever
  * the CPU has, even on the portable path (0: on the tiles or the vectors where the CPU has

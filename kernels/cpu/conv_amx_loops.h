@@ -24,7 +24,7 @@ CA_TARGET static void CA_FN(grid_loops)(CA_PARAM const tilecfg_t *cfg, const con
             CA_ZERO(2);
             CA_ZERO(3);
             for (int t = 0; t < KK; t++) {
-                const size_t off = (size_t)(t / g->KW) * g->PW + (size_t)(t % g->KW);
+                const size_t off = conv_amx_tap(g, t);
                 for (int ch = 0; ch < nch; ch++) {
                     const uint16_t *a = wp + (size_t)mb * mstep + ((size_t)t * nch + ch) * atile;
                     const uint32_t *b = xs + (size_t)ch * chunk + g0 + off;
@@ -111,7 +111,7 @@ CA_TARGET static void CA_FN(wgrad_loops)(CA_PARAM const tilecfg_t *cfg, const co
             for (int t0 = 0; t0 < KK; t0 += 4) {
                 size_t off[4] = {0, 0, 0, 0};
                 const int nt = KK - t0 < 4 ? KK - t0 : 4;
-                for (int i = 0; i < nt; i++) off[i] = (size_t)((t0 + i) / g->KW) * g->PW + (size_t)((t0 + i) % g->KW);
+                for (int i = 0; i < nt; i++) off[i] = conv_amx_tap(g, t0 + i);
                 float *a = acc + (((size_t)cb * mbn + mb) * KK + t0) * 256;
                 CA_FN(wgrad_taps)
                 (CA_ARG g, dv + (size_t)mb * g->Nk * 16, x16 + (size_t)cb * 16 * g->L, off, nt, a, first);

@@ -16,8 +16,6 @@ VEC INLINE __m512bh pair_at(const uint16_t *p)
     return (__m512bh)_mm512_set1_epi32(v);
 }
 
-/* Tap t's offset on the padded planes' grid */
-static size_t tap_offset(const conv_amx_geom_t *g, int t) { return (size_t)(t / g->KW) * g->PW + (size_t)(t % g->KW); }
 
 /* ---- the convolution on the grid ---------------------------------------------------------- */
 
@@ -33,7 +31,7 @@ VEC INLINE void grid_8(const conv_amx_geom_t *g, const uint16_t *a, const uint32
 #pragma GCC unroll 8
     for (int r = 0; r < 8; r++) s0[r] = s1[r] = _mm512_setzero_ps();
     for (int t = 0; t < KK; t++) {
-        const size_t off = tap_offset(g, t);
+        const size_t off = conv_amx_tap(g, t);
         for (int ch = 0; ch < nch; ch++) {
             const uint16_t *at = a + ((size_t)t * nch + ch) * atile;
             const uint32_t *bt = b + (size_t)ch * chunk + off;
@@ -190,7 +188,7 @@ VEC void conv_amx_vectors_wgrad(const conv_amx_geom_t *g, const uint16_t *dv, co
         for (; mb + 1 < mbn; mb += 2)
             for (int t = 0; t < KK; t++) {
                 float *const sums[2] = {SUMS(mb, t), SUMS(mb + 1, t)};
-                wgrad_two_blocks(g, x, tap_offset(g, t), dv + (size_t)mb * blk, dv + (size_t)(mb + 1) * blk, sums,
+                wgrad_two_blocks(g, x, conv_amx_tap(g, t), dv + (size_t)mb * blk, dv + (size_t)(mb + 1) * blk, sums,
                                  first);
             }
         if (mb == mbn) continue;
@@ -198,21 +196,24 @@ VEC void conv_amx_vectors_wgrad(const conv_amx_geom_t *g, const uint16_t *dv, co
         int held = -1; /* a tap without a partner two columns on, waiting for another */
         for (int t = 0; t < KK; t++) {
             const int kw = t % g->KW;
-            if (kw % 4 >= 2) continue; /* kw - 2's partner */
-            if (kw + 2 < g->KW) {      /* kw with kw + 2: 0 and 2, 1 and 3, 4 and 6, ... */
+            /* kw with kw + 2: 0 and 2, 1 and 3, 4 and 6, ...; at stride 2 they are one
+             * column apart on their phase, not two */
+            const int shifts = g->stride == 1;
+            if (shifts && kw % 4 >= 2) continue; /* kw - 2's partner */
+            if (shifts && kw + 2 < g->KW) {
                 float *const sums[2] = {SUMS(mb, t), SUMS(mb, t + 2)};
-                wgrad_shifted(g, x, tap_offset(g, t), d, sums, first);
+                wgrad_shifted(g, x, conv_amx_tap(g, t), d, sums, first);
             } else if (held < 0) {
                 held = t;
             } else {
                 float *const sums[2] = {SUMS(mb, held), SUMS(mb, t)};
-                wgrad_two_taps(g, x, tap_offset(g, held), tap_offset(g, t), d, sums, first);
+                wgrad_two_taps(g, x, conv_amx_tap(g, held), conv_amx_tap(g, t), d, sums, first);
                 held = -1;
             }
         }
         if (held >= 0) {
             float *const sums[2] = {SUMS(mb, held), NULL};
-            wgrad_one(g, x, tap_offset(g, held), d, sums, first);
+            wgrad_one(g, x, conv_amx_tap(g, held), d, sums, first);
         }
 #undef SUMS
     }

@@ -90,12 +90,22 @@ static const conv_case_t CASES[] = {
     {"24 -> 16, 1x3 same, 8x8", 24, 16, 8, 8, 1, 3, 0, 0, 1, 1, 2, 1, 0},
     {"16 -> 32, 3x3 valid, 10x10", 16, 32, 10, 10, 3, 3, 0, 0, 0, 0, 3, 2, 0},
     {"64 -> 64, 3x3 pads top and right, 9x9", 64, 64, 9, 9, 3, 3, 1, 0, 0, 1, 2, 2, 0},
+    {"16 -> 32, 3x3 stride 2, 16x16", 16, 32, 16, 16, 3, 3, 1, 1, 1, 1, 3, 2, 2},
+    {"24 -> 16, 3x3 stride 2, 17x17", 24, 16, 17, 17, 3, 3, 1, 1, 1, 1, 3, 3, 2},
+    {"16 -> 20, 3x3 stride 2 pads top and left, 18x17", 16, 20, 18, 17, 3, 3, 1, 0, 1, 0, 2, 1, 2},
+    {"32 -> 16, 3x3 stride 2 valid, 19x18", 32, 16, 19, 18, 3, 3, 0, 0, 0, 0, 2, 2, 2},
+    {"16 -> 16, 3x3 stride 2 pads 2, 14x14", 16, 16, 14, 14, 3, 3, 2, 2, 2, 2, 2, 1, 2},
+    {"20 -> 16, 5x5 stride 2, 17x16", 20, 16, 17, 16, 5, 5, 2, 2, 2, 2, 2, 2, 2},
+    {"16 -> 48, 4x4 stride 2, 16x16", 16, 48, 16, 16, 4, 4, 1, 1, 1, 1, 2, 1, 2},
+    {"40 -> 16, 2x2 stride 2, 16x17", 40, 16, 16, 17, 2, 2, 0, 0, 0, 0, 3, 2, 2},
+    {"3 -> 16, 3x3 stride 2, 16x16", 3, 16, 16, 16, 3, 3, 1, 1, 1, 1, 2, 1, 2},
 };
 #define NCASES (sizeof CASES / sizeof CASES[0])
 
 /* Layers every path lowers to im2col + the GEMM: strided, 1x1, planes under 64 outputs. */
 static const conv_case_t LOWERED[] = {
-    {"16 -> 32, 3x3 stride 2, 16x16", 16, 32, 16, 16, 3, 3, 1, 1, 1, 1, 3, 2, 2},
+    {"16 -> 32, 1x3 stride 2, 16x16", 16, 32, 16, 16, 1, 3, 0, 0, 1, 1, 3, 2, 2},
+    {"16 -> 32, 3x3 stride 3, 24x24", 16, 32, 24, 24, 3, 3, 1, 1, 1, 1, 2, 1, 3},
     {"24 -> 40, 1x1, 9x9", 24, 40, 9, 9, 1, 1, 0, 0, 0, 0, 2, 1, 1},
     /* weights past the chunks' col budget: chunks of several images (conv.c's col_budget) */
     {"128 -> 64, 3x3 same, 2x2", 128, 64, 2, 2, 3, 3, 1, 1, 1, 1, 5, 2, 1},
@@ -447,8 +457,9 @@ static void test_winograd(void **state)
     }
 }
 
-/* Which layers take the padded planes: only bf16 ones of one group, stride 1, more than
- * one tap and planes of 64 outputs or more; on the vectors, more than 8 input channels,
+/* Which layers take the padded planes: only bf16 ones of one group, stride 1 or 2 (each
+ * side of the kernel at least the stride), more than one tap and planes of 64 outputs or
+ * more; on the vectors, more than 8 input channels,
  * and not the Winograd layers (wino_bf16); on the tiles, every one. */
 static void test_dispatch(void **state)
 {
@@ -464,7 +475,14 @@ static void test_dispatch(void **state)
     assert_int_equal(conv2d_init(&d, 16, 8, 8, 16, 1, 1, 1, 0), 0);
     assert_int_equal(conv2d_amx(&d), 0); /* 1x1 */
     assert_int_equal(conv2d_init(&d, 16, 16, 16, 16, 3, 3, 2, 1), 0);
-    assert_int_equal(conv2d_amx(&d), 0); /* stride 2 */
+    assert_int_equal(conv2d_amx(&d), 1); /* stride 2 */
+    assert_int_equal(conv2d_init(&d, 16, 24, 24, 16, 3, 3, 3, 1), 0);
+    assert_int_equal(conv2d_amx(&d), 0); /* stride 3 */
+    d.sW = 1;
+    assert_int_equal(conv2d_setup(&d), 0);
+    assert_int_equal(conv2d_amx(&d), 0); /* strides that differ */
+    assert_int_equal(conv2d_init(&d, 16, 16, 18, 16, 1, 3, 2, 0), 0);
+    assert_int_equal(conv2d_amx(&d), 0); /* stride 2 past a side of the kernel */
     assert_int_equal(conv2d_init(&d, 16, 8, 8, 16, 3, 3, 1, 3), 0);
     assert_int_equal(conv2d_amx(&d), 0); /* pads past the kernel's reach */
     assert_int_equal(conv2d_init(&d, 16, 8, 8, 16, 3, 3, 1, 1), 0);

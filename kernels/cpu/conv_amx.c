@@ -151,9 +151,9 @@ split_values(int n, const uint16_t *restrict v, uint16_t *restrict d0, uint16_t 
     if (n & 1) d0[n / 2] = v[n - 1];
 }
 
-/* Where source row sh's values from column sw (even) go: the even-column phase row of
- * its padded row at its padded column, at0, and the odd-column one, at1; d0 (its even
- * values) go to whichever holds its first column */
+/* Where source row sh's values from column sw on (sw even) go in a channel's phases: its
+ * values sw, sw + 2, ... (d0) to the phase of the padded column of sw, the others (d1)
+ * to the other phase of its padded row, each at the phase column of its first value */
 static void phase_at(const conv_amx_geom_t *g, int sh, int sw, size_t *d0, size_t *d1)
 {
     const int py = g->top + sh, px = g->left + sw;

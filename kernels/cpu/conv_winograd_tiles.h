@@ -105,76 +105,108 @@ TARGET static void SFX(wino_dout)(const wino_geom_t *g, int n, const float *dyt,
             }
 }
 
+/* The tiles (or input channels) of a block of two vectors: as many as the registers hold */
+#define WNT2 (VW == 16 ? 8 : 6)
+
+/* Where output channel k of input channel c lies in U_p (blocks of 16 output channels) */
+static inline size_t SFX(u_at_k)(const wino_geom_t *g, int c, int k) { return u_at(g, c, k & ~15) + (size_t)(k & 15); }
+
 /* M (36, T, Kp): for each point p, M_p (T, Kp) = V_p (T, Cp) x U_p (Cp, Kp), each output
- * summed over c in order, one FMA a term. A tile of the GEMM is 16 channels by 12 / (16 /
- * VW) tiles: 12 accumulators (AVX2: 2 vectors by 6 tiles, AVX-512: 1 by 12); the tiles
- * past T repeat the last and are not stored. */
-#define WKV (16 / VW)
-#define WNT (12 / WKV)
+ * summed over c in order, one FMA a term. A tile of the GEMM is nv vectors of output
+ * channels by nt tiles (the tiles past T repeat the last and are not stored): on AVX2 2 by
+ * 6 (12 accumulators of its 16 registers); on AVX-512 2 by 8, 2 loads and 8 broadcasts a
+ * term for 16 FMAs (1 by 12 had 12 broadcasts for 12, and ran the 64x8x8 layers' GEMMs at
+ * half the FMAs' peak), and 1 by 12 where 16 output channels are left. nv and nt are
+ * constants at each call. */
+TARGET __attribute__((always_inline)) static inline void SFX(gemm_block)(const wino_geom_t *g, int T, const float *Up,
+                                                                         const float *Vp, float *Mp, int k0, int t0,
+                                                                         int nv, int nt)
+{
+    const int Cp = g->Cp, Kp = g->Kp;
+    const float *q[12], *u[2];
+    for (int i = 0; i < nt; i++) q[i] = Vp + (size_t)(t0 + i < T ? t0 + i : T - 1) * Cp;
+    for (int v = 0; v < nv; v++) u[v] = Up + SFX(u_at_k)(g, 0, k0 + v * VW);
+    VEC acc[12][2];
+#pragma GCC unroll 12
+    for (int i = 0; i < nt; i++)
+        for (int v = 0; v < nv; v++) acc[i][v] = VZERO();
+    for (int c = 0; c < Cp; c++) {
+        VEC w[2];
+        for (int v = 0; v < nv; v++) w[v] = VLOAD(u[v] + (size_t)c * 16);
+#pragma GCC unroll 12
+        for (int i = 0; i < nt; i++) {
+            const VEC b = VBCAST(q[i] + c);
+            for (int v = 0; v < nv; v++) acc[i][v] = VFMA(w[v], b, acc[i][v]);
+        }
+    }
+#pragma GCC unroll 12
+    for (int i = 0; i < nt; i++)
+        if (t0 + i < T)
+            for (int v = 0; v < nv; v++) VSTORE(Mp + (size_t)(t0 + i) * Kp + k0 + v * VW, acc[i][v]);
+}
+
 TARGET static void SFX(wino_gemm)(const wino_geom_t *g, int T, const float *U, const float *V, float *M)
 {
     const int Cp = g->Cp, Kp = g->Kp;
     for (int p = 0; p < WINO_POINTS; p++) {
         const float *Up = U + (size_t)p * u_stride(g), *Vp = V + (size_t)p * point_stride(T, Cp);
         float *Mp = M + (size_t)p * point_stride(T, Kp);
-        for (int k0 = 0; k0 < Kp; k0 += 16)
-            for (int t0 = 0; t0 < T; t0 += WNT) {
-                const float *q[WNT];
-                for (int i = 0; i < WNT; i++) q[i] = Vp + (size_t)(t0 + i < T ? t0 + i : T - 1) * Cp;
-                VEC acc[WNT][WKV];
-                for (int i = 0; i < WNT; i++)
-                    for (int v = 0; v < WKV; v++) acc[i][v] = VZERO();
-                const float *u = Up + u_at(g, 0, k0);
-                for (int c = 0; c < Cp; c++, u += 16) {
-                    VEC w[WKV];
-                    for (int v = 0; v < WKV; v++) w[v] = VLOAD(u + v * VW);
-#pragma GCC unroll 12
-                    for (int i = 0; i < WNT; i++) {
-                        const VEC b = VBCAST(q[i] + c);
-                        for (int v = 0; v < WKV; v++) acc[i][v] = VFMA(w[v], b, acc[i][v]);
-                    }
-                }
-                for (int i = 0; i < WNT && t0 + i < T; i++)
-                    for (int v = 0; v < WKV; v++) VSTORE(Mp + (size_t)(t0 + i) * Kp + k0 + v * VW, acc[i][v]);
-            }
+        for (int k0 = 0; k0 < Kp; k0 += 2 * VW)
+            if (Kp - k0 >= 2 * VW)
+                for (int t0 = 0; t0 < T; t0 += WNT2) SFX(gemm_block)(g, T, Up, Vp, Mp, k0, t0, 2, WNT2);
+            else /* AVX-512's last 16 output channels */
+                for (int t0 = 0; t0 < T; t0 += 12) SFX(gemm_block)(g, T, Up, Vp, Mp, k0, t0, 1, 12);
     }
 }
+
 /* dU (36, Cp, Kp) += for each point p, V_p^T (Cp, T) x dM_p (T, Kp), summed over the
- * tiles in order: 16 channels of dM by 12 / (16 / VW) input channels a block, the input
- * channels past Cp repeating the last and not stored. */
+ * tiles in order: nv vectors of dM's channels by nc input channels a block (as gemm_block's
+ * tiles: 2 by 6 on AVX2, 2 by 8 or 1 by 12 on AVX-512), the input channels past Cp
+ * repeating the last and not stored. */
+TARGET __attribute__((always_inline)) static inline void SFX(wgemm_block)(const wino_geom_t *g, int T, const float *Vp,
+                                                                          const float *Mp, float *Up, int k0, int c0,
+                                                                          int nv, int nc)
+{
+    const int Cp = g->Cp, Kp = g->Kp;
+    int ci[12];
+    for (int i = 0; i < nc; i++) ci[i] = c0 + i < Cp ? c0 + i : Cp - 1;
+    VEC acc[12][2];
+#pragma GCC unroll 12
+    for (int i = 0; i < nc; i++)
+        for (int v = 0; v < nv; v++) acc[i][v] = VZERO();
+    for (int t = 0; t < T; t++) {
+        const float *m = Mp + (size_t)t * Kp + k0, *x = Vp + (size_t)t * Cp;
+        VEC w[2];
+        for (int v = 0; v < nv; v++) w[v] = VLOAD(m + v * VW);
+#pragma GCC unroll 12
+        for (int i = 0; i < nc; i++) {
+            const VEC b = VBCAST(x + ci[i]);
+            for (int v = 0; v < nv; v++) acc[i][v] = VFMA(w[v], b, acc[i][v]);
+        }
+    }
+#pragma GCC unroll 12
+    for (int i = 0; i < nc; i++)
+        if (c0 + i < Cp)
+            for (int v = 0; v < nv; v++) {
+                float *u = Up + SFX(u_at_k)(g, c0 + i, k0 + v * VW);
+                VSTORE(u, VADD(VLOAD(u), acc[i][v]));
+            }
+}
+
 TARGET static void SFX(wino_wgemm)(const wino_geom_t *g, int T, const float *V, const float *dM, float *dU)
 {
     const int Cp = g->Cp, Kp = g->Kp;
     for (int p = 0; p < WINO_POINTS; p++) {
         const float *Vp = V + (size_t)p * point_stride(T, Cp), *Mp = dM + (size_t)p * point_stride(T, Kp);
         float *Up = dU + (size_t)p * u_stride(g);
-        for (int k0 = 0; k0 < Kp; k0 += 16)
-            for (int c0 = 0; c0 < Cp; c0 += WNT) {
-                int ci[WNT];
-                for (int i = 0; i < WNT; i++) ci[i] = c0 + i < Cp ? c0 + i : Cp - 1;
-                VEC acc[WNT][WKV];
-                for (int i = 0; i < WNT; i++)
-                    for (int v = 0; v < WKV; v++) acc[i][v] = VZERO();
-                for (int t = 0; t < T; t++) {
-                    const float *m = Mp + (size_t)t * Kp + k0, *x = Vp + (size_t)t * Cp;
-                    VEC w[WKV];
-                    for (int v = 0; v < WKV; v++) w[v] = VLOAD(m + v * VW);
-#pragma GCC unroll 12
-                    for (int i = 0; i < WNT; i++) {
-                        const VEC b = VBCAST(x + ci[i]);
-                        for (int v = 0; v < WKV; v++) acc[i][v] = VFMA(w[v], b, acc[i][v]);
-                    }
-                }
-                for (int i = 0; i < WNT && c0 + i < Cp; i++)
-                    for (int v = 0; v < WKV; v++) {
-                        float *u = Up + u_at(g, c0 + i, k0) + v * VW;
-                        VSTORE(u, VADD(VLOAD(u), acc[i][v]));
-                    }
-            }
+        for (int k0 = 0; k0 < Kp; k0 += 2 * VW)
+            if (Kp - k0 >= 2 * VW)
+                for (int c0 = 0; c0 < Cp; c0 += WNT2) SFX(wgemm_block)(g, T, Vp, Mp, Up, k0, c0, 2, WNT2);
+            else
+                for (int c0 = 0; c0 < Cp; c0 += 12) SFX(wgemm_block)(g, T, Vp, Mp, Up, k0, c0, 1, 12);
     }
 }
-#undef WKV
-#undef WNT
+#undef WNT2
 
 /* y (n, K, H, W) = A^T M A of every tile (+ bias), or += it: each tile's 4x4 outputs for
  * all Kp channels into tile (16, Kp), then onto the planes (conv_winograd.c, tile_out). */

@@ -11,6 +11,7 @@
 
 #include "dataroot.h"
 #include "fs.h"
+#include "jsonbody.h"
 #include "utf8.h"
 
 typedef struct {
@@ -292,7 +293,8 @@ static int bpe_load_vocab(bpe_t *b, const char *vocab, size_t vocab_len, char *e
     json_error_t je;
     json_t *root = json_loadb(vocab, vocab_len, JSON_REJECT_DUPLICATES, &je);
     if (!json_is_object(root)) {
-        bpe_err(err, errlen, "vocab.json: %s (line %d)", root ? "not a JSON object of token -> id" : je.text, je.line);
+        bpe_err(err, errlen, "vocab.json: %s (line %d)", root ? "not a JSON object of token -> id" : jsonbody_text(&je),
+                je.line);
         json_decref(root);
         return -1;
     }
@@ -548,7 +550,7 @@ bpe_t *bpe_load_hf(const char *json, size_t len, char *err, size_t errlen)
     const char *type = json_string_value(json_object_get(model, "type"));
     bpe_t *b = NULL;
     if (!root) {
-        bpe_err(err, errlen, "tokenizer.json: %s", len > BPE_MAX_FILE_BYTES ? "over 64 MiB" : je.text);
+        bpe_err(err, errlen, "tokenizer.json: %s", len > BPE_MAX_FILE_BYTES ? "over 64 MiB" : jsonbody_text(&je));
     } else if (!type || strcmp(type, "BPE") != 0 || !json_is_object(vocab) || !json_is_array(merges)) {
         bpe_err(err, errlen, "tokenizer.json: not a BPE model (model.type \"BPE\", model.vocab, model.merges)");
     } else if (!(b = calloc(1, sizeof *b))) {

@@ -16,7 +16,13 @@ static int non_finite(const char *text)
     return strncasecmp(near, "nan", 3) == 0 || strncasecmp(near, "inf", 3) == 0;
 }
 
-int jsonbody_error(const json_error_t *je, const char *what, char *err, size_t errlen)
+const char *jsonbody_text(json_error_t *je)
+{
+    errmsg_one_line(je->text, sizeof je->text);
+    return je->text;
+}
+
+static int error_of(const json_error_t *je, const char *what, char *err, size_t errlen)
 {
     const int line = je->line, col = je->column, pos = je->position;
     switch (json_error_code(je)) {
@@ -44,4 +50,11 @@ int jsonbody_error(const json_error_t *je, const char *what, char *err, size_t e
         return errmsg(err, errlen, "%s: NaN and Infinity are not JSON numbers (line %d column %d): %s", what, line, col,
                       je->text);
     return errmsg(err, errlen, "%s: invalid JSON at line %d column %d: %s", what, line, col, je->text);
+}
+
+int jsonbody_error(const json_error_t *je, const char *what, char *err, size_t errlen)
+{
+    error_of(je, what, err, errlen);
+    errmsg_one_line(err, errlen);
+    return -1;
 }

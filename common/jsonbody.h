@@ -8,7 +8,12 @@
 #include <jansson.h>
 #include <stddef.h>
 
-/* The message for je into err, starting with what ("body"): returns -1. */
+/* The message for je into err, starting with what ("body"), on one line: returns -1. */
 int jsonbody_error(const json_error_t *je, const char *what, char *err, size_t errlen);
+
+/* jansson's own text of je, on one line: it quotes the bytes near the fault, which may hold
+ * a newline or other control characters of the document (an invalid escape before a line
+ * break); those become '?' in place. For every message that carries that text. */
+const char *jsonbody_text(json_error_t *je);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "errmsg.h"
 #include "fs.h"
+#include "jsonbody.h"
 
 #define NOTICE_RANK_MAX (1 << 20)
 #define NOTICE_STEP_MAX (1LL << 53) /* what a JSON number carries exactly */
@@ -73,7 +74,7 @@ int notice_parse(const char *text, size_t len, notice_t *n, char *err, size_t er
     json_t *o = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!o || !json_is_object(o)) {
         json_decref(o);
-        return errmsg(err, errlen, "notice: not a JSON object%s%s", o ? "" : ": ", o ? "" : je.text);
+        return errmsg(err, errlen, "notice: not a JSON object%s%s", o ? "" : ": ", o ? "" : jsonbody_text(&je));
     }
     long long sig = 0, rank = 0, at = 0, ck = 0;
     int rc = int_field(o, "signal", 1, 64, &sig, err, errlen);

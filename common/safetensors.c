@@ -9,6 +9,7 @@
 #include <jansson.h>
 
 #include "fs.h"
+#include "jsonbody.h"
 
 static void put_le64(uint8_t *p, uint64_t v)
 {
@@ -329,7 +330,9 @@ int st_parse(const uint8_t *buf, size_t len, st_file_t *f, char *err, size_t err
     json_error_t je;
     json_t *h = json_loadb((const char *)buf + 8, (size_t)hl, JSON_REJECT_DUPLICATES, &je);
     if (!h)
-        return snprintf(err, errlen, "safetensors: header JSON: %s (byte %d of the header)", je.text, je.position), -1;
+        return snprintf(err, errlen, "safetensors: header JSON: %s (byte %d of the header)", jsonbody_text(&je),
+                        je.position),
+               -1;
     f->data = buf + 8 + hl;
     f->data_len = len - 8 - (size_t)hl;
     int rc = json_is_object(h) ? parse_header(h, f, err, errlen)

@@ -10,6 +10,7 @@
 #include <sys/random.h>
 
 #include "errmsg.h"
+#include "jsonbody.h"
 
 static const char *const ROLE_NAMES[] = {"viewer", "member", "admin"};
 
@@ -47,7 +48,7 @@ static json_t *body_object(const char *body, size_t len, const char *shape, char
     if (memchr(body, 0, len)) return errmsg(err, errlen, "the request body contains a NUL byte"), NULL;
     json_error_t je;
     json_t *doc = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-    if (!doc) return errmsg(err, errlen, "line %d column %d: %s", je.line, je.column, je.text), NULL;
+    if (!doc) return errmsg(err, errlen, "line %d column %d: %s", je.line, je.column, jsonbody_text(&je)), NULL;
     if (!json_is_object(doc)) {
         errmsg(err, errlen, "the body must be a JSON object %s", shape);
         json_decref(doc);

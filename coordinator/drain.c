@@ -2,6 +2,7 @@
 #include "drain.h"
 
 #include "coord_internal.h"
+#include "jsonbody.h"
 #include "run.h"
 #include "supervise.h"
 
@@ -116,7 +117,7 @@ static void drain_take(coordinator_t *c, host_t *h, const char *text, double now
     double deadline = json_number_value(json_object_get(o, "deadline"));
     const char *reason = json_string_value(json_object_get(o, "reason"));
     if (!json_is_object(o) && !h->drained)
-        clog_printf("host %s: drain record in %s is not usable: %s", h->name, KEY_DRAIN, e.text);
+        clog_printf("host %s: drain record in %s is not usable: %s", h->name, KEY_DRAIN, jsonbody_text(&e));
     int changed = !h->drained;
     h->drained = 1;
     h->drain_deadline = deadline;

@@ -28,6 +28,7 @@
 #include "coord_internal.h"
 #include "errmsg.h"
 #include "jobstore.h"
+#include "jsonbody.h"
 #include "run.h"
 #include "search.h"
 #include "tickconn.h"
@@ -861,7 +862,7 @@ static int summary_epochs(const char *path, json_t **summary, int *epochs, char 
     if (stat(path, &st) != 0) return errmsg(why, len, "%s", strerror(errno));
     if (st.st_size >= EXP_SUMMARY_MAX)
         return errmsg(why, len, "%lld bytes, more than a summary's %d", (long long)st.st_size, EXP_SUMMARY_MAX);
-    if (!(*summary = json_load_file(path, 0, &je))) return errmsg(why, len, "not JSON (%s)", je.text);
+    if (!(*summary = json_load_file(path, 0, &je))) return errmsg(why, len, "not JSON (%s)", jsonbody_text(&je));
     json_t *ep = json_object_get(*summary, "epochs_trained");
     if (!ep) return errmsg(why, len, "no epochs_trained (written by an older pacer-worker)");
     if (!json_is_integer(ep) || json_integer_value(ep) < 0 || json_integer_value(ep) > SEARCH_EPOCHS_MAX)

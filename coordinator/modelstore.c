@@ -19,6 +19,7 @@
 #include "fs.h"
 #include "hosts.h"
 #include "jobstore.h"
+#include "jsonbody.h"
 #include "launch.h"
 #include "quotas.h"
 #include "memest.h"
@@ -193,7 +194,7 @@ int modelstore_index_parse(const char *text, size_t len, catalog_model_t *out, i
 {
     json_error_t je;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root) return errmsg(err, errlen, "not JSON: %s (line %d)", je.text, je.line);
+    if (!root) return errmsg(err, errlen, "not JSON: %s (line %d)", jsonbody_text(&je), je.line);
     json_t *list = json_object_get(root, "models");
     int n = -1;
     if (!json_is_array(list)) {
@@ -494,7 +495,7 @@ static int check_file(coordinator_t *c, const char *file, const char *name, cata
         if (!j || modelstore_entry_parse(j, name, m, why, sizeof why) != 0 ||
             param_names_from_json(j, names, why, sizeof why) < 0) {
             errmsg(err, errlen, "pacer-worker --check-onnx answered something else than a summary (%s)",
-                   j ? why : je.text);
+                   j ? why : jsonbody_text(&je));
             code = COORD_EINTERNAL;
         }
         json_decref(j);

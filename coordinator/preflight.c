@@ -19,6 +19,7 @@
 #include "fs.h"
 #include "hosts.h"
 #include "jobstore.h"
+#include "jsonbody.h"
 #include "launch.h"
 #include "launcher.h"
 #include "redis_keys.h"
@@ -70,7 +71,8 @@ int preflight_parse_output(const char *text, size_t len, const char *model, doub
     json_t *b = json_object_get(root, "benchmark");
     int rc = -1;
     if (!root || !json_is_object(b)) {
-        snprintf(why, whylen, "bad output: the benchmark line is not a JSON object: %.100s", root ? "" : jerr.text);
+        snprintf(why, whylen, "bad output: the benchmark line is not a JSON object: %.100s",
+                 root ? "" : jsonbody_text(&jerr));
         goto out;
     }
     const char *m = json_string_value(json_object_get(b, "model"));

@@ -23,6 +23,7 @@
 #include "experiment.h"
 #include "fs.h"
 #include "jobstore.h"
+#include "jsonbody.h"
 #include "sha256.h"
 #include "users.h"
 #include "webhook_addr.h"
@@ -341,7 +342,7 @@ static int wh_store_load(webhooks_t *w, char *err, size_t errlen)
     json_t *a = json_object_get(o, "webhooks");
     if (!json_is_array(a)) {
         json_decref(o);
-        return errmsg(err, errlen, "%s: not a webhooks file: %s", w->path, je.text);
+        return errmsg(err, errlen, "%s: not a webhooks file: %s", w->path, jsonbody_text(&je));
     }
     w->next_id = (long)json_integer_value(json_object_get(o, "next_id"));
     size_t i;

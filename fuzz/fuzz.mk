@@ -66,10 +66,11 @@ FUZZ_SRC_safetensors := $(COMMON_SRC)
 # the token files of a text or token data set (dataset.format tokens): their header and ids
 FUZZ_SRC_tokfile    := common/tokfile.c common/errmsg.c common/dataroot.c
 # GPT-2's BPE tokenizer: vocab.json, merges.txt and the text it encodes
-FUZZ_SRC_bpe        := common/bpe.c common/bpe_unicode.c common/utf8.c common/dataroot.c common/errmsg.c common/fs.c
+FUZZ_SRC_bpe        := common/bpe.c common/bpe_unicode.c common/utf8.c common/dataroot.c common/errmsg.c common/fs.c \
+                       common/jsonbody.c
 # the tokenizer saved beside a checkpoint (NAME.tokenizer): bytes, chars or a BPE's sources
 FUZZ_SRC_tokenizer  := common/tokenizer.c common/bpe.c common/bpe_unicode.c common/utf8.c common/dataroot.c common/errmsg.c \
-                       common/fs.c
+                       common/fs.c common/jsonbody.c
 # an experiment's search object (common/search.h) and the trial specs it makes
 FUZZ_SRC_search     := $(COMMON_SRC)
 FUZZ_SRC_npz        := worker/data.c $(COMMON_SRC)

@@ -20,6 +20,7 @@
 #include "http_internal.h"
 #include "jobfile.h"
 #include "jobstore.h"
+#include "jsonbody.h"
 #include "prom.h"
 #include "respond.h"
 #include "spec.h"
@@ -129,7 +130,7 @@ json_t *handlers_body_spec(const char *body, size_t len, job_spec_t *out)
     }
     if (!doc) {
         char detail[512];
-        snprintf(detail, sizeof detail, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+        snprintf(detail, sizeof detail, "line %d column %d: %s", jerr.line, jerr.column, jsonbody_text(&jerr));
         return problem_new(400, "invalid-json", "Invalid JSON", detail, NULL, NULL);
     }
     char err[512];

@@ -11,6 +11,7 @@
 #include "clog.h"
 #include "experiment.h"
 #include "http_internal.h"
+#include "jsonbody.h"
 #include "respond.h"
 #include "users.h"
 
@@ -53,7 +54,7 @@ int handle_experiments_submit(http_req_t *rq)
     json_t *body = json_loadb(rq->body, rq->body_len, JSON_REJECT_DUPLICATES, &jerr);
     if (!body) {
         char detail[512];
-        snprintf(detail, sizeof detail, "line %d column %d: %s", jerr.line, jerr.column, jerr.text);
+        snprintf(detail, sizeof detail, "line %d column %d: %s", jerr.line, jerr.column, jsonbody_text(&jerr));
         return handler_problem(rq, problem_new(400, "invalid-json", "Invalid JSON", detail, NULL, NULL));
     }
     coord_caller_t by = {rq->authed ? rq->user : NULL, rq->role};

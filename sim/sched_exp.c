@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "errmsg.h"
+#include "jsonbody.h"
 #include "rng.h"
 
 void sched_exp_free(sched_exp_t *e)
@@ -131,7 +132,7 @@ int sched_exp_parse(const char *text, size_t len, const char *file, const sched_
     for (int k = 0; k < c->nclasses; k++) slots += c->classes[k].hosts * c->classes[k].slots;
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) return errmsg(err, errlen, "%s:%d: not JSON: %s", file, jerr.line, jerr.text);
+    if (!root) return errmsg(err, errlen, "%s:%d: not JSON: %s", file, jerr.line, jsonbody_text(&jerr));
     int rc = json_is_object(root) ? parse_fields(root, file, c, slots, e, err, errlen)
                                   : errmsg(err, errlen, "%s: must be a JSON object", file);
     json_decref(root);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "errmsg.h"
+#include "jsonbody.h"
 
 /* A name of 1..max-1 bytes, none of them a control character. */
 static int name_ok(const char *s, size_t max)
@@ -132,7 +133,7 @@ int sched_cluster_parse(const char *text, size_t len, const char *file, sched_cl
     memset(out, 0, sizeof *out);
     json_error_t jerr;
     json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root) return errmsg(err, errlen, "%s:%d: not JSON: %s", file, jerr.line, jerr.text);
+    if (!root) return errmsg(err, errlen, "%s:%d: not JSON: %s", file, jerr.line, jsonbody_text(&jerr));
     const char *bad;
     int rc = 0;
     if (!json_is_object(root)) rc = errmsg(err, errlen, "%s: must be a JSON object {\"classes\", \"speeds\"}", file);
@@ -247,7 +248,7 @@ int sched_trace_parse(const char *text, size_t len, const char *file, const sche
         json_error_t jerr;
         json_t *o = json_loadb(l, ll, JSON_REJECT_DUPLICATES, &jerr);
         int rc = o ? parse_job(o, file, line, c, slots, &j[n], err, errlen)
-                   : errmsg(err, errlen, "%s:%d: not JSON: %s", file, line, jerr.text);
+                   : errmsg(err, errlen, "%s:%d: not JSON: %s", file, line, jsonbody_text(&jerr));
         json_decref(o);
         if (rc != 0) {
             free(j);

@@ -55,6 +55,11 @@ run() { "$SIM" --cluster "$TMP/c.json" --trace "$TMP/t.jsonl" --policy hetero; }
 t '{"id": "a", "arrival_s": 0, "type": "x", "workers": 1, "samples": 10}'
 c '{"classes": [{"name": "fast", "hosts": 2}], "speeds": {"x": {"fast": 1}}'
 expect_error 1 "c.json:2: not JSON" run
+# an invalid escape before a line break: jansson quotes the bytes near it, the newline
+# among them; the refusal stays one line (fuzz_sched's finding)
+printf '{\n  "classes": [\n    {"name": "fast\\\n    "x": {"f": 80}\n  }\n}\n' >"$TMP/c.json"
+expect_error 1 "c.json:4: not JSON: invalid escape" run
+[ "$(wc -l <"$TMP/out")" = 1 ] || { cat "$TMP/out"; fail "the refusal of an invalid escape is not one line"; }
 c '{"classes": [{"name": "fast", "hosts": 0}], "speeds": {"x": {"fast": 1}}}'
 expect_error 1 "c.json: classes\[0\].hosts: must be an integer in 1..4096" run
 c '{"classes": [{"name": "fast", "hosts": 2}, {"name": "fast", "hosts": 1}], "speeds": {"x": {"fast": 1}}}'

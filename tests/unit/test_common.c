@@ -20,6 +20,7 @@
 
 #include "ckptdir.h"
 #include "clock.h"
+#include "jsonbody.h"
 #include "metrics.h"
 #include "passert.h"
 #include "planner.h"
@@ -714,6 +715,28 @@ static void test_ckptdir_retain(void **state)
 
 /* The standard vectors: empty, "abc", the two-block 448-bit message, and lengths around
  * the padding boundary (55, 56, 64 bytes) against sha256sum's values. */
+/* jansson quotes the bytes near a fault, a document's newline among them (an invalid escape
+ * before a line break: fuzz_sched's finding): every message that carries its text is one
+ * line, in a log, a CLI's output or an HTTP body. */
+static void test_json_error_one_line(void **state)
+{
+    (void)state;
+    static const char *docs[] = {"{\"name\": \"fast\\\n  \"x\": 1}", "{\"a\": \"\t\x01\"}", "[1,\n\r2,}"};
+    for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+        json_error_t je;
+        json_t *root = json_loads(docs[i], 0, &je);
+        assert_null(root);
+        char err[512];
+        assert_int_equal(jsonbody_error(&je, "body", err, sizeof err), -1);
+        assert_non_null(strstr(err, "body: "));
+        for (const char *c = err; *c; c++) assert_true((unsigned char)*c >= 0x20 && *c != 0x7f);
+        const char *text = jsonbody_text(&je);
+        assert_ptr_equal(text, je.text);
+        assert_true(text[0] != 0);
+        for (const char *c = text; *c; c++) assert_true((unsigned char)*c >= 0x20 && *c != 0x7f);
+    }
+}
+
 static void test_sha256_vectors(void **state)
 {
     (void)state;
@@ -765,6 +788,7 @@ int main(void)
         cmocka_unit_test(test_ckptdir_retain),
         cmocka_unit_test(test_ckptdir_fence),
         cmocka_unit_test(test_sha256_vectors),
+        cmocka_unit_test(test_json_error_one_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -226,6 +226,7 @@ static void test_json(void **state)
         {"{\"parameter_names\": [\"a\", \"b\"], \"product_weights\": [-1]}", -1, "product_weights[0]"},
         {"{\"parameter_names\": [\"a\", \"b\"], \"product_weights\": [0, 1, 1]}", -1, "product_weights"},
         {"{\"parameter_names\": [\"a\", \"b\"], \"product_weights\": [1]}", 1, NULL},
+        {"{\"parameter_names\": [], \"product_weights\": []}", 1, NULL}, /* a model of no parameters */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *c = json_loads(cases[i].json, 0, NULL);
@@ -238,6 +239,22 @@ static void test_json(void **state)
         param_names_free(&q);
         json_decref(c);
     }
+    /* no parameters (fuzz_paramnames' input): known, empty, and a glob is refused by name */
+    json_t *none = json_loads("{\"parameter_names\": [], \"product_weights\": []}", 0, NULL);
+    assert_int_equal(param_names_from_json(none, &q, err, sizeof err), 1);
+    assert_int_equal(q.n, 0);
+    assert_int_equal(q.len, 0);
+    json_t *again = param_names_json(&q);
+    assert_non_null(again);
+    assert_true(json_equal(again, none));
+    job_spec_t *s = spec_of("m");
+    snprintf(s->freeze, sizeof s->freeze, "*.weight");
+    assert_int_equal(param_names_check(s, &q, "m", err, sizeof err), -1);
+    assert_non_null(strstr(err, "freeze: \"*.weight\" matches no parameter of model m (it has none)"));
+    free(s);
+    param_names_free(&q);
+    json_decref(again);
+    json_decref(none);
     /* the count and byte bounds */
     json_t *names = json_array(), *big = json_object();
     char name[PARAM_NAME_MAX];

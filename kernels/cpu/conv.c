@@ -1099,8 +1099,9 @@ static void wide_backward(void *arg, int t, int T)
  * dout, by phases at stride 2) runs straight from its padded planes: im2col + the GEMM
  * copied each input value KH*KW times as float32 and again as bf16 while packing, most of
  * a ResNet-20 step's convolution time (layer_profile; docs/PERFORMANCE.md); its two
- * stride-2 layers, on the planes' phases, 14.3 -> 9.1 ms a step on the Zen 5 (forward and
- * backward, layer_profile --precision bf16 resnet20). Each image is one thread's.
+ * stride-2 layers, on the planes' phases, 15.3-16.5 -> 9.1-9.2 ms a step on the Zen 5
+ * (forward and backward, layer_profile --precision bf16 resnet20). Each image is one
+ * thread's.
  * Not for 1x1 kernels, which im2col copies only once and whose GEMM takes many images at
  * a time (mobilenet_v2's 1x1 layers ran 1.5-10x slower on the tiles, an image at a time,
  * the weights streamed once per image: layer_profile, batch 32), nor for output planes

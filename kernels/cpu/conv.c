@@ -407,42 +407,6 @@ static void pad_planes(const conv2d_desc_t *d, const wide_t *g, int nb, const fl
     pad_copy((size_t)nb * d->C, d->H, d->W, inp, g->PW, g->plane, d->pad_t, d->pad_l, xp);
 }
 
-/* The valid part of an output grid (M rows ldy apart, each `rows` grid rows of PW) into M
- * planes of rows x cols: out = grid + bias (bias may be NULL), or out += grid (accumulate). */
-static void grid_to_planes(int M, int rows, int cols, int PW, const float *restrict y, size_t ldy, const float *bias,
-                           int accumulate, float *restrict out)
-{
-    const size_t P = (size_t)rows * cols;
-    for (int m = 0; m < M; m++) {
-        const float *r = y + (size_t)m * ldy;
-        float *o = out + (size_t)m * P;
-        if (accumulate) {
-            for (int h = 0; h < rows; h++)
-                for (int w = 0; w < cols; w++) o[h * cols + w] += r[(size_t)h * PW + w];
-            continue;
-        }
-        const float bv = bias ? bias[m] : 0.0f;
-        for (int h = 0; h < rows; h++)
-            for (int w = 0; w < cols; w++) o[h * cols + w] = r[(size_t)h * PW + w] + bv;
-    }
-}
-
-/* The inverse: M planes of rows x cols onto a grid of rows x PW (M rows ldy apart), zeros
- * in the columns past cols and from rows*PW up to n. */
-static void planes_to_grid(int M, int rows, int cols, int PW, const float *restrict src, float *restrict y, size_t ldy,
-                           size_t n)
-{
-    for (int m = 0; m < M; m++) {
-        const float *s = src + (size_t)m * rows * cols;
-        float *r = y + (size_t)m * ldy;
-        for (int h = 0; h < rows; h++) {
-            for (int w = 0; w < cols; w++) r[(size_t)h * PW + w] = s[h * cols + w];
-            for (int w = cols; w < PW; w++) r[(size_t)h * PW + w] = 0.0f;
-        }
-        for (size_t i = (size_t)rows * PW; i < n; i++) r[i] = 0.0f;
-    }
-}
-
 static void im2col_wide(const conv2d_desc_t *d, const wide_t *g, int nb, const float *restrict xp, float *restrict col)
 {
     const size_t Pw = g->Pw;
@@ -782,7 +746,7 @@ static void direct_image(const direct_plan_t *p, int kind, int M, const float *a
         return;
     }
     direct_gemm(M, ap, &p->g, xp, y, p->ldy);
-    grid_to_planes(M, p->rows, p->cols, p->g.PW, y, p->ldy, bias, accumulate, out);
+    conv_grid_to_planes(M, p->rows, p->cols, p->g.PW, y, p->ldy, bias, accumulate, out);
 }
 
 /* A direct pass's start in thread t: the job, and the forward's plan in *f. */
@@ -966,7 +930,7 @@ static void direct_backward(void *arg, int t, int T)
             }
             direct_wgrad_cv(d->OC, gy, &f.g, f.rows, f.cols, ng, ximg, xp, dweight, g0 != b0);
         } else {
-            planes_to_grid(d->OC, f.rows, f.cols, f.g.PW, j->dout + (size_t)g0 * out_img, gy, f.ldy, n);
+            conv_planes_to_grid(d->OC, f.rows, f.cols, f.g.PW, j->dout + (size_t)g0 * out_img, gy, f.ldy, n);
             direct_gemm_wgrad(d->OC, gy, f.ldy, &f.g, (int)n, xp, dweight, g0 != b0);
         }
         if (!j->dinp) continue;
@@ -987,7 +951,7 @@ static void direct_backward(void *arg, int t, int T)
             }
             /* col (K, grid) = W^T x dout on the grid (zeros in its garbage columns), then
              * the wide path's col2im: one run of the grid per tap instead of OH short rows */
-            planes_to_grid(d->OC, d->OH, d->OW, wg.PW, dy, gdy, wg.ld, wg.Pw);
+            conv_planes_to_grid(d->OC, d->OH, d->OW, wg.PW, dy, gdy, wg.ld, wg.Pw);
             mm_sgemm(MM_T, MM_N, K, (int)wg.Pw, d->OC, 1.0f, j->weight, K, gdy, (int)wg.ld, 0.0f, gcol, (int)wg.ld);
             col2im_wide_to(d, &wg, 1, gcol, gxp, dx);
         }
@@ -1051,7 +1015,8 @@ static void wide_forward(void *arg, int t, int T)
         im2col_wide(d, &g, nb, src, col);
         gemm_fwd_groups(d, (int)(nb * g.Pw), weight, col, (int)g.ld, 0.0f, tmp, (int)g.ld);
         for (int b = 0; b < nb; b++)
-            grid_to_planes(OC, OH, OW, g.PW, tmp + (size_t)b * g.Pw, g.ld, bias, 0, out + (size_t)(b0 + b) * OC * P);
+            conv_grid_to_planes(OC, OH, OW, g.PW, tmp + (size_t)b * g.Pw, g.ld, bias, 0,
+                                out + (size_t)(b0 + b) * OC * P);
     }
 }
 
@@ -1077,7 +1042,7 @@ static void wide_backward(void *arg, int t, int T)
         const int nb = B - b0 < g.nb ? B - b0 : g.nb;
         const int N = (int)(nb * g.Pw);
         for (int b = 0; b < nb; b++)
-            planes_to_grid(OC, OH, OW, g.PW, dout + (size_t)(b0 + b) * OC * P, tmp + (size_t)b * g.Pw, g.ld, g.Pw);
+            conv_planes_to_grid(OC, OH, OW, g.PW, dout + (size_t)(b0 + b) * OC * P, tmp + (size_t)b * g.Pw, g.ld, g.Pw);
         const float *src = inp + (size_t)b0 * in_img;
         if (has_pad(d)) {
             pad_planes(d, &g, nb, src, xp);
@@ -1192,7 +1157,7 @@ static void amx_image(const conv_amx_geom_t *g, float *ws, const float *src, con
     float *y = (float *)xs + floats_of(conv_amx_source_bytes(g));
     conv_amx_source(g, src, pads, xs);
     conv_amx_grid(amx_unit(), g, wp, xs, y);
-    grid_to_planes(g->M, g->rows, g->cols, g->PW, y, g->ldy, bias, 0, out);
+    conv_grid_to_planes(g->M, g->rows, g->cols, g->PW, y, g->ldy, bias, 0, out);
 }
 
 const char *conv2d_kernel(void)

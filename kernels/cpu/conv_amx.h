@@ -119,8 +119,8 @@ void conv_amx_wgrad_store(const conv_amx_geom_t *g, const void *ws, float *dw);
  * kernel's: nothing is multiplied by a zero the stride put there. */
 typedef struct {
     int s, H, W, KH, KW;   /* the stride; the input planes dx holds; the kernel */
-    conv_amx_geom_t src;   /* dout padded, the source of every phase */
-    conv_amx_geom_t ph[4]; /* each phase's convolution on it (its pld the source's) */
+    conv_amx_geom_t ph[4]; /* each phase's convolution on dout padded, one source for all
+                            * (ph[0] describes it; every pld is its) */
     size_t at[4];          /* where phase i's grid starts on the source, in positions */
     size_t wat[4];         /* phase i's packed weights, in bf16 values from the first */
     int row0[4], col0[4];  /* the input row and column of phase i's first grid cell */

@@ -99,3 +99,39 @@ col2im_chunk_add(const conv2d_desc_t *d, int nb, const float *restrict col, /* (
                 }
             }
 }
+
+/* The valid part of an output grid (M rows ldy apart, each `rows` grid rows of PW) into M
+ * planes of rows x cols: out = grid + bias (bias may be NULL), or out += grid (accumulate). */
+void conv_grid_to_planes(int M, int rows, int cols, int PW, const float *restrict y, size_t ldy, const float *bias,
+                         int accumulate, float *restrict out)
+{
+    const size_t P = (size_t)rows * cols;
+    for (int m = 0; m < M; m++) {
+        const float *r = y + (size_t)m * ldy;
+        float *o = out + (size_t)m * P;
+        if (accumulate) {
+            for (int h = 0; h < rows; h++)
+                for (int w = 0; w < cols; w++) o[h * cols + w] += r[(size_t)h * PW + w];
+            continue;
+        }
+        const float bv = bias ? bias[m] : 0.0f;
+        for (int h = 0; h < rows; h++)
+            for (int w = 0; w < cols; w++) o[h * cols + w] = r[(size_t)h * PW + w] + bv;
+    }
+}
+
+/* The inverse: M planes of rows x cols onto a grid of rows x PW (M rows ldy apart), zeros
+ * in the columns past cols and from rows*PW up to n. */
+void conv_planes_to_grid(int M, int rows, int cols, int PW, const float *restrict src, float *restrict y, size_t ldy,
+                         size_t n)
+{
+    for (int m = 0; m < M; m++) {
+        const float *s = src + (size_t)m * rows * cols;
+        float *r = y + (size_t)m * ldy;
+        for (int h = 0; h < rows; h++) {
+            for (int w = 0; w < cols; w++) r[(size_t)h * PW + w] = s[h * cols + w];
+            for (int w = cols; w < PW; w++) r[(size_t)h * PW + w] = 0.0f;
+        }
+        for (size_t i = (size_t)rows * PW; i < n; i++) r[i] = 0.0f;
+    }
+}

@@ -558,14 +558,23 @@ static int wino_fits(const conv2d_desc_t *d)
  * operands rounded to bf16 as they are loaded (wino_geom_t's bf16): mixed precision's
  * products of bf16 operands, the transforms and sums in float32. The portable path: all
  * of fp32's (its other way, im2col and the portable bf16 GEMM, ran ResNet-20's bf16 step
- * at 382 ms against fp32's 133 on a Zen 5). AVX512-BF16: where vdpbf16ps' 32-position
- * blocks are a third padding (planes of at most WINO_BF16_MAX_PIXELS outputs) and the
- * filters' transform is small (C x K at most WINO_BF16_MAX_CK): ResNet-20's 64x8x8
- * layers 33.1 -> 21.0 ms a step at batch 128; it lost on 16x16 planes of 32 channels
- * (28.6 against 29.4 ms) and on 4x4 ones of 128 (7.4 against 7.7). The tiles keep every
- * layer. docs/PERFORMANCE.md has the rest. */
+ * at 382 ms against fp32's 133 on a Zen 5). AVX512-BF16: where the filters' transform is
+ * small (C x K at most WINO_BF16_MAX_CK) and either vdpbf16ps' 32-position blocks are a
+ * third padding (planes of at most WINO_BF16_MAX_PIXELS outputs) or both sides have
+ * WINO_BF16_WIDE_CHANNELS channels on planes of at most WINO_BF16_WIDE_PIXELS: ResNet-20's
+ * 64x8x8 layers 33.1 -> 21.0 ms a step at batch 128; its 32x16x16 ones, since Winograd's
+ * products take two vectors of output channels (3e08d5ab), 26.7 -> 24.7 ms (they had lost
+ * before, 28.6 against 29.4). 16 channels keep the direct kernels (ResNet-20's 16x32x32
+ * layers: 38.7 ms direct, 47.4 by fp32's Winograd), as do 4x4 planes of 128 (7.4 against
+ * 7.7, before 3e08d5ab). The tiles keep every layer. docs/PERFORMANCE.md has the rest. */
 #ifndef WINO_BF16_MAX_PIXELS
 #define WINO_BF16_MAX_PIXELS 64
+#endif
+#ifndef WINO_BF16_WIDE_PIXELS
+#define WINO_BF16_WIDE_PIXELS 256
+#endif
+#ifndef WINO_BF16_WIDE_CHANNELS
+#define WINO_BF16_WIDE_CHANNELS 32
 #endif
 #ifndef WINO_BF16_MAX_CK
 #define WINO_BF16_MAX_CK (64 * 64)
@@ -575,8 +584,9 @@ static int wino_bf16(const conv2d_desc_t *d)
 {
     if (mm_precision() != MM_BF16 || !wino_fits(d) || direct_isa() == DIRECT_NO_ISA || conv_amx_twin_forced()) return 0;
     if (cpu_isa() == CPU_ISA_PORTABLE) return 1;
-    return cpu_isa() == CPU_ISA_AVX512_BF16 && d->OH * d->OW <= WINO_BF16_MAX_PIXELS &&
-           (long)d->C * d->OC <= WINO_BF16_MAX_CK;
+    const int pixels = d->OH * d->OW, wide = d->C >= WINO_BF16_WIDE_CHANNELS && d->OC >= WINO_BF16_WIDE_CHANNELS;
+    return cpu_isa() == CPU_ISA_AVX512_BF16 && (long)d->C * d->OC <= WINO_BF16_MAX_CK &&
+           (pixels <= WINO_BF16_MAX_PIXELS || (wide && pixels <= WINO_BF16_WIDE_PIXELS));
 }
 
 /* ... and, for WINO_BIG_CK channel pairs or more, batches of WINO_BIG_TILES tiles or more:

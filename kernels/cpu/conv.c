@@ -565,7 +565,7 @@ static int wino_fits(const conv2d_desc_t *d)
  * 64x8x8 layers 33.1 -> 21.0 ms a step at batch 128; its 32x16x16 ones, since Winograd's
  * products take two vectors of output channels (3e08d5ab), 26.7 -> 24.7 ms (they had lost
  * before, 28.6 against 29.4). 16 channels keep the direct kernels (ResNet-20's 16x32x32
- * layers: 38.7 ms direct, 47.4 by fp32's Winograd), as do 4x4 planes of 128 (7.4 against
+ * layers: 38.7 ms direct, 47.4 by fp32's Winograd, one run each), as do 4x4 planes of 128 (7.4 against
  * 7.7, before 3e08d5ab). The tiles keep every layer. docs/PERFORMANCE.md has the rest. */
 #ifndef WINO_BF16_MAX_PIXELS
 #define WINO_BF16_MAX_PIXELS 64

@@ -512,9 +512,10 @@ void embed_backward(size_t rows, int V, int E, const float *ids, const float *do
  * reads the output: dinp[i, j] = scale * y (dout - sum(dout * y)) for j <= i, added (set 0)
  * or written with the masked half 0 (set 1). */
 void causal_softmax_forward(size_t mats, int T, float scale, const float *inp, float *out);
-/* The same by gcc's vectorisation of eight lanes, where causal_softmax_forward runs explicit
- * AVX2 on a CPU that has it: the same bits (test_gpt holds them equal). */
-void causal_softmax_forward_lanes(size_t mats, int T, float scale, const float *inp, float *out);
+/* The same on the widest path the CPU has up to lanes: 16 (explicit AVX-512, what
+ * causal_softmax_forward runs where the CPU has it), 8 (explicit AVX2) or 0 (gcc's
+ * vectorisation of eight lanes): the same bits on each (test_gpt holds them equal). */
+void causal_softmax_forward_width(int lanes, size_t mats, int T, float scale, const float *inp, float *out);
 /* Rows r0..r1 (0 <= r0 <= r1 <= T) of one (T, T) matrix (inp and out at its first row), with
  * the bits causal_softmax_forward gives those rows: generation's new positions. */
 void causal_softmax_rows(int T, int r0, int r1, float scale, const float *inp, float *out);

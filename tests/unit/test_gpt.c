@@ -140,8 +140,9 @@ static void causal_long_case(int M, int T)
     free(x), free(y), free(g), free(dx), free(dxs), free(xd), free(yd), free(dd);
 }
 
-/* causal_softmax_forward (explicit AVX2 where the CPU has it) against the lanes that gcc
- * vectorises, bit for bit: rows of every length mod 8, scores that overflow and underflow
+/* causal_softmax_forward (explicit AVX-512 or AVX2 where the CPU has them), and each of the
+ * two paths the CPU has, against the lanes that gcc vectorises, bit for bit: rows of every
+ * length mod 16 and mod 8, scores that overflow and underflow
  * the exponential, an infinity and a NaN, and last 24 matrices of scores of a trained
  * GPT's spread, whose sums take many terms each, so that another order of the sums shows
  * (the first cases alone passed one that folded the lanes pairwise). causal_softmax_rows
@@ -150,7 +151,7 @@ static void causal_long_case(int M, int T)
 static void test_causal_softmax_lanes(void **state)
 {
     (void)state;
-    static const int Ts[] = {1, 5, 8, 13, 37, 64, 64};
+    static const int Ts[] = {1, 5, 8, 13, 16, 24, 37, 64, 64};
     for (size_t t = 0; t < sizeof Ts / sizeof Ts[0]; t++) {
         const int T = Ts[t], M = t + 1 < sizeof Ts / sizeof Ts[0] ? 3 : 24;
         const size_t N = (size_t)M * T * T;
@@ -162,8 +163,14 @@ static void test_causal_softmax_lanes(void **state)
         x[N / 2] = INFINITY;
         x[N - 1] = NAN;
         for (size_t k = 0; k < N; k++) y1[k] = NAN, y2[k] = -1.0f;
-        causal_softmax_forward((size_t)M, T, 0.17677669529663687f, x, y1);
-        causal_softmax_forward_lanes((size_t)M, T, 0.17677669529663687f, x, y2);
+        causal_softmax_forward_width(0, (size_t)M, T, 0.17677669529663687f, x, y1);
+        for (int lanes = 8; lanes <= 16; lanes += 8) {
+            for (size_t k = 0; k < N; k++) y2[k] = -1.0f;
+            causal_softmax_forward_width(lanes, (size_t)M, T, 0.17677669529663687f, x, y2);
+            assert_memory_equal(y1, y2, N * sizeof *y1);
+        }
+        for (size_t k = 0; k < N; k++) y2[k] = -1.0f;
+        causal_softmax_forward((size_t)M, T, 0.17677669529663687f, x, y2);
         assert_memory_equal(y1, y2, N * sizeof *y1);
         const size_t last = (size_t)(M - 1) * T * T; /* the last matrix, row by row pieces */
         for (size_t k = 0; k < N; k++) y2[k] = -1.0f;

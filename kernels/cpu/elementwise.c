@@ -369,12 +369,19 @@ static const float *input_chunk(const float *inp, const uint16_t *inp16, size_t 
     return x;
 }
 
+/* GELU's vector kernels read bf16 where the CPU has them (gelu_simd.h's _h functions: the
+ * bits of widening first), unary_fwd's and unary_bwd's choice of width; 0 where it has none */
+static int gelu_h_width(void) { return gelu_avx512_ok() ? 16 : gelu_avx2_ok() ? 8 : 0; }
+
 void unary_forward_bf16(unary_op_t op, float a, size_t n, const float *inp, const uint16_t *inp16, uint16_t *out16)
 {
     float x[BF16_CHUNK], y[BF16_CHUNK];
+    const int h = op == UNARY_GELU && inp16 ? gelu_h_width() : 0;
     for (size_t o = 0; o < n; o += BF16_CHUNK) {
         const size_t c = n - o < BF16_CHUNK ? n - o : BF16_CHUNK;
-        unary_forward(op, a, c, input_chunk(inp, inp16, o, c, x), y);
+        if (h == 16) gelu_forward_h_avx512(c, inp16 + o, y);
+        else if (h == 8) gelu_forward_h_avx2(c, inp16 + o, y);
+        else unary_forward(op, a, c, input_chunk(inp, inp16, o, c, x), y);
         bf16_act_store(c, y, out16 + o);
     }
 }
@@ -383,6 +390,12 @@ void unary_backward_bf16(unary_op_t op, float a, size_t n, const float *inp, con
                          const uint16_t *out16, const float *dout, float *dinp, int set)
 {
     if (!dinp) return;
+    const int w = op == UNARY_GELU && inp16 && out16 ? gelu_h_width() : 0;
+    if (w) { /* elementwise: the chunks' bits in one pass */
+        if (w == 16) gelu_backward_h_avx512(n, inp16, out16, dout, dinp, set);
+        else gelu_backward_h_avx2(n, inp16, out16, dout, dinp, set);
+        return;
+    }
     float x[BF16_CHUNK], y[BF16_CHUNK];
     uint16_t h[BF16_CHUNK];
     for (size_t o = 0; o < n; o += BF16_CHUNK) {

@@ -66,6 +66,22 @@ GL_TARGET void GL_NAME(gelu_forward)(size_t n, const float *x, float *y)
     if (i < n) GL_STOREN(y + i, n - i, GL_NAME(gl_gelu)(GL_LOADN(x + i, n - i)));
 }
 
+/* GL_W bf16 values from p widened (exact), or the first n of them and zeros */
+GL_TARGET static inline GL_V GL_NAME(gl_loadh)(const uint16_t *p) { return GL_WIDEN(GL_LOADH(p)); }
+GL_TARGET static inline GL_V GL_NAME(gl_loadhn)(const uint16_t *p, size_t n)
+{
+    uint16_t t[GL_W] = {0};
+    memcpy(t, p, n * sizeof *t);
+    return GL_WIDEN(GL_LOADH(t));
+}
+
+GL_TARGET void GL_NAME(gelu_forward_h)(size_t n, const uint16_t *x, float *y)
+{
+    size_t i = 0;
+    for (; i + GL_W <= n; i += GL_W) GL_STORE(y + i, GL_NAME(gl_gelu)(GL_NAME(gl_loadh)(x + i)));
+    if (i < n) GL_STOREN(y + i, n - i, GL_NAME(gl_gelu)(GL_NAME(gl_loadhn)(x + i, n - i)));
+}
+
 /* g's factor, Phi(x) + x phi(x): Phi as ufn_gelu_cdf reads it back (y / x, or 1/2 + x pdf
  * below 2^-20 in magnitude, x = 0 included) */
 GL_TARGET static inline GL_V GL_NAME(gl_grad)(GL_V x, GL_V y)
@@ -78,22 +94,36 @@ GL_TARGET static inline GL_V GL_NAME(gl_grad)(GL_V x, GL_V y)
 }
 
 /* d = g * grad + d, or + 0 with set: the FMA into zeros rounds g * grad once and turns a
- * -0 into +0, the bits of += into zeros (what unary_backward_set promises) */
+ * -0 into +0, the bits of += into zeros (what unary_backward_set promises). x and y are
+ * read by LOAD and LOADN (float32 or bf16 loads); an element is a float's bytes shifted right
+ * by SH (0, or 1 for bf16: a prefetch a line at a time, 4 KiB ahead either way). */
+#define GL_BACKWARD_LOOP(LOAD, LOADN, SH)                                                              \
+    do {                                                                                               \
+        size_t i = 0;                                                                                  \
+        for (; i + GL_W <= n; i += GL_W) {                                                             \
+            prefetch_ahead((const float *)(const void *)x, i >> (SH), 0); /* cold since the forward */ \
+            prefetch_ahead((const float *)(const void *)y, i >> (SH), 0);                              \
+            const GL_V acc = set ? GL_ZERO() : GL_LOAD(d + i);                                         \
+            const GL_V t = GL_NAME(gl_grad)(LOAD(x + i), LOAD(y + i));                                 \
+            GL_STORE(d + i, GL_FMADD(GL_LOAD(g + i), t, acc));                                         \
+        }                                                                                              \
+        if (i < n) {                                                                                   \
+            const size_t r = n - i;                                                                    \
+            const GL_V acc = set ? GL_ZERO() : GL_LOADN(d + i, r);                                     \
+            /* the lanes past n hold x = y = 0: 1/2 + 0, finite */                                     \
+            const GL_V t = GL_NAME(gl_grad)(LOADN(x + i, r), LOADN(y + i, r));                         \
+            GL_STOREN(d + i, r, GL_FMADD(GL_LOADN(g + i, r), t, acc));                                 \
+        }                                                                                              \
+    } while (0)
+
 GL_TARGET void GL_NAME(gelu_backward)(size_t n, const float *x, const float *y, const float *g, float *d, int set)
 {
-    size_t i = 0;
-    for (; i + GL_W <= n; i += GL_W) {
-        prefetch_ahead(x, i, 0); /* the forward's input and output, cold since */
-        prefetch_ahead(y, i, 0);
-        const GL_V acc = set ? GL_ZERO() : GL_LOAD(d + i);
-        const GL_V t = GL_NAME(gl_grad)(GL_LOAD(x + i), GL_LOAD(y + i));
-        GL_STORE(d + i, GL_FMADD(GL_LOAD(g + i), t, acc));
-    }
-    if (i < n) {
-        const size_t r = n - i;
-        const GL_V acc = set ? GL_ZERO() : GL_LOADN(d + i, r);
-        /* the lanes past n hold x = y = 0: 1/2 + 0, finite */
-        const GL_V t = GL_NAME(gl_grad)(GL_LOADN(x + i, r), GL_LOADN(y + i, r));
-        GL_STOREN(d + i, r, GL_FMADD(GL_LOADN(g + i, r), t, acc));
-    }
+    GL_BACKWARD_LOOP(GL_LOAD, GL_LOADN, 0);
 }
+
+GL_TARGET void GL_NAME(gelu_backward_h)(size_t n, const uint16_t *x, const uint16_t *y, const float *g, float *d,
+                                        int set)
+{
+    GL_BACKWARD_LOOP(GL_NAME(gl_loadh), GL_NAME(gl_loadhn), 1);
+}
+#undef GL_BACKWARD_LOOP

@@ -32,3 +32,5 @@
 #undef GL_STORE
 #undef GL_LOADN
 #undef GL_STOREN
+#undef GL_LOADH
+#undef GL_WIDEN

@@ -34,6 +34,8 @@
  *   or absolute below 1). */
 #include "gelu_simd.h"
 
+#include <string.h>
+
 #include "prefetch.h"
 
 #include "scalar_fn.h"
@@ -93,6 +95,8 @@ int gelu_avx512_ok(void)
 #define GL_STORE(p, v) _mm256_storeu_ps(p, v)
 #define GL_LOADN(p, n) _mm256_maskload_ps(p, gl_tail_avx2(n))
 #define GL_STOREN(p, n, v) _mm256_maskstore_ps(p, gl_tail_avx2(n), v)
+#define GL_LOADH(p) _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p)))
+#define GL_WIDEN(h) _mm256_castsi256_ps(_mm256_slli_epi32(h, 16))
 /* lanes j < n set (all ones), the others clear: the tail's mask */
 GL_TARGET static inline __m256i gl_tail_avx2(size_t n)
 {
@@ -134,9 +138,21 @@ GL_TARGET static inline __m256i gl_tail_avx2(size_t n)
 #define GL_STORE(p, v) _mm512_storeu_ps(p, v)
 #define GL_LOADN(p, n) _mm512_maskz_loadu_ps((__mmask16)((1u << (n)) - 1), p)
 #define GL_STOREN(p, n, v) _mm512_mask_storeu_ps(p, (__mmask16)((1u << (n)) - 1), v)
+#define GL_LOADH(p) _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(p)))
+#define GL_WIDEN(h) _mm512_castsi512_ps(_mm512_slli_epi32(h, 16))
 #include "gelu_lanes.h"
 #include "gelu_lanes_undef.h"
 #else
+void gelu_forward_h_avx2(size_t n, const uint16_t *x, float *y) { (void)n, (void)x, (void)y; }
+void gelu_forward_h_avx512(size_t n, const uint16_t *x, float *y) { (void)n, (void)x, (void)y; }
+void gelu_backward_h_avx2(size_t n, const uint16_t *x, const uint16_t *y, const float *g, float *d, int set)
+{
+    (void)n, (void)x, (void)y, (void)g, (void)d, (void)set;
+}
+void gelu_backward_h_avx512(size_t n, const uint16_t *x, const uint16_t *y, const float *g, float *d, int set)
+{
+    (void)n, (void)x, (void)y, (void)g, (void)d, (void)set;
+}
 int gelu_avx2_ok(void) { return 0; }
 int gelu_avx512_ok(void) { return 0; }
 void gelu_forward_avx2(size_t n, const float *x, float *y) { (void)n, (void)x, (void)y; }

@@ -7,6 +7,7 @@
 #define PACER_GELU_SIMD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Whether this CPU runs the _avx2 functions below (AVX2 and FMA) and the _avx512 ones
  * (AVX-512F, its registers saved by the OS); without, calling them is an illegal
@@ -20,5 +21,11 @@ void gelu_forward_avx512(size_t n, const float *x, float *y);
  * forward's output y as unary_grad's UNARY_GELU does */
 void gelu_backward_avx2(size_t n, const float *x, const float *y, const float *g, float *d, int set);
 void gelu_backward_avx512(size_t n, const float *x, const float *y, const float *g, float *d, int set);
+/* The same on bf16 x and y (bf16 activations: model/plan.h's act_bf16), each value widened
+ * as it is loaded: the bits of the functions above on the widened arrays. */
+void gelu_forward_h_avx2(size_t n, const uint16_t *x, float *y);
+void gelu_forward_h_avx512(size_t n, const uint16_t *x, float *y);
+void gelu_backward_h_avx2(size_t n, const uint16_t *x, const uint16_t *y, const float *g, float *d, int set);
+void gelu_backward_h_avx512(size_t n, const uint16_t *x, const uint16_t *y, const float *g, float *d, int set);
 
 #endif

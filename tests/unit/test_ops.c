@@ -54,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bf16.h"
 #include "conv_crop.h"
 #include "conv_direct.h"
 #include "gelu_simd.h"
@@ -3110,6 +3111,40 @@ static void gelu_simd_check(const float *x, size_t n, lcg_t *r)
     free(y), free(g), free(d), free(ds), free(u), free(yref), free(dref);
 }
 
+/* gelu_simd.h's _h functions on bf16 x (x's values rounded) and y (the output rounded): the
+ * bits of the float32 functions on the widened arrays, at each width the CPU has, forward,
+ * backward and set. */
+static void gelu_simd_h_check(const float *x, size_t n, lcg_t *r)
+{
+    uint16_t *x16 = malloc(n * sizeof *x16), *y16 = malloc(n * sizeof *y16);
+    float *xw = falloc(n), *yw = falloc(n), *g = falloc(n), *want = falloc(n), *got = falloc(n);
+    assert_true(x16 && y16);
+    rand_fill(r, g, NULL, n, -1.0f, 1.0f);
+    for (size_t i = 0; i < n; i++) x16[i] = bf16_from_float(x[i]), xw[i] = bf16_to_float(x16[i]);
+    for (int w = 8; w <= 16; w += 8) {
+        if (w == 16 && !gelu_avx512_ok()) break;
+        void (*fwd)(size_t, const float *, float *) = w == 8 ? gelu_forward_avx2 : gelu_forward_avx512;
+        void (*fwd_h)(size_t, const uint16_t *, float *) = w == 8 ? gelu_forward_h_avx2 : gelu_forward_h_avx512;
+        void (*bwd)(size_t, const float *, const float *, const float *, float *, int) = w == 8 ? gelu_backward_avx2
+                                                                                                : gelu_backward_avx512;
+        void (*bwd_h)(size_t, const uint16_t *, const uint16_t *, const float *, float *,
+                      int) = w == 8 ? gelu_backward_h_avx2 : gelu_backward_h_avx512;
+        fwd(n, xw, want);
+        fwd_h(n, x16, got);
+        if (memcmp(want, got, n * sizeof *got) != 0) fail_msg("gelu_forward_h, %d lanes, n %zu: not the bits", w, n);
+        for (size_t i = 0; i < n; i++) y16[i] = bf16_from_float(want[i]), yw[i] = bf16_to_float(y16[i]);
+        for (int set = 0; set < 2; set++) {
+            ffill(want, n, set ? NAN : 0.5f);
+            ffill(got, n, set ? NAN : 0.5f);
+            bwd(n, xw, yw, g, want, set);
+            bwd_h(n, x16, y16, g, got, set);
+            if (memcmp(want, got, n * sizeof *got) != 0)
+                fail_msg("gelu_backward_h, %d lanes, n %zu, set %d: not the bits", w, n, set);
+        }
+    }
+    free(x16), free(y16), free(xw), free(yw), free(g), free(want), free(got);
+}
+
 static void test_gelu_simd(void **state)
 {
     (void)state;
@@ -3124,17 +3159,20 @@ static void test_gelu_simd(void **state)
     for (size_t n = 1; n <= 40; n++) {
         rand_fill(&r, x, NULL, n, -6.0f, 6.0f);
         gelu_simd_check(x, n, &r);
+        gelu_simd_h_check(x, n, &r);
     }
     const float spread[3][2] = {{-1.2f, 1.2f}, {-3.0f, 3.0f}, {-12.0f, -1.31f}}; /* small, mixed, tail */
     for (int k = 0; k < 3; k++) {
         rand_fill(&r, x, NULL, N, spread[k][0], spread[k][1]);
         gelu_simd_check(x, N, &r);
+        gelu_simd_h_check(x, N, &r);
     }
     const float sp[] = {0.0f,   -0.0f,  0x1p-21f, -0x1p-21f, 0x1p-19f, -0x1p-19f, 1e-40f, -1e-40f,
                         1e-30f, -5.54f, -5.6f,    -6.0f,     -20.0f,   12.0f,     1.3f,   -1.3f,
                         1.31f,  -1.31f, 5.54f,    5.6f,      -8.0f,    30.0f,     -0.5f,  0.7f};
     enum { NS = sizeof sp / sizeof sp[0] };
     gelu_simd_check(sp, NS, &r);
+    gelu_simd_h_check(sp, NS, &r);
     const float bad[8] = {INFINITY, -INFINITY, NAN, 0.5f, 0.5f, 0.5f, 0.5f, 0.5f};
     float by[8], bg[8] = {1, 1, 1, 1, 1, 1, 1, 1}, bd[8] = {0};
     gelu_forward_avx2(8, bad, by);

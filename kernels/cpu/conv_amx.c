@@ -10,6 +10,7 @@
 #include "gemm_bf16_act.h"
 #include "gemm_bf16_pack.h"
 #include "im2col.h"
+#include "prefetch.h"
 
 typedef gemm_bf16_tilecfg_t tilecfg_t;
 
@@ -177,7 +178,9 @@ static void source_phases(const conv_amx_geom_t *g, const float *src, int pads, 
         const int c0 = 2 * cp, c1 = 2 * cp + 1;
         if (c0 >= g->C) continue;
         const float *a = src + (size_t)c0 * SP, *b = c1 < g->C ? src + (size_t)c1 * SP : NULL;
-        for (int sh = 0; sh < g->SH; sh++)
+        for (int sh = 0; sh < g->SH; sh++) {
+            prefetch_next_share(src, (size_t)g->C * SP * sizeof(float), (size_t)cp * g->SH + (size_t)sh,
+                                (size_t)(g->C + 1) / 2 * g->SH);
             for (int w0 = 0; w0 < g->SW; w0 += ROW_CHUNK) {
                 const int n = g->SW - w0 < ROW_CHUNK ? g->SW - w0 : ROW_CHUNK;
                 const size_t at = (size_t)sh * g->SW + (size_t)w0;
@@ -186,6 +189,7 @@ static void source_phases(const conv_amx_geom_t *g, const float *src, int pads, 
                 pair_row(n, a + at, b ? b + at : NULL, tmp);
                 split_pairs(n, tmp, o + d0, o + d1);
             }
+        }
     }
 }
 
@@ -211,6 +215,8 @@ void conv_amx_source(const conv_amx_geom_t *g, const float *src, int pads, uint3
         }
         for (int sh = 0; sh < g->SH; sh++) {
             uint32_t *row = o + (size_t)(g->top + sh) * g->PW;
+            prefetch_next_share(src, (size_t)g->C * SP * sizeof(float), (size_t)cp * g->SH + (size_t)sh,
+                                (size_t)(g->C + 1) / 2 * g->SH);
             if (pads) {
                 zero_pairs(g->left, row);
                 zero_pairs(right, row + g->left + g->SW);

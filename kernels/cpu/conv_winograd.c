@@ -12,11 +12,11 @@
  * picked by direct_isa(). */
 #include "conv_winograd.h"
 
-#include <stdint.h>
 #include <string.h>
 
 #include "bf16.h"
 #include "conv_direct.h"
+#include "prefetch.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
@@ -161,10 +161,9 @@ __attribute__((target("avx2"))) static inline __m256 round8(__m256 v)
  * and lane permutes): the scalar loop's scattered stores were 12-16% of a ResNet-20 step
  * (perf, AVX2, a Sapphire Rapids-class VM). Copies only (or each value rounded to bf16,
  * rnd): the scalar loop's values. Planes whose channels or width are not multiples of 8
- * go the scalar way. A row of the image reads C planes at once, more streams than the
- * hardware prefetchers follow, and the image is cold (an activation written a layer ago):
- * its loads held 80% of this loop's samples (perf annotate, a Zen 5). The next image is one
- * run of C planes, so each row asks for its share of it (1/H) into L1 ahead. */
+ * go the scalar way. A row of the image reads C planes at once, and the image is cold (an
+ * activation written a layer ago): its loads held 80% of this loop's samples (perf
+ * annotate, a Zen 5), so each row asks for its share of the next image (prefetch.h). */
 __attribute__((target("avx2"))) static void channel_last(int n, int C, int H, int W, const float *x, int cp, int PW,
                                                          size_t img, int off, int rnd, float *dst)
 {
@@ -173,15 +172,11 @@ __attribute__((target("avx2"))) static void channel_last(int n, int C, int H, in
         return;
     }
     const size_t plane = (size_t)H * W, row = (size_t)PW * cp;
-    const size_t image_bytes = (size_t)C * plane * sizeof(float), per_row = (image_bytes / H + 63) / 64 * 64;
     for (int b = 0; b < n; b++)
         for (int h = 0; h < H; h++) {
             float *d = dst + (size_t)b * img + (size_t)(h + off) * row + (size_t)off * cp;
-            /* the next image's share: the bytes after this one's, whether this call or the
-             * next has that image (an address past the end is never read: no fault) */
-            const uintptr_t next = (uintptr_t)x + (size_t)(b + 1) * image_bytes;
-            for (size_t o = (size_t)h * per_row; o < (size_t)(h + 1) * per_row && o < image_bytes; o += 64)
-                __builtin_prefetch((const void *)(next + o), 0, 3);
+            /* the next image, whether this call or the next has it */
+            prefetch_next_share(x + (size_t)b * C * plane, (size_t)C * plane * sizeof(float), (size_t)h, (size_t)H);
             for (int c = 0; c < C; c += 8) {
                 const float *src = x + ((size_t)b * C + c) * plane + (size_t)h * W;
                 for (int w = 0; w < W; w += 8) {

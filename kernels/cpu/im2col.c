@@ -1,6 +1,8 @@
 /* kernels/cpu/im2col.c - see im2col.h. */
 #include "im2col.h"
 
+#include "prefetch.h"
+
 /* The rows im2col copies are short (10..32 floats at LeNet and CIFAR sizes); gcc would
  * turn the copy and zero loops into memcpy/memset calls, whose call overhead is most of
  * the cost at that length (LeNet forward 10% slower measured). */
@@ -109,6 +111,7 @@ void conv_grid_to_planes(int M, int rows, int cols, int PW, const float *restric
     for (int m = 0; m < M; m++) {
         const float *r = y + (size_t)m * ldy;
         float *o = out + (size_t)m * P;
+        prefetch_next_share(out, (size_t)M * P * sizeof(float), (size_t)m, (size_t)M);
         if (accumulate) {
             for (int h = 0; h < rows; h++)
                 for (int w = 0; w < cols; w++) o[h * cols + w] += r[(size_t)h * PW + w];

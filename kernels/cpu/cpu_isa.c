@@ -44,6 +44,21 @@ unsigned long long cpu_os_states(void)
     return ((unsigned long long)hi << 32) | lo;
 }
 
+/* Asked once: cpu_os_states runs cpuid, which a virtual machine's hypervisor traps, and
+ * the elementwise kernels that ask are called in chunks of a few thousand elements (asked
+ * per call, it took half of a bf16 GPT step at nanoGPT's CPU shape on the development VM:
+ * perf). Every thread computes the same answer, so a race only repeats it. */
+int cpu_avx512f_usable(void)
+{
+    static int ok = -1;
+    int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
+    if (v < 0) {
+        v = __builtin_cpu_supports("avx512f") && (cpu_os_states() & CPU_OS_AVX512) == CPU_OS_AVX512;
+        __atomic_store_n(&ok, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
 /* The best path by the CPU's flags and the OS's enabled states; why_not says what stops
  * the next one. */
 static cpu_isa_t detect(void)

@@ -44,6 +44,10 @@ unsigned long long cpu_os_states(void);
 #define CPU_OS_AVX512 0xe6ull   /* and the opmask, the upper ZMM halves, ZMM16-31 */
 #define CPU_OS_AMX (3ull << 17) /* the tile configuration and data */
 
+/* Whether the CPU has AVX-512F and the OS saves its states (the elementwise kernels'
+ * sixteen lanes: GELU, the causal softmax); asked of the CPU once. */
+int cpu_avx512f_usable(void);
+
 /* Parses PACER_CPU_ISA's spelling; 0, or -1 for none of them. */
 int cpu_isa_parse(const char *s, cpu_isa_t *out);
 

@@ -47,20 +47,7 @@
 
 int gelu_avx2_ok(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 
-/* Asked once: cpu_os_states runs cpuid, which a virtual machine's hypervisor traps, and
- * bf16 activations call the kernels in chunks of a few thousand elements: asked per call,
- * it took half of a bf16 GPT step at nanoGPT's CPU shape on the development VM (perf).
- * Every thread computes the same answer, so a race only repeats it. */
-int gelu_avx512_ok(void)
-{
-    static int ok = -1;
-    int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
-    if (v < 0) {
-        v = __builtin_cpu_supports("avx512f") && (cpu_os_states() & CPU_OS_AVX512) == CPU_OS_AVX512;
-        __atomic_store_n(&ok, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
+int gelu_avx512_ok(void) { return cpu_avx512f_usable(); }
 
 /* ---- eight lanes: AVX2 and FMA ------------------------------------------------------------ */
 #define GL_TARGET __attribute__((target("avx2,fma")))

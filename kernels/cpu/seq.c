@@ -113,31 +113,35 @@ __attribute__((target_clones("avx2", "default"))) static void causal_lanes_rows(
 #include <immintrin.h>
 #define CAUSAL_AVX2 __attribute__((target("avx2")))
 
-/* scalar_fn.h's ufn_exp on eight lanes, operation for operation (no FMA), so the same bits:
- * max_ps and min_ps are ufn_max's and ufn_min's selects (the second operand on a NaN), k / 2
- * truncates toward zero as C's division does */
-CAUSAL_AVX2 static inline __m256 causal_exp8(__m256 x)
-{
-    const __m256 xc = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-104.0f)), _mm256_set1_ps(89.0f));
-    const __m256 big = _mm256_set1_ps(12582912.0f);
-    const __m256 kf = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)), big), big);
-    const __m256 r = _mm256_sub_ps(_mm256_sub_ps(xc, _mm256_mul_ps(kf, _mm256_set1_ps(0.693359375f))),
-                                   _mm256_mul_ps(kf, _mm256_set1_ps(-2.12194440e-4f)));
-    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.3981999507e-3f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(8.3334519073e-3f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(4.1665795894e-2f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.6666665459e-1f));
-    p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(5.0000001201e-1f));
-    p = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(p, _mm256_mul_ps(r, r)), r), _mm256_set1_ps(1.0f));
-    const __m256i k = _mm256_cvttps_epi32(kf);
-    const __m256i k1 = _mm256_srai_epi32(_mm256_sub_epi32(k, _mm256_srai_epi32(k, 31)), 1), k2 = _mm256_sub_epi32(k, k1);
-    const __m256i bias = _mm256_set1_epi32(127);
-    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k1, bias), 23));
-    const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k2, bias), 23));
-    const __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
-    return _mm256_blendv_ps(x, y, _mm256_cmp_ps(x, x, _CMP_EQ_OQ));
-}
+/* scalar_fn.h's ufn_exp on the lanes of a W-bit vector (P: its intrinsics' prefix, _mm256 or
+ * _mm512), operation for operation (no FMA), so the same bits at any width: max_ps and
+ * min_ps are ufn_max's and ufn_min's selects (the second operand on a NaN), k / 2
+ * truncates toward zero as C's division does; KEEP_NAN(x, y) is y where x is a number, else
+ * x */
+#define CAUSAL_EXP(NAME, TARGET, P, W, KEEP_NAN)                                                                    \
+    TARGET static inline __m##W NAME(__m##W x)                                                                      \
+    {                                                                                                               \
+        const __m##W xc = P##_min_ps(P##_max_ps(x, P##_set1_ps(-104.0f)), P##_set1_ps(89.0f));                      \
+        const __m##W big = P##_set1_ps(12582912.0f);                                                                \
+        const __m##W kf = P##_sub_ps(P##_add_ps(P##_mul_ps(xc, P##_set1_ps(1.44269504088896341f)), big), big);      \
+        const __m##W r = P##_sub_ps(P##_sub_ps(xc, P##_mul_ps(kf, P##_set1_ps(0.693359375f))),                      \
+                                    P##_mul_ps(kf, P##_set1_ps(-2.12194440e-4f)));                                  \
+        __m##W p = P##_set1_ps(1.9875691500e-4f);                                                                   \
+        p = P##_add_ps(P##_mul_ps(p, r), P##_set1_ps(1.3981999507e-3f));                                            \
+        p = P##_add_ps(P##_mul_ps(p, r), P##_set1_ps(8.3334519073e-3f));                                            \
+        p = P##_add_ps(P##_mul_ps(p, r), P##_set1_ps(4.1665795894e-2f));                                            \
+        p = P##_add_ps(P##_mul_ps(p, r), P##_set1_ps(1.6666665459e-1f));                                            \
+        p = P##_add_ps(P##_mul_ps(p, r), P##_set1_ps(5.0000001201e-1f));                                            \
+        p = P##_add_ps(P##_add_ps(P##_mul_ps(p, P##_mul_ps(r, r)), r), P##_set1_ps(1.0f));                          \
+        const __m##W##i k = P##_cvttps_epi32(kf);                                                                   \
+        const __m##W##i k1 = P##_srai_epi32(P##_sub_epi32(k, P##_srai_epi32(k, 31)), 1), k2 = P##_sub_epi32(k, k1); \
+        const __m##W##i bias = P##_set1_epi32(127);                                                                 \
+        const __m##W s1 = P##_castsi##W##_ps(P##_slli_epi32(P##_add_epi32(k1, bias), 23));                          \
+        const __m##W s2 = P##_castsi##W##_ps(P##_slli_epi32(P##_add_epi32(k2, bias), 23));                          \
+        return KEEP_NAN(x, P##_mul_ps(P##_mul_ps(p, s1), s2));                                                      \
+    }
+#define CAUSAL_KEEP_NAN8(x, y) _mm256_blendv_ps(x, y, _mm256_cmp_ps(x, x, _CMP_EQ_OQ))
+CAUSAL_EXP(causal_exp8, CAUSAL_AVX2, _mm256, 256, CAUSAL_KEEP_NAN8)
 
 /* lanes j0 + k < n set (all ones), the others clear */
 CAUSAL_AVX2 static inline __m256i causal_mask(int j0, int n)
@@ -170,17 +174,11 @@ CAUSAL_AVX2 static inline float causal_row_max(int n, float scale, const float *
     return mx;
 }
 
-/* y[0..n) = exp(scale * x - mx), and their sum */
-CAUSAL_AVX2 static inline float causal_row_exp(int n, float scale, float mx, const float *x, float *y)
+/* The lanes' sums ls folded, then the tail's exponentials (positions n / 8 * 8 .. n) each
+ * added in order: the sum of causal_row_exp */
+CAUSAL_AVX2 static inline float causal_exp_tail(int n, __m256 ls, __m256 vs, __m256 vm, const float *x, float *y)
 {
-    const __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(mx);
     const int n8 = n / 8 * 8;
-    __m256 ls = _mm256_setzero_ps();
-    for (int j = 0; j < n8; j += 8) {
-        const __m256 e = causal_exp8(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(x + j), vs), vm));
-        _mm256_storeu_ps(y + j, e);
-        ls = _mm256_add_ps(ls, e);
-    }
     float l[8];
     _mm256_storeu_ps(l, ls);
     float sum = causal_fold_sum(l);
@@ -192,6 +190,20 @@ CAUSAL_AVX2 static inline float causal_row_exp(int n, float scale, float mx, con
         _mm256_maskstore_ps(y + n8, mk, e);
     }
     return sum;
+}
+
+/* y[0..n) = exp(scale * x - mx), and their sum */
+CAUSAL_AVX2 static inline float causal_row_exp(int n, float scale, float mx, const float *x, float *y)
+{
+    const __m256 vs = _mm256_set1_ps(scale), vm = _mm256_set1_ps(mx);
+    const int n8 = n / 8 * 8;
+    __m256 ls = _mm256_setzero_ps();
+    for (int j = 0; j < n8; j += 8) {
+        const __m256 e = causal_exp8(_mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(x + j), vs), vm));
+        _mm256_storeu_ps(y + j, e);
+        ls = _mm256_add_ps(ls, e);
+    }
+    return causal_exp_tail(n, ls, vs, vm, x, y);
 }
 
 /* y[0..n) /= sum by one reciprocal, zeros after n up to T (whatever y held there) */
@@ -206,27 +218,30 @@ CAUSAL_AVX2 static inline void causal_row_scale(int n, int T, float sum, float *
     for (; j < T; j++) y[j] = j < n ? y[j] * (1.0f / sum) : 0.0f;
 }
 
-/* rows first..end of the mats' T-row stack; row r reads (r % T) + 1 positions. In place
- * (inp == out) too: each pass reads a row's x before it writes that row's y. */
-CAUSAL_AVX2 static void causal_forward_avx2(size_t first, size_t end, int T, float scale, const float *inp, float *out)
-{
-    for (size_t r0 = first; r0 < end; r0 += CAUSAL_BLOCK) {
-        const int R = end - r0 < CAUSAL_BLOCK ? (int)(end - r0) : CAUSAL_BLOCK;
-        float v[CAUSAL_BLOCK];
-        for (int k = 0; k < R; k++) {
-            const size_t r = r0 + (size_t)k;
-            v[k] = causal_row_max((int)(r % (size_t)T) + 1, scale, inp + r * (size_t)T);
-        }
-        for (int k = 0; k < R; k++) {
-            const size_t r = r0 + (size_t)k;
-            v[k] = causal_row_exp((int)(r % (size_t)T) + 1, scale, v[k], inp + r * (size_t)T, out + r * (size_t)T);
-        }
-        for (int k = 0; k < R; k++) {
-            const size_t r = r0 + (size_t)k;
-            causal_row_scale((int)(r % (size_t)T) + 1, T, v[k], out + r * (size_t)T);
-        }
+/* NAME: rows first..end of the mats' T-row stack by the row functions ROW (ROW##_max,
+ * ROW##_exp, ROW##_scale); row r reads (r % T) + 1 positions. In place (inp == out) too:
+ * each pass reads a row's x before it writes that row's y. */
+#define CAUSAL_FORWARD(NAME, TARGET, ROW)                                                                          \
+    TARGET static void NAME(size_t first, size_t end, int T, float scale, const float *inp, float *out)            \
+    {                                                                                                              \
+        for (size_t r0 = first; r0 < end; r0 += CAUSAL_BLOCK) {                                                    \
+            const int R = end - r0 < CAUSAL_BLOCK ? (int)(end - r0) : CAUSAL_BLOCK;                                \
+            float v[CAUSAL_BLOCK];                                                                                 \
+            for (int k = 0; k < R; k++) {                                                                          \
+                const size_t r = r0 + (size_t)k;                                                                   \
+                v[k] = ROW##_max((int)(r % (size_t)T) + 1, scale, inp + r * (size_t)T);                            \
+            }                                                                                                      \
+            for (int k = 0; k < R; k++) {                                                                          \
+                const size_t r = r0 + (size_t)k;                                                                   \
+                v[k] = ROW##_exp((int)(r % (size_t)T) + 1, scale, v[k], inp + r * (size_t)T, out + r * (size_t)T); \
+            }                                                                                                      \
+            for (int k = 0; k < R; k++) {                                                                          \
+                const size_t r = r0 + (size_t)k;                                                                   \
+                ROW##_scale((int)(r % (size_t)T) + 1, T, v[k], out + r * (size_t)T);                               \
+            }                                                                                                      \
+        }                                                                                                          \
     }
-}
+CAUSAL_FORWARD(causal_forward_avx2, CAUSAL_AVX2, causal_row)
 
 /* The same on sixteen lanes with AVX-512, the same bits again: the exponentials and the
  * scaling are elementwise, so any width computes them alike; the maxima and the sums keep
@@ -236,28 +251,8 @@ CAUSAL_AVX2 static void causal_forward_avx2(size_t first, size_t end, int T, flo
  * causal_forward_avx2 was 3% of the bf16 GPT's step at nanoGPT's CPU shape. */
 #define CAUSAL_AVX512 __attribute__((target("avx512f")))
 
-CAUSAL_AVX512 static inline __m512 causal_exp16(__m512 x)
-{
-    const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(89.0f));
-    const __m512 big = _mm512_set1_ps(12582912.0f);
-    const __m512 kf = _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)), big), big);
-    const __m512 r = _mm512_sub_ps(_mm512_sub_ps(xc, _mm512_mul_ps(kf, _mm512_set1_ps(0.693359375f))),
-                                   _mm512_mul_ps(kf, _mm512_set1_ps(-2.12194440e-4f)));
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(p, _mm512_mul_ps(r, r)), r), _mm512_set1_ps(1.0f));
-    const __m512i k = _mm512_cvttps_epi32(kf);
-    const __m512i k1 = _mm512_srai_epi32(_mm512_sub_epi32(k, _mm512_srai_epi32(k, 31)), 1), k2 = _mm512_sub_epi32(k, k1);
-    const __m512i bias = _mm512_set1_epi32(127);
-    const __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k1, bias), 23));
-    const __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(k2, bias), 23));
-    const __m512 y = _mm512_mul_ps(_mm512_mul_ps(p, s1), s2);
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_EQ_OQ), x, y);
-}
+#define CAUSAL_KEEP_NAN16(x, y) _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_EQ_OQ), x, y)
+CAUSAL_EXP(causal_exp16, CAUSAL_AVX512, _mm512, 512, CAUSAL_KEEP_NAN16)
 
 CAUSAL_AVX512 static inline __m256 causal_lo(__m512 v) { return _mm512_castps512_ps256(v); }
 CAUSAL_AVX512 static inline __m256 causal_hi(__m512 v)
@@ -266,7 +261,7 @@ CAUSAL_AVX512 static inline __m256 causal_hi(__m512 v)
 }
 
 /* causal_row_max's maximum */
-CAUSAL_AVX512 static inline float causal_row_max16(int n, float scale, const float *x)
+CAUSAL_AVX512 static inline float causal_row16_max(int n, float scale, const float *x)
 {
     const __m512 vs = _mm512_set1_ps(scale);
     const int n8 = n / 8 * 8;
@@ -287,7 +282,7 @@ CAUSAL_AVX512 static inline float causal_row_max16(int n, float scale, const flo
 }
 
 /* causal_row_exp's exponentials and sum */
-CAUSAL_AVX512 static inline float causal_row_exp16(int n, float scale, float mx, const float *x, float *y)
+CAUSAL_AVX512 static inline float causal_row16_exp(int n, float scale, float mx, const float *x, float *y)
 {
     const __m512 vs = _mm512_set1_ps(scale), vm = _mm512_set1_ps(mx);
     const int n8 = n / 8 * 8;
@@ -304,22 +299,11 @@ CAUSAL_AVX512 static inline float causal_row_exp16(int n, float scale, float mx,
         _mm256_storeu_ps(y + j, e);
         ls = _mm256_add_ps(ls, e);
     }
-    float l[8];
-    _mm256_storeu_ps(l, ls);
-    float sum = causal_fold_sum(l);
-    if (n8 < n) {
-        const __m256i mk = causal_mask(n8, n);
-        const __m256 e = causal_exp8(
-            _mm256_sub_ps(_mm256_mul_ps(_mm256_maskload_ps(x + n8, mk), causal_lo(vs)), causal_lo(vm)));
-        _mm256_storeu_ps(l, e);
-        for (j = n8; j < n; j++) sum += l[j - n8];
-        _mm256_maskstore_ps(y + n8, mk, e);
-    }
-    return sum;
+    return causal_exp_tail(n, ls, causal_lo(vs), causal_lo(vm), x, y);
 }
 
 /* causal_row_scale's scaling and zeros */
-CAUSAL_AVX512 static inline void causal_row_scale16(int n, int T, float sum, float *y)
+CAUSAL_AVX512 static inline void causal_row16_scale(int n, int T, float sum, float *y)
 {
     const __m512 inv = _mm512_set1_ps(1.0f / sum);
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -331,39 +315,7 @@ CAUSAL_AVX512 static inline void causal_row_scale16(int n, int T, float sum, flo
     for (; j < T; j++) y[j] = j < n ? y[j] * (1.0f / sum) : 0.0f;
 }
 
-/* causal_forward_avx2's rows and blocks on these */
-CAUSAL_AVX512 static void causal_forward_avx512(size_t first, size_t end, int T, float scale, const float *inp,
-                                                float *out)
-{
-    for (size_t r0 = first; r0 < end; r0 += CAUSAL_BLOCK) {
-        const int R = end - r0 < CAUSAL_BLOCK ? (int)(end - r0) : CAUSAL_BLOCK;
-        float v[CAUSAL_BLOCK];
-        for (int k = 0; k < R; k++) {
-            const size_t r = r0 + (size_t)k;
-            v[k] = causal_row_max16((int)(r % (size_t)T) + 1, scale, inp + r * (size_t)T);
-        }
-        for (int k = 0; k < R; k++) {
-            const size_t r = r0 + (size_t)k;
-            v[k] = causal_row_exp16((int)(r % (size_t)T) + 1, scale, v[k], inp + r * (size_t)T, out + r * (size_t)T);
-        }
-        for (int k = 0; k < R; k++) {
-            const size_t r = r0 + (size_t)k;
-            causal_row_scale16((int)(r % (size_t)T) + 1, T, v[k], out + r * (size_t)T);
-        }
-    }
-}
-
-/* Asked once, as gelu_avx512_ok: generation calls the rows a few at a time. */
-static int causal_avx512_ok(void)
-{
-    static int ok = -1;
-    int v = __atomic_load_n(&ok, __ATOMIC_RELAXED);
-    if (v < 0) {
-        v = __builtin_cpu_supports("avx512f") && (cpu_os_states() & CPU_OS_AVX512) == CPU_OS_AVX512;
-        __atomic_store_n(&ok, v, __ATOMIC_RELAXED);
-    }
-    return v;
-}
+CAUSAL_FORWARD(causal_forward_avx512, CAUSAL_AVX512, causal_row16)
 #endif
 
 /* Rows first..end of the stack by the widest path the CPU has, capped at lanes (16, 8 or
@@ -371,7 +323,7 @@ static int causal_avx512_ok(void)
 static void causal_rows_by(int lanes, size_t first, size_t end, int T, float scale, const float *inp, float *out)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-    if (lanes >= 16 && causal_avx512_ok()) {
+    if (lanes >= 16 && cpu_avx512f_usable()) {
         causal_forward_avx512(first, end, T, scale, inp, out);
         return;
     }

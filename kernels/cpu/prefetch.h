@@ -1,11 +1,11 @@
 /* kernels/cpu/prefetch.h - software prefetch for the kernels that stream cold activations
- * through memory once a pass (GELU's backward, the layer norms' backward, a linear layer's
- * bias fill): a line PREFETCH_AHEAD floats ahead of the loop is asked for each time the loop
- * enters a new line. On the development
- * VMs the hardware prefetchers left these loops waiting on memory: GELU's backward at
- * nanoGPT's CPU shape took 1.35 ms a step, 1.0 with its two cold inputs asked for 4 KiB
- * ahead (layer_profile; 1 KiB ahead gave 1.01). A prefetch never faults, so asking past an
- * array's end is harmless. */
+ * through memory: a line PREFETCH_AHEAD floats ahead of a loop (GELU's backward, the layer
+ * norms' backward, a linear layer's bias fill), or the next image's share of a batch for
+ * the copies that read many planes of one image at once (prefetch_next_share). On the
+ * development VMs the hardware prefetchers left these loops waiting on memory: GELU's
+ * backward at nanoGPT's CPU shape took 1.35 ms a step, 1.0 with its two cold inputs asked
+ * for 4 KiB ahead (layer_profile; 1 KiB ahead gave 1.01). A prefetch never faults, so
+ * asking past an array's end is harmless. */
 #ifndef PACER_KERNELS_CPU_PREFETCH_H
 #define PACER_KERNELS_CPU_PREFETCH_H
 

@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "errmsg.h"
 #include "fs.h"
 #include "jsonbody.h"
 
@@ -338,7 +339,10 @@ int st_parse(const uint8_t *buf, size_t len, st_file_t *f, char *err, size_t err
     int rc = json_is_object(h) ? parse_header(h, f, err, errlen)
                                : (snprintf(err, errlen, "safetensors: the header is not a JSON object"), -1);
     json_decref(h);
-    if (rc != 0) st_free(f);
+    if (rc != 0) {
+        st_free(f);
+        errmsg_one_line(err, errlen); /* a tensor's name quoted may hold a newline */
+    }
     return rc;
 }
 

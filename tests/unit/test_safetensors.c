@@ -38,6 +38,7 @@ static void refused_bytes(const uint8_t *b, size_t len, const char *want)
     char err[512] = "";
     assert_int_equal(st_parse(b, len, &f, err, sizeof err), -1);
     if (!strstr(err, want)) fail_msg("error '%s' does not name '%s'", err, want);
+    if (strchr(err, '\n')) fail_msg("error '%s' is not one line", err);
     assert_null(f.tensors);
 }
 
@@ -160,6 +161,8 @@ static void test_hostile(void **state)
     snprintf(h, sizeof h, "{\"%s\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", name);
     refused(h, 4, "a tensor name of 299 bytes");
     refused("{" E("", 0, 4, "[1]", "F32") "}", 4, "a tensor name of 0 bytes");
+    /* a name holding a line break, quoted in the refusal: one line (fuzz_safetensors's finding) */
+    refused("{" E("tr\\nsf", 0, 32, "[4,2]", "F16") "}", 32, "tensor 'tr?sf': shape size mismatch");
     /* the JSON itself */
     refused("[1]", 0, "does not start with '{'");
     refused("{\"a\":", 0, "header JSON:");

@@ -449,9 +449,11 @@ static int get_line(const char *buf, size_t len, size_t *at, char *word, size_t 
     if (i < len && buf[i] == ' ') {
         i++;
         size_t v = 0, digits = 0;
+        const size_t first = i;
         while (i < len && buf[i] >= '0' && buf[i] <= '9' && digits < 10)
             v = v * 10 + (size_t)(buf[i++] - '0'), digits++;
-        if (digits == 0) return -1;
+        /* one spelling of each length, the writer's: a file reads back byte for byte */
+        if (digits == 0 || (digits > 1 && buf[first] == '0')) return -1;
         *n = v;
     }
     if (i >= len || buf[i] != '\n' || w == 0) return -1;
@@ -467,7 +469,8 @@ static char *get_section(const char *buf, size_t len, size_t *at, const char *wa
     char word[16];
     size_t n;
     if (get_line(buf, len, at, word, sizeof word, &n) != 0 || strcmp(word, want) != 0 || n == (size_t)-1) {
-        errmsg(err, errlen, "%s: expected a line \"%s LENGTH\" at byte %zu", fname, want, *at);
+        errmsg(err, errlen, "%s: expected a line \"%s LENGTH\" at byte %zu (LENGTH in decimal, no leading zero)", fname,
+               want, *at);
         return NULL;
     }
     if (n > len - *at || len - *at - n < 1 || buf[*at + n] != '\n') {

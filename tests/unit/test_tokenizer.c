@@ -234,6 +234,9 @@ static void test_parse_refusals(void **st)
     expect_refused("pacer-tokenizer 1\nkind bytes\nextra", 34, "bytes after the last section");
     expect_refused("pacer-tokenizer 1\nkind bpe\nvocab 2\n{}\n", 38, "merges LENGTH");
     expect_refused("pacer-tokenizer 1\nkind bpe\nvocab 99999999999\n", 45, "vocab LENGTH");
+    /* a length spelt with a leading zero: the writer never spells it so, and an accepted
+     * file must write back byte for byte (fuzz_tokenizer's finding) */
+    expect_refused("pacer-tokenizer 1\nkind chars\nchars 03\nabc\n", 42, "no leading zero");
 }
 
 int main(void)

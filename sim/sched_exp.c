@@ -136,7 +136,10 @@ int sched_exp_parse(const char *text, size_t len, const char *file, const sched_
     int rc = json_is_object(root) ? parse_fields(root, file, c, slots, e, err, errlen)
                                   : errmsg(err, errlen, "%s: must be a JSON object", file);
     json_decref(root);
-    if (rc != 0) return -1;
+    if (rc != 0) {
+        errmsg_one_line(err, errlen); /* a key quoted may hold a newline */
+        return -1;
+    }
     e->n = e->search.trials;
     e->nrungs = search_rungs(&e->search, e->rungs, SEARCH_RUNGS_MAX);
     e->params = search_trial_params(&e->search);

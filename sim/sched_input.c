@@ -144,6 +144,7 @@ int sched_cluster_parse(const char *text, size_t len, const char *file, sched_cl
     else if (parse_classes(json_object_get(root, "classes"), file, out, err, errlen) != 0) rc = -1;
     else if (parse_speeds(json_object_get(root, "speeds"), file, out, err, errlen) != 0) rc = -1;
     json_decref(root);
+    if (rc != 0) errmsg_one_line(err, errlen); /* a key or a name quoted may hold a newline */
     return rc;
 }
 
@@ -252,6 +253,7 @@ int sched_trace_parse(const char *text, size_t len, const char *file, const sche
         json_decref(o);
         if (rc != 0) {
             free(j);
+            errmsg_one_line(err, errlen);
             return -1;
         }
         n++;

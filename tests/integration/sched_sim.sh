@@ -60,6 +60,11 @@ expect_error 1 "c.json:2: not JSON" run
 printf '{\n  "classes": [\n    {"name": "fast\\\n    "x": {"f": 80}\n  }\n}\n' >"$TMP/c.json"
 expect_error 1 "c.json:4: not JSON: invalid escape" run
 [ "$(wc -l <"$TMP/out")" = 1 ] || { cat "$TMP/out"; fail "the refusal of an invalid escape is not one line"; }
+# an unknown key holding a line break, quoted in the refusal: one line (fuzz_sched's
+# second finding)
+printf '{\n  "classs\\n": 0\n}\n' >"$TMP/c.json"
+expect_error 1 'c.json: classs?: unknown field (classes, speeds)' run
+[ "$(wc -l <"$TMP/out")" = 1 ] || { cat "$TMP/out"; fail "the refusal of a key with a line break is not one line"; }
 c '{"classes": [{"name": "fast", "hosts": 0}], "speeds": {"x": {"fast": 1}}}'
 expect_error 1 "c.json: classes\[0\].hosts: must be an integer in 1..4096" run
 c '{"classes": [{"name": "fast", "hosts": 2}, {"name": "fast", "hosts": 1}], "speeds": {"x": {"fast": 1}}}'

@@ -167,6 +167,14 @@ static void phase_at(const conv_amx_geom_t *g, int sh, int sw, size_t *d0, size_
  * that each chunk starts on the row's even values */
 #define ROW_CHUNK 256
 
+/* Row sh of channel pair cp's share of the next image's planes, asked for as this image's
+ * are rounded (prefetch.h) */
+static inline void source_ahead(const conv_amx_geom_t *g, const float *src, int cp, int sh)
+{
+    prefetch_next_share(src, (size_t)g->C * g->SH * g->SW * sizeof(float), (size_t)cp * g->SH + (size_t)sh,
+                        (size_t)(g->C + 1) / 2 * g->SH);
+}
+
 /* conv_amx_source at stride 2: the pads (everything but the values) zeroed whole */
 static void source_phases(const conv_amx_geom_t *g, const float *src, int pads, uint32_t *xs)
 {
@@ -179,8 +187,7 @@ static void source_phases(const conv_amx_geom_t *g, const float *src, int pads, 
         if (c0 >= g->C) continue;
         const float *a = src + (size_t)c0 * SP, *b = c1 < g->C ? src + (size_t)c1 * SP : NULL;
         for (int sh = 0; sh < g->SH; sh++) {
-            prefetch_next_share(src, (size_t)g->C * SP * sizeof(float), (size_t)cp * g->SH + (size_t)sh,
-                                (size_t)(g->C + 1) / 2 * g->SH);
+            source_ahead(g, src, cp, sh);
             for (int w0 = 0; w0 < g->SW; w0 += ROW_CHUNK) {
                 const int n = g->SW - w0 < ROW_CHUNK ? g->SW - w0 : ROW_CHUNK;
                 const size_t at = (size_t)sh * g->SW + (size_t)w0;
@@ -215,8 +222,7 @@ void conv_amx_source(const conv_amx_geom_t *g, const float *src, int pads, uint3
         }
         for (int sh = 0; sh < g->SH; sh++) {
             uint32_t *row = o + (size_t)(g->top + sh) * g->PW;
-            prefetch_next_share(src, (size_t)g->C * SP * sizeof(float), (size_t)cp * g->SH + (size_t)sh,
-                                (size_t)(g->C + 1) / 2 * g->SH);
+            source_ahead(g, src, cp, sh);
             if (pads) {
                 zero_pairs(g->left, row);
                 zero_pairs(right, row + g->left + g->SW);

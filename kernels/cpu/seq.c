@@ -108,7 +108,6 @@ __attribute__((target_clones("avx2", "default"))) static void causal_lanes_rows(
     }
 }
 
-
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define CAUSAL_AVX2 __attribute__((target("avx2")))
